@@ -1,0 +1,120 @@
+# pardo - one non-recursive Makefile.
+#   make            build/pardo and build/libpardo.a
+#   make test       every Check suite and the CLI end-to-end tests
+#   make asan       the same tests built with address + undefined sanitizers (build-asan/)
+#   make tsan       the same tests built with the thread sanitizer (build-tsan/)
+#   make demo       build, then run the example graphs
+# Switches: CUDA=0|1 (default: 1 where nvcc is found), SANITIZE=address,undefined|thread,
+#           WERROR=1 (warnings are errors; CI sets it).
+
+CC       ?= gcc
+CUDA_HOME ?= /usr/local/cuda
+NVCC     ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
+CUDA     ?= $(if $(NVCC),1,0)
+SANITIZE ?=
+
+ifeq ($(SANITIZE),)
+  BUILD ?= build
+else ifeq ($(SANITIZE),address,undefined)
+  BUILD ?= build-asan
+  SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifeq ($(SANITIZE),thread)
+  BUILD ?= build-tsan
+  SAN_FLAGS = -fsanitize=thread
+else
+  $(error SANITIZE must be empty, address,undefined or thread (got '$(SANITIZE)'))
+endif
+ifneq ($(CUDA),0)
+  ifneq ($(CUDA),1)
+    $(error CUDA must be 0 or 1 (got '$(CUDA)'))
+  endif
+  ifeq ($(NVCC),)
+    $(error CUDA=1 but nvcc was not found (set NVCC or CUDA_HOME))
+  endif
+endif
+
+WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wdouble-promotion
+ifeq ($(WERROR),1)
+  WARN += -Werror
+endif
+OPT ?= -O2
+# Dependencies come from pkg-config, evaluated when a recipe runs (after `deps`).
+DEP_CFLAGS = $(shell pkg-config --cflags libcjson 2>/dev/null)
+DEP_LIBS   = $(shell pkg-config --libs libcjson 2>/dev/null)
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Isrc -Iops -Itranspiler -MMD -MP -pthread $(SAN_FLAGS)
+LDFLAGS += -pthread $(SAN_FLAGS)
+LDLIBS  += -lm
+
+LIB_SRC := $(sort $(filter-out src/main.c src/device_cuda.c src/device_none.c,$(wildcard src/*.c)) \
+             $(wildcard ops/*.c) $(wildcard transpiler/*.c))
+CU_SRC  :=
+ifeq ($(CUDA),1)
+  LIB_SRC += src/device_cuda.c
+  CU_SRC  := $(wildcard ops/cuda/*.cu)
+  CUDA_CFLAGS = -I$(CUDA_HOME)/include
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+  NVCCFLAGS ?= -O2 -std=c++17 -Isrc -Iops -MMD -MP --compiler-options -fPIC,-Wall
+else
+  LIB_SRC += src/device_none.c
+endif
+TEST_SRC := $(wildcard tests/check_*.c) $(filter-out tests/check_%,$(wildcard tests/*.c))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libpardo.a
+BIN      := $(BUILD)/pardo
+TEST_BIN := $(BUILD)/check_pardo
+
+.PHONY: all test unit cli asan tsan demo clean deps
+all: $(BIN) $(LIB)
+
+deps:
+	@pkg-config --exists libcjson check || tools/install-deps.sh
+
+$(BUILD)/src/device_cuda.o: CFLAGS += $(CUDA_CFLAGS)
+
+$(BUILD)/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEP_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu | deps
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(BUILD)/src/main.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+
+$(TEST_BIN): $(TEST_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CHECK_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+
+# ASan in a process that loads the CUDA runtime needs the shadow gap unprotected.
+TEST_ENV = ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+           TSAN_OPTIONS=halt_on_error=1 PARDO_TEST_FIXTURES=tests/fixtures
+
+test: unit cli
+
+unit: $(TEST_BIN)
+	$(TEST_ENV) ./$(TEST_BIN)
+
+cli: $(BIN)
+	$(TEST_ENV) tests/cli_test.sh ./$(BIN)
+
+asan:
+	$(MAKE) SANITIZE=address,undefined OPT=-O1 test
+
+tsan:
+	$(MAKE) SANITIZE=thread OPT=-O1 test
+
+demo: $(BIN)
+	tools/demo.sh ./$(BIN)
+
+clean:
+	rm -rf build build-asan build-tsan build-nocuda
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d

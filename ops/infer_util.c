@@ -1,0 +1,50 @@
+/* infer_util.c - helpers shared by the ops' shape inference (see op.h). */
+#include <stdio.h>
+
+#include "op.h"
+
+int pardo_broadcast_types(const pardo_type *a, const pardo_type *b, pardo_type *out, pardo_status *st) {
+    char sa[128], sb[128];
+    if (a->ndim < 0 || b->ndim < 0) {
+        out->ndim = -1;
+        return PARDO_OK;
+    }
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int i = 0; i < nd; i++) {
+        int ia = a->ndim - nd + i, ib = b->ndim - nd + i;
+        int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+        int64_t d;
+        if (da == db) d = da;
+        else if (da == 1) d = db;
+        else if (db == 1) d = da;
+        else if (da == -1) d = db; /* run time must bring db (or 1, checked then) */
+        else if (db == -1) d = da;
+        else
+            return pardo_errorf(st, PARDO_ESHAPE, "shapes %s and %s do not broadcast (dim %d: %lld vs %lld)",
+                                pardo_shape_str(a->ndim, a->shape, sa, sizeof sa),
+                                pardo_shape_str(b->ndim, b->shape, sb, sizeof sb), i, (long long)da, (long long)db);
+        out->shape[i] = d;
+    }
+    out->ndim = nd;
+    return PARDO_OK;
+}
+
+int pardo_expect_dtype(const pardo_type *t, const char *what, const pardo_dtype *allowed, int n, pardo_status *st) {
+    char list[128];
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        if (t->dtype == allowed[i]) return PARDO_OK;
+        int w = snprintf(list + used, sizeof list - used, "%s%s", i ? " or " : "", pardo_dtype_name(allowed[i]));
+        if (w > 0 && (size_t)w < sizeof list - used) used += (size_t)w;
+    }
+    return pardo_errorf(st, PARDO_ESHAPE, "%s has dtype %s, expected %s", what, pardo_dtype_name(t->dtype), list);
+}
+
+int pardo_normalize_axis(int64_t axis, int ndim, const char *attr, int *out, pardo_status *st) {
+    int64_t a = axis < 0 ? axis + ndim : axis;
+    if (a < 0 || a >= ndim)
+        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' is %lld, expected an axis in [%d, %d] for rank %d", attr,
+                            (long long)axis, -ndim, ndim - 1, ndim);
+    *out = (int)a;
+    return PARDO_OK;
+}

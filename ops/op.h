@@ -1,0 +1,127 @@
+/* op.h - what an op is to pardo: its schema (inputs, outputs, attrs), shape
+ * and dtype inference, CPU kernel and optional CUDA kernel. Each op family
+ * file in ops/ defines its pardo_op_def values; ops/registry.c lists them all
+ * in one explicit table. src/ reaches ops only through this header. */
+#ifndef PARDO_OP_H
+#define PARDO_OP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "status.h"
+#include "tensor.h"
+
+typedef enum pardo_attr_type {
+    PARDO_ATTR_INT = 0,
+    PARDO_ATTR_FLOAT,
+    PARDO_ATTR_BOOL,
+    PARDO_ATTR_STRING,
+    PARDO_ATTR_INTS,
+    PARDO_ATTR_FLOATS,
+    PARDO_ATTR_OBJECT,
+    PARDO_ATTR_ANY,
+} pardo_attr_type;
+
+typedef struct pardo_arg_def {
+    const char *name;  // e.g. "X"
+    const char *doc;   // one line
+    bool optional;     // may be "" or left out (trailing)
+    bool variadic;     // the last input may repeat (concat)
+} pardo_arg_def;
+
+typedef struct pardo_attr_def {
+    const char *name;
+    pardo_attr_type type;
+    const char *dflt;  // default as JSON text, for `pardo ops T`; NULL: required
+    const char *doc;
+} pardo_attr_def;
+
+/* Shape inference: the types of the inputs (NULL for an absent optional
+ * input; a dim may be -1, ndim -1 for unknown rank) in, the output types out.
+ * Returns PARDO_OK or an error (PARDO_ESHAPE, PARDO_EINVAL) whose message
+ * says what was expected; the caller prefixes file, block and op. */
+typedef struct pardo_infer_ctx {
+    const pardo_op *op;
+    int n_in;
+    const pardo_type *const *in;  // n_in pointers, NULL for absent inputs
+    int n_out;
+    pardo_type *out;              // n_out types to fill
+    pardo_status *st;
+} pardo_infer_ctx;
+
+typedef enum pardo_device_kind {
+    PARDO_DEVICE_CPU = 0,
+    PARDO_DEVICE_CUDA,
+} pardo_device_kind;
+
+/* What a kernel gets for one run of one op. Inputs are current on the
+ * kernel's device. Outputs are made with pardo_kernel_output. */
+typedef struct pardo_kernel_ctx {
+    const pardo_op *op;
+    int n_in;
+    pardo_tensor **in;      // n_in, NULL for absent optional inputs; borrowed
+    int n_out;
+    pardo_tensor **out;     // n_out; current tensors of the outputs or NULL; set by pardo_kernel_output
+    pardo_status *st;
+    pardo_device_kind device;
+    int nthreads;           // threads the kernel may use (1 inside a parallel_do part)
+    bool training;          // dropout and the like are active
+    uint64_t step;          // index of this run of the block (0, 1, ...)
+} pardo_kernel_ctx;
+
+typedef int (*pardo_infer_fn)(pardo_infer_ctx *ctx);
+typedef int (*pardo_kernel_fn)(pardo_kernel_ctx *ctx);
+
+typedef struct pardo_op_def {
+    const char *type;                 // name in graph files
+    const char *doc;                  // one line
+    const pardo_arg_def *inputs;      // n_inputs
+    int n_inputs;
+    const pardo_arg_def *outputs;     // n_outputs
+    int n_outputs;
+    const pardo_attr_def *attrs;      // n_attrs
+    int n_attrs;
+    pardo_infer_fn infer;             // required
+    pardo_kernel_fn cpu;              // required
+    pardo_kernel_fn cuda;             // optional; NULL: the CPU kernel runs
+    bool inplace;                     // outputs may be the same tensors as inputs
+} pardo_op_def;
+
+/* Gives output i a tensor of dtype and shape, current and writable on the
+ * kernel's device. Reuses the tensor the output var already holds when its
+ * dtype and shape match and nobody else holds it (or the op is inplace);
+ * otherwise allocates. Returns the tensor (borrowed from ctx) or NULL with
+ * ctx->st filled. */
+pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtype, int ndim,
+                                  const int64_t *shape);
+
+/* The registry. Lookup by type name; NULL when unknown. Thread-safe (read-only). */
+const pardo_op_def *pardo_op_lookup(const char *type);
+
+/* Number of registered ops and the i-th, in table order. */
+int pardo_op_count(void);
+const pardo_op_def *pardo_op_at(int i);
+
+/* Checks the table once (duplicate names, missing infer or cpu): returns
+ * PARDO_OK or PARDO_EINVAL naming the culprit. main() calls it at start-up. */
+int pardo_registry_check(pardo_status *st);
+
+/* Writes the known op names, comma separated, into buf; returns buf. */
+char *pardo_op_known_list(char *buf, size_t n);
+
+/* Helpers for inference functions (ops/infer_util.c). */
+
+/* Sets *out to the numpy broadcast of a and b; PARDO_ESHAPE naming both
+ * shapes when they do not broadcast. -1 dims broadcast with 1 or -1. */
+int pardo_broadcast_types(const pardo_type *a, const pardo_type *b, pardo_type *out, pardo_status *st);
+
+/* PARDO_ESHAPE unless t's dtype is one of the `n` listed; `what` names the
+ * input ("input 0 'X'") in the message. */
+int pardo_expect_dtype(const pardo_type *t, const char *what, const pardo_dtype *allowed, int n, pardo_status *st);
+
+/* Normalises axis (negative counts from the end) for rank ndim; PARDO_EINVAL
+ * naming attr when out of range. */
+int pardo_normalize_axis(int64_t axis, int ndim, const char *attr, int *out, pardo_status *st);
+
+#endif

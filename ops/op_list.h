@@ -1,0 +1,10 @@
+/* op_list.h - the one explicit table of ops: X(c_name) per op, where the
+ * family file defines `const pardo_op_def pardo_op_<c_name>`. Add a line here
+ * when adding an op; ops/registry.c builds the table from it. */
+#ifndef PARDO_OP_LIST_H
+#define PARDO_OP_LIST_H
+
+#define PARDO_OP_LIST(X) \
+    X(identity)
+
+#endif

@@ -1,0 +1,19 @@
+/* kernel_ctx.c - output tensors for kernels (pardo_kernel_output, op.h). */
+#include "op.h"
+
+pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtype, int ndim, const int64_t *shape) {
+    PARDO_ASSERT(i >= 0 && i < ctx->n_out);
+    pardo_tensor *t = ctx->out[i];
+    bool reusable = t && t->dtype == dtype && pardo_shape_equal(t->ndim, t->shape, ndim, shape) &&
+                    (ctx->op->def->inplace || atomic_load(&t->refs) == 1);
+    if (!reusable) {
+        pardo_tensor_release(t);
+        ctx->out[i] = NULL;
+        t = pardo_tensor_new(dtype, ndim, shape, ctx->st);
+        if (!t) return NULL;
+        ctx->out[i] = t;
+    }
+    void *p = ctx->device == PARDO_DEVICE_CUDA ? pardo_synced_mem_mutable_gpu_data(t->mem, ctx->st)
+                                               : pardo_synced_mem_mutable_cpu_data(t->mem, ctx->st);
+    return p ? t : NULL;
+}

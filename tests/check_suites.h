@@ -1,0 +1,32 @@
+/* check_suites.h - every Check suite of pardo; tests/check_main.c runs them all.
+ * tests/check_<module>.c defines make_<module>_suite. */
+#ifndef PARDO_CHECK_SUITES_H
+#define PARDO_CHECK_SUITES_H
+
+#include <check.h>
+
+/* X(module): one line per suite, in the order they run. */
+#define PARDO_SUITES(X) \
+    X(status)           \
+    X(value)            \
+    X(tensor)           \
+    X(synced_mem)       \
+    X(npy)              \
+    X(safetensors)      \
+    X(graph_json)       \
+    X(registry)         \
+    X(ops_elementwise)  \
+    X(ops_matmul)       \
+    X(ops_reduce)       \
+    X(ops_softmax)      \
+    X(ops_fill)         \
+    X(infer)            \
+    X(scope)            \
+    X(executor)         \
+    X(checkpoint)
+
+#define PARDO_SUITE_DECL(m) Suite *make_##m##_suite(void) __attribute__((weak));
+PARDO_SUITES(PARDO_SUITE_DECL)
+#undef PARDO_SUITE_DECL
+
+#endif

@@ -1,0 +1,71 @@
+/* test_util.c - helpers for the Check suites (see test_util.h). */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t test_rng_next(test_rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+double test_rng_uniform(test_rng *r, double lo, double hi) {
+    return lo + (hi - lo) * ((double)(test_rng_next(r) >> 11) * 0x1.0p-53);
+}
+
+pardo_tensor *test_tensor_random(test_rng *r, pardo_dtype dt, int ndim, const int64_t *shape, double lo,
+                                 double hi) {
+    pardo_status st;
+    pardo_tensor *t = pardo_tensor_new_cpu(dt, ndim, shape, &st);
+    ck_assert_msg(t != NULL, "tensor_new: %s", st.msg);
+    for (int64_t i = 0; i < t->numel; i++) {
+        double v = test_rng_uniform(r, lo, hi);
+        pardo_tensor_set_f64(t, i, pardo_dtype_is_int(dt) ? floor(v) : v);
+    }
+    return t;
+}
+
+pardo_tensor *test_tensor_from(pardo_dtype dt, int ndim, const int64_t *shape, const double *vals) {
+    pardo_status st;
+    pardo_tensor *t = pardo_tensor_new_cpu(dt, ndim, shape, &st);
+    ck_assert_msg(t != NULL, "tensor_new: %s", st.msg);
+    for (int64_t i = 0; i < t->numel; i++) pardo_tensor_set_f64(t, i, vals[i]);
+    return t;
+}
+
+void test_assert_close(const pardo_tensor *a, const pardo_tensor *b, double rtol, double atol) {
+    char sa[96], sb[96];
+    ck_assert_msg(a->dtype == b->dtype, "dtype %s != %s", pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
+    ck_assert_msg(pardo_shape_equal(a->ndim, a->shape, b->ndim, b->shape), "shape %s != %s",
+                  pardo_shape_str(a->ndim, a->shape, sa, sizeof sa), pardo_shape_str(b->ndim, b->shape, sb, sizeof sb));
+    for (int64_t i = 0; i < a->numel; i++) {
+        double x = pardo_tensor_get_f64(a, i), y = pardo_tensor_get_f64(b, i);
+        int ok = (isnan(x) && isnan(y)) || (x == y) || fabs(x - y) <= atol + rtol * fabs(y);
+        ck_assert_msg(ok, "element %lld: got %.9g, expected %.9g (rtol %g, atol %g)", (long long)i, x, y, rtol,
+                      atol);
+    }
+}
+
+const char *test_fixture(const char *name) {
+    static char path[1024];
+    const char *dir = getenv("PARDO_TEST_FIXTURES");
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/fixtures", name);
+    return path;
+}
+
+char *test_scratch_dir(char *buf, size_t n) {
+    snprintf(buf, n, "/tmp/pardo-test-XXXXXX");
+    ck_assert_msg(mkdtemp(buf) != NULL, "mkdtemp failed");
+    return buf;
+}
+
+void test_write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+    fclose(f);
+}

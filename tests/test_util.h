@@ -1,0 +1,44 @@
+/* test_util.h - helpers shared by the Check suites: seeded random data,
+ * tolerant comparisons, fixture paths and scratch folders. */
+#ifndef PARDO_TEST_UTIL_H
+#define PARDO_TEST_UTIL_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+/* A small deterministic generator (splitmix64) for test data. */
+typedef struct test_rng {
+    uint64_t s;
+} test_rng;
+
+uint64_t test_rng_next(test_rng *r);
+/* Uniform in [lo, hi). */
+double test_rng_uniform(test_rng *r, double lo, double hi);
+
+/* A new CPU tensor filled with uniform values in [lo, hi) (integers rounded
+ * down for int dtypes); the caller releases it. Fails the test on error. */
+pardo_tensor *test_tensor_random(test_rng *r, pardo_dtype dt, int ndim, const int64_t *shape, double lo,
+                                 double hi);
+
+/* A new CPU tensor holding `n` values given as doubles (converted). */
+pardo_tensor *test_tensor_from(pardo_dtype dt, int ndim, const int64_t *shape, const double *vals);
+
+/* Fails the test unless a and b have the same dtype and shape and every
+ * element satisfies |a - b| <= atol + rtol * |b|; the message names the first
+ * bad index and both values. */
+void test_assert_close(const pardo_tensor *a, const pardo_tensor *b, double rtol, double atol);
+
+/* Path of a fixture under tests/fixtures (or $PARDO_TEST_FIXTURES); static buffer. */
+const char *test_fixture(const char *name);
+
+/* Creates a fresh scratch folder under /tmp and returns its path (static buffer
+ * of the caller's choosing: writes into buf of n bytes). */
+char *test_scratch_dir(char *buf, size_t n);
+
+/* Writes n bytes to path; fails the test on error. */
+void test_write_file(const char *path, const void *data, size_t n);
+
+#endif
