@@ -75,23 +75,29 @@ deps:
 
 $(BUILD)/src/device_cuda.o: CFLAGS += $(CUDA_CFLAGS)
 
+Q ?= @
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DEP_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
+	@echo "  CC    $<"
+	$(Q)$(CC) $(CFLAGS) $(DEP_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.cu.o: %.cu | deps
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	@echo "  NVCC  $<"
+	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "  AR    $@"
+	$(Q)ar rcs $@ $^
 
 $(BIN): $(BUILD)/src/main.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 $(TEST_BIN): $(TEST_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CHECK_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CHECK_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 # ASan in a process that loads the CUDA runtime needs the shadow gap unprotected.
 TEST_ENV = ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -1,10 +1,54 @@
-/* main.c - the pardo command line: dispatches to cli_<command>.c. */
+/* main.c - the pardo command line: checks the op registry, then dispatches
+ * to the subcommand in src/cli_<command>.c. */
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
+#include "op.h"
+
+static const char usage[] =
+    "usage: pardo COMMAND [ARGS]\n"
+    "\n"
+    "pardo runs op graphs stored as JSON on CPU threads (and a CUDA GPU where one exists).\n"
+    "\n"
+    "commands:\n"
+    "  run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
+    "            [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
+    "                   run block 0 of a graph N times and print or save the fetched vars\n"
+    "  check GRAPH      validate a graph; print its ops, vars, param count and inferred shapes\n"
+    "  ops [OP]         list the ops, or one op's inputs, outputs and attrs\n"
+    "  dot GRAPH        print the graph as Graphviz dot\n"
+    "\n"
+    "'pardo COMMAND --help' describes a command. Exit status: 0 ok, 1 the run failed,\n"
+    "2 bad usage or a bad input file, 130 stopped by SIGINT or SIGTERM.\n";
+
 int main(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "pardo: under construction\n");
-    return 2;
+    pardo_status st;
+    pardo_status_clear(&st);
+    if (pardo_registry_check(&st) != PARDO_OK) {
+        fprintf(stderr, "pardo: internal error: %s\n", st.msg);
+        return CLI_FAILED;
+    }
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return CLI_BAD_INPUT;
+    }
+    const char *cmd = argv[1];
+    if (cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } commands[] = {
+        {"run", pardo_cli_run},
+        {"check", pardo_cli_check},
+        {"ops", pardo_cli_ops},
+        {"dot", pardo_cli_dot},
+    };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
+    fprintf(stderr, "pardo: unknown command '%s' (expected run, check, ops or dot)\n\n%s", cmd, usage);
+    return CLI_BAD_INPUT;
 }

@@ -1,0 +1,295 @@
+/* executor.c - sequential execution of blocks (see executor.h). */
+#include "executor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "init_fill.h"
+
+#define MAX_OP_IO 64
+
+struct pardo_executor {
+    const pardo_program *prog; // borrowed
+    pardo_exec_options opt;
+    pardo_scope *root;         // block 0's vars, owned
+    uint64_t steps;            // completed runs of block 0
+};
+
+int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pardo_executor **out,
+                       pardo_status *st) {
+    *out = NULL;
+    pardo_executor *ex = calloc(1, sizeof(*ex));
+    if (!ex) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    ex->prog = p;
+    ex->opt = *opt;
+    if (ex->opt.nthreads < 1) ex->opt.nthreads = 1;
+    if (!(ex->root = pardo_scope_new(NULL))) {
+        free(ex);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    }
+    if (ex->opt.device == PARDO_DEVICE_CUDA) {
+        int n = pardo_device_count();
+        if (n == 0) {
+            pardo_device_note_cpu_fallback(pardo_device_compiled() ? "no CUDA device found"
+                                                                   : "pardo was built without CUDA");
+            ex->opt.device = PARDO_DEVICE_CPU;
+        } else if (ex->opt.device_index < 0 || ex->opt.device_index >= n) {
+            int idx = ex->opt.device_index;
+            pardo_executor_free(ex);
+            return pardo_errorf(st, PARDO_EINVAL, "--device cuda:%d: there are %d CUDA devices (0..%d)", idx, n, n - 1);
+        } else if (pardo_device_set(ex->opt.device_index, st) != PARDO_OK) {
+            pardo_executor_free(ex);
+            return st->code;
+        }
+    }
+    *out = ex;
+    return PARDO_OK;
+}
+
+void pardo_executor_free(pardo_executor *ex) {
+    if (!ex) return;
+    pardo_scope_free(ex->root);
+    free(ex);
+}
+
+pardo_scope *pardo_executor_scope(pardo_executor *ex) { return ex->root; }
+pardo_device_kind pardo_executor_device(const pardo_executor *ex) { return ex->opt.device; }
+uint64_t pardo_executor_steps(const pardo_executor *ex) { return ex->steps; }
+
+static char *type_str(const pardo_type *t, char *buf, size_t n) {
+    char shape[160];
+    snprintf(buf, n, "%s %s", pardo_dtype_name(t->dtype), pardo_shape_str(t->ndim, t->shape, shape, sizeof shape));
+    return buf;
+}
+
+/* True when t has v's dtype and a shape matching v's (-1 dims match any size). */
+static bool tensor_fits(const pardo_tensor *t, const pardo_type *ty) {
+    if (t->dtype != ty->dtype) return false;
+    if (ty->ndim < 0) return true;
+    if (t->ndim != ty->ndim) return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (ty->shape[d] != -1 && ty->shape[d] != t->shape[d]) return false;
+    return true;
+}
+
+static int var_error(const pardo_executor *ex, const pardo_var *v, pardo_status *st) {
+    char where[512];
+    pardo_var_where(ex->prog, 0, v, where, sizeof where);
+    return pardo_status_prefix(st, "%s: ", where);
+}
+
+static pardo_tensor *constant_tensor(const pardo_var *v, pardo_status *st) {
+    if (pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
+        pardo_errorf(st, PARDO_EINVAL, "has a value but a run-time (-1) dim; give its full shape");
+        return NULL;
+    }
+    pardo_tensor *t = pardo_tensor_new_cpu(v->type.dtype, v->type.ndim, v->type.shape, st);
+    if (!t) return NULL;
+    if (t->numel != v->n_value) {
+        pardo_errorf(st, PARDO_ESHAPE, "value has %lld elements, its shape needs %lld", (long long)v->n_value,
+                     (long long)t->numel);
+        pardo_tensor_release(t);
+        return NULL;
+    }
+    for (int64_t i = 0; i < t->numel; i++) pardo_tensor_set_f64(t, i, v->value[i]);
+    return t;
+}
+
+static pardo_tensor *initial_tensor(const pardo_var *v, pardo_status *st) {
+    if (pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
+        pardo_errorf(st, PARDO_EINVAL, "is a %s with a run-time (-1) dim; a %s needs its full shape",
+                     pardo_var_role_name(v->role), pardo_var_role_name(v->role));
+        return NULL;
+    }
+    pardo_tensor *t = pardo_tensor_new_cpu(v->type.dtype, v->type.ndim, v->type.shape, st);
+    if (t && pardo_init_fill(t, &v->init, st) != PARDO_OK) {
+        pardo_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+int pardo_executor_init_vars(pardo_executor *ex, const pardo_tensor_list *ckpt, const char *ckpt_name,
+                             pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[0];
+    char a[200], b[200];
+    for (int i = 0; i < blk->n_vars; i++) {
+        const pardo_var *v = &blk->vars[i];
+        if (!v->declared || v->kind != PARDO_VAR_TENSOR) continue;
+        bool stateful = v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE;
+        pardo_tensor *t = NULL;
+        pardo_tensor *saved = (stateful && ckpt) ? pardo_tensor_list_find(ckpt, v->name) : NULL;
+        if (saved) {
+            if (!tensor_fits(saved, &v->type) || pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
+                pardo_type ty = pardo_tensor_type(saved);
+                pardo_errorf(st, PARDO_ESHAPE, "%s: entry '%s' is %s, but the graph declares %s", ckpt_name, v->name,
+                             type_str(&ty, a, sizeof a), type_str(&v->type, b, sizeof b));
+                return var_error(ex, v, st);
+            }
+            t = pardo_tensor_retain(saved);
+        } else if (v->value) {
+            t = constant_tensor(v, st);
+        } else if (stateful && v->init.fill != PARDO_FILL_NONE) {
+            if (ckpt && v->role == PARDO_VAR_PARAM)
+                fprintf(stderr, "pardo: warning: %s has no entry '%s'; the param keeps its init (%s)\n", ckpt_name,
+                        v->name, pardo_fill_name(v->init.fill));
+            t = initial_tensor(v, st);
+        } else if (stateful) {
+            pardo_errorf(st, PARDO_ENOTFOUND, "%s '%s' has no init and no value%s%s", pardo_var_role_name(v->role),
+                         v->name, ckpt ? ", and is not in " : " (give one, or --load a checkpoint that has it)",
+                         ckpt ? ckpt_name : "");
+            return var_error(ex, v, st);
+        } else {
+            continue; /* feeds and temps get tensors at run time */
+        }
+        if (!t) return var_error(ex, v, st);
+        if (pardo_scope_set_move(ex->root, v->name, t, st) != PARDO_OK) return st->code;
+    }
+    return PARDO_OK;
+}
+
+int pardo_executor_feed(pardo_executor *ex, const char *name, pardo_tensor *t, const char *source,
+                        pardo_status *st) {
+    const pardo_var *v = pardo_block_find_var(&ex->prog->blocks[0], name);
+    char a[200], b[200];
+    if (!v || !v->declared)
+        return pardo_errorf(st, PARDO_ENOTFOUND, "%s: the graph has no var '%s' to feed", source, name);
+    if (v->role != PARDO_VAR_FEED)
+        return pardo_errorf(st, PARDO_EINVAL, "%s: var '%s' is a %s, not a feed", source, name,
+                            pardo_var_role_name(v->role));
+    if (!tensor_fits(t, &v->type)) {
+        pardo_type ty = pardo_tensor_type(t);
+        return pardo_errorf(st, PARDO_ESHAPE, "%s: feed '%s' is %s, but the graph declares %s", source, name,
+                            type_str(&ty, a, sizeof a), type_str(&v->type, b, sizeof b));
+    }
+    return pardo_scope_set(ex->root, name, t, st);
+}
+
+int pardo_executor_check_feeds(pardo_executor *ex, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[0];
+    char a[200];
+    for (int i = 0; i < blk->n_vars; i++) {
+        const pardo_var *v = &blk->vars[i];
+        if (v->role == PARDO_VAR_FEED && !pardo_scope_find_local(ex->root, v->name)) {
+            pardo_errorf(st, PARDO_ENOTFOUND, "missing feed '%s' (%s): pass --feed %s=FILE.npy", v->name,
+                         type_str(&v->type, a, sizeof a), v->name);
+            return var_error(ex, v, st);
+        }
+    }
+    return PARDO_OK;
+}
+
+/* Makes input tensors current on the op's device. */
+static int sync_inputs(pardo_tensor **in, int n, pardo_device_kind dev, pardo_status *st) {
+    for (int k = 0; k < n; k++) {
+        if (!in[k]) continue;
+        const void *p = dev == PARDO_DEVICE_CUDA ? pardo_synced_mem_gpu_data(in[k]->mem, st)
+                                                 : pardo_synced_mem_cpu_data(in[k]->mem, st);
+        if (!p) return st->code;
+    }
+    return PARDO_OK;
+}
+
+static bool is_input(const pardo_op *op, const char *name) {
+    for (int k = 0; k < op->n_in; k++)
+        if (strcmp(op->in[k], name) == 0) return true;
+    return false;
+}
+
+/* Checks that output k fits its var's (declared or inferred) type. */
+static int check_output(const pardo_program *p, int block, const pardo_op *op, int k, const pardo_tensor *t,
+                        pardo_status *st) {
+    char a[200], b[200];
+    const pardo_var *v = pardo_program_lookup_var(p, block, op->out[k], NULL);
+    if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "the kernel produced no output %d ('%s')", k, op->out[k]);
+    if (!v || v->kind != PARDO_VAR_TENSOR || tensor_fits(t, &v->type)) return PARDO_OK;
+    pardo_type ty = pardo_tensor_type(t);
+    return pardo_errorf(st, PARDO_ESHAPE, "output '%s' is %s at run time, but the graph says %s", op->out[k],
+                        type_str(&ty, a, sizeof a), type_str(&v->type, b, sizeof b));
+}
+
+static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, int nthreads, pardo_status *st) {
+    const pardo_op *op = &ex->prog->blocks[block].ops[index];
+    pardo_tensor *in[MAX_OP_IO] = {0}, *out[MAX_OP_IO] = {0};
+    int rc = PARDO_OK;
+    PARDO_ASSERT(op->def && op->n_in <= MAX_OP_IO && op->n_out <= MAX_OP_IO);
+    pardo_device_kind dev = (ex->opt.device == PARDO_DEVICE_CUDA && op->def->cuda) ? PARDO_DEVICE_CUDA
+                                                                                  : PARDO_DEVICE_CPU;
+    for (int k = 0; k < op->n_in; k++) {
+        if (!op->in[k][0]) continue;
+        pardo_tensor *t = pardo_scope_find(scope, op->in[k]);
+        if (!t) {
+            rc = pardo_errorf(st, PARDO_ENOTFOUND, "input %d: var '%s' has no value at run time", k, op->in[k]);
+            goto done;
+        }
+        in[k] = pardo_tensor_retain(t);
+    }
+    if ((rc = sync_inputs(in, op->n_in, dev, st)) != PARDO_OK) goto done;
+    for (int k = 0; k < op->n_out; k++) {
+        /* hand the output's current tensor to the kernel for reuse: moved out
+         * of the scope when only the scope holds it, shared when the op also
+         * reads it (in-place ops) */
+        if (is_input(op, op->out[k])) {
+            pardo_tensor *t = pardo_scope_find(scope, op->out[k]);
+            out[k] = t ? pardo_tensor_retain(t) : NULL;
+        } else {
+            out[k] = pardo_scope_take(scope, op->out[k]);
+        }
+    }
+    pardo_kernel_ctx ctx = {.op = op, .n_in = op->n_in, .in = in, .n_out = op->n_out, .out = out, .st = st,
+                            .device = dev, .nthreads = nthreads, .training = ex->opt.training, .step = ex->steps};
+    rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
+    for (int k = 0; rc == PARDO_OK && k < op->n_out; k++) rc = check_output(ex->prog, block, op, k, out[k], st);
+    for (int k = 0; k < op->n_out; k++) {
+        if (rc == PARDO_OK) {
+            rc = pardo_scope_set_move(scope, op->out[k], out[k], st);
+            out[k] = NULL;
+        }
+        pardo_tensor_release(out[k]);
+    }
+done:
+    for (int k = 0; k < op->n_in; k++) pardo_tensor_release(in[k]);
+    if (rc != PARDO_OK) {
+        char where[512];
+        pardo_op_where(ex->prog, block, index, where, sizeof where);
+        pardo_status_prefix(st, "%s: ", where);
+    }
+    return rc;
+}
+
+int pardo_executor_run_block(pardo_executor *ex, int block, pardo_scope *scope, int nthreads, pardo_status *st) {
+    if (block < 0 || block >= ex->prog->n_blocks)
+        return pardo_errorf(st, PARDO_EINVAL, "no block %d (the program has %d)", block, ex->prog->n_blocks);
+    const pardo_block *blk = &ex->prog->blocks[block];
+    for (int i = 0; i < blk->n_ops; i++) {
+        int rc = run_op(ex, block, i, scope, nthreads, st);
+        if (rc != PARDO_OK) return rc;
+    }
+    return PARDO_OK;
+}
+
+int pardo_executor_run(pardo_executor *ex, pardo_status *st) {
+    int rc = pardo_executor_check_feeds(ex, st);
+    if (rc == PARDO_OK) rc = pardo_executor_run_block(ex, 0, ex->root, ex->opt.nthreads, st);
+    if (rc == PARDO_OK) ex->steps++;
+    return rc;
+}
+
+pardo_tensor *pardo_executor_fetch(pardo_executor *ex, const char *name) {
+    return pardo_scope_find_local(ex->root, name);
+}
+
+int pardo_executor_collect_state(pardo_executor *ex, pardo_tensor_list *out, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[0];
+    for (int i = 0; i < blk->n_vars; i++) {
+        const pardo_var *v = &blk->vars[i];
+        if (v->role != PARDO_VAR_PARAM && v->role != PARDO_VAR_STATE) continue;
+        pardo_tensor *t = pardo_scope_find_local(ex->root, v->name);
+        if (!t) continue;
+        if (!pardo_tensor_cpu(t, st)) return st->code;
+        if (pardo_tensor_list_add(out, v->name, t, st) != PARDO_OK) return st->code;
+    }
+    return PARDO_OK;
+}

@@ -1,0 +1,79 @@
+/* executor.h - runs the blocks of a checked program over scopes of tensors:
+ * op after op in file order, each through its registered kernel. The
+ * executor borrows the program (which must outlive it and must have passed
+ * pardo_pass_check) and owns its root scope. Not thread-safe: one caller
+ * at a time (parallel_do, in a later issue, runs parts on the pool). */
+#ifndef PARDO_EXECUTOR_H
+#define PARDO_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "op.h"
+#include "scope.h"
+#include "status.h"
+#include "tensor_list.h"
+
+typedef struct pardo_exec_options {
+    int nthreads;               // threads kernels run from block 0 may use (>= 1)
+    bool training;              // dropout and the like are active
+    pardo_device_kind device;   // where ops with a CUDA kernel run
+    int device_index;           // CUDA device number
+} pardo_exec_options;
+
+typedef struct pardo_executor pardo_executor;
+
+/* A new executor for p (borrowed). With device CUDA and no usable device it
+ * says so once on stderr and runs on the CPU. *out is freed with
+ * pardo_executor_free. */
+int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pardo_executor **out,
+                       pardo_status *st);
+
+/* Frees the executor and its scopes (tensors it bound are released). */
+void pardo_executor_free(pardo_executor *ex);
+
+/* The root scope (block 0's vars); borrowed. */
+pardo_scope *pardo_executor_scope(pardo_executor *ex);
+
+/* The device ops with a CUDA kernel actually run on (CPU after a fallback). */
+pardo_device_kind pardo_executor_device(const pardo_executor *ex);
+
+/* Binds block 0's vars that exist before any op: constants from `value`,
+ * then params and state from `ckpt` (may be NULL; entries the graph does not
+ * declare are ignored; a dtype or shape mismatch is PARDO_ESHAPE naming
+ * ckpt_name, the entry and both types) or else from their `init`. A param or
+ * state var with neither is PARDO_ENOTFOUND. A param with an init that the
+ * checkpoint lacks gets a warning on stderr. Call once before the first run. */
+int pardo_executor_init_vars(pardo_executor *ex, const pardo_tensor_list *ckpt, const char *ckpt_name,
+                             pardo_status *st);
+
+/* Binds feed var `name` of block 0 to t (retained). The var must be declared
+ * with role feed, the same dtype and a compatible shape (-1 matches any size);
+ * otherwise PARDO_ENOTFOUND / PARDO_EINVAL / PARDO_ESHAPE with a message that
+ * names `source` (the file it came from), the var and both types. */
+int pardo_executor_feed(pardo_executor *ex, const char *name, pardo_tensor *t, const char *source,
+                        pardo_status *st);
+
+/* PARDO_ENOTFOUND naming the first feed var of block 0 that has no tensor. */
+int pardo_executor_check_feeds(pardo_executor *ex, pardo_status *st);
+
+/* Runs block 0 once (one step). Fails with PARDO_ENOTFOUND naming a feed that
+ * was not given; a kernel's error comes back prefixed with the op's place. */
+int pardo_executor_run(pardo_executor *ex, pardo_status *st);
+
+/* Runs block `block` over `scope` (borrowed; its parent chain must hold the
+ * enclosing blocks' vars), kernels limited to nthreads threads. */
+int pardo_executor_run_block(pardo_executor *ex, int block, pardo_scope *scope, int nthreads, pardo_status *st);
+
+/* The tensor bound to block 0's var `name` after a run, or NULL; borrowed. */
+pardo_tensor *pardo_executor_fetch(pardo_executor *ex, const char *name);
+
+/* Appends every param and state var of block 0 (name, tensor) to out, in
+ * declaration order, with host copies current: what a checkpoint holds. */
+int pardo_executor_collect_state(pardo_executor *ex, pardo_tensor_list *out, pardo_status *st);
+
+/* Steps run so far. */
+uint64_t pardo_executor_steps(const pardo_executor *ex);
+
+#endif
