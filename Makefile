@@ -103,7 +103,9 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 TEST_ENV = ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
            TSAN_OPTIONS=halt_on_error=1 PARDO_TEST_FIXTURES=tests/fixtures
 
-test: unit cli
+test: $(TEST_BIN) $(BIN)
+	$(TEST_ENV) ./$(TEST_BIN)
+	$(TEST_ENV) tests/cli_test.sh ./$(BIN)
 
 unit: $(TEST_BIN)
 	$(TEST_ENV) ./$(TEST_BIN)

@@ -1,2 +1,177 @@
 #!/bin/sh
-echo "cli: 0 passed, 0 failed"
+# cli_test.sh - end-to-end tests of the pardo binary: every subcommand, and
+# every class of bad input (SPEC section 3): exit status 2, a message naming
+# the file and the culprit, and no output file written.
+# Usage: tests/cli_test.sh PATH/TO/pardo
+set -u
+PARDO=${1:?usage: cli_test.sh PATH/TO/pardo}
+case $PARDO in /*) ;; *) PARDO=$(pwd)/$PARDO ;; esac
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d /tmp/pardo-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cd "$ROOT" || exit 1
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# run_pardo ARGS...: runs pardo, leaves status in $rc, output in $T/out, $T/err
+run_pardo() {
+    "$PARDO" "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+# expect NAME CODE WORDS... -- ARGS...: exit status CODE and every WORD in stderr
+expect() {
+    name=$1 code=$2
+    shift 2
+    words=""
+    while [ "$1" != "--" ]; do words="$words
+$1"; shift; done
+    shift
+    run_pardo "$@"
+    if [ "$rc" != "$code" ]; then
+        bad "$name: exit $rc, expected $code; stderr: $(cat "$T/err")"
+        return
+    fi
+    missing=""
+    IFS='
+'
+    for w in $words; do
+        grep -qF -- "$w" "$T/err" || missing="$missing '$w'"
+    done
+    unset IFS
+    if [ -n "$missing" ]; then
+        bad "$name: stderr lacks$missing: $(cat "$T/err")"
+        return
+    fi
+    ok
+}
+
+# stdout_has NAME TEXT: the last run's stdout contains TEXT
+stdout_has() {
+    if grep -qF -- "$2" "$T/out"; then ok; else bad "$1: stdout lacks '$2': $(head -c 2000 "$T/out")"; fi
+}
+
+no_file() {
+    if [ -e "$2" ]; then bad "$1: $2 was written"; else ok; fi
+}
+
+G=graphs/linreg.json
+LX=graphs/data/linreg_x.npy
+LY=graphs/data/linreg_y.npy
+MX=graphs/data/mlp_x.npy
+MY=graphs/data/mlp_y.npy
+
+# ---- happy paths -------------------------------------------------------
+expect "help" 0 -- --help
+stdout_has "help" "commands:"
+for c in run check ops dot; do
+    expect "$c --help" 0 -- $c --help
+    stdout_has "$c --help" "usage: pardo $c"
+done
+
+expect "check linreg" 0 -- check $G
+stdout_has "check linreg" "params: 2 vars, 4 elements, 16 bytes"
+stdout_has "check linreg" "err_sum"
+expect "check mlp" 0 -- check graphs/mlp.json
+stdout_has "check mlp" "logits"
+stdout_has "check mlp" "float32  [-1, 10]"
+stdout_has "check mlp" "params: 4 vars, 2410 elements"
+
+expect "ops list" 0 -- ops
+stdout_has "ops list" "matmul"
+stdout_has "ops list" "softmax_cross_entropy"
+expect "ops one" 0 -- ops matmul
+stdout_has "ops one" "transpose_a"
+stdout_has "ops one" "cuda kernel:"
+
+expect "dot" 0 -- dot graphs/mlp.json
+stdout_has "dot" "digraph"
+stdout_has "dot" "-> \"op0:0\""
+if command -v dot >/dev/null 2>&1; then
+    if dot -Tsvg "$T/out" -o "$T/g.svg" 2>"$T/dot.err" && grep -q "<svg" "$T/g.svg"; then ok; else bad "dot output does not render: $(cat "$T/dot.err")"; fi
+else
+    echo "cli: graphviz 'dot' not installed: skipped rendering the dot output"
+fi
+
+# linear regression: 300 steps of hand-written gradient descent recover the
+# coefficients the data was made with (graphs/make_data.py: 2, -3, 0.5 and 1)
+expect "run linreg" 0 -- run $G --feed x=$LX --feed y=$LY --steps 300 --fetch w --fetch b --fetch loss --out "$T/lin" --save "$T/lin.safetensors"
+stdout_has "run linreg" "w: float32 [3, 1] = [2."
+stdout_has "run linreg" ", -2.9"
+stdout_has "run linreg" "b: float32 [1] = [0.99"
+for f in w b loss; do
+    if [ -s "$T/lin/$f.npy" ]; then ok; else bad "run linreg: $T/lin/$f.npy missing"; fi
+done
+if head -c 6 "$T/lin/w.npy" | grep -q NUMPY; then ok; else bad "w.npy lacks the NumPy magic"; fi
+if [ -s "$T/lin.safetensors" ]; then ok; else bad "checkpoint not written"; fi
+# resume from the checkpoint: the loss is already small after one more step
+expect "run linreg --load" 0 -- run $G --feed x=$LX --feed y=$LY --load "$T/lin.safetensors" --fetch loss
+stdout_has "run linreg --load" "loss: float32 [] = [0.000"
+# fetched file round-trips as a feed-compatible .npy: feed the saved x back in
+expect "run mlp" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --threads 2
+stdout_has "run mlp default fetch" "probs: float32 [16, 10]"
+stdout_has "run mlp default fetch" "loss: float32 []"
+expect "run --steps=2 --threads=1 form" 0 -- run graphs/mlp.json --feed=x=$MX --feed=y=$MY --steps=2 --threads=1 --fetch=logits
+stdout_has "run = form" "logits: float32 [16, 10]"
+expect "run --device cuda falls back" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --device cuda --fetch loss
+stdout_has "run --device cuda" "loss: float32 []"
+
+# ---- bad input: exit 2, file and culprit named, nothing written --------
+mkdir -p "$T/g"
+printf '{"pardo": 1, "blocks": [{"vars": {}, "ops": [\n  {"op": "relu", "in": ["x"] "out": ["y"]}]}]}' >"$T/g/syntax.json"
+expect "malformed json" 2 "$T/g/syntax.json:2:" "invalid JSON" -- run "$T/g/syntax.json" --out "$T/o1"
+no_file "malformed json" "$T/o1"
+head -c 300 graphs/mlp.json >"$T/g/trunc.json"
+expect "truncated json" 2 "$T/g/trunc.json:" "invalid JSON" -- check "$T/g/trunc.json"
+sed 's/"ops": \[/"opz": [/' graphs/mlp.json >"$T/g/key.json"
+expect "unknown key" 2 "$T/g/key.json:" "opz" -- check "$T/g/key.json"
+sed 's/"op": "relu"/"op": "relux"/' graphs/mlp.json >"$T/g/op.json"
+expect "unknown op" 2 "$T/g/op.json:" "relux" "block 0, op 2" "known types:" -- run "$T/g/op.json" --feed x=$MX --feed y=$MY --out "$T/o2"
+no_file "unknown op" "$T/o2"
+sed 's/"in": \["z1"\]/"in": ["z9"]/' graphs/mlp.json >"$T/g/var.json"
+expect "unknown var" 2 "$T/g/var.json:" "z9" "block 0, op 2" -- check "$T/g/var.json"
+sed 's/"dtype": "float32", "shape": \[64, 32\]/"dtype": "float16", "shape": [64, 32]/' graphs/mlp.json >"$T/g/dtype.json"
+expect "bad dtype" 2 "$T/g/dtype.json:" "w1" "float16" -- check "$T/g/dtype.json"
+sed 's/"shape": \[32, 10\]/"shape": [31, 10]/' graphs/mlp.json >"$T/g/shape.json"
+expect "shape mismatch" 2 "$T/g/shape.json:" "fc2" "[-1, 32]" "[31, 10]" -- check "$T/g/shape.json"
+expect "missing graph file" 2 "nope.json" -- check "$T/nope.json"
+
+expect "missing feed" 2 "$G" "missing feed 'y'" -- run $G --feed x=$LX --out "$T/o3" --save "$T/o3.safetensors"
+no_file "missing feed" "$T/o3"
+no_file "missing feed ckpt" "$T/o3.safetensors"
+expect "missing npy" 2 "$T/none.npy" -- run $G --feed x=$T/none.npy --feed y=$LY --out "$T/o4"
+no_file "missing npy" "$T/o4"
+cp graphs/mlp.json "$T/foreign.npy"
+expect "foreign npy" 2 "$T/foreign.npy" -- run $G --feed x=$T/foreign.npy --feed y=$LY --out "$T/o5"
+no_file "foreign npy" "$T/o5"
+head -c 100 $LX >"$T/trunc.npy"
+expect "truncated npy" 2 "$T/trunc.npy" -- run $G --feed x=$T/trunc.npy --feed y=$LY --out "$T/o6"
+no_file "truncated npy" "$T/o6"
+expect "feed shape mismatch" 2 "$LY" "'x'" "[64, 1]" "[64, 3]" -- run $G --feed x=$LY --feed y=$LY
+expect "feed dtype mismatch" 2 "$MY" "int64" "float32" -- run graphs/mlp.json --feed x=$MY --feed y=$MY
+expect "feed unknown var" 2 "no var 'q'" -- run $G --feed q=$LX --feed x=$LX --feed y=$LY
+expect "feed a param" 2 "'w' is a param" -- run $G --feed w=$LX --feed x=$LX --feed y=$LY
+
+printf 'this is not a checkpoint at all' >"$T/garbage.safetensors"
+expect "garbage checkpoint" 2 "$T/garbage.safetensors" -- run $G --feed x=$LX --feed y=$LY --load "$T/garbage.safetensors" --save "$T/o7.safetensors"
+no_file "garbage checkpoint" "$T/o7.safetensors"
+expect "missing checkpoint" 2 "$T/none.safetensors" -- run $G --feed x=$LX --feed y=$LY --load "$T/none.safetensors"
+# a checkpoint of another graph: w is [3, 1] in linreg, w1 is [64, 32] in mlp -> wrong shape for b
+expect "checkpoint of another graph" 2 "lin.safetensors" "b" "[1]" -- run graphs/mlp.json --feed x=$MX --feed y=$MY --load "$T/lin.safetensors"
+
+expect "unknown flag" 2 "unknown flag '--frobnicate'" -- run $G --frobnicate
+expect "unknown command" 2 "unknown command 'walk'" -- walk
+expect "bad --steps" 2 "--steps expects an integer" -- run $G --steps zero
+expect "bad --threads" 2 "--threads expects an integer" -- run $G --threads 0
+expect "bad --device" 2 "--device expects cpu" -- run $G --device tpu
+expect "missing GRAPH" 2 "missing GRAPH" -- run
+expect "bad --fetch" 2 "no var 'nope'" -- run $G --feed x=$LX --feed y=$LY --fetch nope --out "$T/o8"
+no_file "bad --fetch" "$T/o8"
+expect "ops unknown" 2 "unknown op 'nope'" -- ops nope
+expect "--feed without =" 2 "NAME=FILE.npy" -- run $G --feed x
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
