@@ -43,7 +43,7 @@ DEP_CFLAGS = $(shell pkg-config --cflags libcjson 2>/dev/null)
 DEP_LIBS   = $(shell pkg-config --libs libcjson 2>/dev/null)
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
-CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Isrc -Iops -Itranspiler -MMD -MP -pthread $(SAN_FLAGS)
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Isrc -Iops -Iops/cuda -Itranspiler -MMD -MP -pthread $(SAN_FLAGS)
 LDFLAGS += -pthread $(SAN_FLAGS)
 LDLIBS  += -lm
 
@@ -51,11 +51,11 @@ LIB_SRC := $(sort $(filter-out src/main.c src/device_cuda.c src/device_none.c,$(
              $(wildcard ops/*.c) $(wildcard transpiler/*.c))
 CU_SRC  :=
 ifeq ($(CUDA),1)
-  LIB_SRC += src/device_cuda.c
+  LIB_SRC += src/device_cuda.c $(wildcard ops/cuda/*.c)
   CU_SRC  := $(wildcard ops/cuda/*.cu)
   CUDA_CFLAGS = -I$(CUDA_HOME)/include
   LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
-  NVCCFLAGS ?= -O2 -std=c++17 -Isrc -Iops -MMD -MP --compiler-options -fPIC,-Wall
+  NVCCFLAGS ?= -O2 -std=c++17 -gencode arch=compute_75,code=[compute_75,sm_75] -gencode arch=compute_90,code=sm_90 -Isrc -Iops -MMD -MP --compiler-options -fPIC,-Wall
 else
   LIB_SRC += src/device_none.c
 endif
@@ -74,6 +74,7 @@ deps:
 	@pkg-config --exists libcjson check || tools/install-deps.sh
 
 $(BUILD)/src/device_cuda.o: CFLAGS += $(CUDA_CFLAGS)
+$(BUILD)/ops/cuda/%.o: CFLAGS += $(CUDA_CFLAGS)
 
 Q ?= @
 $(BUILD)/%.o: %.c | deps
