@@ -85,13 +85,14 @@ typedef struct pardo_op_def {
     pardo_infer_fn infer;             // required
     pardo_kernel_fn cpu;              // required
     pardo_kernel_fn cuda;             // optional; NULL: the CPU kernel runs
-    bool inplace;                     // outputs may be the same tensors as inputs
+    bool inplace;                     // the kernel is correct when an output is the same tensor as an input
 } pardo_op_def;
 
 /* Gives output i a tensor of dtype and shape, current and writable on the
  * kernel's device. Reuses the tensor the output var already holds when its
- * dtype and shape match and nobody else holds it (or the op is inplace);
- * otherwise allocates. Returns the tensor (borrowed from ctx) or NULL with
+ * dtype and shape match and nobody else holds it, or when the op is inplace
+ * and that tensor is one of its inputs (an update such as w = w - lr * g);
+ * otherwise allocates. A reused tensor holds old data: write every element. Returns the tensor (borrowed from ctx) or NULL with
  * ctx->st filled. */
 pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtype, int ndim,
                                   const int64_t *shape);

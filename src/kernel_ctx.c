@@ -1,11 +1,18 @@
 /* kernel_ctx.c - output tensors for kernels (pardo_kernel_output, op.h). */
 #include "op.h"
 
+/* True when t is one of the op's inputs (an in-place update). */
+static bool is_input(const pardo_kernel_ctx *ctx, const pardo_tensor *t) {
+    for (int k = 0; k < ctx->n_in; k++)
+        if (ctx->in[k] == t) return true;
+    return false;
+}
+
 pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtype, int ndim, const int64_t *shape) {
     PARDO_ASSERT(i >= 0 && i < ctx->n_out);
     pardo_tensor *t = ctx->out[i];
     bool reusable = t && t->dtype == dtype && pardo_shape_equal(t->ndim, t->shape, ndim, shape) &&
-                    (ctx->op->def->inplace || atomic_load(&t->refs) == 1);
+                    (atomic_load(&t->refs) == 1 || (ctx->op->def->inplace && is_input(ctx, t)));
     if (!reusable) {
         pardo_tensor_release(t);
         ctx->out[i] = NULL;

@@ -1,0 +1,121 @@
+/* check_infer.c - the validate and infer_shapes passes: inferred types, and
+ * an error with file, line, block, op and var for each kind of mistake. */
+#include <check.h>
+#include <string.h>
+
+#include "check_suites.h"
+#include "graph_test_util.h"
+
+#define HEAD "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+#define X_W "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 4], \"role\": \"feed\"}, " \
+            "\"w\": {\"dtype\": \"float32\", \"shape\": [4, 3], \"role\": \"param\", \"init\": {\"fill\": \"constant\", \"value\": 1}}"
+
+static void expect_error(const char *text, int code, const char *const *words) {
+    pardo_status st;
+    int rc = test_program_status(text, "t.json", NULL, &st);
+    ck_assert_msg(rc == code, "expected code %d, got %d: %s", code, rc, st.msg);
+    for (; *words; words++) ck_assert_msg(strstr(st.msg, *words) != NULL, "message lacks '%s': %s", *words, st.msg);
+}
+
+START_TEST(infers_through_a_chain) {
+    pardo_program *p = test_program(HEAD X_W "}, \"ops\": ["
+                                    "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]},"
+                                    "{\"op\": \"relu\", \"in\": [\"h\"], \"out\": [\"a\"]},"
+                                    "{\"op\": \"reduce_sum\", \"in\": [\"a\"], \"out\": [\"s\"], \"attrs\": {\"axes\": [1], \"keepdims\": false}}"
+                                    "]}]}",
+                                    "t.json");
+    const pardo_var *h = pardo_block_find_var(&p->blocks[0], "h");
+    ck_assert_ptr_nonnull(h);
+    ck_assert(!h->declared);
+    ck_assert_int_eq(h->type.dtype, PARDO_F32);
+    ck_assert_int_eq(h->type.ndim, 2);
+    ck_assert_int_eq(h->type.shape[0], -1);
+    ck_assert_int_eq(h->type.shape[1], 3);
+    const pardo_var *s = pardo_block_find_var(&p->blocks[0], "s");
+    ck_assert_int_eq(s->type.ndim, 1);
+    ck_assert_int_eq(s->type.shape[0], -1);
+    ck_assert_ptr_eq(p->blocks[0].ops[0].def, pardo_op_lookup("matmul"));
+    pardo_program_free(p);
+}
+END_TEST
+
+START_TEST(declared_output_must_agree) {
+    expect_error(HEAD X_W ", \"h\": {\"dtype\": \"float32\", \"shape\": [2, 3]}}, \"ops\": ["
+                 "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_OK, (const char *[]){NULL}); /* -1 matches 2 */
+    expect_error(HEAD X_W ", \"h\": {\"dtype\": \"float64\", \"shape\": [2, 3]}}, \"ops\": ["
+                 "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_ESHAPE, (const char *[]){"t.json:1:", "'h'", "float64", "float32", NULL});
+    expect_error(HEAD X_W ", \"h\": {\"dtype\": \"float32\", \"shape\": [2, 3]}}, \"ops\": ["
+                 "{\"op\": \"matmul\", \"in\": [\"w\", \"w\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_ESHAPE, (const char *[]){"block 0, op 0 (matmul)", NULL});
+}
+END_TEST
+
+START_TEST(unknown_op_lists_known) {
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmull\", \"name\": \"fc\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"t.json:1:", "block 0, op 0 'fc' (matmull)", "unknown op type 'matmull'", "known types:", "matmul", NULL});
+}
+END_TEST
+
+START_TEST(arity_and_attrs) {
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"has 1 inputs, expected 2", NULL});
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"h\", \"g\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"outputs", NULL});
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"], \"attrs\": {\"transpose_c\": true}}]}]}",
+                 PARDO_EINVAL, (const char *[]){"unknown attr 'transpose_c'", "transpose_a", NULL});
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"], \"attrs\": {\"transpose_a\": \"yes\"}}]}]}",
+                 PARDO_EINVAL, (const char *[]){"attr 'transpose_a' is a string", NULL});
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"fill\", \"in\": [], \"out\": [\"h\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"attr 'shape' is required", NULL});
+}
+END_TEST
+
+START_TEST(unknown_and_unwritten_vars) {
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w2\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_ENOTFOUND, (const char *[]){"t.json:1:", "unknown var 'w2'", NULL});
+    expect_error(HEAD X_W ", \"t\": {\"dtype\": \"float32\", \"shape\": [4]}}, \"ops\": [{\"op\": \"relu\", \"in\": [\"t\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"'t' is read before any op writes it", NULL});
+    /* read before a later op writes it */
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"relu\", \"in\": [\"h\"], \"out\": [\"a\"]},"
+                 "{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_ENOTFOUND, (const char *[]){"block 0, op 0 (relu)", "'h'", NULL});
+}
+END_TEST
+
+START_TEST(dtype_errors_name_the_op) {
+    expect_error(HEAD X_W ", \"i\": {\"dtype\": \"int64\", \"shape\": [4, 3], \"role\": \"feed\"}}, \"ops\": ["
+                 "{\"op\": \"add\", \"name\": \"mix\", \"in\": [\"w\", \"i\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_ESHAPE, (const char *[]){"block 0, op 0 'mix' (add)", "int64", NULL});
+}
+END_TEST
+
+START_TEST(positions_point_at_the_op) {
+    pardo_status st;
+    const char *text = "{\"pardo\": 1, \"blocks\": [{\n"
+                       "  \"vars\": {\"x\": {\"dtype\": \"float32\", \"shape\": [2], \"role\": \"feed\"}},\n"
+                       "  \"ops\": [\n"
+                       "    {\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"a\"]},\n"
+                       "    {\"op\": \"bogus\", \"in\": [\"a\"], \"out\": [\"b\"]}\n"
+                       "  ]}]}";
+    ck_assert_int_eq(test_program_status(text, "pos.json", NULL, &st), PARDO_EINVAL);
+    ck_assert_msg(strncmp(st.msg, "pos.json:5:5: block 0, op 1 (bogus)", 35) == 0, "%s", st.msg);
+}
+END_TEST
+
+Suite *make_infer_suite(void) {
+    Suite *s = suite_create("infer");
+    TCase *tc = tcase_create("Core");
+    tcase_add_test(tc, infers_through_a_chain);
+    suite_add_tcase(s, tc);
+    TCase *te = tcase_create("Errors");
+    tcase_add_test(te, declared_output_must_agree);
+    tcase_add_test(te, unknown_op_lists_known);
+    tcase_add_test(te, arity_and_attrs);
+    tcase_add_test(te, unknown_and_unwritten_vars);
+    tcase_add_test(te, dtype_errors_name_the_op);
+    tcase_add_test(te, positions_point_at_the_op);
+    suite_add_tcase(s, te);
+    return s;
+}

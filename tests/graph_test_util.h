@@ -1,0 +1,20 @@
+/* graph_test_util.h - building checked programs and executors from JSON
+ * text inside tests. */
+#ifndef PARDO_GRAPH_TEST_UTIL_H
+#define PARDO_GRAPH_TEST_UTIL_H
+
+#include "executor.h"
+#include "graph.h"
+
+/* Parses text as the graph file `path` and runs the check passes; fails the
+ * test on error. The caller frees with pardo_program_free. */
+pardo_program *test_program(const char *text, const char *path);
+
+/* Parses and checks text; returns the status code and leaves the message in
+ * st (for error tests). *out (may be NULL) gets the program on success. */
+int test_program_status(const char *text, const char *path, pardo_program **out, pardo_status *st);
+
+/* A CPU executor for p with vars initialised (no checkpoint); fails the test on error. */
+pardo_executor *test_executor(const pardo_program *p, int nthreads);
+
+#endif
