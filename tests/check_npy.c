@@ -150,7 +150,7 @@ static pardo_tensor *read_fixture(const char *name) {
 
 /* The values make_npy_fixtures.py writes, recomputed here. */
 static pardo_tensor *expected_fixture(const char *name) {
-    double v[16];
+    double v[16] = {0};
     if (!strcmp(name, "f4_2x3.npy")) {
         for (int i = 0; i < 6; i++) v[i] = i / 4.0;
         return test_tensor_from(PARDO_F32, 2, (int64_t[]){2, 3}, v);
