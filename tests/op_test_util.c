@@ -10,7 +10,7 @@
 
 static void make_op(pardo_op *op, const char *type, const char *attrs_json, int n_in, int n_out) {
     static char *in_names[16], *out_names[16];
-    static char names[32][8];
+    static char names[32][16];
     ck_assert_int_le(n_in, 16);
     ck_assert_int_le(n_out, 16);
     memset(op, 0, sizeof(*op));
