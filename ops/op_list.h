@@ -5,6 +5,16 @@
 #define PARDO_OP_LIST_H
 
 #define PARDO_OP_LIST(X) \
-    X(identity)
+    X(identity) \
+    X(add) \
+    X(sub) \
+    X(mul) \
+    X(div) \
+    X(relu) \
+    X(sigmoid) \
+    X(tanh) \
+    X(exp) \
+    X(log) \
+    X(scale)
 
 #endif
