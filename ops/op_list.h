@@ -15,6 +15,7 @@
     X(tanh) \
     X(exp) \
     X(log) \
-    X(scale)
+    X(scale) \
+    X(matmul)
 
 #endif
