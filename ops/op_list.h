@@ -16,6 +16,8 @@
     X(exp) \
     X(log) \
     X(scale) \
-    X(matmul)
+    X(matmul) \
+    X(reduce_sum) \
+    X(reduce_mean)
 
 #endif
