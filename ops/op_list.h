@@ -18,6 +18,8 @@
     X(scale) \
     X(matmul) \
     X(reduce_sum) \
-    X(reduce_mean)
+    X(reduce_mean) \
+    X(softmax) \
+    X(softmax_cross_entropy)
 
 #endif
