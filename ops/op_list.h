@@ -20,6 +20,7 @@
     X(reduce_sum) \
     X(reduce_mean) \
     X(softmax) \
-    X(softmax_cross_entropy)
+    X(softmax_cross_entropy) \
+    X(fill)
 
 #endif
