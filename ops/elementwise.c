@@ -47,36 +47,36 @@ typedef void (*binary_fn)(const pardo_bcast2 *p, const void *a, const void *b, v
 /* Defines NAME, a broadcasting kernel of C = OP(A, B) on elements of type T:
  * the outer merged dims are walked with an odometer, the innermost one is a
  * plain loop with A, B or neither held fixed. */
-#define BINARY_KERNEL(NAME, T, U, OP)                                                               \
-    static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, void *vy) {              \
-        const T *a = va, *b = vb;                                                                    \
-        T *y = vy;                                                                                   \
-        const int inner = p->nd - 1;                                                                 \
-        const int64_t n = p->dims[inner];                                                            \
-        const bool step_a = p->sa[inner] != 0, step_b = p->sb[inner] != 0;                           \
-        pardo_odo o;                                                                                 \
-        pardo_odo_init(&o, inner, p->dims, p->sa, p->sb);                                            \
-        for (int64_t base = 0; base < p->numel; base += n, pardo_odo_next(&o)) {                     \
-            const T *pa = a + o.off[0], *pb = b + o.off[1];                                          \
-            T *py = y + base;                                                                        \
-            if (step_a && step_b) {                                                                  \
-                for (int64_t i = 0; i < n; i++) py[i] = OP(T, U, pa[i], pb[i]);                      \
-            } else if (step_a) {                                                                     \
-                const T bv = pb[0];                                                                  \
-                for (int64_t i = 0; i < n; i++) py[i] = OP(T, U, pa[i], bv);                         \
-            } else {                                                                                 \
-                const T av = pa[0];                                                                  \
-                for (int64_t i = 0; i < n; i++) py[i] = OP(T, U, av, pb[i]);                         \
-            }                                                                                        \
-        }                                                                                            \
+#define BINARY_KERNEL(NAME, T, U, OP)                                                                                  \
+    static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, void *vy) {                                \
+        const T *a = va, *b = vb;                                                                                      \
+        T *y = vy;                                                                                                     \
+        const int inner = p->nd - 1;                                                                                   \
+        const int64_t n = p->dims[inner];                                                                              \
+        const bool step_a = p->sa[inner] != 0, step_b = p->sb[inner] != 0;                                             \
+        pardo_odo o;                                                                                                   \
+        pardo_odo_init(&o, inner, p->dims, p->sa, p->sb);                                                              \
+        for (int64_t base = 0; base < p->numel; base += n, pardo_odo_next(&o)) {                                       \
+            const T *pa = a + o.off[0], *pb = b + o.off[1];                                                            \
+            T *py = y + base;                                                                                          \
+            if (step_a && step_b) {                                                                                    \
+                for (int64_t i = 0; i < n; i++) py[i] = OP(T, U, pa[i], pb[i]);                                        \
+            } else if (step_a) {                                                                                       \
+                const T bv = pb[0];                                                                                    \
+                for (int64_t i = 0; i < n; i++) py[i] = OP(T, U, pa[i], bv);                                           \
+            } else {                                                                                                   \
+                const T av = pa[0];                                                                                    \
+                for (int64_t i = 0; i < n; i++) py[i] = OP(T, U, av, pb[i]);                                           \
+            }                                                                                                          \
+        }                                                                                                              \
     }
 
 /* The four kernels of one op, indexed by dtype (PARDO_F32..PARDO_I64). */
-#define BINARY_KERNELS(NAME, OP_F, OP_I)                                                            \
-    BINARY_KERNEL(NAME##_f32, float, float, OP_F)                                                   \
-    BINARY_KERNEL(NAME##_f64, double, double, OP_F)                                                 \
-    BINARY_KERNEL(NAME##_i32, int32_t, uint32_t, OP_I)                                              \
-    BINARY_KERNEL(NAME##_i64, int64_t, uint64_t, OP_I)                                              \
+#define BINARY_KERNELS(NAME, OP_F, OP_I)                                                                               \
+    BINARY_KERNEL(NAME##_f32, float, float, OP_F)                                                                      \
+    BINARY_KERNEL(NAME##_f64, double, double, OP_F)                                                                    \
+    BINARY_KERNEL(NAME##_i32, int32_t, uint32_t, OP_I)                                                                 \
+    BINARY_KERNEL(NAME##_i64, int64_t, uint64_t, OP_I)                                                                 \
     static const binary_fn NAME##_kernels[4] = {NAME##_f32, NAME##_f64, NAME##_i32, NAME##_i64};
 
 BINARY_KERNELS(add, OP_ADD, OP_ADD)
@@ -100,13 +100,13 @@ static int check_int_divisor(const pardo_tensor *b, pardo_status *st) {
 static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is_div) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
     if (a->dtype != b->dtype || a->dtype < PARDO_F32 || a->dtype > PARDO_I64)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtypes %s and %s, expected one of float32, "
-                            "float64, int32, int64 for both", pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
+        return pardo_errorf(ctx->st, PARDO_ESHAPE,
+                            "inputs have dtypes %s and %s, expected one of float32, float64, int32, int64 for both",
+                            pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
     pardo_bcast2 plan;
     int rc = pardo_bcast2_plan(a->ndim, a->shape, b->ndim, b->shape, &plan, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (is_div && pardo_dtype_is_int(a->dtype) && plan.numel > 0 &&
-        (rc = check_int_divisor(b, ctx->st)) != PARDO_OK)
+    if (is_div && pardo_dtype_is_int(a->dtype) && plan.numel > 0 && (rc = check_int_divisor(b, ctx->st)) != PARDO_OK)
         return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, plan.ndim, plan.shape);
     if (!y) return ctx->st->code;
@@ -114,17 +114,17 @@ static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is
     return PARDO_OK;
 }
 
-#define BINARY_OP(NAME, IS_DIV, DOC)                                                                      \
-    static int NAME##_cpu(pardo_kernel_ctx *ctx) { return binary_run(ctx, NAME##_kernels, IS_DIV); }     \
-    const pardo_op_def pardo_op_##NAME = {                                                          \
-        .type = #NAME,                                                                              \
-        .doc = DOC,                                                                                 \
-        .inputs = ab_in,                                                                            \
-        .n_inputs = 2,                                                                              \
-        .outputs = c_out,                                                                           \
-        .n_outputs = 1,                                                                             \
-        .infer = binary_infer,                                                                      \
-        .cpu = NAME##_cpu,                                                                          \
+#define BINARY_OP(NAME, IS_DIV, DOC)                                                                                   \
+    static int NAME##_cpu(pardo_kernel_ctx *ctx) { return binary_run(ctx, NAME##_kernels, IS_DIV); }                   \
+    const pardo_op_def pardo_op_##NAME = {                                                                             \
+        .type = #NAME,                                                                                                 \
+        .doc = DOC,                                                                                                    \
+        .inputs = ab_in,                                                                                               \
+        .n_inputs = 2,                                                                                                 \
+        .outputs = c_out,                                                                                              \
+        .n_outputs = 1,                                                                                                \
+        .infer = binary_infer,                                                                                         \
+        .cpu = NAME##_cpu,                                                                                             \
     };
 
 BINARY_OP(add, false, "C = A + B, broadcasting like numpy (float32, float64, int32, int64)")
@@ -156,20 +156,20 @@ typedef void (*unary_fn)(const void *x, void *y, int64_t n, const unary_args *ar
 /* Defines NAME, y[i] = f(x[i]) over n elements of type T, where BODY sets r
  * from v, values of type elem_t (= T); it may use s = scale and c = bias. Math calls
  * resolve to the float or double functions through <tgmath.h>. */
-#define UNARY_KERNEL(NAME, T, ...)                                                                  \
-    static void NAME(const void *vx, void *vy, int64_t n, const unary_args *args) {                  \
-        const T *x = vx;                                                                             \
-        T *y = vy;                                                                                   \
-        typedef T elem_t;                                                                            \
-        const elem_t s = (elem_t)args->scale, c = (elem_t)args->bias;                                \
-        (void)s;                                                                                     \
-        (void)c;                                                                                     \
-        for (int64_t i = 0; i < n; i++) {                                                            \
-            const elem_t v = x[i];                                                                   \
-            elem_t r;                                                                                \
-            __VA_ARGS__                                                                              \
-            y[i] = r;                                                                                \
-        }                                                                                            \
+#define UNARY_KERNEL(NAME, T, ...)                                                                                     \
+    static void NAME(const void *vx, void *vy, int64_t n, const unary_args *args) {                                    \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        typedef T elem_t;                                                                                              \
+        const elem_t s = (elem_t)args->scale, c = (elem_t)args->bias;                                                  \
+        (void)s;                                                                                                       \
+        (void)c;                                                                                                       \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            const elem_t v = x[i];                                                                                     \
+            elem_t r;                                                                                                  \
+            __VA_ARGS__                                                                                                \
+            y[i] = r;                                                                                                  \
+        }                                                                                                              \
     }
 
 static int unary_run(pardo_kernel_ctx *ctx, unary_fn f32, unary_fn f64, const unary_args *args) {
@@ -183,26 +183,26 @@ static int unary_run(pardo_kernel_ctx *ctx, unary_fn f32, unary_fn f64, const un
     return PARDO_OK;
 }
 
-#define UNARY_KERNELS(NAME, ...)                                                                    \
-    UNARY_KERNEL(NAME##_f32, float, __VA_ARGS__)                                                    \
+#define UNARY_KERNELS(NAME, ...)                                                                                       \
+    UNARY_KERNEL(NAME##_f32, float, __VA_ARGS__)                                                                       \
     UNARY_KERNEL(NAME##_f64, double, __VA_ARGS__)
 
 /* A unary float op without attrs: kernels, CPU entry and op definition. */
-#define UNARY_OP(NAME, DOC, ...)                                                                    \
-    UNARY_KERNELS(NAME, __VA_ARGS__)                                                                \
-    static int NAME##_cpu(pardo_kernel_ctx *ctx) {                                                   \
-        static const unary_args none = {1.0, 0.0};                                                   \
-        return unary_run(ctx, NAME##_f32, NAME##_f64, &none);                                        \
-    }                                                                                                \
-    const pardo_op_def pardo_op_##NAME = {                                                          \
-        .type = #NAME,                                                                              \
-        .doc = DOC,                                                                                 \
-        .inputs = x_in,                                                                             \
-        .n_inputs = 1,                                                                              \
-        .outputs = y_out,                                                                           \
-        .n_outputs = 1,                                                                             \
-        .infer = unary_infer,                                                                       \
-        .cpu = NAME##_cpu,                                                                          \
+#define UNARY_OP(NAME, DOC, ...)                                                                                       \
+    UNARY_KERNELS(NAME, __VA_ARGS__)                                                                                   \
+    static int NAME##_cpu(pardo_kernel_ctx *ctx) {                                                                     \
+        static const unary_args none = {1.0, 0.0};                                                                     \
+        return unary_run(ctx, NAME##_f32, NAME##_f64, &none);                                                          \
+    }                                                                                                                  \
+    const pardo_op_def pardo_op_##NAME = {                                                                             \
+        .type = #NAME,                                                                                                 \
+        .doc = DOC,                                                                                                    \
+        .inputs = x_in,                                                                                                \
+        .n_inputs = 1,                                                                                                 \
+        .outputs = y_out,                                                                                              \
+        .n_outputs = 1,                                                                                                \
+        .infer = unary_infer,                                                                                          \
+        .cpu = NAME##_cpu,                                                                                             \
     };
 
 /* relu keeps NaN (v < 0 is false for NaN), like max(x, 0) in ONNX. */

@@ -35,12 +35,14 @@ static int fill_params(const pardo_op *op, pardo_type *y, pardo_init *init, pard
     if ((rc = pardo_attr_string(op, "dtype", "float32", &dtype, st)) != PARDO_OK) return rc;
     y->dtype = pardo_dtype_from_name(dtype);
     if (y->dtype == PARDO_DTYPE_UNKNOWN)
-        return pardo_errorf(st, PARDO_EINVAL, "attr 'dtype' is \"%s\", expected float32, float64, int32, int64 or "
-                            "bool", dtype);
+        return pardo_errorf(st, PARDO_EINVAL,
+                            "attr 'dtype' is \"%s\", expected float32, float64, int32, int64 or bool",
+                            dtype);
     if ((rc = pardo_attr_string(op, "fill", "constant", &fill, st)) != PARDO_OK) return rc;
     if (!pardo_fill_parse(fill, &init->fill))
-        return pardo_errorf(st, PARDO_EINVAL, "attr 'fill' is \"%s\", expected constant, uniform, normal, "
-                            "xavier_uniform or kaiming_uniform", fill);
+        return pardo_errorf(st, PARDO_EINVAL,
+                            "attr 'fill' is \"%s\", expected constant, uniform, normal, xavier_uniform or "
+                            "kaiming_uniform", fill);
     if ((rc = pardo_attr_float(op, "value", 0.0, &init->value, st)) != PARDO_OK ||
         (rc = pardo_attr_float(op, "low", 0.0, &init->low, st)) != PARDO_OK ||
         (rc = pardo_attr_float(op, "high", 1.0, &init->high, st)) != PARDO_OK ||

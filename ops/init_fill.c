@@ -44,8 +44,7 @@ static int check_int_value(double v, pardo_dtype dt, pardo_status *st) {
     double lo = dt == PARDO_I32 ? -2147483648.0 : -9223372036854775808.0;
     double hi = dt == PARDO_I32 ? 2147483648.0 : 9223372036854775808.0;
     if (!(v >= lo && v < hi))
-        return pardo_errorf(st, PARDO_EINVAL, "'value' is %g, expected a number that fits %s", v,
-                            pardo_dtype_name(dt));
+        return pardo_errorf(st, PARDO_EINVAL, "'value' is %g, expected a number that fits %s", v, pardo_dtype_name(dt));
     return PARDO_OK;
 }
 
@@ -55,11 +54,13 @@ int pardo_init_check(const pardo_init *init, pardo_dtype dt, int ndim, const int
     if (init->fill == PARDO_FILL_CONSTANT)
         return pardo_dtype_is_int(dt) ? check_int_value(init->value, dt, st) : PARDO_OK;
     if (init->fill < PARDO_FILL_CONSTANT || init->fill > PARDO_FILL_KAIMING_UNIFORM)
-        return pardo_errorf(st, PARDO_EINVAL, "fill is %s, expected constant, uniform, normal, xavier_uniform or "
-                            "kaiming_uniform", pardo_fill_name(init->fill));
+        return pardo_errorf(st, PARDO_EINVAL,
+                            "fill is %s, expected constant, uniform, normal, xavier_uniform or kaiming_uniform",
+                            pardo_fill_name(init->fill));
     if (!pardo_dtype_is_float(dt))
-        return pardo_errorf(st, PARDO_EINVAL, "fill '%s' makes float values, expected dtype float32 or float64 "
-                            "(got %s)", pardo_fill_name(init->fill), pardo_dtype_name(dt));
+        return pardo_errorf(st, PARDO_EINVAL,
+                            "fill '%s' makes float values, expected dtype float32 or float64 (got %s)",
+                            pardo_fill_name(init->fill), pardo_dtype_name(dt));
     switch (init->fill) {
     case PARDO_FILL_UNIFORM:
         if ((rc = need_finite("low", init->low, st)) != PARDO_OK) return rc;
@@ -73,8 +74,7 @@ int pardo_init_check(const pardo_init *init, pardo_dtype dt, int ndim, const int
         if ((rc = need_finite("std", init->std, st)) != PARDO_OK) return rc;
         if (init->std < 0) return pardo_errorf(st, PARDO_EINVAL, "'std' is %g, expected >= 0", init->std);
         return PARDO_OK;
-    default: /* xavier_uniform, kaiming_uniform */
-        return pardo_init_fans(ndim, shape, &fi, &fo, st);
+    default: /* xavier_uniform, kaiming_uniform */ return pardo_init_fans(ndim, shape, &fi, &fo, st);
     }
 }
 
@@ -134,8 +134,7 @@ int pardo_init_fill(pardo_tensor *t, const pardo_init *init, pardo_status *st) {
     default: /* xavier_uniform, kaiming_uniform; n == 0 has nothing to draw (and may have a zero fan) */
         if (n == 0) break;
         pardo_init_fans(t->ndim, t->shape, &fi, &fo, st);
-        double bound = init->fill == PARDO_FILL_XAVIER_UNIFORM ? sqrt(6.0 / (double)(fi + fo))
-                                                                : sqrt(6.0 / (double)fi);
+        double bound = init->fill == PARDO_FILL_XAVIER_UNIFORM ? sqrt(6.0 / (double)(fi + fo)) : sqrt(6.0 / (double)fi);
         fill_uniform(p, t->dtype, n, key, -bound, bound);
         break;
     }

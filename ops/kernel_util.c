@@ -9,8 +9,7 @@ void pardo_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) 
     }
 }
 
-int pardo_bcast2_plan(int a_ndim, const int64_t *a, int b_ndim, const int64_t *b, pardo_bcast2 *p,
-                      pardo_status *st) {
+int pardo_bcast2_plan(int a_ndim, const int64_t *a, int b_ndim, const int64_t *b, pardo_bcast2 *p, pardo_status *st) {
     int nd = a_ndim > b_ndim ? a_ndim : b_ndim;
     int64_t ca[PARDO_MAX_DIMS], cb[PARDO_MAX_DIMS];
     pardo_contiguous_strides(a_ndim, a, ca);
@@ -26,8 +25,8 @@ int pardo_bcast2_plan(int a_ndim, const int64_t *a, int b_ndim, const int64_t *b
         if (da != db && da != 1 && db != 1) {
             char s1[128], s2[128];
             return pardo_errorf(st, PARDO_ESHAPE, "shapes %s and %s do not broadcast (dim %d: %lld vs %lld)",
-                                pardo_shape_str(a_ndim, a, s1, sizeof s1), pardo_shape_str(b_ndim, b, s2, sizeof s2),
-                                i, (long long)da, (long long)db);
+                                pardo_shape_str(a_ndim, a, s1, sizeof s1), pardo_shape_str(b_ndim, b, s2, sizeof s2), i,
+                                (long long)da, (long long)db);
         }
         p->shape[i] = da == 1 ? db : da;
         sa[i] = da == 1 ? 0 : ca[ia];

@@ -17,29 +17,28 @@
  * output is one dim of size 1); the innermost merged dim is the one to loop
  * over in a kernel's inner loop. */
 typedef struct pardo_bcast2 {
-    int ndim;                        // rank of the output
-    int64_t shape[PARDO_MAX_DIMS];   // output shape
-    int64_t numel;                   // output elements
-    int nd;                          // merged rank, 1..PARDO_MAX_DIMS
-    int64_t dims[PARDO_MAX_DIMS];    // merged sizes
-    int64_t sa[PARDO_MAX_DIMS];      // stride of a per merged dim, in elements; 0: broadcast
-    int64_t sb[PARDO_MAX_DIMS];      // stride of b per merged dim, in elements; 0: broadcast
+    int ndim;                      // rank of the output
+    int64_t shape[PARDO_MAX_DIMS]; // output shape
+    int64_t numel;                 // output elements
+    int nd;                        // merged rank, 1..PARDO_MAX_DIMS
+    int64_t dims[PARDO_MAX_DIMS];  // merged sizes
+    int64_t sa[PARDO_MAX_DIMS];    // stride of a per merged dim, in elements; 0: broadcast
+    int64_t sb[PARDO_MAX_DIMS];    // stride of b per merged dim, in elements; 0: broadcast
 } pardo_bcast2;
 
 /* Plans the numpy broadcast of shapes a (a_ndim dims) and b. Returns
  * PARDO_OK, or PARDO_ESHAPE naming both shapes when they do not broadcast
  * (no -1 dims here: these are run-time shapes). Thread-safe; fills *p only. */
-int pardo_bcast2_plan(int a_ndim, const int64_t *a, int b_ndim, const int64_t *b, pardo_bcast2 *p,
-                      pardo_status *st);
+int pardo_bcast2_plan(int a_ndim, const int64_t *a, int b_ndim, const int64_t *b, pardo_bcast2 *p, pardo_status *st);
 
 /* An odometer over n dims (n may be 0: one position) carrying two element
  * offsets, off[0] and off[1], each with its own stride per dim. */
 typedef struct pardo_odo {
-    int n;                              // dims walked
-    int64_t dims[PARDO_MAX_DIMS];       // sizes
-    int64_t idx[PARDO_MAX_DIMS];        // current index
-    int64_t stride[2][PARDO_MAX_DIMS];  // element strides of the two offsets
-    int64_t off[2];                     // current offsets
+    int n;                             // dims walked
+    int64_t dims[PARDO_MAX_DIMS];      // sizes
+    int64_t idx[PARDO_MAX_DIMS];       // current index
+    int64_t stride[2][PARDO_MAX_DIMS]; // element strides of the two offsets
+    int64_t off[2];                    // current offsets
 } pardo_odo;
 
 /* Starts an odometer at index 0 (offsets 0) over dims[0..n) with strides s0

@@ -24,10 +24,10 @@ static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
 
 /* The matrix view of the two operands: M, K, N and their batch shapes. */
 typedef struct mm_dims {
-    int64_t m, ka, kb, n;                            // sizes as A and B give them; -1 at inference: run time
-    int a_batch_nd, b_batch_nd;                      // batch ranks
-    const int64_t *a_batch, *b_batch;                // batch shapes (borrowed)
-    bool a_vec, b_vec;                               // 1-D operands
+    int64_t m, ka, kb, n;             // sizes as A and B give them; -1 at inference: run time
+    int a_batch_nd, b_batch_nd;       // batch ranks
+    const int64_t *a_batch, *b_batch; // batch shapes (borrowed)
+    bool a_vec, b_vec;                // 1-D operands
 } mm_dims;
 
 static int matmul_attrs_get(const pardo_op *op, bool *ta, bool *tb, pardo_status *st) {
@@ -48,11 +48,13 @@ static int mm_dims_get(int a_nd, const int64_t *a, int b_nd, const int64_t *b, b
         return pardo_errorf(st, PARDO_ESHAPE, "input 1 'B' has shape %s, expected rank >= 1",
                             pardo_shape_str(b_nd, b, s, sizeof s));
     if (ta && a_nd < 2)
-        return pardo_errorf(st, PARDO_EINVAL, "attr 'transpose_a' is true, expected input 0 'A' of rank >= 2 "
-                            "(got shape %s)", pardo_shape_str(a_nd, a, s, sizeof s));
+        return pardo_errorf(st, PARDO_EINVAL,
+                            "attr 'transpose_a' is true, expected input 0 'A' of rank >= 2 (got shape %s)",
+                            pardo_shape_str(a_nd, a, s, sizeof s));
     if (tb && b_nd < 2)
-        return pardo_errorf(st, PARDO_EINVAL, "attr 'transpose_b' is true, expected input 1 'B' of rank >= 2 "
-                            "(got shape %s)", pardo_shape_str(b_nd, b, s, sizeof s));
+        return pardo_errorf(st, PARDO_EINVAL,
+                            "attr 'transpose_b' is true, expected input 1 'B' of rank >= 2 (got shape %s)",
+                            pardo_shape_str(b_nd, b, s, sizeof s));
     d->a_vec = a_nd == 1;
     d->b_vec = b_nd == 1;
     if (d->a_vec) {
@@ -79,8 +81,7 @@ static int mm_dims_get(int a_nd, const int64_t *a, int b_nd, const int64_t *b, b
 static int k_mismatch(int a_nd, const int64_t *a, int b_nd, const int64_t *b, bool ta, bool tb, const mm_dims *d,
                       pardo_status *st) {
     char sa[128], sb[128];
-    return pardo_errorf(st, PARDO_ESHAPE,
-                        "inner dims differ: A %s%s has K = %lld, B %s%s has K = %lld",
+    return pardo_errorf(st, PARDO_ESHAPE, "inner dims differ: A %s%s has K = %lld, B %s%s has K = %lld",
                         pardo_shape_str(a_nd, a, sa, sizeof sa), ta ? " (transposed)" : "", (long long)d->ka,
                         pardo_shape_str(b_nd, b, sb, sizeof sb), tb ? " (transposed)" : "", (long long)d->kb);
 }
@@ -109,7 +110,8 @@ static int matmul_infer(pardo_infer_ctx *ctx) {
     }
     mm_dims d;
     if ((rc = mm_dims_get(a->ndim, a->shape, b->ndim, b->shape, ta, tb, &d, ctx->st)) != PARDO_OK) return rc;
-    if (d.ka >= 0 && d.kb >= 0 && d.ka != d.kb) return k_mismatch(a->ndim, a->shape, b->ndim, b->shape, ta, tb, &d, ctx->st);
+    if (d.ka >= 0 && d.kb >= 0 && d.ka != d.kb)
+        return k_mismatch(a->ndim, a->shape, b->ndim, b->shape, ta, tb, &d, ctx->st);
 
     pardo_type ab = {.dtype = a->dtype, .ndim = d.a_batch_nd}, bb = {.dtype = a->dtype, .ndim = d.b_batch_nd};
     memcpy(ab.shape, d.a_batch, sizeof(int64_t) * (size_t)d.a_batch_nd);
@@ -132,41 +134,40 @@ typedef void (*mm_fn)(const void *a, const void *b, void *c, int64_t m, int64_t 
  * Loop order keeps the innermost loop on contiguous memory where it can:
  * i-k-j (rows of B and C), k-i-j when A is transposed, i-j-k dot products
  * when B is transposed (rows of B^T). Writes every element of C. */
-#define MM_KERNEL(NAME, T)                                                                          \
-    static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t n, int64_t k,      \
-                     bool ta, bool tb) {                                                             \
-        const T *A = va, *B = vb;                                                                    \
-        T *C = vc;                                                                                   \
-        if (tb) {                                                                                    \
-            const int64_t ask = ta ? m : 1, asi = ta ? 1 : k; /* A(i, p) = A[i * asi + p * ask] */   \
-            for (int64_t i = 0; i < m; i++)                                                          \
-                for (int64_t j = 0; j < n; j++) {                                                    \
-                    const T *ar = A + i * asi, *br = B + j * k;                                      \
-                    T acc = 0;                                                                       \
-                    for (int64_t p = 0; p < k; p++) acc += ar[p * ask] * br[p];                      \
-                    C[i * n + j] = acc;                                                              \
-                }                                                                                    \
-            return;                                                                                  \
-        }                                                                                            \
-        for (int64_t i = 0; i < m * n; i++) C[i] = 0;                                                \
-        if (ta) {                                                                                    \
-            for (int64_t p = 0; p < k; p++)                                                          \
-                for (int64_t i = 0; i < m; i++) {                                                    \
-                    const T av = A[p * m + i];                                                       \
-                    const T *br = B + p * n;                                                         \
-                    T *cr = C + i * n;                                                               \
-                    for (int64_t j = 0; j < n; j++) cr[j] += av * br[j];                             \
-                }                                                                                    \
-            return;                                                                                  \
-        }                                                                                            \
-        for (int64_t i = 0; i < m; i++) {                                                            \
-            T *cr = C + i * n;                                                                       \
-            for (int64_t p = 0; p < k; p++) {                                                        \
-                const T av = A[i * k + p];                                                           \
-                const T *br = B + p * n;                                                             \
-                for (int64_t j = 0; j < n; j++) cr[j] += av * br[j];                                 \
-            }                                                                                        \
-        }                                                                                            \
+#define MM_KERNEL(NAME, T)                                                                                             \
+    static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {    \
+        const T *A = va, *B = vb;                                                                                      \
+        T *C = vc;                                                                                                     \
+        if (tb) {                                                                                                      \
+            const int64_t ask = ta ? m : 1, asi = ta ? 1 : k; /* A(i, p) = A[i * asi + p * ask] */                     \
+            for (int64_t i = 0; i < m; i++)                                                                            \
+                for (int64_t j = 0; j < n; j++) {                                                                      \
+                    const T *ar = A + i * asi, *br = B + j * k;                                                        \
+                    T acc = 0;                                                                                         \
+                    for (int64_t p = 0; p < k; p++) acc += ar[p * ask] * br[p];                                        \
+                    C[i * n + j] = acc;                                                                                \
+                }                                                                                                      \
+            return;                                                                                                    \
+        }                                                                                                              \
+        for (int64_t i = 0; i < m * n; i++) C[i] = 0;                                                                  \
+        if (ta) {                                                                                                      \
+            for (int64_t p = 0; p < k; p++)                                                                            \
+                for (int64_t i = 0; i < m; i++) {                                                                      \
+                    const T av = A[p * m + i];                                                                         \
+                    const T *br = B + p * n;                                                                           \
+                    T *cr = C + i * n;                                                                                 \
+                    for (int64_t j = 0; j < n; j++) cr[j] += av * br[j];                                               \
+                }                                                                                                      \
+            return;                                                                                                    \
+        }                                                                                                              \
+        for (int64_t i = 0; i < m; i++) {                                                                              \
+            T *cr = C + i * n;                                                                                         \
+            for (int64_t p = 0; p < k; p++) {                                                                          \
+                const T av = A[i * k + p];                                                                             \
+                const T *br = B + p * n;                                                                               \
+                for (int64_t j = 0; j < n; j++) cr[j] += av * br[j];                                                   \
+            }                                                                                                          \
+        }                                                                                                              \
     }
 
 MM_KERNEL(mm_f32, float)
@@ -207,8 +208,8 @@ static int matmul_cpu(pardo_kernel_ctx *ctx) {
     pardo_odo o;
     pardo_odo_init(&o, batch.nd, batch.dims, batch.sa, batch.sb);
     for (int64_t i = 0; i < batch.numel; i++, pardo_odo_next(&o))
-        mm(pa + (size_t)(o.off[0] * a_mat) * es, pb + (size_t)(o.off[1] * b_mat) * es, py + (size_t)(i * y_mat) * es,
-           m, n, k, ta, tb);
+        mm(pa + (size_t)(o.off[0] * a_mat) * es, pb + (size_t)(o.off[1] * b_mat) * es, py + (size_t)(i * y_mat) * es, m,
+           n, k, ta, tb);
     return PARDO_OK;
 }
 

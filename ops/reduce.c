@@ -37,7 +37,8 @@ static int reduce_axes(const pardo_op *op, int ndim, bool reduced[PARDO_MAX_DIMS
         int a;
         if ((rc = pardo_normalize_axis(axes[i], ndim, "axes", &a, st)) != PARDO_OK) return rc;
         if (reduced[a])
-            return pardo_errorf(st, PARDO_EINVAL, "attr 'axes' lists axis %d more than once, expected distinct axes", a);
+            return pardo_errorf(st, PARDO_EINVAL, "attr 'axes' lists axis %d more than once, expected distinct axes",
+                                a);
         reduced[a] = true;
     }
     return PARDO_OK;
@@ -76,14 +77,14 @@ static int reduce_mean_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, su
 /* The input seen as kept and reduced dims, unit dims dropped and neighbours
  * of the same kind merged, with their element strides in the input. */
 typedef struct red_plan {
-    int nk, nr;                      // kept and reduced dims
-    int64_t kdims[PARDO_MAX_DIMS];   // kept sizes, in input order (= output order)
-    int64_t kstr[PARDO_MAX_DIMS];    // their input strides, in elements
-    int64_t rdims[PARDO_MAX_DIMS];   // reduced sizes
-    int64_t rstr[PARDO_MAX_DIMS];    // their input strides, in elements
-    bool inner_kept;                 // the innermost dim is kept (else reduced); it has stride 1
-    int64_t out_numel;               // output elements
-    int64_t count;                   // input elements reduced into each output element
+    int nk, nr;                    // kept and reduced dims
+    int64_t kdims[PARDO_MAX_DIMS]; // kept sizes, in input order (= output order)
+    int64_t kstr[PARDO_MAX_DIMS];  // their input strides, in elements
+    int64_t rdims[PARDO_MAX_DIMS]; // reduced sizes
+    int64_t rstr[PARDO_MAX_DIMS];  // their input strides, in elements
+    bool inner_kept;               // the innermost dim is kept (else reduced); it has stride 1
+    int64_t out_numel;             // output elements
+    int64_t count;                 // input elements reduced into each output element
 } red_plan;
 
 static void red_plan_make(int ndim, const int64_t *shape, const bool *reduced, red_plan *p) {
@@ -131,47 +132,47 @@ enum { RED_CHUNK = 256 }; /* accumulators on the stack when the innermost dim is
  * reduced: a contiguous sum per output element. Innermost dim kept: chunks
  * of RED_CHUNK neighbouring outputs accumulate together, so every pass over
  * the input is contiguous too. */
-#define REDUCE_KERNEL(NAME, T, ACC, FIN)                                                            \
-    static void NAME(const red_plan *p, const void *vx, void *vy) {                                  \
-        const T *x = vx;                                                                             \
-        T *y = vy;                                                                                   \
-        const double cnt = (double)p->count;                                                         \
-        (void)cnt;                                                                                   \
-        if (!p->inner_kept) {                                                                        \
-            const int64_t rn = p->rdims[p->nr - 1];                                                  \
-            int64_t outer = 1;                                                                       \
-            for (int d = 0; d < p->nr - 1; d++) outer *= p->rdims[d];                                \
-            pardo_odo ko;                                                                            \
-            pardo_odo_init(&ko, p->nk, p->kdims, p->kstr, NULL);                                     \
-            for (int64_t o = 0; o < p->out_numel; o++, pardo_odo_next(&ko)) {                        \
-                ACC acc = 0;                                                                         \
-                pardo_odo ro;                                                                        \
-                pardo_odo_init(&ro, p->nr - 1, p->rdims, p->rstr, NULL);                             \
-                for (int64_t r = 0; r < outer; r++, pardo_odo_next(&ro)) {                           \
-                    const T *px = x + ko.off[0] + ro.off[0];                                         \
-                    for (int64_t i = 0; i < rn; i++) acc += (ACC)px[i];                              \
-                }                                                                                    \
-                y[o] = FIN(T, acc, cnt);                                                             \
-            }                                                                                        \
-            return;                                                                                  \
-        }                                                                                            \
-        const int64_t kn = p->kdims[p->nk - 1];                                                      \
-        pardo_odo ko;                                                                                \
-        pardo_odo_init(&ko, p->nk - 1, p->kdims, p->kstr, NULL);                                     \
-        for (int64_t ob = 0; ob < p->out_numel; ob += kn, pardo_odo_next(&ko)) {                     \
-            for (int64_t c0 = 0; c0 < kn; c0 += RED_CHUNK) {                                         \
-                const int64_t cn = kn - c0 < RED_CHUNK ? kn - c0 : RED_CHUNK;                        \
-                ACC acc[RED_CHUNK];                                                                  \
-                for (int64_t i = 0; i < cn; i++) acc[i] = 0;                                         \
-                pardo_odo ro;                                                                        \
-                pardo_odo_init(&ro, p->nr, p->rdims, p->rstr, NULL);                                 \
-                for (int64_t r = 0; r < p->count; r++, pardo_odo_next(&ro)) {                        \
-                    const T *px = x + ko.off[0] + ro.off[0] + c0;                                    \
-                    for (int64_t i = 0; i < cn; i++) acc[i] += (ACC)px[i];                           \
-                }                                                                                    \
-                for (int64_t i = 0; i < cn; i++) y[ob + c0 + i] = FIN(T, acc[i], cnt);               \
-            }                                                                                        \
-        }                                                                                            \
+#define REDUCE_KERNEL(NAME, T, ACC, FIN)                                                                               \
+    static void NAME(const red_plan *p, const void *vx, void *vy) {                                                    \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        const double cnt = (double)p->count;                                                                           \
+        (void)cnt;                                                                                                     \
+        if (!p->inner_kept) {                                                                                          \
+            const int64_t rn = p->rdims[p->nr - 1];                                                                    \
+            int64_t outer = 1;                                                                                         \
+            for (int d = 0; d < p->nr - 1; d++) outer *= p->rdims[d];                                                  \
+            pardo_odo ko;                                                                                              \
+            pardo_odo_init(&ko, p->nk, p->kdims, p->kstr, NULL);                                                       \
+            for (int64_t o = 0; o < p->out_numel; o++, pardo_odo_next(&ko)) {                                          \
+                ACC acc = 0;                                                                                           \
+                pardo_odo ro;                                                                                          \
+                pardo_odo_init(&ro, p->nr - 1, p->rdims, p->rstr, NULL);                                               \
+                for (int64_t r = 0; r < outer; r++, pardo_odo_next(&ro)) {                                             \
+                    const T *px = x + ko.off[0] + ro.off[0];                                                           \
+                    for (int64_t i = 0; i < rn; i++) acc += (ACC)px[i];                                                \
+                }                                                                                                      \
+                y[o] = FIN(T, acc, cnt);                                                                               \
+            }                                                                                                          \
+            return;                                                                                                    \
+        }                                                                                                              \
+        const int64_t kn = p->kdims[p->nk - 1];                                                                        \
+        pardo_odo ko;                                                                                                  \
+        pardo_odo_init(&ko, p->nk - 1, p->kdims, p->kstr, NULL);                                                       \
+        for (int64_t ob = 0; ob < p->out_numel; ob += kn, pardo_odo_next(&ko)) {                                       \
+            for (int64_t c0 = 0; c0 < kn; c0 += RED_CHUNK) {                                                           \
+                const int64_t cn = kn - c0 < RED_CHUNK ? kn - c0 : RED_CHUNK;                                          \
+                ACC acc[RED_CHUNK];                                                                                    \
+                for (int64_t i = 0; i < cn; i++) acc[i] = 0;                                                           \
+                pardo_odo ro;                                                                                          \
+                pardo_odo_init(&ro, p->nr, p->rdims, p->rstr, NULL);                                                   \
+                for (int64_t r = 0; r < p->count; r++, pardo_odo_next(&ro)) {                                          \
+                    const T *px = x + ko.off[0] + ro.off[0] + c0;                                                      \
+                    for (int64_t i = 0; i < cn; i++) acc[i] += (ACC)px[i];                                             \
+                }                                                                                                      \
+                for (int64_t i = 0; i < cn; i++) y[ob + c0 + i] = FIN(T, acc[i], cnt);                                 \
+            }                                                                                                          \
+        }                                                                                                              \
     }
 
 #define FIN_SUM(T, acc, cnt) ((T)(acc))

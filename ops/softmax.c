@@ -32,8 +32,7 @@ static int softmax_infer(pardo_infer_ctx *ctx) {
     const pardo_type *x = ctx->in[0];
     int axis, rc = pardo_expect_dtype(x, "input 0 'X'", float_dtypes, 2, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (x->ndim == 0)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is a scalar, expected rank >= 1");
+    if (x->ndim == 0) return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is a scalar, expected rank >= 1");
     if (x->ndim > 0 && (rc = softmax_axis(ctx->op, x->ndim, &axis, ctx->st)) != PARDO_OK) return rc;
     ctx->out[0] = *x;
     return PARDO_OK;
@@ -43,26 +42,26 @@ typedef void (*softmax_fn)(const void *x, void *y, int64_t outer, int64_t n, int
 
 /* Defines NAME: softmax of x (type T) viewed as [outer, n, inner] along the
  * middle dim; exp in T, the sum in double. */
-#define SOFTMAX_KERNEL(NAME, T, EXP)                                                                \
-    static void NAME(const void *vx, void *vy, int64_t outer, int64_t n, int64_t inner) {            \
-        const T *x = vx;                                                                             \
-        T *y = vy;                                                                                   \
-        for (int64_t o = 0; o < outer; o++)                                                          \
-            for (int64_t i = 0; i < inner; i++) {                                                    \
-                const T *px = x + o * n * inner + i;                                                 \
-                T *py = y + o * n * inner + i;                                                       \
-                T mx = px[0];                                                                        \
-                for (int64_t k = 1; k < n; k++)                                                      \
-                    if (px[k * inner] > mx) mx = px[k * inner];                                      \
-                double sum = 0;                                                                      \
-                for (int64_t k = 0; k < n; k++) {                                                    \
-                    const T e = EXP(px[k * inner] - mx);                                             \
-                    py[k * inner] = e;                                                               \
-                    sum += (double)e;                                                                \
-                }                                                                                    \
-                const T inv = (T)(1.0 / sum);                                                        \
-                for (int64_t k = 0; k < n; k++) py[k * inner] *= inv;                                \
-            }                                                                                        \
+#define SOFTMAX_KERNEL(NAME, T, EXP)                                                                                   \
+    static void NAME(const void *vx, void *vy, int64_t outer, int64_t n, int64_t inner) {                              \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        for (int64_t o = 0; o < outer; o++)                                                                            \
+            for (int64_t i = 0; i < inner; i++) {                                                                      \
+                const T *px = x + o * n * inner + i;                                                                   \
+                T *py = y + o * n * inner + i;                                                                         \
+                T mx = px[0];                                                                                          \
+                for (int64_t k = 1; k < n; k++)                                                                        \
+                    if (px[k * inner] > mx) mx = px[k * inner];                                                        \
+                double sum = 0;                                                                                        \
+                for (int64_t k = 0; k < n; k++) {                                                                      \
+                    const T e = EXP(px[k * inner] - mx);                                                               \
+                    py[k * inner] = e;                                                                                 \
+                    sum += (double)e;                                                                                  \
+                }                                                                                                      \
+                const T inv = (T)(1.0 / sum);                                                                          \
+                for (int64_t k = 0; k < n; k++) py[k * inner] *= inv;                                                  \
+            }                                                                                                          \
     }
 
 SOFTMAX_KERNEL(softmax_f32, float, expf)
@@ -71,8 +70,9 @@ SOFTMAX_KERNEL(softmax_f64, double, exp)
 static int softmax_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0];
     if (!pardo_dtype_is_float(x->dtype) || x->ndim < 1)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is %s of rank %d, expected float32 or float64 of "
-                            "rank >= 1", pardo_dtype_name(x->dtype), x->ndim);
+        return pardo_errorf(ctx->st, PARDO_ESHAPE,
+                            "input 0 'X' is %s of rank %d, expected float32 or float64 of rank >= 1",
+                            pardo_dtype_name(x->dtype), x->ndim);
     int axis, rc = softmax_axis(ctx->op, x->ndim, &axis, ctx->st);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
@@ -120,8 +120,7 @@ static int sce_reduction_get(const pardo_op *op, sce_reduction *out, pardo_statu
     if (strcmp(s, "mean") == 0) *out = SCE_MEAN;
     else if (strcmp(s, "sum") == 0) *out = SCE_SUM;
     else if (strcmp(s, "none") == 0) *out = SCE_NONE;
-    else
-        return pardo_errorf(st, PARDO_EINVAL, "attr 'reduction' is \"%s\", expected \"mean\", \"sum\" or \"none\"", s);
+    else return pardo_errorf(st, PARDO_EINVAL, "attr 'reduction' is \"%s\", expected \"mean\", \"sum\" or \"none\"", s);
     return PARDO_OK;
 }
 
@@ -154,30 +153,32 @@ static int sce_infer(pardo_infer_ctx *ctx) {
 /* Defines NAME: per-row losses of logits x (type T) [n, c] against labels
  * (int32 or int64), into y ([n] when red is SCE_NONE, else one value).
  * PARDO_ERUNTIME for a label outside [0, c). */
-#define SCE_KERNEL(NAME, T)                                                                         \
-    static int NAME(const void *vx, const void *labels, bool labels64, int64_t n, int64_t c,         \
-                    sce_reduction red, void *vy, pardo_status *st) {                                 \
-        const T *x = vx;                                                                             \
-        T *y = vy;                                                                                   \
-        double total = 0;                                                                            \
-        for (int64_t r = 0; r < n; r++) {                                                            \
-            const int64_t lab = labels64 ? ((const int64_t *)labels)[r] : ((const int32_t *)labels)[r]; \
-            if (lab < 0 || lab >= c)                                                                 \
-                return pardo_errorf(st, PARDO_ERUNTIME, "row %lld has label %lld, expected a class in "  \
-                                    "[0, %lld)", (long long)r, (long long)lab, (long long)c);        \
-            const T *row = x + r * c;                                                                \
-            double mx = (double)row[0];                                                              \
-            for (int64_t j = 1; j < c; j++)                                                          \
-                if ((double)row[j] > mx) mx = (double)row[j];                                        \
-            double s = 0;                                                                            \
-            for (int64_t j = 0; j < c; j++) s += exp((double)row[j] - mx);                           \
-            const double loss = log(s) + mx - (double)row[lab];                                      \
-            if (red == SCE_NONE) y[r] = (T)loss;                                                     \
-            else total += loss;                                                                      \
-        }                                                                                            \
-        if (red == SCE_SUM) y[0] = (T)total;                                                         \
-        else if (red == SCE_MEAN) y[0] = (T)(n > 0 ? total / (double)n : 0.0);                       \
-        return PARDO_OK;                                                                             \
+#define SCE_KERNEL(NAME, T)                                                                                            \
+    static int NAME(const void *vx, const void *labels, bool labels64, int64_t n, int64_t c, sce_reduction red,        \
+                    void *vy, pardo_status *st) {                                                                      \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        double total = 0;                                                                                              \
+        for (int64_t r = 0; r < n; r++) {                                                                              \
+            const int64_t lab = labels64 ? ((const int64_t *)labels)[r] : ((const int32_t *)labels)[r];                \
+            if (lab < 0 || lab >= c)                                                                                   \
+                return pardo_errorf(st, PARDO_ERUNTIME,                                                                \
+                                    "row %lld has label %lld, expected a class in "                                    \
+                                    "[0, %lld)",                                                                       \
+                                    (long long)r, (long long)lab, (long long)c);                                       \
+            const T *row = x + r * c;                                                                                  \
+            double mx = (double)row[0];                                                                                \
+            for (int64_t j = 1; j < c; j++)                                                                            \
+                if ((double)row[j] > mx) mx = (double)row[j];                                                          \
+            double s = 0;                                                                                              \
+            for (int64_t j = 0; j < c; j++) s += exp((double)row[j] - mx);                                             \
+            const double loss = log(s) + mx - (double)row[lab];                                                        \
+            if (red == SCE_NONE) y[r] = (T)loss;                                                                       \
+            else total += loss;                                                                                        \
+        }                                                                                                              \
+        if (red == SCE_SUM) y[0] = (T)total;                                                                           \
+        else if (red == SCE_MEAN) y[0] = (T)(n > 0 ? total / (double)n : 0.0);                                         \
+        return PARDO_OK;                                                                                               \
     }
 
 SCE_KERNEL(sce_f32, float)
@@ -191,15 +192,15 @@ static int sce_cpu(pardo_kernel_ctx *ctx) {
     if (rc != PARDO_OK) return rc;
     if (!pardo_dtype_is_float(x->dtype) || !pardo_dtype_is_int(l->dtype) || x->ndim != 2 || l->ndim != 1 ||
         x->shape[0] != l->shape[0])
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "logits %s %s and labels %s %s, expected float [N, C] and "
-                            "int [N]", pardo_dtype_name(x->dtype), pardo_shape_str(x->ndim, x->shape, sx, sizeof sx),
+        return pardo_errorf(ctx->st, PARDO_ESHAPE,
+                            "logits %s %s and labels %s %s, expected float [N, C] and int [N]",
+                            pardo_dtype_name(x->dtype), pardo_shape_str(x->ndim, x->shape, sx, sizeof sx),
                             pardo_dtype_name(l->dtype), pardo_shape_str(l->ndim, l->shape, sl, sizeof sl));
     const int64_t n = x->shape[0], c = x->shape[1];
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, red == SCE_NONE ? 1 : 0, &n);
     if (!y) return ctx->st->code;
     return (x->dtype == PARDO_F32 ? sce_f32 : sce_f64)(pardo_tensor_data(x), pardo_tensor_data(l),
-                                                       l->dtype == PARDO_I64, n, c, red, pardo_tensor_data(y),
-                                                       ctx->st);
+                                                       l->dtype == PARDO_I64, n, c, red, pardo_tensor_data(y), ctx->st);
 }
 
 const pardo_op_def pardo_op_softmax_cross_entropy = {

@@ -143,7 +143,8 @@ START_TEST(test_int_semantics) {
     pardo_status st;
     int64_t one = 1;
     pardo_tensor *in[2] = {test_tensor_from(PARDO_I64, 1, &one, (double[]){0}),
-                           test_tensor_from(PARDO_I64, 1, &one, (double[]){-1})}, *out = NULL;
+                           test_tensor_from(PARDO_I64, 1, &one, (double[]){-1})},
+                 *out = NULL;
     ((int64_t *)pardo_tensor_data(in[0]))[0] = INT64_MIN;
     ck_assert_int_eq(test_run_op("div", NULL, 2, in, 1, &out, &st), PARDO_OK);
     ck_assert(((int64_t *)pardo_tensor_data(out))[0] == INT64_MIN);
@@ -168,8 +169,8 @@ END_TEST
 typedef struct unary_case {
     const char *op;
     const char *attrs;
-    double lo, hi;          // input range
-    double (*f)(double);    // reference; NULL: scale
+    double lo, hi;       // input range
+    double (*f)(double); // reference; NULL: scale
 } unary_case;
 
 static double ref_relu(double x) { return x < 0 ? 0 : x; }
@@ -177,8 +178,8 @@ static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 START_TEST(test_unary) {
     static const unary_case cases[] = {
-        {"relu", NULL, -3, 3, ref_relu},     {"sigmoid", NULL, -8, 8, ref_sigmoid}, {"tanh", NULL, -4, 4, tanh},
-        {"exp", NULL, -5, 5, exp},           {"log", NULL, 0.01, 50, log},          {"scale", NULL, -3, 3, NULL},
+        {"relu", NULL, -3, 3, ref_relu}, {"sigmoid", NULL, -8, 8, ref_sigmoid}, {"tanh", NULL, -4, 4, tanh},
+        {"exp", NULL, -5, 5, exp},       {"log", NULL, 0.01, 50, log},          {"scale", NULL, -3, 3, NULL},
     };
     static const shape_t shapes[] = {{0, {0}}, {1, {1}}, {1, {7}}, {2, {3, 5}}, {2, {0, 4}}, {3, {2, 3, 33}}};
     static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
@@ -277,8 +278,8 @@ static int run_kernel(const char *type, int n_in, pardo_tensor **in, pardo_tenso
     op.def = pardo_op_lookup(type);
     ck_assert_ptr_nonnull(op.def);
     *out = reuse;
-    pardo_kernel_ctx ctx = {.op = &op, .n_in = n_in, .in = in, .n_out = 1, .out = out, .st = st,
-                            .device = PARDO_DEVICE_CPU, .nthreads = 1};
+    pardo_kernel_ctx ctx = {
+        .op = &op, .n_in = n_in, .in = in, .n_out = 1, .out = out, .st = st, .device = PARDO_DEVICE_CPU, .nthreads = 1};
     pardo_status_clear(st);
     int rc = op.def->cpu(&ctx);
     if (rc != PARDO_OK) {
@@ -291,7 +292,8 @@ static int run_kernel(const char *type, int n_in, pardo_tensor **in, pardo_tenso
 START_TEST(test_reused_output_is_overwritten) {
     test_rng r = {5};
     int64_t sa[] = {4, 1, 3}, sb[] = {2, 1}, so[] = {4, 2, 3};
-    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, 3, sa, -1, 1), test_tensor_random(&r, PARDO_F64, 2, sb, -1, 1)};
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, 3, sa, -1, 1),
+                           test_tensor_random(&r, PARDO_F64, 2, sb, -1, 1)};
     pardo_status st;
     pardo_tensor *stale = pardo_tensor_new_cpu(PARDO_F64, 3, so, &st), *out = NULL;
     for (int64_t i = 0; i < stale->numel; i++) pardo_tensor_set_f64(stale, i, NAN);
@@ -314,8 +316,9 @@ static int infer2(const char *op, pardo_type a, pardo_type b, pardo_status *st) 
 
 START_TEST(test_err_bad_broadcast) {
     pardo_status st;
-    ck_assert_int_eq(infer2("add", mk_type(PARDO_F32, 2, (int64_t[]){2, 3}), mk_type(PARDO_F32, 1, (int64_t[]){4}), &st),
-                     PARDO_ESHAPE);
+    ck_assert_int_eq(
+        infer2("add", mk_type(PARDO_F32, 2, (int64_t[]){2, 3}), mk_type(PARDO_F32, 1, (int64_t[]){4}), &st),
+        PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "[2, 3]") && strstr(st.msg, "[4]"), "message: %s", st.msg);
     ck_assert_int_eq(
         infer2("div", mk_type(PARDO_I32, 2, (int64_t[]){5, 3}), mk_type(PARDO_I32, 2, (int64_t[]){4, 1}), &st),
@@ -356,7 +359,8 @@ START_TEST(test_err_int_div_by_zero) {
     for (int t = 0; t < 2; t++) {
         int64_t sa[] = {2, 3}, sb[] = {3};
         pardo_tensor *in[2] = {test_tensor_from(dts[t], 2, sa, (double[]){1, 2, 3, 4, 5, 6}),
-                               test_tensor_from(dts[t], 1, sb, (double[]){1, 0, 2})}, *out = NULL;
+                               test_tensor_from(dts[t], 1, sb, (double[]){1, 0, 2})},
+                     *out = NULL;
         pardo_status st;
         ck_assert_int_eq(test_run_op("div", NULL, 2, in, 1, &out, &st), PARDO_ERUNTIME);
         ck_assert_ptr_null(out);
@@ -375,7 +379,8 @@ START_TEST(test_err_runtime_shape_mismatch) {
     /* inference let [-1, 3] and [4, 3] pass; the kernel sees [2, 3] and [4, 3] */
     int64_t sa[] = {2, 3}, sb[] = {4, 3};
     test_rng r = {9};
-    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 2, sa, 0, 1), test_tensor_random(&r, PARDO_F32, 2, sb, 0, 1)};
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 2, sa, 0, 1),
+                           test_tensor_random(&r, PARDO_F32, 2, sb, 0, 1)};
     pardo_tensor *out = NULL;
     pardo_status st;
     ck_assert_int_eq(run_kernel("sub", 2, in, NULL, &out, &st), PARDO_ESHAPE);

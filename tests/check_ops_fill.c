@@ -33,7 +33,11 @@ START_TEST(test_constant) {
         double want;
     } cases[] = {
         {"{\"shape\": [2, 3], \"value\": 1.5}", PARDO_F32, 2, {2, 3}, 1.5},
-        {"{\"shape\": [4], \"dtype\": \"float64\", \"fill\": \"constant\", \"value\": -0.25}", PARDO_F64, 1, {4}, -0.25},
+        {"{\"shape\": [4], \"dtype\": \"float64\", \"fill\": \"constant\", \"value\": -0.25}",
+         PARDO_F64,
+         1,
+         {4},
+         -0.25},
         {"{\"shape\": [3, 1], \"dtype\": \"int32\", \"value\": 7}", PARDO_I32, 2, {3, 1}, 7},
         {"{\"shape\": [5], \"dtype\": \"int64\", \"value\": -9}", PARDO_I64, 1, {5}, -9},
         {"{\"shape\": [2], \"dtype\": \"bool\", \"value\": 1}", PARDO_BOOL, 1, {2}, 1},
@@ -75,7 +79,7 @@ START_TEST(test_uniform) {
         stats(y, &m, &sd, &lo, &hi);
         ck_assert_msg(lo >= -2 && hi < 3, "range [%g, %g]", lo, hi);
         ck_assert_msg(lo < -1.99 && hi > 2.99, "range [%g, %g] does not cover", lo, hi);
-        ck_assert_double_eq_tol(m, 0.5, 0.05);               /* sd of the mean ~ 0.01 */
+        ck_assert_double_eq_tol(m, 0.5, 0.05); /* sd of the mean ~ 0.01 */
         ck_assert_double_eq_tol(sd, 5 / sqrt(12.0), 0.03);
         pardo_tensor_release(y);
     }
@@ -113,11 +117,11 @@ START_TEST(test_fan_based) {
         const char *attrs;
         double bound;
     } cases[] = {
-        {"{\"shape\": [64, 32], \"fill\": \"xavier_uniform\", \"seed\": 1}", 0.25},              /* sqrt(6/96) */
-        {"{\"shape\": [8, 4, 3, 3], \"fill\": \"xavier_uniform\"}", 0.23570226039551584},         /* sqrt(6/108) */
+        {"{\"shape\": [64, 32], \"fill\": \"xavier_uniform\", \"seed\": 1}", 0.25},       /* sqrt(6/96) */
+        {"{\"shape\": [8, 4, 3, 3], \"fill\": \"xavier_uniform\"}", 0.23570226039551584}, /* sqrt(6/108) */
         {"{\"shape\": [1000], \"fill\": \"xavier_uniform\", \"dtype\": \"float64\"}", 0.05477225575051661},
         {"{\"shape\": [64, 32], \"fill\": \"kaiming_uniform\", \"seed\": 1}", 0.30618621784789726}, /* sqrt(6/64) */
-        {"{\"shape\": [8, 4, 3, 3], \"fill\": \"kaiming_uniform\"}", 0.408248290463863},          /* sqrt(6/36) */
+        {"{\"shape\": [8, 4, 3, 3], \"fill\": \"kaiming_uniform\"}", 0.408248290463863},            /* sqrt(6/36) */
         {"{\"shape\": [0, 5], \"fill\": \"kaiming_uniform\"}", 0},
     };
     for (int c = 0; c < LEN(cases); c++) {
@@ -155,7 +159,8 @@ static uint64_t ref_mix(uint64_t z) {
 }
 
 START_TEST(test_determinism) {
-    const char *a = "{\"shape\": [37], \"dtype\": \"float64\", \"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 42}";
+    const char *a =
+        "{\"shape\": [37], \"dtype\": \"float64\", \"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 42}";
     pardo_tensor *y1 = fill(a), *y2 = fill(a);
     test_assert_close(y1, y2, 0, 0);
     uint64_t key = ref_mix(42u ^ 0x5bd1e9955bd1e995ULL);

@@ -116,7 +116,8 @@ START_TEST(test_matmul_reference) {
             const mm_case *mc = &cases[c];
             test_rng r = {300u + (uint64_t)c * 2u + (uint64_t)t};
             pardo_tensor *in[2] = {test_tensor_random(&r, dts[t], mc->a_nd, mc->a, -1, 1),
-                                   test_tensor_random(&r, dts[t], mc->b_nd, mc->b, -1, 1)}, *out = NULL;
+                                   test_tensor_random(&r, dts[t], mc->b_nd, mc->b, -1, 1)},
+                         *out = NULL;
             char attrs[96];
             pardo_status st;
             int rc = test_run_op("matmul", attrs_for(mc->ta, mc->tb, attrs, sizeof attrs), 2, in, 1, &out, &st);
@@ -135,7 +136,8 @@ START_TEST(test_matmul_known_values) {
     /* [[1, 2], [3, 4]] @ [[5, 6], [7, 8]] = [[19, 22], [43, 50]]; with A^T: [[26, 30], [38, 44]] */
     int64_t s[] = {2, 2};
     pardo_tensor *in[2] = {test_tensor_from(PARDO_F64, 2, s, (double[]){1, 2, 3, 4}),
-                           test_tensor_from(PARDO_F64, 2, s, (double[]){5, 6, 7, 8})}, *out = NULL;
+                           test_tensor_from(PARDO_F64, 2, s, (double[]){5, 6, 7, 8})},
+                 *out = NULL;
     pardo_status st;
     ck_assert_int_eq(test_run_op("matmul", NULL, 2, in, 1, &out, &st), PARDO_OK);
     const double want[] = {19, 22, 43, 50}, want_ta[] = {26, 30, 38, 44};
@@ -189,8 +191,9 @@ static void expect_shape(const pardo_type *y, int nd, const int64_t *shape) {
 START_TEST(test_matmul_infer) {
     pardo_type y;
     pardo_status st;
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 2, (int64_t[]){-1, 4}), mk_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
-                     PARDO_OK);
+    ck_assert_int_eq(
+        infer_mm(NULL, mk_type(PARDO_F32, 2, (int64_t[]){-1, 4}), mk_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
+        PARDO_OK);
     ck_assert_int_eq(y.dtype, PARDO_F32);
     expect_shape(&y, 2, (int64_t[]){-1, 5});
     ck_assert_int_eq(
@@ -198,15 +201,17 @@ START_TEST(test_matmul_infer) {
         PARDO_OK);
     expect_shape(&y, 3, (int64_t[]){-1, 3, 5});
     /* an unknown K passes inference (checked at run time) */
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 2, (int64_t[]){3, -1}), mk_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
-                     PARDO_OK);
+    ck_assert_int_eq(
+        infer_mm(NULL, mk_type(PARDO_F32, 2, (int64_t[]){3, -1}), mk_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
+        PARDO_OK);
     expect_shape(&y, 2, (int64_t[]){3, 5});
     ck_assert_int_eq(infer_mm("{\"transpose_b\": true}", mk_type(PARDO_F32, 1, (int64_t[]){4}),
                               mk_type(PARDO_F32, 4, (int64_t[]){2, 1, 6, 4}), &y, &st),
                      PARDO_OK);
     expect_shape(&y, 3, (int64_t[]){2, 1, 6});
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 1, (int64_t[]){4}), mk_type(PARDO_F32, 1, (int64_t[]){4}), &y, &st),
-                     PARDO_OK);
+    ck_assert_int_eq(
+        infer_mm(NULL, mk_type(PARDO_F32, 1, (int64_t[]){4}), mk_type(PARDO_F32, 1, (int64_t[]){4}), &y, &st),
+        PARDO_OK);
     ck_assert_int_eq(y.ndim, 0);
     ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, -1, NULL), mk_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
                      PARDO_OK);
@@ -219,8 +224,9 @@ END_TEST
 START_TEST(test_err_inner_mismatch) {
     pardo_type y;
     pardo_status st;
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 2, (int64_t[]){3, 4}), mk_type(PARDO_F32, 2, (int64_t[]){5, 6}), &y, &st),
-                     PARDO_ESHAPE);
+    ck_assert_int_eq(
+        infer_mm(NULL, mk_type(PARDO_F32, 2, (int64_t[]){3, 4}), mk_type(PARDO_F32, 2, (int64_t[]){5, 6}), &y, &st),
+        PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "[3, 4]") && strstr(st.msg, "[5, 6]"), "message: %s", st.msg);
     ck_assert_int_eq(infer_mm("{\"transpose_a\": true}", mk_type(PARDO_F32, 2, (int64_t[]){3, 4}),
                               mk_type(PARDO_F32, 2, (int64_t[]){4, 6}), &y, &st),
@@ -229,7 +235,8 @@ START_TEST(test_err_inner_mismatch) {
     /* at run time, when inference could not tell */
     int64_t sa[] = {2, 3}, sb[] = {4, 2};
     test_rng r = {1};
-    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 2, sa, 0, 1), test_tensor_random(&r, PARDO_F32, 2, sb, 0, 1)};
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 2, sa, 0, 1),
+                           test_tensor_random(&r, PARDO_F32, 2, sb, 0, 1)};
     pardo_tensor *out = NULL;
     pardo_op op;
     memset(&op, 0, sizeof op);
@@ -253,8 +260,8 @@ START_TEST(test_err_shapes_and_dtypes) {
     ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 2, s2), mk_type(PARDO_F64, 2, s2), &y, &st), PARDO_ESHAPE);
     ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 0, NULL), mk_type(PARDO_F32, 2, s2), &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "rank") != NULL, "message: %s", st.msg);
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 3, (int64_t[]){2, 3, 4}), mk_type(PARDO_F32, 3, (int64_t[]){3, 4, 5}),
-                              &y, &st),
+    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 3, (int64_t[]){2, 3, 4}),
+                              mk_type(PARDO_F32, 3, (int64_t[]){3, 4, 5}), &y, &st),
                      PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "batch") && strstr(st.msg, "[2, 3, 4]") && strstr(st.msg, "[3, 4, 5]"), "message: %s",
                   st.msg);
@@ -271,8 +278,9 @@ START_TEST(test_err_attrs) {
     ck_assert_int_eq(infer_mm("{\"transpose_b\": true}", mk_type(PARDO_F32, 2, s2), mk_type(PARDO_F32, 1, s1), &y, &st),
                      PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'transpose_b'") != NULL, "message: %s", st.msg);
-    ck_assert_int_eq(infer_mm("{\"transpose_a\": \"yes\"}", mk_type(PARDO_F32, 2, s2), mk_type(PARDO_F32, 2, s2), &y, &st),
-                     PARDO_EINVAL);
+    ck_assert_int_eq(
+        infer_mm("{\"transpose_a\": \"yes\"}", mk_type(PARDO_F32, 2, s2), mk_type(PARDO_F32, 2, s2), &y, &st),
+        PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'transpose_a'") != NULL, "message: %s", st.msg);
 }
 END_TEST

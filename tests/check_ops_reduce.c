@@ -18,8 +18,8 @@
 typedef struct red_case {
     int nd;
     int64_t shape[PARDO_MAX_DIMS];
-    const char *axes;  // JSON list, or NULL for absent
-    int n_axes;        // axes listed (for the reference); -1: all
+    const char *axes; // JSON list, or NULL for absent
+    int n_axes;       // axes listed (for the reference); -1: all
     int axes_v[PARDO_MAX_DIMS];
 } red_case;
 
@@ -81,7 +81,8 @@ static pardo_tensor *ref_reduce(const pardo_tensor *x, const red_case *c, bool k
 
 static void check_case(const char *op, const red_case *c, pardo_dtype dt, bool keepdims, uint64_t seed) {
     char attrs[128];
-    if (c->axes) snprintf(attrs, sizeof attrs, "{\"axes\": %s, \"keepdims\": %s}", c->axes, keepdims ? "true" : "false");
+    if (c->axes)
+        snprintf(attrs, sizeof attrs, "{\"axes\": %s, \"keepdims\": %s}", c->axes, keepdims ? "true" : "false");
     else snprintf(attrs, sizeof attrs, "{\"keepdims\": %s}", keepdims ? "true" : "false");
     test_rng r = {seed};
     bool is_int = pardo_dtype_is_int(dt);
@@ -100,7 +101,8 @@ START_TEST(test_reduce_sum) {
     static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
     for (int c = 0; c < LEN(cases); c++)
         for (int t = 0; t < LEN(dts); t++)
-            for (int k = 0; k < 2; k++) check_case("reduce_sum", &cases[c], dts[t], k, 50u + (uint64_t)(c * 8 + t * 2 + k));
+            for (int k = 0; k < 2; k++)
+                check_case("reduce_sum", &cases[c], dts[t], k, 50u + (uint64_t)(c * 8 + t * 2 + k));
 }
 END_TEST
 
@@ -108,7 +110,8 @@ START_TEST(test_reduce_mean) {
     static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
     for (int c = 0; c < LEN(cases); c++)
         for (int t = 0; t < LEN(dts); t++)
-            for (int k = 0; k < 2; k++) check_case("reduce_mean", &cases[c], dts[t], k, 90u + (uint64_t)(c * 4 + t * 2 + k));
+            for (int k = 0; k < 2; k++)
+                check_case("reduce_mean", &cases[c], dts[t], k, 90u + (uint64_t)(c * 4 + t * 2 + k));
 }
 END_TEST
 
@@ -185,8 +188,9 @@ END_TEST
 START_TEST(test_err_axes) {
     pardo_type y, x = mk_type(PARDO_F32, 3, (int64_t[]){2, 3, 4});
     pardo_status st;
-    const char *const bad[] = {"{\"axes\": [1, 1]}", "{\"axes\": [0, -3]}", "{\"axes\": [3]}", "{\"axes\": [-4]}",
-                               "{\"axes\": \"all\"}", "{\"axes\": [0.5]}", "{\"keepdims\": \"no\"}"};
+    const char *const bad[] = {"{\"axes\": [1, 1]}",    "{\"axes\": [0, -3]}", "{\"axes\": [3]}",
+                               "{\"axes\": [-4]}",      "{\"axes\": \"all\"}", "{\"axes\": [0.5]}",
+                               "{\"keepdims\": \"no\"}"};
     for (int i = 0; i < LEN(bad); i++)
         for (int op = 0; op < 2; op++) {
             const char *name = op ? "reduce_mean" : "reduce_sum";

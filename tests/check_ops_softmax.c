@@ -40,9 +40,8 @@ START_TEST(test_softmax_reference) {
         int axis;      // as given
         int axis_norm; // normalised
     } cases[] = {
-        {1, {5}, -1, 0},       {2, {3, 7}, -1, 1},    {2, {3, 7}, 0, 0},   {3, {2, 3, 4}, 1, 1},
-        {3, {2, 3, 4}, -3, 0}, {2, {1, 1}, -1, 1},    {2, {0, 5}, 1, 1},   {2, {4, 1}, 1, 1},
-        {4, {2, 3, 1, 5}, 2, 2}, {2, {2, 1000}, -1, 1},
+        {1, {5}, -1, 0},    {2, {3, 7}, -1, 1}, {2, {3, 7}, 0, 0}, {3, {2, 3, 4}, 1, 1},    {3, {2, 3, 4}, -3, 0},
+        {2, {1, 1}, -1, 1}, {2, {0, 5}, 1, 1},  {2, {4, 1}, 1, 1}, {4, {2, 3, 1, 5}, 2, 2}, {2, {2, 1000}, -1, 1},
     };
     static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
     for (int c = 0; c < LEN(cases); c++)
@@ -91,7 +90,8 @@ static double ref_row_loss(const pardo_tensor *x, int64_t r, int64_t c, int64_t 
 static void check_sce(pardo_dtype dt, pardo_dtype lt, int64_t n, int64_t c, double scale, uint64_t seed) {
     test_rng r = {seed};
     int64_t xs[] = {n, c};
-    pardo_tensor *in[2] = {test_tensor_random(&r, dt, 2, xs, -scale, scale), test_tensor_random(&r, lt, 1, &n, 0, (double)c)};
+    pardo_tensor *in[2] = {test_tensor_random(&r, dt, 2, xs, -scale, scale),
+                           test_tensor_random(&r, lt, 1, &n, 0, (double)c)};
     static const char *const reds[] = {"mean", "sum", "none"};
     for (int k = 0; k < 3; k++) {
         char attrs[64];
@@ -137,7 +137,8 @@ START_TEST(test_sce_known_values) {
     /* uniform logits: every row's loss is log(C); mean over N = 0 is 0 */
     int64_t xs[] = {3, 4}, n = 3;
     pardo_tensor *in[2] = {test_tensor_from(PARDO_F64, 2, xs, (double[]){0, 0, 0, 0, 2, 2, 2, 2, -7, -7, -7, -7}),
-                           test_tensor_from(PARDO_I64, 1, &n, (double[]){0, 3, 1})}, *y = NULL;
+                           test_tensor_from(PARDO_I64, 1, &n, (double[]){0, 3, 1})},
+                 *y = NULL;
     pardo_status st;
     ck_assert_int_eq(test_run_op("softmax_cross_entropy", NULL, 2, in, 1, &y, &st), PARDO_OK);
     ck_assert_double_eq_tol(pardo_tensor_get_f64(y, 0), log(4.0), 1e-15);
@@ -164,8 +165,9 @@ START_TEST(test_infer) {
     pardo_status st;
     ck_assert_int_eq(test_infer_op("softmax", "{\"axis\": 1}", 1, in, 1, &y, &st), PARDO_OK);
     ck_assert(pardo_shape_equal(y.ndim, y.shape, 3, (int64_t[]){-1, 4, 5}));
-    ck_assert_int_eq(infer_sce(NULL, mk_type(PARDO_F32, 2, (int64_t[]){-1, 10}), mk_type(PARDO_I64, 1, (int64_t[]){-1}), &y, &st),
-                     PARDO_OK);
+    ck_assert_int_eq(
+        infer_sce(NULL, mk_type(PARDO_F32, 2, (int64_t[]){-1, 10}), mk_type(PARDO_I64, 1, (int64_t[]){-1}), &y, &st),
+        PARDO_OK);
     ck_assert_int_eq(y.ndim, 0);
     ck_assert_int_eq(y.dtype, PARDO_F32);
     ck_assert_int_eq(infer_sce("{\"reduction\": \"none\"}", mk_type(PARDO_F64, 2, (int64_t[]){-1, 10}),

@@ -13,8 +13,9 @@
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const char *const required_ops[] = {
-    "identity", "add", "sub", "mul", "div", "relu", "sigmoid", "tanh", "exp", "log", "scale", "matmul",
-    "reduce_sum", "reduce_mean", "softmax", "softmax_cross_entropy", "fill",
+    "identity", "add", "sub",   "mul",    "div",        "relu",        "sigmoid", "tanh",
+    "exp",      "log", "scale", "matmul", "reduce_sum", "reduce_mean", "softmax", "softmax_cross_entropy",
+    "fill",
 };
 
 START_TEST(test_registry_check_passes) {
