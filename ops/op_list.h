@@ -5,6 +5,22 @@
 #define PARDO_OP_LIST_H
 
 #define PARDO_OP_LIST(X) \
-    X(identity)
+    X(identity) \
+    X(add) \
+    X(sub) \
+    X(mul) \
+    X(div) \
+    X(relu) \
+    X(sigmoid) \
+    X(tanh) \
+    X(exp) \
+    X(log) \
+    X(scale) \
+    X(matmul) \
+    X(reduce_sum) \
+    X(reduce_mean) \
+    X(softmax) \
+    X(softmax_cross_entropy) \
+    X(fill)
 
 #endif

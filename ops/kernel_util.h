@@ -1,0 +1,75 @@
+/* kernel_util.h - helpers shared by the CPU kernels in ops/: a two-operand
+ * broadcast plan (numpy rules, unit dims dropped and contiguous dims merged)
+ * and an odometer that walks an N-D index space carrying two element offsets
+ * without any division per step. Nothing here allocates. */
+#ifndef PARDO_KERNEL_UTIL_H
+#define PARDO_KERNEL_UTIL_H
+
+#include <stdint.h>
+
+#include "status.h"
+#include "tensor.h"
+
+/* The broadcast of two concrete shapes a and b, for a kernel that writes the
+ * output in row-major order. After planning, the output is `nd` merged dims
+ * `dims`, and stepping one index of merged dim d moves a by sa[d] and b by
+ * sb[d] elements (0 where that operand broadcasts). nd >= 1 always (a scalar
+ * output is one dim of size 1); the innermost merged dim is the one to loop
+ * over in a kernel's inner loop. */
+typedef struct pardo_bcast2 {
+    int ndim;                      // rank of the output
+    int64_t shape[PARDO_MAX_DIMS]; // output shape
+    int64_t numel;                 // output elements
+    int nd;                        // merged rank, 1..PARDO_MAX_DIMS
+    int64_t dims[PARDO_MAX_DIMS];  // merged sizes
+    int64_t sa[PARDO_MAX_DIMS];    // stride of a per merged dim, in elements; 0: broadcast
+    int64_t sb[PARDO_MAX_DIMS];    // stride of b per merged dim, in elements; 0: broadcast
+} pardo_bcast2;
+
+/* Plans the numpy broadcast of shapes a (a_ndim dims) and b. Returns
+ * PARDO_OK, or PARDO_ESHAPE naming both shapes when they do not broadcast
+ * (no -1 dims here: these are run-time shapes). Thread-safe; fills *p only. */
+int pardo_bcast2_plan(int a_ndim, const int64_t *a, int b_ndim, const int64_t *b, pardo_bcast2 *p, pardo_status *st);
+
+/* An odometer over n dims (n may be 0: one position) carrying two element
+ * offsets, off[0] and off[1], each with its own stride per dim. */
+typedef struct pardo_odo {
+    int n;                             // dims walked
+    int64_t dims[PARDO_MAX_DIMS];      // sizes
+    int64_t idx[PARDO_MAX_DIMS];       // current index
+    int64_t stride[2][PARDO_MAX_DIMS]; // element strides of the two offsets
+    int64_t off[2];                    // current offsets
+} pardo_odo;
+
+/* Starts an odometer at index 0 (offsets 0) over dims[0..n) with strides s0
+ * and s1 (either may be NULL: all zero). */
+static inline void pardo_odo_init(pardo_odo *o, int n, const int64_t *dims, const int64_t *s0, const int64_t *s1) {
+    o->n = n;
+    o->off[0] = o->off[1] = 0;
+    for (int d = 0; d < n; d++) {
+        o->dims[d] = dims[d];
+        o->idx[d] = 0;
+        o->stride[0][d] = s0 ? s0[d] : 0;
+        o->stride[1][d] = s1 ? s1[d] : 0;
+    }
+}
+
+/* Moves to the next index in row-major order, updating both offsets; after
+ * the last index it wraps to index 0 (offsets 0). */
+static inline void pardo_odo_next(pardo_odo *o) {
+    for (int d = o->n - 1; d >= 0; d--) {
+        if (++o->idx[d] < o->dims[d]) {
+            o->off[0] += o->stride[0][d];
+            o->off[1] += o->stride[1][d];
+            return;
+        }
+        o->idx[d] = 0;
+        o->off[0] -= o->stride[0][d] * (o->dims[d] - 1);
+        o->off[1] -= o->stride[1][d] * (o->dims[d] - 1);
+    }
+}
+
+/* Row-major element strides of a contiguous shape into strides[0..ndim). */
+void pardo_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+#endif

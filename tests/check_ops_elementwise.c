@@ -1,0 +1,438 @@
+/* check_ops_elementwise.c - add, sub, mul, div, relu, sigmoid, tanh, exp, log,
+ * scale against naive loops in double on seeded random data; broadcasting,
+ * edge sizes, integer semantics, inference, errors and NumPy fixtures. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_suites.h"
+#include "op_test_util.h"
+#include "test_npy.h"
+#include "test_util.h"
+
+#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+typedef struct shape_t {
+    int nd;
+    int64_t d[PARDO_MAX_DIMS];
+} shape_t;
+
+/* Naive numpy broadcast of a and b; false when they do not broadcast. */
+static int ref_broadcast(const shape_t *a, const shape_t *b, shape_t *out) {
+    out->nd = a->nd > b->nd ? a->nd : b->nd;
+    for (int i = 0; i < out->nd; i++) {
+        int ia = a->nd - out->nd + i, ib = b->nd - out->nd + i;
+        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+        if (da != db && da != 1 && db != 1) return 0;
+        out->d[i] = da == 1 ? db : da;
+    }
+    return 1;
+}
+
+/* Linear index into operand s of the output multi-index idx (rank out_nd). */
+static int64_t ref_index(const shape_t *s, int out_nd, const int64_t *idx) {
+    int64_t li = 0;
+    for (int i = 0; i < s->nd; i++) {
+        int64_t d = s->d[i], k = idx[out_nd - s->nd + i];
+        li = li * d + (d == 1 ? 0 : k);
+    }
+    return li;
+}
+
+static void unravel(int64_t li, int nd, const int64_t *shape, int64_t *idx) {
+    for (int i = nd - 1; i >= 0; i--) {
+        idx[i] = shape[i] ? li % shape[i] : 0;
+        li = shape[i] ? li / shape[i] : 0;
+    }
+}
+
+typedef enum { ADD, SUB, MUL, DIV } binop;
+static const char *const binop_names[] = {"add", "sub", "mul", "div"};
+
+static double ref_binop(binop op, pardo_dtype dt, double a, double b) {
+    switch (op) {
+    case ADD: return a + b;
+    case SUB: return a - b;
+    case MUL: return a * b;
+    default: return pardo_dtype_is_int(dt) ? (double)((int64_t)a / (int64_t)b) : a / b;
+    }
+}
+
+/* Runs op on random inputs of shapes a and b and compares with the naive loop. */
+static void check_binary(binop op, pardo_dtype dt, shape_t a, shape_t b, uint64_t seed) {
+    test_rng r = {seed};
+    bool is_int = pardo_dtype_is_int(dt);
+    pardo_tensor *in[2] = {test_tensor_random(&r, dt, a.nd, a.d, is_int ? -50 : -2, is_int ? 50 : 2),
+                           test_tensor_random(&r, dt, b.nd, b.d, is_int ? -9 : (op == DIV ? 0.5 : -2), is_int ? 9 : 2)};
+    if (op == DIV && is_int) /* no zero divisors here; that is an error case */
+        for (int64_t i = 0; i < in[1]->numel; i++)
+            if (pardo_tensor_get_f64(in[1], i) == 0) pardo_tensor_set_f64(in[1], i, 3);
+    shape_t o;
+    ck_assert(ref_broadcast(&a, &b, &o));
+    pardo_tensor *out = NULL;
+    pardo_status st;
+    int rc = test_run_op(binop_names[op], NULL, 2, in, 1, &out, &st);
+    ck_assert_msg(rc == PARDO_OK, "%s: %s", binop_names[op], st.msg);
+    pardo_tensor *want = pardo_tensor_new_cpu(dt, o.nd, o.d, &st);
+    ck_assert_ptr_nonnull(want);
+    int64_t idx[PARDO_MAX_DIMS];
+    for (int64_t i = 0; i < want->numel; i++) {
+        unravel(i, o.nd, o.d, idx);
+        double x = pardo_tensor_get_f64(in[0], ref_index(&a, o.nd, idx));
+        double y = pardo_tensor_get_f64(in[1], ref_index(&b, o.nd, idx));
+        pardo_tensor_set_f64(want, i, ref_binop(op, dt, x, y));
+    }
+    test_assert_close(out, want, dt == PARDO_F32 ? 1e-6 : 1e-14, 0);
+    pardo_tensor_release(want);
+    pardo_tensor_release(out);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+}
+
+static const shape_t bcast_cases[][2] = {
+    {{2, {2, 3}}, {1, {3}}},
+    {{3, {4, 1, 3}}, {2, {2, 1}}},
+    {{0, {0}}, {0, {0}}},
+    {{1, {5}}, {0, {0}}},
+    {{0, {0}}, {2, {2, 3}}},
+    {{1, {1}}, {1, {7}}},
+    {{2, {3, 1}}, {2, {1, 4}}},
+    {{3, {2, 3, 4}}, {3, {2, 3, 4}}},
+    {{2, {0, 3}}, {1, {3}}},
+    {{3, {2, 1, 5}}, {3, {1, 3, 1}}},
+    {{3, {1, 1, 1}}, {1, {1}}},
+    {{2, {7, 9}}, {2, {7, 1}}},
+    {{4, {1, 2, 1, 3}}, {3, {2, 2, 1}}},
+    {{2, {1, 13}}, {3, {3, 5, 13}}},
+    {{1, {1}}, {0, {0}}},
+};
+
+START_TEST(test_binary_broadcast) {
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+    for (int op = ADD; op <= DIV; op++)
+        for (int t = 0; t < LEN(dts); t++)
+            for (int c = 0; c < LEN(bcast_cases); c++) {
+                check_binary((binop)op, dts[t], bcast_cases[c][0], bcast_cases[c][1], 1000u + (uint64_t)c);
+                check_binary((binop)op, dts[t], bcast_cases[c][1], bcast_cases[c][0], 2000u + (uint64_t)c);
+            }
+}
+END_TEST
+
+/* One op on given values; returns the output, which the caller releases. */
+static pardo_tensor *run2(const char *op, pardo_dtype dt, int n, const double *a, const double *b) {
+    int64_t shape[1] = {n};
+    pardo_tensor *in[2] = {test_tensor_from(dt, 1, shape, a), test_tensor_from(dt, 1, shape, b)}, *out = NULL;
+    pardo_status st;
+    ck_assert_msg(test_run_op(op, NULL, 2, in, 1, &out, &st) == PARDO_OK, "%s: %s", op, st.msg);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+    return out;
+}
+
+START_TEST(test_int_semantics) {
+    /* truncation toward zero, INT_MIN / -1 wraps instead of trapping */
+    const double a32[] = {-7, 7, -7, 7, -2147483648.0, 0}, b32[] = {2, -2, -2, 2, -1, 5};
+    const double q32[] = {-3, -3, 3, 3, -2147483648.0, 0};
+    pardo_tensor *y = run2("div", PARDO_I32, 6, a32, b32);
+    for (int i = 0; i < 6; i++) ck_assert_double_eq(pardo_tensor_get_f64(y, i), q32[i]);
+    pardo_tensor_release(y);
+
+    pardo_status st;
+    int64_t one = 1;
+    pardo_tensor *in[2] = {test_tensor_from(PARDO_I64, 1, &one, (double[]){0}),
+                           test_tensor_from(PARDO_I64, 1, &one, (double[]){-1})},
+                 *out = NULL;
+    ((int64_t *)pardo_tensor_data(in[0]))[0] = INT64_MIN;
+    ck_assert_int_eq(test_run_op("div", NULL, 2, in, 1, &out, &st), PARDO_OK);
+    ck_assert(((int64_t *)pardo_tensor_data(out))[0] == INT64_MIN);
+    pardo_tensor_release(out);
+    /* add wraps around (two's complement) */
+    ((int64_t *)pardo_tensor_data(in[0]))[0] = INT64_MAX;
+    ((int64_t *)pardo_tensor_data(in[1]))[0] = 1;
+    ck_assert_int_eq(test_run_op("add", NULL, 2, in, 1, &out, &st), PARDO_OK);
+    ck_assert(((int64_t *)pardo_tensor_data(out))[0] == INT64_MIN);
+    pardo_tensor_release(out);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+
+    const double m1[] = {2147483647.0, -3}, m2[] = {2, 4};
+    y = run2("mul", PARDO_I32, 2, m1, m2);
+    ck_assert_double_eq(pardo_tensor_get_f64(y, 0), -2.0);
+    ck_assert_double_eq(pardo_tensor_get_f64(y, 1), -12.0);
+    pardo_tensor_release(y);
+}
+END_TEST
+
+typedef struct unary_case {
+    const char *op;
+    const char *attrs;
+    double lo, hi;       // input range
+    double (*f)(double); // reference; NULL: scale
+} unary_case;
+
+static double ref_relu(double x) { return x < 0 ? 0 : x; }
+static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+START_TEST(test_unary) {
+    static const unary_case cases[] = {
+        {"relu", NULL, -3, 3, ref_relu}, {"sigmoid", NULL, -8, 8, ref_sigmoid}, {"tanh", NULL, -4, 4, tanh},
+        {"exp", NULL, -5, 5, exp},       {"log", NULL, 0.01, 50, log},          {"scale", NULL, -3, 3, NULL},
+    };
+    static const shape_t shapes[] = {{0, {0}}, {1, {1}}, {1, {7}}, {2, {3, 5}}, {2, {0, 4}}, {3, {2, 3, 33}}};
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
+    for (int c = 0; c < LEN(cases); c++)
+        for (int s = 0; s < LEN(shapes); s++)
+            for (int t = 0; t < 2; t++) {
+                test_rng r = {77u + (uint64_t)(c * 31 + s * 7 + t)};
+                pardo_tensor *x = test_tensor_random(&r, dts[t], shapes[s].nd, shapes[s].d, cases[c].lo, cases[c].hi);
+                const char *attrs = cases[c].f ? NULL : "{\"scale\": 2.5, \"bias\": -1.25}";
+                pardo_tensor *y = NULL;
+                pardo_status st;
+                ck_assert_msg(test_run_op(cases[c].op, attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s", cases[c].op,
+                              st.msg);
+                pardo_tensor *want = pardo_tensor_clone(x, &st);
+                for (int64_t i = 0; i < x->numel; i++) {
+                    double v = pardo_tensor_get_f64(x, i);
+                    pardo_tensor_set_f64(want, i, cases[c].f ? cases[c].f(v) : v * 2.5 - 1.25);
+                }
+                test_assert_close(y, want, dts[t] == PARDO_F32 ? 2e-6 : 1e-14, dts[t] == PARDO_F32 ? 1e-7 : 0);
+                pardo_tensor_release(want);
+                pardo_tensor_release(y);
+                pardo_tensor_release(x);
+            }
+}
+END_TEST
+
+START_TEST(test_scale_default_and_special_values) {
+    const double xs[] = {-1000, -100, -88, -20, 0, 20, 88, 100, 1000, NAN};
+    int64_t n = LEN(xs);
+    for (int t = 0; t < 2; t++) {
+        pardo_dtype dt = t ? PARDO_F64 : PARDO_F32;
+        pardo_tensor *x = test_tensor_from(dt, 1, &n, xs), *y = NULL;
+        pardo_status st;
+        ck_assert_int_eq(test_run_op("sigmoid", NULL, 1, &x, 1, &y, &st), PARDO_OK);
+        for (int i = 0; i < n - 1; i++) {
+            double v = pardo_tensor_get_f64(y, i);
+            ck_assert_msg(isfinite(v) && v >= 0 && v <= 1, "sigmoid(%g) = %g", xs[i], v);
+            ck_assert_double_eq_tol(v, ref_sigmoid(xs[i]), 1e-7);
+        }
+        ck_assert(isnan(pardo_tensor_get_f64(y, n - 1)));
+        pardo_tensor_release(y);
+        ck_assert_int_eq(test_run_op("relu", NULL, 1, &x, 1, &y, &st), PARDO_OK);
+        ck_assert(isnan(pardo_tensor_get_f64(y, n - 1))); /* relu keeps NaN */
+        ck_assert_double_eq(pardo_tensor_get_f64(y, 0), 0);
+        pardo_tensor_release(y);
+        ck_assert_int_eq(test_run_op("scale", NULL, 1, &x, 1, &y, &st), PARDO_OK); /* defaults: identity */
+        for (int i = 0; i < n - 1; i++) ck_assert_double_eq(pardo_tensor_get_f64(y, i), xs[i]);
+        pardo_tensor_release(y);
+        ck_assert_int_eq(test_run_op("tanh", NULL, 1, &x, 1, &y, &st), PARDO_OK);
+        ck_assert_double_eq(pardo_tensor_get_f64(y, 0), -1);
+        ck_assert_double_eq(pardo_tensor_get_f64(y, 8), 1);
+        pardo_tensor_release(y);
+        pardo_tensor_release(x);
+    }
+}
+END_TEST
+
+static pardo_type mk_type(pardo_dtype dt, int nd, const int64_t *shape) {
+    pardo_type t = {.dtype = dt, .ndim = nd};
+    if (nd > 0) memcpy(t.shape, shape, sizeof(int64_t) * (size_t)nd);
+    return t;
+}
+
+START_TEST(test_infer_runtime_dims) {
+    pardo_type a = mk_type(PARDO_F32, 2, (int64_t[]){-1, 3}), b = mk_type(PARDO_F32, 1, (int64_t[]){3}), y;
+    const pardo_type *in[2] = {&a, &b};
+    pardo_status st;
+    ck_assert_int_eq(test_infer_op("mul", NULL, 2, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y.dtype, PARDO_F32);
+    ck_assert_int_eq(y.ndim, 2);
+    ck_assert_int_eq(y.shape[0], -1);
+    ck_assert_int_eq(y.shape[1], 3);
+    a = mk_type(PARDO_I64, 2, (int64_t[]){-1, 1});
+    b = mk_type(PARDO_I64, 2, (int64_t[]){1, 4});
+    ck_assert_int_eq(test_infer_op("sub", NULL, 2, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y.shape[0], -1);
+    ck_assert_int_eq(y.shape[1], 4);
+    a = mk_type(PARDO_F64, -1, NULL);
+    ck_assert_int_eq(test_infer_op("exp", NULL, 1, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y.ndim, -1);
+    ck_assert_int_eq(y.dtype, PARDO_F64);
+    a = mk_type(PARDO_F32, 3, (int64_t[]){-1, 2, 5});
+    ck_assert_int_eq(test_infer_op("scale", "{\"scale\": 3}", 1, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y.ndim, 3);
+    ck_assert_int_eq(y.shape[0], -1);
+}
+END_TEST
+
+/* Runs op's CPU kernel directly with out[0] preset to `reuse` (may be NULL);
+ * returns the code; *out gets the output (a new reference or NULL). */
+static int run_kernel(const char *type, int n_in, pardo_tensor **in, pardo_tensor *reuse, pardo_tensor **out,
+                      pardo_status *st) {
+    pardo_op op;
+    memset(&op, 0, sizeof op);
+    op.type = (char *)type;
+    op.def = pardo_op_lookup(type);
+    ck_assert_ptr_nonnull(op.def);
+    *out = reuse;
+    pardo_kernel_ctx ctx = {
+        .op = &op, .n_in = n_in, .in = in, .n_out = 1, .out = out, .st = st, .device = PARDO_DEVICE_CPU, .nthreads = 1};
+    pardo_status_clear(st);
+    int rc = op.def->cpu(&ctx);
+    if (rc != PARDO_OK) {
+        pardo_tensor_release(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+START_TEST(test_reused_output_is_overwritten) {
+    test_rng r = {5};
+    int64_t sa[] = {4, 1, 3}, sb[] = {2, 1}, so[] = {4, 2, 3};
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, 3, sa, -1, 1),
+                           test_tensor_random(&r, PARDO_F64, 2, sb, -1, 1)};
+    pardo_status st;
+    pardo_tensor *stale = pardo_tensor_new_cpu(PARDO_F64, 3, so, &st), *out = NULL;
+    for (int64_t i = 0; i < stale->numel; i++) pardo_tensor_set_f64(stale, i, NAN);
+    ck_assert_int_eq(run_kernel("add", 2, in, stale, &out, &st), PARDO_OK);
+    ck_assert_ptr_eq(out, stale); /* reused, and every element written */
+    for (int64_t i = 0; i < out->numel; i++) ck_assert(!isnan(pardo_tensor_get_f64(out, i)));
+    pardo_tensor_release(out);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+}
+END_TEST
+
+/* ---- errors ---- */
+
+static int infer2(const char *op, pardo_type a, pardo_type b, pardo_status *st) {
+    const pardo_type *in[2] = {&a, &b};
+    pardo_type y;
+    return test_infer_op(op, NULL, 2, in, 1, &y, st);
+}
+
+START_TEST(test_err_bad_broadcast) {
+    pardo_status st;
+    ck_assert_int_eq(
+        infer2("add", mk_type(PARDO_F32, 2, (int64_t[]){2, 3}), mk_type(PARDO_F32, 1, (int64_t[]){4}), &st),
+        PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "[2, 3]") && strstr(st.msg, "[4]"), "message: %s", st.msg);
+    ck_assert_int_eq(
+        infer2("div", mk_type(PARDO_I32, 2, (int64_t[]){5, 3}), mk_type(PARDO_I32, 2, (int64_t[]){4, 1}), &st),
+        PARDO_ESHAPE);
+}
+END_TEST
+
+START_TEST(test_err_dtypes) {
+    pardo_status st;
+    int64_t s[] = {3};
+    ck_assert_int_eq(infer2("add", mk_type(PARDO_F32, 1, s), mk_type(PARDO_F64, 1, s), &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "float64") && strstr(st.msg, "float32"), "message: %s", st.msg);
+    ck_assert_int_eq(infer2("mul", mk_type(PARDO_BOOL, 1, s), mk_type(PARDO_BOOL, 1, s), &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "bool") != NULL, "message: %s", st.msg);
+    const char *unary[] = {"relu", "sigmoid", "tanh", "exp", "log", "scale"};
+    for (int i = 0; i < LEN(unary); i++) {
+        pardo_type x = mk_type(PARDO_I32, 1, s), y;
+        const pardo_type *in[1] = {&x};
+        ck_assert_int_eq(test_infer_op(unary[i], NULL, 1, in, 1, &y, &st), PARDO_ESHAPE);
+        ck_assert_msg(strstr(st.msg, "int32") && strstr(st.msg, "'X'"), "%s: %s", unary[i], st.msg);
+    }
+}
+END_TEST
+
+START_TEST(test_err_scale_attr) {
+    pardo_status st;
+    pardo_type x = mk_type(PARDO_F32, 1, (int64_t[]){3}), y;
+    const pardo_type *in[1] = {&x};
+    ck_assert_int_eq(test_infer_op("scale", "{\"scale\": \"big\"}", 1, in, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'scale'") != NULL, "message: %s", st.msg);
+    ck_assert_int_eq(test_infer_op("scale", "{\"bias\": [1]}", 1, in, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'bias'") != NULL, "message: %s", st.msg);
+}
+END_TEST
+
+START_TEST(test_err_int_div_by_zero) {
+    static const pardo_dtype dts[] = {PARDO_I32, PARDO_I64};
+    for (int t = 0; t < 2; t++) {
+        int64_t sa[] = {2, 3}, sb[] = {3};
+        pardo_tensor *in[2] = {test_tensor_from(dts[t], 2, sa, (double[]){1, 2, 3, 4, 5, 6}),
+                               test_tensor_from(dts[t], 1, sb, (double[]){1, 0, 2})},
+                     *out = NULL;
+        pardo_status st;
+        ck_assert_int_eq(test_run_op("div", NULL, 2, in, 1, &out, &st), PARDO_ERUNTIME);
+        ck_assert_ptr_null(out);
+        ck_assert_msg(strstr(st.msg, "division by zero") && strstr(st.msg, "element 1"), "message: %s", st.msg);
+        pardo_tensor_release(in[0]);
+        pardo_tensor_release(in[1]);
+    }
+    /* float division by zero is IEEE: inf, not an error */
+    pardo_tensor *y = run2("div", PARDO_F32, 1, (double[]){1}, (double[]){0});
+    ck_assert(isinf(pardo_tensor_get_f64(y, 0)));
+    pardo_tensor_release(y);
+}
+END_TEST
+
+START_TEST(test_err_runtime_shape_mismatch) {
+    /* inference let [-1, 3] and [4, 3] pass; the kernel sees [2, 3] and [4, 3] */
+    int64_t sa[] = {2, 3}, sb[] = {4, 3};
+    test_rng r = {9};
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 2, sa, 0, 1),
+                           test_tensor_random(&r, PARDO_F32, 2, sb, 0, 1)};
+    pardo_tensor *out = NULL;
+    pardo_status st;
+    ck_assert_int_eq(run_kernel("sub", 2, in, NULL, &out, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "[2, 3]") && strstr(st.msg, "[4, 3]"), "message: %s", st.msg);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+}
+END_TEST
+
+/* ---- NumPy fixtures ---- */
+
+START_TEST(test_fixture_add) {
+    static const char *const cases[] = {"add_bcast3", "add_row"};
+    for (int c = 0; c < LEN(cases); c++) {
+        char name[96];
+        pardo_tensor *in[2], *want, *out = NULL;
+        snprintf(name, sizeof name, "ops/%s_a.npy", cases[c]);
+        in[0] = test_npy_load(name);
+        snprintf(name, sizeof name, "ops/%s_b.npy", cases[c]);
+        in[1] = test_npy_load(name);
+        snprintf(name, sizeof name, "ops/%s_y.npy", cases[c]);
+        want = test_npy_load(name);
+        pardo_status st;
+        ck_assert_msg(test_run_op("add", NULL, 2, in, 1, &out, &st) == PARDO_OK, "%s: %s", cases[c], st.msg);
+        test_assert_close(out, want, 1e-6, 0);
+        pardo_tensor_release(out);
+        pardo_tensor_release(want);
+        pardo_tensor_release(in[0]);
+        pardo_tensor_release(in[1]);
+    }
+}
+END_TEST
+
+Suite *make_ops_elementwise_suite(void) {
+    Suite *s = suite_create("ops_elementwise");
+    TCase *core = tcase_create("Core");
+    tcase_add_test(core, test_binary_broadcast);
+    tcase_add_test(core, test_int_semantics);
+    tcase_add_test(core, test_unary);
+    tcase_add_test(core, test_scale_default_and_special_values);
+    tcase_add_test(core, test_infer_runtime_dims);
+    tcase_add_test(core, test_reused_output_is_overwritten);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("Errors");
+    tcase_add_test(errors, test_err_bad_broadcast);
+    tcase_add_test(errors, test_err_dtypes);
+    tcase_add_test(errors, test_err_scale_attr);
+    tcase_add_test(errors, test_err_int_div_by_zero);
+    tcase_add_test(errors, test_err_runtime_shape_mismatch);
+    suite_add_tcase(s, errors);
+    TCase *fixtures = tcase_create("Fixtures");
+    tcase_add_test(fixtures, test_fixture_add);
+    suite_add_tcase(s, fixtures);
+    return s;
+}

@@ -1,0 +1,130 @@
+/* check_registry.c - the op table: it passes its own check, lookup of known
+ * and unknown names, every op's schema is complete (docs, attr defaults that
+ * parse as JSON of the declared type), and the known-op list. */
+#include <check.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "check_suites.h"
+#include "op.h"
+#include "value.h"
+#include "value_json.h"
+
+#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const char *const required_ops[] = {
+    "identity", "add", "sub",   "mul",    "div",        "relu",        "sigmoid", "tanh",
+    "exp",      "log", "scale", "matmul", "reduce_sum", "reduce_mean", "softmax", "softmax_cross_entropy",
+    "fill",
+};
+
+START_TEST(test_registry_check_passes) {
+    pardo_status st;
+    ck_assert_msg(pardo_registry_check(&st) == PARDO_OK, "%s", st.msg);
+}
+END_TEST
+
+START_TEST(test_lookup) {
+    for (int i = 0; i < LEN(required_ops); i++) {
+        const pardo_op_def *d = pardo_op_lookup(required_ops[i]);
+        ck_assert_msg(d != NULL, "op '%s' is not registered", required_ops[i]);
+        ck_assert_str_eq(d->type, required_ops[i]);
+    }
+    ck_assert_ptr_null(pardo_op_lookup("no_such_op"));
+    ck_assert_ptr_null(pardo_op_lookup(""));
+    ck_assert_ptr_null(pardo_op_lookup(NULL));
+    ck_assert_ptr_null(pardo_op_lookup("Add")); /* names are case-sensitive */
+    ck_assert_int_ge(pardo_op_count(), LEN(required_ops));
+    ck_assert_ptr_null(pardo_op_at(-1));
+    ck_assert_ptr_null(pardo_op_at(pardo_op_count()));
+    for (int i = 0; i < pardo_op_count(); i++) ck_assert_ptr_eq(pardo_op_lookup(pardo_op_at(i)->type), pardo_op_at(i));
+}
+END_TEST
+
+static bool default_fits(const pardo_value *v, pardo_attr_type t) {
+    switch (t) {
+    case PARDO_ATTR_INT: return pardo_value_is_integer(v);
+    case PARDO_ATTR_FLOAT: return v->kind == PARDO_V_NUMBER;
+    case PARDO_ATTR_BOOL: return v->kind == PARDO_V_BOOL;
+    case PARDO_ATTR_STRING: return v->kind == PARDO_V_STRING;
+    case PARDO_ATTR_INTS:
+        if (v->kind != PARDO_V_ARRAY) return false;
+        for (int i = 0; i < v->n; i++)
+            if (!pardo_value_is_integer(&v->items[i])) return false;
+        return true;
+    case PARDO_ATTR_FLOATS: return v->kind == PARDO_V_ARRAY;
+    case PARDO_ATTR_OBJECT: return v->kind == PARDO_V_OBJECT;
+    default: return true;
+    }
+}
+
+static void check_args(const char *op, const char *what, const pardo_arg_def *args, int n) {
+    ck_assert_msg(n == 0 || args != NULL, "%s: %d %s but no array", op, n, what);
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(args[i].name && args[i].name[0], "%s: %s %d has no name", op, what, i);
+        ck_assert_msg(args[i].doc && args[i].doc[0], "%s: %s '%s' has no doc", op, what, args[i].name);
+        ck_assert_msg(!args[i].variadic || i == n - 1, "%s: variadic %s '%s' is not last", op, what, args[i].name);
+    }
+}
+
+START_TEST(test_schemas_complete) {
+    for (int i = 0; i < pardo_op_count(); i++) {
+        const pardo_op_def *d = pardo_op_at(i);
+        ck_assert_msg(d->doc && d->doc[0], "%s: no doc", d->type);
+        ck_assert_msg(d->infer && d->cpu, "%s: no infer or cpu kernel", d->type);
+        ck_assert_msg(d->n_outputs >= 1, "%s: no outputs", d->type);
+        check_args(d->type, "input", d->inputs, d->n_inputs);
+        check_args(d->type, "output", d->outputs, d->n_outputs);
+        ck_assert_msg(d->n_attrs == 0 || d->attrs != NULL, "%s: attrs missing", d->type);
+        for (int a = 0; a < d->n_attrs; a++) {
+            const pardo_attr_def *ad = &d->attrs[a];
+            ck_assert_msg(ad->name && ad->name[0], "%s: attr %d has no name", d->type, a);
+            ck_assert_msg(ad->doc && ad->doc[0], "%s: attr '%s' has no doc", d->type, ad->name);
+            for (int b = 0; b < a; b++)
+                ck_assert_msg(strcmp(d->attrs[b].name, ad->name) != 0, "%s: attr '%s' twice", d->type, ad->name);
+            if (!ad->dflt) continue; /* required */
+            pardo_value *v = NULL;
+            pardo_status st;
+            ck_assert_msg(pardo_value_parse_json(ad->dflt, &v, &st) == PARDO_OK, "%s: attr '%s' default %s: %s",
+                          d->type, ad->name, ad->dflt, st.msg);
+            ck_assert_msg(default_fits(v, ad->type), "%s: attr '%s' default %s does not fit its type", d->type,
+                          ad->name, ad->dflt);
+            pardo_value_free(v);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_known_list) {
+    char buf[2048];
+    pardo_op_known_list(buf, sizeof buf);
+    for (int i = 0; i < LEN(required_ops); i++)
+        ck_assert_msg(strstr(buf, required_ops[i]) != NULL, "'%s' missing from known list: %s", required_ops[i], buf);
+    ck_assert_msg(strstr(buf, ", ") != NULL, "list is not comma separated: %s", buf);
+    char small[8];
+    pardo_op_known_list(small, sizeof small); /* truncates, stays terminated */
+    ck_assert_uint_lt(strlen(small), sizeof small);
+}
+END_TEST
+
+START_TEST(test_err_unknown_op_is_null) {
+    /* an unknown name is not an error inside the registry: lookup returns
+     * NULL and the caller lists the known ones */
+    ck_assert_ptr_null(pardo_op_lookup("matmul "));
+    ck_assert_ptr_null(pardo_op_lookup("softmax_cross"));
+}
+END_TEST
+
+Suite *make_registry_suite(void) {
+    Suite *s = suite_create("registry");
+    TCase *core = tcase_create("Core");
+    tcase_add_test(core, test_registry_check_passes);
+    tcase_add_test(core, test_lookup);
+    tcase_add_test(core, test_schemas_complete);
+    tcase_add_test(core, test_known_list);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("Errors");
+    tcase_add_test(errors, test_err_unknown_op_is_null);
+    suite_add_tcase(s, errors);
+    return s;
+}
