@@ -3,12 +3,16 @@
  * ops relu, sigmoid, tanh, exp, log, scale. Each op: schema, inference, CPU
  * kernel. Integer add/sub/mul wrap around on overflow (two's complement, like
  * numpy) instead of being undefined; integer div truncates toward zero (C,
- * ONNX) and a zero divisor is a PARDO_ERUNTIME error. */
+ * ONNX) and a zero divisor is a PARDO_ERUNTIME error. Every kernel reads
+ * element i of a same-shaped input before writing element i of the output,
+ * so the ops are safe in place (w = add(w, step)). CUDA kernels live in
+ * ops/cuda/elementwise.cu. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <tgmath.h>
 
 #include "kernel_util.h"
+#include "kernels.h"
 #include "op.h"
 
 /* ---- binary ops ---- */
@@ -125,6 +129,8 @@ static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is
         .n_outputs = 1,                                                                                                \
         .infer = binary_infer,                                                                                         \
         .cpu = NAME##_cpu,                                                                                             \
+        .cuda = pardo_cuda_##NAME,                                                                                     \
+        .inplace = true,                                                                                               \
     };
 
 BINARY_OP(add, false, "C = A + B, broadcasting like numpy (float32, float64, int32, int64)")
@@ -203,6 +209,8 @@ static int unary_run(pardo_kernel_ctx *ctx, unary_fn f32, unary_fn f64, const un
         .n_outputs = 1,                                                                                                \
         .infer = unary_infer,                                                                                          \
         .cpu = NAME##_cpu,                                                                                             \
+        .cuda = pardo_cuda_##NAME,                                                                                     \
+        .inplace = true,                                                                                               \
     };
 
 /* relu keeps NaN (v < 0 is false for NaN), like max(x, 0) in ONNX. */
@@ -252,4 +260,6 @@ const pardo_op_def pardo_op_scale = {
     .n_attrs = 2,
     .infer = scale_infer,
     .cpu = scale_cpu,
+    .cuda = pardo_cuda_scale,
+    .inplace = true,
 };

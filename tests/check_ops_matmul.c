@@ -10,7 +10,7 @@
 
 #include "check_suites.h"
 #include "op_test_util.h"
-#include "test_npy.h"
+#include "test_util.h"
 #include "test_util.h"
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -1,6 +1,8 @@
 /* test_util.c - helpers for the Check suites (see test_util.h). */
 #include "test_util.h"
 
+#include "npy.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,4 +70,11 @@ void test_write_file(const char *path, const void *data, size_t n) {
     ck_assert_msg(f != NULL, "cannot open %s", path);
     ck_assert_uint_eq(fwrite(data, 1, n, f), n);
     fclose(f);
+}
+
+pardo_tensor *test_npy_load(const char *name) {
+    pardo_status st;
+    pardo_tensor *t = NULL;
+    ck_assert_msg(pardo_npy_read(test_fixture(name), &t, &st) == PARDO_OK, "fixture %s: %s", name, st.msg);
+    return t;
 }

@@ -34,6 +34,11 @@ void test_assert_close(const pardo_tensor *a, const pardo_tensor *b, double rtol
 /* Path of a fixture under tests/fixtures (or $PARDO_TEST_FIXTURES); static buffer. */
 const char *test_fixture(const char *name);
 
+/* Loads fixture `name` (relative to test_fixture's folder) with pardo's own
+ * .npy reader into a new CPU tensor the caller releases; fails the test when
+ * it cannot. */
+pardo_tensor *test_npy_load(const char *name);
+
 /* Creates a fresh scratch folder under /tmp and returns its path (static buffer
  * of the caller's choosing: writes into buf of n bytes). */
 char *test_scratch_dir(char *buf, size_t n);

@@ -7,11 +7,18 @@
 #include "kernels.h"
 #include "launch.h"
 
+/* Integer dtypes have no CUDA kernel: bring the inputs to the host and run
+ * the op's CPU kernel there. */
+static int cpu_fallback(pardo_kernel_ctx *ctx) {
+    for (int k = 0; k < ctx->n_in; k++)
+        if (ctx->in[k] && !pardo_tensor_cpu(ctx->in[k], ctx->st)) return ctx->st->code;
+    ctx->device = PARDO_DEVICE_CPU;
+    return ctx->op->def->cpu(ctx);
+}
+
 static int unary(pardo_kernel_ctx *ctx, int kind, double a, double b) {
     pardo_tensor *x = ctx->in[0];
-    if (!pardo_dtype_is_float(x->dtype))
-        return pardo_errorf(ctx->st, PARDO_ENOTSUP, "the CUDA kernel takes float32 or float64, not %s",
-                            pardo_dtype_name(x->dtype));
+    if (!pardo_dtype_is_float(x->dtype)) return cpu_fallback(ctx);
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;
     char err[256];
@@ -40,8 +47,7 @@ int pardo_cuda_scale(pardo_kernel_ctx *ctx) {
 static int binary(pardo_kernel_ctx *ctx, int kind) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
     char sa[128], sb[128];
-    if (a->dtype != b->dtype || !pardo_dtype_is_float(a->dtype))
-        return pardo_errorf(ctx->st, PARDO_ENOTSUP, "the CUDA kernel takes two float32 or float64 inputs");
+    if (a->dtype != b->dtype || !pardo_dtype_is_float(a->dtype)) return cpu_fallback(ctx);
     pardo_type ta = pardo_tensor_type(a), tb = pardo_tensor_type(b), to;
     if (pardo_broadcast_types(&ta, &tb, &to, ctx->st) != PARDO_OK) return ctx->st->code;
     int64_t as[PARDO_MAX_DIMS], bs[PARDO_MAX_DIMS];
