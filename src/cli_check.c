@@ -14,7 +14,7 @@ static const char check_help[] =
 
 static void print_type(const pardo_var *v) {
     char shape[160];
-    printf("%-8s %-14s", pardo_dtype_name(v->type.dtype), pardo_shape_str(v->type.ndim, v->type.shape, shape, sizeof shape));
+    printf("%-8s %s", pardo_dtype_name(v->type.dtype), pardo_shape_str(v->type.ndim, v->type.shape, shape, sizeof shape));
 }
 
 static void print_var(const pardo_var *v) {
@@ -22,7 +22,15 @@ static void print_var(const pardo_var *v) {
     print_type(v);
     if (v->kind == PARDO_VAR_TENSOR_ARRAY) printf(" tensor_array");
     if (!v->declared) printf(" (inferred)");
-    if (v->init.fill != PARDO_FILL_NONE) printf(" init %s seed %llu", pardo_fill_name(v->init.fill), (unsigned long long)v->init.seed);
+    const pardo_init *in = &v->init;
+    switch (in->fill) {
+    case PARDO_FILL_NONE: break;
+    case PARDO_FILL_CONSTANT: printf(" init constant %g", in->value); break;
+    case PARDO_FILL_UNIFORM: printf(" init uniform [%g, %g) seed %llu", in->low, in->high, (unsigned long long)in->seed); break;
+    case PARDO_FILL_NORMAL: printf(" init normal mean %g std %g seed %llu", in->mean, in->std, (unsigned long long)in->seed); break;
+    case PARDO_FILL_XAVIER_UNIFORM:
+    case PARDO_FILL_KAIMING_UNIFORM: printf(" init %s seed %llu", pardo_fill_name(in->fill), (unsigned long long)in->seed); break;
+    }
     if (v->value) printf(" value (%lld elements)", (long long)v->n_value);
     printf("\n");
 }
