@@ -221,13 +221,14 @@ static bool get_int(const cJSON *c, double lo, double hi, int64_t *v) {
     return true;
 }
 
-/* Optional string member `key` into *out (borrowed); type errors. */
-static int opt_string(const ctx *x, jcur obj, const char *key, const char *where, const char **out) {
-    jcur m;
+/* Optional string member `key` into *out (borrowed; NULL when absent) and
+ * the member into *at; a member that is no string is an error. */
+static int opt_string(const ctx *x, jcur obj, const char *key, const char *where, const char **out, jcur *at) {
     *out = NULL;
-    if (!member(x, obj, key, &m)) return PARDO_OK;
-    if (!cJSON_IsString(m.c)) return fail_val(x, m, where, "\"%s\" is %s, expected a string", key, kind_of(m.c));
-    *out = m.c->valuestring;
+    if (!member(x, obj, key, at)) return PARDO_OK;
+    if (!cJSON_IsString(at->c))
+        return fail_val(x, *at, where, "\"%s\" is %s, expected a string", key, kind_of(at->c));
+    *out = at->c->valuestring;
     return PARDO_OK;
 }
 
@@ -242,56 +243,29 @@ static int opt_number(const ctx *x, jcur obj, const char *key, const char *where
 
 /* ---- values (attrs, doc) ---- */
 
-/* Deep-converts item k into *out with positions; objects must not repeat
- * a key. On error *out is left empty. */
-static int make_value(const ctx *x, jcur k, pardo_value *out, const char *where) {
-    memset(out, 0, sizeof(*out));
-    pos_of(x, k, &out->line, &out->col);
-    const cJSON *c = k.c;
-    if (cJSON_IsBool(c)) {
-        out->kind = PARDO_V_BOOL;
-        out->boolean = cJSON_IsTrue(c);
-    } else if (cJSON_IsNumber(c)) {
-        out->kind = PARDO_V_NUMBER;
-        out->number = c->valuedouble;
-    } else if (cJSON_IsString(c)) {
-        out->kind = PARDO_V_STRING;
-        if (!(out->string = strdup(c->valuestring))) return oom(x);
-    } else if (cJSON_IsArray(c) || cJSON_IsObject(c)) {
-        bool obj = cJSON_IsObject(c);
-        int rc;
-        if (obj && (rc = check_dups(x, k, where, false)) != PARDO_OK) return rc;
-        out->kind = obj ? PARDO_V_OBJECT : PARDO_V_ARRAY;
-        int n = cJSON_GetArraySize(c);
-        if (n > 0) {
-            if (!(out->items = calloc((size_t)n, sizeof(*out->items)))) goto nomem;
-            if (obj && !(out->keys = calloc((size_t)n, sizeof(*out->keys)))) goto nomem;
-        }
-        int i = 0;
-        for (jcur m = first_child(x, k); m.c && i < n; m = next_sibling(x, m), i++) {
-            out->n = i + 1;
-            if ((rc = make_value(x, m, &out->items[i], where)) != PARDO_OK) {
-                pardo_value_clear(out);
-                return rc;
-            }
-            if (obj && !(out->keys[i] = strdup(m.c->string))) goto nomem;
-        }
-    } else {
-        out->kind = PARDO_V_NULL;
-    }
+/* Walks item k and its conversion v (pardo_value_from_cjson's) together:
+ * gives v and everything under it their positions, and rejects objects
+ * that repeat a key. */
+static int annotate(const ctx *x, jcur k, pardo_value *v, const char *where) {
+    pos_of(x, k, &v->line, &v->col);
+    if (v->kind != PARDO_V_ARRAY && v->kind != PARDO_V_OBJECT) return PARDO_OK;
+    int rc;
+    if (v->kind == PARDO_V_OBJECT && (rc = check_dups(x, k, where, false)) != PARDO_OK) return rc;
+    int i = 0;
+    for (jcur m = first_child(x, k); m.c && i < v->n; m = next_sibling(x, m), i++)
+        if ((rc = annotate(x, m, &v->items[i], where)) != PARDO_OK) return rc;
     return PARDO_OK;
-nomem:
-    pardo_value_clear(out);
-    return oom(x);
 }
 
-/* A new heap value for item k (caller frees with pardo_value_free). */
+/* A new heap value for item k, with positions (caller frees with
+ * pardo_value_free). */
 static int make_heap_value(const ctx *x, jcur k, const char *where, pardo_value **out) {
     pardo_value *v = calloc(1, sizeof(*v));
     if (!v) return oom(x);
-    int rc = make_value(x, k, v, where);
+    int rc = pardo_value_from_cjson(k.c, v, x->st);
+    if (rc == PARDO_OK) rc = annotate(x, k, v, where);
     if (rc != PARDO_OK) {
-        free(v);
+        pardo_value_free(v);
         return rc;
     }
     *out = v;
@@ -453,17 +427,13 @@ static int parse_var(const ctx *x, int b, pardo_block *blk, jcur m) {
         return fail_val(x, k, where, "unknown dtype \"%s\", expected one of " DTYPE_LIST,
                         show(k.c->valuestring, wb, sizeof wb));
     if ((rc = parse_shape(x, m, where, v)) != PARDO_OK) return rc;
-    if ((rc = opt_string(x, m, "kind", where, &word)) != PARDO_OK) return rc;
-    if (word && !pardo_var_kind_parse(word, &v->kind)) {
-        member(x, m, "kind", &k);
+    if ((rc = opt_string(x, m, "kind", where, &word, &k)) != PARDO_OK) return rc;
+    if (word && !pardo_var_kind_parse(word, &v->kind))
         return fail_val(x, k, where, "unknown kind \"%s\", expected tensor or tensor_array", show(word, wb, sizeof wb));
-    }
-    if ((rc = opt_string(x, m, "role", where, &word)) != PARDO_OK) return rc;
-    if (word && !pardo_var_role_parse(word, &v->role)) {
-        member(x, m, "role", &k);
+    if ((rc = opt_string(x, m, "role", where, &word, &k)) != PARDO_OK) return rc;
+    if (word && !pardo_var_role_parse(word, &v->role))
         return fail_val(x, k, where, "unknown role \"%s\", expected one of feed, param, state, temp",
                         show(word, wb, sizeof wb));
-    }
     if (member(x, m, "init", &k) && (rc = parse_init(x, k, where, &v->init)) != PARDO_OK) return rc;
     if (member(x, m, "value", &k) && (rc = parse_value(x, k, where, v)) != PARDO_OK) return rc;
     return PARDO_OK;
@@ -518,18 +488,13 @@ static int parse_op(const ctx *x, int b, int index, pardo_block *blk, jcur oc) {
         if ((rc = make_heap_value(x, k, aw, &op->attrs)) != PARDO_OK) return rc;
     }
     const char *word;
-    if ((rc = opt_string(x, oc, "name", where, &word)) != PARDO_OK) return rc;
-    if (word && !word[0]) {
-        member(x, oc, "name", &k);
-        return fail_val(x, k, where, "\"name\" is empty; leave it out instead");
-    }
+    if ((rc = opt_string(x, oc, "name", where, &word, &k)) != PARDO_OK) return rc;
+    if (word && !word[0]) return fail_val(x, k, where, "\"name\" is empty; leave it out instead");
     if (word && !(op->name = strdup(word))) return oom(x);
-    if ((rc = opt_string(x, oc, "role", where, &word)) != PARDO_OK) return rc;
-    if (word && !pardo_op_role_parse(word, &op->role)) {
-        member(x, oc, "role", &k);
+    if ((rc = opt_string(x, oc, "role", where, &word, &k)) != PARDO_OK) return rc;
+    if (word && !pardo_op_role_parse(word, &op->role))
         return fail_val(x, k, where, "unknown role \"%s\", expected one of forward, loss, backward, optimize",
                         show(word, nb, sizeof nb));
-    }
     return PARDO_OK;
 }
 
@@ -624,7 +589,7 @@ static int parse_top(const ctx *x, jcur root, pardo_program *p) {
         return fail_val(x, k, NULL, "\"pardo\" is %g, expected format version 1", k.c->valuedouble);
     p->version = 1;
     const char *name;
-    if ((rc = opt_string(x, root, "name", "top level", &name)) != PARDO_OK) return rc;
+    if ((rc = opt_string(x, root, "name", "top level", &name, &k)) != PARDO_OK) return rc;
     if (name && !(p->name = strdup(name))) return oom(x);
     if (member(x, root, "doc", &k) && (rc = make_heap_value(x, k, "doc", &p->doc)) != PARDO_OK) return rc;
     if (!member(x, root, "blocks", &k))
