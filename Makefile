@@ -13,13 +13,15 @@ NVCC     ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_H
 CUDA     ?= $(if $(NVCC),1,0)
 SANITIZE ?=
 
+# A CPU-only build on a machine with nvcc gets its own folder, so the two never mix objects.
+NOCUDA_SUFFIX = $(if $(and $(NVCC),$(filter 0,$(CUDA))),-nocuda)
 ifeq ($(SANITIZE),)
-  BUILD ?= build
+  BUILD ?= build$(NOCUDA_SUFFIX)
 else ifeq ($(SANITIZE),address,undefined)
-  BUILD ?= build-asan
+  BUILD ?= build-asan$(NOCUDA_SUFFIX)
   SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else ifeq ($(SANITIZE),thread)
-  BUILD ?= build-tsan
+  BUILD ?= build-tsan$(NOCUDA_SUFFIX)
   SAN_FLAGS = -fsanitize=thread
 else
   $(error SANITIZE must be empty, address,undefined or thread (got '$(SANITIZE)'))
@@ -124,6 +126,6 @@ demo: $(BIN)
 	tools/demo.sh ./$(BIN)
 
 clean:
-	rm -rf build build-asan build-tsan build-nocuda
+	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d

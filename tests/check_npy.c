@@ -95,50 +95,6 @@ static pardo_tensor *expect_header_ok(const char *header, const void *data, size
     return t;
 }
 
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    unsigned char *b = malloc(cap);
-    ck_assert_ptr_nonnull(b);
-    for (;;) {
-        size_t r = fread(b + len, 1, cap - len, f);
-        len += r;
-        if (len < cap) break;
-        cap *= 2;
-        b = realloc(b, cap);
-        ck_assert_ptr_nonnull(b);
-    }
-    fclose(f);
-    *n = len;
-    return b;
-}
-
-/* Entries of dir other than . and .. */
-static int dir_count(const char *dir) {
-    DIR *d = opendir(dir);
-    ck_assert_msg(d != NULL, "opendir %s", dir);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
-
-/* Removes dir and its plain files and empty folders (one level). */
-static void dir_remove(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char p[PATH_MAX];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (unlink(p) != 0) rmdir(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static pardo_tensor *read_fixture(const char *name) {
     pardo_status st;
     pardo_tensor *t = NULL;
@@ -224,7 +180,7 @@ START_TEST(test_round_trip) {
             ck_assert_msg(pardo_npy_write(path, t, &st) == PARDO_OK, "%s", st.msg);
 
             size_t n;
-            unsigned char *raw = slurp(path, &n);
+            unsigned char *raw = test_read_file(path, &n);
             ck_assert_int_eq(memcmp(raw, "\x93NUMPY\x01\x00", 8), 0);
             size_t hl = (size_t)raw[8] | ((size_t)raw[9] << 8);
             ck_assert_uint_eq((10 + hl) % 64, 0);
@@ -240,8 +196,8 @@ START_TEST(test_round_trip) {
             pardo_tensor_release(t);
         }
     }
-    ck_assert_int_eq(dir_count(dir), PARDO_DTYPE_COUNT * 4);
-    dir_remove(dir);
+    ck_assert_int_eq(test_dir_count(dir), PARDO_DTYPE_COUNT * 4);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -269,13 +225,13 @@ START_TEST(test_write_matches_numpy) {
         snprintf(path, sizeof path, "%s/%s", dir, v1_fixtures[k]);
         ck_assert_msg(pardo_npy_write(path, t, &st) == PARDO_OK, "%s", st.msg);
         size_t n1, n2;
-        unsigned char *ours = slurp(path, &n1), *numpy = slurp(test_fixture(v1_fixtures[k]), &n2);
+        unsigned char *ours = test_read_file(path, &n1), *numpy = test_read_file(test_fixture(v1_fixtures[k]), &n2);
         ck_assert_msg(n1 == n2 && memcmp(ours, numpy, n1) == 0, "%s: bytes differ from NumPy's", v1_fixtures[k]);
         free(ours);
         free(numpy);
         pardo_tensor_release(t);
     }
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -516,7 +472,7 @@ START_TEST(test_err_read_io) {
     ck_assert_int_eq(pardo_npy_read(dir, &t, &st), PARDO_EIO);
     assert_msg(&st, dir, strerror(EISDIR), NULL);
     ck_assert_ptr_null(t);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -534,9 +490,9 @@ START_TEST(test_err_write_no_folder) {
     pardo_status st;
     ck_assert_int_eq(pardo_npy_write(path, t, &st), PARDO_EIO);
     assert_msg(&st, path, strerror(ENOENT), NULL);
-    ck_assert_int_eq(dir_count(dir), 0);
+    ck_assert_int_eq(test_dir_count(dir), 0);
     pardo_tensor_release(t);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -550,9 +506,9 @@ START_TEST(test_err_write_rename) {
     pardo_status st;
     ck_assert_int_eq(pardo_npy_write(path, t, &st), PARDO_EIO);
     assert_msg(&st, path, "rename", NULL);
-    ck_assert_int_eq(dir_count(dir), 1);
+    ck_assert_int_eq(test_dir_count(dir), 1);
     pardo_tensor_release(t);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -577,13 +533,13 @@ START_TEST(test_err_write_fails_midway) {
     ck_assert_int_eq(rc, PARDO_EIO);
     assert_msg(&st, path, "write", strerror(EFBIG), NULL);
     size_t n;
-    unsigned char *b = slurp(path, &n);
+    unsigned char *b = test_read_file(path, &n);
     ck_assert_uint_eq(n, 3);
     ck_assert_int_eq(memcmp(b, "old", 3), 0);
     free(b);
-    ck_assert_int_eq(dir_count(dir), 1);
+    ck_assert_int_eq(test_dir_count(dir), 1);
     pardo_tensor_release(t);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -600,11 +556,11 @@ START_TEST(test_err_write_read_only_folder) {
     if (geteuid() != 0) {
         ck_assert_int_eq(rc, PARDO_EIO);
         assert_msg(&st, path, strerror(EACCES), NULL);
-        ck_assert_int_eq(dir_count(dir), 0);
+        ck_assert_int_eq(test_dir_count(dir), 0);
     }
     chmod(dir, 0755);
     pardo_tensor_release(t);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -614,7 +570,7 @@ START_TEST(test_err_every_truncation) {
                                         "b1_5.npy"};
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         size_t n;
-        unsigned char *b = slurp(test_fixture(files[k]), &n);
+        unsigned char *b = test_read_file(test_fixture(files[k]), &n);
         for (size_t len = 0; len <= n; len++) {
             pardo_status st;
             pardo_tensor *t = NULL;
@@ -641,7 +597,7 @@ START_TEST(test_err_header_byte_flips) {
     static const char *const files[] = {"f4_2x3.npy", "v3_i8_2.npy", "scalar_f8.npy"};
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         size_t n;
-        unsigned char *b = slurp(test_fixture(files[f]), &n);
+        unsigned char *b = test_read_file(test_fixture(files[f]), &n);
         size_t pre = b[6] == 1 ? 10 : 12;
         size_t hl = b[6] == 1 ? (size_t)(b[8] | (b[9] << 8)) : (size_t)(b[8] | (b[9] << 8) | (b[10] << 16));
         int ok = 0, bad = 0;

@@ -237,14 +237,8 @@ START_TEST(test_scale_default_and_special_values) {
 }
 END_TEST
 
-static pardo_type mk_type(pardo_dtype dt, int nd, const int64_t *shape) {
-    pardo_type t = {.dtype = dt, .ndim = nd};
-    if (nd > 0) memcpy(t.shape, shape, sizeof(int64_t) * (size_t)nd);
-    return t;
-}
-
 START_TEST(test_infer_runtime_dims) {
-    pardo_type a = mk_type(PARDO_F32, 2, (int64_t[]){-1, 3}), b = mk_type(PARDO_F32, 1, (int64_t[]){3}), y;
+    pardo_type a = test_type(PARDO_F32, 2, (int64_t[]){-1, 3}), b = test_type(PARDO_F32, 1, (int64_t[]){3}), y;
     const pardo_type *in[2] = {&a, &b};
     pardo_status st;
     ck_assert_int_eq(test_infer_op("mul", NULL, 2, in, 1, &y, &st), PARDO_OK);
@@ -252,16 +246,16 @@ START_TEST(test_infer_runtime_dims) {
     ck_assert_int_eq(y.ndim, 2);
     ck_assert_int_eq(y.shape[0], -1);
     ck_assert_int_eq(y.shape[1], 3);
-    a = mk_type(PARDO_I64, 2, (int64_t[]){-1, 1});
-    b = mk_type(PARDO_I64, 2, (int64_t[]){1, 4});
+    a = test_type(PARDO_I64, 2, (int64_t[]){-1, 1});
+    b = test_type(PARDO_I64, 2, (int64_t[]){1, 4});
     ck_assert_int_eq(test_infer_op("sub", NULL, 2, in, 1, &y, &st), PARDO_OK);
     ck_assert_int_eq(y.shape[0], -1);
     ck_assert_int_eq(y.shape[1], 4);
-    a = mk_type(PARDO_F64, -1, NULL);
+    a = test_type(PARDO_F64, -1, NULL);
     ck_assert_int_eq(test_infer_op("exp", NULL, 1, in, 1, &y, &st), PARDO_OK);
     ck_assert_int_eq(y.ndim, -1);
     ck_assert_int_eq(y.dtype, PARDO_F64);
-    a = mk_type(PARDO_F32, 3, (int64_t[]){-1, 2, 5});
+    a = test_type(PARDO_F32, 3, (int64_t[]){-1, 2, 5});
     ck_assert_int_eq(test_infer_op("scale", "{\"scale\": 3}", 1, in, 1, &y, &st), PARDO_OK);
     ck_assert_int_eq(y.ndim, 3);
     ck_assert_int_eq(y.shape[0], -1);
@@ -317,11 +311,11 @@ static int infer2(const char *op, pardo_type a, pardo_type b, pardo_status *st) 
 START_TEST(test_err_bad_broadcast) {
     pardo_status st;
     ck_assert_int_eq(
-        infer2("add", mk_type(PARDO_F32, 2, (int64_t[]){2, 3}), mk_type(PARDO_F32, 1, (int64_t[]){4}), &st),
+        infer2("add", test_type(PARDO_F32, 2, (int64_t[]){2, 3}), test_type(PARDO_F32, 1, (int64_t[]){4}), &st),
         PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "[2, 3]") && strstr(st.msg, "[4]"), "message: %s", st.msg);
     ck_assert_int_eq(
-        infer2("div", mk_type(PARDO_I32, 2, (int64_t[]){5, 3}), mk_type(PARDO_I32, 2, (int64_t[]){4, 1}), &st),
+        infer2("div", test_type(PARDO_I32, 2, (int64_t[]){5, 3}), test_type(PARDO_I32, 2, (int64_t[]){4, 1}), &st),
         PARDO_ESHAPE);
 }
 END_TEST
@@ -329,13 +323,13 @@ END_TEST
 START_TEST(test_err_dtypes) {
     pardo_status st;
     int64_t s[] = {3};
-    ck_assert_int_eq(infer2("add", mk_type(PARDO_F32, 1, s), mk_type(PARDO_F64, 1, s), &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer2("add", test_type(PARDO_F32, 1, s), test_type(PARDO_F64, 1, s), &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "float64") && strstr(st.msg, "float32"), "message: %s", st.msg);
-    ck_assert_int_eq(infer2("mul", mk_type(PARDO_BOOL, 1, s), mk_type(PARDO_BOOL, 1, s), &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer2("mul", test_type(PARDO_BOOL, 1, s), test_type(PARDO_BOOL, 1, s), &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "bool") != NULL, "message: %s", st.msg);
     const char *unary[] = {"relu", "sigmoid", "tanh", "exp", "log", "scale"};
     for (int i = 0; i < LEN(unary); i++) {
-        pardo_type x = mk_type(PARDO_I32, 1, s), y;
+        pardo_type x = test_type(PARDO_I32, 1, s), y;
         const pardo_type *in[1] = {&x};
         ck_assert_int_eq(test_infer_op(unary[i], NULL, 1, in, 1, &y, &st), PARDO_ESHAPE);
         ck_assert_msg(strstr(st.msg, "int32") && strstr(st.msg, "'X'"), "%s: %s", unary[i], st.msg);
@@ -345,7 +339,7 @@ END_TEST
 
 START_TEST(test_err_scale_attr) {
     pardo_status st;
-    pardo_type x = mk_type(PARDO_F32, 1, (int64_t[]){3}), y;
+    pardo_type x = test_type(PARDO_F32, 1, (int64_t[]){3}), y;
     const pardo_type *in[1] = {&x};
     ck_assert_int_eq(test_infer_op("scale", "{\"scale\": \"big\"}", 1, in, 1, &y, &st), PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'scale'") != NULL, "message: %s", st.msg);

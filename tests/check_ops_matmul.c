@@ -171,12 +171,6 @@ START_TEST(test_matmul_reused_output) {
 }
 END_TEST
 
-static pardo_type mk_type(pardo_dtype dt, int nd, const int64_t *shape) {
-    pardo_type t = {.dtype = dt, .ndim = nd};
-    if (nd > 0) memcpy(t.shape, shape, sizeof(int64_t) * (size_t)nd);
-    return t;
-}
-
 static int infer_mm(const char *attrs, pardo_type a, pardo_type b, pardo_type *y, pardo_status *st) {
     const pardo_type *in[2] = {&a, &b};
     return test_infer_op("matmul", attrs, 2, in, 1, y, st);
@@ -192,28 +186,28 @@ START_TEST(test_matmul_infer) {
     pardo_type y;
     pardo_status st;
     ck_assert_int_eq(
-        infer_mm(NULL, mk_type(PARDO_F32, 2, (int64_t[]){-1, 4}), mk_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
+        infer_mm(NULL, test_type(PARDO_F32, 2, (int64_t[]){-1, 4}), test_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
         PARDO_OK);
     ck_assert_int_eq(y.dtype, PARDO_F32);
     expect_shape(&y, 2, (int64_t[]){-1, 5});
     ck_assert_int_eq(
-        infer_mm(NULL, mk_type(PARDO_F64, 3, (int64_t[]){-1, 3, 4}), mk_type(PARDO_F64, 2, (int64_t[]){4, 5}), &y, &st),
+        infer_mm(NULL, test_type(PARDO_F64, 3, (int64_t[]){-1, 3, 4}), test_type(PARDO_F64, 2, (int64_t[]){4, 5}), &y, &st),
         PARDO_OK);
     expect_shape(&y, 3, (int64_t[]){-1, 3, 5});
     /* an unknown K passes inference (checked at run time) */
     ck_assert_int_eq(
-        infer_mm(NULL, mk_type(PARDO_F32, 2, (int64_t[]){3, -1}), mk_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
+        infer_mm(NULL, test_type(PARDO_F32, 2, (int64_t[]){3, -1}), test_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
         PARDO_OK);
     expect_shape(&y, 2, (int64_t[]){3, 5});
-    ck_assert_int_eq(infer_mm("{\"transpose_b\": true}", mk_type(PARDO_F32, 1, (int64_t[]){4}),
-                              mk_type(PARDO_F32, 4, (int64_t[]){2, 1, 6, 4}), &y, &st),
+    ck_assert_int_eq(infer_mm("{\"transpose_b\": true}", test_type(PARDO_F32, 1, (int64_t[]){4}),
+                              test_type(PARDO_F32, 4, (int64_t[]){2, 1, 6, 4}), &y, &st),
                      PARDO_OK);
     expect_shape(&y, 3, (int64_t[]){2, 1, 6});
     ck_assert_int_eq(
-        infer_mm(NULL, mk_type(PARDO_F32, 1, (int64_t[]){4}), mk_type(PARDO_F32, 1, (int64_t[]){4}), &y, &st),
+        infer_mm(NULL, test_type(PARDO_F32, 1, (int64_t[]){4}), test_type(PARDO_F32, 1, (int64_t[]){4}), &y, &st),
         PARDO_OK);
     ck_assert_int_eq(y.ndim, 0);
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, -1, NULL), mk_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
+    ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_F32, -1, NULL), test_type(PARDO_F32, 2, (int64_t[]){4, 5}), &y, &st),
                      PARDO_OK);
     ck_assert_int_eq(y.ndim, -1);
 }
@@ -225,11 +219,11 @@ START_TEST(test_err_inner_mismatch) {
     pardo_type y;
     pardo_status st;
     ck_assert_int_eq(
-        infer_mm(NULL, mk_type(PARDO_F32, 2, (int64_t[]){3, 4}), mk_type(PARDO_F32, 2, (int64_t[]){5, 6}), &y, &st),
+        infer_mm(NULL, test_type(PARDO_F32, 2, (int64_t[]){3, 4}), test_type(PARDO_F32, 2, (int64_t[]){5, 6}), &y, &st),
         PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "[3, 4]") && strstr(st.msg, "[5, 6]"), "message: %s", st.msg);
-    ck_assert_int_eq(infer_mm("{\"transpose_a\": true}", mk_type(PARDO_F32, 2, (int64_t[]){3, 4}),
-                              mk_type(PARDO_F32, 2, (int64_t[]){4, 6}), &y, &st),
+    ck_assert_int_eq(infer_mm("{\"transpose_a\": true}", test_type(PARDO_F32, 2, (int64_t[]){3, 4}),
+                              test_type(PARDO_F32, 2, (int64_t[]){4, 6}), &y, &st),
                      PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "transposed") != NULL, "message: %s", st.msg);
     /* at run time, when inference could not tell */
@@ -255,13 +249,13 @@ START_TEST(test_err_shapes_and_dtypes) {
     pardo_type y;
     pardo_status st;
     int64_t s2[] = {2, 2};
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_I32, 2, s2), mk_type(PARDO_I32, 2, s2), &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_I32, 2, s2), test_type(PARDO_I32, 2, s2), &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "int32") != NULL, "message: %s", st.msg);
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 2, s2), mk_type(PARDO_F64, 2, s2), &y, &st), PARDO_ESHAPE);
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 0, NULL), mk_type(PARDO_F32, 2, s2), &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_F32, 2, s2), test_type(PARDO_F64, 2, s2), &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_F32, 0, NULL), test_type(PARDO_F32, 2, s2), &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "rank") != NULL, "message: %s", st.msg);
-    ck_assert_int_eq(infer_mm(NULL, mk_type(PARDO_F32, 3, (int64_t[]){2, 3, 4}),
-                              mk_type(PARDO_F32, 3, (int64_t[]){3, 4, 5}), &y, &st),
+    ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_F32, 3, (int64_t[]){2, 3, 4}),
+                              test_type(PARDO_F32, 3, (int64_t[]){3, 4, 5}), &y, &st),
                      PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "batch") && strstr(st.msg, "[2, 3, 4]") && strstr(st.msg, "[3, 4, 5]"), "message: %s",
                   st.msg);
@@ -272,14 +266,14 @@ START_TEST(test_err_attrs) {
     pardo_type y;
     pardo_status st;
     int64_t s2[] = {4, 4}, s1[] = {4};
-    ck_assert_int_eq(infer_mm("{\"transpose_a\": true}", mk_type(PARDO_F32, 1, s1), mk_type(PARDO_F32, 2, s2), &y, &st),
+    ck_assert_int_eq(infer_mm("{\"transpose_a\": true}", test_type(PARDO_F32, 1, s1), test_type(PARDO_F32, 2, s2), &y, &st),
                      PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'transpose_a'") != NULL, "message: %s", st.msg);
-    ck_assert_int_eq(infer_mm("{\"transpose_b\": true}", mk_type(PARDO_F32, 2, s2), mk_type(PARDO_F32, 1, s1), &y, &st),
+    ck_assert_int_eq(infer_mm("{\"transpose_b\": true}", test_type(PARDO_F32, 2, s2), test_type(PARDO_F32, 1, s1), &y, &st),
                      PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'transpose_b'") != NULL, "message: %s", st.msg);
     ck_assert_int_eq(
-        infer_mm("{\"transpose_a\": \"yes\"}", mk_type(PARDO_F32, 2, s2), mk_type(PARDO_F32, 2, s2), &y, &st),
+        infer_mm("{\"transpose_a\": \"yes\"}", test_type(PARDO_F32, 2, s2), test_type(PARDO_F32, 2, s2), &y, &st),
         PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'transpose_a'") != NULL, "message: %s", st.msg);
 }

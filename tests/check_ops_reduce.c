@@ -147,12 +147,6 @@ START_TEST(test_reduce_float32_accumulates_in_double) {
 }
 END_TEST
 
-static pardo_type mk_type(pardo_dtype dt, int nd, const int64_t *shape) {
-    pardo_type t = {.dtype = dt, .ndim = nd};
-    if (nd > 0) memcpy(t.shape, shape, sizeof(int64_t) * (size_t)nd);
-    return t;
-}
-
 static int infer1(const char *op, const char *attrs, pardo_type x, pardo_type *y, pardo_status *st) {
     const pardo_type *in[1] = {&x};
     return test_infer_op(op, attrs, 1, in, 1, y, st);
@@ -161,7 +155,7 @@ static int infer1(const char *op, const char *attrs, pardo_type x, pardo_type *y
 START_TEST(test_reduce_infer) {
     pardo_type y;
     pardo_status st;
-    pardo_type x = mk_type(PARDO_F32, 2, (int64_t[]){-1, 4});
+    pardo_type x = test_type(PARDO_F32, 2, (int64_t[]){-1, 4});
     ck_assert_int_eq(infer1("reduce_sum", "{\"axes\": [1]}", x, &y, &st), PARDO_OK);
     ck_assert_int_eq(y.ndim, 2);
     ck_assert_int_eq(y.shape[0], -1);
@@ -174,7 +168,7 @@ START_TEST(test_reduce_infer) {
     ck_assert_int_eq(infer1("reduce_mean", NULL, x, &y, &st), PARDO_OK);
     ck_assert_int_eq(y.ndim, 2);
     ck_assert_int_eq(y.shape[0], 1);
-    x = mk_type(PARDO_I64, -1, NULL);
+    x = test_type(PARDO_I64, -1, NULL);
     ck_assert_int_eq(infer1("reduce_sum", "{\"axes\": [0]}", x, &y, &st), PARDO_OK);
     ck_assert_int_eq(y.ndim, -1);
     ck_assert_int_eq(y.dtype, PARDO_I64);
@@ -186,7 +180,7 @@ END_TEST
 /* ---- errors ---- */
 
 START_TEST(test_err_axes) {
-    pardo_type y, x = mk_type(PARDO_F32, 3, (int64_t[]){2, 3, 4});
+    pardo_type y, x = test_type(PARDO_F32, 3, (int64_t[]){2, 3, 4});
     pardo_status st;
     const char *const bad[] = {"{\"axes\": [1, 1]}",    "{\"axes\": [0, -3]}", "{\"axes\": [3]}",
                                "{\"axes\": [-4]}",      "{\"axes\": \"all\"}", "{\"axes\": [0.5]}",
@@ -207,9 +201,9 @@ START_TEST(test_err_dtypes) {
     pardo_type y;
     pardo_status st;
     int64_t s[] = {3};
-    ck_assert_int_eq(infer1("reduce_mean", NULL, mk_type(PARDO_I32, 1, s), &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer1("reduce_mean", NULL, test_type(PARDO_I32, 1, s), &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "int32") != NULL, "message: %s", st.msg);
-    ck_assert_int_eq(infer1("reduce_sum", NULL, mk_type(PARDO_BOOL, 1, s), &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer1("reduce_sum", NULL, test_type(PARDO_BOOL, 1, s), &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "bool") != NULL, "message: %s", st.msg);
 }
 END_TEST

@@ -148,30 +148,24 @@ START_TEST(test_sce_known_values) {
 }
 END_TEST
 
-static pardo_type mk_type(pardo_dtype dt, int nd, const int64_t *shape) {
-    pardo_type t = {.dtype = dt, .ndim = nd};
-    if (nd > 0) memcpy(t.shape, shape, sizeof(int64_t) * (size_t)nd);
-    return t;
-}
-
 static int infer_sce(const char *attrs, pardo_type x, pardo_type l, pardo_type *y, pardo_status *st) {
     const pardo_type *in[2] = {&x, &l};
     return test_infer_op("softmax_cross_entropy", attrs, 2, in, 1, y, st);
 }
 
 START_TEST(test_infer) {
-    pardo_type y, x = mk_type(PARDO_F32, 3, (int64_t[]){-1, 4, 5});
+    pardo_type y, x = test_type(PARDO_F32, 3, (int64_t[]){-1, 4, 5});
     const pardo_type *in[1] = {&x};
     pardo_status st;
     ck_assert_int_eq(test_infer_op("softmax", "{\"axis\": 1}", 1, in, 1, &y, &st), PARDO_OK);
     ck_assert(pardo_shape_equal(y.ndim, y.shape, 3, (int64_t[]){-1, 4, 5}));
     ck_assert_int_eq(
-        infer_sce(NULL, mk_type(PARDO_F32, 2, (int64_t[]){-1, 10}), mk_type(PARDO_I64, 1, (int64_t[]){-1}), &y, &st),
+        infer_sce(NULL, test_type(PARDO_F32, 2, (int64_t[]){-1, 10}), test_type(PARDO_I64, 1, (int64_t[]){-1}), &y, &st),
         PARDO_OK);
     ck_assert_int_eq(y.ndim, 0);
     ck_assert_int_eq(y.dtype, PARDO_F32);
-    ck_assert_int_eq(infer_sce("{\"reduction\": \"none\"}", mk_type(PARDO_F64, 2, (int64_t[]){-1, 10}),
-                               mk_type(PARDO_I32, 1, (int64_t[]){6}), &y, &st),
+    ck_assert_int_eq(infer_sce("{\"reduction\": \"none\"}", test_type(PARDO_F64, 2, (int64_t[]){-1, 10}),
+                               test_type(PARDO_I32, 1, (int64_t[]){6}), &y, &st),
                      PARDO_OK);
     ck_assert_int_eq(y.ndim, 1);
     ck_assert_int_eq(y.shape[0], 6);
@@ -182,7 +176,7 @@ END_TEST
 /* ---- errors ---- */
 
 START_TEST(test_err_softmax) {
-    pardo_type y, x = mk_type(PARDO_F32, 2, (int64_t[]){3, 4});
+    pardo_type y, x = test_type(PARDO_F32, 2, (int64_t[]){3, 4});
     const pardo_type *in[1] = {&x};
     pardo_status st;
     ck_assert_int_eq(test_infer_op("softmax", "{\"axis\": 2}", 1, in, 1, &y, &st), PARDO_EINVAL);
@@ -190,10 +184,10 @@ START_TEST(test_err_softmax) {
     ck_assert_int_eq(test_infer_op("softmax", "{\"axis\": -3}", 1, in, 1, &y, &st), PARDO_EINVAL);
     ck_assert_int_eq(test_infer_op("softmax", "{\"axis\": \"last\"}", 1, in, 1, &y, &st), PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'axis'") != NULL, "message: %s", st.msg);
-    x = mk_type(PARDO_I64, 2, (int64_t[]){3, 4});
+    x = test_type(PARDO_I64, 2, (int64_t[]){3, 4});
     ck_assert_int_eq(test_infer_op("softmax", NULL, 1, in, 1, &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "int64") != NULL, "message: %s", st.msg);
-    x = mk_type(PARDO_F32, 0, NULL);
+    x = test_type(PARDO_F32, 0, NULL);
     ck_assert_int_eq(test_infer_op("softmax", NULL, 1, in, 1, &y, &st), PARDO_ESHAPE);
 }
 END_TEST
@@ -201,17 +195,17 @@ END_TEST
 START_TEST(test_err_sce_infer) {
     pardo_type y;
     pardo_status st;
-    pardo_type x = mk_type(PARDO_F32, 2, (int64_t[]){4, 3}), l = mk_type(PARDO_I64, 1, (int64_t[]){4});
+    pardo_type x = test_type(PARDO_F32, 2, (int64_t[]){4, 3}), l = test_type(PARDO_I64, 1, (int64_t[]){4});
     ck_assert_int_eq(infer_sce("{\"reduction\": \"avg\"}", x, l, &y, &st), PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'reduction'") && strstr(st.msg, "avg"), "message: %s", st.msg);
     ck_assert_int_eq(infer_sce("{\"reduction\": 1}", x, l, &y, &st), PARDO_EINVAL);
-    ck_assert_int_eq(infer_sce(NULL, x, mk_type(PARDO_F32, 1, (int64_t[]){4}), &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_sce(NULL, x, test_type(PARDO_F32, 1, (int64_t[]){4}), &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "'labels'") != NULL, "message: %s", st.msg);
-    ck_assert_int_eq(infer_sce(NULL, mk_type(PARDO_I32, 2, (int64_t[]){4, 3}), l, &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_sce(NULL, test_type(PARDO_I32, 2, (int64_t[]){4, 3}), l, &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "'logits'") != NULL, "message: %s", st.msg);
-    ck_assert_int_eq(infer_sce(NULL, mk_type(PARDO_F32, 3, (int64_t[]){4, 3, 2}), l, &y, &st), PARDO_ESHAPE);
-    ck_assert_int_eq(infer_sce(NULL, x, mk_type(PARDO_I64, 2, (int64_t[]){4, 1}), &y, &st), PARDO_ESHAPE);
-    ck_assert_int_eq(infer_sce(NULL, x, mk_type(PARDO_I64, 1, (int64_t[]){5}), &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_sce(NULL, test_type(PARDO_F32, 3, (int64_t[]){4, 3, 2}), l, &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_sce(NULL, x, test_type(PARDO_I64, 2, (int64_t[]){4, 1}), &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_sce(NULL, x, test_type(PARDO_I64, 1, (int64_t[]){5}), &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "[4, 3]") && strstr(st.msg, "[5]"), "message: %s", st.msg);
 }
 END_TEST

@@ -78,48 +78,6 @@ static void expect_error(const char *json, size_t dn, ...) {
     free(img);
 }
 
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    unsigned char *b = malloc(cap);
-    ck_assert_ptr_nonnull(b);
-    for (;;) {
-        size_t r = fread(b + len, 1, cap - len, f);
-        len += r;
-        if (len < cap) break;
-        cap *= 2;
-        b = realloc(b, cap);
-        ck_assert_ptr_nonnull(b);
-    }
-    fclose(f);
-    *n = len;
-    return b;
-}
-
-static int dir_count(const char *dir) {
-    DIR *d = opendir(dir);
-    ck_assert_msg(d != NULL, "opendir %s", dir);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
-
-static void dir_remove(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char p[PATH_MAX];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (unlink(p) != 0) rmdir(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* A list of one tensor per dtype and shape class, names t<dtype>_<shape>. */
 static void make_list(pardo_tensor_list *l) {
     static const int64_t shapes[][3] = {{0, 0, 0}, {5, 0, 0}, {2, 3, 4}, {3, 0, 2}};
@@ -171,7 +129,7 @@ START_TEST(test_round_trip) {
     assert_lists_equal(&back, &in);
 
     size_t n, data = 0;
-    unsigned char *raw = slurp(path, &n);
+    unsigned char *raw = test_read_file(path, &n);
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++) hl |= (uint64_t)raw[i] << (8 * i);
     ck_assert_uint_eq(hl % 8, 0);
@@ -184,10 +142,10 @@ START_TEST(test_round_trip) {
     }
     ck_assert_uint_eq(n, 8 + hl + data);
     free(raw);
-    ck_assert_int_eq(dir_count(dir), 1);
+    ck_assert_int_eq(test_dir_count(dir), 1);
     pardo_tensor_list_clear(&in);
     pardo_tensor_list_clear(&back);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -201,13 +159,13 @@ START_TEST(test_empty_list) {
     pardo_status st;
     ck_assert_msg(pardo_safetensors_write(path, &l, &st) == PARDO_OK, "%s", st.msg);
     size_t n;
-    unsigned char *raw = slurp(path, &n);
+    unsigned char *raw = test_read_file(path, &n);
     ck_assert_uint_eq(n, 16);
     ck_assert_int_eq(memcmp(raw, "\x08\0\0\0\0\0\0\0{}      ", 16), 0);
     free(raw);
     ck_assert_msg(pardo_safetensors_read(path, &l, &st) == PARDO_OK, "%s", st.msg);
     ck_assert_int_eq(l.n, 0);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -232,7 +190,7 @@ START_TEST(test_odd_names) {
     assert_lists_equal(&back, &in);
     pardo_tensor_list_clear(&in);
     pardo_tensor_list_clear(&back);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -469,7 +427,7 @@ START_TEST(test_err_read_io) {
     ck_assert_int_eq(pardo_safetensors_read(path, &l, &st), PARDO_EIO);
     assert_msg(&st, path, strerror(ENOENT), NULL);
     ck_assert_int_eq(l.n, 0);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -487,15 +445,15 @@ START_TEST(test_err_write_names) {
     ck_assert_int_eq(pardo_tensor_list_add(&l, "w", t, &st), PARDO_OK);
     ck_assert_int_eq(pardo_safetensors_write(path, &l, &st), PARDO_EINVAL);
     assert_msg(&st, path, "duplicate tensor name 'w'", "tensors 0 and 2", NULL);
-    ck_assert_int_eq(dir_count(dir), 0);
+    ck_assert_int_eq(test_dir_count(dir), 0);
     pardo_tensor_list_clear(&l);
     ck_assert_int_eq(pardo_tensor_list_add(&l, "__metadata__", t, &st), PARDO_OK);
     ck_assert_int_eq(pardo_safetensors_write(path, &l, &st), PARDO_EINVAL);
     assert_msg(&st, path, "'__metadata__' is reserved", NULL);
-    ck_assert_int_eq(dir_count(dir), 0);
+    ck_assert_int_eq(test_dir_count(dir), 0);
     pardo_tensor_list_clear(&l);
     pardo_tensor_release(t);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -511,13 +469,13 @@ START_TEST(test_err_write_io) {
     snprintf(path, sizeof path, "%s/no/such/out.safetensors", dir);
     ck_assert_int_eq(pardo_safetensors_write(path, &l, &st), PARDO_EIO);
     assert_msg(&st, path, strerror(ENOENT), NULL);
-    ck_assert_int_eq(dir_count(dir), 0);
+    ck_assert_int_eq(test_dir_count(dir), 0);
 
     snprintf(path, sizeof path, "%s/out.safetensors", dir);
     ck_assert_int_eq(mkdir(path, 0755), 0);
     ck_assert_int_eq(pardo_safetensors_write(path, &l, &st), PARDO_EIO);
     assert_msg(&st, path, "rename", NULL);
-    ck_assert_int_eq(dir_count(dir), 1);
+    ck_assert_int_eq(test_dir_count(dir), 1);
     ck_assert_int_eq(rmdir(path), 0);
 
     test_write_file(path, "old checkpoint", 14);
@@ -533,21 +491,21 @@ START_TEST(test_err_write_io) {
     ck_assert_int_eq(rc, PARDO_EIO);
     assert_msg(&st, path, "write", strerror(EFBIG), NULL);
     size_t n;
-    unsigned char *b = slurp(path, &n);
+    unsigned char *b = test_read_file(path, &n);
     ck_assert_uint_eq(n, 14);
     ck_assert_int_eq(memcmp(b, "old checkpoint", 14), 0);
     free(b);
-    ck_assert_int_eq(dir_count(dir), 1);
+    ck_assert_int_eq(test_dir_count(dir), 1);
 
     if (geteuid() != 0) { /* root writes into read-only folders */
         ck_assert_int_eq(chmod(dir, 0555), 0);
         ck_assert_int_eq(pardo_safetensors_write(path, &l, &st), PARDO_EIO);
         assert_msg(&st, path, strerror(EACCES), NULL);
-        ck_assert_int_eq(dir_count(dir), 1);
+        ck_assert_int_eq(test_dir_count(dir), 1);
         chmod(dir, 0755);
     }
     pardo_tensor_list_clear(&l);
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -564,7 +522,7 @@ START_TEST(test_err_every_truncation) {
     const char *files[] = {test_fixture("model.safetensors"), path};
     for (int f = 0; f < 2; f++) {
         size_t n;
-        unsigned char *b = slurp(files[f], &n);
+        unsigned char *b = test_read_file(files[f], &n);
         for (size_t len = 0; len <= n; len++) {
             int rc = parse_exact(b, len, "cut.safetensors", &l, &st);
             if (len == n) {
@@ -579,7 +537,7 @@ START_TEST(test_err_every_truncation) {
         }
         free(b);
     }
-    dir_remove(dir);
+    test_dir_remove(dir);
 }
 END_TEST
 
@@ -589,7 +547,7 @@ START_TEST(test_err_header_byte_flips) {
     static const unsigned char subst[] = {0x00, 0xff, 0x80, ' ', '"', ',', ':', '[', ']', '{', '}',
                                           '-',  '0',  '9',  'e', '.', 'F', 'I', '\\', 'x', 0x01};
     size_t n;
-    unsigned char *b = slurp(test_fixture("model.safetensors"), &n);
+    unsigned char *b = test_read_file(test_fixture("model.safetensors"), &n);
     size_t hl = 0;
     for (int i = 0; i < 8; i++) hl |= (size_t)b[i] << (8 * i);
     int ok = 0, bad = 0;

@@ -3,10 +3,14 @@
 
 #include "npy.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 uint64_t test_rng_next(test_rng *r) {
     uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
@@ -76,5 +80,53 @@ pardo_tensor *test_npy_load(const char *name) {
     pardo_status st;
     pardo_tensor *t = NULL;
     ck_assert_msg(pardo_npy_read(test_fixture(name), &t, &st) == PARDO_OK, "fixture %s: %s", name, st.msg);
+    return t;
+}
+
+unsigned char *test_read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *b = malloc(cap);
+    ck_assert_ptr_nonnull(b);
+    for (;;) {
+        size_t r = fread(b + len, 1, cap - len, f);
+        len += r;
+        if (len < cap) break;
+        cap *= 2;
+        b = realloc(b, cap);
+        ck_assert_ptr_nonnull(b);
+    }
+    fclose(f);
+    *n = len;
+    return b;
+}
+
+int test_dir_count(const char *dir) {
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "opendir %s", dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+void test_dir_remove(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char p[PATH_MAX];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (unlink(p) != 0) rmdir(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+pardo_type test_type(pardo_dtype dt, int nd, const int64_t *shape) {
+    pardo_type t = {.dtype = dt, .ndim = nd};
+    if (nd > 0) memcpy(t.shape, shape, sizeof(int64_t) * (size_t)nd);
     return t;
 }

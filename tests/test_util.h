@@ -23,6 +23,9 @@ double test_rng_uniform(test_rng *r, double lo, double hi);
 pardo_tensor *test_tensor_random(test_rng *r, pardo_dtype dt, int ndim, const int64_t *shape, double lo,
                                  double hi);
 
+/* A pardo_type of dtype dt and shape (nd dims; nd -1: unknown rank). */
+pardo_type test_type(pardo_dtype dt, int nd, const int64_t *shape);
+
 /* A new CPU tensor holding `n` values given as doubles (converted). */
 pardo_tensor *test_tensor_from(pardo_dtype dt, int ndim, const int64_t *shape, const double *vals);
 
@@ -42,6 +45,16 @@ pardo_tensor *test_npy_load(const char *name);
 /* Creates a fresh scratch folder under /tmp and returns its path (static buffer
  * of the caller's choosing: writes into buf of n bytes). */
 char *test_scratch_dir(char *buf, size_t n);
+
+/* Reads the whole file at path into a new buffer (caller frees) of *n bytes;
+ * fails the test on error. */
+unsigned char *test_read_file(const char *path, size_t *n);
+
+/* Entries of folder dir other than . and .. */
+int test_dir_count(const char *dir);
+
+/* Removes dir with its plain files and empty folders (one level). */
+void test_dir_remove(const char *dir);
 
 /* Writes n bytes to path; fails the test on error. */
 void test_write_file(const char *path, const void *data, size_t n);
