@@ -73,6 +73,20 @@ typedef struct pardo_kernel_ctx {
 typedef int (*pardo_infer_fn)(pardo_infer_ctx *ctx);
 typedef int (*pardo_kernel_fn)(pardo_kernel_ctx *ctx);
 
+/* What the autodiff pass asks of a differentiable op: append to blk the ops
+ * that compute d(loss)/d(fwd input k) into in_grads[k] from the output
+ * gradients out_grads[j] (SPEC section 2: the gradient of V is V@GRAD). */
+typedef struct pardo_grad_request {
+    const pardo_op *fwd;           // the forward op (borrowed)
+    const char *const *out_grads;  // fwd->n_out names; "" where output j does not reach the loss (treat as zeros)
+    const char *const *in_grads;   // fwd->n_in names to write; "" where that input needs no gradient
+} pardo_grad_request;
+
+/* Appends the gradient ops for req to blk (role backward). Returns PARDO_OK,
+ * or an error (PARDO_ENOMEM, PARDO_ENOTSUP for an input that cannot have a
+ * gradient). Op pointers into blk are invalidated (blk->ops may grow). */
+typedef int (*pardo_grad_fn)(const pardo_grad_request *req, pardo_block *blk, pardo_status *st);
+
 typedef struct pardo_op_def {
     const char *type;                 // name in graph files
     const char *doc;                  // one line
@@ -86,7 +100,19 @@ typedef struct pardo_op_def {
     pardo_kernel_fn cpu;              // required
     pardo_kernel_fn cuda;             // optional; NULL: the CPU kernel runs
     bool inplace;                     // the kernel is correct when an output is the same tensor as an input
+    pardo_grad_fn grad;               // builds the gradient ops; NULL: not differentiable
 } pardo_op_def;
+
+/* The usual gradient builder (SPEC section 2): one op of type "<T>_grad"
+ * whose inputs are T's inputs, T's outputs and the output gradients, whose
+ * outputs are the input gradients ("" where not needed), with T's attrs and
+ * name (suffixed "@grad") copied. Set `.grad = pardo_grad_standard` in T's def
+ * and register T_grad. */
+int pardo_grad_standard(const pardo_grad_request *req, pardo_block *blk, pardo_status *st);
+
+/* The type name of T's standard gradient op ("matmul" -> "matmul_grad") into
+ * buf; returns buf. */
+char *pardo_grad_op_type(const char *type, char *buf, size_t n);
 
 /* Gives output i a tensor of dtype and shape, current and writable on the
  * kernel's device. Reuses the tensor the output var already holds when its
@@ -96,6 +122,10 @@ typedef struct pardo_op_def {
  * ctx->st filled. */
 pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtype, int ndim,
                                   const int64_t *shape);
+
+/* False when the graph leaves output i out ("", an input gradient nobody
+ * needs): the kernel may skip computing it and must not ask for its tensor. */
+bool pardo_kernel_wants_output(const pardo_kernel_ctx *ctx, int i);
 
 /* The registry. Lookup by type name; NULL when unknown. Thread-safe (read-only). */
 const pardo_op_def *pardo_op_lookup(const char *type);

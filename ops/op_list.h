@@ -5,7 +5,7 @@
 #define PARDO_OP_LIST_H
 
 #define PARDO_OP_LIST(X) \
-    X(identity) \
+    X(identity) X(identity_grad) \
     X(add) \
     X(sub) \
     X(mul) \

@@ -8,8 +8,9 @@
 static const char ops_help[] =
     "usage: pardo ops [OP]\n"
     "\n"
-    "Lists every op pardo knows, or describes OP: its inputs, outputs, attrs with\n"
-    "their defaults, and whether it has a CUDA kernel.\n";
+    "Lists every op pardo knows ([grad]: differentiable, [cuda]: has a CUDA kernel),\n"
+    "or describes OP: its inputs, outputs, attrs with their defaults, its gradient\n"
+    "op, and whether it has a CUDA kernel.\n";
 
 static const char *attr_type_word(pardo_attr_type t) {
     static const char *const words[] = {"int", "float", "bool", "string", "ints", "floats", "object", "any"};
@@ -33,6 +34,11 @@ static void describe(const pardo_op_def *d) {
         printf("  %-12s %-7s %s%s  %s\n", d->attrs[i].name, attr_type_word(d->attrs[i].type),
                d->attrs[i].dflt ? "default " : "required", d->attrs[i].dflt ? d->attrs[i].dflt : "",
                d->attrs[i].doc ? d->attrs[i].doc : "");
+    char gtype[128];
+    const pardo_op_def *g = d->grad ? pardo_op_lookup(pardo_grad_op_type(d->type, gtype, sizeof gtype)) : NULL;
+    if (!d->grad) printf("gradient: no (not differentiable)\n");
+    else if (d->grad == pardo_grad_standard && g) printf("gradient: yes (%s)\n", g->type);
+    else printf("gradient: yes\n");
     printf("cuda kernel: %s\n", d->cuda ? "yes" : "no (runs on the CPU)");
     printf("in place: %s\n", d->inplace ? "yes" : "no");
 }
@@ -60,7 +66,7 @@ int pardo_cli_ops(int argc, char **argv) {
     }
     for (int i = 0; i < pardo_op_count(); i++) {
         const pardo_op_def *d = pardo_op_at(i);
-        printf("%-24s %s%s\n", d->type, d->doc ? d->doc : "", d->cuda ? " [cuda]" : "");
+        printf("%-24s %s%s%s\n", d->type, d->doc ? d->doc : "", d->grad ? " [grad]" : "", d->cuda ? " [cuda]" : "");
     }
     return CLI_OK;
 }

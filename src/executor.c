@@ -233,7 +233,9 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
         /* hand the output's current tensor to the kernel for reuse: moved out
          * of the scope when only the scope holds it, shared when the op also
          * reads it (in-place ops) */
-        if (is_input(op, op->out[k])) {
+        if (!op->out[k][0]) {
+            out[k] = NULL; /* left out by the graph: the kernel skips it */
+        } else if (is_input(op, op->out[k])) {
             pardo_tensor *t = pardo_scope_find(scope, op->out[k]);
             out[k] = t ? pardo_tensor_retain(t) : NULL;
         } else {
@@ -243,9 +245,10 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
     pardo_kernel_ctx ctx = {.op = op, .n_in = op->n_in, .in = in, .n_out = op->n_out, .out = out, .st = st,
                             .device = dev, .nthreads = nthreads, .training = ex->opt.training, .step = ex->steps};
     rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
-    for (int k = 0; rc == PARDO_OK && k < op->n_out; k++) rc = check_output(ex->prog, block, op, k, out[k], st);
+    for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
+        if (op->out[k][0]) rc = check_output(ex->prog, block, op, k, out[k], st);
     for (int k = 0; k < op->n_out; k++) {
-        if (rc == PARDO_OK) {
+        if (rc == PARDO_OK && op->out[k][0]) {
             rc = pardo_scope_set_move(scope, op->out[k], out[k], st);
             out[k] = NULL;
         }

@@ -26,15 +26,19 @@ static void op_clear(pardo_op *op) {
     pardo_value_free(op->attrs);
 }
 
+void pardo_block_clear(pardo_block *b) {
+    for (int i = 0; i < b->n_vars; i++) var_clear(&b->vars[i]);
+    for (int i = 0; i < b->n_ops; i++) op_clear(&b->ops[i]);
+    free(b->vars);
+    free(b->ops);
+    b->vars = NULL;
+    b->ops = NULL;
+    b->n_vars = b->cap_vars = b->n_ops = b->cap_ops = 0;
+}
+
 void pardo_program_free(pardo_program *p) {
     if (!p) return;
-    for (int b = 0; b < p->n_blocks; b++) {
-        pardo_block *blk = &p->blocks[b];
-        for (int i = 0; i < blk->n_vars; i++) var_clear(&blk->vars[i]);
-        for (int i = 0; i < blk->n_ops; i++) op_clear(&blk->ops[i]);
-        free(blk->vars);
-        free(blk->ops);
-    }
+    for (int b = 0; b < p->n_blocks; b++) pardo_block_clear(&p->blocks[b]);
     free(p->blocks);
     free(p->name);
     free(p->path);

@@ -101,6 +101,9 @@ pardo_program *pardo_program_new(void);
 /* Frees the program and everything it owns. NULL is a no-op. */
 void pardo_program_free(pardo_program *p);
 
+/* Frees what block b owns (vars, ops) and empties it; b itself stays. */
+void pardo_block_clear(pardo_block *b);
+
 /* Deep copy; NULL when out of memory. */
 pardo_program *pardo_program_clone(const pardo_program *p);
 

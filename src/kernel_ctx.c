@@ -24,3 +24,7 @@ pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtyp
                                                : pardo_synced_mem_mutable_cpu_data(t->mem, ctx->st);
     return p ? t : NULL;
 }
+
+bool pardo_kernel_wants_output(const pardo_kernel_ctx *ctx, int i) {
+    return i >= 0 && i < ctx->n_out && ctx->op->out[i][0] != '\0';
+}

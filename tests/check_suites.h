@@ -20,6 +20,7 @@
     X(ops_reduce)       \
     X(ops_softmax)      \
     X(ops_fill)         \
+    X(grad)             \
     X(infer)            \
     X(scope)            \
     X(executor)         \

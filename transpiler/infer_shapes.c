@@ -74,6 +74,7 @@ static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
     int rc = op->def->infer(&ctx);
     if (rc != PARDO_OK) return rc;
     for (int k = 0; k < op->n_out; k++) {
+        if (!op->out[k][0]) continue; /* an output the graph leaves out */
         pardo_var *v = pardo_program_lookup_var(p, b, op->out[k], NULL);
         PARDO_ASSERT(v != NULL);
         if (out_types[k].dtype == PARDO_DTYPE_UNKNOWN && v->kind != PARDO_VAR_TENSOR_ARRAY)

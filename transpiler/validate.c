@@ -94,7 +94,8 @@ static int check_arity(const pardo_op *op, pardo_status *st) {
     if (op->n_out < out_required || op->n_out > d->n_outputs)
         return pardo_errorf(st, PARDO_EINVAL, "has %d outputs, expected %d", op->n_out, d->n_outputs);
     for (int k = 0; k < op->n_out; k++)
-        if (op->out[k][0] == '\0') return pardo_errorf(st, PARDO_EINVAL, "output %d has an empty name", k);
+        if (op->out[k][0] == '\0' && !d->outputs[k].optional)
+            return pardo_errorf(st, PARDO_EINVAL, "output %d '%s' is required but given as \"\"", k, d->outputs[k].name);
     return PARDO_OK;
 }
 
@@ -169,7 +170,7 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
                 return op_error(p, b, i, st);
             }
             for (int k = 0; k < op->n_out; k++) {
-                if (pardo_program_lookup_var(p, b, op->out[k], NULL)) continue;
+                if (!op->out[k][0] || pardo_program_lookup_var(p, b, op->out[k], NULL)) continue;
                 if (!pardo_block_add_var(blk, op->out[k], st)) return st->code;
             }
         }
