@@ -106,15 +106,18 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 TEST_ENV = ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
            TSAN_OPTIONS=halt_on_error=1 PARDO_TEST_FIXTURES=tests/fixtures
 
+# Every tests/cli*_test.sh script gets the binary's path; each prints "cli...: N passed, N failed".
+CLI_TESTS := $(sort $(wildcard tests/cli*_test.sh))
+
 test: $(TEST_BIN) $(BIN)
 	$(TEST_ENV) ./$(TEST_BIN)
-	$(TEST_ENV) tests/cli_test.sh ./$(BIN)
+	@set -e; for t in $(CLI_TESTS); do echo "$(TEST_ENV) $$t ./$(BIN)"; $(TEST_ENV) $$t ./$(BIN); done
 
 unit: $(TEST_BIN)
 	$(TEST_ENV) ./$(TEST_BIN)
 
 cli: $(BIN)
-	$(TEST_ENV) tests/cli_test.sh ./$(BIN)
+	@set -e; for t in $(CLI_TESTS); do echo "$(TEST_ENV) $$t ./$(BIN)"; $(TEST_ENV) $$t ./$(BIN); done
 
 asan:
 	$(MAKE) SANITIZE=address,undefined OPT=-O1 test
