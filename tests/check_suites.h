@@ -22,6 +22,7 @@
     X(ops_fill)         \
     X(grad)             \
     X(infer)            \
+    X(backward)         \
     X(scope)            \
     X(executor)         \
     X(checkpoint)

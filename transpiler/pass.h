@@ -8,7 +8,7 @@
 #include "status.h"
 
 typedef struct pardo_pass_options {
-    int reserved; /* options of later passes (parts, optimizer) go here */
+    const char *loss;     // backward: the scalar var of block 0 to differentiate
 } pardo_pass_options;
 
 /* Checks what the file format cannot: every op type is registered (an
@@ -23,6 +23,17 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
  * order, with each op's registered inference; checks them against declared
  * vars (a -1 dim matches any size). Requires pardo_pass_validate first. */
 int pardo_pass_infer_shapes(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
+
+/* Autodiff (`--backward LOSS`): appends to block 0 the gradient ops of every
+ * op that opt->loss depends on, in reverse order, built by each op's
+ * registered gradient builder; seeds LOSS@GRAD with ones; sums the gradients
+ * of a var used more than once; skips vars that need no gradient (feeds,
+ * integers, anything no param reaches); sets roles (forward, loss, backward)
+ * and re-runs validate and infer_shapes. The gradient of V is V@GRAD. Errors:
+ * no such var, a loss that is not a float scalar, a graph that already has
+ * backward or optimize ops, an op on the path that is not differentiable.
+ * Requires pardo_pass_check first. */
+int pardo_pass_backward(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
 
 /* validate, then infer_shapes: what `pardo check` and `pardo run` do after loading. */
 int pardo_pass_check(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
