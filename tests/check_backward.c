@@ -14,7 +14,8 @@
 static pardo_program *backward_program(const char *text, const char *loss) {
     pardo_status st;
     pardo_program *p = test_program(text, "bw.json");
-    pardo_pass_options opt = {.loss = loss};
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.loss = loss;
     ck_assert_msg(pardo_pass_backward(p, &opt, &st) == PARDO_OK, "backward: %s", st.msg);
     return p;
 }
@@ -140,7 +141,8 @@ END_TEST
 static void expect_error(const char *text, const char *loss, int code, const char *word) {
     pardo_status st;
     pardo_program *p = test_program(text, "bw.json");
-    pardo_pass_options opt = {.loss = loss};
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.loss = loss;
     ck_assert_int_eq(pardo_pass_backward(p, &opt, &st), code);
     ck_assert_msg(strstr(st.msg, "bw.json") && strstr(st.msg, word), "message lacks '%s': %s", word, st.msg);
     pardo_program_free(p);
@@ -153,7 +155,8 @@ START_TEST(errors) {
     /* twice: the second time the graph already has backward ops */
     pardo_status st;
     pardo_program *p = backward_program(mlp, "loss");
-    pardo_pass_options opt = {.loss = "loss"};
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.loss = "loss";
     ck_assert_int_eq(pardo_pass_backward(p, &opt, &st), PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "already has backward ops"), "%s", st.msg);
     pardo_program_free(p);

@@ -7,9 +7,30 @@
 #include "graph.h"
 #include "status.h"
 
+typedef enum pardo_optimizer_kind {
+    PARDO_OPTIMIZER_NONE = 0,
+    PARDO_OPTIMIZER_SGD,
+    PARDO_OPTIMIZER_MOMENTUM,
+    PARDO_OPTIMIZER_ADAM,
+} pardo_optimizer_kind;
+
 typedef struct pardo_pass_options {
-    const char *loss;     // backward: the scalar var of block 0 to differentiate
+    const char *loss;               // backward: the scalar var of block 0 to differentiate
+    pardo_optimizer_kind optimizer; // optimizer: which update to append
+    double lr;                      // optimizer: learning rate
+    double mu;                      // momentum: coefficient (torch default 0.9)
+    bool nesterov;                  // momentum: Nesterov update
+    double beta1, beta2, epsilon;   // adam (torch defaults 0.9, 0.999, 1e-8)
 } pardo_pass_options;
+
+/* Options with every default set (no loss, no optimizer, lr 0.01, mu 0.9,
+ * beta1 0.9, beta2 0.999, epsilon 1e-8). */
+pardo_pass_options pardo_pass_defaults(void);
+
+/* Optimizer names as the command line spells them ("sgd", "momentum",
+ * "adam"); false for an unknown word. */
+bool pardo_optimizer_parse(const char *s, pardo_optimizer_kind *out);
+const char *pardo_optimizer_name(pardo_optimizer_kind k);
 
 /* Checks what the file format cannot: every op type is registered (an
  * unknown one lists the known ones), input and output counts fit the op's
@@ -34,6 +55,14 @@ int pardo_pass_infer_shapes(pardo_program *p, const pardo_pass_options *opt, par
  * backward or optimize ops, an op on the path that is not differentiable.
  * Requires pardo_pass_check first. */
 int pardo_pass_backward(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
+
+/* Appends one optimizer op (role optimize) per param of block 0 that has a
+ * gradient P@GRAD, updating P in place, and declares the state it needs
+ * (role state, init zeros, so checkpoints save it): momentum P@VELOCITY;
+ * adam P@MOMENT1, P@MOMENT2 and an int64 step counter P@STEP. The learning
+ * rate is a constant var `learning_rate` (`learning_rate@float64` for float64
+ * params). Errors: no param has a gradient, an optimizer already present. */
+int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
 
 /* validate, then infer_shapes: what `pardo check` and `pardo run` do after loading. */
 int pardo_pass_check(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);

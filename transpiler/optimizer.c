@@ -1,0 +1,160 @@
+/* optimizer.c - appends optimizer ops and their state vars (see pass.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass.h"
+
+pardo_pass_options pardo_pass_defaults(void) {
+    pardo_pass_options o;
+    memset(&o, 0, sizeof o);
+    o.lr = 0.01;
+    o.mu = 0.9;
+    o.beta1 = 0.9;
+    o.beta2 = 0.999;
+    o.epsilon = 1e-8;
+    return o;
+}
+
+static const char *const optimizer_names[] = {NULL, "sgd", "momentum", "adam"};
+
+bool pardo_optimizer_parse(const char *s, pardo_optimizer_kind *out) {
+    for (int i = 1; i < 4; i++)
+        if (s && strcmp(s, optimizer_names[i]) == 0) {
+            *out = (pardo_optimizer_kind)i;
+            return true;
+        }
+    return false;
+}
+
+const char *pardo_optimizer_name(pardo_optimizer_kind k) {
+    return (k > 0 && k < 4) ? optimizer_names[k] : "none";
+}
+
+/* Declares a state var like param (zeros), or an int64 scalar counter. */
+static int add_state(pardo_block *blk, const pardo_var *param, const char *suffix, bool counter, pardo_status *st) {
+    char name[512];
+    snprintf(name, sizeof name, "%s@%s", param->name, suffix);
+    pardo_type ty = param->type; /* copy before blk->vars may move */
+    if (pardo_block_find_var(blk, name))
+        return pardo_errorf(st, PARDO_EINVAL, "var '%s' already exists; the optimizer would declare it", name);
+    pardo_var *v = pardo_block_add_var(blk, name, st);
+    if (!v) return st->code;
+    v->declared = true;
+    v->role = PARDO_VAR_STATE;
+    v->init.fill = PARDO_FILL_CONSTANT;
+    v->init.value = 0;
+    if (counter) {
+        memset(&v->type, 0, sizeof v->type);
+        v->type.dtype = PARDO_I64;
+        v->type.ndim = 0;
+    } else {
+        v->type = ty;
+    }
+    return PARDO_OK;
+}
+
+/* The constant learning-rate var for dtype dt, declared on first use. */
+static int lr_var(pardo_block *blk, pardo_dtype dt, double lr, const char **name, pardo_status *st) {
+    *name = dt == PARDO_F64 ? "learning_rate@float64" : "learning_rate";
+    if (pardo_block_find_var(blk, *name)) return PARDO_OK;
+    pardo_var *v = pardo_block_add_var(blk, *name, st);
+    if (!v || !(v->value = malloc(sizeof(double)))) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    v->declared = true;
+    v->type.dtype = dt;
+    v->type.ndim = 0;
+    v->value[0] = lr;
+    v->n_value = 1;
+    return PARDO_OK;
+}
+
+static int set_attr(pardo_op *op, const char *key, pardo_value *val, pardo_status *st) {
+    if (!val) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    if (!op->attrs && !(op->attrs = pardo_value_new_object())) {
+        pardo_value_free(val);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    }
+    int rc = pardo_value_set(op->attrs, key, val, st);
+    pardo_value_free(val);
+    return rc;
+}
+
+static int add_names(pardo_op *op, const char *const *in, int n_in, const char *const *out, int n_out,
+                     pardo_status *st) {
+    for (int k = 0; k < n_in; k++)
+        if (pardo_op_add_input(op, in[k], st) != PARDO_OK) return st->code;
+    for (int k = 0; k < n_out; k++)
+        if (pardo_op_add_output(op, out[k], st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
+static int append_update(pardo_block *blk, int param_index, const pardo_pass_options *o, pardo_status *st) {
+    pardo_var param = blk->vars[param_index]; /* a copy: blk->vars moves as state is declared */
+    char grad[512], s1[512], s2[512], s3[512];
+    const char *lr;
+    int rc;
+    snprintf(grad, sizeof grad, "%s@GRAD", param.name);
+    if ((rc = lr_var(blk, param.type.dtype, o->lr, &lr, st)) != PARDO_OK) return rc;
+    pardo_op *op = NULL;
+    switch (o->optimizer) {
+    case PARDO_OPTIMIZER_SGD: {
+        const char *in[] = {param.name, grad, lr}, *out[] = {param.name};
+        if (!(op = pardo_block_add_op(blk, "sgd", st))) return st->code;
+        rc = add_names(op, in, 3, out, 1, st);
+        break;
+    }
+    case PARDO_OPTIMIZER_MOMENTUM: {
+        if ((rc = add_state(blk, &param, "VELOCITY", false, st)) != PARDO_OK) return rc;
+        snprintf(s1, sizeof s1, "%s@VELOCITY", param.name);
+        const char *in[] = {param.name, grad, s1, lr}, *out[] = {param.name, s1};
+        if (!(op = pardo_block_add_op(blk, "momentum", st))) return st->code;
+        rc = add_names(op, in, 4, out, 2, st);
+        if (rc == PARDO_OK) rc = set_attr(op, "mu", pardo_value_new_number(o->mu), st);
+        if (rc == PARDO_OK) rc = set_attr(op, "nesterov", pardo_value_new_bool(o->nesterov), st);
+        break;
+    }
+    case PARDO_OPTIMIZER_ADAM: {
+        if ((rc = add_state(blk, &param, "MOMENT1", false, st)) != PARDO_OK ||
+            (rc = add_state(blk, &param, "MOMENT2", false, st)) != PARDO_OK ||
+            (rc = add_state(blk, &param, "STEP", true, st)) != PARDO_OK)
+            return rc;
+        snprintf(s1, sizeof s1, "%s@MOMENT1", param.name);
+        snprintf(s2, sizeof s2, "%s@MOMENT2", param.name);
+        snprintf(s3, sizeof s3, "%s@STEP", param.name);
+        const char *in[] = {param.name, grad, s1, s2, s3, lr}, *out[] = {param.name, s1, s2, s3};
+        if (!(op = pardo_block_add_op(blk, "adam", st))) return st->code;
+        rc = add_names(op, in, 6, out, 4, st);
+        if (rc == PARDO_OK) rc = set_attr(op, "beta1", pardo_value_new_number(o->beta1), st);
+        if (rc == PARDO_OK) rc = set_attr(op, "beta2", pardo_value_new_number(o->beta2), st);
+        if (rc == PARDO_OK) rc = set_attr(op, "epsilon", pardo_value_new_number(o->epsilon), st);
+        break;
+    }
+    case PARDO_OPTIMIZER_NONE: return pardo_errorf(st, PARDO_EINVAL, "no optimizer given");
+    }
+    if (rc == PARDO_OK) op->role = PARDO_OP_OPTIMIZE;
+    return rc;
+}
+
+int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
+    pardo_block *blk = &p->blocks[0];
+    const char *path = p->path ? p->path : "graph";
+    char grad[512];
+    for (int i = 0; i < blk->n_ops; i++)
+        if (blk->ops[i].role == PARDO_OP_OPTIMIZE)
+            return pardo_errorf(st, PARDO_EINVAL, "%s: --optimizer: the graph already has optimize ops (op %d, %s)",
+                                path, i, blk->ops[i].type);
+    int n_params = blk->n_vars, updated = 0;
+    for (int v = 0; v < n_params; v++) {
+        const pardo_var *var = &blk->vars[v];
+        if (var->role != PARDO_VAR_PARAM || !pardo_dtype_is_float(var->type.dtype)) continue;
+        snprintf(grad, sizeof grad, "%s@GRAD", var->name);
+        if (!pardo_block_find_var(blk, grad)) continue;
+        int rc = append_update(blk, v, opt, st);
+        if (rc != PARDO_OK) return pardo_status_prefix(st, "%s: --optimizer %s: ", path, pardo_optimizer_name(opt->optimizer));
+        updated++;
+    }
+    if (updated == 0)
+        return pardo_errorf(st, PARDO_EINVAL, "%s: --optimizer %s: no param has a gradient (append them with --backward LOSS)",
+                            path, pardo_optimizer_name(opt->optimizer));
+    return pardo_pass_check(p, opt, st);
+}
