@@ -20,6 +20,7 @@
     X(ops_reduce)       \
     X(ops_softmax)      \
     X(ops_fill)         \
+    X(ops_conv)         \
     X(grad)             \
     X(infer)            \
     X(scope)            \
