@@ -22,6 +22,8 @@
     X(softmax) \
     X(softmax_cross_entropy) \
     X(fill) \
-    X(conv2d) X(conv2d_grad)
+    X(conv2d) X(conv2d_grad) \
+    X(max_pool2d) X(max_pool2d_grad) \
+    X(avg_pool2d) X(avg_pool2d_grad)
 
 #endif

@@ -21,6 +21,7 @@
     X(ops_softmax)      \
     X(ops_fill)         \
     X(ops_conv)         \
+    X(ops_pool)         \
     X(grad)             \
     X(infer)            \
     X(scope)            \
