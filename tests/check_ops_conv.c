@@ -147,6 +147,42 @@ START_TEST(test_conv_grad_depthwise) {
 }
 END_TEST
 
+START_TEST(test_conv_grad_two_input_forward) {
+    /* a conv2d written with two inputs (no bias at all): the standard builder
+     * passes "" for B, so conv2d_grad reads Y and dY where its schema says */
+    char *fin[2] = {"x", "w"}, *fout[1] = {"y"};
+    pardo_op fwd;
+    memset(&fwd, 0, sizeof fwd);
+    fwd.type = "conv2d";
+    fwd.in = fin;
+    fwd.n_in = 2;
+    fwd.out = fout;
+    fwd.n_out = 1;
+    const char *og[1] = {"y@GRAD"}, *ig[2] = {"x@GRAD", "w@GRAD"};
+    pardo_grad_request req = {.fwd = &fwd, .out_grads = og, .in_grads = ig};
+    pardo_block blk;
+    memset(&blk, 0, sizeof blk);
+    pardo_status st;
+    ck_assert_int_eq(pardo_grad_standard(&req, &blk, &st), PARDO_OK);
+    const pardo_op *g = &blk.ops[0];
+    static const char *const want_in[] = {"x", "w", "", "y", "y@GRAD"}, *const want_out[] = {"x@GRAD", "w@GRAD", ""};
+    ck_assert_int_eq(g->n_in, 5);
+    ck_assert_int_eq(g->n_out, 3);
+    for (int k = 0; k < 5; k++) ck_assert_str_eq(g->in[k], want_in[k]);
+    for (int k = 0; k < 3; k++) ck_assert_str_eq(g->out[k], want_out[k]);
+    pardo_block_clear(&blk);
+    /* and the gradients of such an op check out */
+    const conv_case c = {{2, 2, 5, 4}, {3, 2, 2, 3}, false, {1, 1}, {1, 1, 0, 0}, {1, 1}, 1};
+    test_rng r = {24};
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, 4, c.xs, -1, 1),
+                           test_tensor_random(&r, PARDO_F64, 4, c.ws, -1, 1)};
+    char attrs[256];
+    test_check_grad_default("conv2d", conv_attrs(&c, attrs, sizeof attrs), 2, in, 1, 3u);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+}
+END_TEST
+
 START_TEST(test_conv_grad_absent_dy_and_outputs) {
     /* dY "" gives zero gradients; outputs left "" are not made */
     const conv_case c = {{1, 2, 4, 4}, {2, 2, 3, 3}, true, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1};
@@ -323,6 +359,7 @@ Suite *make_ops_conv_suite(void) {
     tcase_add_test(core, test_conv_grad_stride_pad_group);
     tcase_add_test(core, test_conv_grad_dilation);
     tcase_add_test(core, test_conv_grad_depthwise);
+    tcase_add_test(core, test_conv_grad_two_input_forward);
     tcase_add_test(core, test_conv_grad_absent_dy_and_outputs);
     tcase_add_test(core, test_conv_infer);
     tcase_add_test(core, test_conv_fixtures);
