@@ -22,6 +22,7 @@
     X(ops_fill)         \
     X(ops_conv)         \
     X(ops_pool)         \
+    X(ops_norm)         \
     X(grad)             \
     X(infer)            \
     X(scope)            \
