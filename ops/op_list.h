@@ -25,6 +25,7 @@
     X(conv2d) X(conv2d_grad) \
     X(max_pool2d) X(max_pool2d_grad) \
     X(avg_pool2d) X(avg_pool2d_grad) \
-    X(layer_norm) X(layer_norm_grad)
+    X(layer_norm) X(layer_norm_grad) \
+    X(dropout) X(dropout_grad)
 
 #endif

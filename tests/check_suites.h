@@ -23,6 +23,7 @@
     X(ops_conv)         \
     X(ops_pool)         \
     X(ops_norm)         \
+    X(ops_dropout)      \
     X(grad)             \
     X(infer)            \
     X(scope)            \
