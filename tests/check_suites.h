@@ -24,6 +24,7 @@
     X(ops_pool)         \
     X(ops_norm)         \
     X(ops_dropout)      \
+    X(ops_embedding)    \
     X(grad)             \
     X(infer)            \
     X(scope)            \
