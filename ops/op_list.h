@@ -27,6 +27,8 @@
     X(avg_pool2d) X(avg_pool2d_grad) \
     X(layer_norm) X(layer_norm_grad) \
     X(dropout) X(dropout_grad) \
-    X(embedding) X(embedding_grad)
+    X(embedding) X(embedding_grad) \
+    X(mse_loss) X(mse_loss_grad) \
+    X(accuracy)
 
 #endif

@@ -25,6 +25,7 @@
     X(ops_norm)         \
     X(ops_dropout)      \
     X(ops_embedding)    \
+    X(ops_loss)         \
     X(grad)             \
     X(infer)            \
     X(scope)            \
