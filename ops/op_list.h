@@ -29,6 +29,9 @@
     X(dropout) X(dropout_grad) \
     X(embedding) X(embedding_grad) \
     X(mse_loss) X(mse_loss_grad) \
-    X(accuracy)
+    X(accuracy) \
+    X(sgd) \
+    X(momentum) \
+    X(adam)
 
 #endif

@@ -26,6 +26,7 @@
     X(ops_dropout)      \
     X(ops_embedding)    \
     X(ops_loss)         \
+    X(ops_optimizer)    \
     X(grad)             \
     X(infer)            \
     X(scope)            \
