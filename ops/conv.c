@@ -16,12 +16,12 @@
 
 /* Sizes of one conv2d; -1 where unknown during inference. */
 typedef struct conv_geom {
-    int64_t n, c, h, w;   // input batch, channels, height, width
-    int64_t m;            // output channels
-    int64_t group;        // groups
-    int64_t cg, mg;       // input and output channels per group
-    int64_t oh, ow;       // output height, width
-    pardo_window2d win;   // kernel [kH, kW], strides, pads, dilations
+    int64_t n, c, h, w; // input batch, channels, height, width
+    int64_t m;          // output channels
+    int64_t group;      // groups
+    int64_t cg, mg;     // input and output channels per group
+    int64_t oh, ow;     // output height, width
+    pardo_window2d win; // kernel [kH, kW], strides, pads, dilations
 } conv_geom;
 
 static const pardo_attr_def conv_attrs[] = {
@@ -47,8 +47,7 @@ static int conv_geometry(const pardo_op *op, const pardo_type *x, const pardo_ty
                             pardo_dtype_name(w->dtype), pardo_dtype_name(x->dtype));
     if ((rc = pardo_window2d_attrs(op, NULL, true, &g->win, st)) != PARDO_OK) return rc;
     if ((rc = pardo_attr_int(op, "group", 1, &g->group, st)) != PARDO_OK) return rc;
-    if (g->group < 1)
-        return pardo_errorf(st, PARDO_EINVAL, "attr 'group' is %lld, expected >= 1", (long long)g->group);
+    if (g->group < 1) return pardo_errorf(st, PARDO_EINVAL, "attr 'group' is %lld, expected >= 1", (long long)g->group);
     const bool xr = x->ndim == 4, wr = w->ndim == 4;
     g->n = xr ? x->shape[0] : -1;
     g->c = xr ? x->shape[1] : -1;
@@ -59,7 +58,8 @@ static int conv_geometry(const pardo_op *op, const pardo_type *x, const pardo_ty
     g->win.kernel[0] = wr ? w->shape[2] : -1;
     g->win.kernel[1] = wr ? w->shape[3] : -1;
     if (g->c >= 0 && g->c % g->group != 0)
-        return pardo_errorf(st, PARDO_EINVAL, "attr 'group' is %lld but input 0 'X' %s has %lld channels, not divisible",
+        return pardo_errorf(st, PARDO_EINVAL,
+                            "attr 'group' is %lld but input 0 'X' %s has %lld channels, not divisible",
                             (long long)g->group, pardo_shape_str(x->ndim, x->shape, sx, sizeof sx), (long long)g->c);
     if (g->m >= 0 && g->m % g->group != 0)
         return pardo_errorf(st, PARDO_EINVAL,
@@ -81,7 +81,8 @@ static int conv_geometry(const pardo_op *op, const pardo_type *x, const pardo_ty
         if ((rc = pardo_nn_expect_rank(b, "input 2 'B'", 1, "[M]", st)) != PARDO_OK) return rc;
         if (b->ndim == 1 && b->shape[0] >= 0 && g->m >= 0 && b->shape[0] != g->m)
             return pardo_errorf(st, PARDO_ESHAPE, "input 2 'B' has %lld values, expected M = %lld (dim 0 of 'W' %s)",
-                                (long long)b->shape[0], (long long)g->m, pardo_shape_str(w->ndim, w->shape, sw, sizeof sw));
+                                (long long)b->shape[0], (long long)g->m,
+                                pardo_shape_str(w->ndim, w->shape, sw, sizeof sw));
     }
     g->mg = g->m >= 0 ? g->m / g->group : -1;
     const char *kw = "the kernel of input 1 'W'";
@@ -313,12 +314,14 @@ static int conv_grad_cpu(pardo_kernel_ctx *ctx) {
     if (pardo_kernel_wants_output(ctx, 0)) {
         pardo_tensor *dx = pardo_nn_zeros(ctx, 0, x->dtype, 4, x->shape);
         if (!dx) return ctx->st->code;
-        if (dy) (f32 ? conv_dx_f32 : conv_dx_f64)(&g, pardo_tensor_data(w), pardo_tensor_data(dy), pardo_tensor_data(dx));
+        if (dy)
+            (f32 ? conv_dx_f32 : conv_dx_f64)(&g, pardo_tensor_data(w), pardo_tensor_data(dy), pardo_tensor_data(dx));
     }
     if (pardo_kernel_wants_output(ctx, 1)) {
         pardo_tensor *dw = pardo_nn_zeros(ctx, 1, w->dtype, 4, w->shape);
         if (!dw) return ctx->st->code;
-        if (dy) (f32 ? conv_dw_f32 : conv_dw_f64)(&g, pardo_tensor_data(x), pardo_tensor_data(dy), pardo_tensor_data(dw));
+        if (dy)
+            (f32 ? conv_dw_f32 : conv_dw_f64)(&g, pardo_tensor_data(x), pardo_tensor_data(dy), pardo_tensor_data(dw));
     }
     if (pardo_kernel_wants_output(ctx, 2)) {
         pardo_tensor *db = pardo_nn_zeros(ctx, 2, x->dtype, 1, &g.m);

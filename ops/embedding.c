@@ -153,8 +153,9 @@ static int emb_grad_check(const pardo_op *op, const pardo_type *w, const pardo_t
     int rc = emb_check(w, idx, &ty, st);
     if (rc == PARDO_OK && dy) rc = pardo_nn_expect_same(dy, "input 3 'dY'", &ty, "the output of embedding", st);
     if (rc == PARDO_OK && op->n_out > 1 && op->out[1][0])
-        rc = pardo_errorf(st, PARDO_EINVAL, "output 1 (gradient of the indices) must be \"\": integer indices have "
-                                            "no gradient");
+        rc = pardo_errorf(st, PARDO_EINVAL,
+                          "output 1 (gradient of the indices) must be \"\": integer indices have "
+                          "no gradient");
     return rc;
 }
 
@@ -174,8 +175,8 @@ static int emb_grad_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *dw = pardo_nn_zeros(ctx, 0, w->dtype, 2, w->shape);
     if (!dw) return ctx->st->code;
     if (dy)
-        (w->dtype == PARDO_F32 ? emb_scatter_f32 : emb_scatter_f64)(idx, w->shape[1],
-                                                                    pardo_tensor_data(dy), pardo_tensor_data(dw));
+        (w->dtype == PARDO_F32 ? emb_scatter_f32 : emb_scatter_f64)(idx, w->shape[1], pardo_tensor_data(dy),
+                                                                    pardo_tensor_data(dw));
     return PARDO_OK;
 }
 

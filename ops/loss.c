@@ -72,9 +72,9 @@ static int mse_check(const pardo_op *op, const pardo_type *p, const pardo_type *
                               void *vdp, void *vdt) {                                                                  \
         const T *p = vp, *t = vt, *dl = vdl;                                                                           \
         T *dp = vdp, *dt = vdt;                                                                                        \
-        const double k = red == MSE_MEAN ? (n > 0 ? 2.0 * (double)dl[0] / (double)n : 0.0) : 2.0 * (double)dl[0];                    \
+        const double k = red == MSE_MEAN ? (n > 0 ? 2.0 * (double)dl[0] / (double)n : 0.0) : 2.0 * (double)dl[0];      \
         for (int64_t i = 0; i < n; i++) {                                                                              \
-            const double g = ((double)p[i] - (double)t[i]) * (red == MSE_NONE ? 2.0 * (double)dl[i] : k);             \
+            const double g = ((double)p[i] - (double)t[i]) * (red == MSE_NONE ? 2.0 * (double)dl[i] : k);              \
             if (dp) dp[i] = (T)g;                                                                                      \
             if (dt) dt[i] = (T)-g;                                                                                     \
         }                                                                                                              \
@@ -160,10 +160,9 @@ static int mse_grad_cpu(pardo_kernel_ctx *ctx) {
         if (pardo_kernel_wants_output(ctx, k) && !(out[k] = pardo_nn_zeros(ctx, k, p->dtype, p->ndim, p->shape)))
             return ctx->st->code;
     if (dl && (out[0] || out[1]))
-        (p->dtype == PARDO_F32 ? mse_bwd_f32 : mse_bwd_f64)(p->numel, pardo_tensor_data(p), pardo_tensor_data(t), red,
-                                                            pardo_tensor_data(dl),
-                                                            out[0] ? pardo_tensor_data(out[0]) : NULL,
-                                                            out[1] ? pardo_tensor_data(out[1]) : NULL);
+        (p->dtype == PARDO_F32 ? mse_bwd_f32 : mse_bwd_f64)(
+            p->numel, pardo_tensor_data(p), pardo_tensor_data(t), red, pardo_tensor_data(dl),
+            out[0] ? pardo_tensor_data(out[0]) : NULL, out[1] ? pardo_tensor_data(out[1]) : NULL);
     return PARDO_OK;
 }
 
@@ -188,7 +187,8 @@ static const pardo_arg_def acc_in[] = {
     {"logits", "scores [N, C] (float32 or float64)", false, false},
     {"labels", "class per row [N] (int32 or int64), each in [0, C)", false, false},
 };
-static const pardo_arg_def acc_out[] = {{"accuracy", "float32 [], fraction of rows whose argmax is the label", false, false}};
+static const pardo_arg_def acc_out[] = {
+    {"accuracy", "float32 [], fraction of rows whose argmax is the label", false, false}};
 
 static int acc_check(const pardo_type *x, const pardo_type *l, pardo_status *st) {
     char sx[128], sl[128];
@@ -218,8 +218,7 @@ static int acc_check(const pardo_type *x, const pardo_type *l, pardo_status *st)
         const void *lp = pardo_tensor_data(labels);                                                                    \
         int64_t h = 0;                                                                                                 \
         for (int64_t r = 0; r < n; r++) {                                                                              \
-            const int64_t lab =                                                                                        \
-                labels->dtype == PARDO_I64 ? ((const int64_t *)lp)[r] : ((const int32_t *)lp)[r];                      \
+            const int64_t lab = labels->dtype == PARDO_I64 ? ((const int64_t *)lp)[r] : ((const int32_t *)lp)[r];      \
             if (lab < 0 || lab >= c)                                                                                   \
                 return pardo_errorf(st, PARDO_ERUNTIME, "row %lld has label %lld, expected a class in [0, %lld)",      \
                                     (long long)r, (long long)lab, (long long)c);                                       \

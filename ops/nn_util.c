@@ -32,8 +32,7 @@ int pardo_nn_expect_same(const pardo_type *a, const char *a_what, const pardo_ty
                         pardo_dtype_name(b->dtype), pardo_shape_str(b->ndim, b->shape, sb, sizeof sb));
 }
 
-int pardo_nn_expect_scalar(const pardo_type *t, const char *what, const pardo_dtype *dtypes, int n,
-                           pardo_status *st) {
+int pardo_nn_expect_scalar(const pardo_type *t, const char *what, const pardo_dtype *dtypes, int n, pardo_status *st) {
     char s[128];
     int rc = pardo_expect_dtype(t, what, dtypes, n, st);
     if (rc != PARDO_OK) return rc;

@@ -39,8 +39,7 @@ int pardo_nn_expect_same(const pardo_type *a, const char *a_what, const pardo_ty
 /* PARDO_OK when t is a scalar (shape [] or [1]; unknown rank or a -1 dim
  * passes at inference) of one of the n dtypes; else PARDO_ESHAPE naming
  * `what`. */
-int pardo_nn_expect_scalar(const pardo_type *t, const char *what, const pardo_dtype *dtypes, int n,
-                           pardo_status *st);
+int pardo_nn_expect_scalar(const pardo_type *t, const char *what, const pardo_dtype *dtypes, int n, pardo_status *st);
 
 /* Output i of the kernel with the given dtype and shape, every element zero;
  * NULL with ctx->st filled on failure. The tensor is borrowed from ctx. */

@@ -28,10 +28,10 @@ static const pardo_attr_def ln_attrs[] = {
 
 /* Sizes of one layer_norm. */
 typedef struct ln_geom {
-    int axis;      // first normalised dim
-    int64_t rows;  // product of the dims before axis; -1 unknown
-    int64_t n;     // product of the normalised dims; -1 unknown
-    double eps;    // epsilon
+    int axis;     // first normalised dim
+    int64_t rows; // product of the dims before axis; -1 unknown
+    int64_t n;    // product of the normalised dims; -1 unknown
+    double eps;   // epsilon
 } ln_geom;
 
 /* Checks X, scale and bias (NULL: absent) and the attrs; fills g and, when
@@ -99,7 +99,7 @@ static int ln_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
  * dscale, dbias may each be NULL (absent). dscale and dbias must come in
  * zeroed; they sum over rows in T. */
 #define LN_KERNELS(SUF, T)                                                                                             \
-    static void ln_fwd_##SUF(const ln_geom *g, const void *vx, const void *vs, const void *vb, void *vy, void *vm,      \
+    static void ln_fwd_##SUF(const ln_geom *g, const void *vx, const void *vs, const void *vb, void *vy, void *vm,     \
                              void *vi) {                                                                               \
         const T *x = vx, *s = vs, *b = vb;                                                                             \
         T *y = vy, *mo = vm, *io = vi;                                                                                 \
@@ -200,10 +200,9 @@ static int ln_cpu(pardo_kernel_ctx *ctx) {
     }
     void *data[3];
     for (int k = 0; k < 3; k++) data[k] = out[k] ? pardo_tensor_data(out[k]) : NULL;
-    (in[0]->dtype == PARDO_F32 ? ln_fwd_f32 : ln_fwd_f64)(&g, pardo_tensor_data(in[0]),
-                                                          in[1] ? pardo_tensor_data(in[1]) : NULL,
-                                                          in[2] ? pardo_tensor_data(in[2]) : NULL, data[0], data[1],
-                                                          data[2]);
+    (in[0]->dtype == PARDO_F32 ? ln_fwd_f32
+                               : ln_fwd_f64)(&g, pardo_tensor_data(in[0]), in[1] ? pardo_tensor_data(in[1]) : NULL,
+                                             in[2] ? pardo_tensor_data(in[2]) : NULL, data[0], data[1], data[2]);
     return PARDO_OK;
 }
 

@@ -79,8 +79,9 @@ static int opt_outputs(pardo_kernel_ctx *ctx, const int *in_of, int n_out, pardo
             if (vo) vo[i] = vn;                                                                                        \
         }                                                                                                              \
     }                                                                                                                  \
-    static void adam_##SUF(int64_t n, const void *vp, const void *vg, const void *vm, const void *vv, double step_size, \
-                           double bc2_sqrt, double b1, double b2, double eps, void *vpo, void *vmo, void *vvo) {       \
+    static void adam_##SUF(int64_t n, const void *vp, const void *vg, const void *vm, const void *vv,                  \
+                           double step_size, double bc2_sqrt, double b1, double b2, double eps, void *vpo, void *vmo,  \
+                           void *vvo) {                                                                                \
         const T *p = vp, *g = vg, *m = vm, *v = vv;                                                                    \
         T *po = vpo, *mo = vmo, *vo = vvo;                                                                             \
         for (int64_t i = 0; i < n; i++) {                                                                              \
@@ -189,10 +190,9 @@ static int momentum_cpu(pardo_kernel_ctx *ctx) {
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0];
     void *vo = ctx->n_out > 1 && out[1] ? pardo_tensor_data(out[1]) : NULL;
-    (p->dtype == PARDO_F32 ? momentum_f32 : momentum_f64)(p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]),
-                                                          pardo_tensor_data(ctx->in[2]),
-                                                          pardo_tensor_get_f64(ctx->in[3], 0), mu, nesterov,
-                                                          pardo_tensor_data(out[0]), vo);
+    (p->dtype == PARDO_F32 ? momentum_f32 : momentum_f64)(
+        p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]), pardo_tensor_data(ctx->in[2]),
+        pardo_tensor_get_f64(ctx->in[3], 0), mu, nesterov, pardo_tensor_data(out[0]), vo);
     return PARDO_OK;
 }
 
@@ -277,11 +277,10 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
         return pardo_errorf(ctx->st, PARDO_ERUNTIME, "input 4 'step' is %g, expected a count >= 0", t - 1);
     if ((rc = opt_outputs(ctx, in_of, ctx->n_out < 4 ? ctx->n_out : 4, out)) != PARDO_OK) return rc;
     const double step_size = lr / (1 - pow(b1, t)), bc2_sqrt = sqrt(1 - pow(b2, t));
-    (p->dtype == PARDO_F32 ? adam_f32 : adam_f64)(p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]),
-                                                  pardo_tensor_data(ctx->in[2]), pardo_tensor_data(ctx->in[3]),
-                                                  step_size, bc2_sqrt, b1, b2, eps, pardo_tensor_data(out[0]),
-                                                  out[1] ? pardo_tensor_data(out[1]) : NULL,
-                                                  out[2] ? pardo_tensor_data(out[2]) : NULL);
+    (p->dtype == PARDO_F32 ? adam_f32 : adam_f64)(
+        p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]), pardo_tensor_data(ctx->in[2]),
+        pardo_tensor_data(ctx->in[3]), step_size, bc2_sqrt, b1, b2, eps, pardo_tensor_data(out[0]),
+        out[1] ? pardo_tensor_data(out[1]) : NULL, out[2] ? pardo_tensor_data(out[2]) : NULL);
     if (out[3]) pardo_tensor_set_f64(out[3], 0, t);
     return PARDO_OK;
 }

@@ -19,9 +19,9 @@
 #include "window2d.h"
 
 typedef struct pool_geom {
-    int64_t n, c, h, w;  // input batch, channels, height, width; -1 unknown
-    int64_t oh, ow;      // output height, width
-    pardo_window2d win;  // kernel, strides, pads (dilation 1)
+    int64_t n, c, h, w; // input batch, channels, height, width; -1 unknown
+    int64_t oh, ow;     // output height, width
+    pardo_window2d win; // kernel, strides, pads (dilation 1)
 } pool_geom;
 
 static const pardo_attr_def pool_attrs[] = {
@@ -213,9 +213,9 @@ static int pool_grad_run(pardo_kernel_ctx *ctx, bool max) {
     if (!dy) return PARDO_OK;
     const bool f32 = x->dtype == PARDO_F32;
     if (max)
-        (f32 ? maxpool_bwd_f32 : maxpool_bwd_f64)(&g, pardo_tensor_data(x), pardo_tensor_data(dy), pardo_tensor_data(dx));
-    else
-        (f32 ? avgpool_bwd_f32 : avgpool_bwd_f64)(&g, pardo_tensor_data(dy), pardo_tensor_data(dx));
+        (f32 ? maxpool_bwd_f32 : maxpool_bwd_f64)(&g, pardo_tensor_data(x), pardo_tensor_data(dy),
+                                                  pardo_tensor_data(dx));
+    else (f32 ? avgpool_bwd_f32 : avgpool_bwd_f64)(&g, pardo_tensor_data(dy), pardo_tensor_data(dx));
     return PARDO_OK;
 }
 

@@ -7,13 +7,13 @@ static const char *const axis_name[2] = {"height", "width"};
 
 /* Reads attr `name` as exactly n integers into out, or leaves out alone when
  * the attr is absent. */
-static int read_ints(const pardo_op *op, const char *name, int n, const char *layout, int64_t *out,
-                     pardo_status *st) {
+static int read_ints(const pardo_op *op, const char *name, int n, const char *layout, int64_t *out, pardo_status *st) {
     int64_t v[PARDO_MAX_DIMS];
     int got, rc = pardo_attr_ints(op, name, v, PARDO_MAX_DIMS, &got, st);
     if (rc != PARDO_OK) return rc;
     if (got <= 0) return PARDO_OK; /* absent or [] */
-    if (got != n) return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, expected %d (%s)", name, got, n, layout);
+    if (got != n)
+        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, expected %d (%s)", name, got, n, layout);
     for (int i = 0; i < n; i++) out[i] = v[i];
     return PARDO_OK;
 }
@@ -28,8 +28,7 @@ int pardo_window2d_attrs(const pardo_op *op, const int64_t *default_stride, bool
     }
     if ((rc = read_ints(op, "strides", 2, "[stride_h, stride_w]", w->stride, st)) != PARDO_OK) return rc;
     if ((rc = read_ints(op, "pads", 4, "[top, left, bottom, right]", w->pad, st)) != PARDO_OK) return rc;
-    if (with_dilations &&
-        (rc = read_ints(op, "dilations", 2, "[dilation_h, dilation_w]", w->dilation, st)) != PARDO_OK)
+    if (with_dilations && (rc = read_ints(op, "dilations", 2, "[dilation_h, dilation_w]", w->dilation, st)) != PARDO_OK)
         return rc;
     for (int a = 0; a < 2; a++) {
         if (w->stride[a] < 1)

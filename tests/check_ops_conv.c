@@ -16,14 +16,15 @@
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 typedef struct conv_case {
-    int64_t xs[4], ws[4];  // X [N, C, H, W], W [M, C/group, kH, kW]
+    int64_t xs[4], ws[4]; // X [N, C, H, W], W [M, C/group, kH, kW]
     bool bias;
     int64_t strides[2], pads[4], dil[2], group;
 } conv_case;
 
 static char *conv_attrs(const conv_case *c, char *buf, size_t n) {
-    snprintf(buf, n, "{\"strides\": [%lld, %lld], \"pads\": [%lld, %lld, %lld, %lld], \"dilations\": [%lld, %lld], "
-                     "\"group\": %lld}",
+    snprintf(buf, n,
+             "{\"strides\": [%lld, %lld], \"pads\": [%lld, %lld, %lld, %lld], \"dilations\": [%lld, %lld], "
+             "\"group\": %lld}",
              (long long)c->strides[0], (long long)c->strides[1], (long long)c->pads[0], (long long)c->pads[1],
              (long long)c->pads[2], (long long)c->pads[3], (long long)c->dil[0], (long long)c->dil[1],
              (long long)c->group);
@@ -34,8 +35,8 @@ static char *conv_attrs(const conv_case *c, char *buf, size_t n) {
  * X[n, c, oh*sH - top + kh*dH, ow*sW - left + kw*dW] * W[m, c - g*C/group, kh, kw],
  * zero outside X; in double. */
 static pardo_tensor *ref_conv(const conv_case *c, const pardo_tensor *x, const pardo_tensor *w, const pardo_tensor *b) {
-    const int64_t N = c->xs[0], C = c->xs[1], H = c->xs[2], W = c->xs[3], M = c->ws[0], CG = c->ws[1],
-                  KH = c->ws[2], KW = c->ws[3];
+    const int64_t N = c->xs[0], C = c->xs[1], H = c->xs[2], W = c->xs[3], M = c->ws[0], CG = c->ws[1], KH = c->ws[2],
+                  KW = c->ws[3];
     const int64_t OH = (H + c->pads[0] + c->pads[2] - (c->dil[0] * (KH - 1) + 1)) / c->strides[0] + 1;
     const int64_t OW = (W + c->pads[1] + c->pads[3] - (c->dil[1] * (KW - 1) + 1)) / c->strides[1] + 1;
     int64_t ys[4] = {N, M, OH, OW};
@@ -66,14 +67,14 @@ static pardo_tensor *ref_conv(const conv_case *c, const pardo_tensor *x, const p
 static const conv_case cases[] = {
     {{1, 1, 5, 5}, {1, 1, 3, 3}, false, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
     {{2, 3, 6, 5}, {4, 3, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
-    {{2, 4, 7, 6}, {6, 2, 3, 2}, true, {2, 1}, {1, 0, 2, 1}, {1, 2}, 2},       /* stride, asymmetric pads, group */
-    {{3, 3, 1, 9}, {3, 1, 1, 3}, true, {1, 3}, {0, 1, 0, 1}, {1, 1}, 3},       /* depthwise, height 1 */
-    {{2, 2, 7, 7}, {5, 2, 1, 1}, false, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},      /* 1x1, stride 2, odd size */
-    {{1, 2, 4, 3}, {2, 2, 4, 3}, true, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},       /* kernel = input: 1x1 output */
-    {{1, 2, 9, 8}, {4, 1, 3, 2}, true, {2, 3}, {2, 1, 0, 3}, {2, 3}, 2},       /* dilations, strides, pads */
-    {{0, 3, 5, 5}, {2, 3, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},       /* empty batch */
-    {{1, 4, 3, 3}, {8, 1, 2, 2}, false, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4},      /* group = C, M = 2C */
-    {{2, 1, 2, 2}, {3, 1, 3, 3}, true, {3, 3}, {1, 1, 1, 1}, {1, 1}, 1},       /* padding all round, 1x1 out */
+    {{2, 4, 7, 6}, {6, 2, 3, 2}, true, {2, 1}, {1, 0, 2, 1}, {1, 2}, 2},  /* stride, asymmetric pads, group */
+    {{3, 3, 1, 9}, {3, 1, 1, 3}, true, {1, 3}, {0, 1, 0, 1}, {1, 1}, 3},  /* depthwise, height 1 */
+    {{2, 2, 7, 7}, {5, 2, 1, 1}, false, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1}, /* 1x1, stride 2, odd size */
+    {{1, 2, 4, 3}, {2, 2, 4, 3}, true, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},  /* kernel = input: 1x1 output */
+    {{1, 2, 9, 8}, {4, 1, 3, 2}, true, {2, 3}, {2, 1, 0, 3}, {2, 3}, 2},  /* dilations, strides, pads */
+    {{0, 3, 5, 5}, {2, 3, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},  /* empty batch */
+    {{1, 4, 3, 3}, {8, 1, 2, 2}, false, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4}, /* group = C, M = 2C */
+    {{2, 1, 2, 2}, {3, 1, 3, 3}, true, {3, 3}, {1, 1, 1, 1}, {1, 1}, 1},  /* padding all round, 1x1 out */
 };
 
 START_TEST(test_conv_reference) {
@@ -272,10 +273,10 @@ START_TEST(test_conv_err_shapes) {
                      PARDO_OK);
     ck_assert(pardo_shape_equal(y.ndim, y.shape, 4, (int64_t[]){1, 1, 1, 4}));
     /* groups: C not divisible, M not divisible, W's channel dim */
-    expect_conv_error("{\"group\": 3}", (int64_t[]){1, 4, 5, 5}, (int64_t[]){3, 1, 3, 3}, NULL, PARDO_EINVAL,
-                      "'group'", "4 channels");
-    expect_conv_error("{\"group\": 2}", (int64_t[]){1, 4, 5, 5}, (int64_t[]){3, 2, 3, 3}, NULL, PARDO_EINVAL,
-                      "'group'", "3 output channels");
+    expect_conv_error("{\"group\": 3}", (int64_t[]){1, 4, 5, 5}, (int64_t[]){3, 1, 3, 3}, NULL, PARDO_EINVAL, "'group'",
+                      "4 channels");
+    expect_conv_error("{\"group\": 2}", (int64_t[]){1, 4, 5, 5}, (int64_t[]){3, 2, 3, 3}, NULL, PARDO_EINVAL, "'group'",
+                      "3 output channels");
     expect_conv_error("{\"group\": 2}", (int64_t[]){1, 4, 5, 5}, (int64_t[]){4, 4, 3, 3}, NULL, PARDO_ESHAPE,
                       "C/group = 2", NULL);
     expect_conv_error(NULL, (int64_t[]){1, 4, 5, 5}, (int64_t[]){4, 4, 3, 3}, (int64_t[]){3}, PARDO_ESHAPE, "'B'",
@@ -284,9 +285,11 @@ START_TEST(test_conv_err_shapes) {
     pardo_type x3 = test_type(PARDO_F32, 3, (int64_t[]){1, 5, 5}), w = test_type(PARDO_F32, 4, (int64_t[]){1, 1, 3, 3});
     ck_assert_int_eq(infer_conv(NULL, x3, w, NULL, &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "[N, C, H, W]") != NULL, "%s", st.msg);
-    pardo_type xi = test_type(PARDO_I32, 4, (int64_t[]){1, 1, 5, 5}), wd = test_type(PARDO_F64, 4, (int64_t[]){1, 1, 3, 3});
+    pardo_type xi = test_type(PARDO_I32, 4, (int64_t[]){1, 1, 5, 5}),
+               wd = test_type(PARDO_F64, 4, (int64_t[]){1, 1, 3, 3});
     ck_assert_int_eq(infer_conv(NULL, xi, w, NULL, &y, &st), PARDO_ESHAPE);
-    ck_assert_int_eq(infer_conv(NULL, test_type(PARDO_F32, 4, (int64_t[]){1, 1, 5, 5}), wd, NULL, &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_conv(NULL, test_type(PARDO_F32, 4, (int64_t[]){1, 1, 5, 5}), wd, NULL, &y, &st),
+                     PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "'W'") && strstr(st.msg, "float64"), "%s", st.msg);
 }
 END_TEST
@@ -295,7 +298,8 @@ START_TEST(test_conv_err_runtime_shapes) {
     /* a run-time shape that inference could not see is caught by the kernel */
     int64_t xs[] = {1, 1, 2, 2}, ws[] = {1, 1, 3, 3};
     test_rng r = {1};
-    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 4, xs, -1, 1), test_tensor_random(&r, PARDO_F32, 4, ws, -1, 1)};
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 4, xs, -1, 1),
+                           test_tensor_random(&r, PARDO_F32, 4, ws, -1, 1)};
     pardo_tensor *y = NULL;
     pardo_status st;
     ck_assert_int_eq(test_run_op("conv2d", NULL, 2, in, 1, &y, &st), PARDO_ESHAPE);

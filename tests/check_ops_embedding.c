@@ -65,7 +65,8 @@ END_TEST
 START_TEST(test_embedding_grads) {
     test_rng r = {6};
     int64_t ws[] = {5, 3}, is[] = {2, 3}, is1[] = {4};
-    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, 2, ws, -1, 1), test_tensor_from(PARDO_I32, 2, is, (double[]){0, 4, 4, 2, 0, 4})};
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, 2, ws, -1, 1),
+                           test_tensor_from(PARDO_I32, 2, is, (double[]){0, 4, 4, 2, 0, 4})};
     test_check_grad_default("embedding", NULL, 2, in, 1, 1u);
     pardo_tensor_release(in[1]);
     in[1] = test_tensor_from(PARDO_I64, 1, is1, (double[]){1, 1, 3, 2});
@@ -92,8 +93,8 @@ START_TEST(test_embedding_err_out_of_range) {
             test_rng r = {7};
             int64_t ws[] = {7, 2}, is[] = {2, 2};
             pardo_tensor *in[4] = {test_tensor_random(&r, PARDO_F64, 2, ws, -1, 1),
-                                   test_tensor_from(t ? PARDO_I64 : PARDO_I32, 2, is, (double[]){0, 6, bad[b], 1}), NULL,
-                                   NULL},
+                                   test_tensor_from(t ? PARDO_I64 : PARDO_I32, 2, is, (double[]){0, 6, bad[b], 1}),
+                                   NULL, NULL},
                          *y = NULL;
             pardo_status st;
             ck_assert_int_eq(test_run_op("embedding", NULL, 2, in, 1, &y, &st), PARDO_ERUNTIME);

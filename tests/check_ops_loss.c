@@ -59,7 +59,8 @@ START_TEST(test_mse_grads) {
     int64_t s[] = {3, 4};
     for (int rd = 0; rd < 3; rd++) {
         test_rng r = {510u + (uint64_t)rd};
-        pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, 2, s, -2, 2), test_tensor_random(&r, PARDO_F64, 2, s, -2, 2)};
+        pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, 2, s, -2, 2),
+                               test_tensor_random(&r, PARDO_F64, 2, s, -2, 2)};
         char attrs[48];
         snprintf(attrs, sizeof attrs, "{\"reduction\": \"%s\"}", reds[rd]);
         test_check_grad_default("mse_loss", attrs, 2, in, 1, 3u);
@@ -73,8 +74,9 @@ END_TEST
 START_TEST(test_mse_grad_known) {
     /* mean over 2: d/dp = 2 (p - t) / 2 * dloss; d/dt = -that; dloss "" gives zeros */
     int64_t s[] = {2}, sc[] = {1};
-    pardo_tensor *in[4] = {test_tensor_from(PARDO_F32, 1, s, (double[]){3, -1}), test_tensor_from(PARDO_F32, 1, s, (double[]){1, 1}),
-                           NULL, test_tensor_from(PARDO_F32, 0, sc, (double[]){0.5})},
+    pardo_tensor *in[4] = {test_tensor_from(PARDO_F32, 1, s, (double[]){3, -1}),
+                           test_tensor_from(PARDO_F32, 1, s, (double[]){1, 1}), NULL,
+                           test_tensor_from(PARDO_F32, 0, sc, (double[]){0.5})},
                  *g[2];
     pardo_status st;
     ck_assert_int_eq(test_run_op("mse_loss_grad", NULL, 4, in, 2, g, &st), PARDO_OK);
@@ -124,14 +126,16 @@ START_TEST(test_accuracy_reference) {
             for (int l = 0; l < 2; l++) {
                 test_rng r = {600u + (uint64_t)(k * 4 + t * 2 + l)};
                 int64_t n = sizes[k][0], c = sizes[k][1], xs[] = {n, c};
-                pardo_tensor *in[2] = {test_tensor_random(&r, dts[t], 2, xs, -1, 1), test_tensor_random(&r, lts[l], 1, &n, 0, (double)c)},
+                pardo_tensor *in[2] = {test_tensor_random(&r, dts[t], 2, xs, -1, 1),
+                                       test_tensor_random(&r, lts[l], 1, &n, 0, (double)c)},
                              *y = NULL;
                 /* make about half the rows right */
                 for (int64_t i = 0; i < n; i += 2) pardo_tensor_set_f64(in[1], i, (double)ref_argmax(in[0], i, c));
                 pardo_status st;
                 ck_assert_int_eq(test_run_op("accuracy", NULL, 2, in, 1, &y, &st), PARDO_OK);
                 int64_t hits = 0;
-                for (int64_t i = 0; i < n; i++) hits += ref_argmax(in[0], i, c) == (int64_t)pardo_tensor_get_f64(in[1], i);
+                for (int64_t i = 0; i < n; i++)
+                    hits += ref_argmax(in[0], i, c) == (int64_t)pardo_tensor_get_f64(in[1], i);
                 ck_assert_int_eq(y->dtype, PARDO_F32);
                 ck_assert_int_eq(y->ndim, 0);
                 ck_assert_double_eq_tol(pardo_tensor_get_f64(y, 0), n ? (double)hits / (double)n : 0.0, 1e-7);
@@ -188,7 +192,8 @@ START_TEST(test_loss_errors) {
     /* a label outside [0, C) at run time */
     int64_t xs[] = {2, 3}, n = 2;
     test_rng r = {8};
-    pardo_tensor *tin[2] = {test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1), test_tensor_from(PARDO_I32, 1, &n, (double[]){1, 3})},
+    pardo_tensor *tin[2] = {test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1),
+                            test_tensor_from(PARDO_I32, 1, &n, (double[]){1, 3})},
                  *out = NULL;
     ck_assert_int_eq(test_run_op("accuracy", NULL, 2, tin, 1, &out, &st), PARDO_ERUNTIME);
     ck_assert_msg(strstr(st.msg, "row 1 has label 3"), "%s", st.msg);

@@ -47,14 +47,14 @@ static void ref_ln(const pardo_tensor *x, int axis, const pardo_tensor *s, const
 typedef struct ln_case {
     int nd;
     int64_t shape[4];
-    int axis;       // as given
-    int axis_norm;  // normalised
+    int axis;      // as given
+    int axis_norm; // normalised
     bool scale, bias;
 } ln_case;
 
 static const ln_case cases[] = {
-    {2, {4, 6}, -1, 1, true, true},   {3, {3, 4, 5}, 1, 1, true, true}, {3, {3, 4, 5}, 0, 0, true, false},
-    {1, {7}, 0, 0, false, true},      {3, {2, 1, 7}, -2, 1, false, false}, {2, {0, 4}, 1, 1, true, true},
+    {2, {4, 6}, -1, 1, true, true},      {3, {3, 4, 5}, 1, 1, true, true},    {3, {3, 4, 5}, 0, 0, true, false},
+    {1, {7}, 0, 0, false, true},         {3, {2, 1, 7}, -2, 1, false, false}, {2, {0, 4}, 1, 1, true, true},
     {4, {2, 3, 1, 2}, 3, 3, true, true}, {2, {5, 1}, -1, 1, true, true},
 };
 
@@ -66,7 +66,8 @@ START_TEST(test_ln_reference) {
             test_rng r = {300u + (uint64_t)(k * 2 + t)};
             const int pn = c->nd - c->axis_norm;
             pardo_tensor *in[3] = {test_tensor_random(&r, dts[t], c->nd, c->shape, -3, 3),
-                                   c->scale ? test_tensor_random(&r, dts[t], pn, c->shape + c->axis_norm, 0.5, 2) : NULL,
+                                   c->scale ? test_tensor_random(&r, dts[t], pn, c->shape + c->axis_norm, 0.5, 2)
+                                            : NULL,
                                    c->bias ? test_tensor_random(&r, dts[t], pn, c->shape + c->axis_norm, -1, 1) : NULL};
             pardo_tensor *out[3], *want[3];
             pardo_status st;
@@ -127,7 +128,8 @@ START_TEST(test_ln_grads) {
 END_TEST
 
 START_TEST(test_ln_infer) {
-    pardo_type out[3], x = test_type(PARDO_F32, 3, (int64_t[]){-1, 5, 8}), s = test_type(PARDO_F32, 2, (int64_t[]){5, 8});
+    pardo_type out[3], x = test_type(PARDO_F32, 3, (int64_t[]){-1, 5, 8}),
+                       s = test_type(PARDO_F32, 2, (int64_t[]){5, 8});
     const pardo_type *in[3] = {&x, &s, NULL};
     pardo_status st;
     ck_assert_int_eq(test_infer_op("layer_norm", "{\"axis\": 1}", 3, in, 3, out, &st), PARDO_OK);

@@ -54,8 +54,8 @@ static void run_case(const opt_case *c, const char *dt, bool lr_vector) {
     in[n_in - 1] = test_tensor_from(in[0]->dtype, lr_vector ? 1 : 0, &one, &c->lr);
     for (int t = 1; t <= 3; t++) {
         in[1] = load("%s_g%d", dt, t);
-        ck_assert_msg(test_run_op(c->op, c->attrs, n_in, in, n_out, out, &st) == PARDO_OK, "%s %s step %d: %s",
-                      c->name, dt, t, st.msg);
+        ck_assert_msg(test_run_op(c->op, c->attrs, n_in, in, n_out, out, &st) == PARDO_OK, "%s %s step %d: %s", c->name,
+                      dt, t, st.msg);
         char stem[64];
         snprintf(stem, sizeof stem, "%s_%s", c->name, dt);
         const double rtol = f32 ? 1e-5 : 1e-6, atol = 0;
@@ -114,8 +114,14 @@ static void run_inplace(const char *type, const char *attrs, int n_in, pardo_ten
     ck_assert(op.def->inplace);
     pardo_tensor *out[8];
     for (int k = 0; k < n_out; k++) out[k] = pardo_tensor_retain(in[in_of[k]]);
-    pardo_kernel_ctx ctx = {.op = &op, .n_in = n_in, .in = in, .n_out = n_out, .out = out, .st = &st,
-                            .device = PARDO_DEVICE_CPU, .nthreads = 1};
+    pardo_kernel_ctx ctx = {.op = &op,
+                            .n_in = n_in,
+                            .in = in,
+                            .n_out = n_out,
+                            .out = out,
+                            .st = &st,
+                            .device = PARDO_DEVICE_CPU,
+                            .nthreads = 1};
     ck_assert_msg(op.def->cpu(&ctx) == PARDO_OK, "%s: %s", type, st.msg);
     for (int k = 0; k < n_out; k++) {
         ck_assert_ptr_eq(out[k], in[in_of[k]]); /* updated in place, nothing allocated */
@@ -165,8 +171,10 @@ END_TEST
 START_TEST(test_optimizer_optional_state_outputs) {
     /* adam with only the param output: the state inputs are read, not written */
     int64_t s[] = {2};
-    pardo_tensor *in[6] = {test_tensor_from(PARDO_F32, 1, s, (double[]){1, 1}), test_tensor_from(PARDO_F32, 1, s, (double[]){1, -1}),
-                           test_tensor_from(PARDO_F32, 1, s, (double[]){0, 0}), test_tensor_from(PARDO_F32, 1, s, (double[]){0, 0}),
+    pardo_tensor *in[6] = {test_tensor_from(PARDO_F32, 1, s, (double[]){1, 1}),
+                           test_tensor_from(PARDO_F32, 1, s, (double[]){1, -1}),
+                           test_tensor_from(PARDO_F32, 1, s, (double[]){0, 0}),
+                           test_tensor_from(PARDO_F32, 1, s, (double[]){0, 0}),
                            test_tensor_from(PARDO_I64, 1, (int64_t[]){1}, (double[]){0}),
                            test_tensor_from(PARDO_F32, 1, (int64_t[]){1}, (double[]){0.5})},
                  *out = NULL;
@@ -189,7 +197,8 @@ START_TEST(test_optimizer_infer) {
     ck_assert(pardo_shape_equal(out[0].ndim, out[0].shape, 2, (int64_t[]){-1, 4}));
     ck_assert_int_eq(out[3].dtype, PARDO_I64);
     ck_assert_int_eq(out[3].ndim, 0);
-    for (int k = 0; k < 3; k++) ck_assert(pardo_op_lookup((const char *[]){"sgd", "momentum", "adam"}[k])->grad == NULL);
+    for (int k = 0; k < 3; k++)
+        ck_assert(pardo_op_lookup((const char *[]){"sgd", "momentum", "adam"}[k])->grad == NULL);
 }
 END_TEST
 

@@ -16,9 +16,9 @@
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 typedef struct pool_case {
-    int64_t xs[4];       // X [N, C, H, W]
-    int64_t k[2], s[2];  // kernel, strides
-    int64_t pads[4];     // top, left, bottom, right
+    int64_t xs[4];      // X [N, C, H, W]
+    int64_t k[2], s[2]; // kernel, strides
+    int64_t pads[4];    // top, left, bottom, right
 } pool_case;
 
 static char *pool_attrs(const pool_case *c, char *buf, size_t n) {
@@ -58,8 +58,7 @@ static pardo_tensor *ref_pool(const pool_case *c, const pardo_tensor *x, bool ma
 }
 
 static const pool_case cases[] = {
-    {{1, 1, 4, 4}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
-    {{2, 3, 7, 8}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
+    {{1, 1, 4, 4}, {2, 2}, {2, 2}, {0, 0, 0, 0}}, {{2, 3, 7, 8}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
     {{2, 2, 5, 7}, {2, 3}, {1, 2}, {1, 0, 0, 2}}, /* asymmetric pads */
     {{1, 3, 1, 9}, {1, 3}, {1, 3}, {0, 1, 0, 1}}, /* height 1 */
     {{3, 1, 5, 5}, {5, 5}, {1, 1}, {0, 0, 0, 0}}, /* window = input */
@@ -93,8 +92,8 @@ END_TEST
 START_TEST(test_pool_default_strides) {
     /* strides default to the kernel; pads to zeros; leftover rows are dropped (floor) */
     int64_t xs[] = {1, 1, 5, 4};
-    pardo_tensor *x = test_tensor_from(PARDO_F64, 4, xs,
-                                       (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}),
+    pardo_tensor *x = test_tensor_from(PARDO_F64, 4, xs, (double[]){1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
+                                                                    11, 12, 13, 14, 15, 16, 17, 18, 19, 20}),
                  *y = NULL;
     pardo_status st;
     ck_assert_int_eq(test_run_op("avg_pool2d", "{\"kernel\": [2, 2]}", 1, &x, 1, &y, &st), PARDO_OK);
