@@ -163,7 +163,7 @@ START_TEST(test_accuracy_first_max) {
 END_TEST
 
 START_TEST(test_loss_errors) {
-    pardo_type y, p = test_type(PARDO_F32, 2, (int64_t[]){3, 4}), t = test_type(PARDO_F32, 2, (int64_t[]){3, 5});
+    pardo_type y, y2[2], p = test_type(PARDO_F32, 2, (int64_t[]){3, 4}), t = test_type(PARDO_F32, 2, (int64_t[]){3, 5});
     const pardo_type *in[2] = {&p, &t};
     pardo_status st;
     ck_assert_int_eq(test_infer_op("mse_loss", NULL, 2, in, 1, &y, &st), PARDO_ESHAPE);
@@ -173,7 +173,7 @@ START_TEST(test_loss_errors) {
     t = p;
     ck_assert_int_eq(test_infer_op("mse_loss", "{\"reduction\": \"avg\"}", 2, in, 1, &y, &st), PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'reduction'") && strstr(st.msg, "avg"), "%s", st.msg);
-    ck_assert_int_eq(test_infer_op("mse_loss_grad", "{\"reduction\": \"max\"}", 2, in, 2, &y, &st), PARDO_EINVAL);
+    ck_assert_int_eq(test_infer_op("mse_loss_grad", "{\"reduction\": \"max\"}", 2, in, 2, y2, &st), PARDO_EINVAL);
     p = t = test_type(PARDO_I32, 1, (int64_t[]){3});
     ck_assert_int_eq(test_infer_op("mse_loss", NULL, 2, in, 1, &y, &st), PARDO_ESHAPE);
     /* accuracy */

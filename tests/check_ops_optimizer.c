@@ -94,7 +94,7 @@ END_TEST
 /* Runs op in place: output k is the tensor of input in_of[k], as the
  * executor hands it over when the graph names the same var. */
 static void run_inplace(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out, const int *in_of) {
-    static char names[8][8];
+    static char names[8][16];
     char *in_names[8], *out_names[8];
     for (int k = 0; k < n_in; k++) {
         snprintf(names[k], sizeof names[k], "v%d", k);
