@@ -25,7 +25,7 @@ typedef struct pool_geom {
 } pool_geom;
 
 static const pardo_attr_def pool_attrs[] = {
-    {"kernel", PARDO_ATTR_INTS, NULL, "[kH, kW] window size, each >= 1 (required)"},
+    {"kernel", PARDO_ATTR_INTS, NULL, "[kH, kW] window size, each >= 1"},
     {"strides", PARDO_ATTR_INTS, "[]", "[stride_h, stride_w], each >= 1; [] (default): the kernel"},
     {"pads", PARDO_ATTR_INTS, "[0, 0, 0, 0]", "[top, left, bottom, right], each >= 0 and below the kernel"},
 };
