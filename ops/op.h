@@ -106,7 +106,10 @@ typedef struct pardo_op_def {
 /* The usual gradient builder (SPEC section 2): one op of type "<T>_grad"
  * whose inputs are T's inputs, T's outputs and the output gradients, whose
  * outputs are the input gradients ("" where not needed), with T's attrs and
- * name (suffixed "@grad") copied. Set `.grad = pardo_grad_standard` in T's def
+ * name (suffixed "@grad") copied. Trailing optional inputs and outputs that
+ * the forward op leaves out are passed as "" (inputs, outputs and output
+ * gradients alike), so T_grad always sees T's full schema arity (a variadic
+ * input list is passed as it is). Set `.grad = pardo_grad_standard` in T's def
  * and register T_grad. */
 int pardo_grad_standard(const pardo_grad_request *req, pardo_block *blk, pardo_status *st);
 

@@ -21,6 +21,17 @@
     X(reduce_mean) \
     X(softmax) \
     X(softmax_cross_entropy) \
-    X(fill)
+    X(fill) \
+    X(conv2d) X(conv2d_grad) \
+    X(max_pool2d) X(max_pool2d_grad) \
+    X(avg_pool2d) X(avg_pool2d_grad) \
+    X(layer_norm) X(layer_norm_grad) \
+    X(dropout) X(dropout_grad) \
+    X(embedding) X(embedding_grad) \
+    X(mse_loss) X(mse_loss_grad) \
+    X(accuracy) \
+    X(sgd) \
+    X(momentum) \
+    X(adam)
 
 #endif

@@ -20,6 +20,13 @@
     X(ops_reduce)       \
     X(ops_softmax)      \
     X(ops_fill)         \
+    X(ops_conv)         \
+    X(ops_pool)         \
+    X(ops_norm)         \
+    X(ops_dropout)      \
+    X(ops_embedding)    \
+    X(ops_loss)         \
+    X(ops_optimizer)    \
     X(grad)             \
     X(infer)            \
     X(backward)         \

@@ -16,10 +16,10 @@
 
 /* L = sum_j <w_j, out_j> of the forward op on `in`. */
 static double loss_of(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out,
-                      pardo_tensor *const *w) {
+                      pardo_tensor *const *w, bool training, uint64_t step) {
     pardo_tensor *out[MAX_IO];
     pardo_status st;
-    int rc = test_run_op(type, attrs, n_in, in, n_out, out, &st);
+    int rc = test_run_op_ex(type, attrs, n_in, in, n_out, out, training, step, &st);
     ck_assert_msg(rc == PARDO_OK, "%s forward: %s", type, st.msg);
     double l = 0;
     for (int j = 0; j < n_out; j++) {
@@ -32,7 +32,7 @@ static double loss_of(const char *type, const char *attrs, int n_in, pardo_tenso
 
 /* Runs one op of the gradient block over scope s: inference on the bound
  * inputs' types, then the CPU kernel; binds its outputs. */
-static void run_in_scope(const pardo_op *op, pardo_scope *s) {
+static void run_in_scope(const pardo_op *op, pardo_scope *s, bool training, uint64_t step) {
     pardo_status st;
     pardo_tensor *in[64] = {0}, *out[MAX_IO] = {0};
     pardo_type types[64];
@@ -56,7 +56,7 @@ static void run_in_scope(const pardo_op *op, pardo_scope *s) {
     pardo_infer_ctx ictx = {.op = op, .n_in = op->n_in, .in = tp, .n_out = op->n_out, .out = out_types, .st = &st};
     ck_assert_msg(op->def->infer(&ictx) == PARDO_OK, "%s infer: %s", op->type, st.msg);
     pardo_kernel_ctx ctx = {.op = op, .n_in = op->n_in, .in = in, .n_out = op->n_out, .out = out, .st = &st,
-                            .device = PARDO_DEVICE_CPU, .nthreads = 1};
+                            .device = PARDO_DEVICE_CPU, .nthreads = 1, .training = training, .step = step};
     ck_assert_msg(op->def->cpu(&ctx) == PARDO_OK, "%s kernel: %s", op->type, st.msg);
     for (int k = 0; k < op->n_out; k++) {
         if (!op->out[k][0]) {
@@ -70,8 +70,8 @@ static void run_in_scope(const pardo_op *op, pardo_scope *s) {
     }
 }
 
-void test_check_grad(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out, unsigned which,
-                     double eps, double tol) {
+void test_check_grad_ex(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out, unsigned which,
+                        double eps, double tol, bool training, uint64_t step) {
     pardo_status st;
     test_rng r = {0x5eedULL};
     const pardo_op_def *def = pardo_op_lookup(type);
@@ -80,13 +80,14 @@ void test_check_grad(const char *type, const char *attrs, int n_in, pardo_tensor
 
     /* forward once, random output weights for the float outputs */
     pardo_tensor *out[MAX_IO], *w[MAX_IO] = {0};
-    ck_assert_msg(test_run_op(type, attrs, n_in, in, n_out, out, &st) == PARDO_OK, "%s: %s", type, st.msg);
+    ck_assert_msg(test_run_op_ex(type, attrs, n_in, in, n_out, out, training, step, &st) == PARDO_OK, "%s: %s", type,
+                  st.msg);
     for (int j = 0; j < n_out; j++)
         if (pardo_dtype_is_float(out[j]->dtype))
             w[j] = test_tensor_random(&r, out[j]->dtype, out[j]->ndim, out[j]->shape, -1, 1);
 
     /* the forward op as the graph would hold it, and the gradient request */
-    char in_names[MAX_IO][16], out_names[MAX_IO][16], dy[MAX_IO][16], dx[MAX_IO][16];
+    char in_names[MAX_IO][24], out_names[MAX_IO][24], dy[MAX_IO][24], dx[MAX_IO][24]; // wide enough for any index
     char *fin[MAX_IO], *fout[MAX_IO];
     const char *out_grads[MAX_IO], *in_grads[MAX_IO];
     for (int k = 0; k < n_in; k++) {
@@ -126,7 +127,7 @@ void test_check_grad(const char *type, const char *attrs, int n_in, pardo_tensor
     }
     for (int i = 0; i < blk.n_ops; i++) {
         blk.ops[i].def = pardo_op_lookup(blk.ops[i].type);
-        run_in_scope(&blk.ops[i], s);
+        run_in_scope(&blk.ops[i], s, training, step);
     }
 
     /* compare with central differences */
@@ -139,9 +140,9 @@ void test_check_grad(const char *type, const char *attrs, int n_in, pardo_tensor
         for (int64_t i = 0; i < x->numel; i++) {
             double orig = pardo_tensor_get_f64(x, i);
             pardo_tensor_set_f64(x, i, orig + eps);
-            double lp = loss_of(type, attrs, n_in, in, n_out, w);
+            double lp = loss_of(type, attrs, n_in, in, n_out, w, training, step);
             pardo_tensor_set_f64(x, i, orig - eps);
-            double lm = loss_of(type, attrs, n_in, in, n_out, w);
+            double lm = loss_of(type, attrs, n_in, in, n_out, w, training, step);
             pardo_tensor_set_f64(x, i, orig);
             double num = (lp - lm) / (2 * eps), ana = pardo_tensor_get_f64(g, i);
             double scale = fmax(1.0, fmax(fabs(num), fabs(ana)));
@@ -158,6 +159,11 @@ void test_check_grad(const char *type, const char *attrs, int n_in, pardo_tensor
         pardo_tensor_release(out[j]);
         pardo_tensor_release(w[j]);
     }
+}
+
+void test_check_grad(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out, unsigned which,
+                     double eps, double tol) {
+    test_check_grad_ex(type, attrs, n_in, in, n_out, which, eps, tol, false, 0);
 }
 
 void test_check_grad_default(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out,

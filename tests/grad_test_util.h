@@ -5,6 +5,9 @@
 #ifndef PARDO_GRAD_TEST_UTIL_H
 #define PARDO_GRAD_TEST_UTIL_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "op.h"
 
 /* For op `type` with attrs (JSON text or NULL) on n_in inputs (float64 for
@@ -17,6 +20,11 @@
  * element and both values on a mismatch. */
 void test_check_grad(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,
                      unsigned which, double eps, double tol);
+
+/* As test_check_grad with the forward and gradient kernels run with
+ * ctx->training and ctx->step set as given (dropout). */
+void test_check_grad_ex(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,
+                        unsigned which, double eps, double tol, bool training, uint64_t step);
 
 /* The same with the usual eps 1e-6 and tol 1e-6. */
 void test_check_grad_default(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,

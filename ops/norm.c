@@ -1,0 +1,314 @@
+/* norm.c - layer_norm (ONNX LayerNormalization) and layer_norm_grad.
+ *
+ * X is viewed as [rows, n]: rows = prod(shape[:axis]), n = prod(shape[axis:])
+ * (attr axis, default -1). Each row is normalised with its own mean and
+ * biased variance: Y = (X - mean) * InvStdDev * scale + bias, InvStdDev =
+ * 1 / sqrt(var + epsilon). scale and bias are optional and, when given, have
+ * exactly the normalised shape X.shape[axis:] (ONNX allows any shape that
+ * broadcasts to it; pardo asks for the exact one). Optional outputs Mean and
+ * InvStdDev have shape X.shape[:axis] + [1] * (rank - axis), as in ONNX, and
+ * X's dtype (ONNX's stash_type is not supported: statistics are computed in
+ * double and stored in X's dtype). A row of n = 0 elements has mean 0 and
+ * variance 0.
+ *
+ * layer_norm_grad recomputes each row's statistics from X (the Mean and
+ * InvStdDev inputs are not read), and also takes the gradients of Mean and
+ * InvStdDev when the graph uses those outputs. Nothing is allocated. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nn_util.h"
+#include "op.h"
+
+static const pardo_attr_def ln_attrs[] = {
+    {"axis", PARDO_ATTR_INT, "-1", "first normalised axis: normalise over dims axis..end (negative from the end)"},
+    {"epsilon", PARDO_ATTR_FLOAT, "1e-05", "added to the variance, >= 0"},
+};
+
+/* Sizes of one layer_norm. */
+typedef struct ln_geom {
+    int axis;     // first normalised dim
+    int64_t rows; // product of the dims before axis; -1 unknown
+    int64_t n;    // product of the normalised dims; -1 unknown
+    double eps;   // epsilon
+} ln_geom;
+
+/* Checks X, scale and bias (NULL: absent) and the attrs; fills g and, when
+ * out is not NULL, the types of Y, Mean and InvStdDev (out[0..3)). Inference
+ * (dims may be -1) and kernels use it. */
+static int ln_geometry(const pardo_op *op, const pardo_type *x, const pardo_type *scale, const pardo_type *bias,
+                       ln_geom *g, pardo_type *out, pardo_status *st) {
+    char sx[128];
+    int64_t axis;
+    int rc;
+    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK) return rc;
+    if ((rc = pardo_attr_int(op, "axis", -1, &axis, st)) != PARDO_OK) return rc;
+    if ((rc = pardo_attr_float(op, "epsilon", 1e-5, &g->eps, st)) != PARDO_OK) return rc;
+    if (!(g->eps >= 0) || isinf(g->eps))
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'epsilon' is %g, expected a finite value >= 0", g->eps);
+    if (x->ndim == 0) return pardo_errorf(st, PARDO_ESHAPE, "input 0 'X' is a scalar, expected rank >= 1");
+    if (x->ndim < 0) { /* unknown rank: nothing more to check */
+        g->axis = -1;
+        g->rows = g->n = -1;
+        for (int k = 0; out && k < 3; k++) {
+            out[k].dtype = x->dtype;
+            out[k].ndim = -1;
+        }
+        return PARDO_OK;
+    }
+    if ((rc = pardo_normalize_axis(axis, x->ndim, "axis", &g->axis, st)) != PARDO_OK) return rc;
+    g->rows = pardo_shape_numel(g->axis, x->shape);
+    g->n = pardo_shape_numel(x->ndim - g->axis, x->shape + g->axis);
+    const pardo_type *params[2] = {scale, bias};
+    static const char *const what[2] = {"input 1 'scale'", "input 2 'bias'"};
+    pardo_type norm = {.dtype = x->dtype, .ndim = x->ndim - g->axis};
+    memcpy(norm.shape, x->shape + g->axis, sizeof(int64_t) * (size_t)norm.ndim);
+    for (int k = 0; k < 2; k++) {
+        if (!params[k]) continue;
+        char what_x[192];
+        snprintf(what_x, sizeof what_x, "the normalised shape of input 0 'X' %s (from attr 'axis' %lld)",
+                 pardo_shape_str(x->ndim, x->shape, sx, sizeof sx), (long long)axis);
+        if ((rc = pardo_nn_expect_same(params[k], what[k], &norm, what_x, st)) != PARDO_OK) return rc;
+    }
+    if (out) {
+        out[0] = *x;
+        out[1].dtype = x->dtype;
+        out[1].ndim = x->ndim;
+        for (int d = 0; d < x->ndim; d++) out[1].shape[d] = d < g->axis ? x->shape[d] : 1;
+        out[2] = out[1];
+    }
+    return PARDO_OK;
+}
+
+/* Mean and inverse standard deviation of one row of n values (in double). */
+#define LN_ROW_STATS(T, xr, n, eps, mean, inv)                                                                         \
+    do {                                                                                                               \
+        double s_ = 0, v_ = 0;                                                                                         \
+        for (int64_t j_ = 0; j_ < (n); j_++) s_ += (double)(xr)[j_];                                                   \
+        (mean) = (n) > 0 ? s_ / (double)(n) : 0.0;                                                                     \
+        for (int64_t j_ = 0; j_ < (n); j_++) {                                                                         \
+            const double d_ = (double)(xr)[j_] - (mean);                                                               \
+            v_ += d_ * d_;                                                                                             \
+        }                                                                                                              \
+        (inv) = 1.0 / sqrt(((n) > 0 ? v_ / (double)(n) : 0.0) + (eps));                                                \
+    } while (0)
+
+/* Defines ln_fwd_SUF and ln_bwd_SUF for element type T. scale, bias, mean
+ * and inv (outputs) and, in the backward, dy, dmean, dinv and the outputs dx,
+ * dscale, dbias may each be NULL (absent). dscale and dbias must come in
+ * zeroed; they sum over rows in T. */
+#define LN_KERNELS(SUF, T)                                                                                             \
+    static void ln_fwd_##SUF(const ln_geom *g, const void *vx, const void *vs, const void *vb, void *vy, void *vm,     \
+                             void *vi) {                                                                               \
+        const T *x = vx, *s = vs, *b = vb;                                                                             \
+        T *y = vy, *mo = vm, *io = vi;                                                                                 \
+        for (int64_t r = 0; r < g->rows; r++) {                                                                        \
+            const T *xr = x + r * g->n;                                                                                \
+            T *yr = y + r * g->n;                                                                                      \
+            double mean, inv;                                                                                          \
+            LN_ROW_STATS(T, xr, g->n, g->eps, mean, inv);                                                              \
+            for (int64_t j = 0; j < g->n; j++) {                                                                       \
+                double v = ((double)xr[j] - mean) * inv;                                                               \
+                if (s) v *= (double)s[j];                                                                              \
+                if (b) v += (double)b[j];                                                                              \
+                yr[j] = (T)v;                                                                                          \
+            }                                                                                                          \
+            if (mo) mo[r] = (T)mean;                                                                                   \
+            if (io) io[r] = (T)inv;                                                                                    \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void ln_bwd_##SUF(const ln_geom *g, const void *vx, const void *vs, const void *vdy, const void *vdm,       \
+                             const void *vdi, void *vdx, void *vds, void *vdb) {                                       \
+        const T *x = vx, *s = vs, *dy = vdy, *dm = vdm, *di = vdi;                                                     \
+        T *dx = vdx, *ds = vds, *db = vdb;                                                                             \
+        const double nn = (double)g->n;                                                                                \
+        for (int64_t r = 0; r < g->rows; r++) {                                                                        \
+            const T *xr = x + r * g->n, *dyr = dy ? dy + r * g->n : NULL;                                              \
+            double mean, inv;                                                                                          \
+            LN_ROW_STATS(T, xr, g->n, g->eps, mean, inv);                                                              \
+            /* dL/dxhat_j = dy_j * scale_j; its mean and its mean against xhat */                                      \
+            double mg = 0, mgx = 0;                                                                                    \
+            for (int64_t j = 0; dyr && j < g->n; j++) {                                                                \
+                const double xh = ((double)xr[j] - mean) * inv;                                                        \
+                const double gj = s ? (double)dyr[j] * (double)s[j] : (double)dyr[j];                                  \
+                mg += gj;                                                                                              \
+                mgx += gj * xh;                                                                                        \
+                if (ds) ds[j] = (T)((double)ds[j] + (double)dyr[j] * xh);                                              \
+                if (db) db[j] = (T)((double)db[j] + (double)dyr[j]);                                                   \
+            }                                                                                                          \
+            if (!dx) continue;                                                                                         \
+            mg /= nn;                                                                                                  \
+            mgx /= nn;                                                                                                 \
+            /* d mean / dx_j = 1/n; d inv / dx_j = -inv^3 (x_j - mean) / n */                                          \
+            const double dmr = dm ? (double)dm[r] / nn : 0.0, dir = di ? -(double)di[r] * inv * inv * inv / nn : 0.0;  \
+            T *dxr = dx + r * g->n;                                                                                    \
+            for (int64_t j = 0; j < g->n; j++) {                                                                       \
+                const double xc = (double)xr[j] - mean, xh = xc * inv;                                                 \
+                const double gj = dyr ? (s ? (double)dyr[j] * (double)s[j] : (double)dyr[j]) : 0.0;                    \
+                dxr[j] = (T)(inv * (gj - mg - xh * mgx) + dmr + dir * xc);                                             \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+
+LN_KERNELS(f32, float)
+LN_KERNELS(f64, double)
+
+/* ---- layer_norm ---- */
+
+static const pardo_arg_def ln_in[] = {
+    {"X", "input (float32 or float64), rank >= 1", false, false},
+    {"scale", "per-element scale of shape X.shape[axis:]", true, false},
+    {"bias", "per-element bias of shape X.shape[axis:]", true, false},
+};
+static const pardo_arg_def ln_out[] = {
+    {"Y", "normalised X, X's shape", false, false},
+    {"Mean", "row means, X.shape[:axis] + [1, ...]", true, false},
+    {"InvStdDev", "1 / sqrt(variance + epsilon) per row, Mean's shape", true, false},
+};
+
+static int ln_infer(pardo_infer_ctx *ctx) {
+    ln_geom g;
+    pardo_type out[3];
+    int rc = ln_geometry(ctx->op, ctx->in[0], pardo_nn_in_type(ctx, 1), pardo_nn_in_type(ctx, 2), &g, out, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    for (int k = 0; k < ctx->n_out && k < 3; k++) ctx->out[k] = out[k];
+    return PARDO_OK;
+}
+
+/* The run-time types of X, scale and bias (absent ones stay NULL). */
+static void ln_types(pardo_tensor *const *t, pardo_type *types, const pardo_type **ptrs) {
+    for (int k = 0; k < 3; k++) {
+        ptrs[k] = NULL;
+        if (!t[k]) continue;
+        types[k] = pardo_tensor_type(t[k]);
+        ptrs[k] = &types[k];
+    }
+}
+
+static int ln_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *in[3] = {ctx->in[0], pardo_nn_in(ctx, 1), pardo_nn_in(ctx, 2)}, *out[3] = {NULL, NULL, NULL};
+    pardo_type types[3], ot[3];
+    const pardo_type *tp[3];
+    ln_geom g;
+    ln_types(in, types, tp);
+    int rc = ln_geometry(ctx->op, tp[0], tp[1], tp[2], &g, ot, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    for (int k = 0; k < ctx->n_out && k < 3; k++) {
+        if (k > 0 && !pardo_kernel_wants_output(ctx, k)) continue;
+        if (!(out[k] = pardo_kernel_output(ctx, k, ot[k].dtype, ot[k].ndim, ot[k].shape))) return ctx->st->code;
+    }
+    void *data[3];
+    for (int k = 0; k < 3; k++) data[k] = out[k] ? pardo_tensor_data(out[k]) : NULL;
+    (in[0]->dtype == PARDO_F32 ? ln_fwd_f32
+                               : ln_fwd_f64)(&g, pardo_tensor_data(in[0]), in[1] ? pardo_tensor_data(in[1]) : NULL,
+                                             in[2] ? pardo_tensor_data(in[2]) : NULL, data[0], data[1], data[2]);
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_layer_norm = {
+    .type = "layer_norm",
+    .doc = "layer normalisation (ONNX LayerNormalization): Y = (X - mean) / sqrt(var + epsilon) * scale + bias over "
+           "dims axis..end",
+    .inputs = ln_in,
+    .n_inputs = 3,
+    .outputs = ln_out,
+    .n_outputs = 3,
+    .attrs = ln_attrs,
+    .n_attrs = 2,
+    .infer = ln_infer,
+    .cpu = ln_cpu,
+    .grad = pardo_grad_standard,
+};
+
+/* ---- layer_norm_grad ---- */
+
+static const pardo_arg_def ln_grad_in[] = {
+    {"X", "the forward input", false, false},
+    {"scale", "the forward scale", true, false},
+    {"bias", "the forward bias (not read)", true, false},
+    {"Y", "the forward output (not read)", true, false},
+    {"Mean", "the forward Mean output (not read: recomputed)", true, false},
+    {"InvStdDev", "the forward InvStdDev output (not read: recomputed)", true, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+    {"dMean", "gradient of Mean (\"\": zeros)", true, false},
+    {"dInvStdDev", "gradient of InvStdDev (\"\": zeros)", true, false},
+};
+static const pardo_arg_def ln_grad_out[] = {
+    {"dX", "gradient of X", true, false},
+    {"dscale", "gradient of scale", true, false},
+    {"dbias", "gradient of bias", true, false},
+};
+
+/* Checks the gradient op's inputs: the forward's, and dY, dMean, dInvStdDev
+ * (NULL: absent) against the forward outputs' types. */
+static int ln_grad_check(const pardo_op *op, const pardo_type *const *in, ln_geom *g, pardo_status *st) {
+    pardo_type ot[3];
+    int rc = ln_geometry(op, in[0], in[1], in[2], g, ot, st);
+    static const char *const what[3] = {"input 6 'dY'", "input 7 'dMean'", "input 8 'dInvStdDev'"};
+    static const char *const fwd[3] = {"the output Y of layer_norm", "the output Mean of layer_norm",
+                                       "the output InvStdDev of layer_norm"};
+    for (int k = 0; rc == PARDO_OK && k < 3; k++)
+        if (in[6 + k]) rc = pardo_nn_expect_same(in[6 + k], what[k], &ot[k], fwd[k], st);
+    return rc;
+}
+
+static int ln_grad_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *in[9];
+    ln_geom g;
+    for (int k = 0; k < 9; k++) in[k] = pardo_nn_in_type(ctx, k);
+    int rc = ln_grad_check(ctx->op, in, &g, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *in[0];
+    /* dscale and dbias: the normalised shape */
+    pardo_type norm = {.dtype = in[0]->dtype, .ndim = -1};
+    if (in[0]->ndim > 0) {
+        norm.ndim = in[0]->ndim - g.axis;
+        memcpy(norm.shape, in[0]->shape + g.axis, sizeof(int64_t) * (size_t)norm.ndim);
+    }
+    ctx->out[1] = ctx->out[2] = norm;
+    return PARDO_OK;
+}
+
+static int ln_grad_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *in[9];
+    pardo_type types[9];
+    const pardo_type *tp[9];
+    ln_geom g;
+    for (int k = 0; k < 9; k++) {
+        in[k] = pardo_nn_in(ctx, k);
+        tp[k] = NULL;
+        if (in[k]) {
+            types[k] = pardo_tensor_type(in[k]);
+            tp[k] = &types[k];
+        }
+    }
+    int rc = ln_grad_check(ctx->op, tp, &g, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *x = in[0], *out[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        if (!pardo_kernel_wants_output(ctx, k)) continue;
+        int nd = k == 0 ? x->ndim : x->ndim - g.axis;
+        if (!(out[k] = pardo_nn_zeros(ctx, k, x->dtype, nd, x->shape + (k == 0 ? 0 : g.axis)))) return ctx->st->code;
+    }
+    void *d[3];
+    for (int k = 0; k < 3; k++) d[k] = out[k] ? pardo_tensor_data(out[k]) : NULL;
+    const void *dy = in[6] ? pardo_tensor_data(in[6]) : NULL, *dm = in[7] ? pardo_tensor_data(in[7]) : NULL,
+               *di = in[8] ? pardo_tensor_data(in[8]) : NULL;
+    (x->dtype == PARDO_F32 ? ln_bwd_f32 : ln_bwd_f64)(&g, pardo_tensor_data(x), in[1] ? pardo_tensor_data(in[1]) : NULL,
+                                                      dy, dm, di, d[0], d[1], d[2]);
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_layer_norm_grad = {
+    .type = "layer_norm_grad",
+    .doc = "gradients of layer_norm: dX (through the row mean and variance), dscale, dbias",
+    .inputs = ln_grad_in,
+    .n_inputs = 9,
+    .outputs = ln_grad_out,
+    .n_outputs = 3,
+    .attrs = ln_attrs,
+    .n_attrs = 2,
+    .infer = ln_grad_infer,
+    .cpu = ln_grad_cpu,
+};

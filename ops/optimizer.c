@@ -1,0 +1,300 @@
+/* optimizer.c - sgd, momentum and adam: each updates a param in place (the
+ * param var is both input 0 and output 0) and its state vars likewise, with
+ * torch.optim's equations (no weight decay, dampening 0, no amsgrad):
+ *
+ *   sgd:      p -= lr * g
+ *   momentum: v = mu * v + g; p -= lr * (nesterov ? g + mu * v : v)
+ *             (torch.optim.SGD with momentum mu; its first step sets v = g,
+ *             which is mu * 0 + g from the zero state)
+ *   adam:     t = step + 1; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+ *             p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ *             (torch.optim.Adam's form of lr * m_hat / (sqrt(v_hat) + eps))
+ *
+ * lr is a float32 or float64 scalar tensor ([] or [1]); adam's step is an
+ * int64 or float scalar state the op increments. grad and the moment states
+ * must have the param's dtype and shape. Element updates run in double and
+ * are stored in the param's dtype. The kernels read element i of every input
+ * before writing element i of any output, so outputs may be the inputs'
+ * tensors (.inplace). Optimizers have no gradient. */
+#include <math.h>
+#include <string.h>
+
+#include "nn_util.h"
+#include "op.h"
+
+static const pardo_dtype lr_dtypes[] = {PARDO_F32, PARDO_F64};
+static const pardo_dtype step_dtypes[] = {PARDO_I64, PARDO_I32, PARDO_F32, PARDO_F64};
+
+/* Checks param (input 0) and the inputs at `same` (n_same of them, with
+ * names) against it, and lr (input lr_at) as a float scalar. */
+static int opt_check(const pardo_type *const *in, const int *same, const char *const *names, int n_same, int lr_at,
+                     pardo_status *st) {
+    int rc = pardo_nn_expect_float(in[0], "input 0 'param'", st);
+    for (int k = 0; rc == PARDO_OK && k < n_same; k++)
+        rc = pardo_nn_expect_same(in[same[k]], names[k], in[0], "input 0 'param'", st);
+    if (rc == PARDO_OK) rc = pardo_nn_expect_scalar(in[lr_at], "input 'lr'", lr_dtypes, 2, st);
+    return rc;
+}
+
+/* The run-time types of a kernel's n inputs into types and ptrs. */
+static void opt_types(const pardo_kernel_ctx *ctx, int n, pardo_type *types, const pardo_type **ptrs) {
+    for (int k = 0; k < n; k++) {
+        types[k] = pardo_tensor_type(ctx->in[k]);
+        ptrs[k] = &types[k];
+    }
+}
+
+/* Outputs 0..n_out-1 with the types of inputs in_of[k] (in place when the
+ * graph names the same vars); NULL entries in out for failures. */
+static int opt_outputs(pardo_kernel_ctx *ctx, const int *in_of, int n_out, pardo_tensor **out) {
+    for (int k = 0; k < n_out; k++) {
+        out[k] = NULL;
+        if (k > 0 && !pardo_kernel_wants_output(ctx, k)) continue;
+        const pardo_tensor *src = ctx->in[in_of[k]];
+        if (!(out[k] = pardo_kernel_output(ctx, k, src->dtype, src->ndim, src->shape))) return ctx->st->code;
+    }
+    return PARDO_OK;
+}
+
+/* Defines the update loops for element type T: sgd_SUF, momentum_SUF and
+ * adam_SUF. Each reads element i of its inputs, then writes element i of
+ * its outputs; an output pointer may equal an input pointer (in place). An
+ * optional state output (v_out, m_out) may be NULL: the new state is then
+ * dropped. */
+#define OPT_KERNELS(SUF, T)                                                                                            \
+    static void sgd_##SUF(int64_t n, const void *vp, const void *vg, double lr, void *vpo) {                           \
+        const T *p = vp, *g = vg;                                                                                      \
+        T *po = vpo;                                                                                                   \
+        for (int64_t i = 0; i < n; i++) po[i] = (T)((double)p[i] - lr * (double)g[i]);                                 \
+    }                                                                                                                  \
+    static void momentum_##SUF(int64_t n, const void *vp, const void *vg, const void *vv, double lr, double mu,        \
+                               bool nesterov, void *vpo, void *vvo) {                                                  \
+        const T *p = vp, *g = vg, *v = vv;                                                                             \
+        T *po = vpo, *vo = vvo;                                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            const double gi = (double)g[i];                                                                            \
+            const T vn = (T)(mu * (double)v[i] + gi);                                                                  \
+            const double upd = nesterov ? gi + mu * (double)vn : (double)vn;                                           \
+            po[i] = (T)((double)p[i] - lr * upd);                                                                      \
+            if (vo) vo[i] = vn;                                                                                        \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void adam_##SUF(int64_t n, const void *vp, const void *vg, const void *vm, const void *vv,                  \
+                           double step_size, double bc2_sqrt, double b1, double b2, double eps, void *vpo, void *vmo,  \
+                           void *vvo) {                                                                                \
+        const T *p = vp, *g = vg, *m = vm, *v = vv;                                                                    \
+        T *po = vpo, *mo = vmo, *vo = vvo;                                                                             \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            const double gi = (double)g[i];                                                                            \
+            const T mn = (T)(b1 * (double)m[i] + (1 - b1) * gi);                                                       \
+            const T vn = (T)(b2 * (double)v[i] + (1 - b2) * gi * gi);                                                  \
+            const double denom = sqrt((double)vn) / bc2_sqrt + eps;                                                    \
+            po[i] = (T)((double)p[i] - step_size * (double)mn / denom);                                                \
+            if (mo) mo[i] = mn;                                                                                        \
+            if (vo) vo[i] = vn;                                                                                        \
+        }                                                                                                              \
+    }
+
+OPT_KERNELS(f32, float)
+OPT_KERNELS(f64, double)
+
+static const pardo_arg_def opt_param_out = {"param", "the updated param (name the input var: updated in place)", false,
+                                            false};
+
+/* ---- sgd ---- */
+
+static const pardo_arg_def sgd_in[] = {
+    {"param", "the param (float32 or float64)", false, false},
+    {"grad", "its gradient, param's dtype and shape", false, false},
+    {"lr", "learning rate, float scalar ([] or [1])", false, false},
+};
+static const int sgd_same[] = {1};
+static const char *const sgd_names[] = {"input 1 'grad'"};
+
+static int sgd_infer(pardo_infer_ctx *ctx) {
+    int rc = opt_check(ctx->in, sgd_same, sgd_names, 1, 2, ctx->st);
+    if (rc == PARDO_OK) ctx->out[0] = *ctx->in[0];
+    return rc;
+}
+
+static int sgd_cpu(pardo_kernel_ctx *ctx) {
+    pardo_type types[3];
+    const pardo_type *tp[3];
+    pardo_tensor *out[1];
+    static const int in_of[] = {0};
+    opt_types(ctx, 3, types, tp);
+    int rc = opt_check(tp, sgd_same, sgd_names, 1, 2, ctx->st);
+    if (rc == PARDO_OK) rc = opt_outputs(ctx, in_of, 1, out);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *p = ctx->in[0];
+    (p->dtype == PARDO_F32 ? sgd_f32 : sgd_f64)(p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]),
+                                                pardo_tensor_get_f64(ctx->in[2], 0), pardo_tensor_data(out[0]));
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_sgd = {
+    .type = "sgd",
+    .doc = "param -= lr * grad, in place (torch.optim.SGD)",
+    .inputs = sgd_in,
+    .n_inputs = 3,
+    .outputs = &opt_param_out,
+    .n_outputs = 1,
+    .infer = sgd_infer,
+    .cpu = sgd_cpu,
+    .inplace = true,
+};
+
+/* ---- momentum ---- */
+
+static const pardo_arg_def momentum_in[] = {
+    {"param", "the param (float32 or float64)", false, false},
+    {"grad", "its gradient, param's dtype and shape", false, false},
+    {"velocity", "momentum buffer (state, zeros at first), param's dtype and shape", false, false},
+    {"lr", "learning rate, float scalar ([] or [1])", false, false},
+};
+static const pardo_arg_def momentum_out[] = {
+    {"param", "the updated param (name the input var: updated in place)", false, false},
+    {"velocity", "the updated buffer (name the input var)", true, false},
+};
+static const pardo_attr_def momentum_attrs[] = {
+    {"mu", PARDO_ATTR_FLOAT, "0.9", "momentum factor"},
+    {"nesterov", PARDO_ATTR_BOOL, "false", "Nesterov momentum: step along grad + mu * velocity"},
+};
+static const int momentum_same[] = {1, 2};
+static const char *const momentum_names[] = {"input 1 'grad'", "input 2 'velocity'"};
+
+static int momentum_infer(pardo_infer_ctx *ctx) {
+    double mu;
+    bool nesterov;
+    int rc = pardo_attr_float(ctx->op, "mu", 0.9, &mu, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "nesterov", false, &nesterov, ctx->st);
+    if (rc == PARDO_OK) rc = opt_check(ctx->in, momentum_same, momentum_names, 2, 3, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *ctx->in[0];
+    if (ctx->n_out > 1) ctx->out[1] = *ctx->in[2];
+    return PARDO_OK;
+}
+
+static int momentum_cpu(pardo_kernel_ctx *ctx) {
+    pardo_type types[4];
+    const pardo_type *tp[4];
+    pardo_tensor *out[2];
+    static const int in_of[] = {0, 2};
+    double mu;
+    bool nesterov;
+    opt_types(ctx, 4, types, tp);
+    int rc = pardo_attr_float(ctx->op, "mu", 0.9, &mu, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "nesterov", false, &nesterov, ctx->st);
+    if (rc == PARDO_OK) rc = opt_check(tp, momentum_same, momentum_names, 2, 3, ctx->st);
+    if (rc == PARDO_OK) rc = opt_outputs(ctx, in_of, ctx->n_out < 2 ? ctx->n_out : 2, out);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *p = ctx->in[0];
+    void *vo = ctx->n_out > 1 && out[1] ? pardo_tensor_data(out[1]) : NULL;
+    (p->dtype == PARDO_F32 ? momentum_f32 : momentum_f64)(
+        p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]), pardo_tensor_data(ctx->in[2]),
+        pardo_tensor_get_f64(ctx->in[3], 0), mu, nesterov, pardo_tensor_data(out[0]), vo);
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_momentum = {
+    .type = "momentum",
+    .doc = "SGD with momentum, in place (torch.optim.SGD, dampening 0): v = mu v + g; param -= lr * (v or g + mu v)",
+    .inputs = momentum_in,
+    .n_inputs = 4,
+    .outputs = momentum_out,
+    .n_outputs = 2,
+    .attrs = momentum_attrs,
+    .n_attrs = 2,
+    .infer = momentum_infer,
+    .cpu = momentum_cpu,
+    .inplace = true,
+};
+
+/* ---- adam ---- */
+
+static const pardo_arg_def adam_in[] = {
+    {"param", "the param (float32 or float64)", false, false},
+    {"grad", "its gradient, param's dtype and shape", false, false},
+    {"m", "first moment (state, zeros at first), param's dtype and shape", false, false},
+    {"v", "second moment (state, zeros at first), param's dtype and shape", false, false},
+    {"step", "steps taken so far (state, int64 or float scalar, 0 at first)", false, false},
+    {"lr", "learning rate, float scalar ([] or [1])", false, false},
+};
+static const pardo_arg_def adam_out[] = {
+    {"param", "the updated param (name the input var: updated in place)", false, false},
+    {"m", "the updated first moment (name the input var)", true, false},
+    {"v", "the updated second moment (name the input var)", true, false},
+    {"step", "step + 1 (name the input var)", true, false},
+};
+static const pardo_attr_def adam_attrs[] = {
+    {"beta1", PARDO_ATTR_FLOAT, "0.9", "decay of the first moment, in [0, 1)"},
+    {"beta2", PARDO_ATTR_FLOAT, "0.999", "decay of the second moment, in [0, 1)"},
+    {"epsilon", PARDO_ATTR_FLOAT, "1e-08", "added to the denominator, >= 0"},
+};
+static const int adam_same[] = {1, 2, 3};
+static const char *const adam_names[] = {"input 1 'grad'", "input 2 'm'", "input 3 'v'"};
+
+static int adam_attrs_get(const pardo_op *op, double *b1, double *b2, double *eps, pardo_status *st) {
+    int rc = pardo_attr_float(op, "beta1", 0.9, b1, st);
+    if (rc == PARDO_OK) rc = pardo_attr_float(op, "beta2", 0.999, b2, st);
+    if (rc == PARDO_OK) rc = pardo_attr_float(op, "epsilon", 1e-8, eps, st);
+    if (rc != PARDO_OK) return rc;
+    if (!(*b1 >= 0 && *b1 < 1)) return pardo_errorf(st, PARDO_EINVAL, "attr 'beta1' is %g, expected [0, 1)", *b1);
+    if (!(*b2 >= 0 && *b2 < 1)) return pardo_errorf(st, PARDO_EINVAL, "attr 'beta2' is %g, expected [0, 1)", *b2);
+    if (!(*eps >= 0)) return pardo_errorf(st, PARDO_EINVAL, "attr 'epsilon' is %g, expected >= 0", *eps);
+    return PARDO_OK;
+}
+
+static int adam_check(const pardo_op *op, const pardo_type *const *in, double *b1, double *b2, double *eps,
+                      pardo_status *st) {
+    int rc = adam_attrs_get(op, b1, b2, eps, st);
+    if (rc == PARDO_OK) rc = opt_check(in, adam_same, adam_names, 3, 5, st);
+    if (rc == PARDO_OK) rc = pardo_nn_expect_scalar(in[4], "input 4 'step'", step_dtypes, 4, st);
+    return rc;
+}
+
+static int adam_infer(pardo_infer_ctx *ctx) {
+    double b1, b2, eps;
+    static const int in_of[] = {0, 2, 3, 4};
+    int rc = adam_check(ctx->op, ctx->in, &b1, &b2, &eps, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    for (int k = 0; k < ctx->n_out && k < 4; k++) ctx->out[k] = *ctx->in[in_of[k]];
+    return PARDO_OK;
+}
+
+static int adam_cpu(pardo_kernel_ctx *ctx) {
+    pardo_type types[6];
+    const pardo_type *tp[6];
+    pardo_tensor *out[4] = {NULL, NULL, NULL, NULL};
+    static const int in_of[] = {0, 2, 3, 4};
+    double b1, b2, eps;
+    opt_types(ctx, 6, types, tp);
+    int rc = adam_check(ctx->op, tp, &b1, &b2, &eps, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *p = ctx->in[0], *step = ctx->in[4];
+    const double t = pardo_tensor_get_f64(step, 0) + 1, lr = pardo_tensor_get_f64(ctx->in[5], 0);
+    if (!(t >= 1) || t > 9007199254740992.0) /* 2^53: beyond it t + 1 == t */
+        return pardo_errorf(ctx->st, PARDO_ERUNTIME, "input 4 'step' is %g, expected a count >= 0", t - 1);
+    if ((rc = opt_outputs(ctx, in_of, ctx->n_out < 4 ? ctx->n_out : 4, out)) != PARDO_OK) return rc;
+    const double step_size = lr / (1 - pow(b1, t)), bc2_sqrt = sqrt(1 - pow(b2, t));
+    (p->dtype == PARDO_F32 ? adam_f32 : adam_f64)(
+        p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]), pardo_tensor_data(ctx->in[2]),
+        pardo_tensor_data(ctx->in[3]), step_size, bc2_sqrt, b1, b2, eps, pardo_tensor_data(out[0]),
+        out[1] ? pardo_tensor_data(out[1]) : NULL, out[2] ? pardo_tensor_data(out[2]) : NULL);
+    if (out[3]) pardo_tensor_set_f64(out[3], 0, t);
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_adam = {
+    .type = "adam",
+    .doc = "Adam, in place (torch.optim.Adam): bias-corrected moments m, v; param -= lr m_hat / (sqrt(v_hat) + eps)",
+    .inputs = adam_in,
+    .n_inputs = 6,
+    .outputs = adam_out,
+    .n_outputs = 4,
+    .attrs = adam_attrs,
+    .n_attrs = 3,
+    .infer = adam_infer,
+    .cpu = adam_cpu,
+    .inplace = true,
+};

@@ -1,0 +1,277 @@
+/* pool.c - max_pool2d and avg_pool2d (ONNX MaxPool and AveragePool on NCHW
+ * input X [N, C, H, W] -> Y [N, C, oH, oW]) and their gradients. Attrs:
+ * kernel [kH, kW] (required), strides (default: the kernel), pads [top,
+ * left, bottom, right] (default zeros); no dilations, no ceil mode. Padding
+ * is never read: each window is clipped to the input. Every pad must be
+ * smaller than the kernel along its axis, so every window holds at least one
+ * input element.
+ *
+ * avg_pool2d has ONNX's default count_include_pad = 0: a window's sum is
+ * divided by the number of input elements inside it, not by kH * kW.
+ * max_pool2d takes the first maximum of a window in row-major order (strict
+ * >), and max_pool2d_grad routes each output gradient to that element.
+ * Nothing is allocated per call. */
+#include <stdio.h>
+#include <string.h>
+
+#include "nn_util.h"
+#include "op.h"
+#include "window2d.h"
+
+typedef struct pool_geom {
+    int64_t n, c, h, w; // input batch, channels, height, width; -1 unknown
+    int64_t oh, ow;     // output height, width
+    pardo_window2d win; // kernel, strides, pads (dilation 1)
+} pool_geom;
+
+static const pardo_attr_def pool_attrs[] = {
+    {"kernel", PARDO_ATTR_INTS, NULL, "[kH, kW] window size, each >= 1"},
+    {"strides", PARDO_ATTR_INTS, "[]", "[stride_h, stride_w], each >= 1; [] (default): the kernel"},
+    {"pads", PARDO_ATTR_INTS, "[0, 0, 0, 0]", "[top, left, bottom, right], each >= 0 and below the kernel"},
+};
+
+/* Reads the attrs and X's type into g and Y's type into y (may be NULL).
+ * Inference (dims may be -1) and kernels both use it. */
+static int pool_geometry(const pardo_op *op, const pardo_type *x, pool_geom *g, pardo_type *y, pardo_status *st) {
+    int64_t k[PARDO_MAX_DIMS];
+    int nk, rc;
+    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK ||
+        (rc = pardo_nn_expect_rank(x, "input 0 'X'", 4, "[N, C, H, W]", st)) != PARDO_OK)
+        return rc;
+    if ((rc = pardo_attr_ints(op, "kernel", k, PARDO_MAX_DIMS, &nk, st)) != PARDO_OK) return rc;
+    if (nk < 0) return pardo_errorf(st, PARDO_EINVAL, "attr 'kernel' is required ([kH, kW])");
+    if (nk != 2) return pardo_errorf(st, PARDO_EINVAL, "attr 'kernel' has %d values, expected 2 ([kH, kW])", nk);
+    if (k[0] < 1 || k[1] < 1)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'kernel' is [%lld, %lld], expected sizes >= 1", (long long)k[0],
+                            (long long)k[1]);
+    if ((rc = pardo_window2d_attrs(op, k, false, &g->win, st)) != PARDO_OK) return rc;
+    g->win.kernel[0] = k[0];
+    g->win.kernel[1] = k[1];
+    static const char *const axis[2] = {"height", "width"};
+    for (int i = 0; i < 4; i++)
+        if (g->win.pad[i] >= k[i % 2])
+            return pardo_errorf(st, PARDO_EINVAL,
+                                "attr 'pads' has %lld along the %s, expected less than attr 'kernel' (%lld) so that "
+                                "every window holds an input element",
+                                (long long)g->win.pad[i], axis[i % 2], (long long)k[i % 2]);
+    const bool xr = x->ndim == 4;
+    g->n = xr ? x->shape[0] : -1;
+    g->c = xr ? x->shape[1] : -1;
+    g->h = xr ? x->shape[2] : -1;
+    g->w = xr ? x->shape[3] : -1;
+    if ((rc = pardo_window2d_out_size(&g->win, 0, g->h, "attr 'kernel'", &g->oh, st)) != PARDO_OK ||
+        (rc = pardo_window2d_out_size(&g->win, 1, g->w, "attr 'kernel'", &g->ow, st)) != PARDO_OK)
+        return rc;
+    if (y) {
+        y->dtype = x->dtype;
+        y->ndim = 4;
+        y->shape[0] = g->n;
+        y->shape[1] = g->c;
+        y->shape[2] = g->oh;
+        y->shape[3] = g->ow;
+    }
+    return PARDO_OK;
+}
+
+/* Defines the pool kernels of element type T with suffix SUF. Each walks the
+ * planes (n, c) and the output positions, with the window clipped to the
+ * input: maxpool_fwd_SUF, maxpool_bwd_SUF (dX += dY at the first max),
+ * avgpool_fwd_SUF (sum in double / count), avgpool_bwd_SUF (dX += dY /
+ * count over the window). */
+#define POOL_KERNELS(SUF, T)                                                                                           \
+    static int64_t maxpool_argmax_##SUF(const pool_geom *g, const T *xp, int64_t oh, int64_t ow) {                     \
+        int64_t h0, h1, w0, w1;                                                                                        \
+        pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                           \
+        pardo_window2d_clip(&g->win, 1, ow, g->w, &w0, &w1);                                                           \
+        int64_t best = h0 * g->w + w0;                                                                                 \
+        for (int64_t ih = h0; ih < h1; ih++)                                                                           \
+            for (int64_t iw = w0; iw < w1; iw++)                                                                       \
+                if (xp[ih * g->w + iw] > xp[best]) best = ih * g->w + iw;                                              \
+        return best;                                                                                                   \
+    }                                                                                                                  \
+    static void maxpool_fwd_##SUF(const pool_geom *g, const void *vx, void *vy) {                                      \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        for (int64_t pl = 0; pl < g->n * g->c; pl++) {                                                                 \
+            const T *xp = x + pl * g->h * g->w;                                                                        \
+            T *yp = y + pl * g->oh * g->ow;                                                                            \
+            for (int64_t oh = 0; oh < g->oh; oh++)                                                                     \
+                for (int64_t ow = 0; ow < g->ow; ow++) yp[oh * g->ow + ow] = xp[maxpool_argmax_##SUF(g, xp, oh, ow)];  \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void maxpool_bwd_##SUF(const pool_geom *g, const void *vx, const void *vdy, void *vdx) {                    \
+        const T *x = vx, *dy = vdy;                                                                                    \
+        T *dx = vdx;                                                                                                   \
+        for (int64_t pl = 0; pl < g->n * g->c; pl++) {                                                                 \
+            const T *xp = x + pl * g->h * g->w, *dyp = dy + pl * g->oh * g->ow;                                        \
+            T *dxp = dx + pl * g->h * g->w;                                                                            \
+            for (int64_t oh = 0; oh < g->oh; oh++)                                                                     \
+                for (int64_t ow = 0; ow < g->ow; ow++)                                                                 \
+                    dxp[maxpool_argmax_##SUF(g, xp, oh, ow)] += dyp[oh * g->ow + ow];                                  \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void avgpool_fwd_##SUF(const pool_geom *g, const void *vx, void *vy) {                                      \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        for (int64_t pl = 0; pl < g->n * g->c; pl++) {                                                                 \
+            const T *xp = x + pl * g->h * g->w;                                                                        \
+            T *yp = y + pl * g->oh * g->ow;                                                                            \
+            for (int64_t oh = 0; oh < g->oh; oh++) {                                                                   \
+                int64_t h0, h1;                                                                                        \
+                pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                   \
+                for (int64_t ow = 0; ow < g->ow; ow++) {                                                               \
+                    int64_t w0, w1;                                                                                    \
+                    pardo_window2d_clip(&g->win, 1, ow, g->w, &w0, &w1);                                               \
+                    double s = 0;                                                                                      \
+                    for (int64_t ih = h0; ih < h1; ih++)                                                               \
+                        for (int64_t iw = w0; iw < w1; iw++) s += (double)xp[ih * g->w + iw];                          \
+                    yp[oh * g->ow + ow] = (T)(s / (double)((h1 - h0) * (w1 - w0)));                                    \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void avgpool_bwd_##SUF(const pool_geom *g, const void *vdy, void *vdx) {                                    \
+        const T *dy = vdy;                                                                                             \
+        T *dx = vdx;                                                                                                   \
+        for (int64_t pl = 0; pl < g->n * g->c; pl++) {                                                                 \
+            const T *dyp = dy + pl * g->oh * g->ow;                                                                    \
+            T *dxp = dx + pl * g->h * g->w;                                                                            \
+            for (int64_t oh = 0; oh < g->oh; oh++) {                                                                   \
+                int64_t h0, h1;                                                                                        \
+                pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                   \
+                for (int64_t ow = 0; ow < g->ow; ow++) {                                                               \
+                    int64_t w0, w1;                                                                                    \
+                    pardo_window2d_clip(&g->win, 1, ow, g->w, &w0, &w1);                                               \
+                    const T d = (T)((double)dyp[oh * g->ow + ow] / (double)((h1 - h0) * (w1 - w0)));                   \
+                    for (int64_t ih = h0; ih < h1; ih++)                                                               \
+                        for (int64_t iw = w0; iw < w1; iw++) dxp[ih * g->w + iw] += d;                                 \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+
+POOL_KERNELS(f32, float)
+POOL_KERNELS(f64, double)
+
+typedef void (*pool_fwd_fn)(const pool_geom *g, const void *x, void *y);
+
+static const pardo_arg_def pool_in[] = {{"X", "input [N, C, H, W] (float32 or float64)", false, false}};
+static const pardo_arg_def pool_out[] = {{"Y", "output [N, C, oH, oW]", false, false}};
+static const pardo_arg_def pool_grad_in[] = {
+    {"X", "the forward input", false, false},
+    {"Y", "the forward output (not read)", true, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
+static const pardo_arg_def pool_grad_out[] = {{"dX", "gradient of X", true, false}};
+
+static int pool_infer(pardo_infer_ctx *ctx) {
+    pool_geom g;
+    return pool_geometry(ctx->op, ctx->in[0], &g, &ctx->out[0], ctx->st);
+}
+
+/* Runs the forward kernel `fwd` (f32 or f64 by X's dtype). */
+static int pool_run(pardo_kernel_ctx *ctx, pool_fwd_fn f32, pool_fwd_fn f64) {
+    pardo_tensor *x = ctx->in[0];
+    pardo_type tx = pardo_tensor_type(x), ty;
+    pool_geom g;
+    int rc = pool_geometry(ctx->op, &tx, &g, &ty, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, 4, ty.shape);
+    if (!y) return ctx->st->code;
+    (x->dtype == PARDO_F32 ? f32 : f64)(&g, pardo_tensor_data(x), pardo_tensor_data(y));
+    return PARDO_OK;
+}
+
+static int maxpool_cpu(pardo_kernel_ctx *ctx) { return pool_run(ctx, maxpool_fwd_f32, maxpool_fwd_f64); }
+static int avgpool_cpu(pardo_kernel_ctx *ctx) { return pool_run(ctx, avgpool_fwd_f32, avgpool_fwd_f64); }
+
+static int pool_grad_infer(pardo_infer_ctx *ctx) {
+    pool_geom g;
+    pardo_type ty;
+    const pardo_type *dy = pardo_nn_in_type(ctx, 2);
+    int rc = pool_geometry(ctx->op, ctx->in[0], &g, &ty, ctx->st);
+    if (rc == PARDO_OK && dy) rc = pardo_nn_expect_same(dy, "input 2 'dY'", &ty, "the output of the pool", ctx->st);
+    if (rc == PARDO_OK) ctx->out[0] = *ctx->in[0];
+    return rc;
+}
+
+/* The gradient kernels: checks X and dY, makes dX zeros and, when dY is
+ * given, lets the max or avg backward add into it. */
+static int pool_grad_run(pardo_kernel_ctx *ctx, bool max) {
+    pardo_tensor *x = ctx->in[0], *dy = pardo_nn_in(ctx, 2);
+    pardo_type tx = pardo_tensor_type(x), ty;
+    pool_geom g;
+    int rc = pool_geometry(ctx->op, &tx, &g, &ty, ctx->st);
+    if (rc == PARDO_OK && dy) {
+        pardo_type tdy = pardo_tensor_type(dy);
+        rc = pardo_nn_expect_same(&tdy, "input 2 'dY'", &ty, "the output of the pool", ctx->st);
+    }
+    if (rc != PARDO_OK) return rc;
+    if (!pardo_kernel_wants_output(ctx, 0)) return PARDO_OK;
+    pardo_tensor *dx = pardo_nn_zeros(ctx, 0, x->dtype, 4, x->shape);
+    if (!dx) return ctx->st->code;
+    if (!dy) return PARDO_OK;
+    const bool f32 = x->dtype == PARDO_F32;
+    if (max)
+        (f32 ? maxpool_bwd_f32 : maxpool_bwd_f64)(&g, pardo_tensor_data(x), pardo_tensor_data(dy),
+                                                  pardo_tensor_data(dx));
+    else (f32 ? avgpool_bwd_f32 : avgpool_bwd_f64)(&g, pardo_tensor_data(dy), pardo_tensor_data(dx));
+    return PARDO_OK;
+}
+
+static int maxpool_grad_cpu(pardo_kernel_ctx *ctx) { return pool_grad_run(ctx, true); }
+static int avgpool_grad_cpu(pardo_kernel_ctx *ctx) { return pool_grad_run(ctx, false); }
+
+const pardo_op_def pardo_op_max_pool2d = {
+    .type = "max_pool2d",
+    .doc = "2-D max pooling (ONNX MaxPool, NCHW): the maximum of each kernel window",
+    .inputs = pool_in,
+    .n_inputs = 1,
+    .outputs = pool_out,
+    .n_outputs = 1,
+    .attrs = pool_attrs,
+    .n_attrs = 3,
+    .infer = pool_infer,
+    .cpu = maxpool_cpu,
+    .grad = pardo_grad_standard,
+};
+
+const pardo_op_def pardo_op_max_pool2d_grad = {
+    .type = "max_pool2d_grad",
+    .doc = "gradient of max_pool2d: each dY goes to the first maximum of its window",
+    .inputs = pool_grad_in,
+    .n_inputs = 3,
+    .outputs = pool_grad_out,
+    .n_outputs = 1,
+    .attrs = pool_attrs,
+    .n_attrs = 3,
+    .infer = pool_grad_infer,
+    .cpu = maxpool_grad_cpu,
+};
+
+const pardo_op_def pardo_op_avg_pool2d = {
+    .type = "avg_pool2d",
+    .doc = "2-D average pooling (ONNX AveragePool, NCHW, count_include_pad = 0: padding is not counted)",
+    .inputs = pool_in,
+    .n_inputs = 1,
+    .outputs = pool_out,
+    .n_outputs = 1,
+    .attrs = pool_attrs,
+    .n_attrs = 3,
+    .infer = pool_infer,
+    .cpu = avgpool_cpu,
+    .grad = pardo_grad_standard,
+};
+
+const pardo_op_def pardo_op_avg_pool2d_grad = {
+    .type = "avg_pool2d_grad",
+    .doc = "gradient of avg_pool2d: each dY spread evenly over the input elements of its window",
+    .inputs = pool_grad_in,
+    .n_inputs = 3,
+    .outputs = pool_grad_out,
+    .n_outputs = 1,
+    .attrs = pool_attrs,
+    .n_attrs = 3,
+    .infer = pool_grad_infer,
+    .cpu = avgpool_grad_cpu,
+};
