@@ -453,8 +453,8 @@ static int parse_names(const ctx *x, jcur list, const char *key, const char *whe
     for (jcur e = first_child(x, list); e.c; e = next_sibling(x, e), i++) {
         if (!cJSON_IsString(e.c))
             return fail_val(x, e, where, "%s[%d] is %s, expected a var name (a string)", key, i, kind_of(e.c));
-        if (out && !e.c->valuestring[0])
-            return fail_val(x, e, where, "out[%d] is empty, expected a var name", i);
+        /* "" stands for an absent output (a gradient nobody needs); the
+         * validate pass rejects it where the op's schema requires the output */
         int rc = out ? pardo_op_add_output(op, e.c->valuestring, x->st) : pardo_op_add_input(op, e.c->valuestring, x->st);
         if (rc != PARDO_OK) return rc;
     }

@@ -67,6 +67,8 @@ START_TEST(arity_and_attrs) {
                  PARDO_EINVAL, (const char *[]){"unknown attr 'transpose_c'", "transpose_a", NULL});
     expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"], \"attrs\": {\"transpose_a\": \"yes\"}}]}]}",
                  PARDO_EINVAL, (const char *[]){"attr 'transpose_a' is a string", NULL});
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"output 0 'Y' is required but given as \"\"", NULL});
     expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"fill\", \"in\": [], \"out\": [\"h\"]}]}]}",
                  PARDO_EINVAL, (const char *[]){"attr 'shape' is required", NULL});
 }
