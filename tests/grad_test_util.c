@@ -164,3 +164,10 @@ void test_check_grad_default(const char *type, const char *attrs, int n_in, pard
                              unsigned which) {
     test_check_grad(type, attrs, n_in, in, n_out, which, 1e-6, 1e-6);
 }
+
+void test_push_away(pardo_tensor *t, double at, double margin) {
+    for (int64_t i = 0; i < t->numel; i++) {
+        double v = pardo_tensor_get_f64(t, i);
+        if (fabs(v - at) < margin) pardo_tensor_set_f64(t, i, v < at ? at - margin : at + margin);
+    }
+}
