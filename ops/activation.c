@@ -36,13 +36,15 @@ UNARY_GRAD_OP(sigmoid, "dX = dY * Y * (1 - Y) (gradient of sigmoid)", NULL, 0, N
 UNARY_OP(tanh, "Y = tanh(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_tanh, r = tanh(v);)
 UNARY_GRAD_OP(tanh, "dX = dY * (1 - Y^2) (gradient of tanh)", NULL, 0, NULL, r = g * (1 - w * w);)
 
-/* gelu, the exact form with erf (not the tanh approximation). */
+/* gelu, the exact form with erf (not the tanh approximation), computed as
+ * 0.5 * x * erfc(-x / sqrt(2)), the same function without the cancellation
+ * of 1 + erf(x / sqrt(2)) for negative x. */
 #define SQRT1_2 0.70710678118654752440     /* 1 / sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
 
 UNARY_OP(gelu, "Y = X * Phi(X) = 0.5 * X * (1 + erf(X / sqrt(2))), the exact form (float32, float64)", NULL, 0, NULL,
-         NULL, r = (elem_t)0.5 * v * (1 + erf(v * (elem_t)SQRT1_2));)
+         NULL, r = (elem_t)0.5 * v * erfc(-v * (elem_t)SQRT1_2);)
 UNARY_GRAD_OP(gelu, "dX = dY * (Phi(X) + X * phi(X)), phi the normal density (gradient of gelu)", NULL, 0, NULL,
-              const elem_t cdf = (elem_t)0.5 * (1 + erf(v * (elem_t)SQRT1_2));
+              const elem_t cdf = (elem_t)0.5 * erfc(-v * (elem_t)SQRT1_2);
               const elem_t pdf = (elem_t)INV_SQRT_2PI * exp((elem_t)-0.5 * v * v);
               r = g * (cdf + v * pdf);)

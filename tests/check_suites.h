@@ -16,6 +16,7 @@
     X(graph_json)       \
     X(registry)         \
     X(ops_elementwise)  \
+    X(ops_activation)   \
     X(ops_matmul)       \
     X(ops_reduce)       \
     X(ops_softmax)      \
