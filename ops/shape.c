@@ -138,19 +138,26 @@ static int reshape_target(const pardo_op *op, int x_nd, const int64_t *x_shape, 
         }
     }
     if (x_nd < 0) return PARDO_OK;
+    /* a -1 next to a 0-size dim could be any size (numpy and onnxruntime
+     * refuse it too) */
+    bool zero = false;
+    for (int i = 0; i < n; i++) zero |= y->shape[i] == 0;
+    if (infer_at >= 0 && zero)
+        return pardo_errorf(st, PARDO_ESHAPE, "X %s cannot be reshaped to attr 'shape' %s: -1 next to a 0-size dim is "
+                            "ambiguous", pardo_shape_str(x_nd, x_shape, sx, sizeof sx),
+                            pardo_shape_str(n, s, sy, sizeof sy));
     /* copied dims stand on both sides, so they cancel out of the count */
     int64_t in_rest = 1;
     for (int d = 0; d < x_nd && in_rest >= 0; d++)
         if (!copied[d]) in_rest = x_shape[d] < 0 ? -1 : in_rest * x_shape[d];
     if (in_rest < 0) return PARDO_OK; /* a run-time dim: the -1 stays unknown */
-    if (infer_at >= 0 && out_known != 0 && in_rest % out_known == 0) {
+    if (infer_at >= 0 && in_rest % out_known == 0) {
         y->shape[infer_at] = in_rest / out_known;
         return PARDO_OK;
     }
     if (infer_at < 0 && in_rest == out_known) return PARDO_OK;
-    return pardo_errorf(st, PARDO_ESHAPE, "X %s cannot be reshaped to attr 'shape' %s: the sizes do not match%s",
-                        pardo_shape_str(x_nd, x_shape, sx, sizeof sx), pardo_shape_str(n, s, sy, sizeof sy),
-                        infer_at >= 0 && out_known == 0 ? " (-1 next to a 0-size dim is ambiguous)" : "");
+    return pardo_errorf(st, PARDO_ESHAPE, "X %s cannot be reshaped to attr 'shape' %s: the sizes do not match",
+                        pardo_shape_str(x_nd, x_shape, sx, sizeof sx), pardo_shape_str(n, s, sy, sizeof sy));
 }
 
 static int reshape_infer(pardo_infer_ctx *ctx) {

@@ -20,6 +20,7 @@
     X(ops_matmul)       \
     X(ops_reduce)       \
     X(ops_softmax)      \
+    X(ops_shape)        \
     X(ops_fill)         \
     X(grad)             \
     X(infer)            \
