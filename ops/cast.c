@@ -181,7 +181,7 @@ static int cast_grad_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_cast_grad = {
     .type = "cast_grad",
-    .doc = "dX = dY cast back to X's dtype, for float to float casts (gradient of cast)",
+    .doc = "dX = dY cast back to X's dtype, for float to float casts (gradient of cast; float32, float64)",
     .inputs = grad_in,
     .n_inputs = 3,
     .outputs = grad_out,

@@ -11,7 +11,9 @@
 
 static const pardo_arg_def concat_in[] = {{"X", "inputs to join (one or more, same dtype and rank)", false, true}};
 static const pardo_arg_def concat_out[] = {{"Y", "the inputs joined along axis", false, false}};
-static const pardo_attr_def concat_attrs[] = {{"axis", PARDO_ATTR_INT, NULL, "axis to join along, negative from the end"}};
+static const pardo_attr_def concat_attrs[] = {
+    {"axis", PARDO_ATTR_INT, NULL, "axis to join along, negative from the end"},
+};
 
 /* Checks the n inputs x[0..n) (any NULL: an error) and gives their join in
  * *y. PARDO_EINVAL for a missing or bad axis, PARDO_ESHAPE naming the input
@@ -53,8 +55,9 @@ static int concat_type(const pardo_op *op, int n, const pardo_type *const *x, pa
         for (int d = 0; ok && d < ref->ndim; d++)
             ok = d == *axis_out || x[k]->shape[d] < 0 || y->shape[d] < 0 || x[k]->shape[d] == y->shape[d];
         if (!ok)
-            return pardo_errorf(st, PARDO_ESHAPE, "input %d has shape %s, expected the shape of %s except along axis %d",
-                                k, pardo_shape_str(x[k]->ndim, x[k]->shape, sk, sizeof sk),
+            return pardo_errorf(st, PARDO_ESHAPE,
+                                "input %d has shape %s, expected the shape of %s except along axis %d", k,
+                                pardo_shape_str(x[k]->ndim, x[k]->shape, sk, sizeof sk),
                                 pardo_shape_str(ref->ndim, ref->shape, s0, sizeof s0), *axis_out);
         for (int d = 0; d < ref->ndim; d++)
             if (d != *axis_out && y->shape[d] < 0) y->shape[d] = x[k]->shape[d]; /* learn a -1 from another input */
@@ -215,7 +218,7 @@ static int concat_grad_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_concat_grad = {
     .type = "concat_grad",
-    .doc = "dX_i = the slice of dY that X_i filled (gradient of concat)",
+    .doc = "dX_i = the slice of dY that X_i filled (gradient of concat; float32, float64)",
     .inputs = grad_in,
     .n_inputs = 1,
     .outputs = grad_out,

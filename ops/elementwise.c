@@ -139,26 +139,27 @@ static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is
 BINARY_OP(add, false, "C = A + B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
 BINARY_OP(sub, false, "C = A - B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
 BINARY_OP(mul, false, "C = A * B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
-BINARY_OP(div, true, "C = A / B, broadcasting like numpy (float32, float64, int32, int64 truncating toward zero, a zero "
-                     "int divisor is an error; gradient: floats)")
+BINARY_OP(div, true,
+          "C = A / B, broadcasting like numpy (float32, float64, int32, int64 truncating toward zero, a zero int "
+          "divisor is an error; gradient: floats)")
 
 /* ---- unary float ops (float32, float64), each with its gradient op ---- */
 
 UNARY_OP(neg, "Y = -X (float32, float64)", NULL, 0, NULL, NULL, r = -v;)
-UNARY_GRAD_OP(neg, "dX = -dY (gradient of neg)", NULL, 0, NULL, r = -g;)
+UNARY_GRAD_OP(neg, "dX = -dY (gradient of neg; float32, float64)", NULL, 0, NULL, r = -g;)
 
 UNARY_OP(exp, "Y = exp(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_exp, r = exp(v);)
-UNARY_GRAD_OP(exp, "dX = dY * Y (gradient of exp)", NULL, 0, NULL, r = g * w;)
+UNARY_GRAD_OP(exp, "dX = dY * Y (gradient of exp; float32, float64)", NULL, 0, NULL, r = g * w;)
 
 UNARY_OP(log, "Y = log(X) (natural; -inf at 0, NaN below; float32, float64)", NULL, 0, NULL, pardo_cuda_log,
          r = log(v);)
-UNARY_GRAD_OP(log, "dX = dY / X (gradient of log)", NULL, 0, NULL, r = g / v;)
+UNARY_GRAD_OP(log, "dX = dY / X (gradient of log; float32, float64)", NULL, 0, NULL, r = g / v;)
 
 UNARY_OP(sqrt, "Y = sqrt(X) (NaN below 0; float32, float64)", NULL, 0, NULL, NULL, r = sqrt(v);)
-UNARY_GRAD_OP(sqrt, "dX = dY / (2 Y) (gradient of sqrt; inf at 0)", NULL, 0, NULL, r = g / (w + w);)
+UNARY_GRAD_OP(sqrt, "dX = dY / (2 Y) (gradient of sqrt, inf at 0; float32, float64)", NULL, 0, NULL, r = g / (w + w);)
 
 UNARY_OP(abs, "Y = |X| (float32, float64)", NULL, 0, NULL, NULL, r = fabs(v);)
-UNARY_GRAD_OP(abs, "dX = dY * sign(X), 0 where X is 0 (gradient of abs)", NULL, 0, NULL,
+UNARY_GRAD_OP(abs, "dX = dY * sign(X), 0 where X is 0 (gradient of abs; float32, float64)", NULL, 0, NULL,
               r = v > 0 ? g : (v < 0 ? -g : (elem_t)0);)
 
 /* pow: p = exponent. */
@@ -172,7 +173,8 @@ static int pow_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) {
 
 UNARY_OP(pow, "Y = X ** exponent (C pow: NaN for X < 0 with a non-integer exponent; float32, float64)", pow_attrs, 1,
          pow_args, NULL, r = pow(v, p);)
-UNARY_GRAD_OP(pow, "dX = dY * exponent * X ** (exponent - 1), 0 for exponent 0 (gradient of pow wrt X)", pow_attrs, 1,
+UNARY_GRAD_OP(pow, "dX = dY * exponent * X ** (exponent - 1), 0 for exponent 0 (gradient of pow wrt X; float32, "
+              "float64)", pow_attrs, 1,
               pow_args, r = p == 0 ? (elem_t)0 : g * p * pow(v, p - 1);)
 
 /* scale: y = x * scale + bias, computed in X's dtype; p = scale, q = bias. */
@@ -189,7 +191,7 @@ static int scale_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st)
 
 UNARY_OP(scale, "Y = X * scale + bias (float32, float64)", scale_attrs, 2, scale_args, pardo_cuda_scale,
          r = v * p + q;)
-UNARY_GRAD_OP(scale, "dX = dY * scale (gradient of scale)", scale_attrs, 2, scale_args, r = g * p;)
+UNARY_GRAD_OP(scale, "dX = dY * scale (gradient of scale; float32, float64)", scale_attrs, 2, scale_args, r = g * p;)
 
 /* clip like ONNX Clip: y = min(max(x, min), max), so min > max gives max
  * everywhere; NaN stays NaN. p = min, q = max (+-inf when absent). */
@@ -206,5 +208,6 @@ static int clip_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) 
 
 UNARY_OP(clip, "Y = min(max(X, min), max) like ONNX Clip; an absent bound is none (float32, float64)", clip_attrs, 2,
          clip_args, NULL, r = v < p ? p : v; r = r > q ? q : r;)
-UNARY_GRAD_OP(clip, "dX = dY where min <= X <= max, else 0 (gradient of clip)", clip_attrs, 2, clip_args,
+UNARY_GRAD_OP(clip, "dX = dY where min <= X <= max, else 0 (gradient of clip; float32, float64)", clip_attrs, 2,
+              clip_args,
               r = v >= p && v <= q ? g : (elem_t)0;)

@@ -117,8 +117,8 @@ static int binary_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
         return PARDO_OK;
     }
     static const binary_grad_fn kernels[2][2] = {{mul_grad_f32, mul_grad_f64}, {div_grad_f32, div_grad_f64}};
-    kernels[kind == G_DIV][a->dtype == PARDO_F64](&plan, pardo_tensor_data(a), pardo_tensor_data(b), g,
-                                                   da ? pardo_tensor_data(da) : NULL, db ? pardo_tensor_data(db) : NULL);
+    void *pda = da ? pardo_tensor_data(da) : NULL, *pdb = db ? pardo_tensor_data(db) : NULL;
+    kernels[kind == G_DIV][a->dtype == PARDO_F64](&plan, pardo_tensor_data(a), pardo_tensor_data(b), g, pda, pdb);
     return PARDO_OK;
 }
 
@@ -135,7 +135,10 @@ static int binary_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
         .cpu = NAME##_grad_cpu,                                                                                        \
     };
 
-BINARY_GRAD_OP(add, G_ADD, "dA = dC, dB = dC, each summed to its operand's shape (gradient of add)")
-BINARY_GRAD_OP(sub, G_SUB, "dA = dC, dB = -dC, each summed to its operand's shape (gradient of sub)")
-BINARY_GRAD_OP(mul, G_MUL, "dA = dC * B, dB = dC * A, each summed to its operand's shape (gradient of mul)")
-BINARY_GRAD_OP(div, G_DIV, "dA = dC / B, dB = -dC * A / B^2, each summed to its operand's shape (gradient of div)")
+BINARY_GRAD_OP(add, G_ADD, "dA = dC, dB = dC, each summed to its operand's shape (gradient of add; float32, float64)")
+BINARY_GRAD_OP(sub, G_SUB, "dA = dC, dB = -dC, each summed to its operand's shape (gradient of sub; float32, float64)")
+BINARY_GRAD_OP(mul, G_MUL,
+               "dA = dC * B, dB = dC * A, each summed to its operand's shape (gradient of mul; float32, float64)")
+BINARY_GRAD_OP(div, G_DIV,
+               "dA = dC / B, dB = -dC * A / B^2, each summed to its operand's shape (gradient of div; float32, "
+               "float64)")

@@ -235,7 +235,7 @@ static int matmul_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_matmul = {
     .type = "matmul",
-    .doc = "Y = A @ B like numpy.matmul (1-D, 2-D, batched N-D with broadcast batch dims)",
+    .doc = "Y = A @ B like numpy.matmul (1-D, 2-D, batched N-D with broadcast batch dims; float32, float64)",
     .inputs = ab_in,
     .n_inputs = 2,
     .outputs = y_out,
@@ -332,7 +332,8 @@ static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_matmul_grad = {
     .type = "matmul_grad",
-    .doc = "dA = dY B^T, dB = A^T dY (transposes, 1-D operands and broadcast batch dims undone; gradient of matmul)",
+    .doc = "dA = dY B^T, dB = A^T dY (transposes, 1-D operands and broadcast batch dims undone; gradient of matmul; "
+           "float32, float64)",
     .inputs = grad_in,
     .n_inputs = 4,
     .outputs = grad_out,

@@ -164,7 +164,7 @@ enum { RED_CHUNK = 256 }; /* accumulators on the stack when the innermost dim is
                 pardo_odo_init(&ro, p->nr - 1, p->rdims, p->rstr, NULL);                                               \
                 for (int64_t r = 0; r < outer; r++, pardo_odo_next(&ro)) {                                             \
                     const T *px = x + ko.off[0] + ro.off[0];                                                           \
-                    for (int64_t i = 0; i < rn; i++) COMB(ACC, acc, px[i]);                                                 \
+                    for (int64_t i = 0; i < rn; i++) COMB(ACC, acc, px[i]);                                            \
                 }                                                                                                      \
                 y[o] = FIN(T, acc, cnt);                                                                               \
             }                                                                                                          \
@@ -182,7 +182,7 @@ enum { RED_CHUNK = 256 }; /* accumulators on the stack when the innermost dim is
                 pardo_odo_init(&ro, p->nr, p->rdims, p->rstr, NULL);                                                   \
                 for (int64_t r = 0; r < p->count; r++, pardo_odo_next(&ro)) {                                          \
                     const T *px = x + ko.off[0] + ro.off[0] + c0;                                                      \
-                    for (int64_t i = 0; i < cn; i++) COMB(ACC, acc[i], px[i]);                                              \
+                    for (int64_t i = 0; i < cn; i++) COMB(ACC, acc[i], px[i]);                                         \
                 }                                                                                                      \
                 for (int64_t i = 0; i < cn; i++) y[ob + c0 + i] = FIN(T, acc[i], cnt);                                 \
             }                                                                                                          \
@@ -329,8 +329,9 @@ static int reduce_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
     int rc = reduce_axes(ctx->op, x->ndim, reduced, &keepdims, &all, ctx->st);
     if (rc != PARDO_OK || !pardo_kernel_wants_output(ctx, 0)) return rc;
     if (!pardo_dtype_is_float(x->dtype) || (dy && dy->dtype != x->dtype))
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs 'X' and 'dY' have dtypes %s and %s, expected float32 or "
-                            "float64 for both", pardo_dtype_name(x->dtype), dy ? pardo_dtype_name(dy->dtype) : "(absent)");
+        return pardo_errorf(ctx->st, PARDO_ESHAPE,
+                            "inputs 'X' and 'dY' have dtypes %s and %s, expected float32 or float64 for both",
+                            pardo_dtype_name(x->dtype), dy ? pardo_dtype_name(dy->dtype) : "(absent)");
     /* dY seen with the reduced dims kept as 1: it broadcasts back to X */
     int64_t kept[PARDO_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) kept[d] = reduced[d] ? 1 : x->shape[d];
@@ -371,9 +372,13 @@ static int reduce_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
         .cpu = NAME##_grad_cpu,                                                                                        \
     };
 
-REDUCE_GRAD_OP(reduce_sum, G_SUM, "dX = dY broadcast back over the reduced axes (gradient of reduce_sum)")
-REDUCE_GRAD_OP(reduce_mean, G_MEAN, "dX = dY / count broadcast back over the reduced axes (gradient of reduce_mean)")
-REDUCE_GRAD_OP(reduce_max, G_MAX, "dX = dY at the first max of each reduced set, 0 elsewhere (gradient of reduce_max)")
+REDUCE_GRAD_OP(reduce_sum, G_SUM,
+               "dX = dY broadcast back over the reduced axes (gradient of reduce_sum; float32, float64)")
+REDUCE_GRAD_OP(reduce_mean, G_MEAN,
+               "dX = dY / count broadcast back over the reduced axes (gradient of reduce_mean; float32, float64)")
+REDUCE_GRAD_OP(reduce_max, G_MAX,
+               "dX = dY at the first max of each reduced set, 0 elsewhere (gradient of reduce_max; float32, "
+               "float64)")
 
 /* ---- argmax ---- */
 

@@ -86,7 +86,7 @@ const pardo_op_def pardo_op_identity = {
 
 const pardo_op_def pardo_op_identity_grad = {
     .type = "identity_grad",
-    .doc = "dX = dY (gradient of identity)",
+    .doc = "dX = dY (gradient of identity; float32, float64)",
     .inputs = grad_in,
     .n_inputs = 3,
     .outputs = grad_out,
@@ -195,7 +195,7 @@ const pardo_op_def pardo_op_reshape = {
 
 const pardo_op_def pardo_op_reshape_grad = {
     .type = "reshape_grad",
-    .doc = "dX = dY in X's shape (gradient of reshape)",
+    .doc = "dX = dY in X's shape (gradient of reshape; float32, float64)",
     .inputs = grad_in,
     .n_inputs = 3,
     .outputs = grad_out,
@@ -268,7 +268,7 @@ const pardo_op_def pardo_op_flatten = {
 
 const pardo_op_def pardo_op_flatten_grad = {
     .type = "flatten_grad",
-    .doc = "dX = dY in X's shape (gradient of flatten)",
+    .doc = "dX = dY in X's shape (gradient of flatten; float32, float64)",
     .inputs = grad_in,
     .n_inputs = 3,
     .outputs = grad_out,
@@ -425,7 +425,7 @@ const pardo_op_def pardo_op_transpose = {
 
 const pardo_op_def pardo_op_transpose_grad = {
     .type = "transpose_grad",
-    .doc = "dX = dY transposed by the inverse of perm (gradient of transpose)",
+    .doc = "dX = dY transposed by the inverse of perm (gradient of transpose; float32, float64)",
     .inputs = grad_in,
     .n_inputs = 3,
     .outputs = grad_out,

@@ -195,7 +195,8 @@ typedef void (*sm_grad_fn)(const void *y, const void *dy, void *dx, int64_t oute
                 }                                                                                                      \
                 for (int64_t k = 0; k < n; k++) {                                                                      \
                     const int64_t j = base + k * inner;                                                                \
-                    dx[j] = (T)(log_form ? (double)dy[j] - exp((double)y[j]) * s : (double)y[j] * ((double)dy[j] - s)); \
+                    const double gj = (double)dy[j], yj = (double)y[j];                                                \
+                    dx[j] = (T)(log_form ? gj - exp(yj) * s : yj * (gj - s));                                          \
                 }                                                                                                      \
             }                                                                                                          \
     }
@@ -235,7 +236,7 @@ static int log_softmax_grad_cpu(pardo_kernel_ctx *ctx) { return sm_grad_run(ctx,
 
 const pardo_op_def pardo_op_softmax_grad = {
     .type = "softmax_grad",
-    .doc = "dX = Y * (dY - sum(dY * Y)) along axis (gradient of softmax)",
+    .doc = "dX = Y * (dY - sum(dY * Y)) along axis (gradient of softmax; float32, float64)",
     .inputs = sm_grad_in,
     .n_inputs = 3,
     .outputs = sm_grad_out,
@@ -248,7 +249,7 @@ const pardo_op_def pardo_op_softmax_grad = {
 
 const pardo_op_def pardo_op_log_softmax_grad = {
     .type = "log_softmax_grad",
-    .doc = "dX = dY - exp(Y) * sum(dY) along axis (gradient of log_softmax)",
+    .doc = "dX = dY - exp(Y) * sum(dY) along axis (gradient of log_softmax; float32, float64)",
     .inputs = sm_grad_in,
     .n_inputs = 3,
     .outputs = sm_grad_out,
@@ -366,7 +367,8 @@ static int sce_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_softmax_cross_entropy = {
     .type = "softmax_cross_entropy",
-    .doc = "loss = -log(softmax(logits)[label]) per row, reduced by mean (default), sum or none",
+    .doc = "loss = -log(softmax(logits)[label]) per row, reduced by mean (default), sum or none (float32, float64 "
+           "logits; int32, int64 labels)",
     .inputs = sce_in,
     .n_inputs = 2,
     .outputs = sce_out,
@@ -470,7 +472,7 @@ static int sce_grad_cpu(pardo_kernel_ctx *ctx) {
 const pardo_op_def pardo_op_softmax_cross_entropy_grad = {
     .type = "softmax_cross_entropy_grad",
     .doc = "dlogits = g * (softmax(logits) - onehot(labels)), g = dloss per row (none), dloss (sum) or dloss / N "
-           "(mean); labels get none (gradient of softmax_cross_entropy)",
+           "(mean); labels get none (gradient of softmax_cross_entropy; float32, float64)",
     .inputs = sce_grad_in,
     .n_inputs = 4,
     .outputs = sce_grad_out,

@@ -547,7 +547,8 @@ START_TEST(test_binary_gradient_float32_and_absent_dc) {
     /* float32 against the float64 formula; then dC absent: zeros of A's and B's shapes */
     test_rng r = {31};
     int64_t sa[] = {4, 1, 3}, sb[] = {2, 1}, sc[] = {4, 2, 3};
-    pardo_tensor *a = test_tensor_random(&r, PARDO_F32, 3, sa, -2, 2), *b = test_tensor_random(&r, PARDO_F32, 2, sb, 0.5, 2);
+    pardo_tensor *a = test_tensor_random(&r, PARDO_F32, 3, sa, -2, 2),
+                 *b = test_tensor_random(&r, PARDO_F32, 2, sb, 0.5, 2);
     pardo_tensor *dc = test_tensor_random(&r, PARDO_F32, 3, sc, -1, 1), *out[2] = {NULL, NULL};
     pardo_status st;
     pardo_tensor *in[4] = {a, b, dc, dc}; /* C itself is not read by div_grad's formula */
@@ -560,7 +561,8 @@ START_TEST(test_binary_gradient_float32_and_absent_dc) {
                 double g = pardo_tensor_get_f64(dc, (i * 2 + j) * 3 + k);
                 want_b[j] += -g * av / (bv * bv);
             }
-    for (int j = 0; j < 2; j++) ck_assert_double_eq_tol(pardo_tensor_get_f64(out[1], j), want_b[j], 1e-5 * (1 + fabs(want_b[j])));
+    for (int j = 0; j < 2; j++)
+        ck_assert_double_eq_tol(pardo_tensor_get_f64(out[1], j), want_b[j], 1e-5 * (1 + fabs(want_b[j])));
     for (int i = 0; i < 4; i++)
         for (int k = 0; k < 3; k++) {
             double w = 0;
@@ -572,7 +574,8 @@ START_TEST(test_binary_gradient_float32_and_absent_dc) {
     pardo_tensor_release(out[1]);
     in[3] = NULL;
     ck_assert_msg(test_run_op("mul_grad", NULL, 4, in, 2, out, &st) == PARDO_OK, "%s", st.msg);
-    ck_assert(pardo_shape_equal(out[0]->ndim, out[0]->shape, 3, sa) && pardo_shape_equal(out[1]->ndim, out[1]->shape, 2, sb));
+    ck_assert(pardo_shape_equal(out[0]->ndim, out[0]->shape, 3, sa) &&
+              pardo_shape_equal(out[1]->ndim, out[1]->shape, 2, sb));
     for (int k = 0; k < 2; k++)
         for (int64_t i = 0; i < out[k]->numel; i++) ck_assert_double_eq(pardo_tensor_get_f64(out[k], i), 0);
     pardo_tensor_release(out[0]);

@@ -358,7 +358,8 @@ START_TEST(test_matmul_gradient_float32_and_absent_dy) {
     test_rng r = {77};
     int64_t sa[] = {2, 1, 5, 3}, sb[] = {3, 4, 5}, sy[] = {2, 3, 3, 4};
     const char *attrs = "{\"transpose_a\": true, \"transpose_b\": true}";
-    pardo_tensor *a = test_tensor_random(&r, PARDO_F64, 4, sa, -1, 1), *b = test_tensor_random(&r, PARDO_F64, 3, sb, -1, 1);
+    pardo_tensor *a = test_tensor_random(&r, PARDO_F64, 4, sa, -1, 1),
+                 *b = test_tensor_random(&r, PARDO_F64, 3, sb, -1, 1);
     pardo_tensor *dy = test_tensor_random(&r, PARDO_F64, 4, sy, -1, 1);
     pardo_tensor *a32 = to_dtype(a, PARDO_F32), *b32 = to_dtype(b, PARDO_F32), *dy32 = to_dtype(dy, PARDO_F32);
     pardo_tensor *g64[2], *g32[2];
@@ -376,7 +377,8 @@ START_TEST(test_matmul_gradient_float32_and_absent_dy) {
     }
     /* dY absent: zeros of A's and B's shapes */
     run_mm_grad(attrs, a, b, NULL, g64);
-    ck_assert(pardo_shape_equal(g64[0]->ndim, g64[0]->shape, 4, sa) && pardo_shape_equal(g64[1]->ndim, g64[1]->shape, 3, sb));
+    ck_assert(pardo_shape_equal(g64[0]->ndim, g64[0]->shape, 4, sa) &&
+              pardo_shape_equal(g64[1]->ndim, g64[1]->shape, 3, sb));
     for (int k = 0; k < 2; k++) {
         for (int64_t i = 0; i < g64[k]->numel; i++) ck_assert_double_eq(pardo_tensor_get_f64(g64[k], i), 0);
         pardo_tensor_release(g64[k]);
@@ -404,11 +406,13 @@ START_TEST(test_err_matmul_grad) {
     /* a dY of another shape than the product is an error at run time */
     test_rng r = {5};
     int64_t s3[] = {3, 2};
-    pardo_tensor *t[4] = {test_tensor_random(&r, PARDO_F32, 2, s2, -1, 1), test_tensor_random(&r, PARDO_F32, 2, s2, -1, 1),
-                          test_tensor_random(&r, PARDO_F32, 2, s2, -1, 1), test_tensor_random(&r, PARDO_F32, 2, s3, -1, 1)};
+    pardo_tensor *t[4] = {
+        test_tensor_random(&r, PARDO_F32, 2, s2, -1, 1), test_tensor_random(&r, PARDO_F32, 2, s2, -1, 1),
+        test_tensor_random(&r, PARDO_F32, 2, s2, -1, 1), test_tensor_random(&r, PARDO_F32, 2, s3, -1, 1)};
     pardo_tensor *o[2];
     ck_assert_int_eq(test_run_op("matmul_grad", NULL, 4, t, 2, o, &st), PARDO_ESHAPE);
-    ck_assert_msg(strstr(st.msg, "'dY'") && strstr(st.msg, "[3, 2]") && strstr(st.msg, "[2, 2]"), "message: %s", st.msg);
+    ck_assert_msg(strstr(st.msg, "'dY'") && strstr(st.msg, "[3, 2]") && strstr(st.msg, "[2, 2]"), "message: %s",
+                  st.msg);
     for (int k = 0; k < 4; k++) pardo_tensor_release(t[k]);
 }
 END_TEST

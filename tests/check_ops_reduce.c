@@ -205,7 +205,8 @@ END_TEST
 START_TEST(test_reduce_max_special) {
     /* NaN beats every number (numpy's max propagates it); over zero elements -inf (ONNX) */
     int64_t s[] = {2, 3};
-    pardo_tensor *x = test_tensor_from(PARDO_F64, 2, s, (double[]){1, NAN, 5, -INFINITY, -INFINITY, -INFINITY}), *y = NULL;
+    pardo_tensor *x = test_tensor_from(PARDO_F64, 2, s, (double[]){1, NAN, 5, -INFINITY, -INFINITY, -INFINITY}),
+                 *y = NULL;
     pardo_status st;
     ck_assert_int_eq(test_run_op("reduce_max", "{\"axes\": [1], \"keepdims\": false}", 1, &x, 1, &y, &st), PARDO_OK);
     ck_assert(isnan(pardo_tensor_get_f64(y, 0)));
@@ -268,7 +269,8 @@ START_TEST(test_argmax) {
                 /* few distinct values: ties on purpose */
                 pardo_tensor *x = test_tensor_random(&r, dts[t], acases[c].nd, acases[c].shape, -3, 3), *y = NULL;
                 if (!pardo_dtype_is_int(dts[t]))
-                    for (int64_t i = 0; i < x->numel; i++) pardo_tensor_set_f64(x, i, floor(pardo_tensor_get_f64(x, i)));
+                    for (int64_t i = 0; i < x->numel; i++)
+                        pardo_tensor_set_f64(x, i, floor(pardo_tensor_get_f64(x, i)));
                 char attrs[64];
                 snprintf(attrs, sizeof attrs, "{\"axis\": %d, \"keepdims\": %s}", acases[c].axis, k ? "true" : "false");
                 pardo_status st;

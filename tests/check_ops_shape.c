@@ -256,11 +256,13 @@ START_TEST(test_concat) {
         for (int t = 0; t < LEN(all_dtypes); t++) {
             test_rng r = {110u + (uint64_t)(c * 8 + t)};
             pardo_tensor *x[3], *y = NULL;
-            for (int k = 0; k < ccases[c].n; k++) x[k] = random_of(&r, all_dtypes[t], ccases[c].in[k].nd, ccases[c].in[k].d);
+            for (int k = 0; k < ccases[c].n; k++)
+                x[k] = random_of(&r, all_dtypes[t], ccases[c].in[k].nd, ccases[c].in[k].d);
             char attrs[32];
             snprintf(attrs, sizeof attrs, "{\"axis\": %d}", ccases[c].axis);
             pardo_status st;
-            ck_assert_msg(test_run_op("concat", attrs, ccases[c].n, x, 1, &y, &st) == PARDO_OK, "case %d: %s", c, st.msg);
+            ck_assert_msg(test_run_op("concat", attrs, ccases[c].n, x, 1, &y, &st) == PARDO_OK, "case %d: %s", c,
+                          st.msg);
             int axis = ccases[c].axis < 0 ? ccases[c].axis + x[0]->ndim : ccases[c].axis;
             pardo_tensor *want = ref_concat(ccases[c].n, x, axis);
             test_assert_close(y, want, 0, 0);
@@ -302,7 +304,8 @@ START_TEST(test_cast_values) {
         pardo_status st;
         ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"int32\"}", 1, &x, 1, &y, &st), PARDO_OK);
         ck_assert_int_eq(y->dtype, PARDO_I32);
-        for (int i = 0; i < n; i++) ck_assert_msg(pardo_tensor_get_f64(y, i) == to_i32[i], "int32(%g) = %g", xs[i], pardo_tensor_get_f64(y, i));
+        for (int i = 0; i < n; i++)
+            ck_assert_msg(pardo_tensor_get_f64(y, i) == to_i32[i], "int32(%g) = %g", xs[i], pardo_tensor_get_f64(y, i));
         pardo_tensor_release(y);
         ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"int64\"}", 1, &x, 1, &y, &st), PARDO_OK);
         for (int i = 0; i < n; i++) {
@@ -415,7 +418,8 @@ END_TEST
 START_TEST(test_gradient_absent_dy) {
     int64_t sa[] = {2, 3}, sb[] = {2, 2};
     test_rng r = {9};
-    pardo_tensor *x[2] = {test_tensor_random(&r, PARDO_F32, 2, sa, -1, 1), test_tensor_random(&r, PARDO_F32, 2, sb, -1, 1)};
+    pardo_tensor *x[2] = {test_tensor_random(&r, PARDO_F32, 2, sa, -1, 1),
+                          test_tensor_random(&r, PARDO_F32, 2, sb, -1, 1)};
     pardo_tensor *y = NULL, *dx[2] = {NULL, NULL};
     pardo_status st;
     ck_assert_int_eq(test_run_op("concat", "{\"axis\": 1}", 2, x, 1, &y, &st), PARDO_OK);
