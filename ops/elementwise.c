@@ -1,12 +1,13 @@
-/* elementwise.c - elementwise ops: the binary arithmetic ops add, sub, mul,
- * div (numpy broadcasting, float32/float64/int32/int64) and the unary float
- * ops relu, sigmoid, tanh, exp, log, scale. Each op: schema, inference, CPU
- * kernel. Integer add/sub/mul wrap around on overflow (two's complement, like
- * numpy) instead of being undefined; integer div truncates toward zero (C,
- * ONNX) and a zero divisor is a PARDO_ERUNTIME error. Every kernel reads
- * element i of a same-shaped input before writing element i of the output,
- * so the ops are safe in place (w = add(w, step)). CUDA kernels live in
- * ops/cuda/elementwise.cu. */
+/* elementwise.c - arithmetic ops: the binary ops add, sub, mul, div (numpy
+ * broadcasting, float32/float64/int32/int64; their gradient ops are in
+ * ops/elementwise_grad.c) and the unary float ops neg, exp, log, sqrt, abs,
+ * pow, scale, clip with their gradient ops (ops/unary.h). Each op: schema,
+ * inference, CPU kernel. Integer add/sub/mul wrap around on overflow (two's
+ * complement, like numpy) instead of being undefined; integer div truncates
+ * toward zero (C, ONNX) and a zero divisor is a PARDO_ERUNTIME error. Every
+ * kernel reads element i of a same-shaped input before writing element i of
+ * the output, so the ops are safe in place (w = add(w, step)). CUDA kernels
+ * live in ops/cuda/elementwise.cu. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <tgmath.h>
@@ -14,6 +15,7 @@
 #include "kernel_util.h"
 #include "kernels.h"
 #include "op.h"
+#include "unary.h"
 
 /* ---- binary ops ---- */
 
@@ -131,135 +133,81 @@ static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is
         .cpu = NAME##_cpu,                                                                                             \
         .cuda = pardo_cuda_##NAME,                                                                                     \
         .inplace = true,                                                                                               \
+        .grad = pardo_grad_standard,                                                                                   \
     };
 
-BINARY_OP(add, false, "C = A + B, broadcasting like numpy (float32, float64, int32, int64)")
-BINARY_OP(sub, false, "C = A - B, broadcasting like numpy (float32, float64, int32, int64)")
-BINARY_OP(mul, false, "C = A * B, broadcasting like numpy (float32, float64, int32, int64)")
-BINARY_OP(div, true, "C = A / B, broadcasting like numpy; ints truncate toward zero, a zero int divisor is an error")
+BINARY_OP(add, false, "C = A + B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
+BINARY_OP(sub, false, "C = A - B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
+BINARY_OP(mul, false, "C = A * B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
+BINARY_OP(div, true,
+          "C = A / B, broadcasting like numpy (float32, float64, int32, int64 truncating toward zero, a zero int "
+          "divisor is an error; gradient: floats)")
 
-/* ---- unary float ops ---- */
+/* ---- unary float ops (float32, float64), each with its gradient op ---- */
 
-static const pardo_arg_def x_in[] = {{"X", "input tensor (float32 or float64)", false, false}};
-static const pardo_arg_def y_out[] = {{"Y", "result, of X's dtype and shape", false, false}};
+UNARY_OP(neg, "Y = -X (float32, float64)", NULL, 0, NULL, NULL, r = -v;)
+UNARY_GRAD_OP(neg, "dX = -dY (gradient of neg; float32, float64)", NULL, 0, NULL, r = -g;)
 
-static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
+UNARY_OP(exp, "Y = exp(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_exp, r = exp(v);)
+UNARY_GRAD_OP(exp, "dX = dY * Y (gradient of exp; float32, float64)", NULL, 0, NULL, r = g * w;)
 
-static int unary_infer(pardo_infer_ctx *ctx) {
-    int rc = pardo_expect_dtype(ctx->in[0], "input 0 'X'", float_dtypes, 2, ctx->st);
-    if (rc != PARDO_OK) return rc;
-    ctx->out[0] = *ctx->in[0];
-    return PARDO_OK;
+UNARY_OP(log, "Y = log(X) (natural; -inf at 0, NaN below; float32, float64)", NULL, 0, NULL, pardo_cuda_log,
+         r = log(v);)
+UNARY_GRAD_OP(log, "dX = dY / X (gradient of log; float32, float64)", NULL, 0, NULL, r = g / v;)
+
+UNARY_OP(sqrt, "Y = sqrt(X) (NaN below 0; float32, float64)", NULL, 0, NULL, NULL, r = sqrt(v);)
+UNARY_GRAD_OP(sqrt, "dX = dY / (2 Y) (gradient of sqrt, inf at 0; float32, float64)", NULL, 0, NULL, r = g / (w + w);)
+
+UNARY_OP(abs, "Y = |X| (float32, float64)", NULL, 0, NULL, NULL, r = fabs(v);)
+UNARY_GRAD_OP(abs, "dX = dY * sign(X), 0 where X is 0 (gradient of abs; float32, float64)", NULL, 0, NULL,
+              r = v > 0 ? g : (v < 0 ? -g : (elem_t)0);)
+
+/* pow: p = exponent. */
+static const pardo_attr_def pow_attrs[] = {{"exponent", PARDO_ATTR_FLOAT, NULL, "the power X is raised to"}};
+
+static int pow_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) {
+    if (!pardo_attr(op, "exponent")) return pardo_errorf(st, PARDO_EINVAL, "attr 'exponent' is required");
+    a->q = 0;
+    return pardo_attr_float(op, "exponent", 0.0, &a->p, st);
 }
 
-/* Parameters of the unary ops that take some (scale). */
-typedef struct unary_args {
-    double scale, bias;
-} unary_args;
+UNARY_OP(pow, "Y = X ** exponent (C pow: NaN for X < 0 with a non-integer exponent; float32, float64)", pow_attrs, 1,
+         pow_args, NULL, r = pow(v, p);)
+UNARY_GRAD_OP(pow, "dX = dY * exponent * X ** (exponent - 1), 0 for exponent 0 (gradient of pow wrt X; float32, "
+              "float64)", pow_attrs, 1,
+              pow_args, r = p == 0 ? (elem_t)0 : g * p * pow(v, p - 1);)
 
-typedef void (*unary_fn)(const void *x, void *y, int64_t n, const unary_args *args);
-
-/* Defines NAME, y[i] = f(x[i]) over n elements of type T, where BODY sets r
- * from v, values of type elem_t (= T); it may use s = scale and c = bias. Math calls
- * resolve to the float or double functions through <tgmath.h>. */
-#define UNARY_KERNEL(NAME, T, ...)                                                                                     \
-    static void NAME(const void *vx, void *vy, int64_t n, const unary_args *args) {                                    \
-        const T *x = vx;                                                                                               \
-        T *y = vy;                                                                                                     \
-        typedef T elem_t;                                                                                              \
-        const elem_t s = (elem_t)args->scale, c = (elem_t)args->bias;                                                  \
-        (void)s;                                                                                                       \
-        (void)c;                                                                                                       \
-        for (int64_t i = 0; i < n; i++) {                                                                              \
-            const elem_t v = x[i];                                                                                     \
-            elem_t r;                                                                                                  \
-            __VA_ARGS__                                                                                                \
-            y[i] = r;                                                                                                  \
-        }                                                                                                              \
-    }
-
-static int unary_run(pardo_kernel_ctx *ctx, unary_fn f32, unary_fn f64, const unary_args *args) {
-    pardo_tensor *x = ctx->in[0];
-    if (!pardo_dtype_is_float(x->dtype))
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, expected float32 or float64",
-                            pardo_dtype_name(x->dtype));
-    pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
-    if (!y) return ctx->st->code;
-    (x->dtype == PARDO_F32 ? f32 : f64)(pardo_tensor_data(x), pardo_tensor_data(y), x->numel, args);
-    return PARDO_OK;
-}
-
-#define UNARY_KERNELS(NAME, ...)                                                                                       \
-    UNARY_KERNEL(NAME##_f32, float, __VA_ARGS__)                                                                       \
-    UNARY_KERNEL(NAME##_f64, double, __VA_ARGS__)
-
-/* A unary float op without attrs: kernels, CPU entry and op definition. */
-#define UNARY_OP(NAME, DOC, ...)                                                                                       \
-    UNARY_KERNELS(NAME, __VA_ARGS__)                                                                                   \
-    static int NAME##_cpu(pardo_kernel_ctx *ctx) {                                                                     \
-        static const unary_args none = {1.0, 0.0};                                                                     \
-        return unary_run(ctx, NAME##_f32, NAME##_f64, &none);                                                          \
-    }                                                                                                                  \
-    const pardo_op_def pardo_op_##NAME = {                                                                             \
-        .type = #NAME,                                                                                                 \
-        .doc = DOC,                                                                                                    \
-        .inputs = x_in,                                                                                                \
-        .n_inputs = 1,                                                                                                 \
-        .outputs = y_out,                                                                                              \
-        .n_outputs = 1,                                                                                                \
-        .infer = unary_infer,                                                                                          \
-        .cpu = NAME##_cpu,                                                                                             \
-        .cuda = pardo_cuda_##NAME,                                                                                     \
-        .inplace = true,                                                                                               \
-    };
-
-/* relu keeps NaN (v < 0 is false for NaN), like max(x, 0) in ONNX. */
-UNARY_OP(relu, "Y = max(X, 0)", r = v < 0 ? (elem_t)0 : v;)
-/* sigmoid from exp(-|x|), which never overflows: stable for large |x|. */
-UNARY_OP(sigmoid, "Y = 1 / (1 + exp(-X)), computed stably for large |X|",
-         const elem_t e = exp(-fabs(v));
-         r = v >= 0 ? 1 / (1 + e) : e / (1 + e);)
-UNARY_OP(tanh, "Y = tanh(X)", r = tanh(v);)
-UNARY_OP(exp, "Y = exp(X)", r = exp(v);)
-UNARY_OP(log, "Y = log(X) (natural; -inf at 0, NaN below)", r = log(v);)
-
-/* scale: y = x * scale + bias, computed in X's dtype. */
-UNARY_KERNELS(scale, r = v * s + c;)
-
+/* scale: y = x * scale + bias, computed in X's dtype; p = scale, q = bias. */
 static const pardo_attr_def scale_attrs[] = {
     {"scale", PARDO_ATTR_FLOAT, "1.0", "factor multiplied into X"},
     {"bias", PARDO_ATTR_FLOAT, "0.0", "added after scaling"},
 };
 
-static int scale_args(const pardo_op *op, unary_args *args, pardo_status *st) {
-    int rc = pardo_attr_float(op, "scale", 1.0, &args->scale, st);
-    if (rc == PARDO_OK) rc = pardo_attr_float(op, "bias", 0.0, &args->bias, st);
+static int scale_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) {
+    int rc = pardo_attr_float(op, "scale", 1.0, &a->p, st);
+    if (rc == PARDO_OK) rc = pardo_attr_float(op, "bias", 0.0, &a->q, st);
     return rc;
 }
 
-static int scale_infer(pardo_infer_ctx *ctx) {
-    unary_args args;
-    int rc = scale_args(ctx->op, &args, ctx->st);
-    return rc != PARDO_OK ? rc : unary_infer(ctx);
-}
+UNARY_OP(scale, "Y = X * scale + bias (float32, float64)", scale_attrs, 2, scale_args, pardo_cuda_scale,
+         r = v * p + q;)
+UNARY_GRAD_OP(scale, "dX = dY * scale (gradient of scale; float32, float64)", scale_attrs, 2, scale_args, r = g * p;)
 
-static int scale_cpu(pardo_kernel_ctx *ctx) {
-    unary_args args;
-    int rc = scale_args(ctx->op, &args, ctx->st);
-    return rc != PARDO_OK ? rc : unary_run(ctx, scale_f32, scale_f64, &args);
-}
-
-const pardo_op_def pardo_op_scale = {
-    .type = "scale",
-    .doc = "Y = X * scale + bias",
-    .inputs = x_in,
-    .n_inputs = 1,
-    .outputs = y_out,
-    .n_outputs = 1,
-    .attrs = scale_attrs,
-    .n_attrs = 2,
-    .infer = scale_infer,
-    .cpu = scale_cpu,
-    .cuda = pardo_cuda_scale,
-    .inplace = true,
+/* clip like ONNX Clip: y = min(max(x, min), max), so min > max gives max
+ * everywhere; NaN stays NaN. p = min, q = max (+-inf when absent). */
+static const pardo_attr_def clip_attrs[] = {
+    {"min", PARDO_ATTR_FLOAT, "null", "lower bound; absent: none"},
+    {"max", PARDO_ATTR_FLOAT, "null", "upper bound; absent: none"},
 };
+
+static int clip_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) {
+    int rc = pardo_attr_float(op, "min", -INFINITY, &a->p, st);
+    if (rc == PARDO_OK) rc = pardo_attr_float(op, "max", INFINITY, &a->q, st);
+    return rc;
+}
+
+UNARY_OP(clip, "Y = min(max(X, min), max) like ONNX Clip; an absent bound is none (float32, float64)", clip_attrs, 2,
+         clip_args, NULL, r = v < p ? p : v; r = r > q ? q : r;)
+UNARY_GRAD_OP(clip, "dX = dY where min <= X <= max, else 0 (gradient of clip; float32, float64)", clip_attrs, 2,
+              clip_args,
+              r = v >= p && v <= q ? g : (elem_t)0;)

@@ -48,3 +48,11 @@ int pardo_normalize_axis(int64_t axis, int ndim, const char *attr, int *out, par
     *out = (int)a;
     return PARDO_OK;
 }
+
+bool pardo_op_wants_output(const pardo_op *op, int k) { return k >= 0 && k < op->n_out && op->out[k][0] != '\0'; }
+
+int pardo_grad_expect_float(const pardo_op *op, int k, const pardo_type *t, const char *what, pardo_status *st) {
+    if (!pardo_op_wants_output(op, k) || pardo_dtype_is_float(t->dtype)) return PARDO_OK;
+    return pardo_errorf(st, PARDO_ENOTSUP, "output %d asks for the gradient of %s, which is %s: only float32 and "
+                        "float64 inputs have gradients", k, what, pardo_dtype_name(t->dtype));
+}

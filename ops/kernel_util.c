@@ -1,5 +1,8 @@
-/* kernel_util.c - broadcast planning for the CPU kernels (see kernel_util.h). */
+/* kernel_util.c - broadcast planning and the broadcast gradient helpers for
+ * the CPU kernels (see kernel_util.h). */
 #include "kernel_util.h"
+
+#include <string.h>
 
 void pardo_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
@@ -55,5 +58,87 @@ int pardo_bcast2_plan(int a_ndim, const int64_t *a, int b_ndim, const int64_t *b
         p->dims[0] = 1;
         p->sa[0] = p->sb[0] = 1;
     }
+    return PARDO_OK;
+}
+
+/* Plans `from` broadcast to `to` (returns the plan of from against to, so
+ * p->sa walks `from` and p->sb walks `to`); PARDO_ESHAPE unless the result
+ * has exactly the shape `to`. */
+static int plan_broadcast_to(int from_nd, const int64_t *from, int to_nd, const int64_t *to, pardo_bcast2 *p,
+                             pardo_status *st) {
+    char s1[128], s2[128];
+    if (pardo_bcast2_plan(from_nd, from, to_nd, to, p, st) != PARDO_OK ||
+        !pardo_shape_equal(p->ndim, p->shape, to_nd, to))
+        return pardo_errorf(st, PARDO_ESHAPE, "shape %s does not broadcast to %s",
+                            pardo_shape_str(from_nd, from, s1, sizeof s1), pardo_shape_str(to_nd, to, s2, sizeof s2));
+    return PARDO_OK;
+}
+
+/* Defines NAME, pardo_sum_to_shape for element type T: walks src in
+ * row-major order with dst's offset in o.off[0]. */
+#define SUM_TO_KERNEL(NAME, T)                                                                                         \
+    static void NAME(const pardo_bcast2 *p, const T *src, T *dst, int64_t dst_numel, double scale) {                   \
+        for (int64_t i = 0; i < dst_numel; i++) dst[i] = 0;                                                            \
+        const int inner = p->nd - 1;                                                                                   \
+        const int64_t n = p->dims[inner], sd = p->sa[inner];                                                           \
+        pardo_odo o;                                                                                                   \
+        pardo_odo_init(&o, inner, p->dims, p->sa, NULL);                                                               \
+        for (int64_t base = 0; base < p->numel; base += n, pardo_odo_next(&o)) {                                       \
+            const T *ps = src + base;                                                                                  \
+            T *pd = dst + o.off[0];                                                                                    \
+            if (sd == 0) {                                                                                             \
+                double acc = 0;                                                                                        \
+                for (int64_t i = 0; i < n; i++) acc += (double)ps[i];                                                  \
+                pd[0] = (T)((double)pd[0] + scale * acc);                                                              \
+            } else {                                                                                                   \
+                for (int64_t i = 0; i < n; i++) pd[i * sd] = (T)((double)pd[i * sd] + scale * (double)ps[i]);          \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+
+SUM_TO_KERNEL(sum_to_f32, float)
+SUM_TO_KERNEL(sum_to_f64, double)
+
+int pardo_sum_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_t *src_shape, void *dst, int dst_nd,
+                       const int64_t *dst_shape, double scale, pardo_status *st) {
+    pardo_bcast2 p;
+    int rc = plan_broadcast_to(dst_nd, dst_shape, src_nd, src_shape, &p, st);
+    if (rc != PARDO_OK) return rc;
+    const int64_t dst_numel = pardo_shape_numel(dst_nd, dst_shape);
+    if (p.numel == 0) { /* nothing to sum: zeros */
+        if (dt == PARDO_F32) memset(dst, 0, (size_t)dst_numel * sizeof(float));
+        else memset(dst, 0, (size_t)dst_numel * sizeof(double));
+        return PARDO_OK;
+    }
+    if (dt == PARDO_F32) sum_to_f32(&p, src, dst, dst_numel, scale);
+    else sum_to_f64(&p, src, dst, dst_numel, scale);
+    return PARDO_OK;
+}
+
+/* Defines NAME, pardo_expand_to_shape for element type T: walks dst in
+ * row-major order with src's offset in o.off[0]. */
+#define EXPAND_KERNEL(NAME, T)                                                                                         \
+    static void NAME(const pardo_bcast2 *p, const T *src, T *dst, double scale) {                                      \
+        const int inner = p->nd - 1;                                                                                   \
+        const int64_t n = p->dims[inner], ss = p->sa[inner];                                                           \
+        pardo_odo o;                                                                                                   \
+        pardo_odo_init(&o, inner, p->dims, p->sa, NULL);                                                               \
+        for (int64_t base = 0; base < p->numel; base += n, pardo_odo_next(&o)) {                                       \
+            const T *ps = src + o.off[0];                                                                              \
+            T *pd = dst + base;                                                                                        \
+            for (int64_t i = 0; i < n; i++) pd[i] = (T)(scale * (double)ps[i * ss]);                                   \
+        }                                                                                                              \
+    }
+
+EXPAND_KERNEL(expand_f32, float)
+EXPAND_KERNEL(expand_f64, double)
+
+int pardo_expand_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_t *src_shape, void *dst,
+                          int dst_nd, const int64_t *dst_shape, double scale, pardo_status *st) {
+    pardo_bcast2 p;
+    int rc = plan_broadcast_to(src_nd, src_shape, dst_nd, dst_shape, &p, st);
+    if (rc != PARDO_OK || p.numel == 0) return rc;
+    if (dt == PARDO_F32) expand_f32(&p, src, dst, scale);
+    else expand_f64(&p, src, dst, scale);
     return PARDO_OK;
 }

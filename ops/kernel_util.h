@@ -6,6 +6,7 @@
 #define PARDO_KERNEL_UTIL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "status.h"
 #include "tensor.h"
@@ -69,7 +70,31 @@ static inline void pardo_odo_next(pardo_odo *o) {
     }
 }
 
+/* Sets every byte of t's host data to 0 (0.0 for floats); t is current on
+ * the CPU (a kernel output). Safe on empty tensors. */
+static inline void pardo_tensor_zero(pardo_tensor *t) {
+    if (t->nbytes) memset(pardo_tensor_data(t), 0, t->nbytes);
+}
+
 /* Row-major element strides of a contiguous shape into strides[0..ndim). */
 void pardo_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+/* The gradient of a broadcast, for the gradient kernels: sums src (float32
+ * or float64 `dt`, shape src_shape) into dst (same dtype, shape dst_shape,
+ * which must broadcast to src_shape): dst[j] = scale * (sum of the src
+ * elements that element j broadcast to). Overwrites every element of dst.
+ * Runs along a broadcast innermost dim are summed in double. Returns
+ * PARDO_OK, or PARDO_ESHAPE naming both shapes when dst_shape does not
+ * broadcast to src_shape. Thread-safe; allocates nothing. */
+int pardo_sum_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_t *src_shape, void *dst, int dst_nd,
+                       const int64_t *dst_shape, double scale, pardo_status *st);
+
+/* The reverse: broadcasts src (shape src_shape, which must broadcast to
+ * dst_shape) into dst, dst[i] = scale * src[the element i comes from].
+ * float32 or float64 `dt`. Overwrites every element of dst. Returns
+ * PARDO_OK or PARDO_ESHAPE as pardo_sum_to_shape. Thread-safe; allocates
+ * nothing. */
+int pardo_expand_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_t *src_shape, void *dst,
+                          int dst_nd, const int64_t *dst_shape, double scale, pardo_status *st);
 
 #endif

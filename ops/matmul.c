@@ -3,7 +3,9 @@
  * the added dim dropped from the result), and N-D operands as stacks of
  * matrices whose batch dims broadcast. transpose_a / transpose_b transpose
  * the last two dims of an operand before the product; they need that
- * operand to have rank >= 2. Plain loops in a cache-friendly order, no BLAS. */
+ * operand to have rank >= 2. Plain loops in a cache-friendly order, no BLAS.
+ * matmul_grad: dA and dB, summed over the batches an operand was broadcast
+ * to. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -127,15 +129,19 @@ static int matmul_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-typedef void (*mm_fn)(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k, bool ta, bool tb);
+typedef void (*mm_fn)(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
+                      bool add_to);
 
 /* Defines NAME, one product C[m, n] = op(A) op(B) of contiguous matrices of
- * type T, A stored [m, k] ([k, m] when ta), B stored [k, n] ([n, k] when tb).
- * Loop order keeps the innermost loop on contiguous memory where it can:
- * i-k-j (rows of B and C), k-i-j when A is transposed, i-j-k dot products
- * when B is transposed (rows of B^T). Writes every element of C. */
+ * type T, A stored [m, k] ([k, m] when ta), B stored [k, n] ([n, k] when tb);
+ * with add_to the product is added to C instead of replacing it (the
+ * gradient kernels sum over broadcast batches). Loop order keeps the
+ * innermost loop on contiguous memory where it can: i-k-j (rows of B and
+ * C), k-i-j when A is transposed, i-j-k dot products when B is transposed
+ * (rows of B^T). Writes every element of C. */
 #define MM_KERNEL(NAME, T)                                                                                             \
-    static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {    \
+    static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t n, int64_t k, bool ta, bool tb,      \
+                     bool add_to) {                                                                                    \
         const T *A = va, *B = vb;                                                                                      \
         T *C = vc;                                                                                                     \
         if (tb) {                                                                                                      \
@@ -143,13 +149,14 @@ typedef void (*mm_fn)(const void *a, const void *b, void *c, int64_t m, int64_t 
             for (int64_t i = 0; i < m; i++)                                                                            \
                 for (int64_t j = 0; j < n; j++) {                                                                      \
                     const T *ar = A + i * asi, *br = B + j * k;                                                        \
-                    T acc = 0;                                                                                         \
+                    T acc = add_to ? C[i * n + j] : 0;                                                                 \
                     for (int64_t p = 0; p < k; p++) acc += ar[p * ask] * br[p];                                        \
                     C[i * n + j] = acc;                                                                                \
                 }                                                                                                      \
             return;                                                                                                    \
         }                                                                                                              \
-        for (int64_t i = 0; i < m * n; i++) C[i] = 0;                                                                  \
+        if (!add_to)                                                                                                   \
+            for (int64_t i = 0; i < m * n; i++) C[i] = 0;                                                              \
         if (ta) {                                                                                                      \
             for (int64_t p = 0; p < k; p++)                                                                            \
                 for (int64_t i = 0; i < m; i++) {                                                                      \
@@ -173,49 +180,62 @@ typedef void (*mm_fn)(const void *a, const void *b, void *c, int64_t m, int64_t 
 MM_KERNEL(mm_f32, float)
 MM_KERNEL(mm_f64, double)
 
-static int matmul_cpu(pardo_kernel_ctx *ctx) {
-    pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
+/* What the forward and gradient kernels share: attrs, matrix dims, the
+ * batch broadcast and Y's shape, checked against the run-time shapes. */
+typedef struct mm_plan {
     bool ta, tb;
-    int rc = matmul_attrs_get(ctx->op, &ta, &tb, ctx->st);
+    mm_dims d;
+    pardo_bcast2 batch;              // batch dims of A (sa) and B (sb) broadcast
+    int y_nd;                        // rank of Y
+    int64_t y_shape[PARDO_MAX_DIMS]; // Y's shape
+} mm_plan;
+
+static int mm_plan_make(const pardo_kernel_ctx *ctx, const pardo_tensor *a, const pardo_tensor *b, mm_plan *p) {
+    int rc = matmul_attrs_get(ctx->op, &p->ta, &p->tb, ctx->st);
     if (rc != PARDO_OK) return rc;
     if (a->dtype != b->dtype || !pardo_dtype_is_float(a->dtype))
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtypes %s and %s, expected float32 or float64 for both",
                             pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
-    mm_dims d;
-    if ((rc = mm_dims_get(a->ndim, a->shape, b->ndim, b->shape, ta, tb, &d, ctx->st)) != PARDO_OK) return rc;
-    if (d.ka != d.kb) return k_mismatch(a->ndim, a->shape, b->ndim, b->shape, ta, tb, &d, ctx->st);
-
-    pardo_bcast2 batch;
-    if ((rc = pardo_bcast2_plan(d.a_batch_nd, d.a_batch, d.b_batch_nd, d.b_batch, &batch, ctx->st)) != PARDO_OK) {
+    mm_dims *d = &p->d;
+    if ((rc = mm_dims_get(a->ndim, a->shape, b->ndim, b->shape, p->ta, p->tb, d, ctx->st)) != PARDO_OK) return rc;
+    if (d->ka != d->kb) return k_mismatch(a->ndim, a->shape, b->ndim, b->shape, p->ta, p->tb, d, ctx->st);
+    if (pardo_bcast2_plan(d->a_batch_nd, d->a_batch, d->b_batch_nd, d->b_batch, &p->batch, ctx->st) != PARDO_OK) {
         char sa[128], sb[128];
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "batch dims of A %s and B %s do not broadcast",
                             pardo_shape_str(a->ndim, a->shape, sa, sizeof sa),
                             pardo_shape_str(b->ndim, b->shape, sb, sizeof sb));
     }
-    int64_t shape[PARDO_MAX_DIMS];
-    int nd = batch.ndim;
-    memcpy(shape, batch.shape, sizeof(int64_t) * (size_t)nd);
-    mm_out_tail(&d, shape, &nd);
-    pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, nd, shape);
+    p->y_nd = p->batch.ndim;
+    memcpy(p->y_shape, p->batch.shape, sizeof(int64_t) * (size_t)p->y_nd);
+    mm_out_tail(d, p->y_shape, &p->y_nd);
+    return PARDO_OK;
+}
+
+static int matmul_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
+    mm_plan p;
+    int rc = mm_plan_make(ctx, a, b, &p);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, p.y_nd, p.y_shape);
     if (!y) return ctx->st->code;
     if (y->numel == 0) return PARDO_OK;
 
-    const int64_t m = d.m, n = d.n, k = d.ka, a_mat = m * k, b_mat = k * n, y_mat = m * n;
+    const int64_t m = p.d.m, n = p.d.n, k = p.d.ka, a_mat = m * k, b_mat = k * n, y_mat = m * n;
     const size_t es = pardo_dtype_size(a->dtype);
     const char *pa = pardo_tensor_data(a), *pb = pardo_tensor_data(b);
     char *py = pardo_tensor_data(y);
     mm_fn mm = a->dtype == PARDO_F32 ? mm_f32 : mm_f64;
     pardo_odo o;
-    pardo_odo_init(&o, batch.nd, batch.dims, batch.sa, batch.sb);
-    for (int64_t i = 0; i < batch.numel; i++, pardo_odo_next(&o))
+    pardo_odo_init(&o, p.batch.nd, p.batch.dims, p.batch.sa, p.batch.sb);
+    for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o))
         mm(pa + (size_t)(o.off[0] * a_mat) * es, pb + (size_t)(o.off[1] * b_mat) * es, py + (size_t)(i * y_mat) * es, m,
-           n, k, ta, tb);
+           n, k, p.ta, p.tb, false);
     return PARDO_OK;
 }
 
 const pardo_op_def pardo_op_matmul = {
     .type = "matmul",
-    .doc = "Y = A @ B like numpy.matmul (1-D, 2-D, batched N-D with broadcast batch dims)",
+    .doc = "Y = A @ B like numpy.matmul (1-D, 2-D, batched N-D with broadcast batch dims; float32, float64)",
     .inputs = ab_in,
     .n_inputs = 2,
     .outputs = y_out,
@@ -224,4 +244,102 @@ const pardo_op_def pardo_op_matmul = {
     .n_attrs = 2,
     .infer = matmul_infer,
     .cpu = matmul_cpu,
+    .grad = pardo_grad_standard,
+};
+
+/* ---- matmul_grad ---- */
+
+static const pardo_arg_def grad_in[] = {
+    {"A", "the forward input A", false, false},
+    {"B", "the forward input B", false, false},
+    {"Y", "the forward output", false, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
+static const pardo_arg_def grad_out[] = {
+    {"dA", "gradient of A, A's dtype and shape", true, false},
+    {"dB", "gradient of B, B's dtype and shape", true, false},
+};
+
+static int matmul_grad_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *a = ctx->in[0], *b = ctx->in[1], *dy = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    bool ta, tb;
+    int rc = matmul_attrs_get(ctx->op, &ta, &tb, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 0, a, "input 0 'A'", ctx->st);
+    if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 1, b, "input 1 'B'", ctx->st);
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(a, "input 0 'A'", float_dtypes, 2, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (b->dtype != a->dtype || (dy && dy->dtype != a->dtype))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs 'B' and 'dY' have dtypes %s and %s, expected %s like 'A'",
+                            pardo_dtype_name(b->dtype), dy ? pardo_dtype_name(dy->dtype) : "(absent)",
+                            pardo_dtype_name(a->dtype));
+    ctx->out[0] = *a;
+    if (ctx->n_out > 1) ctx->out[1] = *b;
+    return PARDO_OK;
+}
+
+/* The gradient of one product Y = op(A) op(B) (m, n, k as mm_fn), added to
+ * dA and dB (either NULL: not wanted): with op(A) [m, k] and op(B) [k, n],
+ * d op(A) = dY op(B)^T and d op(B) = op(A)^T dY, each stored transposed
+ * back where the operand was. */
+static void mm_grad(mm_fn mm, const void *a, const void *b, const void *dy, void *da, void *db, int64_t m, int64_t n,
+                    int64_t k, bool ta, bool tb) {
+    if (da) {
+        if (!ta) mm(dy, b, da, m, k, n, false, !tb, true); /* dA [m, k] = dY op(B)^T */
+        else mm(b, dy, da, k, m, n, tb, true, true);       /* dA [k, m] = op(B) dY^T */
+    }
+    if (db) {
+        if (!tb) mm(a, dy, db, k, n, m, !ta, false, true); /* dB [k, n] = op(A)^T dY */
+        else mm(dy, a, db, n, k, m, true, ta, true);       /* dB [n, k] = dY^T op(A) */
+    }
+}
+
+static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *a = ctx->in[0], *b = ctx->in[1], *dy = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    const bool want_a = pardo_kernel_wants_output(ctx, 0), want_b = pardo_kernel_wants_output(ctx, 1);
+    if (!want_a && !want_b) return PARDO_OK;
+    mm_plan p;
+    int rc = mm_plan_make(ctx, a, b, &p);
+    if (rc != PARDO_OK) return rc;
+    if (dy && (dy->dtype != a->dtype || !pardo_shape_equal(dy->ndim, dy->shape, p.y_nd, p.y_shape))) {
+        char s1[128], s2[128];
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 3 'dY' is %s %s, expected %s %s like the product",
+                            pardo_dtype_name(dy->dtype), pardo_shape_str(dy->ndim, dy->shape, s1, sizeof s1),
+                            pardo_dtype_name(a->dtype), pardo_shape_str(p.y_nd, p.y_shape, s2, sizeof s2));
+    }
+    pardo_tensor *da = want_a ? pardo_kernel_output(ctx, 0, a->dtype, a->ndim, a->shape) : NULL;
+    if (want_a && !da) return ctx->st->code;
+    pardo_tensor *db = want_b ? pardo_kernel_output(ctx, 1, b->dtype, b->ndim, b->shape) : NULL;
+    if (want_b && !db) return ctx->st->code;
+    if (da) pardo_tensor_zero(da);
+    if (db) pardo_tensor_zero(db);
+    if (!dy) return PARDO_OK;
+
+    /* each batch of Y adds its share into the A and B batches it came from */
+    const int64_t m = p.d.m, n = p.d.n, k = p.d.ka, a_mat = m * k, b_mat = k * n, y_mat = m * n;
+    const size_t es = pardo_dtype_size(a->dtype);
+    const char *pa = pardo_tensor_data(a), *pb = pardo_tensor_data(b), *pg = pardo_tensor_data(dy);
+    char *pda = da ? pardo_tensor_data(da) : NULL, *pdb = db ? pardo_tensor_data(db) : NULL;
+    mm_fn mm = a->dtype == PARDO_F32 ? mm_f32 : mm_f64;
+    pardo_odo o;
+    pardo_odo_init(&o, p.batch.nd, p.batch.dims, p.batch.sa, p.batch.sb);
+    for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o)) {
+        const size_t ao = (size_t)(o.off[0] * a_mat) * es, bo = (size_t)(o.off[1] * b_mat) * es;
+        mm_grad(mm, pa + ao, pb + bo, pg + (size_t)(i * y_mat) * es, pda ? pda + ao : NULL, pdb ? pdb + bo : NULL, m,
+                n, k, p.ta, p.tb);
+    }
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_matmul_grad = {
+    .type = "matmul_grad",
+    .doc = "dA = dY B^T, dB = A^T dY (transposes, 1-D operands and broadcast batch dims undone; gradient of matmul; "
+           "float32, float64)",
+    .inputs = grad_in,
+    .n_inputs = 4,
+    .outputs = grad_out,
+    .n_outputs = 2,
+    .attrs = matmul_attrs,
+    .n_attrs = 2,
+    .infer = matmul_grad_infer,
+    .cpu = matmul_grad_cpu,
 };

@@ -27,13 +27,13 @@ typedef struct pardo_arg_def {
     const char *name;  // e.g. "X"
     const char *doc;   // one line
     bool optional;     // may be "" or left out (trailing)
-    bool variadic;     // the last input may repeat (concat)
+    bool variadic;     // the last input (output) may repeat (concat's inputs, concat_grad's outputs)
 } pardo_arg_def;
 
 typedef struct pardo_attr_def {
     const char *name;
     pardo_attr_type type;
-    const char *dflt;  // default as JSON text, for `pardo ops T`; NULL: required
+    const char *dflt;  // default as JSON text, for `pardo ops T`; NULL: required; "null": optional, no default value
     const char *doc;
 } pardo_attr_def;
 
@@ -153,6 +153,15 @@ int pardo_broadcast_types(const pardo_type *a, const pardo_type *b, pardo_type *
 /* PARDO_ESHAPE unless t's dtype is one of the `n` listed; `what` names the
  * input ("input 0 'X'") in the message. */
 int pardo_expect_dtype(const pardo_type *t, const char *what, const pardo_dtype *allowed, int n, pardo_status *st);
+
+/* For a gradient op's inference: PARDO_OK when output k (the gradient of
+ * the forward input `what`, e.g. "input 0 'X'", of type t) is left out ("")
+ * or t is float32 or float64; otherwise PARDO_ENOTSUP saying that `what`
+ * has t's dtype, which has no gradient. */
+int pardo_grad_expect_float(const pardo_op *op, int k, const pardo_type *t, const char *what, pardo_status *st);
+
+/* True when the graph asks op for output k (it is there and not ""). */
+bool pardo_op_wants_output(const pardo_op *op, int k);
 
 /* Normalises axis (negative counts from the end) for rank ndim; PARDO_EINVAL
  * naming attr when out of range. */

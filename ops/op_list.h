@@ -1,26 +1,43 @@
 /* op_list.h - the one explicit table of ops: X(c_name) per op, where the
  * family file defines `const pardo_op_def pardo_op_<c_name>`. Add a line here
- * when adding an op; ops/registry.c builds the table from it. */
+ * when adding an op; ops/registry.c builds the table from it. A
+ * differentiable op T with `.grad = pardo_grad_standard` has its T_grad on
+ * the same line. */
 #ifndef PARDO_OP_LIST_H
 #define PARDO_OP_LIST_H
 
 #define PARDO_OP_LIST(X) \
     X(identity) X(identity_grad) \
-    X(add) \
-    X(sub) \
-    X(mul) \
-    X(div) \
-    X(relu) \
-    X(sigmoid) \
-    X(tanh) \
-    X(exp) \
-    X(log) \
-    X(scale) \
-    X(matmul) \
-    X(reduce_sum) \
-    X(reduce_mean) \
-    X(softmax) \
-    X(softmax_cross_entropy) \
+    X(add) X(add_grad) \
+    X(sub) X(sub_grad) \
+    X(mul) X(mul_grad) \
+    X(div) X(div_grad) \
+    X(neg) X(neg_grad) \
+    X(exp) X(exp_grad) \
+    X(log) X(log_grad) \
+    X(sqrt) X(sqrt_grad) \
+    X(abs) X(abs_grad) \
+    X(pow) X(pow_grad) \
+    X(scale) X(scale_grad) \
+    X(clip) X(clip_grad) \
+    X(relu) X(relu_grad) \
+    X(leaky_relu) X(leaky_relu_grad) \
+    X(sigmoid) X(sigmoid_grad) \
+    X(tanh) X(tanh_grad) \
+    X(gelu) X(gelu_grad) \
+    X(matmul) X(matmul_grad) \
+    X(reduce_sum) X(reduce_sum_grad) \
+    X(reduce_mean) X(reduce_mean_grad) \
+    X(reduce_max) X(reduce_max_grad) \
+    X(argmax) \
+    X(softmax) X(softmax_grad) \
+    X(log_softmax) X(log_softmax_grad) \
+    X(softmax_cross_entropy) X(softmax_cross_entropy_grad) \
+    X(reshape) X(reshape_grad) \
+    X(flatten) X(flatten_grad) \
+    X(transpose) X(transpose_grad) \
+    X(concat) X(concat_grad) \
+    X(cast) X(cast_grad) \
     X(fill) \
     X(conv2d) X(conv2d_grad) \
     X(max_pool2d) X(max_pool2d_grad) \

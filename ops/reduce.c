@@ -1,9 +1,17 @@
-/* reduce.c - reductions over a set of axes, like ONNX ReduceSum/ReduceMean:
- * reduce_sum (float32, float64, int32, int64) and reduce_mean (float32,
- * float64). attr axes lists the axes (negative counts from the end; absent or
- * [] means all axes), keepdims (default true) keeps them as size-1 dims.
- * Float sums accumulate in double, integer sums in 64 bits wrapping around
- * like numpy. The mean over zero elements is NaN, like numpy. */
+/* reduce.c - reductions over a set of axes, like ONNX ReduceSum, ReduceMean
+ * and ReduceMax: reduce_sum and reduce_max (float32, float64, int32, int64)
+ * and reduce_mean (float32, float64). attr axes lists the axes (negative
+ * counts from the end; absent or [] means all axes), keepdims (default true)
+ * keeps them as size-1 dims. Float sums accumulate in double, integer sums in
+ * 64 bits wrapping around like numpy. The mean over zero elements is NaN,
+ * like numpy; the max over zero elements is -inf (the least integer for
+ * ints), like ONNX; NaN is greater than every number (numpy's max
+ * propagates it). argmax (one axis, int64 indices, first index on ties, like
+ * ONNX ArgMax). The gradient ops reduce_sum_grad, reduce_mean_grad and
+ * reduce_max_grad spread dY back over X (float32, float64); reduce_max's
+ * gradient goes to the first max position in row-major order of the reduced
+ * elements, like the indices of PyTorch's max(dim), and ties get nothing. */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,6 +26,10 @@ static const pardo_attr_def reduce_attrs[] = {
     {"keepdims", PARDO_ATTR_BOOL, "true", "keep reduced axes as size-1 dims"},
 };
 static const pardo_dtype sum_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+
+/* v beats the best so far: greater, or the first NaN (floats). */
+#define GT_F(v, best) ((v) > (best) || (isnan(v) && !isnan(best)))
+#define GT_I(v, best) ((v) > (best))
 
 /* Reads keepdims and marks the reduced axes of a rank-ndim input in
  * reduced[]. PARDO_EINVAL for an out-of-range or repeated axis. *all is set
@@ -73,6 +85,7 @@ static int reduce_infer(pardo_infer_ctx *ctx, const pardo_dtype *dtypes, int n_d
 
 static int reduce_sum_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, sum_dtypes, 4); }
 static int reduce_mean_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, sum_dtypes, 2); }
+static int reduce_max_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, sum_dtypes, 4); }
 
 /* The input seen as kept and reduced dims, unit dims dropped and neighbours
  * of the same kind merged, with their element strides in the input. */
@@ -127,12 +140,13 @@ typedef void (*reduce_fn)(const red_plan *p, const void *x, void *y);
 
 enum { RED_CHUNK = 256 }; /* accumulators on the stack when the innermost dim is kept */
 
-/* Defines NAME, the reduction of p's input x (type T) into y, accumulating
- * in ACC and finishing each output with FIN(T, acc, count). Innermost dim
- * reduced: a contiguous sum per output element. Innermost dim kept: chunks
+/* Defines NAME, the reduction of p's input x (type T) into y, each output
+ * starting from INIT in an accumulator of type ACC, taking each element v
+ * with COMB(ACC, acc, v) and finishing with FIN(T, acc, count). Innermost dim
+ * reduced: a contiguous pass per output element. Innermost dim kept: chunks
  * of RED_CHUNK neighbouring outputs accumulate together, so every pass over
  * the input is contiguous too. */
-#define REDUCE_KERNEL(NAME, T, ACC, FIN)                                                                               \
+#define REDUCE_KERNEL(NAME, T, ACC, INIT, COMB, FIN)                                                                   \
     static void NAME(const red_plan *p, const void *vx, void *vy) {                                                    \
         const T *x = vx;                                                                                               \
         T *y = vy;                                                                                                     \
@@ -145,12 +159,12 @@ enum { RED_CHUNK = 256 }; /* accumulators on the stack when the innermost dim is
             pardo_odo ko;                                                                                              \
             pardo_odo_init(&ko, p->nk, p->kdims, p->kstr, NULL);                                                       \
             for (int64_t o = 0; o < p->out_numel; o++, pardo_odo_next(&ko)) {                                          \
-                ACC acc = 0;                                                                                           \
+                ACC acc = INIT;                                                                                        \
                 pardo_odo ro;                                                                                          \
                 pardo_odo_init(&ro, p->nr - 1, p->rdims, p->rstr, NULL);                                               \
                 for (int64_t r = 0; r < outer; r++, pardo_odo_next(&ro)) {                                             \
                     const T *px = x + ko.off[0] + ro.off[0];                                                           \
-                    for (int64_t i = 0; i < rn; i++) acc += (ACC)px[i];                                                \
+                    for (int64_t i = 0; i < rn; i++) COMB(ACC, acc, px[i]);                                            \
                 }                                                                                                      \
                 y[o] = FIN(T, acc, cnt);                                                                               \
             }                                                                                                          \
@@ -163,27 +177,34 @@ enum { RED_CHUNK = 256 }; /* accumulators on the stack when the innermost dim is
             for (int64_t c0 = 0; c0 < kn; c0 += RED_CHUNK) {                                                           \
                 const int64_t cn = kn - c0 < RED_CHUNK ? kn - c0 : RED_CHUNK;                                          \
                 ACC acc[RED_CHUNK];                                                                                    \
-                for (int64_t i = 0; i < cn; i++) acc[i] = 0;                                                           \
+                for (int64_t i = 0; i < cn; i++) acc[i] = INIT;                                                        \
                 pardo_odo ro;                                                                                          \
                 pardo_odo_init(&ro, p->nr, p->rdims, p->rstr, NULL);                                                   \
                 for (int64_t r = 0; r < p->count; r++, pardo_odo_next(&ro)) {                                          \
                     const T *px = x + ko.off[0] + ro.off[0] + c0;                                                      \
-                    for (int64_t i = 0; i < cn; i++) acc[i] += (ACC)px[i];                                             \
+                    for (int64_t i = 0; i < cn; i++) COMB(ACC, acc[i], px[i]);                                         \
                 }                                                                                                      \
                 for (int64_t i = 0; i < cn; i++) y[ob + c0 + i] = FIN(T, acc[i], cnt);                                 \
             }                                                                                                          \
         }                                                                                                              \
     }
 
+#define COMB_SUM(ACC, acc, v) ((acc) += (ACC)(v))
+#define COMB_MAX_F(ACC, acc, v) ((acc) = GT_F(v, acc) ? (v) : (acc))
+#define COMB_MAX_I(ACC, acc, v) ((acc) = GT_I(v, acc) ? (v) : (acc))
 #define FIN_SUM(T, acc, cnt) ((T)(acc))
 #define FIN_MEAN(T, acc, cnt) ((T)((acc) / (cnt)))
 
-REDUCE_KERNEL(sum_f32, float, double, FIN_SUM)
-REDUCE_KERNEL(sum_f64, double, double, FIN_SUM)
-REDUCE_KERNEL(sum_i32, int32_t, uint64_t, FIN_SUM)
-REDUCE_KERNEL(sum_i64, int64_t, uint64_t, FIN_SUM)
-REDUCE_KERNEL(mean_f32, float, double, FIN_MEAN)
-REDUCE_KERNEL(mean_f64, double, double, FIN_MEAN)
+REDUCE_KERNEL(sum_f32, float, double, 0, COMB_SUM, FIN_SUM)
+REDUCE_KERNEL(sum_f64, double, double, 0, COMB_SUM, FIN_SUM)
+REDUCE_KERNEL(sum_i32, int32_t, uint64_t, 0, COMB_SUM, FIN_SUM)
+REDUCE_KERNEL(sum_i64, int64_t, uint64_t, 0, COMB_SUM, FIN_SUM)
+REDUCE_KERNEL(mean_f32, float, double, 0, COMB_SUM, FIN_MEAN)
+REDUCE_KERNEL(mean_f64, double, double, 0, COMB_SUM, FIN_MEAN)
+REDUCE_KERNEL(max_f32, float, float, -INFINITY, COMB_MAX_F, FIN_SUM)
+REDUCE_KERNEL(max_f64, double, double, -INFINITY, COMB_MAX_F, FIN_SUM)
+REDUCE_KERNEL(max_i32, int32_t, int32_t, INT32_MIN, COMB_MAX_I, FIN_SUM)
+REDUCE_KERNEL(max_i64, int64_t, int64_t, INT64_MIN, COMB_MAX_I, FIN_SUM)
 
 static int reduce_cpu(pardo_kernel_ctx *ctx, const reduce_fn *kernels, int n_kernels) {
     pardo_tensor *x = ctx->in[0];
@@ -206,13 +227,15 @@ static int reduce_cpu(pardo_kernel_ctx *ctx, const reduce_fn *kernels, int n_ker
 
 static const reduce_fn sum_kernels[] = {sum_f32, sum_f64, sum_i32, sum_i64};
 static const reduce_fn mean_kernels[] = {mean_f32, mean_f64};
+static const reduce_fn max_kernels[] = {max_f32, max_f64, max_i32, max_i64};
 
 static int reduce_sum_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, sum_kernels, 4); }
 static int reduce_mean_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, mean_kernels, 2); }
+static int reduce_max_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, max_kernels, 4); }
 
 const pardo_op_def pardo_op_reduce_sum = {
     .type = "reduce_sum",
-    .doc = "Y = sum of X over axes (float32, float64, int32, int64)",
+    .doc = "Y = sum of X over axes (float32, float64, int32, int64; gradient: floats)",
     .inputs = x_in,
     .n_inputs = 1,
     .outputs = y_out,
@@ -221,6 +244,7 @@ const pardo_op_def pardo_op_reduce_sum = {
     .n_attrs = 2,
     .infer = reduce_sum_infer,
     .cpu = reduce_sum_cpu,
+    .grad = pardo_grad_standard,
 };
 
 const pardo_op_def pardo_op_reduce_mean = {
@@ -234,4 +258,234 @@ const pardo_op_def pardo_op_reduce_mean = {
     .n_attrs = 2,
     .infer = reduce_mean_infer,
     .cpu = reduce_mean_cpu,
+    .grad = pardo_grad_standard,
+};
+
+const pardo_op_def pardo_op_reduce_max = {
+    .type = "reduce_max",
+    .doc = "Y = max of X over axes; -inf (least int) over none; NaN wins (float32, float64, int32, int64; gradient: "
+           "floats, to the first max)",
+    .inputs = x_in,
+    .n_inputs = 1,
+    .outputs = y_out,
+    .n_outputs = 1,
+    .attrs = reduce_attrs,
+    .n_attrs = 2,
+    .infer = reduce_max_infer,
+    .cpu = reduce_max_cpu,
+    .grad = pardo_grad_standard,
+};
+
+
+/* ---- gradients: reduce_sum_grad, reduce_mean_grad, reduce_max_grad ---- */
+
+static const pardo_arg_def grad_in[] = {
+    {"X", "the forward input", false, false},
+    {"Y", "the forward output", false, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
+static const pardo_arg_def grad_out[] = {{"dX", "gradient of X, X's dtype and shape", true, false}};
+static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
+
+static int reduce_grad_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *x = ctx->in[0], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    bool reduced[PARDO_MAX_DIMS], keepdims, all;
+    int rc = reduce_axes(ctx->op, x->ndim, reduced, &keepdims, &all, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 0, x, "input 0 'X'", ctx->st);
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(x, "input 0 'X'", float_dtypes, 2, ctx->st);
+    if (rc == PARDO_OK && dy && dy->dtype != x->dtype)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'dY' has dtype %s, expected %s like input 0 'X'",
+                            pardo_dtype_name(dy->dtype), pardo_dtype_name(x->dtype));
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *x;
+    return PARDO_OK;
+}
+
+typedef enum grad_kind { G_SUM, G_MEAN, G_MAX } grad_kind;
+
+/* Defines NAME: for each output element o of p (type T), dX at the first
+ * position of the max among the elements reduced into o gets dY[o]; dX is
+ * zeroed before. */
+#define MAX_GRAD_KERNEL(NAME, T)                                                                                       \
+    static void NAME(const red_plan *p, const T *x, const T *dy, T *dx) {                                              \
+        pardo_odo ko;                                                                                                  \
+        pardo_odo_init(&ko, p->nk, p->kdims, p->kstr, NULL);                                                           \
+        for (int64_t o = 0; o < p->out_numel; o++, pardo_odo_next(&ko)) {                                              \
+            pardo_odo ro;                                                                                              \
+            pardo_odo_init(&ro, p->nr, p->rdims, p->rstr, NULL);                                                       \
+            int64_t best = ko.off[0];                                                                                  \
+            for (int64_t r = 0; r < p->count; r++, pardo_odo_next(&ro))                                                \
+                if (GT_F(x[ko.off[0] + ro.off[0]], x[best])) best = ko.off[0] + ro.off[0];                             \
+            if (p->count > 0) dx[best] = dy[o];                                                                        \
+        }                                                                                                              \
+    }
+
+MAX_GRAD_KERNEL(max_grad_f32, float)
+MAX_GRAD_KERNEL(max_grad_f64, double)
+
+static int reduce_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
+    pardo_tensor *x = ctx->in[0], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    bool reduced[PARDO_MAX_DIMS], keepdims, all;
+    int rc = reduce_axes(ctx->op, x->ndim, reduced, &keepdims, &all, ctx->st);
+    if (rc != PARDO_OK || !pardo_kernel_wants_output(ctx, 0)) return rc;
+    if (!pardo_dtype_is_float(x->dtype) || (dy && dy->dtype != x->dtype))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE,
+                            "inputs 'X' and 'dY' have dtypes %s and %s, expected float32 or float64 for both",
+                            pardo_dtype_name(x->dtype), dy ? pardo_dtype_name(dy->dtype) : "(absent)");
+    /* dY seen with the reduced dims kept as 1: it broadcasts back to X */
+    int64_t kept[PARDO_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) kept[d] = reduced[d] ? 1 : x->shape[d];
+    if (dy && dy->numel != pardo_shape_numel(x->ndim, kept)) {
+        char s1[128], s2[128];
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'dY' has shape %s, expected %lld elements like Y %s",
+                            pardo_shape_str(dy->ndim, dy->shape, s1, sizeof s1),
+                            (long long)pardo_shape_numel(x->ndim, kept), pardo_shape_str(x->ndim, kept, s2, sizeof s2));
+    }
+    pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
+    if (!dx) return ctx->st->code;
+    red_plan p;
+    red_plan_make(x->ndim, x->shape, reduced, &p);
+    if (!dy || kind == G_MAX || x->numel == 0) pardo_tensor_zero(dx);
+    if (!dy || x->numel == 0) return PARDO_OK;
+    if (kind == G_MAX) {
+        if (x->dtype == PARDO_F32) max_grad_f32(&p, pardo_tensor_data(x), pardo_tensor_data(dy), pardo_tensor_data(dx));
+        else max_grad_f64(&p, pardo_tensor_data(x), pardo_tensor_data(dy), pardo_tensor_data(dx));
+        return PARDO_OK;
+    }
+    double scale = kind == G_MEAN ? 1.0 / (double)p.count : 1.0;
+    return pardo_expand_to_shape(x->dtype, pardo_tensor_data(dy), x->ndim, kept, pardo_tensor_data(dx), x->ndim,
+                                 x->shape, scale, ctx->st);
+}
+
+#define REDUCE_GRAD_OP(NAME, KIND, DOC)                                                                                \
+    static int NAME##_grad_cpu(pardo_kernel_ctx *ctx) { return reduce_grad_run(ctx, KIND); }                           \
+    const pardo_op_def pardo_op_##NAME##_grad = {                                                                      \
+        .type = #NAME "_grad",                                                                                         \
+        .doc = DOC,                                                                                                    \
+        .inputs = grad_in,                                                                                             \
+        .n_inputs = 3,                                                                                                 \
+        .outputs = grad_out,                                                                                           \
+        .n_outputs = 1,                                                                                                \
+        .attrs = reduce_attrs,                                                                                         \
+        .n_attrs = 2,                                                                                                  \
+        .infer = reduce_grad_infer,                                                                                    \
+        .cpu = NAME##_grad_cpu,                                                                                        \
+    };
+
+REDUCE_GRAD_OP(reduce_sum, G_SUM,
+               "dX = dY broadcast back over the reduced axes (gradient of reduce_sum; float32, float64)")
+REDUCE_GRAD_OP(reduce_mean, G_MEAN,
+               "dX = dY / count broadcast back over the reduced axes (gradient of reduce_mean; float32, float64)")
+REDUCE_GRAD_OP(reduce_max, G_MAX,
+               "dX = dY at the first max of each reduced set, 0 elsewhere (gradient of reduce_max; float32, "
+               "float64)")
+
+/* ---- argmax ---- */
+
+static const pardo_arg_def argmax_out[] = {{"Y", "int64 index along axis of the first max", false, false}};
+static const pardo_attr_def argmax_attrs[] = {
+    {"axis", PARDO_ATTR_INT, "0", "axis to search, negative from the end"},
+    {"keepdims", PARDO_ATTR_BOOL, "true", "keep the axis as a size-1 dim"},
+};
+
+static int argmax_attrs_get(const pardo_op *op, int ndim, int *axis, bool *keepdims, pardo_status *st) {
+    int64_t a;
+    int rc = pardo_attr_int(op, "axis", 0, &a, st);
+    if (rc == PARDO_OK) rc = pardo_attr_bool(op, "keepdims", true, keepdims, st);
+    if (rc == PARDO_OK && ndim >= 0) rc = pardo_normalize_axis(a, ndim, "axis", axis, st);
+    return rc;
+}
+
+/* Y's shape: X's with the axis 1 (keepdims) or dropped. */
+static void argmax_shape(int ndim, const int64_t *shape, int axis, bool keepdims, int *out_nd, int64_t *out) {
+    bool reduced[PARDO_MAX_DIMS] = {false};
+    reduced[axis] = true;
+    reduce_shape(ndim, shape, reduced, keepdims, out_nd, out);
+}
+
+static int argmax_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *x = ctx->in[0];
+    int axis;
+    bool keepdims;
+    int rc = pardo_expect_dtype(x, "input 0 'X'", sum_dtypes, 4, ctx->st);
+    if (rc == PARDO_OK && x->ndim == 0)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is a scalar, expected rank >= 1");
+    if (rc == PARDO_OK) rc = argmax_attrs_get(ctx->op, x->ndim, &axis, &keepdims, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    pardo_type *y = &ctx->out[0];
+    y->dtype = PARDO_I64;
+    if (x->ndim < 0) {
+        y->ndim = -1;
+        return PARDO_OK;
+    }
+    bool others_nonempty = true;
+    for (int d = 0; d < x->ndim; d++) others_nonempty &= d == axis || x->shape[d] > 0;
+    if (x->shape[axis] == 0 && others_nonempty) {
+        char s[128];
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has shape %s: axis %d is empty, so it has no max",
+                            pardo_shape_str(x->ndim, x->shape, s, sizeof s), axis);
+    }
+    argmax_shape(x->ndim, x->shape, axis, keepdims, &y->ndim, y->shape);
+    return PARDO_OK;
+}
+
+typedef void (*argmax_fn)(const void *x, int64_t *y, int64_t outer, int64_t n, int64_t inner);
+
+/* Defines NAME: for x (type T) viewed as [outer, n, inner], the index along
+ * the middle dim of the first element GT finds greatest. */
+#define ARGMAX_KERNEL(NAME, T, GT)                                                                                     \
+    static void NAME(const void *vx, int64_t *y, int64_t outer, int64_t n, int64_t inner) {                            \
+        const T *x = vx;                                                                                               \
+        for (int64_t o = 0; o < outer; o++)                                                                            \
+            for (int64_t i = 0; i < inner; i++) {                                                                      \
+                const T *px = x + o * n * inner + i;                                                                   \
+                int64_t best = 0;                                                                                      \
+                for (int64_t k = 1; k < n; k++)                                                                        \
+                    if (GT(px[k * inner], px[best * inner])) best = k;                                                 \
+                y[o * inner + i] = best;                                                                               \
+            }                                                                                                          \
+    }
+
+ARGMAX_KERNEL(argmax_f32, float, GT_F)
+ARGMAX_KERNEL(argmax_f64, double, GT_F)
+ARGMAX_KERNEL(argmax_i32, int32_t, GT_I)
+ARGMAX_KERNEL(argmax_i64, int64_t, GT_I)
+
+static int argmax_cpu(pardo_kernel_ctx *ctx) {
+    static const argmax_fn kernels[] = {argmax_f32, argmax_f64, argmax_i32, argmax_i64};
+    pardo_tensor *x = ctx->in[0];
+    int axis;
+    bool keepdims;
+    char s[128];
+    if (x->dtype < PARDO_F32 || x->dtype > PARDO_I64 || x->ndim < 1)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is %s %s, expected float32, float64, int32 or int64 of "
+                            "rank >= 1", pardo_dtype_name(x->dtype), pardo_shape_str(x->ndim, x->shape, s, sizeof s));
+    int rc = argmax_attrs_get(ctx->op, x->ndim, &axis, &keepdims, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    int64_t shape[PARDO_MAX_DIMS], outer = 1, inner = 1, n = x->shape[axis];
+    int nd;
+    argmax_shape(x->ndim, x->shape, axis, keepdims, &nd, shape);
+    for (int d = 0; d < axis; d++) outer *= x->shape[d];
+    for (int d = axis + 1; d < x->ndim; d++) inner *= x->shape[d];
+    if (n == 0 && outer * inner > 0)
+        return pardo_errorf(ctx->st, PARDO_ERUNTIME, "input 0 'X' has shape %s: axis %d is empty, so it has no max",
+                            pardo_shape_str(x->ndim, x->shape, s, sizeof s), axis);
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, PARDO_I64, nd, shape);
+    if (!y) return ctx->st->code;
+    if (y->numel > 0) kernels[x->dtype](pardo_tensor_data(x), pardo_tensor_data(y), outer, n, inner);
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_argmax = {
+    .type = "argmax",
+    .doc = "Y = int64 index of the first max of X along axis, like ONNX ArgMax; NaN wins (float32, float64, int32, "
+           "int64; not differentiable)",
+    .inputs = x_in,
+    .n_inputs = 1,
+    .outputs = argmax_out,
+    .n_outputs = 1,
+    .attrs = argmax_attrs,
+    .n_attrs = 2,
+    .infer = argmax_infer,
+    .cpu = argmax_cpu,
 };

@@ -1,13 +1,16 @@
-/* softmax.c - softmax along one axis (float32, float64; the row max is
- * subtracted first, so large logits do not overflow) and
- * softmax_cross_entropy: logits [N, C] against int32/int64 class labels [N],
- * each row's loss log(sum_j exp(x_j)) - x_label computed with log-sum-exp in
- * double, reduced by attr reduction ("mean", "sum" or "none"). */
+/* softmax.c - softmax and log_softmax along one axis (float32, float64; the
+ * max along the axis is subtracted first, so large logits do not overflow)
+ * and softmax_cross_entropy: logits [N, C] against int32/int64 class labels
+ * [N], each row's loss log(sum_j exp(x_j)) - x_label computed with
+ * log-sum-exp in double, reduced by attr reduction ("mean", "sum" or
+ * "none"). Each has its gradient op T_grad (float32, float64; the labels get
+ * no gradient). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "kernel_util.h"
 #include "op.h"
 
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
@@ -67,27 +70,62 @@ typedef void (*softmax_fn)(const void *x, void *y, int64_t outer, int64_t n, int
 SOFTMAX_KERNEL(softmax_f32, float, expf)
 SOFTMAX_KERNEL(softmax_f64, double, exp)
 
-static int softmax_cpu(pardo_kernel_ctx *ctx) {
-    pardo_tensor *x = ctx->in[0];
+/* Defines NAME: log_softmax of x (type T) viewed as [outer, n, inner] along
+ * the middle dim, y = x - max - log(sum(exp(x - max))) in double. */
+#define LOG_SOFTMAX_KERNEL(NAME, T)                                                                                    \
+    static void NAME(const void *vx, void *vy, int64_t outer, int64_t n, int64_t inner) {                              \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        for (int64_t o = 0; o < outer; o++)                                                                            \
+            for (int64_t i = 0; i < inner; i++) {                                                                      \
+                const T *px = x + o * n * inner + i;                                                                   \
+                T *py = y + o * n * inner + i;                                                                         \
+                double mx = (double)px[0];                                                                             \
+                for (int64_t k = 1; k < n; k++)                                                                        \
+                    if ((double)px[k * inner] > mx) mx = (double)px[k * inner];                                        \
+                double sum = 0;                                                                                        \
+                for (int64_t k = 0; k < n; k++) sum += exp((double)px[k * inner] - mx);                                \
+                const double lse = mx + log(sum);                                                                      \
+                for (int64_t k = 0; k < n; k++) py[k * inner] = (T)((double)px[k * inner] - lse);                      \
+            }                                                                                                          \
+    }
+
+LOG_SOFTMAX_KERNEL(log_softmax_f32, float)
+LOG_SOFTMAX_KERNEL(log_softmax_f64, double)
+
+/* X (input 0) seen as [outer, n, inner] around the op's axis, checked to be
+ * float32 or float64 of rank >= 1. */
+static int axis_view(pardo_kernel_ctx *ctx, const pardo_tensor *x, int64_t *outer, int64_t *n, int64_t *inner) {
     if (!pardo_dtype_is_float(x->dtype) || x->ndim < 1)
         return pardo_errorf(ctx->st, PARDO_ESHAPE,
                             "input 0 'X' is %s of rank %d, expected float32 or float64 of rank >= 1",
                             pardo_dtype_name(x->dtype), x->ndim);
     int axis, rc = softmax_axis(ctx->op, x->ndim, &axis, ctx->st);
     if (rc != PARDO_OK) return rc;
-    pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
-    if (!y) return ctx->st->code;
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++) outer *= x->shape[d];
-    for (int d = axis + 1; d < x->ndim; d++) inner *= x->shape[d];
-    softmax_fn f = x->dtype == PARDO_F32 ? softmax_f32 : softmax_f64;
-    if (x->numel > 0) f(pardo_tensor_data(x), pardo_tensor_data(y), outer, x->shape[axis], inner);
+    *outer = *inner = 1;
+    for (int d = 0; d < axis; d++) *outer *= x->shape[d];
+    for (int d = axis + 1; d < x->ndim; d++) *inner *= x->shape[d];
+    *n = x->shape[axis];
     return PARDO_OK;
 }
 
+static int softmax_run(pardo_kernel_ctx *ctx, softmax_fn f32, softmax_fn f64) {
+    pardo_tensor *x = ctx->in[0];
+    int64_t outer, n, inner;
+    int rc = axis_view(ctx, x, &outer, &n, &inner);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
+    if (!y) return ctx->st->code;
+    if (x->numel > 0) (x->dtype == PARDO_F32 ? f32 : f64)(pardo_tensor_data(x), pardo_tensor_data(y), outer, n, inner);
+    return PARDO_OK;
+}
+
+static int softmax_cpu(pardo_kernel_ctx *ctx) { return softmax_run(ctx, softmax_f32, softmax_f64); }
+static int log_softmax_cpu(pardo_kernel_ctx *ctx) { return softmax_run(ctx, log_softmax_f32, log_softmax_f64); }
+
 const pardo_op_def pardo_op_softmax = {
     .type = "softmax",
-    .doc = "Y = exp(X) / sum(exp(X)) along axis (max subtracted first)",
+    .doc = "Y = exp(X) / sum(exp(X)) along axis (max subtracted first; float32, float64)",
     .inputs = x_in,
     .n_inputs = 1,
     .outputs = y_out,
@@ -96,6 +134,130 @@ const pardo_op_def pardo_op_softmax = {
     .n_attrs = 1,
     .infer = softmax_infer,
     .cpu = softmax_cpu,
+    .grad = pardo_grad_standard,
+};
+
+static const pardo_arg_def log_y_out[] = {{"Y", "log_softmax of X along axis, X's dtype and shape", false, false}};
+
+const pardo_op_def pardo_op_log_softmax = {
+    .type = "log_softmax",
+    .doc = "Y = X - log(sum(exp(X))) along axis, computed stably with the max subtracted (float32, float64)",
+    .inputs = x_in,
+    .n_inputs = 1,
+    .outputs = log_y_out,
+    .n_outputs = 1,
+    .attrs = softmax_attrs,
+    .n_attrs = 1,
+    .infer = softmax_infer,
+    .cpu = log_softmax_cpu,
+    .grad = pardo_grad_standard,
+};
+
+/* ---- softmax_grad, log_softmax_grad ---- */
+
+static const pardo_arg_def sm_grad_in[] = {
+    {"X", "the forward input", false, false},
+    {"Y", "the forward output", false, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
+static const pardo_arg_def sm_grad_out[] = {{"dX", "gradient of X, X's dtype and shape", true, false}};
+
+static int sm_grad_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *x = ctx->in[0], *y = ctx->in[1], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    int rc = pardo_grad_expect_float(ctx->op, 0, x, "input 0 'X'", ctx->st);
+    if (rc == PARDO_OK) rc = softmax_infer(ctx);
+    if (rc != PARDO_OK) return rc;
+    if (y->dtype != x->dtype || (dy && dy->dtype != x->dtype))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs 'Y' and 'dY' have dtypes %s and %s, expected %s like 'X'",
+                            pardo_dtype_name(y->dtype), dy ? pardo_dtype_name(dy->dtype) : "(absent)",
+                            pardo_dtype_name(x->dtype));
+    return PARDO_OK;
+}
+
+typedef void (*sm_grad_fn)(const void *y, const void *dy, void *dx, int64_t outer, int64_t n, int64_t inner,
+                           bool log_form);
+
+/* Defines NAME: the gradient along the middle dim of [outer, n, inner] (type
+ * T), from Y and dY: softmax dX = Y (dY - sum(dY Y)); log_softmax (log_form)
+ * dX = dY - exp(Y) sum(dY). Sums in double. */
+#define SM_GRAD_KERNEL(NAME, T)                                                                                        \
+    static void NAME(const void *vy, const void *vdy, void *vdx, int64_t outer, int64_t n, int64_t inner,              \
+                     bool log_form) {                                                                                  \
+        const T *y = vy, *dy = vdy;                                                                                    \
+        T *dx = vdx;                                                                                                   \
+        for (int64_t o = 0; o < outer; o++)                                                                            \
+            for (int64_t i = 0; i < inner; i++) {                                                                      \
+                const int64_t base = o * n * inner + i;                                                                \
+                double s = 0;                                                                                          \
+                for (int64_t k = 0; k < n; k++) {                                                                      \
+                    const int64_t j = base + k * inner;                                                                \
+                    s += log_form ? (double)dy[j] : (double)dy[j] * (double)y[j];                                      \
+                }                                                                                                      \
+                for (int64_t k = 0; k < n; k++) {                                                                      \
+                    const int64_t j = base + k * inner;                                                                \
+                    const double gj = (double)dy[j], yj = (double)y[j];                                                \
+                    dx[j] = (T)(log_form ? gj - exp(yj) * s : yj * (gj - s));                                          \
+                }                                                                                                      \
+            }                                                                                                          \
+    }
+
+SM_GRAD_KERNEL(sm_grad_f32, float)
+SM_GRAD_KERNEL(sm_grad_f64, double)
+
+static int sm_grad_run(pardo_kernel_ctx *ctx, bool log_form) {
+    pardo_tensor *x = ctx->in[0], *y = ctx->in[1], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    if (!pardo_kernel_wants_output(ctx, 0)) return PARDO_OK;
+    int64_t outer, n, inner;
+    int rc = axis_view(ctx, x, &outer, &n, &inner);
+    if (rc != PARDO_OK) return rc;
+    for (int k = 1; k < 3; k++) {
+        const pardo_tensor *t = k == 1 ? y : dy;
+        char s1[128], s2[128];
+        if (t && (t->dtype != x->dtype || !pardo_shape_equal(t->ndim, t->shape, x->ndim, x->shape)))
+            return pardo_errorf(ctx->st, PARDO_ESHAPE, "input %d '%s' is %s %s, expected %s %s like 'X'", k,
+                                k == 1 ? "Y" : "dY", pardo_dtype_name(t->dtype),
+                                pardo_shape_str(t->ndim, t->shape, s1, sizeof s1), pardo_dtype_name(x->dtype),
+                                pardo_shape_str(x->ndim, x->shape, s2, sizeof s2));
+    }
+    pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
+    if (!dx) return ctx->st->code;
+    if (!dy) {
+        pardo_tensor_zero(dx);
+        return PARDO_OK;
+    }
+    if (x->numel > 0)
+        (x->dtype == PARDO_F32 ? sm_grad_f32 : sm_grad_f64)(pardo_tensor_data(y), pardo_tensor_data(dy),
+                                                            pardo_tensor_data(dx), outer, n, inner, log_form);
+    return PARDO_OK;
+}
+
+static int softmax_grad_cpu(pardo_kernel_ctx *ctx) { return sm_grad_run(ctx, false); }
+static int log_softmax_grad_cpu(pardo_kernel_ctx *ctx) { return sm_grad_run(ctx, true); }
+
+const pardo_op_def pardo_op_softmax_grad = {
+    .type = "softmax_grad",
+    .doc = "dX = Y * (dY - sum(dY * Y)) along axis (gradient of softmax; float32, float64)",
+    .inputs = sm_grad_in,
+    .n_inputs = 3,
+    .outputs = sm_grad_out,
+    .n_outputs = 1,
+    .attrs = softmax_attrs,
+    .n_attrs = 1,
+    .infer = sm_grad_infer,
+    .cpu = softmax_grad_cpu,
+};
+
+const pardo_op_def pardo_op_log_softmax_grad = {
+    .type = "log_softmax_grad",
+    .doc = "dX = dY - exp(Y) * sum(dY) along axis (gradient of log_softmax; float32, float64)",
+    .inputs = sm_grad_in,
+    .n_inputs = 3,
+    .outputs = sm_grad_out,
+    .n_outputs = 1,
+    .attrs = softmax_attrs,
+    .n_attrs = 1,
+    .infer = sm_grad_infer,
+    .cpu = log_softmax_grad_cpu,
 };
 
 /* ---- softmax_cross_entropy ---- */
@@ -205,7 +367,8 @@ static int sce_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_softmax_cross_entropy = {
     .type = "softmax_cross_entropy",
-    .doc = "loss = -log(softmax(logits)[label]) per row, reduced by mean (default), sum or none",
+    .doc = "loss = -log(softmax(logits)[label]) per row, reduced by mean (default), sum or none (float32, float64 "
+           "logits; int32, int64 labels)",
     .inputs = sce_in,
     .n_inputs = 2,
     .outputs = sce_out,
@@ -214,4 +377,108 @@ const pardo_op_def pardo_op_softmax_cross_entropy = {
     .n_attrs = 1,
     .infer = sce_infer,
     .cpu = sce_cpu,
+    .grad = pardo_grad_standard,
+};
+
+/* ---- softmax_cross_entropy_grad ---- */
+
+static const pardo_arg_def sce_grad_in[] = {
+    {"logits", "the forward logits [N, C]", false, false},
+    {"labels", "the forward labels [N]", false, false},
+    {"loss", "the forward loss", false, false},
+    {"dloss", "gradient of loss (\"\": zeros)", true, false},
+};
+static const pardo_arg_def sce_grad_out[] = {
+    {"dlogits", "gradient of logits [N, C]", true, false},
+    {"dlabels", "labels have no gradient: must be \"\"", true, false},
+};
+
+static int sce_grad_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *x = ctx->in[0], *l = ctx->in[1], *dl = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    int rc = pardo_grad_expect_float(ctx->op, 0, x, "input 0 'logits'", ctx->st);
+    if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 1, l, "input 1 'labels'", ctx->st);
+    if (rc == PARDO_OK) rc = sce_infer(ctx); /* checks attrs, dtypes and shapes; sets out[0] to loss's type */
+    if (rc != PARDO_OK) return rc;
+    if (dl && dl->dtype != x->dtype)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 3 'dloss' has dtype %s, expected %s like 'logits'",
+                            pardo_dtype_name(dl->dtype), pardo_dtype_name(x->dtype));
+    ctx->out[0] = *x;
+    if (ctx->n_out > 1) ctx->out[1] = *l;
+    return PARDO_OK;
+}
+
+/* Defines NAME: dlogits (type T, [n, c]) = g_r * (softmax(x_r) - onehot(label_r))
+ * per row r, g_r the gradient reaching row r's loss (dloss[r] for none,
+ * dloss[0] for sum, dloss[0] / n for mean). PARDO_ERUNTIME for a label
+ * outside [0, c). */
+#define SCE_GRAD_KERNEL(NAME, T)                                                                                       \
+    static int NAME(const void *vx, const void *labels, bool labels64, const void *vdl, int64_t n, int64_t c,          \
+                    sce_reduction red, void *vdx, pardo_status *st) {                                                  \
+        const T *x = vx, *dl = vdl;                                                                                    \
+        T *dx = vdx;                                                                                                   \
+        for (int64_t r = 0; r < n; r++) {                                                                              \
+            const int64_t lab = labels64 ? ((const int64_t *)labels)[r] : ((const int32_t *)labels)[r];                \
+            if (lab < 0 || lab >= c)                                                                                   \
+                return pardo_errorf(st, PARDO_ERUNTIME, "row %lld has label %lld, expected a class in [0, %lld)",      \
+                                    (long long)r, (long long)lab, (long long)c);                                       \
+            const double g = red == SCE_NONE ? (double)dl[r] : (double)dl[0] / (red == SCE_MEAN ? (double)n : 1.0);   \
+            const T *row = x + r * c;                                                                                  \
+            T *drow = dx + r * c;                                                                                      \
+            double mx = (double)row[0];                                                                                \
+            for (int64_t j = 1; j < c; j++)                                                                            \
+                if ((double)row[j] > mx) mx = (double)row[j];                                                          \
+            double s = 0;                                                                                              \
+            for (int64_t j = 0; j < c; j++) s += exp((double)row[j] - mx);                                             \
+            for (int64_t j = 0; j < c; j++)                                                                            \
+                drow[j] = (T)(g * (exp((double)row[j] - mx) / s - (j == lab ? 1.0 : 0.0)));                            \
+        }                                                                                                              \
+        return PARDO_OK;                                                                                               \
+    }
+
+SCE_GRAD_KERNEL(sce_grad_f32, float)
+SCE_GRAD_KERNEL(sce_grad_f64, double)
+
+static int sce_grad_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *x = ctx->in[0], *l = ctx->in[1], *dl = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    sce_reduction red;
+    char sx[128], sl[128];
+    int rc = sce_reduction_get(ctx->op, &red, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (pardo_kernel_wants_output(ctx, 1))
+        return pardo_errorf(ctx->st, PARDO_ENOTSUP, "output 1 asks for the gradient of the labels, which have none");
+    if (!pardo_kernel_wants_output(ctx, 0)) return PARDO_OK;
+    if (!pardo_dtype_is_float(x->dtype) || !pardo_dtype_is_int(l->dtype) || x->ndim != 2 || l->ndim != 1 ||
+        x->shape[0] != l->shape[0])
+        return pardo_errorf(ctx->st, PARDO_ESHAPE,
+                            "logits %s %s and labels %s %s, expected float [N, C] and int [N]",
+                            pardo_dtype_name(x->dtype), pardo_shape_str(x->ndim, x->shape, sx, sizeof sx),
+                            pardo_dtype_name(l->dtype), pardo_shape_str(l->ndim, l->shape, sl, sizeof sl));
+    const int64_t n = x->shape[0], c = x->shape[1];
+    if (dl && (dl->dtype != x->dtype || dl->numel != (red == SCE_NONE ? n : 1)))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 3 'dloss' is %s %s, expected %s with %lld elements like loss",
+                            pardo_dtype_name(dl->dtype), pardo_shape_str(dl->ndim, dl->shape, sl, sizeof sl),
+                            pardo_dtype_name(x->dtype), (long long)(red == SCE_NONE ? n : 1));
+    pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, 2, x->shape);
+    if (!dx) return ctx->st->code;
+    if (!dl) {
+        pardo_tensor_zero(dx);
+        return PARDO_OK;
+    }
+    return (x->dtype == PARDO_F32 ? sce_grad_f32 : sce_grad_f64)(pardo_tensor_data(x), pardo_tensor_data(l),
+                                                                 l->dtype == PARDO_I64, pardo_tensor_data(dl), n, c,
+                                                                 red, pardo_tensor_data(dx), ctx->st);
+}
+
+const pardo_op_def pardo_op_softmax_cross_entropy_grad = {
+    .type = "softmax_cross_entropy_grad",
+    .doc = "dlogits = g * (softmax(logits) - onehot(labels)), g = dloss per row (none), dloss (sum) or dloss / N "
+           "(mean); labels get none (gradient of softmax_cross_entropy; float32, float64)",
+    .inputs = sce_grad_in,
+    .n_inputs = 4,
+    .outputs = sce_grad_out,
+    .n_outputs = 2,
+    .attrs = sce_attrs,
+    .n_attrs = 1,
+    .infer = sce_grad_infer,
+    .cpu = sce_grad_cpu,
 };

@@ -1,6 +1,8 @@
-/* check_ops_elementwise.c - add, sub, mul, div, relu, sigmoid, tanh, exp, log,
- * scale against naive loops in double on seeded random data; broadcasting,
- * edge sizes, integer semantics, inference, errors and NumPy fixtures. */
+/* check_ops_elementwise.c - add, sub, mul, div, neg, exp, log, sqrt, abs,
+ * pow, scale, clip (and relu, sigmoid, tanh, which live in ops/activation.c
+ * now) against naive loops in double on seeded random data; broadcasting,
+ * edge sizes, integer semantics, inference, errors and NumPy fixtures; the
+ * gradient ops against float64 finite differences. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
 #include "test_util.h"
@@ -170,16 +173,38 @@ typedef struct unary_case {
     const char *op;
     const char *attrs;
     double lo, hi;       // input range
-    double (*f)(double); // reference; NULL: scale
+    double (*f)(double); // reference
 } unary_case;
 
 static double ref_relu(double x) { return x < 0 ? 0 : x; }
 static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_scale(double x) { return x * 2.5 - 1.25; }
+static double ref_neg(double x) { return -x; }
+static double ref_pow25(double x) { return pow(x, 2.5); }
+static double ref_cube(double x) { return x * x * x; }
+static double ref_clip(double x) { return x < -0.5 ? -0.5 : x > 0.75 ? 0.75 : x; }
+static double ref_clip_min(double x) { return x < 0.25 ? 0.25 : x; }
+static double ref_clip_max(double x) { return x > -0.25 ? -0.25 : x; }
+static double ref_clip_crossed(double x) { (void)x; return -1.0; } /* min > max: max everywhere (ONNX) */
 
 START_TEST(test_unary) {
     static const unary_case cases[] = {
-        {"relu", NULL, -3, 3, ref_relu}, {"sigmoid", NULL, -8, 8, ref_sigmoid}, {"tanh", NULL, -4, 4, tanh},
-        {"exp", NULL, -5, 5, exp},       {"log", NULL, 0.01, 50, log},          {"scale", NULL, -3, 3, NULL},
+        {"relu", NULL, -3, 3, ref_relu},
+        {"sigmoid", NULL, -8, 8, ref_sigmoid},
+        {"tanh", NULL, -4, 4, tanh},
+        {"exp", NULL, -5, 5, exp},
+        {"log", NULL, 0.01, 50, log},
+        {"scale", "{\"scale\": 2.5, \"bias\": -1.25}", -3, 3, ref_scale},
+        {"neg", NULL, -3, 3, ref_neg},
+        {"sqrt", NULL, 0, 40, sqrt},
+        {"abs", NULL, -3, 3, fabs},
+        {"pow", "{\"exponent\": 2.5}", 0, 3, ref_pow25},
+        {"pow", "{\"exponent\": 3}", -2, 2, ref_cube},
+        {"clip", "{\"min\": -0.5, \"max\": 0.75}", -2, 2, ref_clip},
+        {"clip", "{\"min\": 0.25}", -2, 2, ref_clip_min},
+        {"clip", "{\"max\": -0.25}", -2, 2, ref_clip_max},
+        {"clip", "{\"min\": 1, \"max\": -1}", -2, 2, ref_clip_crossed},
+        {"clip", NULL, -2, 2, NULL}, /* no bounds: Y = X */
     };
     static const shape_t shapes[] = {{0, {0}}, {1, {1}}, {1, {7}}, {2, {3, 5}}, {2, {0, 4}}, {3, {2, 3, 33}}};
     static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
@@ -188,7 +213,7 @@ START_TEST(test_unary) {
             for (int t = 0; t < 2; t++) {
                 test_rng r = {77u + (uint64_t)(c * 31 + s * 7 + t)};
                 pardo_tensor *x = test_tensor_random(&r, dts[t], shapes[s].nd, shapes[s].d, cases[c].lo, cases[c].hi);
-                const char *attrs = cases[c].f ? NULL : "{\"scale\": 2.5, \"bias\": -1.25}";
+                const char *attrs = cases[c].attrs;
                 pardo_tensor *y = NULL;
                 pardo_status st;
                 ck_assert_msg(test_run_op(cases[c].op, attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s", cases[c].op,
@@ -196,7 +221,7 @@ START_TEST(test_unary) {
                 pardo_tensor *want = pardo_tensor_clone(x, &st);
                 for (int64_t i = 0; i < x->numel; i++) {
                     double v = pardo_tensor_get_f64(x, i);
-                    pardo_tensor_set_f64(want, i, cases[c].f ? cases[c].f(v) : v * 2.5 - 1.25);
+                    pardo_tensor_set_f64(want, i, cases[c].f ? cases[c].f(v) : v); /* clip without bounds: X */
                 }
                 test_assert_close(y, want, dts[t] == PARDO_F32 ? 2e-6 : 1e-14, dts[t] == PARDO_F32 ? 1e-7 : 0);
                 pardo_tensor_release(want);
@@ -327,12 +352,13 @@ START_TEST(test_err_dtypes) {
     ck_assert_msg(strstr(st.msg, "float64") && strstr(st.msg, "float32"), "message: %s", st.msg);
     ck_assert_int_eq(infer2("mul", test_type(PARDO_BOOL, 1, s), test_type(PARDO_BOOL, 1, s), &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "bool") != NULL, "message: %s", st.msg);
-    const char *unary[] = {"relu", "sigmoid", "tanh", "exp", "log", "scale"};
+    const char *unary[] = {"relu", "sigmoid", "tanh", "exp", "log", "scale", "neg", "sqrt", "abs", "pow", "clip"};
     for (int i = 0; i < LEN(unary); i++) {
-        pardo_type x = test_type(PARDO_I32, 1, s), y;
+        pardo_type x = test_type(i % 2 ? PARDO_I32 : PARDO_BOOL, 1, s), y;
         const pardo_type *in[1] = {&x};
-        ck_assert_int_eq(test_infer_op(unary[i], NULL, 1, in, 1, &y, &st), PARDO_ESHAPE);
-        ck_assert_msg(strstr(st.msg, "int32") && strstr(st.msg, "'X'"), "%s: %s", unary[i], st.msg);
+        const char *attrs = strcmp(unary[i], "pow") == 0 ? "{\"exponent\": 2}" : NULL;
+        ck_assert_int_eq(test_infer_op(unary[i], attrs, 1, in, 1, &y, &st), PARDO_ESHAPE);
+        ck_assert_msg(strstr(st.msg, pardo_dtype_name(x.dtype)) && strstr(st.msg, "'X'"), "%s: %s", unary[i], st.msg);
     }
 }
 END_TEST
@@ -408,6 +434,197 @@ START_TEST(test_fixture_add) {
 }
 END_TEST
 
+/* ---- gradients ---- */
+
+START_TEST(test_binary_gradients) {
+    static const shape_t pairs[][2] = {
+        {{2, {3, 4}}, {2, {3, 4}}},       {{3, {2, 3, 4}}, {1, {4}}},       {{2, {3, 1}}, {2, {1, 4}}},
+        {{3, {2, 1, 3}}, {2, {4, 1}}},    {{1, {5}}, {0, {0}}},             {{3, {2, 3, 1}}, {3, {1, 3, 5}}},
+        {{4, {1, 2, 1, 3}}, {3, {2, 2, 1}}},
+    };
+    for (int op = ADD; op <= DIV; op++)
+        for (int c = 0; c < LEN(pairs); c++)
+            for (int swap = 0; swap < 2; swap++) {
+                test_rng r = {500u + (uint64_t)(op * 100 + c * 2 + swap)};
+                const shape_t *sa = &pairs[c][swap], *sb = &pairs[c][!swap];
+                pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, sa->nd, sa->d, -2, 2),
+                                       test_tensor_random(&r, PARDO_F64, sb->nd, sb->d, op == DIV ? 0.5 : -2, 2)};
+                test_check_grad_default(binop_names[op], NULL, 2, in, 1, 3u);
+                if (c == 1) { /* one gradient left out ("") */
+                    test_check_grad_default(binop_names[op], NULL, 2, in, 1, 1u);
+                    test_check_grad_default(binop_names[op], NULL, 2, in, 1, 2u);
+                }
+                pardo_tensor_release(in[0]);
+                pardo_tensor_release(in[1]);
+            }
+}
+END_TEST
+
+typedef struct grad_case {
+    const char *op;
+    const char *attrs;
+    double lo, hi;     // input range
+    int n_kinks;       // points the inputs keep away from
+    double kinks[2];
+} grad_case;
+
+START_TEST(test_unary_gradients) {
+    static const grad_case cases[] = {
+        {"neg", NULL, -2, 2, 0, {0}},
+        {"exp", NULL, -2, 2, 0, {0}},
+        {"log", NULL, 0.5, 3, 0, {0}},
+        {"sqrt", NULL, 0.5, 3, 0, {0}},
+        {"abs", NULL, -2, 2, 1, {0}},
+        {"pow", "{\"exponent\": 2.5}", 0.5, 2, 0, {0}},
+        {"pow", "{\"exponent\": -1.5}", 0.5, 2, 0, {0}},
+        {"pow", "{\"exponent\": 3}", -2, 2, 0, {0}},
+        {"pow", "{\"exponent\": 0}", -2, 2, 0, {0}},
+        {"scale", "{\"scale\": -2.5, \"bias\": 1}", -2, 2, 0, {0}},
+        {"scale", NULL, -2, 2, 0, {0}},
+        {"clip", "{\"min\": -0.5, \"max\": 0.75}", -2, 2, 2, {-0.5, 0.75}},
+        {"clip", "{\"min\": 0.25}", -2, 2, 1, {0.25}},
+        {"clip", "{\"max\": -0.25}", -2, 2, 1, {-0.25}},
+        {"clip", NULL, -2, 2, 0, {0}},
+    };
+    static const shape_t shapes[] = {{1, {7}}, {2, {3, 5}}, {0, {0}}};
+    for (int c = 0; c < LEN(cases); c++)
+        for (int k = 0; k < LEN(shapes); k++) {
+            test_rng r = {900u + (uint64_t)(c * 8 + k)};
+            pardo_tensor *x = test_tensor_random(&r, PARDO_F64, shapes[k].nd, shapes[k].d, cases[c].lo, cases[c].hi);
+            for (int j = 0; j < cases[c].n_kinks; j++) test_push_away(x, cases[c].kinks[j], 0.01);
+            test_check_grad_default(cases[c].op, cases[c].attrs, 1, &x, 1, 1u);
+            pardo_tensor_release(x);
+        }
+}
+END_TEST
+
+/* Runs gradient op `type` on X, Y (computed by the forward op) and dY
+ * (NULL: absent); returns dX. */
+static pardo_tensor *run_unary_grad(const char *op, const char *attrs, pardo_tensor *x, pardo_tensor *dy) {
+    pardo_status st;
+    pardo_tensor *y = NULL, *dx = NULL;
+    char gtype[64];
+    ck_assert_msg(test_run_op(op, attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s", op, st.msg);
+    pardo_tensor *in[3] = {x, y, dy};
+    snprintf(gtype, sizeof gtype, "%s_grad", op);
+    ck_assert_msg(test_run_op(gtype, attrs, 3, in, 1, &dx, &st) == PARDO_OK, "%s: %s", gtype, st.msg);
+    pardo_tensor_release(y);
+    return dx;
+}
+
+START_TEST(test_gradient_special_points) {
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
+    for (int t = 0; t < 2; t++) {
+        int64_t n = 5;
+        pardo_tensor *x = test_tensor_from(dts[t], 1, &n, (double[]){-1, -0.5, 0, 0.75, 2});
+        pardo_tensor *dy = test_tensor_from(dts[t], 1, &n, (double[]){1, 2, 3, 4, 5});
+        /* abs: sign, 0 at 0 */
+        pardo_tensor *dx = run_unary_grad("abs", NULL, x, dy);
+        const double abs_want[] = {-1, -2, 0, 4, 5};
+        for (int i = 0; i < n; i++) ck_assert_double_eq(pardo_tensor_get_f64(dx, i), abs_want[i]);
+        pardo_tensor_release(dx);
+        /* clip passes the gradient through inside the bounds, bounds included */
+        dx = run_unary_grad("clip", "{\"min\": -0.5, \"max\": 0.75}", x, dy);
+        const double clip_want[] = {0, 2, 3, 4, 0};
+        for (int i = 0; i < n; i++) ck_assert_double_eq(pardo_tensor_get_f64(dx, i), clip_want[i]);
+        pardo_tensor_release(dx);
+        /* pow with exponent 0 is constant: no gradient even at 0 */
+        dx = run_unary_grad("pow", "{\"exponent\": 0}", x, dy);
+        for (int i = 0; i < n; i++) ck_assert_double_eq(pardo_tensor_get_f64(dx, i), 0);
+        pardo_tensor_release(dx);
+        /* an absent dY ("") means zeros */
+        dx = run_unary_grad("exp", NULL, x, NULL);
+        ck_assert_int_eq(dx->numel, n);
+        for (int i = 0; i < n; i++) ck_assert_double_eq(pardo_tensor_get_f64(dx, i), 0);
+        pardo_tensor_release(dx);
+        pardo_tensor_release(dy);
+        pardo_tensor_release(x);
+    }
+}
+END_TEST
+
+START_TEST(test_binary_gradient_float32_and_absent_dc) {
+    /* float32 against the float64 formula; then dC absent: zeros of A's and B's shapes */
+    test_rng r = {31};
+    int64_t sa[] = {4, 1, 3}, sb[] = {2, 1}, sc[] = {4, 2, 3};
+    pardo_tensor *a = test_tensor_random(&r, PARDO_F32, 3, sa, -2, 2),
+                 *b = test_tensor_random(&r, PARDO_F32, 2, sb, 0.5, 2);
+    pardo_tensor *dc = test_tensor_random(&r, PARDO_F32, 3, sc, -1, 1), *out[2] = {NULL, NULL};
+    pardo_status st;
+    pardo_tensor *in[4] = {a, b, dc, dc}; /* C itself is not read by div_grad's formula */
+    ck_assert_msg(test_run_op("div_grad", NULL, 4, in, 2, out, &st) == PARDO_OK, "%s", st.msg);
+    double want_b[2] = {0, 0};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 3; k++) {
+                double av = pardo_tensor_get_f64(a, i * 3 + k), bv = pardo_tensor_get_f64(b, j);
+                double g = pardo_tensor_get_f64(dc, (i * 2 + j) * 3 + k);
+                want_b[j] += -g * av / (bv * bv);
+            }
+    for (int j = 0; j < 2; j++)
+        ck_assert_double_eq_tol(pardo_tensor_get_f64(out[1], j), want_b[j], 1e-5 * (1 + fabs(want_b[j])));
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 3; k++) {
+            double w = 0;
+            for (int j = 0; j < 2; j++)
+                w += pardo_tensor_get_f64(dc, (i * 2 + j) * 3 + k) / pardo_tensor_get_f64(b, j);
+            ck_assert_double_eq_tol(pardo_tensor_get_f64(out[0], i * 3 + k), w, 1e-5 * (1 + fabs(w)));
+        }
+    pardo_tensor_release(out[0]);
+    pardo_tensor_release(out[1]);
+    in[3] = NULL;
+    ck_assert_msg(test_run_op("mul_grad", NULL, 4, in, 2, out, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert(pardo_shape_equal(out[0]->ndim, out[0]->shape, 3, sa) &&
+              pardo_shape_equal(out[1]->ndim, out[1]->shape, 2, sb));
+    for (int k = 0; k < 2; k++)
+        for (int64_t i = 0; i < out[k]->numel; i++) ck_assert_double_eq(pardo_tensor_get_f64(out[k], i), 0);
+    pardo_tensor_release(out[0]);
+    pardo_tensor_release(out[1]);
+    pardo_tensor_release(a);
+    pardo_tensor_release(b);
+    pardo_tensor_release(dc);
+}
+END_TEST
+
+START_TEST(test_err_gradients) {
+    pardo_status st;
+    int64_t s3[] = {3};
+    pardo_type a = test_type(PARDO_I32, 1, s3), c = a, dc = a, out[2];
+    const pardo_type *in[4] = {&a, &a, &c, &dc};
+    /* integer operands have no gradient */
+    ck_assert_int_eq(test_infer_op("add_grad", NULL, 4, in, 2, out, &st), PARDO_ENOTSUP);
+    ck_assert_msg(strstr(st.msg, "int32") && strstr(st.msg, "gradient"), "message: %s", st.msg);
+    pardo_type x = test_type(PARDO_F32, 1, s3), y64 = test_type(PARDO_F64, 1, s3);
+    const pardo_type *uin[3] = {&x, &x, &y64};
+    ck_assert_int_eq(test_infer_op("exp_grad", NULL, 3, uin, 1, out, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "'dY'") && strstr(st.msg, "float64"), "message: %s", st.msg);
+    pardo_type y4 = test_type(PARDO_F32, 1, (int64_t[]){4});
+    uin[1] = &y4;
+    uin[2] = NULL;
+    ck_assert_int_eq(test_infer_op("sqrt_grad", NULL, 3, uin, 1, out, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "'Y'") && strstr(st.msg, "[4]"), "message: %s", st.msg);
+    /* the gradient ops check the forward attrs too */
+    uin[1] = &x;
+    ck_assert_int_eq(test_infer_op("pow_grad", NULL, 3, uin, 1, out, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'exponent'") != NULL, "message: %s", st.msg);
+}
+END_TEST
+
+START_TEST(test_err_unary_attrs) {
+    pardo_status st;
+    pardo_type x = test_type(PARDO_F32, 1, (int64_t[]){3}), y;
+    const pardo_type *in[1] = {&x};
+    ck_assert_int_eq(test_infer_op("pow", NULL, 1, in, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'exponent'") && strstr(st.msg, "required"), "message: %s", st.msg);
+    ck_assert_int_eq(test_infer_op("pow", "{\"exponent\": \"two\"}", 1, in, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'exponent'") != NULL, "message: %s", st.msg);
+    ck_assert_int_eq(test_infer_op("clip", "{\"min\": [0]}", 1, in, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'min'") != NULL, "message: %s", st.msg);
+    ck_assert_int_eq(test_infer_op("clip", "{\"max\": true}", 1, in, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'max'") != NULL, "message: %s", st.msg);
+}
+END_TEST
+
 Suite *make_ops_elementwise_suite(void) {
     Suite *s = suite_create("ops_elementwise");
     TCase *core = tcase_create("Core");
@@ -417,6 +634,10 @@ Suite *make_ops_elementwise_suite(void) {
     tcase_add_test(core, test_scale_default_and_special_values);
     tcase_add_test(core, test_infer_runtime_dims);
     tcase_add_test(core, test_reused_output_is_overwritten);
+    tcase_add_test(core, test_binary_gradients);
+    tcase_add_test(core, test_unary_gradients);
+    tcase_add_test(core, test_gradient_special_points);
+    tcase_add_test(core, test_binary_gradient_float32_and_absent_dc);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_bad_broadcast);
@@ -424,6 +645,8 @@ Suite *make_ops_elementwise_suite(void) {
     tcase_add_test(errors, test_err_scale_attr);
     tcase_add_test(errors, test_err_int_div_by_zero);
     tcase_add_test(errors, test_err_runtime_shape_mismatch);
+    tcase_add_test(errors, test_err_gradients);
+    tcase_add_test(errors, test_err_unary_attrs);
     suite_add_tcase(s, errors);
     TCase *fixtures = tcase_create("Fixtures");
     tcase_add_test(fixtures, test_fixture_add);

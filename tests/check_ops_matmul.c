@@ -1,6 +1,7 @@
 /* check_ops_matmul.c - matmul against a naive triple loop in double:
  * 2-D, 1-D operands, batched with broadcast batch dims, transposes, edge
- * sizes; inference with run-time dims; errors; NumPy fixtures. */
+ * sizes; inference with run-time dims; errors; NumPy fixtures; matmul_grad
+ * against float64 finite differences on every one of those cases. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
 #include "test_util.h"
@@ -311,6 +313,110 @@ START_TEST(test_fixtures) {
 }
 END_TEST
 
+/* ---- matmul_grad ---- */
+
+START_TEST(test_matmul_gradients) {
+    /* every reference case: 2-D, 1-D promotion, batched, broadcast batch
+     * dims (summed back), all four transposes, empty dims */
+    for (int c = 0; c < LEN(cases); c++) {
+        const mm_case *mc = &cases[c];
+        test_rng r = {1300u + (uint64_t)c};
+        pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, mc->a_nd, mc->a, -1, 1),
+                               test_tensor_random(&r, PARDO_F64, mc->b_nd, mc->b, -1, 1)};
+        char attrs[96];
+        attrs_for(mc->ta, mc->tb, attrs, sizeof attrs);
+        test_check_grad_default("matmul", attrs, 2, in, 1, 3u);
+        if (c % 4 == 1) { /* one gradient left out */
+            test_check_grad_default("matmul", attrs, 2, in, 1, 1u);
+            test_check_grad_default("matmul", attrs, 2, in, 1, 2u);
+        }
+        pardo_tensor_release(in[0]);
+        pardo_tensor_release(in[1]);
+    }
+}
+END_TEST
+
+/* Runs matmul then matmul_grad on a, b with dY = dy (NULL: absent). */
+static void run_mm_grad(const char *attrs, pardo_tensor *a, pardo_tensor *b, pardo_tensor *dy, pardo_tensor **out) {
+    pardo_tensor *in[2] = {a, b}, *y = NULL;
+    pardo_status st;
+    ck_assert_msg(test_run_op("matmul", attrs, 2, in, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+    pardo_tensor *gin[4] = {a, b, y, dy};
+    ck_assert_msg(test_run_op("matmul_grad", attrs, 4, gin, 2, out, &st) == PARDO_OK, "%s", st.msg);
+    pardo_tensor_release(y);
+}
+
+static pardo_tensor *to_dtype(pardo_tensor *t, pardo_dtype dt) {
+    pardo_status st;
+    pardo_tensor *c = pardo_tensor_new_cpu(dt, t->ndim, t->shape, &st);
+    ck_assert_ptr_nonnull(c);
+    for (int64_t i = 0; i < t->numel; i++) pardo_tensor_set_f64(c, i, pardo_tensor_get_f64(t, i));
+    return c;
+}
+
+START_TEST(test_matmul_gradient_float32_and_absent_dy) {
+    test_rng r = {77};
+    int64_t sa[] = {2, 1, 5, 3}, sb[] = {3, 4, 5}, sy[] = {2, 3, 3, 4};
+    const char *attrs = "{\"transpose_a\": true, \"transpose_b\": true}";
+    pardo_tensor *a = test_tensor_random(&r, PARDO_F64, 4, sa, -1, 1),
+                 *b = test_tensor_random(&r, PARDO_F64, 3, sb, -1, 1);
+    pardo_tensor *dy = test_tensor_random(&r, PARDO_F64, 4, sy, -1, 1);
+    pardo_tensor *a32 = to_dtype(a, PARDO_F32), *b32 = to_dtype(b, PARDO_F32), *dy32 = to_dtype(dy, PARDO_F32);
+    pardo_tensor *g64[2], *g32[2];
+    run_mm_grad(attrs, a, b, dy, g64);
+    run_mm_grad(attrs, a32, b32, dy32, g32);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(g32[k]->dtype, PARDO_F32);
+        pardo_tensor *w = to_dtype(g64[k], PARDO_F32);
+        test_assert_close(g32[k], w, 1e-5, 1e-5);
+        pardo_tensor_release(w);
+    }
+    for (int k = 0; k < 2; k++) {
+        pardo_tensor_release(g64[k]);
+        pardo_tensor_release(g32[k]);
+    }
+    /* dY absent: zeros of A's and B's shapes */
+    run_mm_grad(attrs, a, b, NULL, g64);
+    ck_assert(pardo_shape_equal(g64[0]->ndim, g64[0]->shape, 4, sa) &&
+              pardo_shape_equal(g64[1]->ndim, g64[1]->shape, 3, sb));
+    for (int k = 0; k < 2; k++) {
+        for (int64_t i = 0; i < g64[k]->numel; i++) ck_assert_double_eq(pardo_tensor_get_f64(g64[k], i), 0);
+        pardo_tensor_release(g64[k]);
+    }
+    pardo_tensor_release(a);
+    pardo_tensor_release(b);
+    pardo_tensor_release(dy);
+    pardo_tensor_release(a32);
+    pardo_tensor_release(b32);
+    pardo_tensor_release(dy32);
+}
+END_TEST
+
+START_TEST(test_err_matmul_grad) {
+    pardo_status st;
+    int64_t s2[] = {2, 2};
+    pardo_type a = test_type(PARDO_I64, 2, s2), out[2];
+    const pardo_type *in[4] = {&a, &a, &a, &a};
+    ck_assert_int_eq(test_infer_op("matmul_grad", NULL, 4, in, 2, out, &st), PARDO_ENOTSUP);
+    ck_assert_msg(strstr(st.msg, "int64") != NULL, "message: %s", st.msg);
+    pardo_type f = test_type(PARDO_F32, 2, s2);
+    in[0] = in[1] = in[2] = in[3] = &f;
+    ck_assert_int_eq(test_infer_op("matmul_grad", "{\"transpose_a\": 3}", 4, in, 2, out, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'transpose_a'") != NULL, "message: %s", st.msg);
+    /* a dY of another shape than the product is an error at run time */
+    test_rng r = {5};
+    int64_t s3[] = {3, 2};
+    pardo_tensor *t[4] = {
+        test_tensor_random(&r, PARDO_F32, 2, s2, -1, 1), test_tensor_random(&r, PARDO_F32, 2, s2, -1, 1),
+        test_tensor_random(&r, PARDO_F32, 2, s2, -1, 1), test_tensor_random(&r, PARDO_F32, 2, s3, -1, 1)};
+    pardo_tensor *o[2];
+    ck_assert_int_eq(test_run_op("matmul_grad", NULL, 4, t, 2, o, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "'dY'") && strstr(st.msg, "[3, 2]") && strstr(st.msg, "[2, 2]"), "message: %s",
+                  st.msg);
+    for (int k = 0; k < 4; k++) pardo_tensor_release(t[k]);
+}
+END_TEST
+
 Suite *make_ops_matmul_suite(void) {
     Suite *s = suite_create("ops_matmul");
     TCase *core = tcase_create("Core");
@@ -318,11 +424,14 @@ Suite *make_ops_matmul_suite(void) {
     tcase_add_test(core, test_matmul_known_values);
     tcase_add_test(core, test_matmul_reused_output);
     tcase_add_test(core, test_matmul_infer);
+    tcase_add_test(core, test_matmul_gradients);
+    tcase_add_test(core, test_matmul_gradient_float32_and_absent_dy);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_inner_mismatch);
     tcase_add_test(errors, test_err_shapes_and_dtypes);
     tcase_add_test(errors, test_err_attrs);
+    tcase_add_test(errors, test_err_matmul_grad);
     suite_add_tcase(s, errors);
     TCase *fixtures = tcase_create("Fixtures");
     tcase_add_test(fixtures, test_fixtures);

@@ -1,7 +1,9 @@
-/* check_ops_reduce.c - reduce_sum and reduce_mean against a naive loop in
- * double over many axes/keepdims combinations, edge sizes (scalars, unit
- * and zero-size dims, inner dims past the kernel's chunk), inference with
- * run-time dims, and attr/dtype errors. */
+/* check_ops_reduce.c - reduce_sum, reduce_mean and reduce_max against a
+ * naive loop in double over many axes/keepdims combinations, edge sizes
+ * (scalars, unit and zero-size dims, inner dims past the kernel's chunk),
+ * inference with run-time dims, and attr/dtype errors; argmax against a
+ * naive loop (ties, NaN) and NumPy fixtures; the gradient ops against
+ * float64 finite differences, reduce_max's tie rule. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
 
@@ -46,8 +49,14 @@ static const red_case cases[] = {
     {2, {9, 1}, "[0]", 1, {0}},
 };
 
-/* The naive reference: every input element added into its output slot. */
-static pardo_tensor *ref_reduce(const pardo_tensor *x, const red_case *c, bool keepdims, bool mean) {
+typedef enum { R_SUM, R_MEAN, R_MAX } red_mode;
+
+static red_mode mode_of(const char *op) {
+    return strcmp(op, "reduce_mean") == 0 ? R_MEAN : strcmp(op, "reduce_max") == 0 ? R_MAX : R_SUM;
+}
+
+/* The naive reference: every input element added (or maxed) into its output slot. */
+static pardo_tensor *ref_reduce(const pardo_tensor *x, const red_case *c, bool keepdims, red_mode mode) {
     bool red[PARDO_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) red[d] = c->n_axes < 0;
     for (int i = 0; i < c->n_axes; i++) red[c->axes_v[i]] = true;
@@ -61,8 +70,9 @@ static pardo_tensor *ref_reduce(const pardo_tensor *x, const red_case *c, bool k
     pardo_status st;
     pardo_tensor *y = pardo_tensor_new_cpu(x->dtype, ond, oshape, &st);
     ck_assert_ptr_nonnull(y);
-    double acc[4096] = {0};
+    static double acc[4096];
     ck_assert_int_le(y->numel, 4096);
+    for (int64_t o = 0; o < y->numel; o++) acc[o] = mode == R_MAX ? -INFINITY : 0;
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t rest = i, oi = 0, mul = 1;
         for (int d = x->ndim - 1; d >= 0; d--) {
@@ -73,9 +83,15 @@ static pardo_tensor *ref_reduce(const pardo_tensor *x, const red_case *c, bool k
                 mul *= x->shape[d];
             }
         }
-        acc[oi] += pardo_tensor_get_f64(x, i);
+        double v = pardo_tensor_get_f64(x, i);
+        if (mode != R_MAX) acc[oi] += v;
+        else if (v > acc[oi]) acc[oi] = v;
     }
-    for (int64_t o = 0; o < y->numel; o++) pardo_tensor_set_f64(y, o, mean ? acc[o] / (double)count : acc[o]);
+    for (int64_t o = 0; o < y->numel; o++) {
+        double v = mode == R_MEAN ? acc[o] / (double)count : acc[o];
+        if (isinf(v) && pardo_dtype_is_int(x->dtype)) v = x->dtype == PARDO_I32 ? INT32_MIN : (double)INT64_MIN;
+        pardo_tensor_set_f64(y, o, v);
+    }
     return y;
 }
 
@@ -90,7 +106,7 @@ static void check_case(const char *op, const red_case *c, pardo_dtype dt, bool k
     pardo_status st;
     int rc = test_run_op(op, attrs, 1, &x, 1, &y, &st);
     ck_assert_msg(rc == PARDO_OK, "%s %s: %s", op, attrs, st.msg);
-    pardo_tensor *want = ref_reduce(x, c, keepdims, strcmp(op, "reduce_mean") == 0);
+    pardo_tensor *want = ref_reduce(x, c, keepdims, mode_of(op));
     test_assert_close(y, want, dt == PARDO_F32 ? 1e-6 : 1e-13, dt == PARDO_F32 ? 1e-6 : 1e-13);
     pardo_tensor_release(want);
     pardo_tensor_release(y);
@@ -177,6 +193,204 @@ START_TEST(test_reduce_infer) {
 }
 END_TEST
 
+START_TEST(test_reduce_max) {
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+    for (int c = 0; c < LEN(cases); c++)
+        for (int t = 0; t < LEN(dts); t++)
+            for (int k = 0; k < 2; k++)
+                check_case("reduce_max", &cases[c], dts[t], k, 130u + (uint64_t)(c * 8 + t * 2 + k));
+}
+END_TEST
+
+START_TEST(test_reduce_max_special) {
+    /* NaN beats every number (numpy's max propagates it); over zero elements -inf (ONNX) */
+    int64_t s[] = {2, 3};
+    pardo_tensor *x = test_tensor_from(PARDO_F64, 2, s, (double[]){1, NAN, 5, -INFINITY, -INFINITY, -INFINITY}),
+                 *y = NULL;
+    pardo_status st;
+    ck_assert_int_eq(test_run_op("reduce_max", "{\"axes\": [1], \"keepdims\": false}", 1, &x, 1, &y, &st), PARDO_OK);
+    ck_assert(isnan(pardo_tensor_get_f64(y, 0)));
+    ck_assert(isinf(pardo_tensor_get_f64(y, 1)) && pardo_tensor_get_f64(y, 1) < 0);
+    pardo_tensor_release(y);
+    pardo_tensor_release(x);
+    int64_t e[] = {0, 2};
+    x = pardo_tensor_new_cpu(PARDO_I32, 2, e, &st);
+    ck_assert_int_eq(test_run_op("reduce_max", "{\"axes\": [0]}", 1, &x, 1, &y, &st), PARDO_OK);
+    ck_assert_double_eq(pardo_tensor_get_f64(y, 0), INT32_MIN);
+    pardo_tensor_release(y);
+    pardo_tensor_release(x);
+}
+END_TEST
+
+/* ---- argmax ---- */
+
+/* Naive argmax of x along axis (first index on ties, NaN wins). */
+static pardo_tensor *ref_argmax(const pardo_tensor *x, int axis, bool keepdims) {
+    int64_t shape[PARDO_MAX_DIMS], outer = 1, inner = 1, n = x->shape[axis];
+    int nd = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (d != axis) shape[nd++] = x->shape[d];
+        else if (keepdims) shape[nd++] = 1;
+        if (d < axis) outer *= x->shape[d];
+        if (d > axis) inner *= x->shape[d];
+    }
+    pardo_status st;
+    pardo_tensor *y = pardo_tensor_new_cpu(PARDO_I64, nd, shape, &st);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t best = 0;
+            double bv = pardo_tensor_get_f64(x, o * n * inner + i);
+            for (int64_t k = 1; k < n; k++) {
+                double v = pardo_tensor_get_f64(x, (o * n + k) * inner + i);
+                if (!isnan(bv) && (v > bv || isnan(v))) {
+                    best = k;
+                    bv = v;
+                }
+            }
+            pardo_tensor_set_f64(y, o * inner + i, (double)best);
+        }
+    return y;
+}
+
+START_TEST(test_argmax) {
+    static const struct {
+        int nd;
+        int64_t shape[4];
+        int axis; /* as given; the reference gets it normalised */
+    } acases[] = {
+        {1, {7}, 0}, {2, {4, 5}, 0}, {2, {4, 5}, 1}, {2, {4, 5}, -1}, {3, {2, 3, 4}, 1}, {3, {2, 3, 4}, -3},
+        {3, {1, 1, 1}, 2}, {2, {0, 3}, 1}, {3, {3, 1, 9}, 2}, {2, {1, 33}, 1},
+    };
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+    for (int c = 0; c < LEN(acases); c++)
+        for (int t = 0; t < LEN(dts); t++)
+            for (int k = 0; k < 2; k++) {
+                test_rng r = {2000u + (uint64_t)(c * 8 + t * 2 + k)};
+                /* few distinct values: ties on purpose */
+                pardo_tensor *x = test_tensor_random(&r, dts[t], acases[c].nd, acases[c].shape, -3, 3), *y = NULL;
+                if (!pardo_dtype_is_int(dts[t]))
+                    for (int64_t i = 0; i < x->numel; i++)
+                        pardo_tensor_set_f64(x, i, floor(pardo_tensor_get_f64(x, i)));
+                char attrs[64];
+                snprintf(attrs, sizeof attrs, "{\"axis\": %d, \"keepdims\": %s}", acases[c].axis, k ? "true" : "false");
+                pardo_status st;
+                ck_assert_msg(test_run_op("argmax", attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s", attrs, st.msg);
+                int axis = acases[c].axis < 0 ? acases[c].axis + acases[c].nd : acases[c].axis;
+                pardo_tensor *want = ref_argmax(x, axis, k);
+                test_assert_close(y, want, 0, 0);
+                pardo_tensor_release(want);
+                pardo_tensor_release(y);
+                pardo_tensor_release(x);
+            }
+}
+END_TEST
+
+START_TEST(test_argmax_ties_nan_defaults) {
+    int64_t s[] = {2, 4};
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 2, s, (double[]){1, 7, 7, 2, 3, NAN, 9, NAN}), *y = NULL;
+    pardo_status st;
+    /* defaults: axis 0, keepdims true */
+    ck_assert_int_eq(test_run_op("argmax", NULL, 1, &x, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->ndim, 2);
+    ck_assert_int_eq(y->shape[0], 1);
+    const double want0[] = {1, 1, 1, 1};
+    for (int i = 0; i < 4; i++) ck_assert_double_eq(pardo_tensor_get_f64(y, i), want0[i]);
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("argmax", "{\"axis\": 1, \"keepdims\": false}", 1, &x, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->ndim, 1);
+    ck_assert_double_eq(pardo_tensor_get_f64(y, 0), 1); /* first of the tied 7s */
+    ck_assert_double_eq(pardo_tensor_get_f64(y, 1), 1); /* first NaN */
+    pardo_tensor_release(y);
+    pardo_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_argmax_infer) {
+    pardo_type y;
+    pardo_status st;
+    pardo_type x = test_type(PARDO_F32, 3, (int64_t[]){-1, 5, 6});
+    const pardo_type *in[1] = {&x};
+    ck_assert_int_eq(test_infer_op("argmax", "{\"axis\": -1}", 1, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y.dtype, PARDO_I64);
+    ck_assert_int_eq(y.ndim, 3);
+    ck_assert_int_eq(y.shape[0], -1);
+    ck_assert_int_eq(y.shape[2], 1);
+    ck_assert_int_eq(test_infer_op("argmax", "{\"axis\": 1, \"keepdims\": false}", 1, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y.ndim, 2);
+    ck_assert_int_eq(y.shape[1], 6);
+    x = test_type(PARDO_I32, -1, NULL);
+    ck_assert_int_eq(test_infer_op("argmax", NULL, 1, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y.ndim, -1);
+    ck_assert_int_eq(y.dtype, PARDO_I64);
+}
+END_TEST
+
+/* ---- gradients ---- */
+
+START_TEST(test_reduce_gradients) {
+    static const char *const ops[] = {"reduce_sum", "reduce_mean", "reduce_max"};
+    for (int o = 0; o < LEN(ops); o++)
+        for (int c = 0; c < LEN(cases); c++)
+            for (int k = 0; k < 2; k++) {
+                const red_case *rc = &cases[c];
+                char attrs[128];
+                if (rc->axes)
+                    snprintf(attrs, sizeof attrs, "{\"axes\": %s, \"keepdims\": %s}", rc->axes, k ? "true" : "false");
+                else snprintf(attrs, sizeof attrs, "{\"keepdims\": %s}", k ? "true" : "false");
+                test_rng r = {3000u + (uint64_t)(o * 100 + c * 2 + k)};
+                /* distinct continuous values: no ties for reduce_max */
+                pardo_tensor *x = test_tensor_random(&r, PARDO_F64, rc->nd, rc->shape, -1, 1);
+                test_check_grad_default(ops[o], attrs, 1, &x, 1, 1u);
+                pardo_tensor_release(x);
+            }
+}
+END_TEST
+
+/* Runs op then op_grad on x with dY dy (NULL: absent); returns dX. */
+static pardo_tensor *run_grad(const char *op, const char *attrs, pardo_tensor *x, pardo_tensor *dy) {
+    pardo_status st;
+    pardo_tensor *y = NULL, *dx = NULL;
+    ck_assert_msg(test_run_op(op, attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+    pardo_tensor *in[3] = {x, y, dy};
+    char g[32];
+    snprintf(g, sizeof g, "%s_grad", op);
+    ck_assert_msg(test_run_op(g, attrs, 3, in, 1, &dx, &st) == PARDO_OK, "%s: %s", g, st.msg);
+    pardo_tensor_release(y);
+    return dx;
+}
+
+START_TEST(test_reduce_max_grad_ties) {
+    /* the whole gradient goes to the first max in row-major order of the
+     * reduced elements; float32 too */
+    int64_t s[] = {2, 2, 3}, s1[] = {2};
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 3, s, (double[]){1, 3, 3, 3, 0, 2, 2, 2, 0, 5, 1, 5});
+    pardo_tensor *dy = test_tensor_from(PARDO_F32, 1, s1, (double[]){10, 20});
+    pardo_tensor *dx = run_grad("reduce_max", "{\"axes\": [1, 2], \"keepdims\": false}", x, dy);
+    const double want[] = {0, 10, 0, 0, 0, 0, 0, 0, 0, 20, 0, 0};
+    for (int i = 0; i < 12; i++) ck_assert_double_eq(pardo_tensor_get_f64(dx, i), want[i]);
+    pardo_tensor_release(dx);
+    /* reduce over the leading axis, the inner one kept */
+    int64_t s23[] = {1, 2, 3};
+    pardo_tensor *dy2 = test_tensor_from(PARDO_F32, 3, s23, (double[]){1, 2, 3, 4, 5, 6});
+    dx = run_grad("reduce_max", "{\"axes\": [0]}", x, dy2);
+    const double want2[] = {0, 2, 3, 0, 0, 0, 1, 0, 0, 4, 5, 6};
+    for (int i = 0; i < 12; i++) ck_assert_double_eq(pardo_tensor_get_f64(dx, i), want2[i]);
+    pardo_tensor_release(dx);
+    /* dY absent: zeros */
+    dx = run_grad("reduce_sum", "{\"axes\": [0]}", x, NULL);
+    ck_assert_int_eq(dx->numel, 12);
+    for (int i = 0; i < 12; i++) ck_assert_double_eq(pardo_tensor_get_f64(dx, i), 0);
+    pardo_tensor_release(dx);
+    /* reduce_mean spreads dY / count, float32 */
+    dx = run_grad("reduce_mean", "{\"axes\": [0]}", x, dy2);
+    for (int i = 0; i < 12; i++) ck_assert_double_eq_tol(pardo_tensor_get_f64(dx, i), (i % 6 + 1) / 2.0, 1e-7);
+    pardo_tensor_release(dx);
+    pardo_tensor_release(dy2);
+    pardo_tensor_release(dy);
+    pardo_tensor_release(x);
+}
+END_TEST
+
 /* ---- errors ---- */
 
 START_TEST(test_err_axes) {
@@ -188,12 +402,56 @@ START_TEST(test_err_axes) {
     for (int i = 0; i < LEN(bad); i++)
         for (int op = 0; op < 2; op++) {
             const char *name = op ? "reduce_mean" : "reduce_sum";
+            ck_assert_msg(infer1("reduce_max", bad[i], x, &y, &st) == PARDO_EINVAL, "reduce_max %s accepted", bad[i]);
             ck_assert_msg(infer1(name, bad[i], x, &y, &st) == PARDO_EINVAL, "%s %s accepted", name, bad[i]);
             ck_assert_msg(strstr(st.msg, i == LEN(bad) - 1 ? "'keepdims'" : "'axes'") != NULL, "%s: %s", bad[i],
                           st.msg);
         }
     ck_assert_int_eq(infer1("reduce_sum", "{\"axes\": [1, -2]}", x, &y, &st), PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "more than once") != NULL, "message: %s", st.msg);
+}
+END_TEST
+
+START_TEST(test_err_argmax) {
+    pardo_type y;
+    pardo_status st;
+    pardo_type x = test_type(PARDO_F32, 2, (int64_t[]){3, 4});
+    const char *const bad[] = {"{\"axis\": 2}", "{\"axis\": -3}", "{\"axis\": [0]}", "{\"keepdims\": \"yes\"}"};
+    for (int i = 0; i < LEN(bad); i++) {
+        ck_assert_msg(infer1("argmax", bad[i], x, &y, &st) == PARDO_EINVAL, "%s accepted", bad[i]);
+        ck_assert_msg(strstr(st.msg, i == 3 ? "'keepdims'" : "'axis'") != NULL, "%s: %s", bad[i], st.msg);
+    }
+    ck_assert_int_eq(infer1("argmax", NULL, test_type(PARDO_BOOL, 1, (int64_t[]){3}), &y, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "bool") != NULL, "message: %s", st.msg);
+    ck_assert_int_eq(infer1("argmax", NULL, test_type(PARDO_F32, 0, NULL), &y, &st), PARDO_ESHAPE);
+    /* the max over an empty axis does not exist: at inference, and at run time */
+    ck_assert_int_eq(infer1("argmax", "{\"axis\": 0}", test_type(PARDO_F32, 2, (int64_t[]){0, 3}), &y, &st),
+                     PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "empty") != NULL, "message: %s", st.msg);
+    int64_t e[] = {0, 3};
+    pardo_tensor *t = pardo_tensor_new_cpu(PARDO_F32, 2, e, &st), *out = NULL;
+    pardo_op op;
+    memset(&op, 0, sizeof op);
+    op.type = "argmax";
+    op.def = pardo_op_lookup("argmax");
+    pardo_kernel_ctx ctx = {.op = &op, .n_in = 1, .in = &t, .n_out = 1, .out = &out, .st = &st, .nthreads = 1};
+    ck_assert_int_eq(op.def->cpu(&ctx), PARDO_ERUNTIME);
+    pardo_tensor_release(out);
+    pardo_tensor_release(t);
+}
+END_TEST
+
+START_TEST(test_err_gradients) {
+    pardo_type y;
+    pardo_status st;
+    pardo_type x = test_type(PARDO_I32, 2, (int64_t[]){3, 4});
+    const pardo_type *in[3] = {&x, &x, &x};
+    ck_assert_int_eq(test_infer_op("reduce_sum_grad", NULL, 3, in, 1, &y, &st), PARDO_ENOTSUP);
+    ck_assert_msg(strstr(st.msg, "int32") != NULL, "message: %s", st.msg);
+    pardo_type f = test_type(PARDO_F64, 2, (int64_t[]){3, 4});
+    in[0] = in[1] = in[2] = &f;
+    ck_assert_int_eq(test_infer_op("reduce_max_grad", "{\"axes\": [2]}", 3, in, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'axes'") != NULL, "message: %s", st.msg);
 }
 END_TEST
 
@@ -205,6 +463,34 @@ START_TEST(test_err_dtypes) {
     ck_assert_msg(strstr(st.msg, "int32") != NULL, "message: %s", st.msg);
     ck_assert_int_eq(infer1("reduce_sum", NULL, test_type(PARDO_BOOL, 1, s), &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "bool") != NULL, "message: %s", st.msg);
+    ck_assert_int_eq(infer1("reduce_max", NULL, test_type(PARDO_BOOL, 1, s), &y, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "bool") != NULL, "message: %s", st.msg);
+}
+END_TEST
+
+/* ---- NumPy fixtures ---- */
+
+START_TEST(test_fixture_argmax) {
+    static const struct {
+        const char *name, *attrs;
+    } fx[] = {
+        {"argmax_f32_a1", "{\"axis\": 1}"},
+        {"argmax_i32_last", "{\"axis\": -1, \"keepdims\": false}"},
+        {"argmax_f64_a0", "{\"axis\": 0, \"keepdims\": true}"},
+    };
+    for (int c = 0; c < LEN(fx); c++) {
+        char name[96];
+        snprintf(name, sizeof name, "ops/%s_x.npy", fx[c].name);
+        pardo_tensor *x = test_npy_load(name), *y = NULL;
+        snprintf(name, sizeof name, "ops/%s_y.npy", fx[c].name);
+        pardo_tensor *want = test_npy_load(name);
+        pardo_status st;
+        ck_assert_msg(test_run_op("argmax", fx[c].attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s", fx[c].name, st.msg);
+        test_assert_close(y, want, 0, 0);
+        pardo_tensor_release(y);
+        pardo_tensor_release(want);
+        pardo_tensor_release(x);
+    }
 }
 END_TEST
 
@@ -216,10 +502,22 @@ Suite *make_ops_reduce_suite(void) {
     tcase_add_test(core, test_reduce_empty);
     tcase_add_test(core, test_reduce_float32_accumulates_in_double);
     tcase_add_test(core, test_reduce_infer);
+    tcase_add_test(core, test_reduce_max);
+    tcase_add_test(core, test_reduce_max_special);
+    tcase_add_test(core, test_argmax);
+    tcase_add_test(core, test_argmax_ties_nan_defaults);
+    tcase_add_test(core, test_argmax_infer);
+    tcase_add_test(core, test_reduce_gradients);
+    tcase_add_test(core, test_reduce_max_grad_ties);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_axes);
     tcase_add_test(errors, test_err_dtypes);
+    tcase_add_test(errors, test_err_argmax);
+    tcase_add_test(errors, test_err_gradients);
     suite_add_tcase(s, errors);
+    TCase *fixtures = tcase_create("Fixtures");
+    tcase_add_test(fixtures, test_fixture_argmax);
+    suite_add_tcase(s, fixtures);
     return s;
 }

@@ -1,7 +1,8 @@
-/* check_ops_softmax.c - softmax and softmax_cross_entropy against naive
- * double loops (log-sum-exp written out), stability on large logits, edge
- * sizes, inference, errors (bad axis, dtypes, reduction, labels) and NumPy
- * fixtures. */
+/* check_ops_softmax.c - softmax, log_softmax and softmax_cross_entropy
+ * against naive double loops (log-sum-exp written out), stability on large
+ * logits, edge sizes, inference, errors (bad axis, dtypes, reduction,
+ * labels) and NumPy fixtures; their gradient ops against float64 finite
+ * differences. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
 #include "test_util.h"
@@ -33,31 +35,142 @@ static pardo_tensor *ref_softmax(const pardo_tensor *x, int axis) {
     return y;
 }
 
+static const struct {
+    int nd;
+    int64_t shape[4];
+    int axis;      // as given
+    int axis_norm; // normalised
+} sm_cases[] = {
+    {1, {5}, -1, 0},    {2, {3, 7}, -1, 1}, {2, {3, 7}, 0, 0}, {3, {2, 3, 4}, 1, 1},    {3, {2, 3, 4}, -3, 0},
+    {2, {1, 1}, -1, 1}, {2, {0, 5}, 1, 1},  {2, {4, 1}, 1, 1}, {4, {2, 3, 1, 5}, 2, 2}, {2, {2, 1000}, -1, 1},
+};
+
 START_TEST(test_softmax_reference) {
-    static const struct {
-        int nd;
-        int64_t shape[4];
-        int axis;      // as given
-        int axis_norm; // normalised
-    } cases[] = {
-        {1, {5}, -1, 0},    {2, {3, 7}, -1, 1}, {2, {3, 7}, 0, 0}, {3, {2, 3, 4}, 1, 1},    {3, {2, 3, 4}, -3, 0},
-        {2, {1, 1}, -1, 1}, {2, {0, 5}, 1, 1},  {2, {4, 1}, 1, 1}, {4, {2, 3, 1, 5}, 2, 2}, {2, {2, 1000}, -1, 1},
-    };
     static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
-    for (int c = 0; c < LEN(cases); c++)
+    for (int c = 0; c < LEN(sm_cases); c++)
         for (int t = 0; t < 2; t++) {
             test_rng r = {11u + (uint64_t)(c * 2 + t)};
-            pardo_tensor *x = test_tensor_random(&r, dts[t], cases[c].nd, cases[c].shape, -5, 5), *y = NULL;
+            pardo_tensor *x = test_tensor_random(&r, dts[t], sm_cases[c].nd, sm_cases[c].shape, -5, 5), *y = NULL;
             char attrs[64];
-            snprintf(attrs, sizeof attrs, "{\"axis\": %d}", cases[c].axis);
+            snprintf(attrs, sizeof attrs, "{\"axis\": %d}", sm_cases[c].axis);
             pardo_status st;
             ck_assert_msg(test_run_op("softmax", attrs, 1, &x, 1, &y, &st) == PARDO_OK, "case %d: %s", c, st.msg);
-            pardo_tensor *want = ref_softmax(x, cases[c].axis_norm);
+            pardo_tensor *want = ref_softmax(x, sm_cases[c].axis_norm);
             test_assert_close(y, want, dts[t] == PARDO_F32 ? 1e-5 : 1e-12, 1e-7);
             pardo_tensor_release(want);
             pardo_tensor_release(y);
             pardo_tensor_release(x);
         }
+}
+END_TEST
+
+START_TEST(test_log_softmax_reference) {
+    /* log of the textbook softmax in double, on every softmax case */
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
+    for (int c = 0; c < LEN(sm_cases); c++)
+        for (int t = 0; t < 2; t++) {
+            test_rng r = {61u + (uint64_t)(c * 2 + t)};
+            pardo_tensor *x = test_tensor_random(&r, dts[t], sm_cases[c].nd, sm_cases[c].shape, -5, 5), *y = NULL;
+            char attrs[64];
+            snprintf(attrs, sizeof attrs, "{\"axis\": %d}", sm_cases[c].axis);
+            pardo_status st;
+            ck_assert_msg(test_run_op("log_softmax", attrs, 1, &x, 1, &y, &st) == PARDO_OK, "case %d: %s", c, st.msg);
+            pardo_tensor *want = ref_softmax(x, sm_cases[c].axis_norm);
+            for (int64_t i = 0; i < want->numel; i++) pardo_tensor_set_f64(want, i, log(pardo_tensor_get_f64(want, i)));
+            test_assert_close(y, want, dts[t] == PARDO_F32 ? 1e-5 : 1e-12, dts[t] == PARDO_F32 ? 1e-5 : 1e-12);
+            pardo_tensor_release(want);
+            pardo_tensor_release(y);
+            pardo_tensor_release(x);
+        }
+}
+END_TEST
+
+START_TEST(test_log_softmax_stable) {
+    /* exp(1000) overflows and exp(-1000) underflows; log_softmax stays finite and exact */
+    int64_t s[] = {2, 3};
+    for (int t = 0; t < 2; t++) {
+        pardo_dtype dt = t ? PARDO_F64 : PARDO_F32;
+        pardo_tensor *x = test_tensor_from(dt, 2, s, (double[]){1000, 1001, 1002, -1000, -1001, -1002}), *y = NULL;
+        pardo_status st;
+        ck_assert_int_eq(test_run_op("log_softmax", NULL, 1, &x, 1, &y, &st), PARDO_OK);
+        double lz = log(1 + exp(-1.0) + exp(-2.0));
+        const double want[] = {-2 - lz, -1 - lz, -lz, -lz, -1 - lz, -2 - lz};
+        for (int i = 0; i < 6; i++) ck_assert_double_eq_tol(pardo_tensor_get_f64(y, i), want[i], 1e-6);
+        pardo_tensor_release(y);
+        /* a row of -inf but one finite entry: that entry is 0, the rest -inf */
+        pardo_tensor *x2 = test_tensor_from(dt, 2, s, (double[]){-INFINITY, 3, -INFINITY, 1, 1, 1});
+        ck_assert_int_eq(test_run_op("log_softmax", NULL, 1, &x2, 1, &y, &st), PARDO_OK);
+        ck_assert_double_eq(pardo_tensor_get_f64(y, 1), 0);
+        ck_assert(isinf(pardo_tensor_get_f64(y, 0)));
+        ck_assert_double_eq_tol(pardo_tensor_get_f64(y, 4), -log(3.0), 1e-6);
+        pardo_tensor_release(y);
+        pardo_tensor_release(x2);
+        pardo_tensor_release(x);
+    }
+}
+END_TEST
+
+/* ---- gradients ---- */
+
+START_TEST(test_softmax_gradients) {
+    static const char *const ops[] = {"softmax", "log_softmax"};
+    for (int o = 0; o < 2; o++)
+        for (int c = 0; c < LEN(sm_cases); c++) {
+            if (sm_cases[c].shape[1] == 1000) continue; /* 2000 elements: many finite differences, nothing new */
+            test_rng r = {4000u + (uint64_t)(o * 50 + c)};
+            pardo_tensor *x = test_tensor_random(&r, PARDO_F64, sm_cases[c].nd, sm_cases[c].shape, -3, 3);
+            char attrs[64];
+            snprintf(attrs, sizeof attrs, "{\"axis\": %d}", sm_cases[c].axis);
+            test_check_grad_default(ops[o], attrs, 1, &x, 1, 1u);
+            pardo_tensor_release(x);
+        }
+}
+END_TEST
+
+START_TEST(test_sce_gradients) {
+    static const char *const reds[] = {"mean", "sum", "none"};
+    static const int64_t sizes[][2] = {{4, 5}, {1, 3}, {7, 2}, {0, 3}};
+    for (int k = 0; k < 3; k++)
+        for (int c = 0; c < LEN(sizes); c++) {
+            test_rng r = {4500u + (uint64_t)(k * 10 + c)};
+            pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F64, 2, sizes[c], -3, 3),
+                                   test_tensor_random(&r, c % 2 ? PARDO_I32 : PARDO_I64, 1, sizes[c], 0,
+                                                      (double)sizes[c][1])};
+            char attrs[48];
+            snprintf(attrs, sizeof attrs, "{\"reduction\": \"%s\"}", reds[k]);
+            test_check_grad_default("softmax_cross_entropy", attrs, 2, in, 1, 1u); /* labels: no gradient */
+            pardo_tensor_release(in[0]);
+            pardo_tensor_release(in[1]);
+        }
+}
+END_TEST
+
+START_TEST(test_gradient_float32_and_absent_dy) {
+    /* float32 softmax_grad against the formula in double; dY absent: zeros */
+    int64_t s[] = {2, 3};
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 2, s, (double[]){0.5, -1, 2, 0, 0, 0});
+    pardo_tensor *dy = test_tensor_from(PARDO_F32, 2, s, (double[]){1, 2, 3, -1, 0, 1});
+    pardo_tensor *y = NULL, *dx = NULL;
+    pardo_status st;
+    ck_assert_int_eq(test_run_op("softmax", NULL, 1, &x, 1, &y, &st), PARDO_OK);
+    pardo_tensor *in[3] = {x, y, dy};
+    ck_assert_int_eq(test_run_op("softmax_grad", NULL, 3, in, 1, &dx, &st), PARDO_OK);
+    for (int r = 0; r < 2; r++) {
+        double dot = 0;
+        for (int j = 0; j < 3; j++) dot += pardo_tensor_get_f64(y, r * 3 + j) * pardo_tensor_get_f64(dy, r * 3 + j);
+        for (int j = 0; j < 3; j++) {
+            double yv = pardo_tensor_get_f64(y, r * 3 + j), want = yv * (pardo_tensor_get_f64(dy, r * 3 + j) - dot);
+            ck_assert_double_eq_tol(pardo_tensor_get_f64(dx, r * 3 + j), want, 1e-6);
+        }
+    }
+    pardo_tensor_release(dx);
+    in[2] = NULL;
+    ck_assert_int_eq(test_run_op("log_softmax_grad", NULL, 3, in, 1, &dx, &st), PARDO_OK);
+    for (int i = 0; i < 6; i++) ck_assert_double_eq(pardo_tensor_get_f64(dx, i), 0);
+    pardo_tensor_release(dx);
+    pardo_tensor_release(y);
+    pardo_tensor_release(dy);
+    pardo_tensor_release(x);
 }
 END_TEST
 
@@ -210,6 +323,40 @@ START_TEST(test_err_sce_infer) {
 }
 END_TEST
 
+START_TEST(test_err_gradients) {
+    pardo_status st;
+    pardo_type x = test_type(PARDO_F32, 2, (int64_t[]){4, 3}), l = test_type(PARDO_I64, 1, (int64_t[]){4});
+    pardo_type loss = test_type(PARDO_F32, 0, NULL), out[2];
+    const pardo_type *in[4] = {&x, &l, &loss, &loss};
+    /* the labels have no gradient */
+    ck_assert_int_eq(test_infer_op("softmax_cross_entropy_grad", NULL, 4, in, 2, out, &st), PARDO_ENOTSUP);
+    ck_assert_msg(strstr(st.msg, "'labels'") && strstr(st.msg, "int64"), "message: %s", st.msg);
+    ck_assert_int_eq(test_infer_op("softmax_cross_entropy_grad", NULL, 4, in, 1, out, &st), PARDO_OK);
+    ck_assert_int_eq(test_infer_op("softmax_cross_entropy_grad", "{\"reduction\": \"avg\"}", 4, in, 1, out, &st),
+                     PARDO_EINVAL);
+    const pardo_type *sin[3] = {&x, &x, &x};
+    ck_assert_int_eq(test_infer_op("log_softmax_grad", "{\"axis\": 2}", 3, sin, 1, out, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'axis'") != NULL, "message: %s", st.msg);
+    pardo_type xi = test_type(PARDO_I32, 2, (int64_t[]){4, 3});
+    sin[0] = &xi;
+    ck_assert_int_eq(test_infer_op("softmax_grad", NULL, 3, sin, 1, out, &st), PARDO_ENOTSUP);
+    ck_assert_int_eq(test_infer_op("log_softmax", NULL, 1, sin, 1, out, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "int32") != NULL, "message: %s", st.msg);
+    /* a bad label is a run-time error in the gradient too */
+    int64_t xs[] = {2, 3}, n = 2;
+    test_rng r = {8};
+    pardo_tensor *t[4] = {test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1),
+                          test_tensor_from(PARDO_I32, 1, &n, (double[]){0, 3}), NULL, NULL};
+    int64_t one = 1;
+    t[2] = test_tensor_from(PARDO_F64, 0, &one, (double[]){0});
+    t[3] = test_tensor_from(PARDO_F64, 0, &one, (double[]){1});
+    pardo_tensor *o = NULL;
+    ck_assert_int_eq(test_run_op("softmax_cross_entropy_grad", NULL, 4, t, 1, &o, &st), PARDO_ERUNTIME);
+    ck_assert_msg(strstr(st.msg, "row 1 has label 3") != NULL, "message: %s", st.msg);
+    for (int k = 0; k < 4; k++) pardo_tensor_release(t[k]);
+}
+END_TEST
+
 START_TEST(test_err_sce_bad_label) {
     const double bad[] = {5, -1, 1e9};
     for (int b = 0; b < LEN(bad); b++)
@@ -256,6 +403,21 @@ START_TEST(test_fixtures) {
         pardo_tensor_release(want);
         pardo_tensor_release(x);
     }
+    static const struct {
+        const char *name;
+        int axis;
+    } lsm[] = {{"log_softmax_last", -1}, {"log_softmax_mid", 1}, {"log_softmax_first", 0}};
+    for (int c = 0; c < LEN(lsm); c++) {
+        pardo_tensor *x = load(lsm[c].name, "x"), *want = load(lsm[c].name, "y"), *y = NULL;
+        char attrs[32];
+        snprintf(attrs, sizeof attrs, "{\"axis\": %d}", lsm[c].axis);
+        pardo_status st;
+        ck_assert_msg(test_run_op("log_softmax", attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s", lsm[c].name, st.msg);
+        test_assert_close(y, want, x->dtype == PARDO_F32 ? 1e-6 : 1e-13, x->dtype == PARDO_F32 ? 1e-5 : 1e-13);
+        pardo_tensor_release(y);
+        pardo_tensor_release(want);
+        pardo_tensor_release(x);
+    }
     static const char *const sce[] = {"sce_f64", "sce_f32"}, *const reds[] = {"mean", "sum", "none"};
     for (int c = 0; c < LEN(sce); c++) {
         pardo_tensor *in[2] = {load(sce[c], "logits"), load(sce[c], "labels")};
@@ -284,11 +446,17 @@ Suite *make_ops_softmax_suite(void) {
     tcase_add_test(core, test_sce_reference);
     tcase_add_test(core, test_sce_known_values);
     tcase_add_test(core, test_infer);
+    tcase_add_test(core, test_log_softmax_reference);
+    tcase_add_test(core, test_log_softmax_stable);
+    tcase_add_test(core, test_softmax_gradients);
+    tcase_add_test(core, test_sce_gradients);
+    tcase_add_test(core, test_gradient_float32_and_absent_dy);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_softmax);
     tcase_add_test(errors, test_err_sce_infer);
     tcase_add_test(errors, test_err_sce_bad_label);
+    tcase_add_test(errors, test_err_gradients);
     suite_add_tcase(s, errors);
     TCase *fixtures = tcase_create("Fixtures");
     tcase_add_test(fixtures, test_fixtures);

@@ -42,6 +42,7 @@ START_TEST(test_lookup) {
 END_TEST
 
 static bool default_fits(const pardo_value *v, pardo_attr_type t) {
+    if (v->kind == PARDO_V_NULL) return true; /* optional with no default value (clip's bounds) */
     switch (t) {
     case PARDO_ATTR_INT: return pardo_value_is_integer(v);
     case PARDO_ATTR_FLOAT: return v->kind == PARDO_V_NUMBER;

@@ -16,9 +16,11 @@
     X(graph_json)       \
     X(registry)         \
     X(ops_elementwise)  \
+    X(ops_activation)   \
     X(ops_matmul)       \
     X(ops_reduce)       \
     X(ops_softmax)      \
+    X(ops_shape)        \
     X(ops_fill)         \
     X(ops_conv)         \
     X(ops_pool)         \

@@ -87,7 +87,7 @@ void test_check_grad_ex(const char *type, const char *attrs, int n_in, pardo_ten
             w[j] = test_tensor_random(&r, out[j]->dtype, out[j]->ndim, out[j]->shape, -1, 1);
 
     /* the forward op as the graph would hold it, and the gradient request */
-    char in_names[MAX_IO][24], out_names[MAX_IO][24], dy[MAX_IO][24], dx[MAX_IO][24]; // wide enough for any index
+    char in_names[MAX_IO][24], out_names[MAX_IO][24], dy[MAX_IO][24], dx[MAX_IO][24]; /* "x%d@GRAD" for any int */
     char *fin[MAX_IO], *fout[MAX_IO];
     const char *out_grads[MAX_IO], *in_grads[MAX_IO];
     for (int k = 0; k < n_in; k++) {
@@ -169,4 +169,11 @@ void test_check_grad(const char *type, const char *attrs, int n_in, pardo_tensor
 void test_check_grad_default(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out,
                              unsigned which) {
     test_check_grad(type, attrs, n_in, in, n_out, which, 1e-6, 1e-6);
+}
+
+void test_push_away(pardo_tensor *t, double at, double margin) {
+    for (int64_t i = 0; i < t->numel; i++) {
+        double v = pardo_tensor_get_f64(t, i);
+        if (fabs(v - at) < margin) pardo_tensor_set_f64(t, i, v < at ? at - margin : at + margin);
+    }
 }

@@ -30,4 +30,9 @@ void test_check_grad_ex(const char *type, const char *attrs_json, int n_in, pard
 void test_check_grad_default(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,
                              unsigned which);
 
+/* Moves every element of t (float) closer than margin to `at` out to at -
+ * margin or at + margin (the side it was on), keeping finite differences
+ * away from a kink at `at` (relu, abs, clip bounds). */
+void test_push_away(pardo_tensor *t, double at, double margin);
+
 #endif

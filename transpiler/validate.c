@@ -89,13 +89,20 @@ static int check_arity(const pardo_op *op, pardo_status *st) {
             return pardo_errorf(st, PARDO_EINVAL, "input %d '%s' is required but given as \"\"", k, d->inputs[slot].name);
     }
     int out_required = 0;
+    bool out_variadic = d->n_outputs > 0 && d->outputs[d->n_outputs - 1].variadic; /* concat_grad */
     for (int k = 0; k < d->n_outputs; k++)
         if (!d->outputs[k].optional) out_required = k + 1;
-    if (op->n_out < out_required || op->n_out > d->n_outputs)
+    if (op->n_out < out_required || (!out_variadic && op->n_out > d->n_outputs)) {
+        if (out_variadic)
+            return pardo_errorf(st, PARDO_EINVAL, "has %d outputs, expected at least %d", op->n_out, out_required);
         return pardo_errorf(st, PARDO_EINVAL, "has %d outputs, expected %d", op->n_out, d->n_outputs);
-    for (int k = 0; k < op->n_out; k++)
-        if (op->out[k][0] == '\0' && !d->outputs[k].optional)
-            return pardo_errorf(st, PARDO_EINVAL, "output %d '%s' is required but given as \"\"", k, d->outputs[k].name);
+    }
+    for (int k = 0; k < op->n_out; k++) {
+        int slot = k < d->n_outputs ? k : d->n_outputs - 1;
+        if (op->out[k][0] == '\0' && !d->outputs[slot].optional)
+            return pardo_errorf(st, PARDO_EINVAL, "output %d '%s' is required but given as \"\"", k,
+                                d->outputs[slot].name);
+    }
     return PARDO_OK;
 }
 

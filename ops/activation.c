@@ -1,0 +1,53 @@
+/* activation.c - the activation functions relu, leaky_relu, sigmoid, tanh
+ * and gelu (float32, float64), each with its gradient op T_grad (inputs X, Y,
+ * dY; output dX), built from the unary op machinery in ops/unary.h. softmax
+ * and log_softmax, which normalise along an axis, are in ops/softmax.c. At a
+ * kink (relu and leaky_relu at 0) the gradient takes the left-hand slope, as
+ * PyTorch does. */
+#include <tgmath.h>
+
+#include "kernels.h"
+#include "op.h"
+#include "unary.h"
+
+/* relu keeps NaN (v < 0 is false for NaN), like max(x, 0) in ONNX. */
+UNARY_OP(relu, "Y = max(X, 0) (float32, float64)", NULL, 0, NULL, pardo_cuda_relu, r = v < 0 ? (elem_t)0 : v;)
+UNARY_GRAD_OP(relu, "dX = dY where X > 0, else 0 (gradient of relu; float32, float64)", NULL, 0, NULL,
+              r = v > 0 ? g : (elem_t)0;)
+
+/* leaky_relu: p = alpha. */
+static const pardo_attr_def leaky_attrs[] = {{"alpha", PARDO_ATTR_FLOAT, "0.01", "slope for X < 0"}};
+
+static int leaky_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) {
+    a->q = 0;
+    return pardo_attr_float(op, "alpha", 0.01, &a->p, st);
+}
+
+UNARY_OP(leaky_relu, "Y = X for X >= 0, alpha * X below (float32, float64)", leaky_attrs, 1, leaky_args, NULL,
+         r = v < 0 ? p * v : v;)
+UNARY_GRAD_OP(leaky_relu, "dX = dY where X > 0, else alpha * dY (gradient of leaky_relu; float32, float64)",
+              leaky_attrs, 1, leaky_args, r = v > 0 ? g : p * g;)
+
+/* sigmoid from exp(-|x|), which never overflows: stable for large |x|. */
+UNARY_OP(sigmoid, "Y = 1 / (1 + exp(-X)), computed stably for large |X| (float32, float64)", NULL, 0, NULL,
+         pardo_cuda_sigmoid, const elem_t e = exp(-fabs(v));
+         r = v >= 0 ? 1 / (1 + e) : e / (1 + e);)
+UNARY_GRAD_OP(sigmoid, "dX = dY * Y * (1 - Y) (gradient of sigmoid; float32, float64)", NULL, 0, NULL,
+              r = g * w * (1 - w);)
+
+UNARY_OP(tanh, "Y = tanh(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_tanh, r = tanh(v);)
+UNARY_GRAD_OP(tanh, "dX = dY * (1 - Y^2) (gradient of tanh; float32, float64)", NULL, 0, NULL, r = g * (1 - w * w);)
+
+/* gelu, the exact form with erf (not the tanh approximation), computed as
+ * 0.5 * x * erfc(-x / sqrt(2)), the same function without the cancellation
+ * of 1 + erf(x / sqrt(2)) for negative x. */
+#define SQRT1_2 0.70710678118654752440      /* 1 / sqrt(2) */
+#define INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
+
+UNARY_OP(gelu, "Y = X * Phi(X) = 0.5 * X * (1 + erf(X / sqrt(2))), the exact form (float32, float64)", NULL, 0, NULL,
+         NULL, r = (elem_t)0.5 * v * erfc(-v * (elem_t)SQRT1_2);)
+UNARY_GRAD_OP(gelu, "dX = dY * (Phi(X) + X * phi(X)), phi the normal density (gradient of gelu; float32, float64)",
+              NULL, 0, NULL,
+              const elem_t cdf = (elem_t)0.5 * erfc(-v * (elem_t)SQRT1_2);
+              const elem_t pdf = (elem_t)INV_SQRT_2PI * exp((elem_t)-0.5 * v * v);
+              r = g * (cdf + v * pdf);)

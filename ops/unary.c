@@ -1,0 +1,93 @@
+/* unary.c - inference and kernel runners shared by the unary float ops and
+ * their gradient ops (see unary.h). */
+#include "kernel_util.h"
+#include "unary.h"
+
+const pardo_arg_def pardo_unary_x_in[1] = {{"X", "input tensor (float32 or float64)", false, false}};
+const pardo_arg_def pardo_unary_y_out[1] = {{"Y", "result, of X's dtype and shape", false, false}};
+const pardo_arg_def pardo_unary_grad_in[3] = {
+    {"X", "the forward input", false, false},
+    {"Y", "the forward output", false, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
+const pardo_arg_def pardo_unary_grad_out[1] = {{"dX", "gradient of X, X's dtype and shape", true, false}};
+
+static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
+
+int pardo_unary_infer(pardo_infer_ctx *ctx, pardo_unary_args_fn args) {
+    pardo_unary_args a;
+    int rc = args ? args(ctx->op, &a, ctx->st) : PARDO_OK;
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(ctx->in[0], "input 0 'X'", float_dtypes, 2, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *ctx->in[0];
+    return PARDO_OK;
+}
+
+int pardo_unary_run(pardo_kernel_ctx *ctx, pardo_unary_fn f32, pardo_unary_fn f64, pardo_unary_args_fn args) {
+    pardo_tensor *x = ctx->in[0];
+    pardo_unary_args a = {0, 0};
+    int rc = args ? args(ctx->op, &a, ctx->st) : PARDO_OK;
+    if (rc != PARDO_OK) return rc;
+    if (!pardo_dtype_is_float(x->dtype))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, expected float32 or float64",
+                            pardo_dtype_name(x->dtype));
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
+    if (!y) return ctx->st->code;
+    (x->dtype == PARDO_F32 ? f32 : f64)(pardo_tensor_data(x), pardo_tensor_data(y), x->numel, &a);
+    return PARDO_OK;
+}
+
+/* PARDO_ESHAPE unless t (input k, named name) has x's dtype, and x's shape
+ * where both are known. */
+static int expect_like_x(const pardo_type *x, const pardo_type *t, int k, const char *name, pardo_status *st) {
+    char sx[128], stt[128];
+    if (t->dtype != x->dtype)
+        return pardo_errorf(st, PARDO_ESHAPE, "input %d '%s' has dtype %s, expected %s like input 0 'X'", k, name,
+                            pardo_dtype_name(t->dtype), pardo_dtype_name(x->dtype));
+    bool same = x->ndim < 0 || t->ndim < 0 || x->ndim == t->ndim;
+    for (int d = 0; same && x->ndim >= 0 && d < x->ndim && d < t->ndim; d++)
+        same = x->shape[d] < 0 || t->shape[d] < 0 || x->shape[d] == t->shape[d];
+    if (!same)
+        return pardo_errorf(st, PARDO_ESHAPE, "input %d '%s' has shape %s, expected X's shape %s", k, name,
+                            pardo_shape_str(t->ndim, t->shape, stt, sizeof stt),
+                            pardo_shape_str(x->ndim, x->shape, sx, sizeof sx));
+    return PARDO_OK;
+}
+
+int pardo_unary_grad_infer(pardo_infer_ctx *ctx, pardo_unary_args_fn args) {
+    const pardo_type *x = ctx->in[0];
+    pardo_unary_args a;
+    int rc = args ? args(ctx->op, &a, ctx->st) : PARDO_OK;
+    if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 0, x, "input 0 'X'", ctx->st);
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(x, "input 0 'X'", float_dtypes, 2, ctx->st);
+    if (rc == PARDO_OK) rc = expect_like_x(x, ctx->in[1], 1, "Y", ctx->st);
+    if (rc == PARDO_OK && ctx->n_in > 2 && ctx->in[2]) rc = expect_like_x(x, ctx->in[2], 2, "dY", ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *x;
+    return PARDO_OK;
+}
+
+int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_unary_grad_fn f64,
+                         pardo_unary_args_fn args) {
+    pardo_tensor *x = ctx->in[0], *y = ctx->in[1], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    pardo_unary_args a = {0, 0};
+    int rc = args ? args(ctx->op, &a, ctx->st) : PARDO_OK;
+    if (rc != PARDO_OK || !pardo_kernel_wants_output(ctx, 0)) return rc;
+    pardo_type tx = pardo_tensor_type(x), ty = pardo_tensor_type(y);
+    rc = pardo_expect_dtype(&tx, "input 0 'X'", float_dtypes, 2, ctx->st);
+    if (rc == PARDO_OK) rc = expect_like_x(&tx, &ty, 1, "Y", ctx->st);
+    if (rc == PARDO_OK && dy) {
+        pardo_type tdy = pardo_tensor_type(dy);
+        rc = expect_like_x(&tx, &tdy, 2, "dY", ctx->st);
+    }
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
+    if (!dx) return ctx->st->code;
+    if (!dy) {
+        pardo_tensor_zero(dx);
+        return PARDO_OK;
+    }
+    (x->dtype == PARDO_F32 ? f32 : f64)(pardo_tensor_data(x), pardo_tensor_data(y), pardo_tensor_data(dy),
+                                        pardo_tensor_data(dx), x->numel, &a);
+    return PARDO_OK;
+}
