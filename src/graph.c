@@ -165,6 +165,57 @@ oom:
     return NULL;
 }
 
+pardo_op *pardo_block_add_op_copy(pardo_block *b, const pardo_op *src, pardo_status *st) {
+    /* copy what src owns first: src may live in b->ops, which add_op may move */
+    pardo_value *attrs = src->attrs ? pardo_value_clone(src->attrs) : NULL;
+    char *name = src->name ? strdup(src->name) : NULL;
+    int n_in = src->n_in, n_out = src->n_out, line = src->line, col = src->col;
+    pardo_op_role role = src->role;
+    char **in = src->in, **out = src->out;
+    pardo_op *op = NULL;
+    if ((src->attrs && !attrs) || (src->name && !name)) goto oom;
+    if (!(op = pardo_block_add_op(b, src->type, st))) goto fail;
+    op->attrs = attrs;
+    op->name = name;
+    op->role = role;
+    op->line = line;
+    op->col = col;
+    for (int k = 0; k < n_in; k++)
+        if (pardo_op_add_input(op, in[k], st) != PARDO_OK) return NULL;
+    for (int k = 0; k < n_out; k++)
+        if (pardo_op_add_output(op, out[k], st) != PARDO_OK) return NULL;
+    return op;
+oom:
+    pardo_errorf(st, PARDO_ENOMEM, "out of memory copying op '%s'", src->type);
+fail:
+    pardo_value_free(attrs);
+    free(name);
+    return NULL;
+}
+
+pardo_var *pardo_block_add_var_copy(pardo_block *b, const pardo_var *src, pardo_status *st) {
+    pardo_var copy = *src; /* src may live in b->vars */
+    double *value = NULL;
+    if (src->value) {
+        size_t bytes = (size_t)src->n_value * sizeof(double);
+        if (!(value = malloc(bytes ? bytes : 1))) {
+            pardo_errorf(st, PARDO_ENOMEM, "out of memory copying var '%s'", src->name);
+            return NULL;
+        }
+        memcpy(value, src->value, bytes);
+    }
+    pardo_var *v = pardo_block_add_var(b, copy.name, st);
+    if (!v) {
+        free(value);
+        return NULL;
+    }
+    char *name = v->name;
+    *v = copy;
+    v->name = name;
+    v->value = value;
+    return v;
+}
+
 static int add_name(char ***list, int *n, const char *name, pardo_status *st) {
     char **l = realloc(*list, (size_t)(*n + 1) * sizeof(*l));
     if (!l) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");

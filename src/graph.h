@@ -120,6 +120,14 @@ pardo_var *pardo_block_add_var(pardo_block *b, const char *name, pardo_status *s
  * or attrs; NULL and st when out of memory. Borrowed like add_var. */
 pardo_op *pardo_block_add_op(pardo_block *b, const char *type, pardo_status *st);
 
+/* Appends a deep copy of src (type, name, inputs, outputs, attrs, role,
+ * position; def left NULL) to block b; NULL and st on failure. Borrowed like
+ * add_op. */
+pardo_op *pardo_block_add_op_copy(pardo_block *b, const pardo_op *src, pardo_status *st);
+
+/* Appends a deep copy of var src to block b; NULL and st on failure. */
+pardo_var *pardo_block_add_var_copy(pardo_block *b, const pardo_var *src, pardo_status *st);
+
 /* Appends a copy of name to op's inputs or outputs. */
 int pardo_op_add_input(pardo_op *op, const char *name, pardo_status *st);
 int pardo_op_add_output(pardo_op *op, const char *name, pardo_status *st);

@@ -21,6 +21,7 @@ typedef struct pardo_pass_options {
     double mu;                      // momentum: coefficient (torch default 0.9)
     bool nesterov;                  // momentum: Nesterov update
     double beta1, beta2, epsilon;   // adam (torch defaults 0.9, 0.999, 1e-8)
+    int parts;                      // multi_cpu: parts per batch; 0: the run's thread count
 } pardo_pass_options;
 
 /* Options with every default set (no loss, no optimizer, lr 0.01, mu 0.9,
@@ -63,6 +64,21 @@ int pardo_pass_backward(pardo_program *p, const pardo_pass_options *opt, pardo_s
  * rate is a constant var `learning_rate` (`learning_rate@float64` for float64
  * params). Errors: no param has a gradient, an optimizer already present. */
 int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
+
+/* The multi-CPU rewrite (SPEC section 2, "The multi-CPU transpiler"): every
+ * feed the forward part reads is split (X -> X@PARTS, opt->parts parts);
+ * one parallel_do runs the forward, loss and backward ops in block 1, once
+ * per part; each param gradient and the loss (and any other output of the
+ * parts) is merged back under its own name: weighted mean over parts
+ * (weight_by the first split) for values without a batch dim, concat along
+ * dim 0 for values with one; the optimize ops stay in block 0, after the
+ * merges. An inference graph gets its outputs (vars no op reads) merged the
+ * same way. Ops without a role get one inferred (writes a param or state:
+ * optimize; reads or writes a @GRAD var: backward; else forward); an op that
+ * cannot be placed (a forward op after the optimizer ops, a forward op that
+ * writes a param) is an error naming it, and so is a graph that is already
+ * transpiled. Re-runs validate and infer_shapes. */
+int pardo_pass_multi_cpu(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
 
 /* validate, then infer_shapes: what `pardo check` and `pardo run` do after loading. */
 int pardo_pass_check(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);

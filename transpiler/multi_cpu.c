@@ -1,0 +1,309 @@
+/* multi_cpu.c - the data-parallel rewrite: split / parallel_do / merge
+ * (see pass.h). The forward part of block 0 moves into a new block 1 run once
+ * per part; block 0 keeps the splits, the parallel_do, the merges and the
+ * optimizer ops. Like every pass it names only the parallel op types. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass.h"
+
+/* A growable list of borrowed names, kept unique. */
+typedef struct name_list {
+    const char **names;
+    int n, cap;
+} name_list;
+
+static bool has_name(const name_list *l, const char *name) {
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->names[i], name) == 0) return true;
+    return false;
+}
+
+static int add_unique(name_list *l, const char *name, pardo_status *st) {
+    if (!name[0] || has_name(l, name)) return PARDO_OK;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        const char **names = realloc(l->names, (size_t)cap * sizeof(*names));
+        if (!names) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        l->names = names;
+        l->cap = cap;
+    }
+    l->names[l->n++] = name;
+    return PARDO_OK;
+}
+
+static bool op_writes(const pardo_op *op, const char *name) {
+    for (int k = 0; k < op->n_out; k++)
+        if (strcmp(op->out[k], name) == 0) return true;
+    return false;
+}
+
+static bool op_reads(const pardo_op *op, const char *name) {
+    for (int k = 0; k < op->n_in; k++)
+        if (strcmp(op->in[k], name) == 0) return true;
+    return false;
+}
+
+static bool is_parallel_type(const char *type) {
+    return strcmp(type, "split") == 0 || strcmp(type, "merge") == 0 || strcmp(type, "parallel_do") == 0;
+}
+
+static int op_error(const pardo_program *p, int i, pardo_status *st) {
+    char where[512];
+    pardo_op_where(p, 0, i, where, sizeof where);
+    return pardo_status_prefix(st, "%s: ", where);
+}
+
+static bool touches_grad(const pardo_op *op) {
+    for (int k = 0; k < op->n_in; k++)
+        if (strstr(op->in[k], "@GRAD")) return true;
+    for (int k = 0; k < op->n_out; k++)
+        if (strstr(op->out[k], "@GRAD")) return true;
+    return false;
+}
+
+static bool writes_state(const pardo_block *blk, const pardo_op *op) {
+    for (int k = 0; k < op->n_out; k++) {
+        const pardo_var *v = op->out[k][0] ? pardo_block_find_var(blk, op->out[k]) : NULL;
+        if (v && (v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE)) return true;
+    }
+    return false;
+}
+
+/* Gives every op a role and checks that the optimize ops come last. */
+static int place_ops(pardo_program *p, int *first_optimize, pardo_status *st) {
+    pardo_block *blk = &p->blocks[0];
+    *first_optimize = blk->n_ops;
+    for (int i = 0; i < blk->n_ops; i++) {
+        pardo_op *op = &blk->ops[i];
+        if (is_parallel_type(op->type)) {
+            pardo_errorf(st, PARDO_EINVAL, "the graph is already transpiled (it has a %s op); transpile the "
+                         "single-thread graph instead", op->type);
+            return op_error(p, i, st);
+        }
+        if (op->role == PARDO_OP_ROLE_NONE)
+            op->role = writes_state(blk, op) ? PARDO_OP_OPTIMIZE
+                       : touches_grad(op)    ? PARDO_OP_BACKWARD
+                                             : PARDO_OP_FORWARD;
+        if (op->role == PARDO_OP_OPTIMIZE) {
+            if (*first_optimize == blk->n_ops) *first_optimize = i;
+        } else if (*first_optimize < blk->n_ops) {
+            pardo_errorf(st, PARDO_EINVAL, "cannot place this %s op: it comes after the optimize op %d; the "
+                         "rewrite runs forward, loss and backward ops per part and the optimizer after them",
+                         pardo_op_role_name(op->role), *first_optimize);
+            return op_error(p, i, st);
+        } else if (writes_state(blk, op)) {
+            pardo_errorf(st, PARDO_EINVAL, "this %s op writes a param or state var; only optimize ops may, since "
+                         "parts run at once", pardo_op_role_name(op->role));
+            return op_error(p, i, st);
+        }
+    }
+    if (p->n_blocks > 1)
+        return pardo_errorf(st, PARDO_ENOTSUP, "%s: the graph has %d blocks; the rewrite takes a single-block graph",
+                            p->path ? p->path : "graph", p->n_blocks);
+    return PARDO_OK;
+}
+
+typedef struct plan {
+    int n_part_ops;     // ops [0, n_part_ops) run per part
+    name_list feeds;    // split inputs, first use order
+    name_list reads;    // block-0 vars the part ops read (not split)
+    name_list merged;   // vars merged back into block 0
+    name_list moved;    // declared temps written by the part ops: they move into block 1
+} plan;
+
+static void plan_free(plan *pl) {
+    free(pl->feeds.names);
+    free(pl->reads.names);
+    free(pl->merged.names);
+    free(pl->moved.names);
+}
+
+static bool read_by_any(const pardo_block *blk, const char *name) {
+    for (int i = 0; i < blk->n_ops; i++)
+        if (op_reads(&blk->ops[i], name)) return true;
+    return false;
+}
+
+static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_status *st) {
+    const pardo_block *blk = &p->blocks[0];
+    int rc = PARDO_OK;
+    pl->n_part_ops = n_part_ops;
+    for (int i = 0; i < n_part_ops && rc == PARDO_OK; i++) {
+        const pardo_op *op = &blk->ops[i];
+        for (int k = 0; k < op->n_in && rc == PARDO_OK; k++) {
+            const pardo_var *v = op->in[k][0] ? pardo_block_find_var(blk, op->in[k]) : NULL;
+            if (!v || !v->declared) continue; /* written by a part op before */
+            bool written_before = false;
+            for (int j = 0; j < i && !written_before; j++) written_before = op_writes(&blk->ops[j], v->name);
+            if (written_before) continue;
+            rc = add_unique(v->role == PARDO_VAR_FEED ? &pl->feeds : &pl->reads, v->name, st);
+        }
+        for (int k = 0; k < op->n_out && rc == PARDO_OK; k++) {
+            const pardo_var *v = op->out[k][0] ? pardo_block_find_var(blk, op->out[k]) : NULL;
+            if (v && v->declared && v->role == PARDO_VAR_TEMP) rc = add_unique(&pl->moved, v->name, st);
+        }
+    }
+    /* merged: what the optimizer reads, what the loss ops write, and the outputs no op reads */
+    for (int i = 0; i < n_part_ops && rc == PARDO_OK; i++) {
+        const pardo_op *op = &blk->ops[i];
+        for (int k = 0; k < op->n_out && rc == PARDO_OK; k++) {
+            const char *name = op->out[k];
+            if (!name[0]) continue;
+            bool read_later = false;
+            for (int j = n_part_ops; j < blk->n_ops && !read_later; j++) read_later = op_reads(&blk->ops[j], name);
+            if (read_later || op->role == PARDO_OP_LOSS || !read_by_any(blk, name)) rc = add_unique(&pl->merged, name, st);
+        }
+    }
+    if (rc != PARDO_OK) return rc;
+    if (pl->feeds.n == 0)
+        return pardo_errorf(st, PARDO_EINVAL, "%s: no feed var is read by the forward ops; there is no batch to split",
+                            p->path ? p->path : "graph");
+    if (pl->merged.n == 0)
+        return pardo_errorf(st, PARDO_EINVAL, "%s: the forward ops produce nothing to merge", p->path ? p->path : "graph");
+    return PARDO_OK;
+}
+
+static int set_attr(pardo_op *op, const char *key, pardo_value *val, pardo_status *st) {
+    if (!val) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    if (!op->attrs && !(op->attrs = pardo_value_new_object())) {
+        pardo_value_free(val);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    }
+    int rc = pardo_value_set(op->attrs, key, val, st);
+    pardo_value_free(val);
+    return rc;
+}
+
+static void parts_name(const char *var, char *buf, size_t n) { snprintf(buf, n, "%s@PARTS", var); }
+
+/* Declares tensor_array var `name` in blk with elements of type ty. */
+static int declare_array(pardo_block *blk, const char *name, const pardo_type *ty, pardo_status *st) {
+    pardo_var *a = pardo_block_add_var(blk, name, st);
+    if (!a) return st->code;
+    a->declared = true;
+    a->kind = PARDO_VAR_TENSOR_ARRAY;
+    a->type = *ty;
+    if (a->type.ndim > 0) a->type.shape[0] = -1; /* a part's rows */
+    return PARDO_OK;
+}
+
+/* True when var's type has a leading run-time (batch) dim: merged by concat. */
+static bool has_batch_dim(const pardo_var *v) { return v->type.ndim > 0 && v->type.shape[0] == -1; }
+
+static int build(const pardo_program *src, const plan *pl, const pardo_pass_options *opt, pardo_program *dst,
+                 pardo_status *st) {
+    const pardo_block *old = &src->blocks[0];
+    char name[512], weight[512];
+    int rc;
+    if ((rc = pardo_program_add_block(dst, -1, st)) < 0 || (rc = pardo_program_add_block(dst, 0, st)) < 0) return rc;
+    pardo_block *b0 = &dst->blocks[0], *b1 = &dst->blocks[1];
+    /* vars: block 0 keeps its declared vars but the moved temps; block 1 gets those */
+    for (int i = 0; i < old->n_vars; i++) {
+        const pardo_var *v = &old->vars[i];
+        if (!v->declared) continue;
+        if (!pardo_block_add_var_copy(has_name(&pl->moved, v->name) ? b1 : b0, v, st)) return st->code;
+    }
+    for (int i = 0; i < pl->feeds.n; i++) {
+        parts_name(pl->feeds.names[i], name, sizeof name);
+        if ((rc = declare_array(b0, name, &pardo_block_find_var(old, pl->feeds.names[i])->type, st)) != PARDO_OK) return rc;
+    }
+    for (int i = 0; i < pl->merged.n; i++) {
+        parts_name(pl->merged.names[i], name, sizeof name);
+        if ((rc = declare_array(b0, name, &pardo_block_find_var(old, pl->merged.names[i])->type, st)) != PARDO_OK) return rc;
+    }
+    /* block 0: splits */
+    for (int i = 0; i < pl->feeds.n; i++) {
+        pardo_op *op = pardo_block_add_op(b0, "split", st);
+        parts_name(pl->feeds.names[i], name, sizeof name);
+        if (!op || pardo_op_add_input(op, pl->feeds.names[i], st) != PARDO_OK ||
+            pardo_op_add_output(op, name, st) != PARDO_OK ||
+            set_attr(op, "parts", pardo_value_new_number(opt->parts), st) != PARDO_OK)
+            return st->code;
+        op->role = PARDO_OP_FORWARD;
+    }
+    /* the parallel_do */
+    pardo_op *pd = pardo_block_add_op(b0, "parallel_do", st);
+    if (!pd || !(pd->name = strdup("parts"))) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    pd->role = PARDO_OP_FORWARD;
+    pardo_value *pin = pardo_value_new_object(), *pout = pardo_value_new_object();
+    rc = (pin && pout) ? PARDO_OK : pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    for (int i = 0; rc == PARDO_OK && i < pl->feeds.n; i++) {
+        parts_name(pl->feeds.names[i], name, sizeof name);
+        pardo_value *s = pardo_value_new_string(name);
+        rc = s ? pardo_value_set(pin, pl->feeds.names[i], s, st) : pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        pardo_value_free(s);
+        if (rc == PARDO_OK) rc = pardo_op_add_input(pd, name, st);
+    }
+    for (int i = 0; rc == PARDO_OK && i < pl->reads.n; i++) rc = pardo_op_add_input(pd, pl->reads.names[i], st);
+    for (int i = 0; rc == PARDO_OK && i < pl->merged.n; i++) {
+        parts_name(pl->merged.names[i], name, sizeof name);
+        pardo_value *s = pardo_value_new_string(name);
+        rc = s ? pardo_value_set(pout, pl->merged.names[i], s, st) : pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        pardo_value_free(s);
+        if (rc == PARDO_OK) rc = pardo_op_add_output(pd, name, st);
+    }
+    if (rc == PARDO_OK) rc = set_attr(pd, "block", pardo_value_new_number(1), st);
+    if (rc == PARDO_OK) rc = set_attr(pd, "parts_in", pin, st);
+    else pardo_value_free(pin);
+    if (rc == PARDO_OK) rc = set_attr(pd, "parts_out", pout, st);
+    else pardo_value_free(pout);
+    if (rc != PARDO_OK) return rc;
+    /* merges, each back under its own name */
+    parts_name(pl->feeds.names[0], weight, sizeof weight);
+    for (int i = 0; i < pl->merged.n; i++) {
+        const pardo_var *v = pardo_block_find_var(old, pl->merged.names[i]);
+        bool concat = has_batch_dim(v);
+        pardo_op *op = pardo_block_add_op(b0, "merge", st);
+        parts_name(v->name, name, sizeof name);
+        if (!op || pardo_op_add_input(op, name, st) != PARDO_OK) return st->code;
+        op->role = v->name[0] && strstr(v->name, "@GRAD") ? PARDO_OP_BACKWARD : PARDO_OP_FORWARD;
+        if (concat) {
+            rc = set_attr(op, "mode", pardo_value_new_string("concat"), st);
+        } else {
+            rc = pardo_op_add_input(op, weight, st);
+            if (rc == PARDO_OK) rc = set_attr(op, "mode", pardo_value_new_string("mean"), st);
+            if (rc == PARDO_OK) rc = set_attr(op, "weight_by", pardo_value_new_string(weight), st);
+        }
+        if (rc != PARDO_OK || pardo_op_add_output(op, v->name, st) != PARDO_OK) return st->code;
+    }
+    /* the optimizer ops, as they were */
+    for (int i = pl->n_part_ops; i < old->n_ops; i++)
+        if (!pardo_block_add_op_copy(b0, &old->ops[i], st)) return st->code;
+    /* block 1: the forward, loss and backward ops */
+    for (int i = 0; i < pl->n_part_ops; i++)
+        if (!pardo_block_add_op_copy(b1, &old->ops[i], st)) return st->code;
+    return PARDO_OK;
+}
+
+int pardo_pass_multi_cpu(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
+    int first_optimize, rc;
+    plan pl;
+    memset(&pl, 0, sizeof pl);
+    if (opt->parts < 0)
+        return pardo_errorf(st, PARDO_EINVAL, "--parts is %d, expected 0 (the thread count) or more", opt->parts);
+    if ((rc = place_ops(p, &first_optimize, st)) != PARDO_OK) return rc;
+    if ((rc = make_plan(p, first_optimize, &pl, st)) != PARDO_OK) goto done;
+    pardo_program *q = pardo_program_new();
+    if (!q) {
+        rc = pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = build(p, &pl, opt, q, st)) != PARDO_OK) {
+        pardo_program_free(q);
+        goto done;
+    }
+    /* swap the blocks in: p keeps its name, path and doc */
+    pardo_block *blocks = p->blocks;
+    int n_blocks = p->n_blocks;
+    p->blocks = q->blocks;
+    p->n_blocks = q->n_blocks;
+    q->blocks = blocks;
+    q->n_blocks = n_blocks;
+    pardo_program_free(q);
+    rc = pardo_pass_check(p, opt, st);
+done:
+    plan_free(&pl);
+    return rc;
+}
