@@ -16,6 +16,7 @@ int pardo_cli_run(int argc, char **argv);
 int pardo_cli_check(int argc, char **argv);
 int pardo_cli_ops(int argc, char **argv);
 int pardo_cli_dot(int argc, char **argv);
+int pardo_cli_transpile(int argc, char **argv);
 
 /* Prints "pardo CMD: message" and a hint to use --help on stderr; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -29,6 +30,10 @@ bool cli_is_help(const char *arg);
 /* Parses a decimal integer in [lo, hi] given to `flag`; on failure prints a
  * usage error for cmd and returns false. */
 bool cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, long hi, long *out);
+
+/* Parses a finite decimal number in [lo, hi] given to `flag`; on failure
+ * prints a usage error for cmd and returns false. */
+bool cli_parse_double(const char *cmd, const char *flag, const char *text, double lo, double hi, double *out);
 
 /* Loads the graph at path and runs the check passes (validate, infer shapes).
  * On failure prints the error and returns NULL; the caller frees with

@@ -35,6 +35,18 @@ bool cli_parse_int(const char *cmd, const char *flag, const char *text, long lo,
     return true;
 }
 
+bool cli_parse_double(const char *cmd, const char *flag, const char *text, double lo, double hi, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || !end || end == text || *end || !(v >= lo && v <= hi)) {
+        cli_usage_error(cmd, "%s expects a number from %g to %g, got '%s'", flag, lo, hi, text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 bool cli_flag_is(const char *arg, const char *flag) {
     size_t n = strlen(flag);
     return strncmp(arg, flag, n) == 0 && (arg[n] == '\0' || arg[n] == '=');

@@ -15,6 +15,8 @@ static const char usage[] =
     "  run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
     "            [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
     "                   run block 0 of a graph N times and print or save the fetched vars\n"
+    "  transpile GRAPH -o OUT [--parts N] [--backward LOSS] [--optimizer sgd|momentum|adam] [--lr X]\n"
+    "                   append gradients and an optimizer, and rewrite for many CPU threads\n"
     "  check GRAPH      validate a graph; print its ops, vars, param count and inferred shapes\n"
     "  ops [OP]         list the ops, or one op's inputs, outputs and attrs\n"
     "  dot GRAPH        print the graph as Graphviz dot\n"
@@ -46,9 +48,10 @@ int main(int argc, char **argv) {
         {"check", pardo_cli_check},
         {"ops", pardo_cli_ops},
         {"dot", pardo_cli_dot},
+        {"transpile", pardo_cli_transpile},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "pardo: unknown command '%s' (expected run, check, ops or dot)\n\n%s", cmd, usage);
+    fprintf(stderr, "pardo: unknown command '%s' (expected run, transpile, check, ops or dot)\n\n%s", cmd, usage);
     return CLI_BAD_INPUT;
 }
