@@ -32,6 +32,7 @@
     X(grad)             \
     X(infer)            \
     X(backward)         \
+    X(transpile)        \
     X(scope)            \
     X(executor)         \
     X(checkpoint)

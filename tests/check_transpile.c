@@ -1,0 +1,239 @@
+/* check_transpile.c - the whole transpiler (backward, optimizer, multi_cpu)
+ * against PyTorch training runs (tests/fixtures/make_transpile_fixtures.py),
+ * across part and thread counts, uneven batches, inference graphs, and the
+ * written graph file. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_suites.h"
+#include "graph_json.h"
+#include "graph_test_util.h"
+#include "pass.h"
+#include "test_util.h"
+
+static const char *const params[] = {"w1", "b1", "w2", "b2"};
+
+static pardo_program *load_mlp(void) {
+    pardo_status st;
+    pardo_program *p = NULL;
+    ck_assert_msg(pardo_graph_load(test_fixture("transpile/mlp.json"), &p, &st) == PARDO_OK, "%s", st.msg);
+    pardo_pass_options opt = pardo_pass_defaults();
+    ck_assert_msg(pardo_pass_check(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    return p;
+}
+
+/* --backward loss [--optimizer kind --lr lr] --parts parts. */
+static pardo_program *transpiled(const char *loss, pardo_optimizer_kind kind, double lr, bool nesterov, int parts) {
+    pardo_status st;
+    pardo_program *p = load_mlp();
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.loss = loss;
+    opt.optimizer = kind;
+    opt.lr = lr;
+    opt.nesterov = nesterov;
+    opt.parts = parts;
+    if (loss) ck_assert_msg(pardo_pass_backward(p, &opt, &st) == PARDO_OK, "backward: %s", st.msg);
+    if (kind != PARDO_OPTIMIZER_NONE) ck_assert_msg(pardo_pass_optimizer(p, &opt, &st) == PARDO_OK, "optimizer: %s", st.msg);
+    ck_assert_msg(pardo_pass_multi_cpu(p, &opt, &st) == PARDO_OK, "multi_cpu: %s", st.msg);
+    return p;
+}
+
+static pardo_tensor *fixture(const char *name) {
+    char path[128];
+    snprintf(path, sizeof path, "transpile/%s.npy", name);
+    return test_npy_load(path);
+}
+
+/* An executor on nthreads with the fixture's initial params and batch `batch` ("" or "97"). */
+static pardo_executor *start(const pardo_program *p, int nthreads, const char *batch) {
+    pardo_status st;
+    pardo_executor *ex = NULL;
+    pardo_exec_options eo = {.nthreads = nthreads};
+    ck_assert_int_eq(pardo_executor_new(p, &eo, &ex, &st), PARDO_OK);
+    pardo_tensor_list init;
+    pardo_tensor_list_init(&init);
+    for (int i = 0; i < 4; i++) {
+        pardo_tensor *t = fixture(params[i]);
+        pardo_tensor_list_add(&init, params[i], t, &st);
+        pardo_tensor_release(t);
+    }
+    ck_assert_msg(pardo_executor_init_vars(ex, &init, "fixtures", &st) == PARDO_OK, "%s", st.msg);
+    pardo_tensor_list_clear(&init);
+    char name[16];
+    const char *feeds[2] = {"x", "y"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(name, sizeof name, "%s%s", feeds[i], batch);
+        pardo_tensor *t = fixture(name);
+        ck_assert_msg(pardo_executor_feed(ex, feeds[i], t, name, &st) == PARDO_OK, "%s", st.msg);
+        pardo_tensor_release(t);
+    }
+    return ex;
+}
+
+static void steps(pardo_executor *ex, int n) {
+    pardo_status st;
+    for (int i = 0; i < n; i++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+}
+
+/* Params (or their gradients, prefix "grad97") against the fixtures. */
+static void expect_fixture(pardo_executor *ex, const char *prefix, const char *suffix, double rtol) {
+    char want_name[64], var[64];
+    for (int i = 0; i < 4; i++) {
+        snprintf(want_name, sizeof want_name, "%s_%s", prefix, params[i]);
+        snprintf(var, sizeof var, "%s%s", params[i], suffix);
+        pardo_tensor *want = fixture(want_name), *got = pardo_executor_fetch(ex, var);
+        ck_assert_msg(got != NULL, "no var %s", var);
+        test_assert_close(got, want, rtol, 1e-7);
+        pardo_tensor_release(want);
+    }
+}
+
+static const struct {
+    const char *name;
+    pardo_optimizer_kind kind;
+    double lr;
+    bool nesterov;
+} runs[] = {
+    {"sgd", PARDO_OPTIMIZER_SGD, 0.1, false},
+    {"momentum", PARDO_OPTIMIZER_MOMENTUM, 0.1, false},
+    {"nesterov", PARDO_OPTIMIZER_MOMENTUM, 0.1, true},
+    {"adam", PARDO_OPTIMIZER_ADAM, 0.01, false},
+};
+
+/* --backward loss --optimizer X --parts 1: three steps equal torch.optim's. */
+START_TEST(three_steps_match_pytorch) {
+    for (int r = 0; r < 4; r++) {
+        pardo_program *p = transpiled("loss", runs[r].kind, runs[r].lr, runs[r].nesterov, 1);
+        pardo_executor *ex = start(p, 1, "");
+        steps(ex, 3);
+        expect_fixture(ex, runs[r].name, "", 1e-5);
+        pardo_executor_free(ex);
+        pardo_program_free(p);
+    }
+}
+END_TEST
+
+/* --parts 4 at 1, 2 and 4 threads: bitwise the same across thread counts,
+ * and within float rounding of torch's single-thread run. */
+START_TEST(parts_are_thread_count_independent) {
+    for (int r = 0; r < 4; r += 3) { /* sgd and adam */
+        pardo_program *p = transpiled("loss", runs[r].kind, runs[r].lr, false, 4);
+        pardo_tensor *first[4] = {0};
+        const int threads[3] = {1, 2, 4};
+        for (int t = 0; t < 3; t++) {
+            pardo_executor *ex = start(p, threads[t], "");
+            steps(ex, 3);
+            expect_fixture(ex, runs[r].name, "", 1e-5);
+            for (int i = 0; i < 4; i++) {
+                pardo_tensor *got = pardo_executor_fetch(ex, params[i]);
+                if (t == 0) first[i] = pardo_tensor_clone(got, NULL);
+                else ck_assert_msg(memcmp(pardo_tensor_data(got), pardo_tensor_data(first[i]), got->nbytes) == 0,
+                                   "%s %s: %d threads differ bitwise from 1", runs[r].name, params[i], threads[t]);
+            }
+            pardo_executor_free(ex);
+        }
+        for (int i = 0; i < 4; i++) pardo_tensor_release(first[i]);
+        pardo_program_free(p);
+    }
+}
+END_TEST
+
+/* 97 rows over 4 parts (25, 24, 24, 24): the merged gradient is the
+ * single-thread gradient of the batch mean loss. */
+START_TEST(uneven_batch_gives_the_full_gradient) {
+    pardo_program *p = transpiled("loss", PARDO_OPTIMIZER_NONE, 0, false, 4);
+    pardo_executor *ex = start(p, 2, "97");
+    steps(ex, 1);
+    expect_fixture(ex, "grad97", "@GRAD", 1e-5);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+}
+END_TEST
+
+/* An inference graph: outputs with a batch dim are concatenated, the loss is
+ * averaged by rows; both equal the single-thread run. */
+START_TEST(inference_merges_equal_single_thread) {
+    pardo_program *single = load_mlp();
+    pardo_program *multi = transpiled(NULL, PARDO_OPTIMIZER_NONE, 0, false, 3);
+    pardo_executor *a = start(single, 1, "97"), *b = start(multi, 2, "97");
+    steps(a, 1);
+    steps(b, 1);
+    test_assert_close(pardo_executor_fetch(b, "probs"), pardo_executor_fetch(a, "probs"), 1e-6, 1e-7);
+    test_assert_close(pardo_executor_fetch(b, "logits"), pardo_executor_fetch(a, "logits"), 1e-6, 1e-6);
+    test_assert_close(pardo_executor_fetch(b, "loss"), pardo_executor_fetch(a, "loss"), 1e-6, 1e-7);
+    pardo_executor_free(a);
+    pardo_executor_free(b);
+    pardo_program_free(single);
+    pardo_program_free(multi);
+}
+END_TEST
+
+/* The written graph loads, checks, and names its parts readably. */
+START_TEST(written_graph_checks_and_reads_well) {
+    pardo_status st;
+    char dir[64], path[128];
+    test_scratch_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/t.json", dir);
+    pardo_program *p = transpiled("loss", PARDO_OPTIMIZER_ADAM, 0.01, false, 0);
+    ck_assert_msg(pardo_graph_save(p, path, &st) == PARDO_OK, "%s", st.msg);
+    pardo_program *q = NULL;
+    ck_assert_msg(pardo_graph_load(path, &q, &st) == PARDO_OK, "%s", st.msg);
+    pardo_pass_options opt = pardo_pass_defaults();
+    ck_assert_msg(pardo_pass_check(q, &opt, &st) == PARDO_OK, "%s", st.msg);
+    const char *names[] = {"x@PARTS", "y@PARTS", "w1@GRAD@PARTS", "loss@PARTS", "w1@MOMENT1", "w1@STEP"};
+    for (int i = 0; i < 6; i++) ck_assert_msg(pardo_block_find_var(&q->blocks[0], names[i]), "no var %s", names[i]);
+    ck_assert_int_eq(q->n_blocks, 2);
+    ck_assert_str_eq(q->blocks[0].ops[0].type, "split");
+    ck_assert_str_eq(q->blocks[0].ops[2].type, "parallel_do");
+    ck_assert_str_eq(q->blocks[0].ops[q->blocks[0].n_ops - 1].type, "adam");
+    /* the same program written twice is the same text: stable order */
+    char *t1 = pardo_graph_to_json(p, &st), *t2 = pardo_graph_to_json(q, &st);
+    ck_assert_str_eq(t1, t2);
+    free(t1);
+    free(t2);
+    /* transpiling it again is refused */
+    ck_assert_int_eq(pardo_pass_multi_cpu(q, &opt, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "already transpiled"), "%s", st.msg);
+    pardo_program_free(p);
+    pardo_program_free(q);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(ops_that_cannot_be_placed) {
+    pardo_status st;
+    pardo_program *p = test_program(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 2], \"role\": \"feed\"},"
+        "\"w\": {\"dtype\": \"float32\", \"shape\": [2], \"role\": \"param\", \"value\": [1, 2]}},"
+        "\"ops\": [{\"op\": \"mul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]},"
+        "{\"op\": \"scale\", \"in\": [\"w\"], \"out\": [\"w\"], \"name\": \"decay\"},"
+        "{\"op\": \"relu\", \"in\": [\"h\"], \"out\": [\"r\"], \"name\": \"late\"}]}]}",
+        "late.json");
+    pardo_pass_options opt = pardo_pass_defaults();
+    ck_assert_int_eq(pardo_pass_multi_cpu(p, &opt, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "late.json") && strstr(st.msg, "'late'") && strstr(st.msg, "after the optimize op"),
+                  "%s", st.msg);
+    pardo_program_free(p);
+}
+END_TEST
+
+Suite *make_transpile_suite(void) {
+    Suite *s = suite_create("transpile");
+    TCase *tc = tcase_create("Core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, three_steps_match_pytorch);
+    tcase_add_test(tc, parts_are_thread_count_independent);
+    tcase_add_test(tc, uneven_batch_gives_the_full_gradient);
+    tcase_add_test(tc, inference_merges_equal_single_thread);
+    tcase_add_test(tc, written_graph_checks_and_reads_well);
+    suite_add_tcase(s, tc);
+    TCase *te = tcase_create("Errors");
+    tcase_add_test(te, ops_that_cannot_be_placed);
+    suite_add_tcase(s, te);
+    return s;
+}
