@@ -21,6 +21,7 @@
     X(reduce_mean) \
     X(softmax) \
     X(softmax_cross_entropy) \
-    X(fill)
+    X(fill) \
+    X(split) X(merge) X(parallel_do)
 
 #endif
