@@ -23,7 +23,7 @@
 #include "status.h"
 
 /* Most threads a pool may have (the caller included). */
-#define PARDO_MAX_THREADS 256
+#define PARDO_MAX_THREADS 1024
 
 /* A unit of work in the pool's queue. Caller memory (no allocation per
  * submit): it must stay valid until fn has started; the pool does not touch
@@ -41,7 +41,7 @@ typedef struct pardo_pool_task {
  * its current size is PARDO_OK and any other size PARDO_EINVAL naming both. */
 int pardo_thread_pool_configure(int nthreads, pardo_status *st);
 
-/* The pool's size: the configured one, else $PARDO_NUM_THREADS (1..256),
+/* The pool's size: the configured one, else $PARDO_NUM_THREADS (1..PARDO_MAX_THREADS),
  * else the online CPUs. Does not start the pool. */
 int pardo_thread_pool_size(void);
 
