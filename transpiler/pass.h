@@ -32,9 +32,10 @@ int pardo_pass_check(pardo_program *p, const pardo_pass_options *opt, pardo_stat
 /* True when op is a parallel_do. */
 bool pardo_op_is_parallel_do(const pardo_op *op);
 
-/* The first parallel_do whose integer attr `block` is sub: its block in *rb
- * and index in *ri; false when no op runs block sub. Works on unvalidated
- * programs (ignores ops with a bad attr). */
+/* The first parallel_do whose integer attr `block` is sub and that sits in
+ * sub's parent block: its block in *rb and index in *ri; false when no op
+ * runs block sub (block 0 never is). Works on unvalidated programs (ignores
+ * ops with a bad attr). */
 bool pardo_block_runner(const pardo_program *p, int sub, int *rb, int *ri);
 
 /* True when block b is run by a parallel_do whose parts_in binds name. */

@@ -277,8 +277,9 @@ static int check_parallel_do_head(const pardo_program *p, int b, int i, pardo_st
 }
 
 /* The rest, once every block's temps are known: parts_in and parts_out
- * name tensor_arrays the op lists, the block reads from outside only vars
- * in `in`, and writes nothing outside. Adds the parts_in vars to the block. */
+ * name tensor_arrays the op lists, and the block reads from outside only
+ * vars in `in` (it cannot write outside: its writes are its own temps, see
+ * pardo_pass_validate). Adds the parts_in vars to the block. */
 static int check_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
     pardo_op *op = &p->blocks[b].ops[i];
     int sub = (int)pardo_attr(op, "block")->number;
@@ -328,14 +329,6 @@ static int check_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
                                     "lists every var its block reads)", op_short(p, sub, j, where, sizeof where), name,
                                     owner);
         }
-        for (int k = 0; k < sop->n_out; k++) {
-            int owner = sub;
-            const char *name = sop->out[k];
-            if (name[0] && pardo_program_lookup_var(p, sub, name, &owner) && owner != sub)
-                return pardo_errorf(st, PARDO_EINVAL, "%s writes '%s' of block %d; vars of the enclosing blocks are "
-                                    "read-only inside a parallel_do", op_short(p, sub, j, where, sizeof where), name,
-                                    owner);
-        }
     }
     return PARDO_OK;
 }
@@ -370,8 +363,13 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
                 if (part_block && pardo_block_binds(p, b, name)) continue; /* the part's slice */
                 if (part_block && ((v && owner == b) || block_writes(blk, blk->n_ops, name))) {
                     if (block_writes(blk, i, name)) continue;
-                    pardo_errorf(st, PARDO_EINVAL, "input %d: var '%s' of block %d is read before any op of the block "
-                                 "writes it", k, name, b);
+                    if (v && owner != b) /* an update of an enclosing var, such as sgd on a param */
+                        pardo_errorf(st, PARDO_EINVAL, "var '%s' of block %d is read here and written in block %d, "
+                                     "which a parallel_do runs: enclosing vars are read-only inside a parallel_do "
+                                     "(give the result another name)", name, owner, b);
+                    else
+                        pardo_errorf(st, PARDO_EINVAL, "input %d: var '%s' of block %d is read before any op of the "
+                                     "block writes it", k, name, b);
                     return op_error(p, b, i, st);
                 }
                 if (v && (var_is_source(v) || v->kind == PARDO_VAR_TENSOR_ARRAY)) continue;
