@@ -473,11 +473,6 @@ static int pd_run_part(pd_job *j, int i, pardo_status *st) {
     pd_state *s = j->s;
     pardo_scope *scope = s->parts[i].scope;
     int rc = PARDO_OK;
-    for (int k = 0; k < s->n_ins; k++) {
-        pardo_tensor *t = pardo_tensor_array_part(ctx->in[s->ins[k].slot], i);
-        if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "part %d of '%s' is unset", i, ctx->op->in[s->ins[k].slot]);
-        if ((rc = pardo_scope_set(scope, s->ins[k].var, t, st)) != PARDO_OK) return rc;
-    }
     for (int k = 0; k < s->n_outs; k++) {
         /* last run's tensor for this part goes back to the block var, for reuse */
         pardo_tensor *prev = pardo_tensor_array_take_part(ctx->out[s->outs[k].slot], i);
@@ -486,6 +481,11 @@ static int pd_run_part(pd_job *j, int i, pardo_status *st) {
         } else {
             pardo_tensor_release(prev);
         }
+    }
+    for (int k = 0; k < s->n_ins; k++) { /* after the outputs: a parts_in var passed straight out wins */
+        pardo_tensor *t = pardo_tensor_array_part(ctx->in[s->ins[k].slot], i);
+        if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "part %d of '%s' is unset", i, ctx->op->in[s->ins[k].slot]);
+        if ((rc = pardo_scope_set(scope, s->ins[k].var, t, st)) != PARDO_OK) return rc;
     }
     pardo_block_run run = {.nthreads = 1, .stop = &j->stop, .cpu_only = true};
     rc = pardo_executor_run_block_with(ctx->exec, s->block, scope, &run, st);
