@@ -86,7 +86,7 @@ void test_check_grad(const char *type, const char *attrs, int n_in, pardo_tensor
             w[j] = test_tensor_random(&r, out[j]->dtype, out[j]->ndim, out[j]->shape, -1, 1);
 
     /* the forward op as the graph would hold it, and the gradient request */
-    char in_names[MAX_IO][16], out_names[MAX_IO][16], dy[MAX_IO][16], dx[MAX_IO][16];
+    char in_names[MAX_IO][24], out_names[MAX_IO][24], dy[MAX_IO][24], dx[MAX_IO][24]; // wide enough for any index
     char *fin[MAX_IO], *fout[MAX_IO];
     const char *out_grads[MAX_IO], *in_grads[MAX_IO];
     for (int k = 0; k < n_in; k++) {
