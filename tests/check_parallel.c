@@ -553,6 +553,16 @@ START_TEST(err_split_and_merge_attrs) {
                  PARDO_EINVAL, (const char *[]){"'x' is a tensor, expected the tensor_array a split wrote", NULL});
     expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\", \"weight_by\": \"xs\"}}]}]}",
                  PARDO_EINVAL, (const char *[]){"'weight_by' weights a mean", NULL});
+    /* a declared tensor_array nobody wrote, read directly and as weight_by */
+    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {\"ta\": {\"dtype\": \"float32\", \"shape\": [-1], "
+                 "\"kind\": \"tensor_array\"}}, \"ops\": ["
+                 "{\"op\": \"merge\", \"in\": [\"ta\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
+                 PARDO_EINVAL, (const char *[]){"'ta' is read before any op writes it", NULL});
+    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", \"later\": {\"dtype\": \"float64\", \"shape\": [-1, 3], "
+                 "\"kind\": \"tensor_array\"}}, \"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]},"
+                 "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"later\"}},"
+                 "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"later\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"tensor_array 'later' is read before any op writes it", NULL});
     expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {\"k\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"}}, \"ops\": ["
                  "{\"op\": \"split\", \"in\": [\"k\"], \"out\": [\"ks\"]},"
                  "{\"op\": \"merge\", \"in\": [\"ks\"], \"out\": [\"m\"], \"attrs\": {\"mode\": \"mean\"}}]}]}",

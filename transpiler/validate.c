@@ -216,7 +216,8 @@ static int check_array_io(const pardo_program *p, int b, const pardo_op *op, par
 
 /* merge's weight_by names a tensor_array (a split output) the op can see;
  * when input 1 is given it is that var. */
-static int check_merge(const pardo_program *p, int b, const pardo_op *op, pardo_status *st) {
+static int check_merge(const pardo_program *p, int b, int i, pardo_status *st) {
+    const pardo_op *op = &p->blocks[b].ops[i];
     const char *wb = "";
     int rc;
     if (strcmp(op->type, "merge") != 0) return PARDO_OK;
@@ -234,6 +235,8 @@ static int check_merge(const pardo_program *p, int b, const pardo_op *op, pardo_
     if (op->n_in > 1 && op->in[1][0] && strcmp(op->in[1], wb) != 0)
         return pardo_errorf(st, PARDO_EINVAL, "input 1 is '%s' but attr 'weight_by' is '%s'; they must agree", op->in[1],
                             wb);
+    if (!written_before(p, b, i, wb))
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'weight_by': tensor_array '%s' is read before any op writes it", wb);
     return PARDO_OK;
 }
 
@@ -372,7 +375,7 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
                                      "block writes it", k, name, b);
                     return op_error(p, b, i, st);
                 }
-                if (v && (var_is_source(v) || v->kind == PARDO_VAR_TENSOR_ARRAY)) continue;
+                if (v && var_is_source(v)) continue; /* a tensor_array is a temp: split or parallel_do writes it */
                 if (written_before(p, b, i, name)) continue;
                 if (v)
                     pardo_errorf(st, PARDO_EINVAL,
@@ -393,7 +396,7 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
                 if (!v) return st->code;
                 if (slot_bit(op->def->array_out, k, op->def->n_outputs)) v->kind = PARDO_VAR_TENSOR_ARRAY;
             }
-            if ((rc = check_array_io(p, b, op, st)) != PARDO_OK || (rc = check_merge(p, b, op, st)) != PARDO_OK)
+            if ((rc = check_array_io(p, b, op, st)) != PARDO_OK || (rc = check_merge(p, b, i, st)) != PARDO_OK)
                 return op_error(p, b, i, st);
         }
     }

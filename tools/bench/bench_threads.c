@@ -2,8 +2,9 @@
  * not a test: it prints figures and always exits 0 unless something fails).
  *
  *   1. fork/join of an empty parallel_do (2 parts, a block with no ops) at 2
- *      threads, through the executor: median, p10 and p90 of many calls, in
- *      microseconds; at 1 thread for reference.
+ *      threads, through the executor: median, p10 and p90 of many steps, in
+ *      microseconds, minus the same graph's split alone; at 1 thread for
+ *      reference.
  *   2. the pool alone: pardo_thread_pool_for over 2 empty items; a forced
  *      hand-off (each item waits until the other started, so a worker must
  *      take part); and the same with the workers asleep (1 ms apart).
@@ -67,28 +68,30 @@ static pardo_executor *executor(const pardo_program *p, int nthreads) {
 
 /* ---- 1. an empty parallel_do ---- */
 
-/* Block 0 is the parallel_do alone, over a tensor_array bound by hand, so
- * the time is the op's: fork, 2 empty parts, join. */
+/* Block 0 splits a [2, 1] tensor in 2 and runs an empty block on each part
+ * (the part passed straight out). The same graph without the parallel_do
+ * times the split alone; the difference is the op's fork and join. */
 static const char empty_text[] =
     "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
-    "\"xs\": {\"dtype\": \"float32\", \"shape\": [-1, 1], \"kind\": \"tensor_array\"}},"
-    "\"ops\": [{\"op\": \"parallel_do\", \"in\": [\"xs\"], \"out\": [\"ys\"],"
+    "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 1], \"role\": \"feed\"}},"
+    "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+    "{\"op\": \"parallel_do\", \"in\": [\"xs\"], \"out\": [\"ys\"],"
     " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"xp\": \"ys\"}}}]},"
     "{\"parent\": 0, \"vars\": {}, \"ops\": []}]}";
 
-static double bench_empty_parallel_do(int nthreads, int calls) {
+static const char split_text[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 1], \"role\": \"feed\"}},"
+    "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}}]}]}";
+
+/* Median time of one step of the graph in text at nthreads threads. */
+static double bench_step(const char *text, const char *what, int nthreads, int calls) {
     pardo_status st;
-    pardo_program *p = load(empty_text, "empty.json");
+    pardo_program *p = load(text, "bench.json");
     pardo_executor *ex = executor(p, nthreads);
-    pardo_tensor *xs = pardo_tensor_array_new(PARDO_F32, &st);
-    if (!xs || pardo_tensor_array_resize(xs, 2, &st) != PARDO_OK) die(&st);
-    for (int i = 0; i < 2; i++) {
-        int64_t shape[2] = {1, 1};
-        pardo_tensor *t = pardo_tensor_new_cpu(PARDO_F32, 2, shape, &st);
-        if (!t) die(&st);
-        pardo_tensor_array_set_part(xs, i, t);
-    }
-    if (pardo_scope_set_move(pardo_executor_scope(ex), "xs", xs, &st) != PARDO_OK) die(&st);
+    int64_t shape[2] = {2, 1};
+    pardo_tensor *x = pardo_tensor_new_cpu(PARDO_F32, 2, shape, &st);
+    if (!x || pardo_executor_feed(ex, "x", x, "bench", &st) != PARDO_OK) die(&st);
     double *t = malloc((size_t)calls * sizeof(*t));
     for (int i = 0; i < calls / 10; i++) /* warm up */
         if (pardo_executor_run(ex, &st) != PARDO_OK) die(&st);
@@ -97,10 +100,11 @@ static double bench_empty_parallel_do(int nthreads, int calls) {
         if (pardo_executor_run(ex, &st) != PARDO_OK) die(&st);
         t[i] = now_us() - t0;
     }
-    char what[128];
-    snprintf(what, sizeof what, "empty parallel_do, 2 parts, %d thread%s", nthreads, nthreads > 1 ? "s" : "");
-    double med = report(what, t, calls);
+    char label[128];
+    snprintf(label, sizeof label, "%s, %d thread%s", what, nthreads, nthreads > 1 ? "s" : "");
+    double med = report(label, t, calls);
     free(t);
+    pardo_tensor_release(x);
     pardo_executor_free(ex);
     pardo_program_free(p);
     return med;
@@ -211,8 +215,12 @@ int main(int argc, char **argv) {
     printf("bench_threads: pool of 2 threads (the caller and 1 worker); %ld online CPUs\n",
            sysconf(_SC_NPROCESSORS_ONLN));
     printf("fork/join:\n");
-    bench_empty_parallel_do(1, calls);
-    double fj = bench_empty_parallel_do(2, calls);
+    double split1 = bench_step(split_text, "split alone (2 parts)", 1, calls);
+    double pd1 = bench_step(empty_text, "split + empty parallel_do (2 parts)", 1, calls);
+    double split2 = bench_step(split_text, "split alone (2 parts)", 2, calls);
+    double pd2 = bench_step(empty_text, "split + empty parallel_do (2 parts)", 2, calls);
+    double fj = pd2 - split2;
+    printf("  => empty parallel_do alone: %.2f us at 1 thread, %.2f us at 2 threads\n", pd1 - split1, fj);
     bench_pool(calls);
     printf("compute-bound parallel_do:\n");
     double t1 = bench_compute(1, 30), t2 = bench_compute(2, 30);
