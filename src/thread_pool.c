@@ -48,6 +48,7 @@ static int env_size(void) {
 }
 
 int pardo_thread_pool_size(void) {
+    if (atomic_load(&pool.started)) return pool.size; /* written before started was set; kernels ask often */
     pthread_mutex_lock(&config_mu);
     int n = atomic_load(&pool.started) ? pool.size : configured ? configured : env_size();
     pthread_mutex_unlock(&config_mu);

@@ -263,6 +263,9 @@ static int check_parallel_do_head(const pardo_program *p, int b, int i, pardo_st
     int64_t sub;
     int rb, ri, rc;
     if ((rc = pardo_attr_int(op, "block", 0, &sub, st)) != PARDO_OK) return rc;
+    if (op->n_in > 64 || op->n_out > 64)
+        return pardo_errorf(st, PARDO_EINVAL, "has %d inputs and %d outputs; a parallel_do takes at most 64 of each",
+                            op->n_in, op->n_out);
     if (sub < 1 || sub >= p->n_blocks)
         return pardo_errorf(st, PARDO_EINVAL, "attr 'block' is %lld, but the program's blocks are 0..%d (and block 0 is "
                             "the main block)", (long long)sub, p->n_blocks - 1);
