@@ -80,14 +80,16 @@ static int split_cpu(pardo_kernel_ctx *ctx) {
         memcpy(shape, x->shape, sizeof shape);
         shape[ax] = r;
         pardo_tensor *p = pardo_tensor_array_part(a, i);
-        if (!(p && atomic_load(&p->refs) == 1 && p->dtype == x->dtype && pardo_shape_equal(p->ndim, p->shape, x->ndim, shape))) {
+        if (!(p && atomic_load(&p->refs) == 1 && p->dtype == x->dtype &&
+              pardo_shape_equal(p->ndim, p->shape, x->ndim, shape))) {
             if (!(p = pardo_tensor_new(x->dtype, x->ndim, shape, ctx->st))) return ctx->st->code;
             pardo_tensor_array_set_part(a, i, p);
         }
         char *dst = pardo_tensor_mutable_cpu(p, ctx->st);
         if (!dst) return ctx->st->code;
         for (int64_t o = 0; o < outer && r > 0; o++)
-            memcpy(dst + (size_t)(o * r) * row_bytes, src + (size_t)(o * rows + start) * row_bytes, (size_t)r * row_bytes);
+            memcpy(dst + (size_t)(o * r) * row_bytes, src + (size_t)(o * rows + start) * row_bytes,
+                   (size_t)r * row_bytes);
         start += r;
     }
     return PARDO_OK;
@@ -165,8 +167,8 @@ typedef struct merge_job {
     const pardo_tensor *a; // the parts
     pardo_tensor *y;
     merge_mode mode;
-    const double *w;       // per-part weights (weighted mean) or NULL
-    int n;                 // parts
+    const double *w; // per-part weights (weighted mean) or NULL
+    int n;           // parts
 } merge_job;
 
 enum { MERGE_TILE = 512 }; /* elements combined at a time, in a stack buffer */
@@ -226,7 +228,9 @@ static void merge_range(void *arg, int64_t begin, int64_t end) {
         for (int64_t e = 0; e < len; e++) {
             int64_t i = t0 + e;
             switch (dt) {
-            case PARDO_F32: ((float *)out)[i] = (float)(j->mode == MERGE_MEAN && !j->w ? accf[e] / j->n : accf[e]); break;
+            case PARDO_F32:
+                ((float *)out)[i] = (float)(j->mode == MERGE_MEAN && !j->w ? accf[e] / j->n : accf[e]);
+                break;
             case PARDO_F64: ((double *)out)[i] = j->mode == MERGE_MEAN && !j->w ? accf[e] / j->n : accf[e]; break;
             case PARDO_I32: ((int32_t *)out)[i] = (int32_t)acci[e]; break;
             case PARDO_I64: ((int64_t *)out)[i] = acci[e]; break;
@@ -263,7 +267,8 @@ static int merge_concat(pardo_kernel_ctx *ctx, const pardo_tensor *a, int ax) {
         int64_t r = t->shape[ax];
         const char *src = pardo_tensor_data(t);
         for (int64_t o = 0; o < outer && r > 0; o++)
-            memcpy(dst + (size_t)(o * total + start) * row_bytes, src + (size_t)(o * r) * row_bytes, (size_t)r * row_bytes);
+            memcpy(dst + (size_t)(o * total + start) * row_bytes, src + (size_t)(o * r) * row_bytes,
+                   (size_t)r * row_bytes);
         start += r;
     }
     return PARDO_OK;
@@ -281,7 +286,8 @@ static int merge_weights(pardo_kernel_ctx *ctx, const char *weight_by, int n, do
                             wa->n_parts, n);
     double total = 0;
     for (int p = 0; p < n; p++) {
-        if (!wa->parts[p]) return pardo_errorf(ctx->st, PARDO_ERUNTIME, "weight_by '%s': part %d is unset", weight_by, p);
+        if (!wa->parts[p])
+            return pardo_errorf(ctx->st, PARDO_ERUNTIME, "weight_by '%s': part %d is unset", weight_by, p);
         w[p] = (double)wa->parts[p]->numel;
         total += w[p];
     }
@@ -309,15 +315,20 @@ static int merge_cpu(pardo_kernel_ctx *ctx) {
     for (int p = 1; p < n; p++)
         if (!pardo_shape_equal(a->parts[p]->ndim, a->parts[p]->shape, p0->ndim, p0->shape)) {
             char s0[160], s1[160];
-            return pardo_errorf(ctx->st, PARDO_ESHAPE, "mode %s combines parts elementwise: part %d is %s but part 0 is %s",
-                                mode == MERGE_MEAN ? "mean" : mode == MERGE_SUM ? "sum" : mode == MERGE_MAX ? "max" : "min", p,
-                                pardo_shape_str(a->parts[p]->ndim, a->parts[p]->shape, s1, sizeof s1),
+            return pardo_errorf(ctx->st, PARDO_ESHAPE,
+                                "mode %s combines parts elementwise: part %d is %s but part 0 is %s",
+                                mode == MERGE_MEAN  ? "mean"
+                                : mode == MERGE_SUM ? "sum"
+                                : mode == MERGE_MAX ? "max"
+                                                    : "min",
+                                p, pardo_shape_str(a->parts[p]->ndim, a->parts[p]->shape, s1, sizeof s1),
                                 pardo_shape_str(p0->ndim, p0->shape, s0, sizeof s0));
         }
     double w[MERGE_MAX_WEIGHTED];
     if (wb[0]) {
         if (n > MERGE_MAX_WEIGHTED)
-            return pardo_errorf(ctx->st, PARDO_ENOTSUP, "a weighted mean of %d parts (at most %d)", n, MERGE_MAX_WEIGHTED);
+            return pardo_errorf(ctx->st, PARDO_ENOTSUP, "a weighted mean of %d parts (at most %d)", n,
+                                MERGE_MAX_WEIGHTED);
         if ((rc = merge_weights(ctx, wb, n, w)) != PARDO_OK) return rc;
     }
     pardo_tensor *y = pardo_kernel_output(ctx, 0, p0->dtype, p0->ndim, p0->shape);
@@ -377,8 +388,8 @@ typedef struct pd_state {
     int block;              // the block each part runs
     pd_binding *ins, *outs; // parts_in, parts_out
     int n_ins, n_outs;
-    pardo_scope *parent;    // the calling scope the child scopes hang from
-    pd_part *parts;         // cap_parts entries, the first n_scopes with a scope
+    pardo_scope *parent; // the calling scope the child scopes hang from
+    pd_part *parts;      // cap_parts entries, the first n_scopes with a scope
     int cap_parts, n_scopes;
 } pd_state;
 
@@ -462,9 +473,10 @@ static int pd_scopes(pd_state *s, pardo_kernel_ctx *ctx, int n) {
 typedef struct pd_job {
     pardo_kernel_ctx *ctx;
     pd_state *s;
-    int n;                                        // parts
-    _Alignas(64) atomic_int stop;                 // (a cache line of its own) set by the first part that fails; parts read it between ops
-    atomic_int failed;                            // the first part that failed, or -1
+    int n; // parts
+    _Alignas(64)
+        atomic_int stop; // (a cache line of its own) set by the first part that fails; parts read it between ops
+    atomic_int failed;   // the first part that failed, or -1
 } pd_job;
 
 /* Part i: bind its slices, run the block, hand its outputs to the arrays. */
@@ -524,7 +536,8 @@ static int pd_cpu(pardo_kernel_ctx *ctx) {
         const pardo_tensor *a = ctx->in[s->ins[k].slot];
         const char *name = ctx->op->in[s->ins[k].slot];
         if (!a->is_array)
-            return pardo_errorf(ctx->st, PARDO_EINVAL, "parts_in '%s': '%s' is not a tensor_array", s->ins[k].var, name);
+            return pardo_errorf(ctx->st, PARDO_EINVAL, "parts_in '%s': '%s' is not a tensor_array", s->ins[k].var,
+                                name);
         if (n >= 0 && a->n_parts != n)
             return pardo_errorf(ctx->st, PARDO_ESHAPE, "parts_in: '%s' has %d parts but '%s' has %d", name, a->n_parts,
                                 ctx->op->in[s->ins[0].slot], n);

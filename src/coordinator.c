@@ -11,13 +11,13 @@
 #include <time.h>
 
 typedef struct coord_task {
-    char *name;   // owned; NULL for a free slot
+    char *name; // owned; NULL for a free slot
     bool running;
 } coord_task;
 
 struct pardo_coordinator {
-    pthread_mutex_t mu;  // guards everything below
-    pthread_cond_t cv;   // a stop request or a task's end
+    pthread_mutex_t mu; // guards everything below
+    pthread_cond_t cv;  // a stop request or a task's end
     bool stop;
     pardo_status status; // the first request's status; code PARDO_OK when it had none
     coord_task *tasks;   // registered tasks, indexed by id
@@ -172,10 +172,11 @@ int pardo_coordinator_join(pardo_coordinator *c, double grace_s, pardo_status *s
     while (c->n_tasks > 0 && !c->tasks[c->n_tasks - 1].name) c->n_tasks--;
     int rc = PARDO_OK;
     if (stragglers > 0) {
-        rc = pardo_errorf(st, PARDO_ERUNTIME, "coordinator: %d task%s still running %g s after the stop request: %s%s%s",
-                          stragglers, stragglers == 1 ? "" : "s", grace_s, names,
-                          c->status.code != PARDO_OK ? "; the stop was requested by: " : "",
-                          c->status.code != PARDO_OK ? c->status.msg : "");
+        rc =
+            pardo_errorf(st, PARDO_ERUNTIME, "coordinator: %d task%s still running %g s after the stop request: %s%s%s",
+                         stragglers, stragglers == 1 ? "" : "s", grace_s, names,
+                         c->status.code != PARDO_OK ? "; the stop was requested by: " : "",
+                         c->status.code != PARDO_OK ? c->status.msg : "");
     } else if (c->status.code != PARDO_OK) {
         rc = c->status.code;
         if (st) *st = c->status;

@@ -15,8 +15,7 @@ static void run_chunk(void *p, int64_t c) {
     if (begin < end) j->fn(j->arg, begin, end);
 }
 
-int pardo_parallel_for(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end),
-                       void *arg) {
+int pardo_parallel_for(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end), void *arg) {
     if (n < 0) return pardo_errorf(ctx->st, PARDO_EINVAL, "parallel_for over %lld items", (long long)n);
     int nth = ctx->nthreads;
     if (nth > 1) {

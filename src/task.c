@@ -11,10 +11,10 @@
 #include "thread_pool.h"
 
 struct pardo_task {
-    char *name;               // owned
-    pardo_task_group *group;  // borrowed: the group owns the task
+    char *name;              // owned
+    pardo_task_group *group; // borrowed: the group owns the task
     pardo_task_fn fn;
-    void *arg;                // borrowed
+    void *arg; // borrowed
     pardo_task_where where;
     pthread_t thread;         // PARDO_TASK_OWN_THREAD
     bool has_thread;          // thread was created and is not joined yet
@@ -28,13 +28,13 @@ struct pardo_task {
 };
 
 struct pardo_task_group {
-    pthread_mutex_t mu;       // guards tasks, running, rc, err, done flags
-    pthread_cond_t cv;        // signalled when a task finishes
-    pardo_task *tasks;        // spawned since the last join
-    int running;              // tasks not finished
+    pthread_mutex_t mu; // guards tasks, running, rc, err, done flags
+    pthread_cond_t cv;  // signalled when a task finishes
+    pardo_task *tasks;  // spawned since the last join
+    int running;        // tasks not finished
     atomic_bool interrupted;
-    int rc;                   // first real error, else PARDO_ECANCELED, else PARDO_OK
-    pardo_status err;         // its message
+    int rc;           // first real error, else PARDO_ECANCELED, else PARDO_OK
+    pardo_status err; // its message
 };
 
 static _Thread_local pardo_task *current_task;
@@ -180,7 +180,8 @@ static void run_task(pardo_task *t) {
     pardo_status_clear(&t->st);
     int rc = t->fn(t, t->arg, &t->st);
     current_task = NULL;
-    if (rc != PARDO_OK && rc != PARDO_ECANCELED) pardo_task_group_interrupt_all(g); /* MindSpore: an error stops the group */
+    if (rc != PARDO_OK && rc != PARDO_ECANCELED)
+        pardo_task_group_interrupt_all(g); /* MindSpore: an error stops the group */
     pthread_mutex_lock(&g->mu);
     record(g, t, rc);
     t->done = true;
@@ -203,8 +204,8 @@ static void free_task(pardo_task *t) {
     free(t);
 }
 
-int pardo_task_group_spawn(pardo_task_group *g, const char *name, pardo_task_where where, pardo_task_fn fn,
-                           void *arg, pardo_status *st) {
+int pardo_task_group_spawn(pardo_task_group *g, const char *name, pardo_task_where where, pardo_task_fn fn, void *arg,
+                           pardo_status *st) {
     pardo_task *t = calloc(1, sizeof(*t));
     if (!t || !(t->name = strdup(name ? name : "task"))) {
         free(t);

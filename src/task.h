@@ -51,8 +51,8 @@ void pardo_task_group_free(pardo_task_group *g);
  * group is already interrupted the task still starts and sees
  * pardo_task_should_stop true. PARDO_ENOMEM, or PARDO_ERUNTIME when no
  * thread can be created. Must not race with join_all or free. */
-int pardo_task_group_spawn(pardo_task_group *g, const char *name, pardo_task_where where, pardo_task_fn fn,
-                           void *arg, pardo_status *st);
+int pardo_task_group_spawn(pardo_task_group *g, const char *name, pardo_task_where where, pardo_task_fn fn, void *arg,
+                           pardo_status *st);
 
 /* Sets the group's stop flag and wakes every task blocked in an
  * interruptible wait. Tasks stop when they next look. Returns at once. */

@@ -18,13 +18,13 @@
  * spinning worker takes it once; with a plain mutex the loser of that race
  * slept in futex_wait and the fork's p90 went from ~1.3 to ~25 us. */
 static struct {
-    pthread_mutex_t mu;              // guards the queue, idle, stopping
-    pthread_cond_t cv;               // blocked workers wait here
-    pardo_pool_task *head, *tail;    // FIFO of tasks with wanted > 0
-    int idle;                        // workers blocked in cv
-    bool stopping;                   // shutdown asked
-    int size;                        // threads, the caller included
-    int n_workers;                   // workers running
+    pthread_mutex_t mu;           // guards the queue, idle, stopping
+    pthread_cond_t cv;            // blocked workers wait here
+    pardo_pool_task *head, *tail; // FIFO of tasks with wanted > 0
+    int idle;                     // workers blocked in cv
+    bool stopping;                // shutdown asked
+    int size;                     // threads, the caller included
+    int n_workers;                // workers running
     pthread_t workers[PARDO_MAX_THREADS];
     _Alignas(PARDO_CACHE_LINE) atomic_int queued; // tasks in the queue, read by spinning workers
     _Alignas(PARDO_CACHE_LINE) atomic_bool started;
@@ -32,7 +32,7 @@ static struct {
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t config_mu = PTHREAD_MUTEX_INITIALIZER; // guards configured and the start
-static int configured;                                          // 0: not configured
+static int configured;                                        // 0: not configured
 static atomic_bool atfork_registered;
 
 static int env_size(void) {
@@ -63,8 +63,10 @@ int pardo_thread_pool_configure(int nthreads, pardo_status *st) {
     int rc = PARDO_OK;
     pthread_mutex_lock(&config_mu);
     if (atomic_load(&pool.started) && pool.size != nthreads)
-        rc = pardo_errorf(st, PARDO_EINVAL, "thread pool: already running with %d threads; cannot resize it to %d "
-                          "(configure it before first use)", pool.size, nthreads);
+        rc = pardo_errorf(st, PARDO_EINVAL,
+                          "thread pool: already running with %d threads; cannot resize it to %d "
+                          "(configure it before first use)",
+                          pool.size, nthreads);
     else configured = nthreads;
     pthread_mutex_unlock(&config_mu);
     return rc;

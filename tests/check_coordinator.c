@@ -58,8 +58,8 @@ END_TEST
 typedef struct worker {
     pardo_coordinator *c;
     int id;
-    double run_s;            // work this long, then finish (when not stopped)
-    bool ignore_stop;        // the stubborn one: blocks on `release` instead
+    double run_s;     // work this long, then finish (when not stopped)
+    bool ignore_stop; // the stubborn one: blocks on `release` instead
     pardo_wait_post *release;
     int loops;
 } worker;

@@ -46,8 +46,9 @@ static pardo_tensor *fetch(pardo_executor *ex, const char *name) {
 
 /* ---- the same numbers as the single-thread graph ---- */
 
-#define W_VAR "\"w\": {\"dtype\": \"float64\", \"shape\": [3, 2], \"role\": \"param\", " \
-              "\"init\": {\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 3}}"
+#define W_VAR                                                                                                          \
+    "\"w\": {\"dtype\": \"float64\", \"shape\": [3, 2], \"role\": \"param\", "                                         \
+    "\"init\": {\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 3}}"
 
 static const char single_text[] =
     "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
@@ -90,7 +91,8 @@ static void assert_close_or_nan(const pardo_tensor *a, const pardo_tensor *b, do
     ck_assert_int_eq(a->numel, b->numel);
     for (int64_t i = 0; i < a->numel; i++) {
         double x = pardo_tensor_get_f64(a, i), y = pardo_tensor_get_f64(b, i);
-        ck_assert_msg((isnan(x) && isnan(y)) || fabs(x - y) <= tol, "%s[%lld]: %.17g vs %.17g", what, (long long)i, x, y);
+        ck_assert_msg((isnan(x) && isnan(y)) || fabs(x - y) <= tol, "%s[%lld]: %.17g vs %.17g", what, (long long)i, x,
+                      y);
     }
 }
 
@@ -110,9 +112,9 @@ static void compare_modes(int rows, int parts, int threads, pardo_executor **kee
     char what[128];
     snprintf(what, sizeof what, "%d rows, parts %d, %d threads", rows, parts, threads);
     const pardo_tensor *y = fetch(es, "y");
-    test_assert_close(fetch(ep, "y_cat"), y, 0, 1e-12);                /* concat */
-    test_assert_close(fetch(ep, "m_mean"), fetch(es, "m"), 0, 1e-12);  /* mean weighted by rows */
-    test_assert_close(fetch(ep, "s_sum"), fetch(es, "s"), 0, 1e-12);   /* sum */
+    test_assert_close(fetch(ep, "y_cat"), y, 0, 1e-12);               /* concat */
+    test_assert_close(fetch(ep, "m_mean"), fetch(es, "m"), 0, 1e-12); /* mean weighted by rows */
+    test_assert_close(fetch(ep, "s_sum"), fetch(es, "s"), 0, 1e-12);  /* sum */
     /* max, min and the plain mean of the per-part sums and means: a naive loop */
     int n = parts ? parts : threads;
     int64_t start = 0;
@@ -129,7 +131,8 @@ static void compare_modes(int rows, int parts, int threads, pardo_executor **kee
         start += len;
     }
     int64_t two = 2;
-    pardo_tensor *want_max = test_tensor_from(PARDO_F64, 1, &two, mx), *want_min = test_tensor_from(PARDO_F64, 1, &two, mn);
+    pardo_tensor *want_max = test_tensor_from(PARDO_F64, 1, &two, mx),
+                 *want_min = test_tensor_from(PARDO_F64, 1, &two, mn);
     pardo_tensor *want_mean = test_tensor_from(PARDO_F64, 1, &two, mean);
     assert_close_or_nan(fetch(ep, "s_max"), want_max, 1e-12, what);
     assert_close_or_nan(fetch(ep, "s_min"), want_min, 1e-12, what);
@@ -256,8 +259,8 @@ START_TEST(steady_state_reuses_parts_scopes_and_outputs) {
     const pardo_tensor *cat = fetch(ex, "y_cat"), *arr = fetch(ex, "ys");
     for (int s = 0; s < 5; s++) run(ex);
     ck_assert_ptr_eq(fetch(ex, "xs")->parts[0], part0); /* split's copies reused */
-    ck_assert_ptr_eq(fetch(ex, "ys"), arr);              /* the array */
-    ck_assert_ptr_eq(fetch(ex, "ys")->parts[1], ys0);    /* a part's output, moved back and forth */
+    ck_assert_ptr_eq(fetch(ex, "ys"), arr);             /* the array */
+    ck_assert_ptr_eq(fetch(ex, "ys")->parts[1], ys0);   /* a part's output, moved back and forth */
     ck_assert_ptr_eq(fetch(ex, "y_cat"), cat);
 #ifndef UNDER_SANITIZER
     /* and nothing is allocated per step */
@@ -411,28 +414,35 @@ static int run_status(const char *text, int rows, pardo_status *st) {
 START_TEST(err_run_time_part_mismatches) {
     pardo_status st;
     /* sum of 7 rows over 3 parts: parts of different shapes */
-    ck_assert_int_eq(run_status("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
-                                "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 3}},"
-                                "{\"op\": \"merge\", \"name\": \"m\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
-                                7, &st),
-                     PARDO_ESHAPE);
-    ck_assert_msg(strstr(st.msg, "'m' (merge)") && strstr(st.msg, "part 1 is [2, 3] but part 0 is [3, 3]"), "%s", st.msg);
+    ck_assert_int_eq(
+        run_status(
+            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
+            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 3}},"
+            "{\"op\": \"merge\", \"name\": \"m\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
+            7, &st),
+        PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "'m' (merge)") && strstr(st.msg, "part 1 is [2, 3] but part 0 is [3, 3]"), "%s",
+                  st.msg);
     /* two parts_in arrays with different part counts */
-    ck_assert_int_eq(run_status("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
-                                "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"a\"], \"attrs\": {\"parts\": 2}},"
-                                "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"b\"], \"attrs\": {\"parts\": 3}},"
-                                "{\"op\": \"parallel_do\", \"in\": [\"a\", \"b\"], \"out\": [\"cs\"], \"attrs\": {\"block\": 1,"
-                                " \"parts_in\": {\"ap\": \"a\", \"bp\": \"b\"}, \"parts_out\": {\"c\": \"cs\"}}}]},"
-                                "{\"parent\": 0, \"vars\": {}, \"ops\": [{\"op\": \"add\", \"in\": [\"ap\", \"bp\"], \"out\": [\"c\"]}]}]}",
-                                6, &st),
-                     PARDO_ESHAPE);
+    ck_assert_int_eq(
+        run_status(
+            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
+            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"a\"], \"attrs\": {\"parts\": 2}},"
+            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"b\"], \"attrs\": {\"parts\": 3}},"
+            "{\"op\": \"parallel_do\", \"in\": [\"a\", \"b\"], \"out\": [\"cs\"], \"attrs\": {\"block\": 1,"
+            " \"parts_in\": {\"ap\": \"a\", \"bp\": \"b\"}, \"parts_out\": {\"c\": \"cs\"}}}]},"
+            "{\"parent\": 0, \"vars\": {}, \"ops\": [{\"op\": \"add\", \"in\": [\"ap\", \"bp\"], \"out\": [\"c\"]}]}]}",
+            6, &st),
+        PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "'b' has 3 parts but 'a' has 2"), "%s", st.msg);
     /* a weighted mean whose split batch is empty */
-    ck_assert_int_eq(run_status("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
-                                "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
-                                "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"xs\"}}]}]}",
-                                0, &st),
-                     PARDO_EINVAL);
+    ck_assert_int_eq(
+        run_status(
+            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
+            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+            "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"xs\"}}]}]}",
+            0, &st),
+        PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "the split batch is empty"), "%s", st.msg);
 }
 END_TEST
@@ -446,10 +456,12 @@ static void expect_error(const char *text, int code, const char *const *words) {
     for (; *words; words++) ck_assert_msg(strstr(st.msg, *words) != NULL, "message lacks '%s': %s", *words, st.msg);
 }
 
-#define HEAD "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", " \
-             "\"w\": {\"dtype\": \"float64\", \"shape\": [3, 2], \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": [" \
-             "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]},"
-#define PD(in, attrs) "{\"op\": \"parallel_do\", \"name\": \"outer\", \"in\": " in ", \"out\": [\"ys\"], \"attrs\": " attrs "}"
+#define HEAD                                                                                                                 \
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", "                                                                   \
+    "\"w\": {\"dtype\": \"float64\", \"shape\": [3, 2], \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": [" \
+    "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]},"
+#define PD(in, attrs)                                                                                                  \
+    "{\"op\": \"parallel_do\", \"name\": \"outer\", \"in\": " in ", \"out\": [\"ys\"], \"attrs\": " attrs "}"
 #define STD_ATTRS "{\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"y\": \"ys\"}}"
 #define SUB(ops) "{\"parent\": 0, \"vars\": {}, \"ops\": [" ops "]}"
 #define MATMUL "{\"op\": \"matmul\", \"in\": [\"xp\", \"w\"], \"out\": [\"y\"]}"
@@ -460,35 +472,46 @@ START_TEST(err_parallel_do_block_attr) {
     expect_error(HEAD PD("[\"xs\", \"w\"]", "{\"block\": 4, \"parts_in\": {\"xp\": \"xs\"}}") "]}, " SUB(MATMUL) "]}",
                  PARDO_EINVAL, (const char *[]){"attr 'block' is 4", "0..1", NULL});
     /* block 2's parent is block 1, not the op's block 0 */
-    expect_error(HEAD PD("[\"xs\", \"w\"]", "{\"block\": 2, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"y\": \"ys\"}}")
-                 "]}, " SUB("") ", {\"parent\": 1, \"vars\": {}, \"ops\": [" MATMUL "]}]}",
-                 PARDO_EINVAL, (const char *[]){"whose parent is block 1", "child of the op's block 0", NULL});
+    expect_error(
+        HEAD
+            PD("[\"xs\", \"w\"]", "{\"block\": 2, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"y\": \"ys\"}}") "]}, " SUB(
+                "") ", {\"parent\": 1, \"vars\": {}, \"ops\": [" MATMUL "]}]}",
+        PARDO_EINVAL, (const char *[]){"whose parent is block 1", "child of the op's block 0", NULL});
     /* two parallel_dos on one block */
-    expect_error(HEAD PD("[\"xs\", \"w\"]", STD_ATTRS) ","
-                 "{\"op\": \"parallel_do\", \"name\": \"again\", \"in\": [\"xs\", \"w\"], \"out\": [\"zs\"], \"attrs\": " STD_ATTRS "}"
-                 "]}, " SUB(MATMUL) "]}",
-                 PARDO_EINVAL, (const char *[]){"'again'", "block 1 is already run by block 0, op 1 'outer'", NULL});
+    expect_error(
+        HEAD PD(
+            "[\"xs\", \"w\"]",
+            STD_ATTRS) ","
+                       "{\"op\": \"parallel_do\", \"name\": \"again\", \"in\": [\"xs\", \"w\"], \"out\": [\"zs\"], \"attrs\": " STD_ATTRS
+                       "}"
+                       "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"'again'", "block 1 is already run by block 0, op 1 'outer'", NULL});
 }
 END_TEST
 
 START_TEST(err_nested_parallel_do_names_both) {
-    expect_error(HEAD PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, "
-                 "{\"parent\": 0, \"vars\": {}, \"ops\": [" MATMUL ","
-                 "{\"op\": \"split\", \"in\": [\"xp\"], \"out\": [\"inner_parts\"]},"
-                 "{\"op\": \"parallel_do\", \"name\": \"inner\", \"in\": [\"inner_parts\"], \"out\": [\"zs\"],"
-                 " \"attrs\": {\"block\": 2, \"parts_in\": {\"z\": \"inner_parts\"}, \"parts_out\": {\"z\": \"zs\"}}}]},"
-                 "{\"parent\": 1, \"vars\": {}, \"ops\": []}]}",
-                 PARDO_EINVAL,
-                 (const char *[]){"block 1, op 2 'inner' (parallel_do)", "nested parallel_do",
-                                  "block 0, op 1 'outer' (parallel_do)", NULL});
+    expect_error(
+        HEAD PD(
+            "[\"xs\", \"w\"]",
+            STD_ATTRS) "]}, "
+                       "{\"parent\": 0, \"vars\": {}, \"ops\": [" MATMUL ","
+                       "{\"op\": \"split\", \"in\": [\"xp\"], \"out\": [\"inner_parts\"]},"
+                       "{\"op\": \"parallel_do\", \"name\": \"inner\", \"in\": [\"inner_parts\"], \"out\": [\"zs\"],"
+                       " \"attrs\": {\"block\": 2, \"parts_in\": {\"z\": \"inner_parts\"}, \"parts_out\": {\"z\": \"zs\"}}}]},"
+                       "{\"parent\": 1, \"vars\": {}, \"ops\": []}]}",
+        PARDO_EINVAL,
+        (const char *[]){"block 1, op 2 'inner' (parallel_do)", "nested parallel_do",
+                         "block 0, op 1 'outer' (parallel_do)", NULL});
 }
 END_TEST
 
 START_TEST(err_parallel_do_parts_and_lists) {
     /* parts_in names a tensor */
-    expect_error(HEAD PD("[\"x\", \"w\"]", "{\"block\": 1, \"parts_in\": {\"xp\": \"x\"}, \"parts_out\": {\"y\": \"ys\"}}")
-                 "]}, " SUB(MATMUL) "]}",
-                 PARDO_EINVAL, (const char *[]){"parts_in 'xp'", "'x' is a tensor, expected a tensor_array", NULL});
+    expect_error(
+        HEAD PD(
+            "[\"x\", \"w\"]",
+            "{\"block\": 1, \"parts_in\": {\"xp\": \"x\"}, \"parts_out\": {\"y\": \"ys\"}}") "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"parts_in 'xp'", "'x' is a tensor, expected a tensor_array", NULL});
     /* parts_in's array not in "in" */
     expect_error(HEAD PD("[\"w\"]", STD_ATTRS) "]}, " SUB(MATMUL) "]}", PARDO_EINVAL,
                  (const char *[]){"'outer'", "'xs' must be listed in \"in\"", NULL});
@@ -496,30 +519,41 @@ START_TEST(err_parallel_do_parts_and_lists) {
     expect_error(HEAD PD("[\"xs\"]", STD_ATTRS) "]}, " SUB(MATMUL) "]}", PARDO_EINVAL,
                  (const char *[]){"'outer'", "block 1, op 0 (matmul) reads 'w' of block 0", "list it in \"in\"", NULL});
     /* an output that no parts_out fills */
-    expect_error(HEAD "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\"], \"out\": [\"ys\", \"extra\"], \"attrs\": " STD_ATTRS "}"
-                 "]}, " SUB(MATMUL) "]}",
-                 PARDO_EINVAL, (const char *[]){"output 1 'extra' is not a parts_out target", NULL});
+    expect_error(
+        HEAD "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\"], \"out\": [\"ys\", \"extra\"], \"attrs\": " STD_ATTRS
+             "}"
+             "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"output 1 'extra' is not a parts_out target", NULL});
     /* parts_out names a var the block never writes */
-    expect_error(HEAD PD("[\"xs\", \"w\"]", "{\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"nope\": \"ys\"}}")
-                 "]}, " SUB(MATMUL) "]}",
-                 PARDO_EINVAL, (const char *[]){"parts_out 'nope': no op of block 1 writes 'nope'", NULL});
+    expect_error(
+        HEAD PD(
+            "[\"xs\", \"w\"]",
+            "{\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"nope\": \"ys\"}}") "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"parts_out 'nope': no op of block 1 writes 'nope'", NULL});
     /* parts_in must map to names */
-    expect_error(HEAD PD("[\"xs\", \"w\"]", "{\"block\": 1, \"parts_in\": {\"xp\": 3}, \"parts_out\": {\"y\": \"ys\"}}")
-                 "]}, " SUB(MATMUL) "]}",
-                 PARDO_EINVAL, (const char *[]){"attr 'parts_in': 'xp' maps to number", NULL});
+    expect_error(
+        HEAD PD("[\"xs\", \"w\"]",
+                "{\"block\": 1, \"parts_in\": {\"xp\": 3}, \"parts_out\": {\"y\": \"ys\"}}") "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"attr 'parts_in': 'xp' maps to number", NULL});
     /* the block updates an enclosing var in place */
-    expect_error(HEAD PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, "
-                 SUB(MATMUL ", {\"op\": \"scale\", \"in\": [\"w\"], \"out\": [\"w\"], \"attrs\": {\"scale\": 0.5}}") "]}",
-                 PARDO_EINVAL, (const char *[]){"block 1, op 0 (matmul)", "'w' of block 0 is read here and written in block 1",
-                                                "read-only", NULL});
+    expect_error(HEAD PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, " SUB(
+                     MATMUL
+                     ", {\"op\": \"scale\", \"in\": [\"w\"], \"out\": [\"w\"], \"attrs\": {\"scale\": 0.5}}") "]}",
+                 PARDO_EINVAL,
+                 (const char *[]){"block 1, op 0 (matmul)", "'w' of block 0 is read here and written in block 1",
+                                  "read-only", NULL});
     /* a part block declares a param */
-    expect_error(HEAD PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, "
-                 "{\"parent\": 0, \"vars\": {\"v\": {\"dtype\": \"float64\", \"shape\": [2], \"role\": \"param\", "
-                 "\"init\": {\"fill\": \"normal\"}}}, \"ops\": [" MATMUL "]}]}",
-                 PARDO_EINVAL, (const char *[]){"block 1, var 'v'", "declare param vars and constants in block 0", NULL});
+    expect_error(
+        HEAD PD(
+            "[\"xs\", \"w\"]",
+            STD_ATTRS) "]}, "
+                       "{\"parent\": 0, \"vars\": {\"v\": {\"dtype\": \"float64\", \"shape\": [2], \"role\": \"param\", "
+                       "\"init\": {\"fill\": \"normal\"}}}, \"ops\": [" MATMUL "]}]}",
+        PARDO_EINVAL, (const char *[]){"block 1, var 'v'", "declare param vars and constants in block 0", NULL});
     /* the block reads one of its temps before writing it */
-    expect_error(HEAD PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, "
-                 SUB("{\"op\": \"relu\", \"in\": [\"t\"], \"out\": [\"u\"]}, " MATMUL ", {\"op\": \"relu\", \"in\": [\"y\"], \"out\": [\"t\"]}") "]}",
+    expect_error(HEAD PD("[\"xs\", \"w\"]",
+                         STD_ATTRS) "]}, " SUB("{\"op\": \"relu\", \"in\": [\"t\"], \"out\": [\"u\"]}, " MATMUL
+                                               ", {\"op\": \"relu\", \"in\": [\"y\"], \"out\": [\"t\"]}") "]}",
                  PARDO_EINVAL, (const char *[]){"block 1, op 0 (relu)", "'t' of block 1 is read before", NULL});
 }
 END_TEST
@@ -536,7 +570,8 @@ START_TEST(err_tensor_array_kinds) {
     expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"x\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
                  PARDO_EINVAL, (const char *[]){"'x' is a tensor, but merge reads a tensor_array", NULL});
     /* split into a declared tensor */
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", \"t\": {\"dtype\": \"float64\", \"shape\": [-1, 3]}},"
+    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED
+                 ", \"t\": {\"dtype\": \"float64\", \"shape\": [-1, 3]}},"
                  " \"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"t\"]}]}]}",
                  PARDO_EINVAL, (const char *[]){"'t' is declared as a tensor, but split writes a tensor_array", NULL});
 }
@@ -547,29 +582,38 @@ START_TEST(err_split_and_merge_attrs) {
                  PARDO_EINVAL, (const char *[]){"attr 'mode' is \"median\"", NULL});
     expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"]}]}]}", PARDO_EINVAL,
                  (const char *[]){"attr 'mode' is required", NULL});
-    expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"zz\"}}]}]}",
-                 PARDO_ENOTFOUND, (const char *[]){"attr 'weight_by': unknown var 'zz'", NULL});
-    expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"x\"}}]}]}",
-                 PARDO_EINVAL, (const char *[]){"'x' is a tensor, expected the tensor_array a split wrote", NULL});
-    expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\", \"weight_by\": \"xs\"}}]}]}",
-                 PARDO_EINVAL, (const char *[]){"'weight_by' weights a mean", NULL});
+    expect_error(
+        HEAD
+        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"zz\"}}]}]}",
+        PARDO_ENOTFOUND, (const char *[]){"attr 'weight_by': unknown var 'zz'", NULL});
+    expect_error(
+        HEAD
+        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"x\"}}]}]}",
+        PARDO_EINVAL, (const char *[]){"'x' is a tensor, expected the tensor_array a split wrote", NULL});
+    expect_error(
+        HEAD
+        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\", \"weight_by\": \"xs\"}}]}]}",
+        PARDO_EINVAL, (const char *[]){"'weight_by' weights a mean", NULL});
     /* a declared tensor_array nobody wrote, read directly and as weight_by */
     expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {\"ta\": {\"dtype\": \"float32\", \"shape\": [-1], "
                  "\"kind\": \"tensor_array\"}}, \"ops\": ["
                  "{\"op\": \"merge\", \"in\": [\"ta\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
                  PARDO_EINVAL, (const char *[]){"'ta' is read before any op writes it", NULL});
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", \"later\": {\"dtype\": \"float64\", \"shape\": [-1, 3], "
-                 "\"kind\": \"tensor_array\"}}, \"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]},"
-                 "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"later\"}},"
-                 "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"later\"]}]}]}",
-                 PARDO_EINVAL, (const char *[]){"tensor_array 'later' is read before any op writes it", NULL});
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {\"k\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"}}, \"ops\": ["
-                 "{\"op\": \"split\", \"in\": [\"k\"], \"out\": [\"ks\"]},"
-                 "{\"op\": \"merge\", \"in\": [\"ks\"], \"out\": [\"m\"], \"attrs\": {\"mode\": \"mean\"}}]}]}",
-                 PARDO_ESHAPE, (const char *[]){"mode mean needs float parts, got int64", NULL});
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {\"s\": {\"dtype\": \"float32\", \"shape\": [], \"role\": \"feed\"}}, \"ops\": ["
-                 "{\"op\": \"split\", \"in\": [\"s\"], \"out\": [\"ss\"]}]}]}",
-                 PARDO_ESHAPE, (const char *[]){"cannot split a scalar", NULL});
+    expect_error(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", \"later\": {\"dtype\": \"float64\", \"shape\": [-1, 3], "
+        "\"kind\": \"tensor_array\"}}, \"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]},"
+        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"later\"}},"
+        "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"later\"]}]}]}",
+        PARDO_EINVAL, (const char *[]){"tensor_array 'later' is read before any op writes it", NULL});
+    expect_error(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"k\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"}}, \"ops\": ["
+        "{\"op\": \"split\", \"in\": [\"k\"], \"out\": [\"ks\"]},"
+        "{\"op\": \"merge\", \"in\": [\"ks\"], \"out\": [\"m\"], \"attrs\": {\"mode\": \"mean\"}}]}]}",
+        PARDO_ESHAPE, (const char *[]){"mode mean needs float parts, got int64", NULL});
+    expect_error(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"s\": {\"dtype\": \"float32\", \"shape\": [], \"role\": \"feed\"}}, \"ops\": ["
+        "{\"op\": \"split\", \"in\": [\"s\"], \"out\": [\"ss\"]}]}]}",
+        PARDO_ESHAPE, (const char *[]){"cannot split a scalar", NULL});
     expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
                  "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": -2}}]}]}",
                  PARDO_EINVAL, (const char *[]){"attr 'parts' is -2", NULL});
@@ -580,11 +624,12 @@ START_TEST(err_split_and_merge_attrs) {
 END_TEST
 
 START_TEST(err_sub_block_inference_is_located) {
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", "
-                 "\"w\": {\"dtype\": \"float64\", \"shape\": [4, 2], \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": ["
-                 "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]}," PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, "
-                 SUB("{\"op\": \"matmul\", \"name\": \"fc\", \"in\": [\"xp\", \"w\"], \"out\": [\"y\"]}") "]}",
-                 PARDO_ESHAPE, (const char *[]){"t.json:1:", "block 1, op 0 'fc' (matmul)", NULL});
+    expect_error(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", "
+        "\"w\": {\"dtype\": \"float64\", \"shape\": [4, 2], \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": ["
+        "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]}," PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, " SUB(
+            "{\"op\": \"matmul\", \"name\": \"fc\", \"in\": [\"xp\", \"w\"], \"out\": [\"y\"]}") "]}",
+        PARDO_ESHAPE, (const char *[]){"t.json:1:", "block 1, op 0 'fc' (matmul)", NULL});
 }
 END_TEST
 

@@ -53,8 +53,8 @@ START_TEST(tasks_run_on_threads_and_pool) {
 END_TEST
 
 typedef struct gate {
-    pardo_wait_post go;   // posted by the test
-    atomic_int stopped;   // tasks that saw the interrupt
+    pardo_wait_post go; // posted by the test
+    atomic_int stopped; // tasks that saw the interrupt
 } gate;
 
 /* Waits for the gate, interruptibly: ECANCELED on interrupt. */
@@ -166,7 +166,7 @@ START_TEST(interrupt_all_wakes_sleepers_and_pollers) {
     ck_assert(pardo_task_group_interrupted(g));
     ck_assert_int_eq(pardo_task_group_join_all(g, &st), PARDO_ECANCELED);
     ck_assert_msg(now_s() - t0 < 5, "the 30 s sleep was not interrupted");
-    ck_assert(!pardo_task_group_interrupted(g)); /* join resets the group */
+    ck_assert(!pardo_task_group_interrupted(g));                    /* join resets the group */
     ck_assert_int_eq(pardo_task_sleep(NULL, 0.001, &st), PARDO_OK); /* outside a task: a plain timed wait */
     pardo_task_group_free(g);
 }

@@ -33,10 +33,10 @@ static void configure(int n) {
 }
 
 typedef struct count_job {
-    atomic_int *hits;     // per item
-    atomic_int running;   // items running now
-    atomic_int most;      // the most that ran at once
-    int spin;             // busy work per item
+    atomic_int *hits;   // per item
+    atomic_int running; // items running now
+    atomic_int most;    // the most that ran at once
+    int spin;           // busy work per item
 } count_job;
 
 static void count_item(void *arg, int64_t i) {
@@ -129,7 +129,8 @@ START_TEST(submit_runs_on_a_worker) {
     pardo_pool_task t;
     pardo_thread_pool_submit(&t, record_thread, &a);
     struct timespec pause = {0, 1000000};
-    for (int i = 0; i < 5000 && !atomic_load(&a.done); i++) nanosleep(&pause, NULL); /* the test polls; pardo does not */
+    for (int i = 0; i < 5000 && !atomic_load(&a.done); i++)
+        nanosleep(&pause, NULL); /* the test polls; pardo does not */
     ck_assert(atomic_load(&a.done));
     ck_assert(!pthread_equal(a.ran_on, a.caller));
 }
@@ -200,7 +201,7 @@ START_TEST(fork_gives_the_child_a_fresh_pool) {
         int bad = pardo_thread_pool_started() ? 1 : 0; /* not started in the child */
         if (pardo_thread_pool_size() != 3) bad |= 2;   /* but it keeps the configured size */
         for (int i = 0; i < 16; i++) atomic_store(&hits[i], 0);
-        pardo_thread_pool_for(3, 16, count_item, &j);  /* starts a fresh pool and works */
+        pardo_thread_pool_for(3, 16, count_item, &j); /* starts a fresh pool and works */
         for (int i = 0; i < 16; i++) bad |= atomic_load(&hits[i]) == 1 ? 0 : 4;
         if (!pardo_thread_pool_started()) bad |= 8;
         _exit(bad);
@@ -260,10 +261,10 @@ static void check_split(int nthreads, int64_t n, int want_chunks, int64_t want_d
 
 START_TEST(parallel_for_splits_ggml_way) {
     configure(4);
-    check_split(1, 10, 1, 10);  /* one thread: one call over everything */
-    check_split(3, 10, 3, 4);   /* dr = 4: [0,4) [4,8) [8,10) */
-    check_split(4, 10, 4, 3);   /* dr = 3: [0,3) [3,6) [6,9) [9,10) */
-    check_split(8, 10, 4, 3);   /* capped at the pool's 4 threads */
+    check_split(1, 10, 1, 10); /* one thread: one call over everything */
+    check_split(3, 10, 3, 4);  /* dr = 4: [0,4) [4,8) [8,10) */
+    check_split(4, 10, 4, 3);  /* dr = 3: [0,3) [3,6) [6,9) [9,10) */
+    check_split(8, 10, 4, 3);  /* capped at the pool's 4 threads */
     check_split(4, 2, 2, 1);
     check_split(4, 1, 1, 1);
     pardo_status st;

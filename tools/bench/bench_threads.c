@@ -198,7 +198,8 @@ static double bench_compute(int nthreads, int runs) {
         t[i] = (now_us() - t0);
     }
     char what[128];
-    snprintf(what, sizeof what, "2 parts x 4 matmuls [256,256]x[256,256], %d thread%s", nthreads, nthreads > 1 ? "s" : "");
+    snprintf(what, sizeof what, "2 parts x 4 matmuls [256,256]x[256,256], %d thread%s", nthreads,
+             nthreads > 1 ? "s" : "");
     double med = report(what, t, runs);
     free(t);
     pardo_tensor_release(x);
