@@ -4,6 +4,7 @@
 #   make asan       the same tests built with address + undefined sanitizers (build-asan/)
 #   make tsan       the same tests built with the thread sanitizer (build-tsan/)
 #   make demo       build, then run the example graphs
+#   make bench      build and run tools/bench/bench_threads (fork/join cost, 1 -> 2 thread speedup)
 # Switches: CUDA=0|1 (default: 1 where nvcc is found), SANITIZE=address,undefined|thread,
 #           WERROR=1 (warnings are errors; CI sets it).
 
@@ -68,8 +69,9 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libpardo.a
 BIN      := $(BUILD)/pardo
 TEST_BIN := $(BUILD)/check_pardo
+BENCH_BIN := $(BUILD)/tools/bench/bench_threads
 
-.PHONY: all test unit cli asan tsan demo clean deps
+.PHONY: all test unit cli asan tsan demo bench clean deps
 all: $(BIN) $(LIB)
 
 deps:
@@ -102,6 +104,10 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CHECK_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
+$(BENCH_BIN): $(BUILD)/tools/bench/bench_threads.o $(LIB)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+
 # ASan in a process that loads the CUDA runtime needs the shadow gap unprotected.
 TEST_ENV = ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
            TSAN_OPTIONS=halt_on_error=1 PARDO_TEST_FIXTURES=tests/fixtures
@@ -128,7 +134,11 @@ tsan:
 demo: $(BIN)
 	tools/demo.sh ./$(BIN)
 
+# A benchmark, not a test: prints figures (see tools/bench/bench_threads.c).
+bench: $(BENCH_BIN)
+	./$(BENCH_BIN)
+
 clean:
 	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tools/bench/bench_threads.d

@@ -55,6 +55,9 @@ typedef enum pardo_device_kind {
     PARDO_DEVICE_CUDA,
 } pardo_device_kind;
 
+struct pardo_executor;
+struct pardo_scope;
+
 /* What a kernel gets for one run of one op. Inputs are current on the
  * kernel's device. Outputs are made with pardo_kernel_output. */
 typedef struct pardo_kernel_ctx {
@@ -68,6 +71,10 @@ typedef struct pardo_kernel_ctx {
     int nthreads;           // threads the kernel may use (1 inside a parallel_do part)
     bool training;          // dropout and the like are active
     uint64_t step;          // index of this run of the block (0, 1, ...)
+    struct pardo_executor *exec; // the executor running the op (borrowed); parallel_do runs its block through it
+    struct pardo_scope *scope;   // the scope the op runs in (borrowed; read-only for kernels)
+    int block, op_index;         // where the op is in the program
+    int nparts_default;          // parts when split's attr parts is 0: the run's thread count
 } pardo_kernel_ctx;
 
 typedef int (*pardo_infer_fn)(pardo_infer_ctx *ctx);
@@ -101,6 +108,9 @@ typedef struct pardo_op_def {
     pardo_kernel_fn cuda;             // optional; NULL: the CPU kernel runs
     bool inplace;                     // the kernel is correct when an output is the same tensor as an input
     pardo_grad_fn grad;               // builds the gradient ops; NULL: not differentiable
+    unsigned array_in;                // bit k: input k must be a tensor_array (the last bit covers repeats)
+    unsigned array_out;               // bit k: output k is a tensor_array (kind of the var validate adds)
+    bool variadic_out;                // the last output may repeat (parallel_do)
 } pardo_op_def;
 
 /* The usual gradient builder (SPEC section 2): one op of type "<T>_grad"
@@ -129,6 +139,22 @@ pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtyp
 /* False when the graph leaves output i out ("", an input gradient nobody
  * needs): the kernel may skip computing it and must not ask for its tensor. */
 bool pardo_kernel_wants_output(const pardo_kernel_ctx *ctx, int i);
+
+/* Gives output i a tensor_array of n parts of dtype elem: the array the
+ * output var already holds when nobody else holds it (its parts are kept
+ * for reuse; parts past n are released), else a new one whose parts are
+ * NULL. Returns it (borrowed from ctx) or NULL with ctx->st filled. */
+pardo_tensor *pardo_kernel_output_array(pardo_kernel_ctx *ctx, int i, pardo_dtype elem, int n);
+
+/* Runs fn(arg, begin, end) over [0, n) split ggml's way: nth =
+ * min(ctx->nthreads, thread pool size), dr = (n + nth - 1) / nth, chunk c
+ * is [dr * c, min(dr * c + dr, n)), on the calling thread and pool workers;
+ * returns when every chunk is done. With nth == 1 (as inside a parallel_do
+ * part) or n <= 1, one call fn(arg, 0, n) on the calling thread. fn must be
+ * safe to run concurrently on disjoint ranges. PARDO_OK, or PARDO_EINVAL
+ * for n < 0. No allocation. */
+int pardo_parallel_for(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end),
+                       void *arg);
 
 /* The registry. Lookup by type name; NULL when unknown. Thread-safe (read-only). */
 const pardo_op_def *pardo_op_lookup(const char *type);

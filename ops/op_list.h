@@ -49,6 +49,7 @@
     X(accuracy) \
     X(sgd) \
     X(momentum) \
-    X(adam)
+    X(adam) \
+    X(split) X(merge) X(parallel_do)
 
 #endif

@@ -15,6 +15,7 @@
 #include "npy.h"
 #include "safetensors.h"
 #include "tensor_print.h"
+#include "thread_pool.h"
 
 static const char run_help[] =
     "usage: pardo run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
@@ -27,7 +28,8 @@ static const char run_help[] =
     "  --load CKPT           start params and state from a safetensors checkpoint\n"
     "  --save CKPT           write params and state to a safetensors checkpoint at the end\n"
     "  --steps N             run N steps (default 1)\n"
-    "  --threads N           threads to use (default: online CPUs, or $PARDO_NUM_THREADS)\n"
+    "  --threads N           threads to use: the thread pool's size and parallel_do's parts\n"
+    "                        (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
     "  --device cpu|cuda[:K] run ops that have a CUDA kernel on GPU K (default cpu)\n";
 
 #define MAX_ITEMS 256
@@ -58,7 +60,7 @@ static long default_threads(void) {
     if (env && *env) {
         char *end;
         long n = strtol(env, &end, 10);
-        if (*end == '\0' && n >= 1 && n <= 4096) return n;
+        if (*end == '\0' && n >= 1 && n <= PARDO_MAX_THREADS) return n;
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? n : 1;
@@ -113,7 +115,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
                 return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--threads")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--threads")) ||
-                !cli_parse_int("run", "--threads", v, 1, 4096, &a->threads))
+                !cli_parse_int("run", "--threads", v, 1, PARDO_MAX_THREADS, &a->threads))
                 return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--device")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--device")) || !parse_device(v, a)) return CLI_BAD_INPUT;
@@ -181,11 +183,16 @@ static int write_outputs(pardo_executor *ex, const run_args *a) {
     for (int f = 0; f < a->n_fetch; f++) {
         char file[512], path[4096];
         file_name_for(a->fetch[f], file, sizeof file);
-        snprintf(path, sizeof path, "%s/%s.npy", a->out_dir, file);
-        pardo_status_clear(&st);
-        if (pardo_npy_write(path, pardo_executor_fetch(ex, a->fetch[f]), &st) != PARDO_OK) {
-            cli_print_error(&st);
-            return CLI_FAILED;
+        pardo_tensor *t = pardo_executor_fetch(ex, a->fetch[f]);
+        /* a tensor_array is saved one file per part: DIR/NAME.partI.npy */
+        for (int i = 0; i < (t->is_array ? t->n_parts : 1); i++) {
+            if (t->is_array) snprintf(path, sizeof path, "%s/%s.part%d.npy", a->out_dir, file, i);
+            else snprintf(path, sizeof path, "%s/%s.npy", a->out_dir, file);
+            pardo_status_clear(&st);
+            if (pardo_npy_write(path, t->is_array ? t->parts[i] : t, &st) != PARDO_OK) {
+                cli_print_error(&st);
+                return CLI_FAILED;
+            }
         }
     }
     return CLI_OK;
@@ -252,15 +259,23 @@ static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex)
     }
     for (int f = 0; f < a->n_fetch; f++) {
         pardo_tensor *t = pardo_executor_fetch(ex, a->fetch[f]);
-        if (!t) {
+        bool unset = !t;
+        for (int i = 0; t && t->is_array && i < t->n_parts; i++) unset |= !t->parts[i];
+        if (unset) {
             fprintf(stderr, "pardo: --fetch %s: the var has no value after the run\n", a->fetch[f]);
             return CLI_FAILED;
         }
-        if (!pardo_tensor_cpu(t, &st)) {
-            cli_print_error(&st);
-            return CLI_FAILED;
+        for (int i = 0; i < (t->is_array ? t->n_parts : 1); i++) { /* a tensor_array prints a line per part */
+            pardo_tensor *part = t->is_array ? t->parts[i] : t;
+            char name[300];
+            if (t->is_array) snprintf(name, sizeof name, "%s[%d]", a->fetch[f], i);
+            else snprintf(name, sizeof name, "%s", a->fetch[f]);
+            if (!pardo_tensor_cpu(part, &st)) {
+                cli_print_error(&st);
+                return CLI_FAILED;
+            }
+            pardo_tensor_print(stdout, name, part, 8);
         }
-        pardo_tensor_print(stdout, a->fetch[f], t, 8);
     }
     if (a->out_dir && (rc = write_outputs(ex, a)) != CLI_OK) return rc;
     if (a->save && (rc = save_checkpoint(ex, a->save)) != CLI_OK) return rc;
@@ -271,6 +286,12 @@ int pardo_cli_run(int argc, char **argv) {
     run_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
+    pardo_status st;
+    pardo_status_clear(&st);
+    if (pardo_thread_pool_configure((int)a.threads, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_BAD_INPUT;
+    }
     pardo_program *prog = cli_load_checked(a.graph);
     if (!prog) return CLI_BAD_INPUT;
     bool training = false;
@@ -279,8 +300,6 @@ int pardo_cli_run(int argc, char **argv) {
     pardo_exec_options opt = {.nthreads = (int)a.threads, .training = training, .device = a.device,
                               .device_index = a.device_index};
     pardo_executor *ex = NULL;
-    pardo_status st;
-    pardo_status_clear(&st);
     if (pardo_executor_new(prog, &opt, &ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         pardo_program_free(prog);

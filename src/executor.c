@@ -15,6 +15,7 @@ struct pardo_executor {
     pardo_exec_options opt;
     pardo_scope *root;         // block 0's vars, owned
     uint64_t steps;            // completed runs of block 0
+    pardo_op_state **states;   // per block, per op: kernel state (pardo_executor_op_state); owned
 };
 
 int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pardo_executor **out,
@@ -25,9 +26,15 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
     ex->prog = p;
     ex->opt = *opt;
     if (ex->opt.nthreads < 1) ex->opt.nthreads = 1;
-    if (!(ex->root = pardo_scope_new(NULL))) {
-        free(ex);
+    if (!(ex->root = pardo_scope_new(NULL)) || !(ex->states = calloc((size_t)p->n_blocks + 1, sizeof(*ex->states)))) {
+        pardo_executor_free(ex);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    }
+    for (int b = 0; b < p->n_blocks; b++) {
+        if (!(ex->states[b] = calloc((size_t)p->blocks[b].n_ops + 1, sizeof(*ex->states[b])))) {
+            pardo_executor_free(ex);
+            return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        }
     }
     if (ex->opt.device == PARDO_DEVICE_CPU && pardo_device_compiled() && pardo_device_count() == 0)
         pardo_device_note_cpu_fallback("pardo was built with CUDA, but no CUDA device was found");
@@ -52,9 +59,23 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
 
 void pardo_executor_free(pardo_executor *ex) {
     if (!ex) return;
+    for (int b = 0; ex->states && b < ex->prog->n_blocks; b++) {
+        for (int i = 0; ex->states[b] && i < ex->prog->blocks[b].n_ops; i++)
+            if (ex->states[b][i].free_fn) ex->states[b][i].free_fn(ex->states[b][i].data);
+        free(ex->states[b]);
+    }
+    free(ex->states);
     pardo_scope_free(ex->root);
     free(ex);
 }
+
+pardo_op_state *pardo_executor_op_state(pardo_executor *ex, int block, int index) {
+    if (block < 0 || block >= ex->prog->n_blocks || index < 0 || index >= ex->prog->blocks[block].n_ops) return NULL;
+    return &ex->states[block][index];
+}
+
+int pardo_executor_nthreads(const pardo_executor *ex) { return ex->opt.nthreads; }
+const pardo_program *pardo_executor_program(const pardo_executor *ex) { return ex->prog; }
 
 pardo_scope *pardo_executor_scope(pardo_executor *ex) { return ex->root; }
 pardo_device_kind pardo_executor_device(const pardo_executor *ex) { return ex->opt.device; }
@@ -183,13 +204,22 @@ int pardo_executor_check_feeds(pardo_executor *ex, pardo_status *st) {
     return PARDO_OK;
 }
 
-/* Makes input tensors current on the op's device. */
+static int sync_one(pardo_tensor *t, pardo_device_kind dev, pardo_status *st) {
+    const void *p = dev == PARDO_DEVICE_CUDA ? pardo_synced_mem_gpu_data(t->mem, st)
+                                             : pardo_synced_mem_cpu_data(t->mem, st);
+    return p ? PARDO_OK : st->code;
+}
+
+/* Makes input tensors current on the op's device (a tensor_array's parts). */
 static int sync_inputs(pardo_tensor **in, int n, pardo_device_kind dev, pardo_status *st) {
     for (int k = 0; k < n; k++) {
         if (!in[k]) continue;
-        const void *p = dev == PARDO_DEVICE_CUDA ? pardo_synced_mem_gpu_data(in[k]->mem, st)
-                                                 : pardo_synced_mem_cpu_data(in[k]->mem, st);
-        if (!p) return st->code;
+        if (!in[k]->is_array) {
+            if (sync_one(in[k], dev, st) != PARDO_OK) return st->code;
+            continue;
+        }
+        for (int i = 0; i < in[k]->n_parts; i++)
+            if (in[k]->parts[i] && sync_one(in[k]->parts[i], dev, st) != PARDO_OK) return st->code;
     }
     return PARDO_OK;
 }
@@ -206,19 +236,29 @@ static int check_output(const pardo_program *p, int block, const pardo_op *op, i
     char a[200], b[200];
     const pardo_var *v = pardo_program_lookup_var(p, block, op->out[k], NULL);
     if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "the kernel produced no output %d ('%s')", k, op->out[k]);
-    if (!v || v->kind != PARDO_VAR_TENSOR || tensor_fits(t, &v->type)) return PARDO_OK;
+    if (v && (v->kind == PARDO_VAR_TENSOR_ARRAY) != t->is_array)
+        return pardo_errorf(st, PARDO_ERUNTIME, "output '%s' is a %s at run time, but the graph says %s", op->out[k],
+                            t->is_array ? "tensor_array" : "tensor", pardo_var_kind_name(v->kind));
+    if (v && t->is_array) {
+        if (t->dtype == v->type.dtype) return PARDO_OK;
+        return pardo_errorf(st, PARDO_ESHAPE, "output '%s' is a tensor_array of %s at run time, but the graph says %s",
+                            op->out[k], pardo_dtype_name(t->dtype), pardo_dtype_name(v->type.dtype));
+    }
+    if (!v || tensor_fits(t, &v->type)) return PARDO_OK;
     pardo_type ty = pardo_tensor_type(t);
     return pardo_errorf(st, PARDO_ESHAPE, "output '%s' is %s at run time, but the graph says %s", op->out[k],
                         type_str(&ty, a, sizeof a), type_str(&v->type, b, sizeof b));
 }
 
-static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, int nthreads, pardo_status *st) {
+static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
+                  pardo_status *st) {
     const pardo_op *op = &ex->prog->blocks[block].ops[index];
     pardo_tensor *in[MAX_OP_IO] = {0}, *out[MAX_OP_IO] = {0};
     int rc = PARDO_OK;
     PARDO_ASSERT(op->def && op->n_in <= MAX_OP_IO && op->n_out <= MAX_OP_IO);
-    pardo_device_kind dev = (ex->opt.device == PARDO_DEVICE_CUDA && op->def->cuda) ? PARDO_DEVICE_CUDA
-                                                                                  : PARDO_DEVICE_CPU;
+    pardo_device_kind dev = (!run->cpu_only && ex->opt.device == PARDO_DEVICE_CUDA && op->def->cuda)
+                                ? PARDO_DEVICE_CUDA
+                                : PARDO_DEVICE_CPU;
     for (int k = 0; k < op->n_in; k++) {
         if (!op->in[k][0]) continue;
         pardo_tensor *t = pardo_scope_find(scope, op->in[k]);
@@ -243,7 +283,9 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
         }
     }
     pardo_kernel_ctx ctx = {.op = op, .n_in = op->n_in, .in = in, .n_out = op->n_out, .out = out, .st = st,
-                            .device = dev, .nthreads = nthreads, .training = ex->opt.training, .step = ex->steps};
+                            .device = dev, .nthreads = run->nthreads, .training = ex->opt.training, .step = ex->steps,
+                            .exec = ex, .scope = scope, .block = block, .op_index = index,
+                            .nparts_default = ex->opt.nthreads};
     rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
     for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
         if (op->out[k][0]) rc = check_output(ex->prog, block, op, k, out[k], st);
@@ -264,15 +306,25 @@ done:
     return rc;
 }
 
-int pardo_executor_run_block(pardo_executor *ex, int block, pardo_scope *scope, int nthreads, pardo_status *st) {
+int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *scope, const pardo_block_run *run,
+                                  pardo_status *st) {
     if (block < 0 || block >= ex->prog->n_blocks)
         return pardo_errorf(st, PARDO_EINVAL, "no block %d (the program has %d)", block, ex->prog->n_blocks);
+    pardo_block_run r = *run;
+    if (r.nthreads < 1) r.nthreads = 1;
     const pardo_block *blk = &ex->prog->blocks[block];
     for (int i = 0; i < blk->n_ops; i++) {
-        int rc = run_op(ex, block, i, scope, nthreads, st);
+        if (r.stop && atomic_load_explicit(r.stop, memory_order_acquire))
+            return pardo_errorf(st, PARDO_ECANCELED, "block %d stopped before op %d", block, i);
+        int rc = run_op(ex, block, i, scope, &r, st);
         if (rc != PARDO_OK) return rc;
     }
     return PARDO_OK;
+}
+
+int pardo_executor_run_block(pardo_executor *ex, int block, pardo_scope *scope, int nthreads, pardo_status *st) {
+    pardo_block_run r = {.nthreads = nthreads};
+    return pardo_executor_run_block_with(ex, block, scope, &r, st);
 }
 
 int pardo_executor_run(pardo_executor *ex, pardo_status *st) {

@@ -2,10 +2,13 @@
  * op after op in file order, each through its registered kernel. The
  * executor borrows the program (which must outlive it and must have passed
  * pardo_pass_check) and owns its root scope. Not thread-safe: one caller
- * at a time (parallel_do, in a later issue, runs parts on the pool). */
+ * at a time, except that the parallel_do kernel runs its parts' blocks
+ * through pardo_executor_run_block_with from pool threads at once, each
+ * over its own child scope. */
 #ifndef PARDO_EXECUTOR_H
 #define PARDO_EXECUTOR_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -65,6 +68,37 @@ int pardo_executor_run(pardo_executor *ex, pardo_status *st);
 /* Runs block `block` over `scope` (borrowed; its parent chain must hold the
  * enclosing blocks' vars), kernels limited to nthreads threads. */
 int pardo_executor_run_block(pardo_executor *ex, int block, pardo_scope *scope, int nthreads, pardo_status *st);
+
+/* How pardo_executor_run_block_with runs a block. */
+typedef struct pardo_block_run {
+    int nthreads;           // threads kernels may use (>= 1; 1 inside a parallel_do part)
+    const atomic_int *stop; // may be NULL; read before each op: nonzero stops the run with PARDO_ECANCELED
+    bool cpu_only;          // CPU kernels even when the executor runs on CUDA (parallel_do parts)
+} pardo_block_run;
+
+/* As pardo_executor_run_block, with a stop flag checked at every op
+ * boundary (an op that started finishes). Thread-safe for distinct scopes
+ * whose shared ancestors nobody writes meanwhile, as parallel_do's parts. */
+int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *scope, const pardo_block_run *run,
+                                  pardo_status *st);
+
+/* State a kernel keeps across runs of one op (parallel_do's child scopes):
+ * data is the kernel's, freed with free_fn(data) when the executor is freed. */
+typedef struct pardo_op_state {
+    void *data;
+    void (*free_fn)(void *data);
+} pardo_op_state;
+
+/* The state slot of op `index` of block `block` (zeroed at first), owned by
+ * the executor; NULL for an index outside the program. Only the op's own
+ * kernel uses its slot. */
+pardo_op_state *pardo_executor_op_state(pardo_executor *ex, int block, int index);
+
+/* The run's thread count (pardo_exec_options.nthreads). */
+int pardo_executor_nthreads(const pardo_executor *ex);
+
+/* The program the executor runs; borrowed. */
+const pardo_program *pardo_executor_program(const pardo_executor *ex);
 
 /* The tensor bound to block 0's var `name` after a run, or NULL; borrowed. */
 pardo_tensor *pardo_executor_fetch(pardo_executor *ex, const char *name);

@@ -28,3 +28,15 @@ pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtyp
 bool pardo_kernel_wants_output(const pardo_kernel_ctx *ctx, int i) {
     return i >= 0 && i < ctx->n_out && ctx->op->out[i][0] != '\0';
 }
+
+pardo_tensor *pardo_kernel_output_array(pardo_kernel_ctx *ctx, int i, pardo_dtype elem, int n) {
+    PARDO_ASSERT(i >= 0 && i < ctx->n_out && n >= 0);
+    pardo_tensor *a = ctx->out[i];
+    if (!(a && a->is_array && a->dtype == elem && atomic_load(&a->refs) == 1)) {
+        pardo_tensor_release(a);
+        ctx->out[i] = NULL;
+        if (!(a = pardo_tensor_array_new(elem, ctx->st))) return NULL;
+        ctx->out[i] = a;
+    }
+    return pardo_tensor_array_resize(a, n, ctx->st) == PARDO_OK ? a : NULL;
+}

@@ -113,6 +113,8 @@ pardo_tensor *pardo_tensor_retain(pardo_tensor *t) {
 void pardo_tensor_release(pardo_tensor *t) {
     if (!t) return;
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
+        for (int i = 0; i < t->n_parts; i++) pardo_tensor_release(t->parts[i]);
+        free(t->parts);
         pardo_synced_mem_free(t->mem);
         free(t);
     }

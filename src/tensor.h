@@ -56,6 +56,10 @@ char *pardo_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
 /* True when both shapes have the same rank and sizes. */
 bool pardo_shape_equal(int a_ndim, const int64_t *a, int b_ndim, const int64_t *b);
 
+/* A tensor, or a tensor_array (SPEC section 1, kind tensor_array: the list
+ * of parts `split` writes): then is_array is set, dtype is the parts'
+ * dtype, ndim/numel/nbytes are 0 and mem is an empty buffer, and the data
+ * lives in `parts`. Arrays bind in scopes like any tensor. */
 typedef struct pardo_tensor {
     atomic_int refs;               // references; freed at zero
     pardo_dtype dtype;
@@ -64,6 +68,10 @@ typedef struct pardo_tensor {
     int64_t numel;                 // elements
     size_t nbytes;                 // bytes of data
     pardo_synced_mem *mem;         // storage, owned
+    bool is_array;                 // a tensor_array
+    int n_parts;                   // tensor_array: parts in use
+    int cap_parts;                 // tensor_array: slots allocated in parts
+    struct pardo_tensor **parts;   // tensor_array: n_parts tensors, one reference each (NULL while unset); owned
 } pardo_tensor;
 
 /* A new tensor with one reference and lazily allocated storage (zeros on
@@ -105,5 +113,32 @@ void pardo_tensor_set_f64(pardo_tensor *t, int64_t i, double v);
 
 /* The tensor's dtype and shape as a pardo_type. */
 pardo_type pardo_tensor_type(const pardo_tensor *t);
+
+/* Tensor arrays (src/tensor_array.c). One owner thread at a time, except
+ * that threads may set or take distinct parts concurrently (parallel_do's
+ * parts each touch their own slot). */
+
+/* A new empty tensor_array of parts of dtype elem, one reference; NULL and
+ * st on failure. Released with pardo_tensor_release, which releases the
+ * parts. */
+pardo_tensor *pardo_tensor_array_new(pardo_dtype elem, pardo_status *st);
+
+/* True for a tensor_array. */
+bool pardo_tensor_is_array(const pardo_tensor *t);
+
+/* Makes a hold n parts: parts past n are released, new ones start NULL;
+ * keeps the storage when shrinking (no allocation in the steady state).
+ * PARDO_ENOMEM. */
+int pardo_tensor_array_resize(pardo_tensor *a, int n, pardo_status *st);
+
+/* Part i (0 <= i < n_parts), borrowed; may be NULL. */
+pardo_tensor *pardo_tensor_array_part(const pardo_tensor *a, int i);
+
+/* Puts t (may be NULL) in slot i, taking over the caller's reference and
+ * releasing what the slot held. */
+void pardo_tensor_array_set_part(pardo_tensor *a, int i, pardo_tensor *t);
+
+/* Empties slot i and hands its reference to the caller (NULL if unset). */
+pardo_tensor *pardo_tensor_array_take_part(pardo_tensor *a, int i);
 
 #endif

@@ -35,7 +35,12 @@
     X(transpile)        \
     X(scope)            \
     X(executor)         \
-    X(checkpoint)
+    X(checkpoint)       \
+    X(blocking_counter) \
+    X(thread_pool)      \
+    X(task)             \
+    X(coordinator)      \
+    X(parallel)
 
 #define PARDO_SUITE_DECL(m) Suite *make_##m##_suite(void) __attribute__((weak));
 PARDO_SUITES(PARDO_SUITE_DECL)

@@ -31,7 +31,7 @@ static char *type_str(const pardo_type *t, char *buf, size_t n) {
  * or checks a declared or already inferred one. */
 static int bind_output(pardo_var *v, const pardo_type *made, int k, pardo_status *st) {
     char a[200], b[200];
-    if (v->kind == PARDO_VAR_TENSOR_ARRAY) return PARDO_OK; /* typed by the parallel ops themselves */
+    /* a tensor_array var's type is that of its parts (dim `axis` of a split is -1) */
     if (v->type.dtype == PARDO_DTYPE_UNKNOWN) {
         v->type = *made;
         return PARDO_OK;
@@ -77,18 +77,77 @@ static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
         if (!op->out[k][0]) continue; /* an output the graph leaves out */
         pardo_var *v = pardo_program_lookup_var(p, b, op->out[k], NULL);
         PARDO_ASSERT(v != NULL);
-        if (out_types[k].dtype == PARDO_DTYPE_UNKNOWN && v->kind != PARDO_VAR_TENSOR_ARRAY)
+        if (out_types[k].dtype == PARDO_DTYPE_UNKNOWN)
             return pardo_errorf(st, PARDO_ESHAPE, "output %d: inference left the dtype of '%s' unknown", k, v->name);
         if ((rc = bind_output(v, &out_types[k], k, st)) != PARDO_OK) return rc;
     }
     return PARDO_OK;
 }
 
+static int infer_block(pardo_program *p, int b, pardo_status *st);
+
+/* A parallel_do: its block's parts_in vars get the parts' type (dim `axis`
+ * -1), then the block is inferred, then each parts_out tensor_array gets the
+ * type of the block var that fills it. Errors come back located (at this op,
+ * or at the op of the block that failed). */
+static int infer_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
+    const pardo_op *op = &p->blocks[b].ops[i];
+    int sub = (int)pardo_attr(op, "block")->number, rc;
+    const pardo_value *pin = pardo_attr(op, "parts_in"), *pout = pardo_attr(op, "parts_out");
+    for (int k = 0; pin && k < pin->n; k++) {
+        const pardo_var *a = pardo_program_lookup_var(p, b, pin->items[k].string, NULL);
+        pardo_var *v = pardo_block_find_var(&p->blocks[sub], pin->keys[k]);
+        PARDO_ASSERT(a && v); /* validate checked them */
+        if (a->type.dtype == PARDO_DTYPE_UNKNOWN) {
+            pardo_errorf(st, PARDO_ESHAPE, "parts_in '%s': the type of tensor_array '%s' is not known here",
+                         pin->keys[k], a->name);
+            return op_error(p, b, i, st);
+        }
+        if ((rc = bind_output(v, &a->type, k, st)) != PARDO_OK) {
+            pardo_status_prefix(st, "parts_in '%s' (a part of '%s'): ", pin->keys[k], a->name);
+            return op_error(p, b, i, st);
+        }
+    }
+    if ((rc = infer_block(p, sub, st)) != PARDO_OK) return rc;
+    op = &p->blocks[b].ops[i];
+    for (int k = 0; pout && k < pout->n; k++) {
+        const pardo_var *v = pardo_block_find_var(&p->blocks[sub], pout->keys[k]);
+        pardo_var *a = pardo_program_lookup_var(p, b, pout->items[k].string, NULL);
+        PARDO_ASSERT(a && v);
+        if (v->type.dtype == PARDO_DTYPE_UNKNOWN) {
+            pardo_errorf(st, PARDO_ESHAPE, "parts_out '%s': its type is not known", v->name);
+            return op_error(p, b, i, st);
+        }
+        if ((rc = bind_output(a, &v->type, k, st)) != PARDO_OK) {
+            pardo_status_prefix(st, "parts_out '%s' -> '%s': ", v->name, a->name);
+            return op_error(p, b, i, st);
+        }
+    }
+    return PARDO_OK;
+}
+
+/* Infers block b's ops in order; a parallel_do infers its block in place. */
+static int infer_block(pardo_program *p, int b, pardo_status *st) {
+    for (int i = 0; i < p->blocks[b].n_ops; i++) {
+        const pardo_op *op = &p->blocks[b].ops[i];
+        if (pardo_op_is_parallel_do(op)) {
+            int rc = infer_parallel_do(p, b, i, st);
+            if (rc != PARDO_OK) return rc;
+        } else if (infer_op(p, b, i, st) != PARDO_OK) {
+            return op_error(p, b, i, st);
+        }
+    }
+    return PARDO_OK;
+}
+
 int pardo_pass_infer_shapes(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
     (void)opt;
-    for (int b = 0; b < p->n_blocks; b++)
-        for (int i = 0; i < p->blocks[b].n_ops; i++)
-            if (infer_op(p, b, i, st) != PARDO_OK) return op_error(p, b, i, st);
+    for (int b = 0; b < p->n_blocks; b++) {
+        int rb, ri;
+        if (pardo_block_runner(p, b, &rb, &ri)) continue; /* inferred where its parallel_do runs */
+        int rc = infer_block(p, b, st);
+        if (rc != PARDO_OK) return rc;
+    }
     return PARDO_OK;
 }
 

@@ -83,4 +83,18 @@ int pardo_pass_multi_cpu(pardo_program *p, const pardo_pass_options *opt, pardo_
 /* validate, then infer_shapes: what `pardo check` and `pardo run` do after loading. */
 int pardo_pass_check(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
 
+/* Helpers the passes share about parallel_do (transpiler/parallel_blocks.c). */
+
+/* True when op is a parallel_do. */
+bool pardo_op_is_parallel_do(const pardo_op *op);
+
+/* The first parallel_do whose integer attr `block` is sub and that sits in
+ * sub's parent block: its block in *rb and index in *ri; false when no op
+ * runs block sub (block 0 never is). Works on unvalidated programs (ignores
+ * ops with a bad attr). */
+bool pardo_block_runner(const pardo_program *p, int sub, int *rb, int *ri);
+
+/* True when block b is run by a parallel_do whose parts_in binds name. */
+bool pardo_block_binds(const pardo_program *p, int b, const char *name);
+
 #endif

@@ -89,7 +89,7 @@ static int check_arity(const pardo_op *op, pardo_status *st) {
             return pardo_errorf(st, PARDO_EINVAL, "input %d '%s' is required but given as \"\"", k, d->inputs[slot].name);
     }
     int out_required = 0;
-    bool out_variadic = d->n_outputs > 0 && d->outputs[d->n_outputs - 1].variadic; /* concat_grad */
+    bool out_variadic = d->variadic_out || (d->n_outputs > 0 && d->outputs[d->n_outputs - 1].variadic);
     for (int k = 0; k < d->n_outputs; k++)
         if (!d->outputs[k].optional) out_required = k + 1;
     if (op->n_out < out_required || (!out_variadic && op->n_out > d->n_outputs)) {
@@ -104,6 +104,12 @@ static int check_arity(const pardo_op *op, pardo_status *st) {
                                 d->outputs[slot].name);
     }
     return PARDO_OK;
+}
+
+/* Bit k of mask, the last bit standing for repeats of a variadic slot. */
+static bool slot_bit(unsigned mask, int k, int n_slots) {
+    int slot = k < n_slots ? k : n_slots - 1;
+    return slot >= 0 && (mask >> slot) & 1u;
 }
 
 /* A var can be read when it has a value without any op: feeds, params and
@@ -144,12 +150,207 @@ static int check_blocks(const pardo_program *p, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* ---- parallel ops (SPEC section 2: Split, Merge, ParallelDo) ---- */
+
+/* Writes "block B, op I 'name' (type)" without the file position. */
+static char *op_short(const pardo_program *p, int b, int i, char *buf, size_t n) {
+    const pardo_op *op = &p->blocks[b].ops[i];
+    if (op->name) snprintf(buf, n, "block %d, op %d '%s' (%s)", b, i, op->name, op->type);
+    else snprintf(buf, n, "block %d, op %d (%s)", b, i, op->type);
+    return buf;
+}
+
+static bool listed(char **names, int n, const char *name) {
+    for (int k = 0; k < n; k++)
+        if (strcmp(names[k], name) == 0) return true;
+    return false;
+}
+
+/* Declared vars: a tensor_array is a temp without init or value; a block
+ * run by a parallel_do declares only temps (block 0 holds feeds, params,
+ * state and constants; the executor binds those). */
+static int check_vars(const pardo_program *p, pardo_status *st) {
+    for (int b = 0; b < p->n_blocks; b++) {
+        int rb, ri;
+        bool part_block = pardo_block_runner(p, b, &rb, &ri);
+        for (int j = 0; j < p->blocks[b].n_vars; j++) {
+            const pardo_var *v = &p->blocks[b].vars[j];
+            char where[512];
+            if (v->kind == PARDO_VAR_TENSOR_ARRAY && (v->role != PARDO_VAR_TEMP || v->value || v->init.fill))
+                pardo_errorf(st, PARDO_EINVAL, "a tensor_array is written by split or parallel_do: it must be a temp "
+                             "with no init or value");
+            else if (part_block && v->declared && (v->role != PARDO_VAR_TEMP || v->value || v->init.fill))
+                pardo_errorf(st, PARDO_EINVAL, "block %d is run by a parallel_do, so its vars are temps of each part; "
+                             "declare %s vars and constants in block 0", b, pardo_var_role_name(v->role));
+            else continue;
+            return pardo_status_prefix(st, "%s: ", pardo_var_where(p, b, v, where, sizeof where));
+        }
+    }
+    return PARDO_OK;
+}
+
+/* Inputs and outputs are tensor_arrays exactly where the op's schema says
+ * (parallel_do's inputs mix both: checked by check_parallel_do). */
+static int check_array_io(const pardo_program *p, int b, const pardo_op *op, pardo_status *st) {
+    const pardo_op_def *d = op->def;
+    if (!pardo_op_is_parallel_do(op)) {
+        for (int k = 0; k < op->n_in; k++) {
+            const pardo_var *v = op->in[k][0] ? pardo_program_lookup_var(p, b, op->in[k], NULL) : NULL;
+            if (!v) continue;
+            bool want = slot_bit(d->array_in, k, d->n_inputs), is = v->kind == PARDO_VAR_TENSOR_ARRAY;
+            if (want && !is)
+                return pardo_errorf(st, PARDO_EINVAL, "input %d: var '%s' is a tensor, but %s reads a tensor_array "
+                                    "(the output of split or parallel_do)", k, v->name, op->type);
+            if (!want && is)
+                return pardo_errorf(st, PARDO_EINVAL, "input %d: var '%s' is a tensor_array; %s reads tensors "
+                                    "(merge the parts first)", k, v->name, op->type);
+        }
+    }
+    for (int k = 0; k < op->n_out; k++) {
+        const pardo_var *v = op->out[k][0] ? pardo_program_lookup_var(p, b, op->out[k], NULL) : NULL;
+        if (!v) continue;
+        bool want = slot_bit(d->array_out, k, d->n_outputs), is = v->kind == PARDO_VAR_TENSOR_ARRAY;
+        if (want != is)
+            return pardo_errorf(st, PARDO_EINVAL, "output %d: var '%s' is declared as a %s, but %s writes a %s", k,
+                                v->name, pardo_var_kind_name(v->kind), op->type, want ? "tensor_array" : "tensor");
+    }
+    return PARDO_OK;
+}
+
+/* merge's weight_by names a tensor_array (a split output) the op can see;
+ * when input 1 is given it is that var. */
+static int check_merge(const pardo_program *p, int b, int i, pardo_status *st) {
+    const pardo_op *op = &p->blocks[b].ops[i];
+    const char *wb = "";
+    int rc;
+    if (strcmp(op->type, "merge") != 0) return PARDO_OK;
+    if ((rc = pardo_attr_string(op, "weight_by", "", &wb, st)) != PARDO_OK) return rc;
+    if (!wb[0]) {
+        if (op->n_in > 1 && op->in[1][0])
+            return pardo_errorf(st, PARDO_EINVAL, "input 1 '%s' is given but attr 'weight_by' is not", op->in[1]);
+        return PARDO_OK;
+    }
+    const pardo_var *v = pardo_program_lookup_var(p, b, wb, NULL);
+    if (!v) return pardo_errorf(st, PARDO_ENOTFOUND, "attr 'weight_by': unknown var '%s'", wb);
+    if (v->kind != PARDO_VAR_TENSOR_ARRAY)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'weight_by': var '%s' is a tensor, expected the tensor_array a split "
+                            "wrote", wb);
+    if (op->n_in > 1 && op->in[1][0] && strcmp(op->in[1], wb) != 0)
+        return pardo_errorf(st, PARDO_EINVAL, "input 1 is '%s' but attr 'weight_by' is '%s'; they must agree", op->in[1],
+                            wb);
+    if (!written_before(p, b, i, wb))
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'weight_by': tensor_array '%s' is read before any op writes it", wb);
+    return PARDO_OK;
+}
+
+/* Attr `key` of a parallel_do must be an object of var names. */
+static int check_name_map(const pardo_op *op, const char *key, pardo_status *st) {
+    const pardo_value *m = pardo_attr(op, key);
+    for (int k = 0; m && k < m->n; k++) {
+        if (m->items[k].kind != PARDO_V_STRING || !m->items[k].string[0])
+            return pardo_errorf(st, PARDO_EINVAL, "attr '%s': '%s' maps to %s, expected the name of a tensor_array var",
+                                key, m->keys[k], pardo_value_kind_name(m->items[k].kind));
+        for (int j = 0; j < k; j++)
+            if (strcmp(m->items[j].string, m->items[k].string) == 0 && strcmp(key, "parts_out") == 0)
+                return pardo_errorf(st, PARDO_EINVAL, "attr 'parts_out': '%s' and '%s' both fill '%s'", m->keys[j],
+                                    m->keys[k], m->items[k].string);
+    }
+    return PARDO_OK;
+}
+
+/* What can be checked of parallel_do op i of block b before its block's
+ * ops are: the block it runs, nesting, the attrs' shape. */
+static int check_parallel_do_head(const pardo_program *p, int b, int i, pardo_status *st) {
+    const pardo_op *op = &p->blocks[b].ops[i];
+    char other[256];
+    int64_t sub;
+    int rb, ri, rc;
+    if ((rc = pardo_attr_int(op, "block", 0, &sub, st)) != PARDO_OK) return rc;
+    if (op->n_in > 64 || op->n_out > 64)
+        return pardo_errorf(st, PARDO_EINVAL, "has %d inputs and %d outputs; a parallel_do takes at most 64 of each",
+                            op->n_in, op->n_out);
+    if (sub < 1 || sub >= p->n_blocks)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'block' is %lld, but the program's blocks are 0..%d (and block 0 is "
+                            "the main block)", (long long)sub, p->n_blocks - 1);
+    if (p->blocks[sub].parent != b)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'block' is %lld, whose parent is block %d; the block a parallel_do "
+                            "runs must be a child of the op's block %d", (long long)sub, p->blocks[sub].parent, b);
+    if (pardo_block_runner(p, b, &rb, &ri))
+        return pardo_errorf(st, PARDO_EINVAL, "nested parallel_do: block %d is itself run by parallel_do %s; a part "
+                            "runs its ops on one thread and cannot fork again", b, op_short(p, rb, ri, other, sizeof other));
+    if (pardo_block_runner(p, (int)sub, &rb, &ri) && (rb != b || ri != i))
+        return pardo_errorf(st, PARDO_EINVAL, "block %lld is already run by %s; give each parallel_do its own block",
+                            (long long)sub, op_short(p, rb, ri, other, sizeof other));
+    if ((rc = check_name_map(op, "parts_in", st)) != PARDO_OK) return rc;
+    return check_name_map(op, "parts_out", st);
+}
+
+/* The rest, once every block's temps are known: parts_in and parts_out
+ * name tensor_arrays the op lists, and the block reads from outside only
+ * vars in `in` (it cannot write outside: its writes are its own temps, see
+ * pardo_pass_validate). Adds the parts_in vars to the block. */
+static int check_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
+    pardo_op *op = &p->blocks[b].ops[i];
+    int sub = (int)pardo_attr(op, "block")->number;
+    pardo_block *sb = &p->blocks[sub];
+    const pardo_value *pin = pardo_attr(op, "parts_in"), *pout = pardo_attr(op, "parts_out");
+    for (int k = 0; pin && k < pin->n; k++) {
+        const char *key = pin->keys[k], *arr = pin->items[k].string;
+        const pardo_var *a = pardo_program_lookup_var(p, b, arr, NULL);
+        if (!a) return pardo_errorf(st, PARDO_ENOTFOUND, "parts_in '%s': unknown var '%s'", key, arr);
+        if (a->kind != PARDO_VAR_TENSOR_ARRAY)
+            return pardo_errorf(st, PARDO_EINVAL, "parts_in '%s': var '%s' is a tensor, expected a tensor_array (split's "
+                                "output)", key, arr);
+        if (!listed(op->in, op->n_in, arr))
+            return pardo_errorf(st, PARDO_EINVAL, "parts_in '%s': var '%s' must be listed in \"in\"", key, arr);
+        pardo_var *v = pardo_block_find_var(sb, key);
+        if (v && v->kind != PARDO_VAR_TENSOR)
+            return pardo_errorf(st, PARDO_EINVAL, "parts_in '%s': block %d declares it as a tensor_array; a part is a "
+                                "tensor", key, sub);
+        if (!v && !pardo_block_add_var(sb, key, st)) return st->code;
+    }
+    for (int k = 0; pout && k < pout->n; k++) {
+        const char *key = pout->keys[k], *arr = pout->items[k].string;
+        if (!listed(op->out, op->n_out, arr))
+            return pardo_errorf(st, PARDO_EINVAL, "parts_out '%s': var '%s' must be listed in \"out\"", key, arr);
+        const pardo_var *a = pardo_program_lookup_var(p, b, arr, NULL);
+        if (!a || a->kind != PARDO_VAR_TENSOR_ARRAY)
+            return pardo_errorf(st, PARDO_EINVAL, "parts_out '%s': var '%s' is not a tensor_array", key, arr);
+        if (!block_writes(sb, sb->n_ops, key) && !pardo_value_get(pin, key))
+            return pardo_errorf(st, PARDO_EINVAL, "parts_out '%s': no op of block %d writes '%s'", key, sub, key);
+    }
+    for (int k = 0; k < op->n_out; k++) {
+        bool found = false;
+        for (int j = 0; pout && j < pout->n && !found; j++) found = strcmp(pout->items[j].string, op->out[k]) == 0;
+        if (!found)
+            return pardo_errorf(st, PARDO_EINVAL, "output %d '%s' is not a parts_out target (a parallel_do writes only "
+                                "the tensor_arrays its parts fill)", k, op->out[k]);
+    }
+    char where[256];
+    for (int j = 0; j < sb->n_ops; j++) {
+        const pardo_op *sop = &sb->ops[j];
+        for (int k = 0; k < sop->n_in; k++) {
+            int owner = sub;
+            const char *name = sop->in[k];
+            if (!name[0] || pardo_value_get(pin, name)) continue;
+            if (pardo_program_lookup_var(p, sub, name, &owner) && owner != sub && !listed(op->in, op->n_in, name))
+                return pardo_errorf(st, PARDO_EINVAL, "%s reads '%s' of block %d: list it in \"in\" (a parallel_do "
+                                    "lists every var its block reads)", op_short(p, sub, j, where, sizeof where), name,
+                                    owner);
+        }
+    }
+    return PARDO_OK;
+}
+
 int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
     (void)opt;
     int rc = check_blocks(p, st);
     if (rc != PARDO_OK) return rc;
+    if ((rc = check_vars(p, st)) != PARDO_OK) return rc;
     for (int b = 0; b < p->n_blocks; b++) {
         pardo_block *blk = &p->blocks[b];
+        int rb, ri;
+        bool part_block = pardo_block_runner(p, b, &rb, &ri); /* its writes are locals of each part */
         for (int i = 0; i < blk->n_ops; i++) {
             pardo_op *op = &blk->ops[i];
             op->def = pardo_op_lookup(op->type);
@@ -161,11 +362,26 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
             }
             if ((rc = check_arity(op, st)) != PARDO_OK || (rc = check_attrs(op, st)) != PARDO_OK)
                 return op_error(p, b, i, st);
+            if (pardo_op_is_parallel_do(op) && (rc = check_parallel_do_head(p, b, i, st)) != PARDO_OK)
+                return op_error(p, b, i, st);
             for (int k = 0; k < op->n_in; k++) {
                 const char *name = op->in[k];
                 if (!name[0]) continue;
-                const pardo_var *v = pardo_program_lookup_var(p, b, name, NULL);
-                if (v && (var_is_source(v) || v->kind == PARDO_VAR_TENSOR_ARRAY)) continue;
+                int owner = b;
+                const pardo_var *v = pardo_program_lookup_var(p, b, name, &owner);
+                if (part_block && pardo_block_binds(p, b, name)) continue; /* the part's slice */
+                if (part_block && ((v && owner == b) || block_writes(blk, blk->n_ops, name))) {
+                    if (block_writes(blk, i, name)) continue;
+                    if (v && owner != b) /* an update of an enclosing var, such as sgd on a param */
+                        pardo_errorf(st, PARDO_EINVAL, "var '%s' of block %d is read here and written in block %d, "
+                                     "which a parallel_do runs: enclosing vars are read-only inside a parallel_do "
+                                     "(give the result another name)", name, owner, b);
+                    else
+                        pardo_errorf(st, PARDO_EINVAL, "input %d: var '%s' of block %d is read before any op of the "
+                                     "block writes it", k, name, b);
+                    return op_error(p, b, i, st);
+                }
+                if (v && var_is_source(v)) continue; /* a tensor_array is a temp: split or parallel_do writes it */
                 if (written_before(p, b, i, name)) continue;
                 if (v)
                     pardo_errorf(st, PARDO_EINVAL,
@@ -177,10 +393,22 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
                 return op_error(p, b, i, st);
             }
             for (int k = 0; k < op->n_out; k++) {
-                if (!op->out[k][0] || pardo_program_lookup_var(p, b, op->out[k], NULL)) continue;
-                if (!pardo_block_add_var(blk, op->out[k], st)) return st->code;
+                if (!op->out[k][0]) continue;
+                /* a part block's writes are its own temps, even where an enclosing block has the name */
+                if (part_block ? pardo_block_find_var(blk, op->out[k]) != NULL
+                               : pardo_program_lookup_var(p, b, op->out[k], NULL) != NULL)
+                    continue;
+                pardo_var *v = pardo_block_add_var(blk, op->out[k], st);
+                if (!v) return st->code;
+                if (slot_bit(op->def->array_out, k, op->def->n_outputs)) v->kind = PARDO_VAR_TENSOR_ARRAY;
             }
+            if ((rc = check_array_io(p, b, op, st)) != PARDO_OK || (rc = check_merge(p, b, i, st)) != PARDO_OK)
+                return op_error(p, b, i, st);
         }
     }
+    for (int b = 0; b < p->n_blocks; b++)
+        for (int i = 0; i < p->blocks[b].n_ops; i++)
+            if (pardo_op_is_parallel_do(&p->blocks[b].ops[i]) && (rc = check_parallel_do(p, b, i, st)) != PARDO_OK)
+                return op_error(p, b, i, st);
     return PARDO_OK;
 }

@@ -1,0 +1,573 @@
+/* parallel.c - the parallel ops (SPEC section 2, "Split, Merge, ParallelDo"):
+ * split cuts a tensor into a tensor_array of parts, parallel_do runs a block
+ * once per part on the thread pool, merge joins the parts again.
+ *
+ * Parts are copies, not views: pardo tensors own contiguous storage, and a
+ * copy is one memcpy per part along axis 0 (one per outer row along another
+ * axis), small next to the block a part runs. The copies are reused from
+ * run to run, as are parallel_do's child scopes and everything in them, so
+ * the steady state allocates nothing. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor.h"
+#include "op.h"
+#include "scope.h"
+#include "thread_pool.h"
+
+/* Element counts before and after dim ax, in elements. */
+static void outer_inner(const pardo_tensor *t, int ax, int64_t *outer, int64_t *inner) {
+    *outer = 1;
+    *inner = 1;
+    for (int d = 0; d < ax; d++) *outer *= t->shape[d];
+    for (int d = ax + 1; d < t->ndim; d++) *inner *= t->shape[d];
+}
+
+/* ---- split ---- */
+
+static const pardo_arg_def split_in[] = {{"X", "the tensor to cut", false, false}};
+static const pardo_arg_def split_out[] = {{"XA", "tensor_array of the parts", false, false}};
+static const pardo_attr_def split_attrs[] = {
+    {"parts", PARDO_ATTR_INT, "0", "number of parts; 0: the run's thread count"},
+    {"axis", PARDO_ATTR_INT, "0", "dim to cut along (negative counts from the end)"},
+};
+
+static int split_attrs_get(const pardo_op *op, int ndim, int64_t *parts, int *ax, pardo_status *st) {
+    int64_t axis;
+    int rc;
+    if ((rc = pardo_attr_int(op, "parts", 0, parts, st)) != PARDO_OK) return rc;
+    if ((rc = pardo_attr_int(op, "axis", 0, &axis, st)) != PARDO_OK) return rc;
+    if (*parts < 0 || *parts > 1 << 20)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'parts' is %lld, expected 0 (the thread count) or a count >= 1",
+                            (long long)*parts);
+    if (ndim == 0) return pardo_errorf(st, PARDO_ESHAPE, "cannot split a scalar: X needs at least one dim");
+    if (ndim < 0) {
+        *ax = 0;
+        return PARDO_OK;
+    }
+    return pardo_normalize_axis(axis, ndim, "axis", ax, st);
+}
+
+static int split_infer(pardo_infer_ctx *ctx) {
+    int64_t parts;
+    int ax;
+    int rc = split_attrs_get(ctx->op, ctx->in[0]->ndim, &parts, &ax, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *ctx->in[0];
+    if (ctx->out[0].ndim > 0) ctx->out[0].shape[ax] = -1; /* parts differ in size */
+    return PARDO_OK;
+}
+
+static int split_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *x = ctx->in[0];
+    int64_t parts;
+    int ax;
+    int rc = split_attrs_get(ctx->op, x->ndim, &parts, &ax, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    int n = parts > 0 ? (int)parts : ctx->nparts_default > 0 ? ctx->nparts_default : 1;
+    pardo_tensor *a = pardo_kernel_output_array(ctx, 0, x->dtype, n);
+    if (!a) return ctx->st->code;
+    int64_t rows = x->shape[ax], base = rows / n, rem = rows % n, outer, inner;
+    outer_inner(x, ax, &outer, &inner);
+    size_t row_bytes = (size_t)inner * pardo_dtype_size(x->dtype);
+    const char *src = pardo_tensor_data(x);
+    int64_t start = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t r = base + (i < rem); /* larger parts first */
+        int64_t shape[PARDO_MAX_DIMS];
+        memcpy(shape, x->shape, sizeof shape);
+        shape[ax] = r;
+        pardo_tensor *p = pardo_tensor_array_part(a, i);
+        if (!(p && atomic_load(&p->refs) == 1 && p->dtype == x->dtype &&
+              pardo_shape_equal(p->ndim, p->shape, x->ndim, shape))) {
+            if (!(p = pardo_tensor_new(x->dtype, x->ndim, shape, ctx->st))) return ctx->st->code;
+            pardo_tensor_array_set_part(a, i, p);
+        }
+        char *dst = pardo_tensor_mutable_cpu(p, ctx->st);
+        if (!dst) return ctx->st->code;
+        for (int64_t o = 0; o < outer && r > 0; o++)
+            memcpy(dst + (size_t)(o * r) * row_bytes, src + (size_t)(o * rows + start) * row_bytes,
+                   (size_t)r * row_bytes);
+        start += r;
+    }
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_split = {
+    .type = "split",
+    .doc = "XA = X cut along axis into parts whose sizes differ by at most one, larger first",
+    .inputs = split_in,
+    .n_inputs = 1,
+    .outputs = split_out,
+    .n_outputs = 1,
+    .attrs = split_attrs,
+    .n_attrs = 2,
+    .infer = split_infer,
+    .cpu = split_cpu,
+    .array_out = 1u,
+};
+
+/* ---- merge ---- */
+
+typedef enum merge_mode { MERGE_MEAN, MERGE_SUM, MERGE_MAX, MERGE_MIN, MERGE_CONCAT } merge_mode;
+
+static const pardo_arg_def merge_in[] = {
+    {"A", "tensor_array of parts", false, false},
+    {"W", "the split output weight_by names (optional: listing it shows the dependency)", true, false},
+};
+static const pardo_arg_def merge_out[] = {{"Y", "the merged tensor", false, false}};
+static const pardo_attr_def merge_attrs[] = {
+    {"mode", PARDO_ATTR_STRING, NULL, "mean, sum, max, min (elementwise over parts) or concat"},
+    {"axis", PARDO_ATTR_INT, "0", "concat: dim to join along"},
+    {"weight_by", PARDO_ATTR_STRING, "\"\"", "mean: a split output; part i weighs its share of the split batch"},
+};
+
+static int merge_attrs_get(const pardo_op *op, int ndim, merge_mode *mode, int *ax, const char **weight_by,
+                           pardo_status *st) {
+    static const char *const names[] = {"mean", "sum", "max", "min", "concat"};
+    const char *m;
+    int64_t axis;
+    int rc;
+    if ((rc = pardo_attr_string(op, "mode", "", &m, st)) != PARDO_OK) return rc;
+    if ((rc = pardo_attr_int(op, "axis", 0, &axis, st)) != PARDO_OK) return rc;
+    if ((rc = pardo_attr_string(op, "weight_by", "", weight_by, st)) != PARDO_OK) return rc;
+    int found = -1;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(m, names[i]) == 0) found = i;
+    if (found < 0)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'mode' is \"%s\", expected mean, sum, max, min or concat", m);
+    *mode = (merge_mode)found;
+    if ((*weight_by)[0] && *mode != MERGE_MEAN)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'weight_by' weights a mean; mode is %s", m);
+    *ax = 0;
+    if (*mode != MERGE_CONCAT || ndim < 0) return PARDO_OK;
+    if (ndim == 0) return pardo_errorf(st, PARDO_ESHAPE, "concat needs parts with at least one dim");
+    return pardo_normalize_axis(axis, ndim, "axis", ax, st);
+}
+
+static int merge_infer(pardo_infer_ctx *ctx) {
+    merge_mode mode;
+    int ax;
+    const char *wb;
+    const pardo_type *a = ctx->in[0];
+    int rc = merge_attrs_get(ctx->op, a->ndim, &mode, &ax, &wb, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (mode == MERGE_MEAN && !pardo_dtype_is_float(a->dtype))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "mode mean needs float parts, got %s", pardo_dtype_name(a->dtype));
+    if (mode == MERGE_SUM && a->dtype == PARDO_BOOL)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "mode sum needs numeric parts, got bool");
+    ctx->out[0] = *a;
+    if (mode == MERGE_CONCAT && a->ndim > 0) ctx->out[0].shape[ax] = -1;
+    return PARDO_OK;
+}
+
+typedef struct merge_job {
+    const pardo_tensor *a; // the parts
+    pardo_tensor *y;
+    merge_mode mode;
+    const double *w; // per-part weights (weighted mean) or NULL
+    int n;           // parts
+} merge_job;
+
+enum { MERGE_TILE = 512 }; /* elements combined at a time, in a stack buffer */
+
+static double load_f64(const void *p, pardo_dtype dt, int64_t i) {
+    switch (dt) {
+    case PARDO_F32: return (double)((const float *)p)[i];
+    case PARDO_F64: return ((const double *)p)[i];
+    case PARDO_I32: return (double)((const int32_t *)p)[i];
+    case PARDO_I64: return (double)((const int64_t *)p)[i];
+    default: return (double)((const uint8_t *)p)[i];
+    }
+}
+
+static int64_t load_i64(const void *p, pardo_dtype dt, int64_t i) {
+    switch (dt) {
+    case PARDO_I32: return ((const int32_t *)p)[i];
+    case PARDO_I64: return ((const int64_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+
+/* Elements [begin, end) of Y: parts combined in order 0, 1, ... so the
+ * result does not depend on which thread ran what. Floats accumulate in
+ * double, integers and bool in int64. */
+static void merge_range(void *arg, int64_t begin, int64_t end) {
+    const merge_job *j = arg;
+    pardo_dtype dt = j->y->dtype;
+    bool fl = pardo_dtype_is_float(dt);
+    void *out = pardo_tensor_data(j->y);
+    for (int64_t t0 = begin; t0 < end; t0 += MERGE_TILE) {
+        int64_t len = end - t0 < MERGE_TILE ? end - t0 : MERGE_TILE;
+        double accf[MERGE_TILE];
+        int64_t acci[MERGE_TILE];
+        bool first = true;
+        for (int p = 0; p < j->n; p++) {
+            const void *src = pardo_tensor_data(j->a->parts[p]);
+            if (j->w && j->w[p] == 0) continue; /* an empty part: its mean may be NaN */
+            for (int64_t e = 0; e < len; e++) {
+                if (fl) {
+                    double v = load_f64(src, dt, t0 + e);
+                    if (j->w) v *= j->w[p];
+                    if (first) accf[e] = v;
+                    else if (j->mode == MERGE_MAX) accf[e] = v > accf[e] ? v : accf[e];
+                    else if (j->mode == MERGE_MIN) accf[e] = v < accf[e] ? v : accf[e];
+                    else accf[e] += v;
+                } else {
+                    int64_t v = load_i64(src, dt, t0 + e);
+                    if (first) acci[e] = v;
+                    else if (j->mode == MERGE_MAX) acci[e] = v > acci[e] ? v : acci[e];
+                    else if (j->mode == MERGE_MIN) acci[e] = v < acci[e] ? v : acci[e];
+                    else acci[e] += v;
+                }
+            }
+            first = false;
+        }
+        for (int64_t e = 0; e < len; e++) {
+            int64_t i = t0 + e;
+            switch (dt) {
+            case PARDO_F32:
+                ((float *)out)[i] = (float)(j->mode == MERGE_MEAN && !j->w ? accf[e] / j->n : accf[e]);
+                break;
+            case PARDO_F64: ((double *)out)[i] = j->mode == MERGE_MEAN && !j->w ? accf[e] / j->n : accf[e]; break;
+            case PARDO_I32: ((int32_t *)out)[i] = (int32_t)acci[e]; break;
+            case PARDO_I64: ((int64_t *)out)[i] = acci[e]; break;
+            default: ((uint8_t *)out)[i] = acci[e] != 0; break;
+            }
+        }
+    }
+}
+
+static int merge_concat(pardo_kernel_ctx *ctx, const pardo_tensor *a, int ax) {
+    const pardo_tensor *p0 = a->parts[0];
+    int64_t shape[PARDO_MAX_DIMS], total = 0, outer, inner;
+    memcpy(shape, p0->shape, sizeof shape);
+    for (int p = 0; p < a->n_parts; p++) {
+        const pardo_tensor *t = a->parts[p];
+        for (int d = 0; d < p0->ndim; d++)
+            if (d != ax && t->shape[d] != p0->shape[d]) {
+                char s0[160], s1[160];
+                return pardo_errorf(ctx->st, PARDO_ESHAPE, "concat along axis %d: part %d is %s but part 0 is %s", ax,
+                                    p, pardo_shape_str(t->ndim, t->shape, s1, sizeof s1),
+                                    pardo_shape_str(p0->ndim, p0->shape, s0, sizeof s0));
+            }
+        total += t->shape[ax];
+    }
+    shape[ax] = total;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, p0->dtype, p0->ndim, shape);
+    if (!y) return ctx->st->code;
+    outer_inner(p0, ax, &outer, &inner);
+    size_t row_bytes = (size_t)inner * pardo_dtype_size(p0->dtype);
+    char *dst = pardo_tensor_data(y);
+    int64_t start = 0;
+    for (int p = 0; p < a->n_parts; p++) {
+        const pardo_tensor *t = a->parts[p];
+        int64_t r = t->shape[ax];
+        const char *src = pardo_tensor_data(t);
+        for (int64_t o = 0; o < outer && r > 0; o++)
+            memcpy(dst + (size_t)(o * total + start) * row_bytes, src + (size_t)(o * r) * row_bytes,
+                   (size_t)r * row_bytes);
+        start += r;
+    }
+    return PARDO_OK;
+}
+
+/* Per-part weights of a weighted mean: part i's share of the split's
+ * elements (its rows over all rows, the other dims being equal). */
+static int merge_weights(pardo_kernel_ctx *ctx, const char *weight_by, int n, double *w) {
+    const pardo_tensor *wa = (ctx->n_in > 1 && ctx->in[1]) ? ctx->in[1] : pardo_scope_find(ctx->scope, weight_by);
+    if (!wa) return pardo_errorf(ctx->st, PARDO_ENOTFOUND, "weight_by '%s' has no value at run time", weight_by);
+    if (!wa->is_array)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "weight_by '%s' is a tensor, expected a tensor_array", weight_by);
+    if (wa->n_parts != n)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "weight_by '%s' has %d parts, the merged tensor_array %d", weight_by,
+                            wa->n_parts, n);
+    double total = 0;
+    for (int p = 0; p < n; p++) {
+        if (!wa->parts[p])
+            return pardo_errorf(ctx->st, PARDO_ERUNTIME, "weight_by '%s': part %d is unset", weight_by, p);
+        w[p] = (double)wa->parts[p]->numel;
+        total += w[p];
+    }
+    if (total <= 0) return pardo_errorf(ctx->st, PARDO_EINVAL, "weight_by '%s': the split batch is empty", weight_by);
+    for (int p = 0; p < n; p++) w[p] /= total;
+    return PARDO_OK;
+}
+
+enum { MERGE_MAX_WEIGHTED = 1024, MERGE_PARALLEL_MIN = 1 << 15 };
+
+static int merge_cpu(pardo_kernel_ctx *ctx) {
+    const pardo_tensor *a = ctx->in[0];
+    merge_mode mode;
+    int ax;
+    const char *wb;
+    int n = a->n_parts;
+    if (n == 0) return pardo_errorf(ctx->st, PARDO_ERUNTIME, "tensor_array '%s' has no parts", ctx->op->in[0]);
+    for (int p = 0; p < n; p++)
+        if (!a->parts[p])
+            return pardo_errorf(ctx->st, PARDO_ERUNTIME, "tensor_array '%s': part %d is unset", ctx->op->in[0], p);
+    const pardo_tensor *p0 = a->parts[0];
+    int rc = merge_attrs_get(ctx->op, p0->ndim, &mode, &ax, &wb, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (mode == MERGE_CONCAT) return merge_concat(ctx, a, ax);
+    for (int p = 1; p < n; p++)
+        if (!pardo_shape_equal(a->parts[p]->ndim, a->parts[p]->shape, p0->ndim, p0->shape)) {
+            char s0[160], s1[160];
+            return pardo_errorf(ctx->st, PARDO_ESHAPE,
+                                "mode %s combines parts elementwise: part %d is %s but part 0 is %s",
+                                mode == MERGE_MEAN  ? "mean"
+                                : mode == MERGE_SUM ? "sum"
+                                : mode == MERGE_MAX ? "max"
+                                                    : "min",
+                                p, pardo_shape_str(a->parts[p]->ndim, a->parts[p]->shape, s1, sizeof s1),
+                                pardo_shape_str(p0->ndim, p0->shape, s0, sizeof s0));
+        }
+    double w[MERGE_MAX_WEIGHTED];
+    if (wb[0]) {
+        if (n > MERGE_MAX_WEIGHTED)
+            return pardo_errorf(ctx->st, PARDO_ENOTSUP, "a weighted mean of %d parts (at most %d)", n,
+                                MERGE_MAX_WEIGHTED);
+        if ((rc = merge_weights(ctx, wb, n, w)) != PARDO_OK) return rc;
+    }
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, p0->dtype, p0->ndim, p0->shape);
+    if (!y) return ctx->st->code;
+    merge_job j = {a, y, mode, wb[0] ? w : NULL, n};
+    pardo_kernel_ctx one = *ctx;
+    if (y->numel < MERGE_PARALLEL_MIN) one.nthreads = 1; /* a fork costs more than it saves */
+    return pardo_parallel_for(&one, y->numel, merge_range, &j);
+}
+
+const pardo_op_def pardo_op_merge = {
+    .type = "merge",
+    .doc = "Y = the parts of A combined: mean (weight_by a split), sum, max, min, or concat along axis",
+    .inputs = merge_in,
+    .n_inputs = 2,
+    .outputs = merge_out,
+    .n_outputs = 1,
+    .attrs = merge_attrs,
+    .n_attrs = 3,
+    .infer = merge_infer,
+    .cpu = merge_cpu,
+    .array_in = 3u,
+};
+
+/* ---- parallel_do ---- */
+
+static const pardo_arg_def pd_in[] = {
+    {"X", "every var the block reads: the parts_in tensor_arrays and the enclosing vars", true, true},
+};
+static const pardo_arg_def pd_out[] = {{"Y", "the parts_out tensor_arrays (repeats)", false, false}};
+static const pardo_attr_def pd_attrs[] = {
+    {"block", PARDO_ATTR_INT, NULL, "the block to run once per part (a child of the op's block)"},
+    {"parts_in", PARDO_ATTR_OBJECT, "{}", "block var -> tensor_array whose part i it is in run i"},
+    {"parts_out", PARDO_ATTR_OBJECT, "{}", "block var -> tensor_array whose part i receives it"},
+};
+
+/* The block's inference happens in the infer_shapes pass, which sees the
+ * program (transpiler/infer_shapes.c, infer_parallel_do). */
+static int pd_infer(pardo_infer_ctx *ctx) {
+    (void)ctx;
+    return PARDO_OK;
+}
+
+typedef struct pd_binding {
+    const char *var;   // block var (borrowed from the op's attrs)
+    int slot;          // index into the op's in (parts_in) or out (parts_out)
+    pardo_dtype dtype; // parts_out: the tensor_array's dtype
+} pd_binding;
+
+typedef struct pd_part {
+    pardo_scope *scope; // child of the calling scope; its tensors are reused from run to run
+    pardo_status st;    // this part's error
+} pd_part;
+
+/* What the kernel keeps across runs of one parallel_do (pardo_op_state). */
+typedef struct pd_state {
+    int block;              // the block each part runs
+    pd_binding *ins, *outs; // parts_in, parts_out
+    int n_ins, n_outs;
+    pardo_scope *parent; // the calling scope the child scopes hang from
+    pd_part *parts;      // cap_parts entries, the first n_scopes with a scope
+    int cap_parts, n_scopes;
+} pd_state;
+
+static void pd_free_scopes(pd_state *s) {
+    for (int i = 0; i < s->n_scopes; i++) pardo_scope_free(s->parts[i].scope);
+    s->n_scopes = 0;
+}
+
+static void pd_state_free(void *p) {
+    pd_state *s = p;
+    if (!s) return;
+    pd_free_scopes(s);
+    free(s->parts);
+    free(s->ins);
+    free(s->outs);
+    free(s);
+}
+
+static int find_slot(char **names, int n, const char *name) {
+    for (int k = 0; k < n; k++)
+        if (strcmp(names[k], name) == 0) return k;
+    return -1;
+}
+
+/* Reads the attrs once into a pd_state (the program does not change). */
+static pd_state *pd_state_new(pardo_kernel_ctx *ctx) {
+    const pardo_op *op = ctx->op;
+    const pardo_program *prog = pardo_executor_program(ctx->exec);
+    const pardo_value *pin = pardo_attr(op, "parts_in"), *pout = pardo_attr(op, "parts_out");
+    int64_t block;
+    if (pardo_attr_int(op, "block", 0, &block, ctx->st) != PARDO_OK) return NULL;
+    pd_state *s = calloc(1, sizeof(*s));
+    if (!s) goto oom;
+    s->block = (int)block;
+    s->n_ins = pin ? pin->n : 0;
+    s->n_outs = pout ? pout->n : 0;
+    if ((s->n_ins && !(s->ins = calloc((size_t)s->n_ins, sizeof(*s->ins)))) ||
+        (s->n_outs && !(s->outs = calloc((size_t)s->n_outs, sizeof(*s->outs)))))
+        goto oom;
+    for (int k = 0; k < s->n_ins; k++) {
+        s->ins[k].var = pin->keys[k];
+        s->ins[k].slot = find_slot(op->in, op->n_in, pin->items[k].string);
+        PARDO_ASSERT(s->ins[k].slot >= 0); /* validate checked it */
+    }
+    for (int k = 0; k < s->n_outs; k++) {
+        s->outs[k].var = pout->keys[k];
+        s->outs[k].slot = find_slot(op->out, op->n_out, pout->items[k].string);
+        PARDO_ASSERT(s->outs[k].slot >= 0);
+        const pardo_var *v = pardo_program_lookup_var(prog, ctx->block, pout->items[k].string, NULL);
+        PARDO_ASSERT(v);
+        s->outs[k].dtype = v->type.dtype;
+    }
+    return s;
+oom:
+    pd_state_free(s);
+    pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory");
+    return NULL;
+}
+
+/* Makes n child scopes of ctx->scope (reusing the last run's when the
+ * calling scope is the same). */
+static int pd_scopes(pd_state *s, pardo_kernel_ctx *ctx, int n) {
+    if (s->parent != ctx->scope) {
+        pd_free_scopes(s);
+        s->parent = ctx->scope;
+    }
+    if (n > s->cap_parts) {
+        pd_part *p = realloc(s->parts, (size_t)n * sizeof(*p));
+        if (!p) return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory for %d parts", n);
+        s->parts = p;
+        s->cap_parts = n;
+    }
+    while (s->n_scopes < n) {
+        if (!(s->parts[s->n_scopes].scope = pardo_scope_new(ctx->scope)))
+            return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory for %d parts", n);
+        s->n_scopes++;
+    }
+    return PARDO_OK;
+}
+
+typedef struct pd_job {
+    pardo_kernel_ctx *ctx;
+    pd_state *s;
+    int n; // parts
+    _Alignas(64)
+        atomic_int stop; // (a cache line of its own) set by the first part that fails; parts read it between ops
+    atomic_int failed;   // the first part that failed, or -1
+} pd_job;
+
+/* Part i: bind its slices, run the block, hand its outputs to the arrays. */
+static int pd_run_part(pd_job *j, int i, pardo_status *st) {
+    pardo_kernel_ctx *ctx = j->ctx;
+    pd_state *s = j->s;
+    pardo_scope *scope = s->parts[i].scope;
+    int rc = PARDO_OK;
+    for (int k = 0; k < s->n_outs; k++) {
+        /* last run's tensor for this part goes back to the block var, for reuse */
+        pardo_tensor *prev = pardo_tensor_array_take_part(ctx->out[s->outs[k].slot], i);
+        if (prev && atomic_load(&prev->refs) == 1) {
+            if ((rc = pardo_scope_set_move(scope, s->outs[k].var, prev, st)) != PARDO_OK) return rc;
+        } else {
+            pardo_tensor_release(prev);
+        }
+    }
+    for (int k = 0; k < s->n_ins; k++) { /* after the outputs: a parts_in var passed straight out wins */
+        pardo_tensor *t = pardo_tensor_array_part(ctx->in[s->ins[k].slot], i);
+        if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "part %d of '%s' is unset", i, ctx->op->in[s->ins[k].slot]);
+        if ((rc = pardo_scope_set(scope, s->ins[k].var, t, st)) != PARDO_OK) return rc;
+    }
+    pardo_block_run run = {.nthreads = 1, .stop = &j->stop, .cpu_only = true};
+    rc = pardo_executor_run_block_with(ctx->exec, s->block, scope, &run, st);
+    for (int k = 0; rc == PARDO_OK && k < s->n_outs; k++) {
+        pardo_tensor *t = pardo_scope_take(scope, s->outs[k].var);
+        if (!t) rc = pardo_errorf(st, PARDO_ERUNTIME, "block %d left '%s' without a value", s->block, s->outs[k].var);
+        else pardo_tensor_array_set_part(ctx->out[s->outs[k].slot], i, t);
+    }
+    for (int k = 0; k < s->n_ins; k++) /* unbind the slices, so split can reuse them */
+        pardo_tensor_release(pardo_scope_take(scope, s->ins[k].var));
+    return rc;
+}
+
+static void pd_part_fn(void *arg, int64_t i) {
+    pd_job *j = arg;
+    pardo_status *st = &j->s->parts[i].st;
+    if (atomic_load_explicit(&j->stop, memory_order_acquire)) return; /* another part failed: do not start */
+    int rc = pd_run_part(j, (int)i, st);
+    if (rc == PARDO_OK || rc == PARDO_ECANCELED) return;
+    st->code = rc;
+    int none = -1;
+    atomic_compare_exchange_strong(&j->failed, &none, (int)i);
+    atomic_store_explicit(&j->stop, 1, memory_order_release);
+}
+
+static int pd_cpu(pardo_kernel_ctx *ctx) {
+    pardo_op_state *slot = pardo_executor_op_state(ctx->exec, ctx->block, ctx->op_index);
+    PARDO_ASSERT(slot);
+    if (!slot->data) {
+        if (!(slot->data = pd_state_new(ctx))) return ctx->st->code;
+        slot->free_fn = pd_state_free;
+    }
+    pd_state *s = slot->data;
+    int n = s->n_ins ? -1 : ctx->nparts_default > 0 ? ctx->nparts_default : 1;
+    for (int k = 0; k < s->n_ins; k++) {
+        const pardo_tensor *a = ctx->in[s->ins[k].slot];
+        const char *name = ctx->op->in[s->ins[k].slot];
+        if (!a->is_array)
+            return pardo_errorf(ctx->st, PARDO_EINVAL, "parts_in '%s': '%s' is not a tensor_array", s->ins[k].var,
+                                name);
+        if (n >= 0 && a->n_parts != n)
+            return pardo_errorf(ctx->st, PARDO_ESHAPE, "parts_in: '%s' has %d parts but '%s' has %d", name, a->n_parts,
+                                ctx->op->in[s->ins[0].slot], n);
+        n = a->n_parts;
+    }
+    int rc = pd_scopes(s, ctx, n);
+    if (rc != PARDO_OK) return rc;
+    for (int k = 0; k < s->n_outs; k++)
+        if (!pardo_kernel_output_array(ctx, s->outs[k].slot, s->outs[k].dtype, n)) return ctx->st->code;
+    pd_job j = {.ctx = ctx, .s = s, .n = n};
+    atomic_init(&j.stop, 0);
+    atomic_init(&j.failed, -1);
+    pardo_thread_pool_for(ctx->nthreads, n, pd_part_fn, &j);
+    int bad = atomic_load(&j.failed);
+    if (bad < 0) return PARDO_OK;
+    *ctx->st = s->parts[bad].st;
+    return pardo_status_prefix(ctx->st, "part %d of %d (block %d): ", bad, n, s->block);
+}
+
+const pardo_op_def pardo_op_parallel_do = {
+    .type = "parallel_do",
+    .doc = "runs block attrs.block once per part on the thread pool, each part in its own child scope",
+    .inputs = pd_in,
+    .n_inputs = 1,
+    .outputs = pd_out,
+    .n_outputs = 1,
+    .attrs = pd_attrs,
+    .n_attrs = 3,
+    .infer = pd_infer,
+    .cpu = pd_cpu,
+    .array_out = 1u,
+    .variadic_out = true,
+};

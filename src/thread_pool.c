@@ -1,0 +1,268 @@
+/* thread_pool.c - the lazily started singleton pool (see thread_pool.h).
+ * One mutex-guarded FIFO of caller-owned tasks; workers spin on an atomic
+ * count of queued tasks before they block on a condition variable. */
+#include "thread_pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blocking_counter.h"
+#include "spin.h"
+
+/* The queue's mutex is glibc's adaptive kind: a thread that finds it held
+ * spins a little before sleeping in the kernel. Its critical sections are a
+ * few loads and stores, and a fork takes it twice (enqueue, cancel) while a
+ * spinning worker takes it once; with a plain mutex the loser of that race
+ * slept in futex_wait and the fork's p90 went from ~1.3 to ~25 us. */
+static struct {
+    pthread_mutex_t mu;           // guards the queue, idle, stopping
+    pthread_cond_t cv;            // blocked workers wait here
+    pardo_pool_task *head, *tail; // FIFO of tasks with wanted > 0
+    int idle;                     // workers blocked in cv
+    bool stopping;                // shutdown asked
+    int size;                     // threads, the caller included
+    int n_workers;                // workers running
+    pthread_t workers[PARDO_MAX_THREADS];
+    _Alignas(PARDO_CACHE_LINE) atomic_int queued; // tasks in the queue, read by spinning workers
+    _Alignas(PARDO_CACHE_LINE) atomic_bool started;
+} pool = {.mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .cv = PTHREAD_COND_INITIALIZER};
+
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t config_mu = PTHREAD_MUTEX_INITIALIZER; // guards configured and the start
+static int configured;                                        // 0: not configured
+static atomic_bool atfork_registered;
+
+static int env_size(void) {
+    const char *env = getenv("PARDO_NUM_THREADS");
+    if (env && *env) {
+        char *end;
+        long n = strtol(env, &end, 10);
+        if (*end == '\0' && n >= 1 && n <= PARDO_MAX_THREADS) return (int)n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > PARDO_MAX_THREADS ? PARDO_MAX_THREADS : (int)n;
+}
+
+int pardo_thread_pool_size(void) {
+    if (atomic_load(&pool.started)) return pool.size; /* written before started was set; kernels ask often */
+    pthread_mutex_lock(&config_mu);
+    int n = atomic_load(&pool.started) ? pool.size : configured ? configured : env_size();
+    pthread_mutex_unlock(&config_mu);
+    return n;
+}
+
+bool pardo_thread_pool_started(void) { return atomic_load(&pool.started); }
+
+int pardo_thread_pool_configure(int nthreads, pardo_status *st) {
+    if (nthreads < 1 || nthreads > PARDO_MAX_THREADS)
+        return pardo_errorf(st, PARDO_EINVAL, "thread pool: %d threads, expected 1..%d", nthreads, PARDO_MAX_THREADS);
+    int rc = PARDO_OK;
+    pthread_mutex_lock(&config_mu);
+    if (atomic_load(&pool.started) && pool.size != nthreads)
+        rc = pardo_errorf(st, PARDO_EINVAL,
+                          "thread pool: already running with %d threads; cannot resize it to %d "
+                          "(configure it before first use)",
+                          pool.size, nthreads);
+    else configured = nthreads;
+    pthread_mutex_unlock(&config_mu);
+    return rc;
+}
+
+/* Takes one run of the head task; call with pool.mu held and a task queued. */
+static void take_head(void (**fn)(void *), void **arg) {
+    pardo_pool_task *t = pool.head;
+    *fn = t->fn;
+    *arg = t->arg;
+    if (--t->wanted == 0) {
+        pool.head = t->next;
+        if (!pool.head) pool.tail = NULL;
+        t->queued = false;
+        atomic_fetch_sub_explicit(&pool.queued, 1, memory_order_relaxed);
+    }
+}
+
+static void *worker_main(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        while (!pool.head && !pool.stopping) {
+            /* spin a little before blocking: a fork that comes soon finds us awake */
+            pthread_mutex_unlock(&pool.mu);
+            pardo_spin sp = {0};
+            while (atomic_load_explicit(&pool.queued, memory_order_relaxed) == 0 && pardo_spin_step(&sp)) {
+            }
+            pthread_mutex_lock(&pool.mu);
+            if (pool.head || pool.stopping) break;
+            pool.idle++;
+            pthread_cond_wait(&pool.cv, &pool.mu);
+            pool.idle--;
+        }
+        if (!pool.head) break; /* stopping, and the queue is drained */
+        void (*fn)(void *);
+        void *arg;
+        take_head(&fn, &arg);
+        pthread_mutex_unlock(&pool.mu);
+        fn(arg);
+        pthread_mutex_lock(&pool.mu);
+    }
+    pthread_mutex_unlock(&pool.mu);
+    return NULL;
+}
+
+/* The child of a fork has none of the parent's workers: give it a pool
+ * that is not started (libuv resets its uv_once the same way). Locks the
+ * parent may have held at the fork are re-initialised. */
+static void reset_in_child(void) {
+    static const pthread_once_t fresh_once = PTHREAD_ONCE_INIT;
+    memcpy(&start_once, &fresh_once, sizeof start_once);
+    pthread_mutex_init(&config_mu, NULL);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&pool.mu, &attr);
+    pthread_mutexattr_destroy(&attr);
+    pthread_cond_init(&pool.cv, NULL);
+    pool.head = pool.tail = NULL;
+    pool.idle = 0;
+    pool.stopping = false;
+    pool.n_workers = 0;
+    pool.size = 0;
+    atomic_store(&pool.queued, 0);
+    atomic_store(&pool.started, false);
+}
+
+static void start_pool(void) {
+    pthread_mutex_lock(&config_mu);
+    if (!atomic_exchange(&atfork_registered, true)) pthread_atfork(NULL, NULL, reset_in_child);
+    pool.size = configured ? configured : env_size();
+    pool.stopping = false;
+    pool.n_workers = 0;
+    for (int i = 0; i < pool.size - 1; i++) {
+        if (pthread_create(&pool.workers[i], NULL, worker_main, NULL) != 0) break; /* run with fewer */
+        pool.n_workers++;
+    }
+    atomic_store(&pool.started, true);
+    pthread_mutex_unlock(&config_mu);
+}
+
+static void ensure_started(void) { pthread_once(&start_once, start_pool); }
+
+/* Appends t (wanted set) and wakes up to `wanted` blocked workers. */
+static void enqueue(pardo_pool_task *t) {
+    pthread_mutex_lock(&pool.mu);
+    t->next = NULL;
+    t->queued = true;
+    if (pool.tail) pool.tail->next = t;
+    else pool.head = t;
+    pool.tail = t;
+    atomic_fetch_add_explicit(&pool.queued, 1, memory_order_relaxed);
+    int wake = t->wanted < pool.idle ? t->wanted : pool.idle;
+    if (wake == pool.idle && wake > 1) pthread_cond_broadcast(&pool.cv);
+    else
+        for (int i = 0; i < wake; i++) pthread_cond_signal(&pool.cv);
+    pthread_mutex_unlock(&pool.mu);
+}
+
+/* Takes t out of the queue if it is still there; returns how many of its
+ * runs nobody claimed. */
+static int cancel(pardo_pool_task *t) {
+    int left = 0;
+    pthread_mutex_lock(&pool.mu);
+    if (t->queued) {
+        pardo_pool_task **link = &pool.head, *prev = NULL;
+        while (*link != t) {
+            prev = *link;
+            link = &(*link)->next;
+        }
+        *link = t->next;
+        if (pool.tail == t) pool.tail = prev;
+        left = t->wanted;
+        t->wanted = 0;
+        t->queued = false;
+        atomic_fetch_sub_explicit(&pool.queued, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&pool.mu);
+    return left;
+}
+
+void pardo_thread_pool_submit(pardo_pool_task *t, void (*fn)(void *arg), void *arg) {
+    ensure_started();
+    if (pool.n_workers == 0) {
+        fn(arg);
+        return;
+    }
+    t->fn = fn;
+    t->arg = arg;
+    t->wanted = 1;
+    enqueue(t);
+}
+
+typedef struct for_job {
+    pardo_pool_task task;
+    void (*fn)(void *arg, int64_t i);
+    void *arg;
+    int64_t n;
+    _Alignas(PARDO_CACHE_LINE) atomic_int_least64_t next; // next item to hand out
+    pardo_blocking_counter helpers;                       // helper runs not yet finished
+} for_job;
+
+static void run_items(for_job *j) {
+    for (;;) {
+        int64_t i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (i >= j->n) return;
+        j->fn(j->arg, i);
+    }
+}
+
+static void for_helper(void *p) {
+    for_job *j = p;
+    run_items(j);
+    pardo_blocking_counter_decrement(&j->helpers); /* last touch of j */
+}
+
+void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg) {
+    if (n <= 0) return;
+    ensure_started();
+    int64_t w = width;
+    if (w > pool.n_workers + 1) w = pool.n_workers + 1;
+    if (w > n) w = n;
+    if (w <= 1) {
+        for (int64_t i = 0; i < n; i++) fn(arg, i);
+        return;
+    }
+    for_job j;
+    j.fn = fn;
+    j.arg = arg;
+    j.n = n;
+    atomic_init(&j.next, 0);
+    pardo_blocking_counter_init(&j.helpers, (int)w - 1);
+    j.task.fn = for_helper;
+    j.task.arg = &j;
+    j.task.wanted = (int)w - 1;
+    enqueue(&j.task);
+    run_items(&j);
+    int unclaimed = cancel(&j.task); /* runs no worker has started need not happen */
+    if (unclaimed > 0) pardo_blocking_counter_decrement_by(&j.helpers, unclaimed);
+    pardo_blocking_counter_wait(&j.helpers);
+    pardo_blocking_counter_destroy(&j.helpers);
+}
+
+void pardo_thread_pool_shutdown(void) {
+    if (!atomic_load(&pool.started)) return;
+    pthread_mutex_lock(&pool.mu);
+    pool.stopping = true;
+    pthread_cond_broadcast(&pool.cv);
+    pthread_mutex_unlock(&pool.mu);
+    for (int i = 0; i < pool.n_workers; i++) pthread_join(pool.workers[i], NULL);
+    pthread_mutex_lock(&config_mu);
+    static const pthread_once_t fresh_once = PTHREAD_ONCE_INIT;
+    memcpy(&start_once, &fresh_once, sizeof start_once);
+    pool.n_workers = 0;
+    pool.stopping = false;
+    atomic_store(&pool.started, false);
+    pthread_mutex_unlock(&config_mu);
+}

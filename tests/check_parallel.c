@@ -1,0 +1,660 @@
+/* check_parallel.c - split, merge and parallel_do (SPEC section 2): a
+ * hand-written split / parallel_do / merge graph against the single-thread
+ * graph for every merge mode at 1, 2 and 4 threads, uneven splits included;
+ * inference of tensor_arrays and sub-block vars; reuse in the steady state;
+ * 100,000 parallel_do calls; a failing part stopping the others; and every
+ * load-time error validate gives the parallel ops. */
+#include <check.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check_suites.h"
+#include "graph_test_util.h"
+#include "test_util.h"
+#include "thread_pool.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#endif
+
+static void pool_size(int n) {
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != n) pardo_thread_pool_shutdown();
+    ck_assert_msg(pardo_thread_pool_configure(n, &st) == PARDO_OK, "%s", st.msg);
+}
+
+static void feed(pardo_executor *ex, const char *name, pardo_tensor *t) {
+    pardo_status st;
+    ck_assert_msg(pardo_executor_feed(ex, name, t, "test", &st) == PARDO_OK, "feed %s: %s", name, st.msg);
+}
+
+static void run(pardo_executor *ex) {
+    pardo_status st;
+    ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "run: %s", st.msg);
+}
+
+static pardo_tensor *fetch(pardo_executor *ex, const char *name) {
+    pardo_tensor *t = pardo_executor_fetch(ex, name);
+    ck_assert_msg(t != NULL, "no value for '%s'", name);
+    return t;
+}
+
+/* ---- the same numbers as the single-thread graph ---- */
+
+#define W_VAR                                                                                                          \
+    "\"w\": {\"dtype\": \"float64\", \"shape\": [3, 2], \"role\": \"param\", "                                         \
+    "\"init\": {\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 3}}"
+
+static const char single_text[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"role\": \"feed\"}, " W_VAR "},"
+    "\"ops\": ["
+    "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"y\"]},"
+    "{\"op\": \"reduce_sum\", \"in\": [\"y\"], \"out\": [\"s\"], \"attrs\": {\"axes\": [0], \"keepdims\": false}},"
+    "{\"op\": \"reduce_mean\", \"in\": [\"y\"], \"out\": [\"m\"], \"attrs\": {\"axes\": [0], \"keepdims\": false}}"
+    "]}]}";
+
+/* The same computation over parts; %d is split's attr parts. */
+static const char parallel_fmt[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"role\": \"feed\"}, " W_VAR ","
+    "\"xs\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"kind\": \"tensor_array\"}},"
+    "\"ops\": ["
+    "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": %d}},"
+    "{\"op\": \"parallel_do\", \"name\": \"pd\", \"in\": [\"xs\", \"w\"], \"out\": [\"ys\", \"ss\", \"ms\"],"
+    " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"y\": \"ys\", \"s\": \"ss\", \"m\": \"ms\"}}},"
+    "{\"op\": \"merge\", \"in\": [\"ys\"], \"out\": [\"y_cat\"], \"attrs\": {\"mode\": \"concat\"}},"
+    "{\"op\": \"merge\", \"in\": [\"ms\", \"xs\"], \"out\": [\"m_mean\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"xs\"}},"
+    "{\"op\": \"merge\", \"in\": [\"ms\"], \"out\": [\"m_plain\"], \"attrs\": {\"mode\": \"mean\"}},"
+    "{\"op\": \"merge\", \"in\": [\"ss\"], \"out\": [\"s_sum\"], \"attrs\": {\"mode\": \"sum\"}},"
+    "{\"op\": \"merge\", \"in\": [\"ss\"], \"out\": [\"s_max\"], \"attrs\": {\"mode\": \"max\"}},"
+    "{\"op\": \"merge\", \"in\": [\"ss\"], \"out\": [\"s_min\"], \"attrs\": {\"mode\": \"min\"}}"
+    "]},"
+    "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+    "{\"op\": \"matmul\", \"in\": [\"xp\", \"w\"], \"out\": [\"y\"]},"
+    "{\"op\": \"reduce_sum\", \"in\": [\"y\"], \"out\": [\"s\"], \"attrs\": {\"axes\": [0], \"keepdims\": false}},"
+    "{\"op\": \"reduce_mean\", \"in\": [\"y\"], \"out\": [\"m\"], \"attrs\": {\"axes\": [0], \"keepdims\": false}}"
+    "]}]}";
+
+static pardo_program *parallel_program(int parts) {
+    char text[sizeof parallel_fmt + 16];
+    snprintf(text, sizeof text, parallel_fmt, parts);
+    return test_program(text, "par.json");
+}
+
+static void assert_close_or_nan(const pardo_tensor *a, const pardo_tensor *b, double tol, const char *what) {
+    ck_assert_int_eq(a->numel, b->numel);
+    for (int64_t i = 0; i < a->numel; i++) {
+        double x = pardo_tensor_get_f64(a, i), y = pardo_tensor_get_f64(b, i);
+        ck_assert_msg((isnan(x) && isnan(y)) || fabs(x - y) <= tol, "%s[%lld]: %.17g vs %.17g", what, (long long)i, x,
+                      y);
+    }
+}
+
+/* Runs x through the single-thread graph and the parallel one (split into
+ * `parts`, 0: the thread count) at `threads` threads and compares every
+ * merge mode with the single-thread result or a naive loop. */
+static void compare_modes(int rows, int parts, int threads, pardo_executor **keep) {
+    test_rng r = {11 + (uint64_t)rows};
+    int64_t xs[2] = {rows, 3};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -2, 2);
+    pardo_program *ps = test_program(single_text, "single.json"), *pp = parallel_program(parts);
+    pardo_executor *es = test_executor(ps, 1), *ep = test_executor(pp, threads);
+    feed(es, "x", x);
+    feed(ep, "x", x);
+    run(es);
+    run(ep);
+    char what[128];
+    snprintf(what, sizeof what, "%d rows, parts %d, %d threads", rows, parts, threads);
+    const pardo_tensor *y = fetch(es, "y");
+    test_assert_close(fetch(ep, "y_cat"), y, 0, 1e-12);               /* concat */
+    test_assert_close(fetch(ep, "m_mean"), fetch(es, "m"), 0, 1e-12); /* mean weighted by rows */
+    test_assert_close(fetch(ep, "s_sum"), fetch(es, "s"), 0, 1e-12);  /* sum */
+    /* max, min and the plain mean of the per-part sums and means: a naive loop */
+    int n = parts ? parts : threads;
+    int64_t start = 0;
+    double mx[2] = {-INFINITY, -INFINITY}, mn[2] = {INFINITY, INFINITY}, mean[2] = {0, 0};
+    for (int p = 0; p < n; p++) {
+        int64_t len = rows / n + (p < rows % n); /* larger parts first */
+        for (int c = 0; c < 2; c++) {
+            double sum = 0;
+            for (int64_t i = start; i < start + len; i++) sum += pardo_tensor_get_f64(y, i * 2 + c);
+            mx[c] = fmax(mx[c], sum);
+            mn[c] = fmin(mn[c], sum);
+            mean[c] += (len ? sum / (double)len : (double)NAN) / n;
+        }
+        start += len;
+    }
+    int64_t two = 2;
+    pardo_tensor *want_max = test_tensor_from(PARDO_F64, 1, &two, mx),
+                 *want_min = test_tensor_from(PARDO_F64, 1, &two, mn);
+    pardo_tensor *want_mean = test_tensor_from(PARDO_F64, 1, &two, mean);
+    assert_close_or_nan(fetch(ep, "s_max"), want_max, 1e-12, what);
+    assert_close_or_nan(fetch(ep, "s_min"), want_min, 1e-12, what);
+    assert_close_or_nan(fetch(ep, "m_plain"), want_mean, 1e-12, what);
+    ck_assert_int_eq(fetch(ep, "ys")->n_parts, n);
+    pardo_tensor_release(want_max);
+    pardo_tensor_release(want_min);
+    pardo_tensor_release(want_mean);
+    pardo_tensor_release(x);
+    pardo_executor_free(es);
+    pardo_program_free(ps);
+    if (keep) {
+        *keep = ep; /* the caller frees it and its program */
+    } else {
+        pardo_executor_free(ep);
+        pardo_program_free(pp);
+    }
+}
+
+START_TEST(merge_modes_match_single_thread) {
+    pool_size(4);
+    const int threads[] = {1, 2, 4};
+    for (int t = 0; t < 3; t++) {
+        compare_modes(8, 0, threads[t], NULL); /* parts = thread count */
+        compare_modes(7, 3, threads[t], NULL); /* 7 rows over 3 parts: 3, 2, 2 */
+        compare_modes(7, 0, threads[t], NULL);
+        compare_modes(2, 3, threads[t], NULL); /* 1, 1, 0: an empty part */
+        compare_modes(13, 5, threads[t], NULL);
+    }
+}
+END_TEST
+
+START_TEST(fixed_parts_give_bitwise_the_same_at_any_thread_count) {
+    pool_size(4);
+    pardo_executor *a, *b;
+    compare_modes(11, 3, 1, &a);
+    compare_modes(11, 3, 4, &b);
+    const char *names[] = {"y_cat", "m_mean", "m_plain", "s_sum", "s_max", "s_min"};
+    for (int i = 0; i < 6; i++) test_assert_close(fetch(a, names[i]), fetch(b, names[i]), 0, 0);
+    const pardo_program *pa = pardo_executor_program(a), *pb = pardo_executor_program(b);
+    pardo_executor_free(a);
+    pardo_executor_free(b);
+    pardo_program_free((pardo_program *)pa);
+    pardo_program_free((pardo_program *)pb);
+}
+END_TEST
+
+START_TEST(split_sizes_and_axis) {
+    pool_size(2);
+    pardo_program *p = test_program(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"int32\", \"shape\": [2, -1], \"role\": \"feed\"}},"
+        "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xa\"], \"attrs\": {\"parts\": 3, \"axis\": -1}},"
+        "{\"op\": \"merge\", \"in\": [\"xa\"], \"out\": [\"back\"], \"attrs\": {\"mode\": \"concat\", \"axis\": 1}}]}]}",
+        "ax.json");
+    const pardo_var *xa = pardo_block_find_var(&p->blocks[0], "xa");
+    ck_assert_int_eq(xa->kind, PARDO_VAR_TENSOR_ARRAY);
+    ck_assert_int_eq(xa->type.dtype, PARDO_I32);
+    ck_assert_int_eq(xa->type.shape[0], 2);
+    ck_assert_int_eq(xa->type.shape[1], -1);
+    pardo_executor *ex = test_executor(p, 2);
+    int64_t shape[2] = {2, 7};
+    double v[14];
+    for (int i = 0; i < 14; i++) v[i] = i;
+    pardo_tensor *x = test_tensor_from(PARDO_I32, 2, shape, v);
+    feed(ex, "x", x);
+    run(ex);
+    const pardo_tensor *a = fetch(ex, "xa");
+    ck_assert(a->is_array);
+    ck_assert_int_eq(a->n_parts, 3);
+    const int64_t cols[3] = {3, 2, 2}, first[3] = {0, 3, 5};
+    for (int p_ = 0; p_ < 3; p_++) {
+        const pardo_tensor *part = a->parts[p_];
+        ck_assert_int_eq(part->shape[0], 2);
+        ck_assert_int_eq(part->shape[1], cols[p_]);
+        for (int r = 0; r < 2; r++)
+            for (int c = 0; c < cols[p_]; c++)
+                ck_assert_int_eq((int)pardo_tensor_get_f64(part, r * cols[p_] + c), r * 7 + first[p_] + c);
+    }
+    test_assert_close(fetch(ex, "back"), x, 0, 0);
+    pardo_tensor_release(x);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+}
+END_TEST
+
+START_TEST(inference_types_parts_and_sub_block_vars) {
+    pardo_program *p = parallel_program(0);
+    const pardo_block *b0 = &p->blocks[0], *b1 = &p->blocks[1];
+    const pardo_var *xp = pardo_block_find_var(b1, "xp"), *y = pardo_block_find_var(b1, "y");
+    ck_assert_ptr_nonnull(xp);
+    ck_assert_int_eq(xp->kind, PARDO_VAR_TENSOR);
+    ck_assert_int_eq(xp->type.dtype, PARDO_F64);
+    ck_assert_int_eq(xp->type.ndim, 2);
+    ck_assert_int_eq(xp->type.shape[0], -1);
+    ck_assert_int_eq(xp->type.shape[1], 3);
+    ck_assert_int_eq(y->type.shape[1], 2);
+    const pardo_var *ys = pardo_block_find_var(b0, "ys"), *ss = pardo_block_find_var(b0, "ss");
+    ck_assert_int_eq(ys->kind, PARDO_VAR_TENSOR_ARRAY);
+    ck_assert(!ys->declared);
+    ck_assert_int_eq(ys->type.ndim, 2);
+    ck_assert_int_eq(ys->type.shape[0], -1);
+    ck_assert_int_eq(ss->type.ndim, 1);
+    ck_assert_int_eq(ss->type.shape[0], 2);
+    const pardo_var *cat = pardo_block_find_var(b0, "y_cat"), *sum = pardo_block_find_var(b0, "s_sum");
+    ck_assert_int_eq(cat->kind, PARDO_VAR_TENSOR);
+    ck_assert_int_eq(cat->type.shape[0], -1);
+    ck_assert_int_eq(cat->type.shape[1], 2);
+    ck_assert_int_eq(sum->type.shape[0], 2);
+    pardo_program_free(p);
+}
+END_TEST
+
+START_TEST(steady_state_reuses_parts_scopes_and_outputs) {
+    pool_size(2);
+    pardo_program *p = parallel_program(2);
+    pardo_executor *ex = test_executor(p, 2);
+    test_rng r = {5};
+    int64_t xs[2] = {9, 3};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1);
+    feed(ex, "x", x);
+    run(ex);
+    const pardo_tensor *part0 = fetch(ex, "xs")->parts[0], *ys0 = fetch(ex, "ys")->parts[1];
+    const pardo_tensor *cat = fetch(ex, "y_cat"), *arr = fetch(ex, "ys");
+    for (int s = 0; s < 5; s++) run(ex);
+    ck_assert_ptr_eq(fetch(ex, "xs")->parts[0], part0); /* split's copies reused */
+    ck_assert_ptr_eq(fetch(ex, "ys"), arr);             /* the array */
+    ck_assert_ptr_eq(fetch(ex, "ys")->parts[1], ys0);   /* a part's output, moved back and forth */
+    ck_assert_ptr_eq(fetch(ex, "y_cat"), cat);
+#ifndef UNDER_SANITIZER
+    /* and nothing is allocated per step */
+    struct mallinfo2 before = mallinfo2();
+    for (int s = 0; s < 200; s++) run(ex);
+    struct mallinfo2 after = mallinfo2();
+    ck_assert_msg(after.uordblks == before.uordblks, "the heap grew by %zu bytes over 200 steps",
+                  after.uordblks - before.uordblks);
+#endif
+    pardo_tensor_release(x);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+}
+END_TEST
+
+/* ---- 100,000 parallel_do calls ---- */
+
+static const char tiny_text[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 2], \"role\": \"feed\"}},"
+    "\"ops\": ["
+    "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+    "{\"op\": \"parallel_do\", \"in\": [\"xs\"], \"out\": [\"ys\"],"
+    " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"yp\": \"ys\"}}},"
+    "{\"op\": \"merge\", \"in\": [\"ys\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"concat\"}}]},"
+    "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+    "{\"op\": \"scale\", \"in\": [\"xp\"], \"out\": [\"yp\"], \"attrs\": {\"scale\": 2, \"bias\": 1}}]}]}";
+
+START_TEST(stress_100000_parallel_do_calls) {
+#ifdef UNDER_TSAN
+    const int calls = 20000; /* TSan runs each call many times slower; the plain and ASan builds do the full count */
+#else
+    const int calls = 100000;
+#endif
+    pool_size(2);
+    pardo_program *p = test_program(tiny_text, "tiny.json");
+    pardo_executor *ex = test_executor(p, 2);
+    int64_t xs[2] = {5, 2};
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 2, xs, (const double[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    feed(ex, "x", x);
+    pardo_status st;
+    for (int i = 0; i < calls; i++)
+        if (pardo_executor_run(ex, &st) != PARDO_OK) ck_abort_msg("call %d: %s", i, st.msg);
+    ck_assert_int_eq(pardo_executor_steps(ex), calls);
+    const pardo_tensor *y = fetch(ex, "y");
+    for (int i = 0; i < 10; i++) ck_assert_double_eq(pardo_tensor_get_f64(y, i), 2.0 * i + 1);
+    pardo_tensor_release(x);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+}
+END_TEST
+
+/* ---- a failing part ---- */
+
+static const char div_text[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"a\": {\"dtype\": \"int32\", \"shape\": [-1], \"role\": \"feed\"},"
+    "\"b\": {\"dtype\": \"int32\", \"shape\": [-1], \"role\": \"feed\"}},"
+    "\"ops\": ["
+    "{\"op\": \"split\", \"in\": [\"a\"], \"out\": [\"as\"], \"attrs\": {\"parts\": 8}},"
+    "{\"op\": \"split\", \"in\": [\"b\"], \"out\": [\"bs\"], \"attrs\": {\"parts\": 8}},"
+    "{\"op\": \"parallel_do\", \"name\": \"pd\", \"in\": [\"as\", \"bs\"], \"out\": [\"qs\"],"
+    " \"attrs\": {\"block\": 1, \"parts_in\": {\"ap\": \"as\", \"bp\": \"bs\"}, \"parts_out\": {\"q\": \"qs\"}}},"
+    "{\"op\": \"merge\", \"in\": [\"qs\"], \"out\": [\"quot\"], \"attrs\": {\"mode\": \"concat\"}}]},"
+    "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+    "{\"op\": \"div\", \"name\": \"ratio\", \"in\": [\"ap\", \"bp\"], \"out\": [\"q1\"]},"
+    "{\"op\": \"add\", \"in\": [\"q1\", \"q1\"], \"out\": [\"q2\"]},"
+    "{\"op\": \"sub\", \"in\": [\"q2\", \"q1\"], \"out\": [\"q\"]}]}]}";
+
+START_TEST(err_failing_part_stops_the_others) {
+    pool_size(4);
+    pardo_status st;
+    pardo_program *p = test_program(div_text, "div.json");
+    int64_t n = 16;
+    double av[16], bv[16], good[16];
+    for (int i = 0; i < 16; i++) {
+        av[i] = 10 * i;
+        bv[i] = (i == 6 || i == 7) ? 0 : 2; /* rows 6 and 7 are part 3 of 8 */
+        good[i] = 5;
+    }
+    pardo_tensor *a = test_tensor_from(PARDO_I32, 1, &n, av), *b = test_tensor_from(PARDO_I32, 1, &n, bv);
+    pardo_tensor *b_ok = test_tensor_from(PARDO_I32, 1, &n, good);
+    const int threads[] = {1, 2, 4, 8};
+    for (int t = 0; t < 4; t++) {
+        pardo_executor *ex = test_executor(p, threads[t]);
+        feed(ex, "a", a);
+        feed(ex, "b", b);
+        for (int rep = 0; rep < 20; rep++) {
+            ck_assert_int_eq(pardo_executor_run(ex, &st), PARDO_ERUNTIME);
+            ck_assert_msg(strstr(st.msg, "div.json:1:") && strstr(st.msg, "block 0, op 2 'pd' (parallel_do)") &&
+                              strstr(st.msg, "part 3 of 8 (block 1)") && strstr(st.msg, "block 1, op 0 'ratio' (div)"),
+                          "%d threads: %s", threads[t], st.msg);
+        }
+        ck_assert_int_eq(pardo_executor_steps(ex), 0);
+        ck_assert_ptr_null(pardo_executor_fetch(ex, "quot"));
+        /* the same executor runs again once the data is good */
+        feed(ex, "b", b_ok);
+        run(ex);
+        const pardo_tensor *q = fetch(ex, "quot");
+        for (int i = 0; i < 16; i++) ck_assert_int_eq((int)pardo_tensor_get_f64(q, i), 2 * i);
+        pardo_executor_free(ex);
+    }
+    pardo_tensor_release(a);
+    pardo_tensor_release(b);
+    pardo_tensor_release(b_ok);
+    pardo_program_free(p);
+}
+END_TEST
+
+START_TEST(err_stop_flag_stops_between_ops) {
+    pardo_status st;
+    pardo_program *p = test_program(div_text, "div.json");
+    pardo_executor *ex = test_executor(p, 1);
+    pardo_scope *child = pardo_scope_new(pardo_executor_scope(ex));
+    int64_t n = 2;
+    pardo_tensor *a = test_tensor_from(PARDO_I32, 1, &n, (const double[]){4, 6});
+    ck_assert_int_eq(pardo_scope_set(child, "ap", a, &st), PARDO_OK);
+    ck_assert_int_eq(pardo_scope_set(child, "bp", a, &st), PARDO_OK);
+    atomic_int stop = 1;
+    pardo_block_run r = {.nthreads = 1, .stop = &stop, .cpu_only = true};
+    ck_assert_int_eq(pardo_executor_run_block_with(ex, 1, child, &r, &st), PARDO_ECANCELED);
+    ck_assert_msg(strstr(st.msg, "block 1 stopped before op 0"), "%s", st.msg);
+    ck_assert_ptr_null(pardo_scope_find(child, "q1")); /* no op ran */
+    atomic_store(&stop, 0);
+    ck_assert_int_eq(pardo_executor_run_block_with(ex, 1, child, &r, &st), PARDO_OK);
+    ck_assert_double_eq(pardo_tensor_get_f64(pardo_scope_find(child, "q"), 1), 1);
+    pardo_tensor_release(a);
+    pardo_scope_free(child);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+}
+END_TEST
+
+/* Runs a graph once with feed x (float64 [rows, 3]); returns the code, st filled. */
+static int run_status(const char *text, int rows, pardo_status *st) {
+    pardo_program *p = test_program(text, "r.json");
+    pardo_executor *ex = test_executor(p, 2);
+    test_rng r = {1};
+    int64_t xs[2] = {rows, 3};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1);
+    feed(ex, "x", x);
+    int rc = pardo_executor_run(ex, st);
+    pardo_tensor_release(x);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+    return rc;
+}
+
+#define X_FEED "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"role\": \"feed\"}"
+
+START_TEST(err_run_time_part_mismatches) {
+    pardo_status st;
+    /* sum of 7 rows over 3 parts: parts of different shapes */
+    ck_assert_int_eq(
+        run_status(
+            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
+            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 3}},"
+            "{\"op\": \"merge\", \"name\": \"m\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
+            7, &st),
+        PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "'m' (merge)") && strstr(st.msg, "part 1 is [2, 3] but part 0 is [3, 3]"), "%s",
+                  st.msg);
+    /* two parts_in arrays with different part counts */
+    ck_assert_int_eq(
+        run_status(
+            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
+            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"a\"], \"attrs\": {\"parts\": 2}},"
+            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"b\"], \"attrs\": {\"parts\": 3}},"
+            "{\"op\": \"parallel_do\", \"in\": [\"a\", \"b\"], \"out\": [\"cs\"], \"attrs\": {\"block\": 1,"
+            " \"parts_in\": {\"ap\": \"a\", \"bp\": \"b\"}, \"parts_out\": {\"c\": \"cs\"}}}]},"
+            "{\"parent\": 0, \"vars\": {}, \"ops\": [{\"op\": \"add\", \"in\": [\"ap\", \"bp\"], \"out\": [\"c\"]}]}]}",
+            6, &st),
+        PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "'b' has 3 parts but 'a' has 2"), "%s", st.msg);
+    /* a weighted mean whose split batch is empty */
+    ck_assert_int_eq(
+        run_status(
+            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
+            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+            "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"xs\"}}]}]}",
+            0, &st),
+        PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "the split batch is empty"), "%s", st.msg);
+}
+END_TEST
+
+/* ---- load-time errors ---- */
+
+static void expect_error(const char *text, int code, const char *const *words) {
+    pardo_status st;
+    int rc = test_program_status(text, "t.json", NULL, &st);
+    ck_assert_msg(rc == code, "expected code %d, got %d: %s", code, rc, st.msg);
+    for (; *words; words++) ck_assert_msg(strstr(st.msg, *words) != NULL, "message lacks '%s': %s", *words, st.msg);
+}
+
+#define HEAD                                                                                                                 \
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", "                                                                   \
+    "\"w\": {\"dtype\": \"float64\", \"shape\": [3, 2], \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": [" \
+    "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]},"
+#define PD(in, attrs)                                                                                                  \
+    "{\"op\": \"parallel_do\", \"name\": \"outer\", \"in\": " in ", \"out\": [\"ys\"], \"attrs\": " attrs "}"
+#define STD_ATTRS "{\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"y\": \"ys\"}}"
+#define SUB(ops) "{\"parent\": 0, \"vars\": {}, \"ops\": [" ops "]}"
+#define MATMUL "{\"op\": \"matmul\", \"in\": [\"xp\", \"w\"], \"out\": [\"y\"]}"
+
+START_TEST(err_parallel_do_block_attr) {
+    expect_error(HEAD PD("[\"xs\", \"w\"]", "{\"block\": 0}") "]}]}", PARDO_EINVAL,
+                 (const char *[]){"t.json:1:", "'outer' (parallel_do)", "attr 'block' is 0", NULL});
+    expect_error(HEAD PD("[\"xs\", \"w\"]", "{\"block\": 4, \"parts_in\": {\"xp\": \"xs\"}}") "]}, " SUB(MATMUL) "]}",
+                 PARDO_EINVAL, (const char *[]){"attr 'block' is 4", "0..1", NULL});
+    /* block 2's parent is block 1, not the op's block 0 */
+    expect_error(
+        HEAD
+            PD("[\"xs\", \"w\"]", "{\"block\": 2, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"y\": \"ys\"}}") "]}, " SUB(
+                "") ", {\"parent\": 1, \"vars\": {}, \"ops\": [" MATMUL "]}]}",
+        PARDO_EINVAL, (const char *[]){"whose parent is block 1", "child of the op's block 0", NULL});
+    /* two parallel_dos on one block */
+    expect_error(
+        HEAD PD(
+            "[\"xs\", \"w\"]",
+            STD_ATTRS) ","
+                       "{\"op\": \"parallel_do\", \"name\": \"again\", \"in\": [\"xs\", \"w\"], \"out\": [\"zs\"], \"attrs\": " STD_ATTRS
+                       "}"
+                       "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"'again'", "block 1 is already run by block 0, op 1 'outer'", NULL});
+}
+END_TEST
+
+START_TEST(err_nested_parallel_do_names_both) {
+    expect_error(
+        HEAD PD(
+            "[\"xs\", \"w\"]",
+            STD_ATTRS) "]}, "
+                       "{\"parent\": 0, \"vars\": {}, \"ops\": [" MATMUL ","
+                       "{\"op\": \"split\", \"in\": [\"xp\"], \"out\": [\"inner_parts\"]},"
+                       "{\"op\": \"parallel_do\", \"name\": \"inner\", \"in\": [\"inner_parts\"], \"out\": [\"zs\"],"
+                       " \"attrs\": {\"block\": 2, \"parts_in\": {\"z\": \"inner_parts\"}, \"parts_out\": {\"z\": \"zs\"}}}]},"
+                       "{\"parent\": 1, \"vars\": {}, \"ops\": []}]}",
+        PARDO_EINVAL,
+        (const char *[]){"block 1, op 2 'inner' (parallel_do)", "nested parallel_do",
+                         "block 0, op 1 'outer' (parallel_do)", NULL});
+}
+END_TEST
+
+START_TEST(err_parallel_do_parts_and_lists) {
+    /* parts_in names a tensor */
+    expect_error(
+        HEAD PD(
+            "[\"x\", \"w\"]",
+            "{\"block\": 1, \"parts_in\": {\"xp\": \"x\"}, \"parts_out\": {\"y\": \"ys\"}}") "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"parts_in 'xp'", "'x' is a tensor, expected a tensor_array", NULL});
+    /* parts_in's array not in "in" */
+    expect_error(HEAD PD("[\"w\"]", STD_ATTRS) "]}, " SUB(MATMUL) "]}", PARDO_EINVAL,
+                 (const char *[]){"'outer'", "'xs' must be listed in \"in\"", NULL});
+    /* the block reads w, which "in" lacks */
+    expect_error(HEAD PD("[\"xs\"]", STD_ATTRS) "]}, " SUB(MATMUL) "]}", PARDO_EINVAL,
+                 (const char *[]){"'outer'", "block 1, op 0 (matmul) reads 'w' of block 0", "list it in \"in\"", NULL});
+    /* an output that no parts_out fills */
+    expect_error(
+        HEAD "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\"], \"out\": [\"ys\", \"extra\"], \"attrs\": " STD_ATTRS
+             "}"
+             "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"output 1 'extra' is not a parts_out target", NULL});
+    /* parts_out names a var the block never writes */
+    expect_error(
+        HEAD PD(
+            "[\"xs\", \"w\"]",
+            "{\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"nope\": \"ys\"}}") "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"parts_out 'nope': no op of block 1 writes 'nope'", NULL});
+    /* parts_in must map to names */
+    expect_error(
+        HEAD PD("[\"xs\", \"w\"]",
+                "{\"block\": 1, \"parts_in\": {\"xp\": 3}, \"parts_out\": {\"y\": \"ys\"}}") "]}, " SUB(MATMUL) "]}",
+        PARDO_EINVAL, (const char *[]){"attr 'parts_in': 'xp' maps to number", NULL});
+    /* the block updates an enclosing var in place */
+    expect_error(HEAD PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, " SUB(
+                     MATMUL
+                     ", {\"op\": \"scale\", \"in\": [\"w\"], \"out\": [\"w\"], \"attrs\": {\"scale\": 0.5}}") "]}",
+                 PARDO_EINVAL,
+                 (const char *[]){"block 1, op 0 (matmul)", "'w' of block 0 is read here and written in block 1",
+                                  "read-only", NULL});
+    /* a part block declares a param */
+    expect_error(
+        HEAD PD(
+            "[\"xs\", \"w\"]",
+            STD_ATTRS) "]}, "
+                       "{\"parent\": 0, \"vars\": {\"v\": {\"dtype\": \"float64\", \"shape\": [2], \"role\": \"param\", "
+                       "\"init\": {\"fill\": \"normal\"}}}, \"ops\": [" MATMUL "]}]}",
+        PARDO_EINVAL, (const char *[]){"block 1, var 'v'", "declare param vars and constants in block 0", NULL});
+    /* the block reads one of its temps before writing it */
+    expect_error(HEAD PD("[\"xs\", \"w\"]",
+                         STD_ATTRS) "]}, " SUB("{\"op\": \"relu\", \"in\": [\"t\"], \"out\": [\"u\"]}, " MATMUL
+                                               ", {\"op\": \"relu\", \"in\": [\"y\"], \"out\": [\"t\"]}") "]}",
+                 PARDO_EINVAL, (const char *[]){"block 1, op 0 (relu)", "'t' of block 1 is read before", NULL});
+}
+END_TEST
+
+START_TEST(err_tensor_array_kinds) {
+    /* a tensor_array param */
+    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", \"ta\": {\"dtype\": \"float32\", \"shape\": [2], "
+                 "\"kind\": \"tensor_array\", \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": []}]}",
+                 PARDO_EINVAL, (const char *[]){"var 'ta'", "must be a temp", NULL});
+    /* an ordinary op reading a tensor_array */
+    expect_error(HEAD "{\"op\": \"relu\", \"name\": \"r\", \"in\": [\"xs\"], \"out\": [\"y\"]}]}]}", PARDO_EINVAL,
+                 (const char *[]){"'r' (relu)", "'xs' is a tensor_array; relu reads tensors", NULL});
+    /* merge of a tensor */
+    expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"x\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
+                 PARDO_EINVAL, (const char *[]){"'x' is a tensor, but merge reads a tensor_array", NULL});
+    /* split into a declared tensor */
+    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED
+                 ", \"t\": {\"dtype\": \"float64\", \"shape\": [-1, 3]}},"
+                 " \"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"t\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"'t' is declared as a tensor, but split writes a tensor_array", NULL});
+}
+END_TEST
+
+START_TEST(err_split_and_merge_attrs) {
+    expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"median\"}}]}]}",
+                 PARDO_EINVAL, (const char *[]){"attr 'mode' is \"median\"", NULL});
+    expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"]}]}]}", PARDO_EINVAL,
+                 (const char *[]){"attr 'mode' is required", NULL});
+    expect_error(
+        HEAD
+        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"zz\"}}]}]}",
+        PARDO_ENOTFOUND, (const char *[]){"attr 'weight_by': unknown var 'zz'", NULL});
+    expect_error(
+        HEAD
+        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"x\"}}]}]}",
+        PARDO_EINVAL, (const char *[]){"'x' is a tensor, expected the tensor_array a split wrote", NULL});
+    expect_error(
+        HEAD
+        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\", \"weight_by\": \"xs\"}}]}]}",
+        PARDO_EINVAL, (const char *[]){"'weight_by' weights a mean", NULL});
+    /* a declared tensor_array nobody wrote, read directly and as weight_by */
+    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {\"ta\": {\"dtype\": \"float32\", \"shape\": [-1], "
+                 "\"kind\": \"tensor_array\"}}, \"ops\": ["
+                 "{\"op\": \"merge\", \"in\": [\"ta\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
+                 PARDO_EINVAL, (const char *[]){"'ta' is read before any op writes it", NULL});
+    expect_error(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", \"later\": {\"dtype\": \"float64\", \"shape\": [-1, 3], "
+        "\"kind\": \"tensor_array\"}}, \"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]},"
+        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"later\"}},"
+        "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"later\"]}]}]}",
+        PARDO_EINVAL, (const char *[]){"tensor_array 'later' is read before any op writes it", NULL});
+    expect_error(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"k\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"}}, \"ops\": ["
+        "{\"op\": \"split\", \"in\": [\"k\"], \"out\": [\"ks\"]},"
+        "{\"op\": \"merge\", \"in\": [\"ks\"], \"out\": [\"m\"], \"attrs\": {\"mode\": \"mean\"}}]}]}",
+        PARDO_ESHAPE, (const char *[]){"mode mean needs float parts, got int64", NULL});
+    expect_error(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"s\": {\"dtype\": \"float32\", \"shape\": [], \"role\": \"feed\"}}, \"ops\": ["
+        "{\"op\": \"split\", \"in\": [\"s\"], \"out\": [\"ss\"]}]}]}",
+        PARDO_ESHAPE, (const char *[]){"cannot split a scalar", NULL});
+    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
+                 "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": -2}}]}]}",
+                 PARDO_EINVAL, (const char *[]){"attr 'parts' is -2", NULL});
+    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
+                 "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"axis\": 2}}]}]}",
+                 PARDO_EINVAL, (const char *[]){"axis", NULL});
+}
+END_TEST
+
+START_TEST(err_sub_block_inference_is_located) {
+    expect_error(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", "
+        "\"w\": {\"dtype\": \"float64\", \"shape\": [4, 2], \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": ["
+        "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]}," PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, " SUB(
+            "{\"op\": \"matmul\", \"name\": \"fc\", \"in\": [\"xp\", \"w\"], \"out\": [\"y\"]}") "]}",
+        PARDO_ESHAPE, (const char *[]){"t.json:1:", "block 1, op 0 'fc' (matmul)", NULL});
+}
+END_TEST
+
+Suite *make_parallel_suite(void) {
+    Suite *s = suite_create("parallel");
+    TCase *core = tcase_create("Core");
+    tcase_set_timeout(core, 300);
+    tcase_add_test(core, merge_modes_match_single_thread);
+    tcase_add_test(core, fixed_parts_give_bitwise_the_same_at_any_thread_count);
+    tcase_add_test(core, split_sizes_and_axis);
+    tcase_add_test(core, inference_types_parts_and_sub_block_vars);
+    tcase_add_test(core, steady_state_reuses_parts_scopes_and_outputs);
+    tcase_add_test(core, stress_100000_parallel_do_calls);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("Errors");
+    tcase_set_timeout(errors, 60);
+    tcase_add_test(errors, err_failing_part_stops_the_others);
+    tcase_add_test(errors, err_stop_flag_stops_between_ops);
+    tcase_add_test(errors, err_run_time_part_mismatches);
+    tcase_add_test(errors, err_parallel_do_block_attr);
+    tcase_add_test(errors, err_nested_parallel_do_names_both);
+    tcase_add_test(errors, err_parallel_do_parts_and_lists);
+    tcase_add_test(errors, err_tensor_array_kinds);
+    tcase_add_test(errors, err_split_and_merge_attrs);
+    tcase_add_test(errors, err_sub_block_inference_is_located);
+    suite_add_tcase(s, errors);
+    return s;
+}

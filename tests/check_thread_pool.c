@@ -1,0 +1,330 @@
+/* check_thread_pool.c - the singleton pool: sizing, lazy start, fork reset,
+ * every item run exactly once, never more threads than configured, an idle
+ * pool that burns no CPU, pardo_parallel_for's ggml split, and errors. Check
+ * forks each test, so each starts with a fresh pool (that is what the
+ * pthread_atfork reset is for). */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_suites.h"
+#include "op.h"
+#include "thread_pool.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+/* Sizes the pool; under CK_FORK=no (one process for every test) a pool an
+ * earlier test started is shut down first. */
+static void configure(int n) {
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != n) pardo_thread_pool_shutdown();
+    ck_assert_msg(pardo_thread_pool_configure(n, &st) == PARDO_OK, "%s", st.msg);
+}
+
+typedef struct count_job {
+    atomic_int *hits;   // per item
+    atomic_int running; // items running now
+    atomic_int most;    // the most that ran at once
+    int spin;           // busy work per item
+} count_job;
+
+static void count_item(void *arg, int64_t i) {
+    count_job *j = arg;
+    int now = atomic_fetch_add(&j->running, 1) + 1;
+    int most = atomic_load(&j->most);
+    while (now > most && !atomic_compare_exchange_weak(&j->most, &most, now)) {
+    }
+    volatile double x = 0;
+    for (int k = 0; k < j->spin; k++) x += k;
+    atomic_fetch_add(&j->hits[i], 1);
+    atomic_fetch_sub(&j->running, 1);
+}
+
+START_TEST(size_is_configured_before_start) {
+    pardo_thread_pool_shutdown(); /* a no-op in a forked test */
+    ck_assert(!pardo_thread_pool_started());
+    configure(3);
+    ck_assert_int_eq(pardo_thread_pool_size(), 3);
+    ck_assert(!pardo_thread_pool_started()); /* asking the size starts nothing */
+    configure(4);                            /* still free to change */
+    ck_assert_int_eq(pardo_thread_pool_size(), 4);
+    atomic_int hits[1] = {0};
+    count_job j = {.hits = hits};
+    pardo_thread_pool_for(4, 1, count_item, &j);
+    ck_assert(pardo_thread_pool_started());
+    configure(4); /* the same size again is fine */
+    ck_assert_int_eq(pardo_thread_pool_size(), 4);
+}
+END_TEST
+
+START_TEST(size_from_environment) {
+    pardo_thread_pool_shutdown();
+    setenv("PARDO_NUM_THREADS", "5", 1);
+    ck_assert_int_eq(pardo_thread_pool_size(), 5);
+    setenv("PARDO_NUM_THREADS", "zero", 1); /* ignored: the online CPUs */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ck_assert_int_eq(pardo_thread_pool_size(), cpus < 1 ? 1 : cpus > PARDO_MAX_THREADS ? PARDO_MAX_THREADS : cpus);
+    setenv("PARDO_NUM_THREADS", "2", 1);
+    configure(3); /* configure wins over the environment */
+    ck_assert_int_eq(pardo_thread_pool_size(), 3);
+    unsetenv("PARDO_NUM_THREADS");
+}
+END_TEST
+
+START_TEST(every_item_runs_once) {
+    configure(4);
+    enum { N = 1000 };
+    static atomic_int hits[N];
+    const int widths[] = {1, 2, 3, 4, 16};
+    const int64_t sizes[] = {0, 1, 2, 3, 7, 64, N};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            for (int i = 0; i < N; i++) atomic_store(&hits[i], 0);
+            count_job j = {.hits = hits, .spin = 200};
+            pardo_thread_pool_for(widths[w], sizes[s], count_item, &j);
+            for (int i = 0; i < N; i++)
+                ck_assert_msg(atomic_load(&hits[i]) == (i < sizes[s] ? 1 : 0), "width %d, n %lld: item %d ran %d times",
+                              widths[w], (long long)sizes[s], i, atomic_load(&hits[i]));
+            ck_assert_int_le(atomic_load(&j.most), widths[w] < 4 ? widths[w] : 4);
+        }
+}
+END_TEST
+
+START_TEST(never_more_threads_than_configured) {
+    configure(2);
+    enum { N = 200 };
+    static atomic_int hits[N];
+    count_job j = {.hits = hits, .spin = 20000};
+    pardo_thread_pool_for(64, N, count_item, &j); /* asks for 64, gets 2: the caller and one worker */
+    ck_assert_int_le(atomic_load(&j.most), 2);
+    for (int i = 0; i < N; i++) ck_assert_int_eq(atomic_load(&hits[i]), 1);
+}
+END_TEST
+
+typedef struct submit_arg {
+    pthread_t caller, ran_on;
+    atomic_bool done;
+} submit_arg;
+
+static void record_thread(void *p) {
+    submit_arg *a = p;
+    a->ran_on = pthread_self();
+    atomic_store(&a->done, true);
+}
+
+START_TEST(submit_runs_on_a_worker) {
+    configure(2);
+    submit_arg a = {.caller = pthread_self()};
+    pardo_pool_task t;
+    pardo_thread_pool_submit(&t, record_thread, &a);
+    struct timespec pause = {0, 1000000};
+    for (int i = 0; i < 5000 && !atomic_load(&a.done); i++)
+        nanosleep(&pause, NULL); /* the test polls; pardo does not */
+    ck_assert(atomic_load(&a.done));
+    ck_assert(!pthread_equal(a.ran_on, a.caller));
+}
+END_TEST
+
+START_TEST(size_one_runs_inline) {
+    configure(1);
+    submit_arg a = {.caller = pthread_self()};
+    pardo_pool_task t;
+    pardo_thread_pool_submit(&t, record_thread, &a); /* no workers: ran before returning */
+    ck_assert(atomic_load(&a.done));
+    ck_assert(pthread_equal(a.ran_on, a.caller));
+    atomic_int hits[8] = {0};
+    count_job j = {.hits = hits};
+    pardo_thread_pool_for(8, 8, count_item, &j);
+    ck_assert_int_eq(atomic_load(&j.most), 1);
+}
+END_TEST
+
+static void nested_item(void *arg, int64_t i) {
+    (void)i;
+    count_job *inner = arg;
+    pardo_thread_pool_for(4, 10, count_item, inner);
+}
+
+START_TEST(forks_nest_without_deadlock) {
+    configure(3);
+    static atomic_int hits[10];
+    count_job inner = {.hits = hits, .spin = 100};
+    for (int r = 0; r < 50; r++) pardo_thread_pool_for(3, 6, nested_item, &inner);
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(atomic_load(&hits[i]), 300);
+}
+END_TEST
+
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+START_TEST(idle_pool_burns_no_cpu) {
+    configure(4);
+    static atomic_int hits[64];
+    count_job j = {.hits = hits, .spin = 100};
+    pardo_thread_pool_for(4, 64, count_item, &j);
+    struct timespec settle = {0, 20000000}, idle = {0, 300000000};
+    nanosleep(&settle, NULL); /* past the workers' short spin */
+    double before = cpu_seconds();
+    nanosleep(&idle, NULL);
+    double used = cpu_seconds() - before;
+    ck_assert_msg(used < 0.03, "3 idle workers used %.3f s of CPU in 0.3 s", used);
+}
+END_TEST
+
+START_TEST(fork_gives_the_child_a_fresh_pool) {
+#ifdef UNDER_TSAN
+    /* TSan does not support starting threads after a multi-threaded fork */
+    return;
+#endif
+    configure(3);
+    static atomic_int hits[16];
+    count_job j = {.hits = hits, .spin = 100};
+    pardo_thread_pool_for(3, 16, count_item, &j);
+    ck_assert(pardo_thread_pool_started());
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int bad = pardo_thread_pool_started() ? 1 : 0; /* not started in the child */
+        if (pardo_thread_pool_size() != 3) bad |= 2;   /* but it keeps the configured size */
+        for (int i = 0; i < 16; i++) atomic_store(&hits[i], 0);
+        pardo_thread_pool_for(3, 16, count_item, &j); /* starts a fresh pool and works */
+        for (int i = 0; i < 16; i++) bad |= atomic_load(&hits[i]) == 1 ? 0 : 4;
+        if (!pardo_thread_pool_started()) bad |= 8;
+        _exit(bad);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    ck_assert_msg(WEXITSTATUS(status) == 0, "child failed checks (bits %d)", WEXITSTATUS(status));
+}
+END_TEST
+
+START_TEST(shutdown_then_resize) {
+    configure(3);
+    static atomic_int hits[8];
+    count_job j = {.hits = hits};
+    pardo_thread_pool_for(3, 8, count_item, &j);
+    pardo_thread_pool_shutdown();
+    ck_assert(!pardo_thread_pool_started());
+    configure(2);
+    pardo_thread_pool_for(3, 8, count_item, &j);
+    ck_assert_int_eq(pardo_thread_pool_size(), 2);
+    for (int i = 0; i < 8; i++) ck_assert_int_eq(atomic_load(&hits[i]), 2);
+    pardo_thread_pool_shutdown();
+}
+END_TEST
+
+typedef struct range_log {
+    pthread_mutex_t mu;
+    int n;
+    int64_t begin[64], end[64];
+} range_log;
+
+static void log_range(void *arg, int64_t begin, int64_t end) {
+    range_log *l = arg;
+    pthread_mutex_lock(&l->mu);
+    l->begin[l->n] = begin;
+    l->end[l->n++] = end;
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Runs pardo_parallel_for and checks the chunks are ggml's: dr = ceil(n / nth). */
+static void check_split(int nthreads, int64_t n, int want_chunks, int64_t want_dr) {
+    pardo_status st;
+    pardo_kernel_ctx ctx = {.nthreads = nthreads, .st = &st};
+    range_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ck_assert_int_eq(pardo_parallel_for(&ctx, n, log_range, &l), PARDO_OK);
+    ck_assert_int_eq(l.n, want_chunks);
+    bool seen[64] = {false};
+    for (int c = 0; c < l.n; c++) {
+        int idx = (int)(l.begin[c] / want_dr);
+        ck_assert_int_eq(l.begin[c], idx * want_dr);
+        ck_assert_int_eq(l.end[c], idx * want_dr + want_dr < n ? idx * want_dr + want_dr : n);
+        ck_assert(!seen[idx]);
+        seen[idx] = true;
+    }
+}
+
+START_TEST(parallel_for_splits_ggml_way) {
+    configure(4);
+    check_split(1, 10, 1, 10); /* one thread: one call over everything */
+    check_split(3, 10, 3, 4);  /* dr = 4: [0,4) [4,8) [8,10) */
+    check_split(4, 10, 4, 3);  /* dr = 3: [0,3) [3,6) [6,9) [9,10) */
+    check_split(8, 10, 4, 3);  /* capped at the pool's 4 threads */
+    check_split(4, 2, 2, 1);
+    check_split(4, 1, 1, 1);
+    pardo_status st;
+    pardo_kernel_ctx ctx = {.nthreads = 4, .st = &st};
+    range_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ck_assert_int_eq(pardo_parallel_for(&ctx, 0, log_range, &l), PARDO_OK);
+    ck_assert_int_eq(l.n, 0);
+}
+END_TEST
+
+START_TEST(err_configure_bad_sizes) {
+    pardo_status st;
+    ck_assert_int_eq(pardo_thread_pool_configure(0, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "0 threads") != NULL, "%s", st.msg);
+    ck_assert_int_eq(pardo_thread_pool_configure(PARDO_MAX_THREADS + 1, &st), PARDO_EINVAL);
+    ck_assert_int_eq(pardo_thread_pool_configure(-3, &st), PARDO_EINVAL);
+}
+END_TEST
+
+START_TEST(err_resize_after_start) {
+    pardo_status st;
+    configure(2);
+    static atomic_int hits[2];
+    count_job j = {.hits = hits};
+    pardo_thread_pool_for(2, 2, count_item, &j);
+    ck_assert_int_eq(pardo_thread_pool_configure(5, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "already running with 2 threads") && strstr(st.msg, "to 5"), "%s", st.msg);
+    ck_assert_int_eq(pardo_thread_pool_size(), 2);
+}
+END_TEST
+
+START_TEST(err_parallel_for_negative) {
+    pardo_status st;
+    pardo_kernel_ctx ctx = {.nthreads = 2, .st = &st};
+    range_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ck_assert_int_eq(pardo_parallel_for(&ctx, -1, log_range, &l), PARDO_EINVAL);
+    ck_assert_int_eq(l.n, 0);
+}
+END_TEST
+
+Suite *make_thread_pool_suite(void) {
+    Suite *s = suite_create("thread_pool");
+    TCase *core = tcase_create("Core");
+    tcase_set_timeout(core, 60);
+    tcase_add_test(core, size_is_configured_before_start);
+    tcase_add_test(core, size_from_environment);
+    tcase_add_test(core, every_item_runs_once);
+    tcase_add_test(core, never_more_threads_than_configured);
+    tcase_add_test(core, submit_runs_on_a_worker);
+    tcase_add_test(core, size_one_runs_inline);
+    tcase_add_test(core, forks_nest_without_deadlock);
+    tcase_add_test(core, idle_pool_burns_no_cpu);
+    tcase_add_test(core, fork_gives_the_child_a_fresh_pool);
+    tcase_add_test(core, shutdown_then_resize);
+    tcase_add_test(core, parallel_for_splits_ggml_way);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("Errors");
+    tcase_add_test(errors, err_configure_bad_sizes);
+    tcase_add_test(errors, err_resize_after_start);
+    tcase_add_test(errors, err_parallel_for_negative);
+    suite_add_tcase(s, errors);
+    return s;
+}
