@@ -45,6 +45,7 @@ pardo_tensor *test_tensor_from(pardo_dtype dt, int ndim, const int64_t *shape, c
 
 void test_assert_close(const pardo_tensor *a, const pardo_tensor *b, double rtol, double atol) {
     char sa[96], sb[96];
+    ck_assert_msg(a != NULL && b != NULL, "comparing a missing tensor");
     ck_assert_msg(a->dtype == b->dtype, "dtype %s != %s", pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
     ck_assert_msg(pardo_shape_equal(a->ndim, a->shape, b->ndim, b->shape), "shape %s != %s",
                   pardo_shape_str(a->ndim, a->shape, sa, sizeof sa), pardo_shape_str(b->ndim, b->shape, sb, sizeof sb));
