@@ -7,6 +7,8 @@
 
 #include "device.h"
 #include "init_fill.h"
+#include "stage_plan.h"
+#include "thread_pool.h"
 
 #define MAX_OP_IO 64
 
@@ -16,6 +18,8 @@ struct pardo_executor {
     pardo_scope *root;         // block 0's vars, owned
     uint64_t steps;            // completed runs of block 0
     pardo_op_state **states;   // per block, per op: kernel state (pardo_executor_op_state); owned
+    pardo_stage_plan *plans;   // per block: ops that may run at once (stage_plan.h); built on first run; owned
+    bool *planned;             // per block: plans[b] is built
 };
 
 int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pardo_executor **out,
@@ -26,7 +30,9 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
     ex->prog = p;
     ex->opt = *opt;
     if (ex->opt.nthreads < 1) ex->opt.nthreads = 1;
-    if (!(ex->root = pardo_scope_new(NULL)) || !(ex->states = calloc((size_t)p->n_blocks + 1, sizeof(*ex->states)))) {
+    if (!(ex->root = pardo_scope_new(NULL)) || !(ex->states = calloc((size_t)p->n_blocks + 1, sizeof(*ex->states))) ||
+        !(ex->plans = calloc((size_t)p->n_blocks + 1, sizeof(*ex->plans))) ||
+        !(ex->planned = calloc((size_t)p->n_blocks + 1, sizeof(*ex->planned)))) {
         pardo_executor_free(ex);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
     }
@@ -65,6 +71,9 @@ void pardo_executor_free(pardo_executor *ex) {
         free(ex->states[b]);
     }
     free(ex->states);
+    for (int b = 0; ex->plans && b < ex->prog->n_blocks; b++) pardo_stage_plan_clear(&ex->plans[b]);
+    free(ex->plans);
+    free(ex->planned);
     pardo_scope_free(ex->root);
     free(ex);
 }
@@ -306,6 +315,53 @@ done:
     return rc;
 }
 
+/* One stage's chains running at once (see stage_plan.h). */
+typedef struct stage_run {
+    pardo_executor *ex;
+    int block, first, end;
+    pardo_scope *scope;
+    const pardo_block_run *run;   // nthreads is 1 inside a chain
+    pardo_status *status;         // per chain
+    int *failed_at;               // per chain: the op that failed, or -1
+} stage_run;
+
+static void run_chain(void *arg, int64_t c) {
+    stage_run *s = arg;
+    const pardo_stage_plan *plan = &s->ex->plans[s->block];
+    for (int i = s->first; i < s->end; i++) {
+        if (plan->chain[i] != (int)c) continue;
+        if (run_op(s->ex, s->block, i, s->scope, s->run, &s->status[c]) != PARDO_OK) {
+            s->failed_at[c] = i;
+            return;
+        }
+    }
+}
+
+/* Runs the chains of the stage starting at op `first` on the pool; the error
+ * of the failed op with the lowest index is the stage's. */
+static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scope, const pardo_block_run *r,
+                     pardo_status *st) {
+    const pardo_stage_plan *plan = &ex->plans[block];
+    int n = plan->n_chains[first];
+    pardo_status *status = plan->status;
+    int *failed_at = plan->failed_at;
+    for (int c = 0; c < n; c++) failed_at[c] = -1;
+    pardo_block_run one = *r;
+    one.nthreads = 1;
+    stage_run s = {.ex = ex, .block = block, .first = first, .end = plan->stage_end[first], .scope = scope,
+                   .run = &one, .status = status, .failed_at = failed_at};
+    pardo_thread_pool_for(r->nthreads < n ? r->nthreads : n, n, run_chain, &s);
+    int worst = -1;
+    for (int c = 0; c < n; c++)
+        if (failed_at[c] >= 0 && (worst < 0 || failed_at[c] < failed_at[worst])) worst = c;
+    int rc = PARDO_OK;
+    if (worst >= 0) {
+        *st = status[worst];
+        rc = st->code;
+    }
+    return rc;
+}
+
 int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *scope, const pardo_block_run *run,
                                   pardo_status *st) {
     if (block < 0 || block >= ex->prog->n_blocks)
@@ -313,10 +369,23 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
     pardo_block_run r = *run;
     if (r.nthreads < 1) r.nthreads = 1;
     const pardo_block *blk = &ex->prog->blocks[block];
+    /* merges and optimizer updates of different params run at once, from the
+     * second run on (the first binds every name, so later runs only re-bind) */
+    bool stages = r.nthreads > 1 && scope == ex->root && ex->steps > 0;
+    if (stages && !ex->planned[block]) {
+        if (pardo_stage_plan_build(ex->prog, block, &ex->plans[block], st) != PARDO_OK) return st->code;
+        ex->planned[block] = true;
+    }
     for (int i = 0; i < blk->n_ops; i++) {
         if (r.stop && atomic_load_explicit(r.stop, memory_order_acquire))
             return pardo_errorf(st, PARDO_ECANCELED, "block %d stopped before op %d", block, i);
-        int rc = run_op(ex, block, i, scope, &r, st);
+        int rc;
+        if (stages && ex->plans[block].n_chains[i] > 1) {
+            rc = run_stage(ex, block, i, scope, &r, st);
+            i = ex->plans[block].stage_end[i] - 1;
+        } else {
+            rc = run_op(ex, block, i, scope, &r, st);
+        }
         if (rc != PARDO_OK) return rc;
     }
     return PARDO_OK;

@@ -2,6 +2,7 @@
  * insertion-ordered entry array (see scope.h). */
 #include "scope.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ struct pardo_scope {
     int n_entries, cap_entries;
     int *slots;          // hash slots: index into entries, -1 empty
     int n_slots;         // power of two
-    int live;            // bound names
+    atomic_int live;     // bound names (atomic: the executor's parallel stages take and bind distinct names at once)
 };
 
 static uint64_t hash_name(const char *s) {
@@ -136,7 +137,7 @@ pardo_tensor *pardo_scope_take(pardo_scope *s, const char *name) {
     return t;
 }
 
-int pardo_scope_size(const pardo_scope *s) { return s->live; }
+int pardo_scope_size(const pardo_scope *s) { return atomic_load(&s->live); }
 
 int pardo_scope_at(const pardo_scope *s, int i, const char **name, pardo_tensor **t) {
     for (int r = 0, k = 0; r < s->n_entries; r++) {

@@ -12,6 +12,7 @@
 #include "graph_json.h"
 #include "graph_test_util.h"
 #include "pass.h"
+#include "stage_plan.h"
 #include "test_util.h"
 
 static const char *const params[] = {"w1", "b1", "w2", "b2"};
@@ -203,6 +204,41 @@ START_TEST(written_graph_checks_and_reads_well) {
 }
 END_TEST
 
+/* The merges and updates after the parallel_do form one stage whose chains
+ * are the params (merge dW, update W) and the loss's merge. */
+START_TEST(optimizer_stage_runs_params_apart) {
+    pardo_status st;
+    pardo_program *p = transpiled("loss", PARDO_OPTIMIZER_ADAM, 0.01, false, 2);
+    pardo_stage_plan plan;
+    ck_assert_int_eq(pardo_stage_plan_build(p, 0, &plan, &st), PARDO_OK);
+    const pardo_block *b0 = &p->blocks[0];
+    int stages = 0;
+    for (int i = 0; i < b0->n_ops; i++) {
+        if (plan.stage_end[i] < 0) continue;
+        stages++;
+        ck_assert_str_eq(b0->ops[i].type, "merge");
+        ck_assert_int_eq(plan.stage_end[i], b0->n_ops);
+        ck_assert_int_eq(plan.n_chains[i], 6); /* 4 params, the loss, the probs */
+        /* each param's merge and adam update share a chain */
+        for (int j = i; j < b0->n_ops; j++)
+            for (int k = i; k < b0->n_ops; k++) {
+                bool same_param = false;
+                for (int q = 0; q < 4; q++) {
+                    char g[32];
+                    snprintf(g, sizeof g, "%s@GRAD", params[q]);
+                    bool jj = strcmp(b0->ops[j].out[0], g) == 0 || strcmp(b0->ops[j].out[0], params[q]) == 0;
+                    bool kk = strcmp(b0->ops[k].out[0], g) == 0 || strcmp(b0->ops[k].out[0], params[q]) == 0;
+                    same_param |= jj && kk;
+                }
+                if (same_param) ck_assert_int_eq(plan.chain[j], plan.chain[k]);
+            }
+    }
+    ck_assert_int_eq(stages, 1);
+    pardo_stage_plan_clear(&plan);
+    pardo_program_free(p);
+}
+END_TEST
+
 START_TEST(ops_that_cannot_be_placed) {
     pardo_status st;
     pardo_program *p = test_program(
@@ -230,6 +266,7 @@ Suite *make_transpile_suite(void) {
     tcase_add_test(tc, uneven_batch_gives_the_full_gradient);
     tcase_add_test(tc, inference_merges_equal_single_thread);
     tcase_add_test(tc, written_graph_checks_and_reads_well);
+    tcase_add_test(tc, optimizer_stage_runs_params_apart);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("Errors");
     tcase_add_test(te, ops_that_cannot_be_placed);

@@ -1,0 +1,99 @@
+/* stage_plan.c - independent chains among a block's merge and optimize ops
+ * (see stage_plan.h). */
+#include "stage_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool stageable(const pardo_op *op) {
+    return op->role == PARDO_OP_OPTIMIZE || strcmp(op->type, "merge") == 0;
+}
+
+static bool writes(const pardo_op *op, const char *name) {
+    for (int k = 0; k < op->n_out; k++)
+        if (op->out[k][0] && strcmp(op->out[k], name) == 0) return true;
+    return false;
+}
+
+static bool reads(const pardo_op *op, const char *name) {
+    for (int k = 0; k < op->n_in; k++)
+        if (op->in[k][0] && strcmp(op->in[k], name) == 0) return true;
+    return false;
+}
+
+/* True when a and b touch a var that one of them writes. */
+static bool conflict(const pardo_op *a, const pardo_op *b) {
+    for (int k = 0; k < a->n_out; k++)
+        if (a->out[k][0] && (writes(b, a->out[k]) || reads(b, a->out[k]))) return true;
+    for (int k = 0; k < b->n_out; k++)
+        if (b->out[k][0] && reads(a, b->out[k])) return true;
+    return false;
+}
+
+static int find(int *parent, int i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+}
+
+int pardo_stage_plan_build(const pardo_program *p, int b, pardo_stage_plan *plan, pardo_status *st) {
+    const pardo_block *blk = &p->blocks[b];
+    int n = blk->n_ops;
+    memset(plan, 0, sizeof(*plan));
+    plan->n_ops = n;
+    size_t sz = (size_t)(n > 0 ? n : 1);
+    plan->stage_end = malloc(sz * sizeof(int));
+    plan->chain = malloc(sz * sizeof(int));
+    plan->n_chains = calloc(sz, sizeof(int));
+    int *parent = malloc(sz * sizeof(int)), *label = malloc(sz * sizeof(int));
+    if (!plan->stage_end || !plan->chain || !plan->n_chains || !parent || !label) {
+        free(parent);
+        free(label);
+        pardo_stage_plan_clear(plan);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning block %d", b);
+    }
+    for (int i = 0; i < n; i++) {
+        plan->stage_end[i] = -1;
+        plan->chain[i] = -1;
+    }
+    for (int a = 0; a < n;) {
+        int e = a;
+        while (e < n && stageable(&blk->ops[e])) e++;
+        if (e - a >= 2) {
+            for (int i = a; i < e; i++) parent[i] = i;
+            for (int i = a; i < e; i++)
+                for (int j = a; j < i; j++)
+                    if (conflict(&blk->ops[i], &blk->ops[j])) parent[find(parent, i)] = find(parent, j);
+            int chains = 0;
+            for (int i = a; i < e; i++) label[i] = -1;
+            for (int i = a; i < e; i++) {
+                int r = find(parent, i);
+                if (label[r] < 0) label[r] = chains++;
+                plan->chain[i] = label[r];
+            }
+            plan->stage_end[a] = e;
+            plan->n_chains[a] = chains;
+        }
+        a = e > a ? e : a + 1;
+    }
+    free(parent);
+    free(label);
+    int widest = 1;
+    for (int i = 0; i < n; i++)
+        if (plan->n_chains[i] > widest) widest = plan->n_chains[i];
+    plan->status = calloc((size_t)widest, sizeof(*plan->status));
+    plan->failed_at = calloc((size_t)widest, sizeof(*plan->failed_at));
+    if (!plan->status || !plan->failed_at) {
+        pardo_stage_plan_clear(plan);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning block %d", b);
+    }
+    return PARDO_OK;
+}
+
+void pardo_stage_plan_clear(pardo_stage_plan *plan) {
+    free(plan->stage_end);
+    free(plan->chain);
+    free(plan->n_chains);
+    free(plan->status);
+    free(plan->failed_at);
+    memset(plan, 0, sizeof(*plan));
+}

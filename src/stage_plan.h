@@ -1,0 +1,29 @@
+/* stage_plan.h - which ops of a block may run at once: each maximal run of
+ * two or more consecutive merge or optimize ops (the tail of a transpiled
+ * training graph: merge a param's gradient, update the param) is a stage,
+ * split into chains that share no var one of them writes. Chains of a stage
+ * run as tasks on the pool; ops within a chain keep their order. Built once
+ * per block by the executor; pure analysis of the IR. */
+#ifndef PARDO_STAGE_PLAN_H
+#define PARDO_STAGE_PLAN_H
+
+#include "graph.h"
+#include "status.h"
+
+typedef struct pardo_stage_plan {
+    int n_ops;
+    int *stage_end;  // per op: for the first op of a stage, one past its last op; else -1
+    int *chain;      // per op: its chain within its stage (0..n_chains-1), or -1 outside stages
+    int *n_chains;   // per op: for the first op of a stage, its number of chains; else 0
+    pardo_status *status; // scratch for running a stage: one status per chain of the widest stage
+    int *failed_at;       // scratch: per chain, the op that failed or -1
+} pardo_stage_plan;
+
+/* Fills plan for block b of p (which must have passed the check passes).
+ * PARDO_ENOMEM on failure. Freed with pardo_stage_plan_clear. */
+int pardo_stage_plan_build(const pardo_program *p, int b, pardo_stage_plan *plan, pardo_status *st);
+
+/* Frees what plan holds. */
+void pardo_stage_plan_clear(pardo_stage_plan *plan);
+
+#endif
