@@ -5,24 +5,32 @@
 #   make tsan       the same tests built with the thread sanitizer (build-tsan/)
 #   make demo       build, then run the example graphs
 #   make bench      build and run tools/bench/bench_threads (fork/join cost, 1 -> 2 thread speedup)
-# Switches: CUDA=0|1 (default: 1 where nvcc is found), SANITIZE=address,undefined|thread,
+# Switches: CUDA=0|1 (default: 1 where nvcc is found), BLAS=0|1 (default: 1 where pkg-config finds openblas),
+#           SANITIZE=address,undefined|thread,
 #           WERROR=1 (warnings are errors; CI sets it).
 
 CC       ?= gcc
 CUDA_HOME ?= /usr/local/cuda
 NVCC     ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
 CUDA     ?= $(if $(NVCC),1,0)
+# BLAS=1 links OpenBLAS (found by pkg-config) for the matrix product; the own kernel in ops/gemm.c is used
+# either way where the CPU has AVX2 or AVX-512 (PARDO_GEMM=blas picks the library at run time).
+BLAS_FOUND := $(shell pkg-config --exists openblas 2>/dev/null && echo 1)
+BLAS     ?= $(if $(BLAS_FOUND),1,0)
 SANITIZE ?=
 
 # A CPU-only build on a machine with nvcc gets its own folder, so the two never mix objects.
 NOCUDA_SUFFIX = $(if $(and $(NVCC),$(filter 0,$(CUDA))),-nocuda)
+# Likewise a BLAS=0 build where OpenBLAS is found.
+NOBLAS_SUFFIX = $(if $(and $(BLAS_FOUND),$(filter 0,$(BLAS))),-noblas)
+SUFFIX = $(NOCUDA_SUFFIX)$(NOBLAS_SUFFIX)
 ifeq ($(SANITIZE),)
-  BUILD ?= build$(NOCUDA_SUFFIX)
+  BUILD ?= build$(SUFFIX)
 else ifeq ($(SANITIZE),address,undefined)
-  BUILD ?= build-asan$(NOCUDA_SUFFIX)
+  BUILD ?= build-asan$(SUFFIX)
   SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else ifeq ($(SANITIZE),thread)
-  BUILD ?= build-tsan$(NOCUDA_SUFFIX)
+  BUILD ?= build-tsan$(SUFFIX)
   SAN_FLAGS = -fsanitize=thread
 else
   $(error SANITIZE must be empty, address,undefined or thread (got '$(SANITIZE)'))
@@ -34,6 +42,16 @@ ifneq ($(CUDA),0)
   ifeq ($(NVCC),)
     $(error CUDA=1 but nvcc was not found (set NVCC or CUDA_HOME))
   endif
+endif
+ifeq ($(BLAS),1)
+  ifeq ($(BLAS_FOUND),)
+    $(error BLAS=1 but pkg-config finds no openblas (apt-get install libopenblas-dev))
+  endif
+  # The rpath keeps the library the build linked (Debian keeps serial, pthread and openmp builds side by side).
+  BLAS_CFLAGS = -DPARDO_BLAS $(shell pkg-config --cflags openblas)
+  BLAS_LIBS   = $(shell pkg-config --libs openblas) -Wl,-rpath,$(shell pkg-config --variable=libdir openblas)
+else ifneq ($(BLAS),0)
+  $(error BLAS must be 0 or 1 (got '$(BLAS)'))
 endif
 
 WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wdouble-promotion
@@ -78,6 +96,7 @@ deps:
 	@pkg-config --exists libcjson check || tools/install-deps.sh
 
 $(BUILD)/src/device_cuda.o: CFLAGS += $(CUDA_CFLAGS)
+$(BUILD)/ops/gemm_blas.o: CFLAGS += $(BLAS_CFLAGS)
 $(BUILD)/ops/cuda/%.o: CFLAGS += $(CUDA_CFLAGS)
 
 Q ?= @
@@ -98,15 +117,15 @@ $(LIB): $(LIB_OBJ)
 
 $(BIN): $(BUILD)/src/main.o $(LIB)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 $(TEST_BIN): $(TEST_OBJ) $(LIB)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CHECK_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CHECK_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 $(BENCH_BIN): $(BUILD)/tools/bench/bench_threads.o $(LIB)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 # ASan in a process that loads the CUDA runtime needs the shadow gap unprotected.
 TEST_ENV = ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -139,6 +158,7 @@ bench: $(BENCH_BIN)
 	./$(BENCH_BIN)
 
 clean:
-	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda
+	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda \
+	      build-noblas build-asan-noblas build-tsan-noblas build-nocuda-noblas build-asan-nocuda-noblas build-tsan-nocuda-noblas
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tools/bench/bench_threads.d

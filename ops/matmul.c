@@ -3,13 +3,15 @@
  * the added dim dropped from the result), and N-D operands as stacks of
  * matrices whose batch dims broadcast. transpose_a / transpose_b transpose
  * the last two dims of an operand before the product; they need that
- * operand to have rank >= 2. Plain loops in a cache-friendly order, no BLAS.
+ * operand to have rank >= 2. Each product goes through ops/gemm.h (the own
+ * packed kernel, or BLAS), its rows split over the threads of block 0.
  * matmul_grad: dA and dB, summed over the batches an operand was broadcast
  * to. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "kernel_util.h"
 #include "op.h"
 
@@ -129,56 +131,17 @@ static int matmul_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-typedef void (*mm_fn)(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
-                      bool add_to);
-
-/* Defines NAME, one product C[m, n] = op(A) op(B) of contiguous matrices of
- * type T, A stored [m, k] ([k, m] when ta), B stored [k, n] ([n, k] when tb);
- * with add_to the product is added to C instead of replacing it (the
- * gradient kernels sum over broadcast batches). Loop order keeps the
- * innermost loop on contiguous memory where it can: i-k-j (rows of B and
- * C), k-i-j when A is transposed, i-j-k dot products when B is transposed
- * (rows of B^T). Writes every element of C. */
-#define MM_KERNEL(NAME, T)                                                                                             \
-    static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t n, int64_t k, bool ta, bool tb,      \
-                     bool add_to) {                                                                                    \
-        const T *A = va, *B = vb;                                                                                      \
-        T *C = vc;                                                                                                     \
-        if (tb) {                                                                                                      \
-            const int64_t ask = ta ? m : 1, asi = ta ? 1 : k; /* A(i, p) = A[i * asi + p * ask] */                     \
-            for (int64_t i = 0; i < m; i++)                                                                            \
-                for (int64_t j = 0; j < n; j++) {                                                                      \
-                    const T *ar = A + i * asi, *br = B + j * k;                                                        \
-                    T acc = add_to ? C[i * n + j] : 0;                                                                 \
-                    for (int64_t p = 0; p < k; p++) acc += ar[p * ask] * br[p];                                        \
-                    C[i * n + j] = acc;                                                                                \
-                }                                                                                                      \
-            return;                                                                                                    \
-        }                                                                                                              \
-        if (!add_to)                                                                                                   \
-            for (int64_t i = 0; i < m * n; i++) C[i] = 0;                                                              \
-        if (ta) {                                                                                                      \
-            for (int64_t p = 0; p < k; p++)                                                                            \
-                for (int64_t i = 0; i < m; i++) {                                                                      \
-                    const T av = A[p * m + i];                                                                         \
-                    const T *br = B + p * n;                                                                           \
-                    T *cr = C + i * n;                                                                                 \
-                    for (int64_t j = 0; j < n; j++) cr[j] += av * br[j];                                               \
-                }                                                                                                      \
-            return;                                                                                                    \
-        }                                                                                                              \
-        for (int64_t i = 0; i < m; i++) {                                                                              \
-            T *cr = C + i * n;                                                                                         \
-            for (int64_t p = 0; p < k; p++) {                                                                          \
-                const T av = A[i * k + p];                                                                             \
-                const T *br = B + p * n;                                                                               \
-                for (int64_t j = 0; j < n; j++) cr[j] += av * br[j];                                                   \
-            }                                                                                                          \
-        }                                                                                                              \
-    }
-
-MM_KERNEL(mm_f32, float)
-MM_KERNEL(mm_f64, double)
+/* One product C[m, n] = op(A) op(B) of contiguous matrices of dtype dt
+ * (ops/gemm.h), A stored [m, k] ([k, m] when ta), B stored [k, n] ([n, k]
+ * when tb); with add_to the product is added to C instead of replacing it
+ * (the gradient kernels sum over broadcast batches). Rows of C are split
+ * over ctx->nthreads threads. */
+static int mm(pardo_kernel_ctx *ctx, pardo_dtype dt, const void *a, const void *b, void *c, int64_t m, int64_t n,
+              int64_t k, bool ta, bool tb, bool add_to) {
+    pardo_gemm g = {.dtype = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .lda = ta ? m : k, .b = b,
+                    .ldb = tb ? k : n, .c = c, .ldc = n, .accumulate = add_to};
+    return pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO);
+}
 
 /* What the forward and gradient kernels share: attrs, matrix dims, the
  * batch broadcast and Y's shape, checked against the run-time shapes. */
@@ -224,12 +187,12 @@ static int matmul_cpu(pardo_kernel_ctx *ctx) {
     const size_t es = pardo_dtype_size(a->dtype);
     const char *pa = pardo_tensor_data(a), *pb = pardo_tensor_data(b);
     char *py = pardo_tensor_data(y);
-    mm_fn mm = a->dtype == PARDO_F32 ? mm_f32 : mm_f64;
     pardo_odo o;
     pardo_odo_init(&o, p.batch.nd, p.batch.dims, p.batch.sa, p.batch.sb);
     for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o))
-        mm(pa + (size_t)(o.off[0] * a_mat) * es, pb + (size_t)(o.off[1] * b_mat) * es, py + (size_t)(i * y_mat) * es, m,
-           n, k, p.ta, p.tb, false);
+        if ((rc = mm(ctx, a->dtype, pa + (size_t)(o.off[0] * a_mat) * es, pb + (size_t)(o.off[1] * b_mat) * es,
+                     py + (size_t)(i * y_mat) * es, m, n, k, p.ta, p.tb, false)) != PARDO_OK)
+            return rc;
     return PARDO_OK;
 }
 
@@ -277,20 +240,22 @@ static int matmul_grad_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-/* The gradient of one product Y = op(A) op(B) (m, n, k as mm_fn), added to
- * dA and dB (either NULL: not wanted): with op(A) [m, k] and op(B) [k, n],
- * d op(A) = dY op(B)^T and d op(B) = op(A)^T dY, each stored transposed
- * back where the operand was. */
-static void mm_grad(mm_fn mm, const void *a, const void *b, const void *dy, void *da, void *db, int64_t m, int64_t n,
-                    int64_t k, bool ta, bool tb) {
+/* The gradient of one product Y = op(A) op(B) (m, n, k as mm), into dA
+ * and dB (either NULL: not wanted), added to them with add_to: with op(A)
+ * [m, k] and op(B) [k, n], d op(A) = dY op(B)^T and d op(B) = op(A)^T dY,
+ * each stored transposed back where the operand was. */
+static int mm_grad(pardo_kernel_ctx *ctx, pardo_dtype dt, const void *a, const void *b, const void *dy, void *da,
+                   void *db, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool add_to) {
+    int rc = PARDO_OK;
     if (da) {
-        if (!ta) mm(dy, b, da, m, k, n, false, !tb, true); /* dA [m, k] = dY op(B)^T */
-        else mm(b, dy, da, k, m, n, tb, true, true);       /* dA [k, m] = op(B) dY^T */
+        if (!ta) rc = mm(ctx, dt, dy, b, da, m, k, n, false, !tb, add_to); /* dA [m, k] = dY op(B)^T */
+        else rc = mm(ctx, dt, b, dy, da, k, m, n, tb, true, add_to);       /* dA [k, m] = op(B) dY^T */
     }
-    if (db) {
-        if (!tb) mm(a, dy, db, k, n, m, !ta, false, true); /* dB [k, n] = op(A)^T dY */
-        else mm(dy, a, db, n, k, m, true, ta, true);       /* dB [n, k] = dY^T op(A) */
+    if (db && rc == PARDO_OK) {
+        if (!tb) rc = mm(ctx, dt, a, dy, db, k, n, m, !ta, false, add_to); /* dB [k, n] = op(A)^T dY */
+        else rc = mm(ctx, dt, dy, a, db, n, k, m, true, ta, add_to);       /* dB [n, k] = dY^T op(A) */
     }
+    return rc;
 }
 
 static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
@@ -310,22 +275,26 @@ static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
     if (want_a && !da) return ctx->st->code;
     pardo_tensor *db = want_b ? pardo_kernel_output(ctx, 1, b->dtype, b->ndim, b->shape) : NULL;
     if (want_b && !db) return ctx->st->code;
-    if (da) pardo_tensor_zero(da);
-    if (db) pardo_tensor_zero(db);
+    /* each batch of Y adds its share into the A and B batches it came from;
+     * with no batch dims there is one product, written without zeroing first */
+    const bool one = p.batch.numel == 1 && p.d.a_batch_nd == 0 && p.d.b_batch_nd == 0;
+    if (!dy || !one) {
+        if (da) pardo_tensor_zero(da);
+        if (db) pardo_tensor_zero(db);
+    }
     if (!dy) return PARDO_OK;
 
-    /* each batch of Y adds its share into the A and B batches it came from */
     const int64_t m = p.d.m, n = p.d.n, k = p.d.ka, a_mat = m * k, b_mat = k * n, y_mat = m * n;
     const size_t es = pardo_dtype_size(a->dtype);
     const char *pa = pardo_tensor_data(a), *pb = pardo_tensor_data(b), *pg = pardo_tensor_data(dy);
     char *pda = da ? pardo_tensor_data(da) : NULL, *pdb = db ? pardo_tensor_data(db) : NULL;
-    mm_fn mm = a->dtype == PARDO_F32 ? mm_f32 : mm_f64;
     pardo_odo o;
     pardo_odo_init(&o, p.batch.nd, p.batch.dims, p.batch.sa, p.batch.sb);
     for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o)) {
         const size_t ao = (size_t)(o.off[0] * a_mat) * es, bo = (size_t)(o.off[1] * b_mat) * es;
-        mm_grad(mm, pa + ao, pb + bo, pg + (size_t)(i * y_mat) * es, pda ? pda + ao : NULL, pdb ? pdb + bo : NULL, m,
-                n, k, p.ta, p.tb);
+        if ((rc = mm_grad(ctx, a->dtype, pa + ao, pb + bo, pg + (size_t)(i * y_mat) * es, pda ? pda + ao : NULL,
+                          pdb ? pdb + bo : NULL, m, n, k, p.ta, p.tb, !one)) != PARDO_OK)
+            return rc;
     }
     return PARDO_OK;
 }

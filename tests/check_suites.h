@@ -18,6 +18,7 @@
     X(ops_elementwise)  \
     X(ops_activation)   \
     X(ops_matmul)       \
+    X(gemm)             \
     X(ops_reduce)       \
     X(ops_softmax)      \
     X(ops_shape)        \

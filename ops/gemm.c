@@ -1,0 +1,428 @@
+/* gemm.c - the own matrix product (gemm.h), BLIS's way: op(B) is packed
+ * into panels nr columns wide, K in blocks of at most KC_MAX rows; a
+ * register-blocked micro-kernel computes an mr x nr tile of C from a panel
+ * and mr rows of op(A), read in place (broadcast one element at a time),
+ * summing each block's terms in registers with fused multiply-adds and
+ * adding the block's sum to C. The micro-kernels are written once as a
+ * macro and instantiated for AVX-512 (12x32 float, 12x16 double), AVX2+FMA
+ * (6x16, 6x8) and plain C (4x8), each with its target attribute, so the
+ * default build stays portable and the CPU picks one at run time.
+ *
+ * An element's terms are summed in the same order whatever rows a thread
+ * is given (the K blocks depend on K alone, tiles start at multiples of mr),
+ * so the bits do not depend on the thread count. */
+#include "gemm.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define GEMM_X86 1
+#else
+#define GEMM_X86 0
+#endif
+
+#define KC_MAX 256    // rows of op(B) per packed block: the terms of an element are summed in blocks of this many
+#define MC_ROWS 96    // rows of C a thread sweeps across all panels before the next rows (A's rows stay in L2)
+#define MR_MAX 12     // largest kernel tile, rows
+#define NR_MAX 32     // largest kernel tile, columns
+#define PAR_MIN_MACS (1 << 19) // products smaller than this many multiply-adds run on one thread
+#define PACK_STACK 32768      // bytes: a packed op(B) this small lives on the stack
+
+/* An mr x (nv * lanes) tile: C[i][j] (+)= sum_p a(i, p) b(p, j) over p < kc,
+ * a(i, p) = a[i * rsa + p * csa], b(p, j) = b[p * bs + j]; add: C += sum. */
+typedef void (*ukernel_fn)(int64_t kc, const void *a, int64_t rsa, int64_t csa, const void *b, int64_t bs, void *c,
+                           int64_t ldc, bool add);
+
+/* Defines NAME, the micro-kernel for elements T held in vectors V of LANES:
+ * MR rows by NV vectors of accumulators, loads and stores through the
+ * macros given (unaligned C; the packed panels are 64-byte aligned). */
+#define UKERNEL1(NAME, ATTR, T, V, LANES, MR, NV, ZERO, LOAD, LOADU, STOREU, SET1, FMA, ADD, RSA, CSA)              \
+    ATTR static void NAME(int64_t kc, const void *va, int64_t rsa, int64_t csa, const void *vb, int64_t bs, void *vc,  \
+                          int64_t ldc, bool add) {                                                                     \
+        const T *restrict a = va, *restrict b = vb;                                                                    \
+        T *restrict c = vc;                                                                                            \
+        (void)rsa;                                                                                                     \
+        (void)csa;                                                                                                     \
+        V acc[MR][NV];                                                                                                 \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)     \
+            acc[i][v] = ZERO;                                                                                          \
+        for (int64_t p = 0; p < kc; p++) {                                                                             \
+            V bv[NV];                                                                                                  \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) bv[v] = LOAD(b + p * bs + v * LANES);                 \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                                    \
+                const V av = SET1(a[i * (RSA) + p * (CSA)]);                                                           \
+                _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) acc[i][v] = FMA(av, bv[v], acc[i][v]);            \
+            }                                                                                                          \
+        }                                                                                                              \
+        if (add) {                                                                                                     \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 8") for (int v = 0; v < NV;      \
+                                                                                           v++) {                      \
+                T *cp = c + i * ldc + v * LANES;                                                                       \
+                STOREU(cp, ADD(LOADU(cp), acc[i][v]));                                                                 \
+            }                                                                                                          \
+        } else {                                                                                                       \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 8") for (int v = 0; v < NV;      \
+                                                                                           v++)                        \
+                STOREU(c + i * ldc + v * LANES, acc[i][v]);                                                            \
+        }                                                                                                              \
+    }
+
+/* Each kernel comes in two: A read along rows (a(i, p) = a[i * rsa + p],
+ * csa 1: A as stored, not transposed) and down columns (a[i + p * csa],
+ * rsa 1: A transposed, and the packed edge panel), so the compiler keeps
+ * the addressing in few registers. */
+#define UKERNEL(NAME, ...)                                                                                             \
+    UKERNEL1(NAME##_r, __VA_ARGS__, rsa, 1)                                                                            \
+    UKERNEL1(NAME##_c, __VA_ARGS__, 1, csa)
+
+/* Plain C: scalars, the compiler vectorises what it can; no FMA (mul, add). */
+#define S_ZERO 0
+#define S_LOAD(p) (*(p))
+#define S_STORE(p, x) (*(p) = (x))
+#define S_SET1(x) (x)
+#define S_FMA(x, y, z) ((z) + (x) * (y))
+#define S_ADD(x, y) ((x) + (y))
+UKERNEL(uk_c_f32, , float, float, 1, 4, 8, S_ZERO, S_LOAD, S_LOAD, S_STORE, S_SET1, S_FMA, S_ADD)
+UKERNEL(uk_c_f32_half, , float, float, 1, 4, 4, S_ZERO, S_LOAD, S_LOAD, S_STORE, S_SET1, S_FMA, S_ADD)
+UKERNEL(uk_c_f64, , double, double, 1, 4, 8, S_ZERO, S_LOAD, S_LOAD, S_STORE, S_SET1, S_FMA, S_ADD)
+UKERNEL(uk_c_f64_half, , double, double, 1, 4, 4, S_ZERO, S_LOAD, S_LOAD, S_STORE, S_SET1, S_FMA, S_ADD)
+
+#if GEMM_X86
+#define AVX512 __attribute__((target("avx512f")))
+UKERNEL(uk_avx512_f32, AVX512, float, __m512, 16, 12, 2, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
+        _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+UKERNEL(uk_avx512_f32_half, AVX512, float, __m512, 16, 12, 1, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
+        _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+UKERNEL(uk_avx512_f64, AVX512, double, __m512d, 8, 12, 2, _mm512_setzero_pd(), _mm512_load_pd, _mm512_loadu_pd,
+        _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
+UKERNEL(uk_avx512_f64_half, AVX512, double, __m512d, 8, 12, 1, _mm512_setzero_pd(), _mm512_load_pd,
+        _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
+
+#define AVX2 __attribute__((target("avx2,fma")))
+UKERNEL(uk_avx2_f32, AVX2, float, __m256, 8, 6, 2, _mm256_setzero_ps(), _mm256_load_ps, _mm256_loadu_ps,
+        _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
+UKERNEL(uk_avx2_f32_half, AVX2, float, __m256, 8, 6, 1, _mm256_setzero_ps(), _mm256_load_ps, _mm256_loadu_ps,
+        _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
+UKERNEL(uk_avx2_f64, AVX2, double, __m256d, 4, 6, 2, _mm256_setzero_pd(), _mm256_load_pd, _mm256_loadu_pd,
+        _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd)
+UKERNEL(uk_avx2_f64_half, AVX2, double, __m256d, 4, 6, 1, _mm256_setzero_pd(), _mm256_load_pd, _mm256_loadu_pd,
+        _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd)
+#endif
+
+/* One instruction set's kernels for one dtype. */
+typedef struct gemm_arch {
+    const char *name;      // for pardo_gemm_describe
+    int mr, nr;            // tile of the full kernel; the half kernel is mr x nr / 2
+    ukernel_fn full_r, half_r; // A along rows (csa 1); half reads the first nr / 2 columns of a panel
+    ukernel_fn full_c, half_c; // A down columns (rsa 1)
+    bool simd;             // an instruction-set kernel (not plain C)
+} gemm_arch;
+
+static const gemm_arch arch_c[2] = {
+    {"own plain C 4x8", 4, 8, uk_c_f32_r, uk_c_f32_half_r, uk_c_f32_c, uk_c_f32_half_c, false},
+    {"own plain C 4x8", 4, 8, uk_c_f64_r, uk_c_f64_half_r, uk_c_f64_c, uk_c_f64_half_c, false},
+};
+#if GEMM_X86
+static const gemm_arch arch_avx512[2] = {
+    {"own avx512f 12x32", 12, 32, uk_avx512_f32_r, uk_avx512_f32_half_r, uk_avx512_f32_c, uk_avx512_f32_half_c, true},
+    {"own avx512f 12x16", 12, 16, uk_avx512_f64_r, uk_avx512_f64_half_r, uk_avx512_f64_c, uk_avx512_f64_half_c, true},
+};
+static const gemm_arch arch_avx2[2] = {
+    {"own avx2+fma 6x16", 6, 16, uk_avx2_f32_r, uk_avx2_f32_half_r, uk_avx2_f32_c, uk_avx2_f32_half_c, true},
+    {"own avx2+fma 6x8", 6, 8, uk_avx2_f64_r, uk_avx2_f64_half_r, uk_avx2_f64_c, uk_avx2_f64_half_c, true},
+};
+#endif
+
+typedef enum { PICK_DEFAULT, PICK_OWN, PICK_BLAS } gemm_pick;
+
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static const gemm_arch *own_arch = arch_c; // [0] float32, [1] float64
+static gemm_pick env_pick = PICK_DEFAULT;  // $PARDO_GEMM
+
+static void setup(void) {
+#if GEMM_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) own_arch = arch_avx512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) own_arch = arch_avx2;
+#endif
+    const char *e = getenv("PARDO_GEMM");
+    if (e && strcmp(e, "own") == 0) env_pick = PICK_OWN;
+    else if (e && strcmp(e, "blas") == 0 && pardo_gemm_blas_compiled()) env_pick = PICK_BLAS;
+}
+
+static bool use_blas(pardo_gemm_impl impl) {
+    pthread_once(&setup_once, setup);
+    if (impl == PARDO_GEMM_BLAS) return true;
+    if (impl == PARDO_GEMM_OWN) return false;
+    if (env_pick != PICK_DEFAULT) return env_pick == PICK_BLAS;
+    return !own_arch[0].simd && pardo_gemm_blas_compiled();
+}
+
+const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl) {
+    if (use_blas(impl)) return pardo_gemm_blas_name();
+    return own_arch[dtype == PARDO_F64].name;
+}
+
+/* ---- the pack buffer: one per thread, grown, freed when the thread ends ---- */
+
+static pthread_key_t pack_key;
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+static bool pack_key_ok;
+static _Thread_local void *pack_buf;   // 64-byte aligned
+static _Thread_local size_t pack_cap;  // bytes
+
+static void pack_free(void *p) { free(p); }
+static void pack_key_make(void) { pack_key_ok = pthread_key_create(&pack_key, pack_free) == 0; }
+
+/* This thread's buffer of at least n bytes, or NULL when out of memory. */
+static void *pack_get(size_t n) {
+    if (n <= pack_cap) return pack_buf;
+    pthread_once(&pack_once, pack_key_make);
+    size_t cap = (n + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, cap);
+    if (!p) return NULL;
+    free(pack_buf);
+    pack_buf = p;
+    pack_cap = cap;
+    if (pack_key_ok) pthread_setspecific(pack_key, p); /* freed at thread exit */
+    return p;
+}
+
+/* ---- the blocked product ---- */
+
+/* Packing op(B) when B is stored transposed ([n, k]) is a transpose: with
+ * AVX-512, 16 x 16 float blocks in registers. Fills rows [0, return) of a
+ * full panel (nr columns of d, row stride nr) from s, the panel's nr rows of
+ * B (stride lds) starting at the block's first column; the caller does the
+ * rest. */
+#if GEMM_X86
+AVX512 static void tr16_f32(const float *s, int64_t lds, float *d, int64_t ldd) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(s + i * lds);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4)
+        for (int h = 0; h < 2; h++) {
+            __m512d x = _mm512_castps_pd(t[i + h]), y = _mm512_castps_pd(t[i + h + 2]);
+            r[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, y));
+            r[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, y));
+        }
+    for (int i = 0; i < 16; i += 8)
+        for (int h = 0; h < 4; h++) {
+            t[i + h] = _mm512_shuffle_f32x4(r[i + h], r[i + h + 4], 0x88);
+            t[i + h + 4] = _mm512_shuffle_f32x4(r[i + h], r[i + h + 4], 0xdd);
+        }
+    for (int h = 0; h < 8; h++) {
+        r[h] = _mm512_shuffle_f32x4(t[h], t[h + 8], 0x88);
+        r[h + 8] = _mm512_shuffle_f32x4(t[h], t[h + 8], 0xdd);
+    }
+    for (int i = 0; i < 16; i++) _mm512_storeu_ps(d + i * ldd, r[i]);
+}
+
+static int64_t transpose_f32(const float *s, int64_t lds, int64_t kcb, int64_t nr, float *d) {
+    if (nr % 16 || own_arch != arch_avx512) return 0;
+    int64_t p = 0;
+    for (; p + 16 <= kcb; p += 16)
+        for (int64_t q = 0; q < nr; q += 16) tr16_f32(s + q * lds + p, lds, d + p * nr + q, nr);
+    return p;
+}
+#else
+static int64_t transpose_f32(const float *s, int64_t lds, int64_t kcb, int64_t nr, float *d) {
+    (void)s, (void)lds, (void)kcb, (void)nr, (void)d;
+    return 0;
+}
+#endif
+static int64_t transpose_f64(const double *s, int64_t lds, int64_t kcb, int64_t nr, double *d) {
+    (void)s, (void)lds, (void)kcb, (void)nr, (void)d;
+    return 0;
+}
+
+/* A product in progress: the packed op(B) and how K is blocked. */
+typedef struct gemm_job {
+    const pardo_gemm *g;
+    const gemm_arch *arch;
+    void *bpack;         // packed op(B): per K block, np panels of kc x nr, zero beyond n
+    int64_t np;          // panels (ceil(n / nr))
+    int64_t kc;          // rows per K block (the last may have fewer)
+    int64_t nkb;         // K blocks
+} gemm_job;
+
+/* Defines the packing and the sweep over rows for element type T. */
+#define GEMM_DRIVER(SFX, T)                                                                                                     \
+    /* Packs panel jp of op(B) for every K block. */                                                                   \
+    static void pack_panel_##SFX(const gemm_job *j, int64_t jp) {                                                      \
+        const pardo_gemm *g = j->g;                                                                                    \
+        const T *b = g->b;                                                                                             \
+        const int64_t nr = j->arch->nr, j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                             \
+        for (int64_t kb = 0; kb < j->nkb; kb++) {                                                                      \
+            const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
+            T *d = (T *)j->bpack + p0 * j->np * nr + jp * kcb * nr;                                                    \
+            if (!g->tb) {                                                                                              \
+                for (int64_t p = 0; p < kcb; p++) {                                                                    \
+                    memcpy(d + p * nr, b + (p0 + p) * g->ldb + j0, (size_t)w * sizeof(T));                             \
+                    memset(d + p * nr + w, 0, (size_t)(nr - w) * sizeof(T));                                           \
+                }                                                                                                      \
+                continue;                                                                                              \
+            }                                                                                                          \
+            int64_t pdone = 0; /* rows of the panel a SIMD transpose filled */                                         \
+            if (w == nr) pdone = transpose_##SFX(b + j0 * g->ldb + p0, g->ldb, kcb, nr, d);                     \
+            for (int64_t p = pdone; p < kcb; p += 8) {                                                                 \
+                const int64_t pe = p + 8 < kcb ? p + 8 : kcb;                                                          \
+                for (int64_t q = 0; q < w; q++) {                                                                      \
+                    const T *s = b + (j0 + q) * g->ldb + p0;                                                           \
+                    for (int64_t pp = p; pp < pe; pp++) d[pp * nr + q] = s[pp];                                        \
+                }                                                                                                      \
+                for (int64_t pp = p; pp < pe; pp++)                                                                    \
+                    for (int64_t q = w; q < nr; q++) d[pp * nr + q] = 0;                                               \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+                                                                                                                       \
+    /* Rows [r0, r1) of C (r0 a multiple of mr) from the packed op(B). */                                              \
+    static void rows_##SFX(const gemm_job *j, int64_t r0, int64_t r1) {                                                \
+        const pardo_gemm *g = j->g;                                                                                    \
+        const gemm_arch *ar = j->arch;                                                                                 \
+        const int64_t mr = ar->mr, nr = ar->nr;                                                                        \
+        const int64_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;                                              \
+        const T *a = g->a;                                                                                             \
+        T *c = g->c;                                                                                                   \
+        T edge[MR_MAX * KC_MAX] __attribute__((aligned(64))); /* the last, short row panel, zero-padded */             \
+        T tile[MR_MAX * NR_MAX] __attribute__((aligned(64))); /* a tile that does not fit in C */                      \
+        for (int64_t kb = 0; kb < j->nkb; kb++) {                                                                      \
+            const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
+            const bool add = g->accumulate || kb > 0;                                                                  \
+            const T *bblock = (const T *)j->bpack + p0 * j->np * nr;                                                   \
+            for (int64_t ic = r0; ic < r1; ic += MC_ROWS) {                                                            \
+                const int64_t ie = ic + MC_ROWS < r1 ? ic + MC_ROWS : r1;                                              \
+                const int64_t last = ie - (ie - ic - 1) % mr - 1; /* first row of the block's last panel */            \
+                const int64_t hl = ie - last;                                                                          \
+                if (hl < mr) {                                                                                         \
+                    for (int64_t p = 0; p < kcb; p++)                                                                  \
+                        for (int64_t i = 0; i < mr; i++)                                                               \
+                            edge[p * mr + i] = i < hl ? a[(last + i) * rsa + (p0 + p) * csa] : 0;                      \
+                }                                                                                                      \
+                /* A's rows stay in L1 across the panels when they are read down a column (ta) */              \
+                const bool a_outer = g->ta;                                                                            \
+                const int64_t n_i = (ie - ic + mr - 1) / mr, n_o = a_outer ? n_i : j->np, n_in = a_outer ? j->np : n_i; \
+                for (int64_t o = 0; o < n_o; o++)                                                                      \
+                    for (int64_t q_ = 0; q_ < n_in; q_++) {                                                            \
+                        const int64_t jp = a_outer ? q_ : o, i0 = ic + (a_outer ? o : q_) * mr;                        \
+                        const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                               \
+                        const int64_t kw = w <= nr / 2 ? nr / 2 : nr; /* the kernel's width */                         \
+                        const int64_t h = ie - i0 < mr ? ie - i0 : mr;                                                 \
+                        const bool by_rows = h == mr && !g->ta;                                                        \
+                        const ukernel_fn uk = kw == nr ? (by_rows ? ar->full_r : ar->full_c)                           \
+                                                       : (by_rows ? ar->half_r : ar->half_c);                          \
+                        const T *bp = bblock + jp * kcb * nr;                                                          \
+                        const T *ap = h == mr ? a + i0 * rsa + p0 * csa : edge;                                        \
+                        const int64_t ra = h == mr ? rsa : 1, ca = h == mr ? csa : mr;                                 \
+                        T *cp = c + i0 * g->ldc + j0;                                                                  \
+                        if (h == mr && w == kw) {                                                                      \
+                            uk(kcb, ap, ra, ca, bp, nr, cp, g->ldc, add);                                              \
+                            continue;                                                                                  \
+                        }                                                                                              \
+                        uk(kcb, ap, ra, ca, bp, nr, tile, NR_MAX, false);                                              \
+                        for (int64_t i = 0; i < h; i++)                                                                \
+                            for (int64_t q = 0; q < w; q++)                                                            \
+                                cp[i * g->ldc + q] = add ? cp[i * g->ldc + q] + tile[i * NR_MAX + q]                   \
+                                                         : tile[i * NR_MAX + q];                                       \
+                    }                                                                                                  \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+
+GEMM_DRIVER(f32, float)
+GEMM_DRIVER(f64, double)
+
+static void pack_items(void *arg, int64_t begin, int64_t end) {
+    const gemm_job *j = arg;
+    for (int64_t jp = begin; jp < end; jp++) {
+        if (j->g->dtype == PARDO_F32) pack_panel_f32(j, jp);
+        else pack_panel_f64(j, jp);
+    }
+}
+
+/* Items are row panels of mr rows. */
+static void row_items(void *arg, int64_t begin, int64_t end) {
+    const gemm_job *j = arg;
+    const int64_t mr = j->arch->mr, r0 = begin * mr, r1 = end * mr < j->g->m ? end * mr : j->g->m;
+    if (j->g->dtype == PARDO_F32) rows_f32(j, r0, r1);
+    else rows_f64(j, r0, r1);
+}
+
+static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
+    const gemm_arch *ar = &own_arch[g->dtype == PARDO_F64];
+    const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
+    gemm_job j = {.g = g, .arch = ar, .np = (g->n + ar->nr - 1) / ar->nr};
+    j.nkb = (g->k + KC_MAX - 1) / KC_MAX;
+    j.kc = (g->k + j.nkb - 1) / j.nkb;
+    const size_t bytes = (size_t)g->k * (size_t)j.np * (size_t)ar->nr * es;
+    /* small products pack on the stack, so they never touch the heap (not even on a thread's first product) */
+    max_align_t small[PACK_STACK / sizeof(max_align_t)] __attribute__((aligned(64)));
+    j.bpack = bytes <= sizeof small ? (void *)small : pack_get(bytes);
+    if (!j.bpack)
+        return pardo_errorf(ctx->st, PARDO_ENOMEM, "cannot allocate %zu bytes to pack a matrix product", bytes);
+    int rc = pardo_parallel_for(ctx, j.np, pack_items, &j);
+    if (rc == PARDO_OK) rc = pardo_parallel_for(ctx, (g->m + ar->mr - 1) / ar->mr, row_items, &j);
+    return rc;
+}
+
+/* ---- through BLAS: rows in fixed blocks, so the bits do not depend on the thread count ---- */
+
+#define BLAS_ROWS 128
+
+typedef struct blas_job {
+    const pardo_gemm *g;
+    atomic_int failed;
+    pardo_status st; // the first failure
+} blas_job;
+
+static void blas_items(void *arg, int64_t begin, int64_t end) {
+    blas_job *j = arg;
+    pardo_status st;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t m0 = r * BLAS_ROWS, m1 = m0 + BLAS_ROWS < j->g->m ? m0 + BLAS_ROWS : j->g->m;
+        if (pardo_gemm_blas_rows(j->g, m0, m1, &st) != PARDO_OK && atomic_exchange(&j->failed, 1) == 0) j->st = st;
+    }
+}
+
+static int gemm_blas(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
+    blas_job j = {.g = g};
+    int rc = pardo_parallel_for(ctx, (g->m + BLAS_ROWS - 1) / BLAS_ROWS, blas_items, &j);
+    if (rc == PARDO_OK && atomic_load(&j.failed)) {
+        *ctx->st = j.st;
+        rc = j.st.code;
+    }
+    return rc;
+}
+
+static bool stride_ok(int64_t ld, int64_t cols) { return ld >= cols; }
+
+int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl impl) {
+    if ((g->dtype != PARDO_F32 && g->dtype != PARDO_F64) || g->m < 0 || g->n < 0 || g->k < 0 ||
+        !stride_ok(g->lda, g->ta ? g->m : g->k) || !stride_ok(g->ldb, g->tb ? g->k : g->n) || !stride_ok(g->ldc, g->n))
+        return pardo_errorf(ctx->st, PARDO_EINVAL,
+                            "gemm: bad product (%s, m %lld, n %lld, k %lld, lda %lld, ldb %lld, ldc %lld)",
+                            pardo_dtype_name(g->dtype), (long long)g->m, (long long)g->n, (long long)g->k,
+                            (long long)g->lda, (long long)g->ldb, (long long)g->ldc);
+    const bool blas = use_blas(impl);
+    if (blas && !pardo_gemm_blas_compiled())
+        return pardo_errorf(ctx->st, PARDO_ENOTSUP, "gemm: pardo was built without BLAS (make BLAS=1)");
+    if (g->m == 0 || g->n == 0) return PARDO_OK;
+    if (g->k == 0) { /* an empty sum */
+        const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
+        for (int64_t i = 0; !g->accumulate && i < g->m; i++)
+            memset((char *)g->c + (size_t)(i * g->ldc) * es, 0, (size_t)g->n * es);
+        return PARDO_OK;
+    }
+    pardo_kernel_ctx one = *ctx;
+    if ((double)g->m * (double)g->n * (double)g->k < (double)PAR_MIN_MACS) one.nthreads = 1;
+    return blas ? gemm_blas(&one, g) : gemm_own(&one, g);
+}

@@ -1,0 +1,64 @@
+/* gemm.h - the matrix product under matmul and matmul_grad: C = op(A) op(B)
+ * or C += op(A) op(B) on row-major float32 or float64 matrices, through the
+ * own packed, register-blocked kernel (ops/gemm.c: AVX-512, AVX2+FMA or
+ * plain C, picked once from the CPU) or through a CBLAS library when pardo
+ * was built with BLAS=1 (ops/gemm_blas.c). Ops run from block 0 split the
+ * rows of C over the thread pool (pardo_parallel_for); inside a parallel_do
+ * part (nthreads 1) everything runs on the calling thread.
+ *
+ * Every element of C comes out the same bits whatever the thread count: the
+ * split never changes the order in which an element's terms are summed.
+ * The packed copy of op(B) lives in a per-thread buffer made on first use
+ * and grown to the largest product seen: no allocation in the steady state. */
+#ifndef PARDO_GEMM_H
+#define PARDO_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "op.h"
+
+/* One product. op(A) is [m, k], op(B) is [k, n], C is [m, n]. A is stored
+ * [m, k] with row stride lda ([k, m] when ta); B is stored [k, n] with row
+ * stride ldb ([n, k] when tb); C has row stride ldc. Strides in elements. */
+typedef struct pardo_gemm {
+    pardo_dtype dtype; // PARDO_F32 or PARDO_F64 for A, B and C
+    bool ta, tb;       // use A (B) transposed
+    int64_t m, n, k;   // sizes of the product
+    const void *a;     // A (borrowed)
+    int64_t lda;       // elements between rows of A as stored
+    const void *b;     // B (borrowed)
+    int64_t ldb;       // elements between rows of B as stored
+    void *c;           // C (borrowed; must not overlap A or B)
+    int64_t ldc;       // elements between rows of C
+    bool accumulate;   // C += op(A) op(B); else C = op(A) op(B) (C's old values are not read)
+} pardo_gemm;
+
+/* Which implementation runs a product. */
+typedef enum pardo_gemm_impl {
+    PARDO_GEMM_AUTO = 0, // $PARDO_GEMM (own or blas) if set; else the own SIMD kernel where the CPU has one,
+                         // else BLAS where pardo was built with it, else the own plain C kernel
+    PARDO_GEMM_OWN,      // the own kernel
+    PARDO_GEMM_BLAS,     // the CBLAS library (PARDO_ENOTSUP when pardo was built without one)
+} pardo_gemm_impl;
+
+/* Runs g. ctx gives the thread count (ctx->nthreads; 1: the calling thread
+ * only) and the status to fill; small products run on one thread.
+ * Returns PARDO_OK, PARDO_ENOMEM (the pack buffer), PARDO_EINVAL (bad
+ * sizes, strides or dtype) or PARDO_ENOTSUP (BLAS asked for, not built in).
+ * Thread-safe. */
+int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl impl);
+
+/* The implementation impl resolves to for dtype, in words ("own avx512f
+ * 12x32", "OpenBLAS 0.3.21 ..."). A static string. */
+const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl);
+
+/* True when pardo was built with a CBLAS library (BLAS=1). */
+bool pardo_gemm_blas_compiled(void);
+
+/* Internal, ops/gemm_blas.c: rows [m0, m1) of g's C through CBLAS on the
+ * calling thread (PARDO_ENOTSUP without BLAS); and the library's name. */
+int pardo_gemm_blas_rows(const pardo_gemm *g, int64_t m0, int64_t m1, pardo_status *st);
+const char *pardo_gemm_blas_name(void);
+
+#endif

@@ -1,0 +1,273 @@
+/* check_gemm.c - the matrix product under matmul (ops/gemm.h): the own
+ * kernel and BLAS (where built in) against a naive loop in double on odd
+ * shapes (around the kernel's tiles, K blocks and row blocks), every
+ * transpose, row strides wider than the rows, accumulate or not; the row
+ * split over the thread pool (nthreads 2) against one thread, bit for bit;
+ * matmul itself at 2 threads against 1; errors. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_suites.h"
+#include "gemm.h"
+#include "op_test_util.h"
+#include "test_util.h"
+#include "thread_pool.h"
+#include "value_json.h"
+
+static void pool_size(int n) {
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != n) pardo_thread_pool_shutdown();
+    ck_assert_msg(pardo_thread_pool_configure(n, &st) == PARDO_OK, "%s", st.msg);
+}
+
+/* A product's operands and results, in float32 or float64, with row strides
+ * pad elements wider than needed. */
+typedef struct prod {
+    pardo_gemm g;
+    void *a, *b, *c;
+    double *ref; // expected C [m, n], in double
+    double *mag; // sum of |a||b| per element: the scale of the rounding error
+} prod;
+
+static double get(pardo_dtype dt, const void *p, int64_t i) {
+    return dt == PARDO_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+static void set(pardo_dtype dt, void *p, int64_t i, double v) {
+    if (dt == PARDO_F32) ((float *)p)[i] = (float)v;
+    else ((double *)p)[i] = v;
+}
+
+static prod prod_make(pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb, int64_t pad, bool acc,
+                      uint64_t seed) {
+    prod p;
+    memset(&p, 0, sizeof p);
+    const size_t es = dt == PARDO_F32 ? sizeof(float) : sizeof(double);
+    const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    p.g = (pardo_gemm){.dtype = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = ac + pad, .ldb = bc + pad,
+                       .ldc = n + pad, .accumulate = acc};
+    p.a = calloc((size_t)(ar * p.g.lda + 1), es);
+    p.b = calloc((size_t)(br * p.g.ldb + 1), es);
+    p.c = calloc((size_t)(m * p.g.ldc + 1), es);
+    p.ref = calloc((size_t)(m * n + 1), sizeof(double));
+    p.mag = calloc((size_t)(m * n + 1), sizeof(double));
+    ck_assert(p.a && p.b && p.c && p.ref && p.mag);
+    test_rng r = {seed};
+    for (int64_t i = 0; i < ar * p.g.lda; i++) set(dt, p.a, i, test_rng_uniform(&r, -1, 1));
+    for (int64_t i = 0; i < br * p.g.ldb; i++) set(dt, p.b, i, test_rng_uniform(&r, -1, 1));
+    for (int64_t i = 0; i < m * p.g.ldc; i++) set(dt, p.c, i, acc ? test_rng_uniform(&r, -1, 1) : (double)NAN);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = acc ? get(dt, p.c, i * p.g.ldc + j) : 0, mg = fabs(s);
+            for (int64_t q = 0; q < k; q++) {
+                double x = get(dt, p.a, ta ? q * p.g.lda + i : i * p.g.lda + q);
+                double w = get(dt, p.b, tb ? j * p.g.ldb + q : q * p.g.ldb + j);
+                s += x * w;
+                mg += fabs(x * w);
+            }
+            p.ref[i * n + j] = s;
+            p.mag[i * n + j] = mg;
+        }
+    p.g.a = p.a;
+    p.g.b = p.b;
+    p.g.c = p.c;
+    return p;
+}
+
+static void prod_free(prod *p) {
+    free(p->a);
+    free(p->b);
+    free(p->c);
+    free(p->ref);
+    free(p->mag);
+}
+
+/* C against the reference, and the padding between rows untouched. */
+static void prod_check(const prod *p, const char *what) {
+    const pardo_gemm *g = &p->g;
+    const double eps = g->dtype == PARDO_F32 ? 1e-6 : 1e-14;
+    for (int64_t i = 0; i < g->m; i++) {
+        for (int64_t j = 0; j < g->n; j++) {
+            double got = get(g->dtype, p->c, i * g->ldc + j), want = p->ref[i * g->n + j];
+            ck_assert_msg(fabs(got - want) <= 4 * eps * (p->mag[i * g->n + j] + 1),
+                          "%s: %s m %lld n %lld k %lld ta %d tb %d acc %d: C[%lld, %lld] = %.9g, expected %.9g", what,
+                          pardo_dtype_name(g->dtype), (long long)g->m, (long long)g->n, (long long)g->k, g->ta, g->tb,
+                          g->accumulate, (long long)i, (long long)j, got, want);
+        }
+        for (int64_t j = g->n; j < g->ldc && i + 1 < g->m; j++) {
+            double pad = get(g->dtype, p->c, i * g->ldc + j);
+            ck_assert_msg(g->accumulate ? !isnan(pad) : isnan(pad), "%s: the padding of row %lld was written", what,
+                          (long long)i);
+        }
+    }
+}
+
+static int run(pardo_gemm_impl impl, int nthreads, const pardo_gemm *g, pardo_status *st) {
+    pardo_kernel_ctx ctx = {.st = st, .nthreads = nthreads};
+    return pardo_gemm_run(&ctx, g, impl);
+}
+
+static void check_one(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta,
+                      bool tb, int64_t pad, bool acc) {
+    prod p = prod_make(dt, m, n, k, ta, tb, pad, acc, (uint64_t)(m * 1000003 + n * 1009 + k * 7 + ta * 2 + tb));
+    pardo_status st;
+    ck_assert_msg(run(impl, nthreads, &p.g, &st) == PARDO_OK, "%s", st.msg);
+    prod_check(&p, impl == PARDO_GEMM_BLAS ? "blas" : "own");
+    prod_free(&p);
+}
+
+/* Sizes around the tiles (mr 4, 6, 12; nr 8, 16, 32), the row blocks (96)
+ * and the K blocks (256). */
+static const int64_t ms[] = {1, 5, 12, 13, 25, 97};
+static const int64_t ns[] = {1, 7, 16, 17, 33, 70};
+static const int64_t ks[] = {1, 3, 64, 257};
+
+static void sweep(pardo_gemm_impl impl, pardo_dtype dt, int nthreads) {
+    for (int ti = 0; ti < 4; ti++)
+        for (int a = 0; a < 6; a++)
+            for (int b = 0; b < 6; b++)
+                for (int c = 0; c < 4; c++)
+                    check_one(impl, nthreads, dt, ms[a], ns[b], ks[c], ti & 1, ti & 2, (a + b + c) % 3,
+                              (a + b) % 2 == 1);
+}
+
+START_TEST(own_against_naive_float32) { sweep(PARDO_GEMM_OWN, PARDO_F32, 1); }
+END_TEST
+
+START_TEST(own_against_naive_float64) { sweep(PARDO_GEMM_OWN, PARDO_F64, 1); }
+END_TEST
+
+START_TEST(blas_against_naive) {
+    if (!pardo_gemm_blas_compiled()) return;
+    sweep(PARDO_GEMM_BLAS, PARDO_F32, 1);
+    sweep(PARDO_GEMM_BLAS, PARDO_F64, 1);
+}
+END_TEST
+
+START_TEST(large_products_and_k_blocks) {
+    /* big enough to split over threads, K over several blocks, N over many panels */
+    pool_size(2);
+    const bool tf[2] = {false, true};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            check_one(PARDO_GEMM_OWN, 2, PARDO_F32, 203, 141, 600, tf[ta], tf[tb], 1, false);
+            check_one(PARDO_GEMM_OWN, 2, PARDO_F64, 130, 75, 513, tf[ta], tf[tb], 0, true);
+            if (pardo_gemm_blas_compiled()) check_one(PARDO_GEMM_BLAS, 2, PARDO_F32, 300, 70, 280, tf[ta], tf[tb], 2,
+                                                      true);
+        }
+}
+END_TEST
+
+/* The same product at 1 and 2 threads gives the same bits. */
+static void same_bits(pardo_gemm_impl impl, pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
+                      bool acc) {
+    prod p = prod_make(dt, m, n, k, ta, tb, 0, acc, 99), q = prod_make(dt, m, n, k, ta, tb, 0, acc, 99);
+    pardo_status st;
+    ck_assert_msg(run(impl, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(run(impl, 2, &q.g, &st) == PARDO_OK, "%s", st.msg);
+    const size_t es = dt == PARDO_F32 ? sizeof(float) : sizeof(double);
+    ck_assert_msg(memcmp(p.c, q.c, (size_t)(m * n) * es) == 0, "%s m %lld n %lld k %lld: 2 threads differ from 1",
+                  impl == PARDO_GEMM_BLAS ? "blas" : "own", (long long)m, (long long)n, (long long)k);
+    prod_check(&q, "2 threads");
+    prod_free(&p);
+    prod_free(&q);
+}
+
+START_TEST(two_threads_give_the_same_bits) {
+    pool_size(2);
+    for (int t = 0; t < 4; t++) {
+        same_bits(PARDO_GEMM_OWN, PARDO_F32, 257, 130, 300, t & 1, t & 2, false);
+        same_bits(PARDO_GEMM_OWN, PARDO_F64, 131, 67, 260, t & 1, t & 2, true);
+        if (pardo_gemm_blas_compiled()) same_bits(PARDO_GEMM_BLAS, PARDO_F32, 300, 64, 200, t & 1, t & 2, false);
+    }
+}
+END_TEST
+
+START_TEST(empty_sizes) {
+    pardo_status st;
+    prod p = prod_make(PARDO_F32, 3, 4, 0, false, false, 1, false, 1); /* k 0: C = 0, padding untouched */
+    ck_assert_int_eq(run(PARDO_GEMM_OWN, 1, &p.g, &st), PARDO_OK);
+    prod_check(&p, "k 0");
+    prod_free(&p);
+    p = prod_make(PARDO_F32, 3, 4, 0, false, false, 0, true, 1); /* k 0, accumulate: C unchanged */
+    ck_assert_int_eq(run(PARDO_GEMM_OWN, 1, &p.g, &st), PARDO_OK);
+    prod_check(&p, "k 0 acc");
+    prod_free(&p);
+    p = prod_make(PARDO_F64, 0, 5, 3, true, true, 0, false, 1);
+    ck_assert_int_eq(run(PARDO_GEMM_OWN, 2, &p.g, &st), PARDO_OK);
+    prod_free(&p);
+}
+END_TEST
+
+START_TEST(matmul_op_at_two_threads) {
+    /* the op itself with a kernel ctx of 2 threads: batched, broadcast, transposed, and its gradient */
+    pool_size(2);
+    test_rng r = {7};
+    int64_t sa[3] = {3, 150, 90}, sb[2] = {150, 120}; /* A^T B per batch: [3, 90, 120] */
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 3, sa, -1, 1), test_tensor_random(&r, PARDO_F32, 2, sb, -1, 1)};
+    pardo_op op;
+    memset(&op, 0, sizeof op);
+    op.type = "matmul";
+    op.def = pardo_op_lookup("matmul");
+    pardo_value *attrs = NULL;
+    pardo_status st;
+    ck_assert_int_eq(pardo_value_parse_json("{\"transpose_a\": true}", &attrs, &st), PARDO_OK);
+    op.attrs = attrs;
+    pardo_tensor *y1 = NULL, *y2 = NULL;
+    pardo_kernel_ctx c1 = {.op = &op, .n_in = 2, .in = in, .n_out = 1, .out = &y1, .st = &st, .nthreads = 1};
+    pardo_kernel_ctx c2 = {.op = &op, .n_in = 2, .in = in, .n_out = 1, .out = &y2, .st = &st, .nthreads = 2};
+    ck_assert_msg(op.def->cpu(&c1) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(op.def->cpu(&c2) == PARDO_OK, "%s", st.msg);
+    ck_assert_int_eq(y1->numel, 3 * 90 * 120);
+    ck_assert(memcmp(pardo_tensor_data(y1), pardo_tensor_data(y2), y1->nbytes) == 0);
+    pardo_tensor *y3 = NULL;
+    pardo_tensor *rin[2] = {in[0], in[1]};
+    ck_assert_int_eq(test_run_op("matmul", "{\"transpose_a\": true}", 2, rin, 1, &y3, &st), PARDO_OK);
+    test_assert_close(y2, y3, 0, 0);
+    pardo_tensor_release(y1);
+    pardo_tensor_release(y2);
+    pardo_tensor_release(y3);
+    pardo_value_free(attrs);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+}
+END_TEST
+
+START_TEST(errors) {
+    pardo_status st;
+    float a[4] = {0}, b[4] = {0}, c[4] = {0};
+    pardo_gemm g = {.dtype = PARDO_I32, .m = 2, .n = 2, .k = 2, .a = a, .lda = 2, .b = b, .ldb = 2, .c = c, .ldc = 2};
+    ck_assert_int_eq(run(PARDO_GEMM_OWN, 1, &g, &st), PARDO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(st.msg, "int32"));
+    g.dtype = PARDO_F32;
+    g.lda = 1; /* narrower than a row */
+    ck_assert_int_eq(run(PARDO_GEMM_OWN, 1, &g, &st), PARDO_EINVAL);
+    g.lda = 2;
+    g.m = -1;
+    ck_assert_int_eq(run(PARDO_GEMM_OWN, 1, &g, &st), PARDO_EINVAL);
+    g.m = 2;
+    ck_assert_int_eq(run(PARDO_GEMM_BLAS, 1, &g, &st), pardo_gemm_blas_compiled() ? PARDO_OK : PARDO_ENOTSUP);
+    ck_assert_ptr_nonnull(pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
+    ck_assert_ptr_nonnull(strstr(pardo_gemm_describe(PARDO_F64, PARDO_GEMM_OWN), "own"));
+}
+END_TEST
+
+Suite *make_gemm_suite(void) {
+    Suite *s = suite_create("gemm");
+    TCase *core = tcase_create("Core");
+    tcase_set_timeout(core, 60);
+    tcase_add_test(core, own_against_naive_float32);
+    tcase_add_test(core, own_against_naive_float64);
+    tcase_add_test(core, blas_against_naive);
+    tcase_add_test(core, large_products_and_k_blocks);
+    tcase_add_test(core, two_threads_give_the_same_bits);
+    tcase_add_test(core, empty_sizes);
+    tcase_add_test(core, matmul_op_at_two_threads);
+    suite_add_tcase(s, core);
+    TCase *err = tcase_create("Errors");
+    tcase_add_test(err, errors);
+    suite_add_tcase(s, err);
+    return s;
+}
