@@ -97,6 +97,10 @@ deps:
 
 $(BUILD)/src/device_cuda.o: CFLAGS += $(CUDA_CFLAGS)
 $(BUILD)/ops/gemm_blas.o: CFLAGS += $(BLAS_CFLAGS)
+# The kernels' loops are vectorised at the default -O2 too (GCC's -O2 cost model leaves loops with run-time trip
+# counts scalar); vectorising elementwise loops does not change a float result. OPT=-O0/-O1 builds are left alone.
+OPS_VEC ?= $(if $(filter -O2,$(OPT)),-ftree-vectorize -fvect-cost-model=dynamic)
+$(BUILD)/ops/%.o: CFLAGS += $(OPS_VEC)
 $(BUILD)/ops/cuda/%.o: CFLAGS += $(CUDA_CFLAGS)
 
 Q ?= @

@@ -102,8 +102,10 @@ static int binary_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
     if (want_a && !da) return ctx->st->code;
     pardo_tensor *db = want_b ? pardo_kernel_output(ctx, 1, b->dtype, b->ndim, b->shape) : NULL;
     if (want_b && !db) return ctx->st->code;
-    if (da) pardo_tensor_zero(da);
-    if (db) pardo_tensor_zero(db);
+    if (!dc || plan.numel == 0 || kind == G_MUL || kind == G_DIV) { /* add and sub overwrite below */
+        if (da) pardo_tensor_zero(da);
+        if (db) pardo_tensor_zero(db);
+    }
     if (!dc || plan.numel == 0) return PARDO_OK;
 
     const void *g = pardo_tensor_data(dc);

@@ -75,21 +75,34 @@ static int plan_broadcast_to(int from_nd, const int64_t *from, int to_nd, const 
 }
 
 /* Defines NAME, pardo_sum_to_shape for element type T: walks src in
- * row-major order with dst's offset in o.off[0]. */
+ * row-major order with dst's offset in o.off[0]. With scale 1 or -1 the
+ * contiguous runs are plain T adds, which give the same bits as the sum in
+ * double rounded to T (a sum of two floats rounded to double and then to
+ * float is the float sum), and vectorise. */
 #define SUM_TO_KERNEL(NAME, T)                                                                                         \
     static void NAME(const pardo_bcast2 *p, const T *src, T *dst, int64_t dst_numel, double scale) {                   \
-        for (int64_t i = 0; i < dst_numel; i++) dst[i] = 0;                                                            \
         const int inner = p->nd - 1;                                                                                   \
         const int64_t n = p->dims[inner], sd = p->sa[inner];                                                           \
+        if (p->numel == dst_numel) { /* nothing is summed: a scaled copy */                                            \
+            if (scale == 1) memcpy(dst, src, (size_t)dst_numel * sizeof(T));                                           \
+            else                                                                                                       \
+                for (int64_t i = 0; i < dst_numel; i++) dst[i] = (T)(scale * (double)src[i]);                          \
+            return;                                                                                                    \
+        }                                                                                                              \
+        for (int64_t i = 0; i < dst_numel; i++) dst[i] = 0;                                                            \
         pardo_odo o;                                                                                                   \
         pardo_odo_init(&o, inner, p->dims, p->sa, NULL);                                                               \
         for (int64_t base = 0; base < p->numel; base += n, pardo_odo_next(&o)) {                                       \
-            const T *ps = src + base;                                                                                  \
-            T *pd = dst + o.off[0];                                                                                    \
+            const T *restrict ps = src + base;                                                                         \
+            T *restrict pd = dst + o.off[0];                                                                           \
             if (sd == 0) {                                                                                             \
                 double acc = 0;                                                                                        \
                 for (int64_t i = 0; i < n; i++) acc += (double)ps[i];                                                  \
                 pd[0] = (T)((double)pd[0] + scale * acc);                                                              \
+            } else if (sd == 1 && scale == 1) {                                                                        \
+                for (int64_t i = 0; i < n; i++) pd[i] = pd[i] + ps[i];                                                 \
+            } else if (sd == 1 && scale == -1) {                                                                       \
+                for (int64_t i = 0; i < n; i++) pd[i] = pd[i] - ps[i];                                                 \
             } else {                                                                                                   \
                 for (int64_t i = 0; i < n; i++) pd[i * sd] = (T)((double)pd[i * sd] + scale * (double)ps[i]);          \
             }                                                                                                          \
