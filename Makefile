@@ -4,7 +4,8 @@
 #   make asan       the same tests built with address + undefined sanitizers (build-asan/)
 #   make tsan       the same tests built with the thread sanitizer (build-tsan/)
 #   make demo       build, then run the example graphs
-#   make bench      build and run tools/bench/bench_threads (fork/join cost, 1 -> 2 thread speedup)
+#   make bench      build the bench drivers and run tools/bench/run: pardo against PyTorch, ONNX Runtime and
+#                   OpenBLAS (BENCH_ARGS=--quick for a short check; see tools/bench/run --help)
 # Switches: CUDA=0|1 (default: 1 where nvcc is found), BLAS=0|1 (default: 1 where pkg-config finds openblas),
 #           SANITIZE=address,undefined|thread,
 #           WERROR=1 (warnings are errors; CI sets it).
@@ -87,7 +88,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libpardo.a
 BIN      := $(BUILD)/pardo
 TEST_BIN := $(BUILD)/check_pardo
-BENCH_BIN := $(BUILD)/tools/bench/bench_threads
+BENCH_BINS := $(BUILD)/tools/bench/bench_threads $(BUILD)/tools/bench/bench_pardo $(BUILD)/tools/bench/bench_gemm
 
 .PHONY: all test unit cli asan tsan demo bench clean deps
 all: $(BIN) $(LIB)
@@ -127,9 +128,13 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CHECK_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
-$(BENCH_BIN): $(BUILD)/tools/bench/bench_threads.o $(LIB)
+# The bench's C drivers; bench_gemm times OpenBLAS directly wherever pkg-config finds it (even with BLAS=0).
+BENCH_BLAS_CFLAGS = $(if $(BLAS_FOUND),-DBENCH_OPENBLAS $(shell pkg-config --cflags openblas))
+BENCH_BLAS_LIBS   = $(if $(BLAS_FOUND),$(shell pkg-config --libs openblas) -Wl,-rpath,$(shell pkg-config --variable=libdir openblas))
+$(BUILD)/tools/bench/bench_gemm.o: CFLAGS += $(BENCH_BLAS_CFLAGS)
+$(BENCH_BINS): %: %.o $(LIB)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(if $(BLAS_LIBS),$(BLAS_LIBS),$(BENCH_BLAS_LIBS)) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 # ASan in a process that loads the CUDA runtime needs the shadow gap unprotected.
 TEST_ENV = ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -158,11 +163,12 @@ demo: $(BIN)
 	tools/demo.sh ./$(BIN)
 
 # A benchmark, not a test: prints figures (see tools/bench/bench_threads.c).
-bench: $(BENCH_BIN)
-	./$(BENCH_BIN)
+BENCH_ARGS ?=
+bench: $(BENCH_BINS) $(BIN)
+	tools/bench/run --build $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda \
 	      build-noblas build-asan-noblas build-tsan-noblas build-nocuda-noblas build-asan-nocuda-noblas build-tsan-nocuda-noblas
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tools/bench/bench_threads.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BENCH_BINS:=.d)

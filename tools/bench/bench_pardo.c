@@ -1,0 +1,171 @@
+/* bench_pardo.c - pardo's side of `make bench` (tools/bench/run): loads a
+ * graph file as `pardo run` does, makes the training graph the way `pardo
+ * transpile --backward loss --optimizer sgd --lr 0.1 [--parts P]` does,
+ * feeds one batch, warms up, then times each step (pardo_executor_run) and
+ * prints one JSON line with the per-step median. Graph loading, the passes
+ * and process start are outside the timed steps.
+ *
+ *   bench_pardo train GRAPH [--threads N] [--parts P] [--batch B] [--steps S] [--warmup W]
+ *       P 0 (default): the single-thread training graph (backward + sgd, no
+ *       parallel rewrite); P >= 1: rewritten for P parts (parallel_do).
+ *   bench_pardo infer GRAPH [--threads N] [--parts P] ...   forward only; P >= 1: parts
+ *   bench_pardo chain [--ops N] [--steps S] ...    a chain of N adds on a 16-element
+ *       float32 tensor; the JSON line also gives us_per_op.
+ *
+ * Output: {"bench": "pardo", "mode": ..., "threads": N, "parts": P, "steps": S,
+ *          "median_us": ..., "p10_us": ..., "p90_us": ..., "value": first element of
+ *          loss/probs/the chain's end, "gemm": the matrix product in use}
+ * Exit status 0, or 1 with a message on stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "executor.h"
+#include "gemm.h"
+#include "graph_json.h"
+#include "pass.h"
+#include "thread_pool.h"
+
+static void die(const char *what, const pardo_status *st) {
+    fprintf(stderr, "bench_pardo: %s: %s\n", what, st ? st->msg : "");
+    exit(1);
+}
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The chain graph: a = x + b, then N - 1 more adds of b. */
+static char *chain_text(int n) {
+    size_t cap = (size_t)n * 96 + 512, len = 0;
+    char *s = malloc(cap);
+    if (!s) die("out of memory", NULL);
+    len += (size_t)snprintf(s + len, cap - len,
+                            "{\"pardo\": 1, \"name\": \"chain\", \"blocks\": [{\"vars\": {"
+                            "\"x\": {\"dtype\": \"float32\", \"shape\": [16], \"role\": \"feed\"},"
+                            "\"b\": {\"dtype\": \"float32\", \"shape\": [16], \"value\": [");
+    for (int i = 0; i < 16; i++) len += (size_t)snprintf(s + len, cap - len, "%s0.001", i ? ", " : "");
+    len += (size_t)snprintf(s + len, cap - len, "]}}, \"ops\": [");
+    for (int i = 0; i < n; i++) {
+        char in[32];
+        snprintf(in, sizeof in, i ? "a%d" : "x", i - 1);
+        len += (size_t)snprintf(s + len, cap - len, "%s{\"op\": \"add\", \"in\": [\"%s\", \"b\"], \"out\": [\"a%d\"]}",
+                                i ? ", " : "", in, i);
+    }
+    snprintf(s + len, cap - len, "]}]}");
+    return s;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_pardo train|infer GRAPH [options] | chain [options]\n");
+        return 1;
+    }
+    const char *mode = argv[1], *graph = NULL;
+    int threads = 1, parts = 0, batch = 256, steps = 50, warmup = 5, nops = 1000;
+    int i = 2;
+    if (strcmp(mode, "chain") != 0) {
+        if (argc < 3) die("train and infer need a GRAPH", NULL);
+        graph = argv[i++];
+    }
+    for (; i < argc; i++) {
+        int *dst = NULL;
+        if (strcmp(argv[i], "--threads") == 0) dst = &threads;
+        else if (strcmp(argv[i], "--parts") == 0) dst = &parts;
+        else if (strcmp(argv[i], "--batch") == 0) dst = &batch;
+        else if (strcmp(argv[i], "--steps") == 0) dst = &steps;
+        else if (strcmp(argv[i], "--warmup") == 0) dst = &warmup;
+        else if (strcmp(argv[i], "--ops") == 0) dst = &nops;
+        if (!dst || i + 1 >= argc) {
+            fprintf(stderr, "bench_pardo: bad argument '%s'\n", argv[i]);
+            return 1;
+        }
+        *dst = atoi(argv[++i]);
+    }
+    if (threads < 1 || parts < 0 || batch < 1 || steps < 1 || warmup < 0 || nops < 1) die("bad numbers", NULL);
+
+    pardo_status st;
+    if (pardo_thread_pool_configure(threads, &st) != PARDO_OK) die("--threads", &st);
+    pardo_program *p = NULL;
+    pardo_pass_options opt = pardo_pass_defaults();
+    const bool train = strcmp(mode, "train") == 0, chain = strcmp(mode, "chain") == 0;
+    if (!train && !chain && strcmp(mode, "infer") != 0) die("mode must be train, infer or chain", NULL);
+    if (chain) {
+        char *text = chain_text(nops);
+        if (pardo_graph_parse(text, strlen(text), "chain.json", &p, &st) != PARDO_OK) die("chain graph", &st);
+        free(text);
+    } else if (pardo_graph_load(graph, &p, &st) != PARDO_OK) {
+        die(graph, &st);
+    }
+    if (pardo_pass_check(p, &opt, &st) != PARDO_OK) die("check", &st);
+    if (train) {
+        opt.loss = "loss";
+        opt.optimizer = PARDO_OPTIMIZER_SGD;
+        opt.lr = 0.1;
+        if (pardo_pass_backward(p, &opt, &st) != PARDO_OK || pardo_pass_optimizer(p, &opt, &st) != PARDO_OK)
+            die("backward/optimizer", &st);
+    }
+    if (parts > 0) {
+        opt.parts = parts;
+        if (pardo_pass_multi_cpu(p, &opt, &st) != PARDO_OK) die("multi_cpu", &st);
+    }
+
+    pardo_executor *ex = NULL;
+    pardo_exec_options eo = {.nthreads = threads, .training = train, .device = PARDO_DEVICE_CPU};
+    if (pardo_executor_new(p, &eo, &ex, &st) != PARDO_OK || pardo_executor_init_vars(ex, NULL, NULL, &st) != PARDO_OK)
+        die("executor", &st);
+
+    /* one batch: x uniform in [0, 1) from a fixed LCG, labels i % 10 */
+    int64_t xs[2] = {batch, 784}, ys[1] = {batch}, cs[1] = {16};
+    pardo_tensor *x = pardo_tensor_new_cpu(PARDO_F32, chain ? 1 : 2, chain ? cs : xs, &st), *y = NULL;
+    if (!x) die("feed", &st);
+    float *xd = pardo_tensor_data(x);
+    uint64_t s = 12345;
+    for (int64_t k = 0; k < x->numel; k++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        xd[k] = (float)(s >> 40) / (float)(1 << 24);
+    }
+    if (pardo_executor_feed(ex, "x", x, "bench", &st) != PARDO_OK) die("feed x", &st);
+    if (train) {
+        if (!(y = pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st))) die("feed", &st);
+        int64_t *yd = pardo_tensor_data(y);
+        for (int64_t k = 0; k < batch; k++) yd[k] = k % 10;
+        if (pardo_executor_feed(ex, "y", y, "bench", &st) != PARDO_OK) die("feed y", &st);
+    }
+
+    for (int k = 0; k < warmup; k++)
+        if (pardo_executor_run(ex, &st) != PARDO_OK) die("run", &st);
+    double *t = malloc(sizeof(double) * (size_t)steps);
+    if (!t) die("out of memory", NULL);
+    for (int k = 0; k < steps; k++) {
+        double t0 = now_us();
+        if (pardo_executor_run(ex, &st) != PARDO_OK) die("run", &st);
+        t[k] = now_us() - t0;
+    }
+    qsort(t, (size_t)steps, sizeof(double), cmp_double);
+    char name[32];
+    snprintf(name, sizeof name, "a%d", nops - 1);
+    pardo_tensor *v = pardo_executor_fetch(ex, train ? "loss" : chain ? name : "probs");
+    double value = v ? pardo_tensor_get_f64(v, 0) : 0;
+    double med = t[steps / 2];
+    printf("{\"bench\": \"pardo\", \"mode\": \"%s\", \"threads\": %d, \"parts\": %d, \"steps\": %d, \"median_us\": %.3f, "
+           "\"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
+           mode, threads, parts, steps, med, t[steps / 10], t[steps * 9 / 10], value);
+    if (chain) printf(", \"us_per_op\": %.4f", med / nops);
+    printf(", \"gemm\": \"%s\"}\n", pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
+    free(t);
+    pardo_tensor_release(x);
+    pardo_tensor_release(y);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+    pardo_thread_pool_shutdown();
+    return 0;
+}
