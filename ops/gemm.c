@@ -26,9 +26,16 @@
 #define GEMM_X86 0
 #endif
 
+#ifndef KC_MAX
 #define KC_MAX 256    // rows of op(B) per packed block: the terms of an element are summed in blocks of this many
+#endif
+#ifndef MC_ROWS
 #define MC_ROWS 96    // rows of C a thread sweeps across all panels before the next rows (A's rows stay in L2)
-#define MR_MAX 12     // largest kernel tile, rows
+#endif
+#ifndef MR512
+#define MR512 12      // rows of the AVX-512 float32 tile (32 columns)
+#endif
+#define MR_MAX (MR512 > 12 ? MR512 : 12) // largest kernel tile, rows
 #define NR_MAX 32     // largest kernel tile, columns
 #define PAR_MIN_MACS (1 << 19) // products smaller than this many multiply-adds run on one thread
 #define PACK_STACK 32768      // bytes: a packed op(B) this small lives on the stack
@@ -94,9 +101,11 @@ UKERNEL(uk_c_f64_half, , double, double, 1, 4, 4, S_ZERO, S_LOAD, S_LOAD, S_STOR
 
 #if GEMM_X86
 #define AVX512 __attribute__((target("avx512f")))
-UKERNEL(uk_avx512_f32, AVX512, float, __m512, 16, 12, 2, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
+#define STR_(x) #x
+#define STR(x) STR_(x)
+UKERNEL(uk_avx512_f32, AVX512, float, __m512, 16, MR512, 2, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
         _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
-UKERNEL(uk_avx512_f32_half, AVX512, float, __m512, 16, 12, 1, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
+UKERNEL(uk_avx512_f32_half, AVX512, float, __m512, 16, MR512, 1, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
         _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
 UKERNEL(uk_avx512_f64, AVX512, double, __m512d, 8, 12, 2, _mm512_setzero_pd(), _mm512_load_pd, _mm512_loadu_pd,
         _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
@@ -129,7 +138,7 @@ static const gemm_arch arch_c[2] = {
 };
 #if GEMM_X86
 static const gemm_arch arch_avx512[2] = {
-    {"own avx512f 12x32", 12, 32, uk_avx512_f32_r, uk_avx512_f32_half_r, uk_avx512_f32_c, uk_avx512_f32_half_c, true},
+    {"own avx512f " STR(MR512) "x32", MR512, 32, uk_avx512_f32_r, uk_avx512_f32_half_r, uk_avx512_f32_c, uk_avx512_f32_half_c, true},
     {"own avx512f 12x16", 12, 16, uk_avx512_f64_r, uk_avx512_f64_half_r, uk_avx512_f64_c, uk_avx512_f64_half_c, true},
 };
 static const gemm_arch arch_avx2[2] = {
@@ -252,6 +261,8 @@ typedef struct gemm_job {
     int64_t np;          // panels (ceil(n / nr))
     int64_t kc;          // rows per K block (the last may have fewer)
     int64_t nkb;         // K blocks
+    int64_t kb0, kb1;    // the K blocks this pass packs and computes
+    int64_t boff;        // elements of the packed op(B) before bpack[0] (earlier blocks, packed and gone)
 } gemm_job;
 
 /* Defines the packing and the sweep over rows for element type T. */
@@ -261,9 +272,9 @@ typedef struct gemm_job {
         const pardo_gemm *g = j->g;                                                                                    \
         const T *b = g->b;                                                                                             \
         const int64_t nr = j->arch->nr, j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                             \
-        for (int64_t kb = 0; kb < j->nkb; kb++) {                                                                      \
+        for (int64_t kb = j->kb0; kb < j->kb1; kb++) {                                                                 \
             const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
-            T *d = (T *)j->bpack + p0 * j->np * nr + jp * kcb * nr;                                                    \
+            T *d = (T *)j->bpack + (p0 * j->np * nr - j->boff) + jp * kcb * nr;                                                    \
             if (!g->tb) {                                                                                              \
                 for (int64_t p = 0; p < kcb; p++) {                                                                    \
                     memcpy(d + p * nr, b + (p0 + p) * g->ldb + j0, (size_t)w * sizeof(T));                             \
@@ -293,22 +304,20 @@ typedef struct gemm_job {
         const int64_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;                                              \
         const T *a = g->a;                                                                                             \
         T *c = g->c;                                                                                                   \
-        T edge[MR_MAX * KC_MAX] __attribute__((aligned(64))); /* the last, short row panel, zero-padded */             \
+        T edge[MR_MAX * KC_MAX] __attribute__((aligned(64))); /* A when it has fewer than mr rows, zero-padded */       \
         T tile[MR_MAX * NR_MAX] __attribute__((aligned(64))); /* a tile that does not fit in C */                      \
-        for (int64_t kb = 0; kb < j->nkb; kb++) {                                                                      \
+        for (int64_t kb = j->kb0; kb < j->kb1; kb++) {                                                                 \
             const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
             const bool add = g->accumulate || kb > 0;                                                                  \
-            const T *bblock = (const T *)j->bpack + p0 * j->np * nr;                                                   \
+            const T *bblock = (const T *)j->bpack + (p0 * j->np * nr - j->boff);                                                   \
             for (int64_t ic = r0; ic < r1; ic += MC_ROWS) {                                                            \
                 const int64_t ie = ic + MC_ROWS < r1 ? ic + MC_ROWS : r1;                                              \
-                const int64_t last = ie - (ie - ic - 1) % mr - 1; /* first row of the block's last panel */            \
-                const int64_t hl = ie - last;                                                                          \
-                if (hl < mr) {                                                                                         \
+                if (g->m < mr) { /* one short panel and no rows above it to borrow: pack it, zero-padded */    \
                     for (int64_t p = 0; p < kcb; p++)                                                                  \
                         for (int64_t i = 0; i < mr; i++)                                                               \
-                            edge[p * mr + i] = i < hl ? a[(last + i) * rsa + (p0 + p) * csa] : 0;                      \
+                            edge[p * mr + i] = i < g->m ? a[i * rsa + (p0 + p) * csa] : 0;                             \
                 }                                                                                                      \
-                /* A's rows stay in L1 across the panels when they are read down a column (ta) */              \
+                /* A's rows stay in L1 across the panels when they are read down a column (ta) */                      \
                 const bool a_outer = g->ta;                                                                            \
                 const int64_t n_i = (ie - ic + mr - 1) / mr, n_o = a_outer ? n_i : j->np, n_in = a_outer ? j->np : n_i; \
                 for (int64_t o = 0; o < n_o; o++)                                                                      \
@@ -317,12 +326,16 @@ typedef struct gemm_job {
                         const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                               \
                         const int64_t kw = w <= nr / 2 ? nr / 2 : nr; /* the kernel's width */                         \
                         const int64_t h = ie - i0 < mr ? ie - i0 : mr;                                                 \
-                        const bool by_rows = h == mr && !g->ta;                                                        \
+                        /* a short last panel starts sh rows higher, overlapping the one above (same sums, only     \
+                         * its own rows are written), so A is read in place */                                         \
+                        const bool packed = g->m < mr;                                                                 \
+                        const int64_t sh = packed ? 0 : mr - h;                                                        \
+                        const bool by_rows = !packed && !g->ta;                                                        \
                         const ukernel_fn uk = kw == nr ? (by_rows ? ar->full_r : ar->full_c)                           \
                                                        : (by_rows ? ar->half_r : ar->half_c);                          \
                         const T *bp = bblock + jp * kcb * nr;                                                          \
-                        const T *ap = h == mr ? a + i0 * rsa + p0 * csa : edge;                                        \
-                        const int64_t ra = h == mr ? rsa : 1, ca = h == mr ? csa : mr;                                 \
+                        const T *ap = packed ? edge : a + (i0 - sh) * rsa + p0 * csa;                                  \
+                        const int64_t ra = packed ? 1 : rsa, ca = packed ? mr : csa;                                   \
                         T *cp = c + i0 * g->ldc + j0;                                                                  \
                         if (h == mr && w == kw) {                                                                      \
                             uk(kcb, ap, ra, ca, bp, nr, cp, g->ldc, add);                                              \
@@ -331,8 +344,8 @@ typedef struct gemm_job {
                         uk(kcb, ap, ra, ca, bp, nr, tile, NR_MAX, false);                                              \
                         for (int64_t i = 0; i < h; i++)                                                                \
                             for (int64_t q = 0; q < w; q++)                                                            \
-                                cp[i * g->ldc + q] = add ? cp[i * g->ldc + q] + tile[i * NR_MAX + q]                   \
-                                                         : tile[i * NR_MAX + q];                                       \
+                                cp[i * g->ldc + q] = add ? cp[i * g->ldc + q] + tile[(i + sh) * NR_MAX + q]            \
+                                                         : tile[(i + sh) * NR_MAX + q];                                \
                     }                                                                                                  \
             }                                                                                                          \
         }                                                                                                              \
@@ -363,14 +376,31 @@ static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
     gemm_job j = {.g = g, .arch = ar, .np = (g->n + ar->nr - 1) / ar->nr};
     j.nkb = (g->k + KC_MAX - 1) / KC_MAX;
     j.kc = (g->k + j.nkb - 1) / j.nkb;
-    const size_t bytes = (size_t)g->k * (size_t)j.np * (size_t)ar->nr * es;
+    const int64_t mp = (g->m + ar->mr - 1) / ar->mr;
+    const bool one = ctx->nthreads <= 1 || mp <= 1;
+    /* one thread packs one K block at a time; several share all of op(B) */
+    const size_t bytes = (size_t)(one ? j.kc : g->k) * (size_t)j.np * (size_t)ar->nr * es;
     /* small products pack on the stack, so they never touch the heap (not even on a thread's first product) */
     max_align_t small[PACK_STACK / sizeof(max_align_t)] __attribute__((aligned(64)));
-    j.bpack = bytes <= sizeof small ? (void *)small : pack_get(bytes);
-    if (!j.bpack)
-        return pardo_errorf(ctx->st, PARDO_ENOMEM, "cannot allocate %zu bytes to pack a matrix product", bytes);
+    void *buf = bytes <= sizeof small ? (void *)small : pack_get(bytes);
+    if (!buf) return pardo_errorf(ctx->st, PARDO_ENOMEM, "cannot allocate %zu bytes to pack a matrix product", bytes);
+    if (one) { /* pack each K block just before it is used, so it is still in L2 */
+        for (int64_t kb = 0; kb < j.nkb; kb++) {
+            j.kb0 = kb;
+            j.kb1 = kb + 1;
+            j.bpack = buf;
+            j.boff = kb * j.kc * j.np * ar->nr; /* block kb lands at buf */
+            pack_items(&j, 0, j.np);
+            row_items(&j, 0, mp);
+        }
+        return PARDO_OK;
+    }
+    j.bpack = buf;
+    /* several: pack all of op(B) at once (split by panels), then split the rows */
+    j.kb0 = 0;
+    j.kb1 = j.nkb;
     int rc = pardo_parallel_for(ctx, j.np, pack_items, &j);
-    if (rc == PARDO_OK) rc = pardo_parallel_for(ctx, (g->m + ar->mr - 1) / ar->mr, row_items, &j);
+    if (rc == PARDO_OK) rc = pardo_parallel_for(ctx, mp, row_items, &j);
     return rc;
 }
 

@@ -7,7 +7,9 @@
  * median over rounds. OpenBLAS is timed where the build found it
  * (BENCH_OPENBLAS), called directly with its thread count set to 1.
  *
- *   bench_gemm [--rounds R] [--reps N] [--threads T]
+ *   bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1]
+ * --cpu 1 times the calling thread's CPU time instead of the wall clock: a
+ * steadier 1-thread figure on a busy machine (the 2-thread one is then meaningless).
  * One JSON line per shape: {"bench": "gemm", "shape": ..., "m", "n", "k", "ta", "tb",
  *   "pardo_gflops", "openblas_gflops" (or null), "pardo_gflops_2t" (T threads),
  *   "impl": pardo's implementation} */
@@ -22,9 +24,11 @@
 #include <cblas.h>
 #endif
 
+static clockid_t clock_id = CLOCK_MONOTONIC; // --cpu: the thread's CPU time (1-thread figures under load)
+
 static double now_s(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock_id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -96,8 +100,9 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--rounds") == 0) rounds = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--reps") == 0) reps = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--cpu") == 0) clock_id = atoi(argv[i + 1]) ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
         else {
-            fprintf(stderr, "usage: bench_gemm [--rounds R] [--reps N] [--threads T]\n");
+            fprintf(stderr, "usage: bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1]\n");
             return 1;
         }
     }
