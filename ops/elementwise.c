@@ -48,32 +48,35 @@ static int binary_infer(pardo_infer_ctx *ctx) {
 /* y != 0 is checked before; y == -1 negates with wrap-around (INT_MIN / -1). */
 #define OP_DIV_I(T, U, x, y) ((y) == -1 ? (T)((U)0 - (U)(x)) : (T)((x) / (y)))
 
-typedef void (*binary_fn)(const pardo_bcast2 *p, const void *a, const void *b, void *y);
+typedef void (*binary_fn)(const pardo_bcast2 *p, const void *a, const void *b, void *y, int64_t e0, int64_t e1);
 
-/* Defines NAME, a broadcasting kernel of C = OP(A, B) on elements of type T:
- * the outer merged dims are walked with an odometer, the innermost one is a
- * plain loop with A, B or neither held fixed. */
+/* Defines NAME, a broadcasting kernel of C = OP(A, B) on elements of type T
+ * over output elements [e0, e1): the outer merged dims are walked with an
+ * odometer, the innermost one is a plain loop with A, B or neither held
+ * fixed. */
 #define BINARY_KERNEL(NAME, T, U, OP)                                                                                  \
-    static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, void *vy) {                                \
+    static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, void *vy, int64_t e0, int64_t e1) {        \
         const T *a = va, *b = vb;                                                                                      \
         T *y = vy;                                                                                                     \
         const int inner = p->nd - 1;                                                                                   \
-        const int64_t n = p->dims[inner];                                                                              \
-        const bool step_a = p->sa[inner] != 0, step_b = p->sb[inner] != 0;                                             \
+        const int64_t n = p->dims[inner], sa = p->sa[inner], sb = p->sb[inner];                                        \
         pardo_odo o;                                                                                                   \
         pardo_odo_init(&o, inner, p->dims, p->sa, p->sb);                                                              \
-        for (int64_t base = 0; base < p->numel; base += n, pardo_odo_next(&o)) {                                       \
-            const T *pa = a + o.off[0], *pb = b + o.off[1];                                                            \
-            T *py = y + base;                                                                                          \
-            if (step_a && step_b) {                                                                                    \
-                for (int64_t i = 0; i < n; i++) py[i] = OP(T, U, pa[i], pb[i]);                                        \
-            } else if (step_a) {                                                                                       \
+        pardo_odo_seek(&o, e0 / n);                                                                                    \
+        for (int64_t e = e0, col = e0 % n; e < e1; col = 0, pardo_odo_next(&o)) {                                      \
+            const int64_t cnt = n - col < e1 - e ? n - col : e1 - e;                                                   \
+            const T *pa = a + o.off[0] + col * sa, *pb = b + o.off[1] + col * sb; /* py may be pa (in place) */     \
+            T *py = y + e;                                                                                             \
+            if (sa && sb) {                                                                                            \
+                for (int64_t i = 0; i < cnt; i++) py[i] = OP(T, U, pa[i], pb[i]);                                      \
+            } else if (sa) {                                                                                           \
                 const T bv = pb[0];                                                                                    \
-                for (int64_t i = 0; i < n; i++) py[i] = OP(T, U, pa[i], bv);                                           \
+                for (int64_t i = 0; i < cnt; i++) py[i] = OP(T, U, pa[i], bv);                                         \
             } else {                                                                                                   \
                 const T av = pa[0];                                                                                    \
-                for (int64_t i = 0; i < n; i++) py[i] = OP(T, U, av, pb[i]);                                           \
+                for (int64_t i = 0; i < cnt; i++) py[i] = OP(T, U, av, pb[i]);                                         \
             }                                                                                                          \
+            e += cnt;                                                                                                  \
         }                                                                                                              \
     }
 
@@ -102,6 +105,21 @@ static int check_int_divisor(const pardo_tensor *b, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* One run of a binary kernel, split into chunks of PARDO_CHUNK output
+ * elements over the threads of block 0 (the same result: elementwise). */
+typedef struct binary_job {
+    binary_fn fn;
+    const pardo_bcast2 *plan;
+    const void *a, *b;
+    void *y;
+} binary_job;
+
+static void binary_chunks(void *arg, int64_t begin, int64_t end) {
+    const binary_job *j = arg;
+    const int64_t e1 = end * PARDO_CHUNK < j->plan->numel ? end * PARDO_CHUNK : j->plan->numel;
+    j->fn(j->plan, j->a, j->b, j->y, begin * PARDO_CHUNK, e1);
+}
+
 /* Runs C = OP(A, B); is_div checks integer divisors for zeros first. */
 static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is_div) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
@@ -116,8 +134,12 @@ static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is
         return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, plan.ndim, plan.shape);
     if (!y) return ctx->st->code;
-    if (plan.numel > 0) kernels[a->dtype](&plan, pardo_tensor_data(a), pardo_tensor_data(b), pardo_tensor_data(y));
-    return PARDO_OK;
+    binary_job j = {kernels[a->dtype], &plan, pardo_tensor_data(a), pardo_tensor_data(b), pardo_tensor_data(y)};
+    if (plan.numel < PARDO_PAR_MIN) {
+        if (plan.numel > 0) binary_chunks(&j, 0, (plan.numel + PARDO_CHUNK - 1) / PARDO_CHUNK);
+        return PARDO_OK;
+    }
+    return pardo_parallel_for(ctx, (plan.numel + PARDO_CHUNK - 1) / PARDO_CHUNK, binary_chunks, &j);
 }
 
 #define BINARY_OP(NAME, IS_DIV, DOC)                                                                                   \

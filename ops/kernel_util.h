@@ -70,6 +70,23 @@ static inline void pardo_odo_next(pardo_odo *o) {
     }
 }
 
+/* Moves the odometer to position idx (row-major, 0 <= idx < the product of
+ * its dims) from index 0; one division per dim. */
+static inline void pardo_odo_seek(pardo_odo *o, int64_t idx) {
+    for (int d = o->n - 1; d >= 0; d--) {
+        const int64_t i = idx % o->dims[d];
+        idx /= o->dims[d];
+        o->idx[d] = i;
+        o->off[0] += i * o->stride[0][d];
+        o->off[1] += i * o->stride[1][d];
+    }
+}
+
+/* Elements a kernel's parallel chunk covers (pardo_parallel_for items are
+ * chunks of this many), and the fewest elements worth splitting. */
+#define PARDO_CHUNK 4096
+#define PARDO_PAR_MIN 32768
+
 /* Sets every byte of t's host data to 0 (0.0 for floats); t is current on
  * the CPU (a kernel output). Safe on empty tensors. */
 static inline void pardo_tensor_zero(pardo_tensor *t) {

@@ -14,7 +14,7 @@
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
-#include "test_util.h"
+#include "thread_pool.h"
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -625,6 +625,74 @@ START_TEST(test_err_unary_attrs) {
 }
 END_TEST
 
+/* Output 0 of op `type` (no attrs) on in[0..n_in) with a kernel ctx of
+ * nthreads threads (ops of block 0 split big tensors over the pool);
+ * the caller releases it. */
+static pardo_tensor *run_threads(const char *type, int n_in, pardo_tensor **in, int n_out, int nthreads) {
+    pardo_op op;
+    memset(&op, 0, sizeof op);
+    char tname[32], o0[] = "y", o1[] = "y2", *outs[2] = {o0, o1};
+    snprintf(tname, sizeof tname, "%s", type);
+    op.type = tname;
+    op.def = pardo_op_lookup(type);
+    op.out = outs;
+    op.n_out = n_out;
+    pardo_tensor *out[2] = {NULL, NULL};
+    pardo_status st;
+    pardo_kernel_ctx ctx = {.op = &op, .n_in = n_in, .in = in, .n_out = n_out, .out = out, .st = &st,
+                            .device = PARDO_DEVICE_CPU, .nthreads = nthreads};
+    ck_assert_msg(op.def->cpu(&ctx) == PARDO_OK, "%s: %s", type, st.msg);
+    pardo_tensor_release(out[1]);
+    return out[0];
+}
+
+START_TEST(test_split_over_threads) {
+    /* big enough to be split into chunks over 2 threads: the same bits as one thread */
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != 2) pardo_thread_pool_shutdown();
+    ck_assert(pardo_thread_pool_configure(2, &st) == PARDO_OK);
+    test_rng r = {11};
+    struct {
+        const char *op;
+        int nd0, nd1;
+        int64_t s0[2], s1[2];
+    } cases[] = {
+        {"add", 2, 1, {301, 257}, {257}},   /* a bias: rows of the output, chunks cut across them */
+        {"sub", 2, 2, {257, 1}, {1, 300}},  /* an outer product */
+        {"mul", 1, 1, {70001}, {70001}},    /* one merged dim */
+        {"div", 2, 1, {2, 40000}, {1}},     /* a scalar */
+    };
+    for (int c = 0; c < LEN(cases); c++) {
+        pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, cases[c].nd0, cases[c].s0, -1, 1),
+                               test_tensor_random(&r, PARDO_F32, cases[c].nd1, cases[c].s1, 0.5, 1)};
+        pardo_tensor *y1 = run_threads(cases[c].op, 2, in, 1, 1), *y2 = run_threads(cases[c].op, 2, in, 1, 2);
+        ck_assert_msg(y1->nbytes > 0 && memcmp(pardo_tensor_data(y1), pardo_tensor_data(y2), y1->nbytes) == 0,
+                      "%s: 2 threads differ from 1", cases[c].op);
+        pardo_tensor *y3 = NULL;
+        ck_assert_int_eq(test_run_op(cases[c].op, NULL, 2, in, 1, &y3, &st), PARDO_OK);
+        test_assert_close(y2, y3, 0, 0);
+        pardo_tensor_release(y1);
+        pardo_tensor_release(y2);
+        pardo_tensor_release(y3);
+        pardo_tensor_release(in[0]);
+        pardo_tensor_release(in[1]);
+    }
+    int64_t sx[2] = {300, 259};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, sx, -2, 2), *dy = test_tensor_random(&r, PARDO_F64, 2, sx, -1, 1);
+    pardo_tensor *y1 = run_threads("relu", 1, &x, 1, 1), *y2 = run_threads("tanh", 1, &x, 1, 2);
+    pardo_tensor *y1b = run_threads("relu", 1, &x, 1, 2), *y2b = run_threads("tanh", 1, &x, 1, 1);
+    ck_assert(memcmp(pardo_tensor_data(y1), pardo_tensor_data(y1b), y1->nbytes) == 0);
+    ck_assert(memcmp(pardo_tensor_data(y2), pardo_tensor_data(y2b), y2->nbytes) == 0);
+    pardo_tensor *gin[3] = {x, y1, dy};
+    pardo_tensor *g1 = run_threads("relu_grad", 3, gin, 1, 1), *g2 = run_threads("relu_grad", 3, gin, 1, 2);
+    ck_assert(memcmp(pardo_tensor_data(g1), pardo_tensor_data(g2), g1->nbytes) == 0);
+    const double *xd = pardo_tensor_data(x), *gd = pardo_tensor_data(g2), *dyd = pardo_tensor_data(dy);
+    for (int64_t i = 0; i < x->numel; i++) ck_assert(gd[i] == (xd[i] > 0 ? dyd[i] : 0));
+    pardo_tensor *all[] = {x, dy, y1, y2, y1b, y2b, g1, g2};
+    for (int i = 0; i < LEN(all); i++) pardo_tensor_release(all[i]);
+}
+END_TEST
+
 Suite *make_ops_elementwise_suite(void) {
     Suite *s = suite_create("ops_elementwise");
     TCase *core = tcase_create("Core");
@@ -636,6 +704,7 @@ Suite *make_ops_elementwise_suite(void) {
     tcase_add_test(core, test_reused_output_is_overwritten);
     tcase_add_test(core, test_binary_gradients);
     tcase_add_test(core, test_unary_gradients);
+    tcase_add_test(core, test_split_over_threads);
     tcase_add_test(core, test_gradient_special_points);
     tcase_add_test(core, test_binary_gradient_float32_and_absent_dc);
     suite_add_tcase(s, core);
