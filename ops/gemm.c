@@ -204,15 +204,17 @@ static void *pack_get(size_t n) {
 
 /* ---- the blocked product ---- */
 
-/* Packing op(B) when B is stored transposed ([n, k]) is a transpose: with
- * AVX-512, 16 x 16 float blocks in registers. Fills rows [0, return) of a
- * full panel (nr columns of d, row stride nr) from s, the panel's nr rows of
- * B (stride lds) starting at the block's first column; the caller does the
- * rest. */
+/* Packing op(B) when B is stored transposed ([n, k]), and packing A when it
+ * is not ([m, k], panels [p][mr]), is a transpose: with AVX-512, 16 x 16
+ * float blocks in registers. transpose_T sets d[p * ldd + i] = s[i * lds +
+ * p] for i < rows (a multiple of 16, or 12) and p < return (a multiple of
+ * 16, at most kcb); the caller does the rest. 0 where there is no SIMD
+ * transpose (float64, AVX2, plain C). */
 #if GEMM_X86
-AVX512 static void tr16_f32(const float *s, int64_t lds, float *d, int64_t ldd) {
+/* d[p * ldd + i] = s[i * lds + p] for p < 16 and i < rows (<= 16; the other lanes of d untouched). */
+AVX512 static void tr16_f32(const float *s, int64_t lds, int rows, float *d, int64_t ldd) {
     __m512 r[16], t[16];
-    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(s + i * lds);
+    for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_loadu_ps(s + i * lds) : _mm512_setzero_ps();
     for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -232,26 +234,37 @@ AVX512 static void tr16_f32(const float *s, int64_t lds, float *d, int64_t ldd) 
         r[h] = _mm512_shuffle_f32x4(t[h], t[h + 8], 0x88);
         r[h + 8] = _mm512_shuffle_f32x4(t[h], t[h + 8], 0xdd);
     }
-    for (int i = 0; i < 16; i++) _mm512_storeu_ps(d + i * ldd, r[i]);
+    const __mmask16 m = (__mmask16)((1u << rows) - 1);
+    for (int i = 0; i < 16; i++) _mm512_mask_storeu_ps(d + i * ldd, m, r[i]);
 }
 
-static int64_t transpose_f32(const float *s, int64_t lds, int64_t kcb, int64_t nr, float *d) {
-    if (nr % 16 || own_arch != arch_avx512) return 0;
+static int64_t transpose_f32(const float *s, int64_t lds, int64_t rows, int64_t kcb, float *d, int64_t ldd) {
+    if ((rows % 16 && rows != 12) || own_arch != arch_avx512) return 0;
     int64_t p = 0;
     for (; p + 16 <= kcb; p += 16)
-        for (int64_t q = 0; q < nr; q += 16) tr16_f32(s + q * lds + p, lds, d + p * nr + q, nr);
+        for (int64_t q = 0; q < rows; q += 16)
+            tr16_f32(s + q * lds + p, lds, rows - q < 16 ? (int)(rows - q) : 16, d + p * ldd + q, ldd);
     return p;
 }
 #else
-static int64_t transpose_f32(const float *s, int64_t lds, int64_t kcb, int64_t nr, float *d) {
-    (void)s, (void)lds, (void)kcb, (void)nr, (void)d;
+static int64_t transpose_f32(const float *s, int64_t lds, int64_t rows, int64_t kcb, float *d, int64_t ldd) {
+    (void)s, (void)lds, (void)rows, (void)kcb, (void)d, (void)ldd;
     return 0;
 }
 #endif
-static int64_t transpose_f64(const double *s, int64_t lds, int64_t kcb, int64_t nr, double *d) {
-    (void)s, (void)lds, (void)kcb, (void)nr, (void)d;
+static int64_t transpose_f64(const double *s, int64_t lds, int64_t rows, int64_t kcb, double *d, int64_t ldd) {
+    (void)s, (void)lds, (void)rows, (void)kcb, (void)d, (void)ldd;
     return 0;
 }
+
+/* True when transpose_SFX packs: A stored [m, k] is then packed too. */
+#define SIMD_TRANSPOSE(SFX) SIMD_TRANSPOSE_##SFX
+#if GEMM_X86
+#define SIMD_TRANSPOSE_f32 (own_arch == arch_avx512)
+#else
+#define SIMD_TRANSPOSE_f32 false
+#endif
+#define SIMD_TRANSPOSE_f64 false
 
 /* A product in progress: the packed op(B) and how K is blocked. */
 typedef struct gemm_job {
@@ -283,7 +296,7 @@ typedef struct gemm_job {
                 continue;                                                                                              \
             }                                                                                                          \
             int64_t pdone = 0; /* rows of the panel a SIMD transpose filled */                                         \
-            if (w == nr) pdone = transpose_##SFX(b + j0 * g->ldb + p0, g->ldb, kcb, nr, d);                     \
+            if (w == nr) pdone = transpose_##SFX(b + j0 * g->ldb + p0, g->ldb, nr, kcb, d, nr);                     \
             for (int64_t p = pdone; p < kcb; p += 8) {                                                                 \
                 const int64_t pe = p + 8 < kcb ? p + 8 : kcb;                                                          \
                 for (int64_t q = 0; q < w; q++) {                                                                      \
@@ -296,57 +309,75 @@ typedef struct gemm_job {
         }                                                                                                              \
     }                                                                                                                  \
                                                                                                                        \
-    /* Rows [r0, r1) of C (r0 a multiple of mr) from the packed op(B). */                                              \
+    /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, or through the tile buffer      \
+     * when the tile is short (h < mr rows, of which the first sh are the panel above's and not written) or      \
+     * narrow (w < the kernel's kw columns). */                                                                    \
+    static void tile_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca, const T *bp, int64_t nr,   \
+                           T *cp, int64_t ldc, int64_t mr, int64_t h, int64_t sh, int64_t w, int64_t kw, bool add) {   \
+        if (h == mr && w == kw) {                                                                                      \
+            uk(kcb, ap, ra, ca, bp, nr, cp, ldc, add);                                                                 \
+            return;                                                                                                    \
+        }                                                                                                              \
+        T tile[MR_MAX * NR_MAX] __attribute__((aligned(64)));                                                          \
+        uk(kcb, ap, ra, ca, bp, nr, tile, NR_MAX, false);                                                              \
+        for (int64_t i = 0; i < h; i++)                                                                                \
+            for (int64_t q = 0; q < w; q++)                                                                            \
+                cp[i * ldc + q] = add ? cp[i * ldc + q] + tile[(i + sh) * NR_MAX + q] : tile[(i + sh) * NR_MAX + q]; \
+    }                                                                                                                  \
+                                                                                                                       \
+    /* Rows [r0, r1) of C (r0 a multiple of mr) from the packed op(B). A short last row panel starts sh rows     \
+     * higher, overlapping the panel above (the same sums; only its own rows are written), so it needs no         \
+     * padding unless A has fewer than mr rows in all. */                                                          \
     static void rows_##SFX(const gemm_job *j, int64_t r0, int64_t r1) {                                                \
         const pardo_gemm *g = j->g;                                                                                    \
         const gemm_arch *ar = j->arch;                                                                                 \
-        const int64_t mr = ar->mr, nr = ar->nr;                                                                        \
-        const int64_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;                                              \
+        const int64_t mr = ar->mr, nr = ar->nr, ldc = g->ldc;                                                          \
         const T *a = g->a;                                                                                             \
         T *c = g->c;                                                                                                   \
-        T edge[MR_MAX * KC_MAX] __attribute__((aligned(64))); /* A when it has fewer than mr rows, zero-padded */       \
-        T tile[MR_MAX * NR_MAX] __attribute__((aligned(64))); /* a tile that does not fit in C */                      \
+        T ap[MR_MAX * KC_MAX] __attribute__((aligned(64))); /* a row panel of A packed [p][mr] */                      \
         for (int64_t kb = j->kb0; kb < j->kb1; kb++) {                                                                 \
             const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
             const bool add = g->accumulate || kb > 0;                                                                  \
-            const T *bblock = (const T *)j->bpack + (p0 * j->np * nr - j->boff);                                                   \
+            const T *bblock = (const T *)j->bpack + (p0 * j->np * nr - j->boff);                                       \
             for (int64_t ic = r0; ic < r1; ic += MC_ROWS) {                                                            \
                 const int64_t ie = ic + MC_ROWS < r1 ? ic + MC_ROWS : r1;                                              \
-                if (g->m < mr) { /* one short panel and no rows above it to borrow: pack it, zero-padded */    \
-                    for (int64_t p = 0; p < kcb; p++)                                                                  \
-                        for (int64_t i = 0; i < mr; i++)                                                               \
-                            edge[p * mr + i] = i < g->m ? a[i * rsa + (p0 + p) * csa] : 0;                             \
-                }                                                                                                      \
-                /* A's rows stay in L1 across the panels when they are read down a column (ta) */                      \
-                const bool a_outer = g->ta;                                                                            \
-                const int64_t n_i = (ie - ic + mr - 1) / mr, n_o = a_outer ? n_i : j->np, n_in = a_outer ? j->np : n_i; \
-                for (int64_t o = 0; o < n_o; o++)                                                                      \
-                    for (int64_t q_ = 0; q_ < n_in; q_++) {                                                            \
-                        const int64_t jp = a_outer ? q_ : o, i0 = ic + (a_outer ? o : q_) * mr;                        \
-                        const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                               \
-                        const int64_t kw = w <= nr / 2 ? nr / 2 : nr; /* the kernel's width */                         \
-                        const int64_t h = ie - i0 < mr ? ie - i0 : mr;                                                 \
-                        /* a short last panel starts sh rows higher, overlapping the one above (same sums, only     \
-                         * its own rows are written), so A is read in place */                                         \
-                        const bool packed = g->m < mr;                                                                 \
-                        const int64_t sh = packed ? 0 : mr - h;                                                        \
-                        const bool by_rows = !packed && !g->ta;                                                        \
-                        const ukernel_fn uk = kw == nr ? (by_rows ? ar->full_r : ar->full_c)                           \
-                                                       : (by_rows ? ar->half_r : ar->half_c);                          \
-                        const T *bp = bblock + jp * kcb * nr;                                                          \
-                        const T *ap = packed ? edge : a + (i0 - sh) * rsa + p0 * csa;                                  \
-                        const int64_t ra = packed ? 1 : rsa, ca = packed ? mr : csa;                                   \
-                        T *cp = c + i0 * g->ldc + j0;                                                                  \
-                        if (h == mr && w == kw) {                                                                      \
-                            uk(kcb, ap, ra, ca, bp, nr, cp, g->ldc, add);                                              \
-                            continue;                                                                                  \
+                if (g->m < mr || (j->np > 1 && (g->ta || SIMD_TRANSPOSE(SFX)))) {                                      \
+                    /* A read down its columns (or tiny): pack each row panel, one contiguous stream, and sweep every  \
+                     * column panel with it in L1 */                                                                   \
+                    for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
+                        const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = g->m < mr ? 0 : mr - h;                    \
+                        const int64_t rows = g->m < mr ? g->m : mr, top = i0 - sh;                                     \
+                        int64_t pdone = 0; /* columns of the panel a SIMD transpose filled */                          \
+                        if (!g->ta && rows == mr) pdone = transpose_##SFX(a + top * g->lda + p0, g->lda, mr, kcb, ap, mr); \
+                        for (int64_t p = pdone; p < kcb; p++) {                                                        \
+                            T *d = ap + p * mr;                                                                        \
+                            if (g->ta) memcpy(d, a + (p0 + p) * g->lda + top, (size_t)rows * sizeof(T));               \
+                            else                                                                                       \
+                                for (int64_t i = 0; i < rows; i++) d[i] = a[(top + i) * g->lda + p0 + p];              \
+                            for (int64_t i = rows; i < mr; i++) d[i] = 0;                                              \
                         }                                                                                              \
-                        uk(kcb, ap, ra, ca, bp, nr, tile, NR_MAX, false);                                              \
-                        for (int64_t i = 0; i < h; i++)                                                                \
-                            for (int64_t q = 0; q < w; q++)                                                            \
-                                cp[i * g->ldc + q] = add ? cp[i * g->ldc + q] + tile[(i + sh) * NR_MAX + q]            \
-                                                         : tile[(i + sh) * NR_MAX + q];                                \
+                        for (int64_t jp = 0; jp < j->np; jp++) {                                                       \
+                            const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                           \
+                            const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                              \
+                            tile_##SFX(kw == nr ? ar->full_c : ar->half_c, kcb, ap, 1, mr, bblock + jp * kcb * nr, nr, \
+                                       c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                 \
+                        }                                                                                              \
                     }                                                                                                  \
+                    continue;                                                                                          \
+                }                                                                                                      \
+                /* A read in place; a column panel of B stays in L1 over the block's row panels */                     \
+                const int64_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;                                      \
+                for (int64_t jp = 0; jp < j->np; jp++) {                                                               \
+                    const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                                   \
+                    const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                                      \
+                    const ukernel_fn uk = kw == nr ? (g->ta ? ar->full_c : ar->full_r)                                 \
+                                                   : (g->ta ? ar->half_c : ar->half_r);                                \
+                    for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
+                        const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = mr - h;                                    \
+                        tile_##SFX(uk, kcb, a + (i0 - sh) * rsa + p0 * csa, rsa, csa, bblock + jp * kcb * nr, nr,      \
+                                   c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                     \
+                    }                                                                                                  \
+                }                                                                                                      \
             }                                                                                                          \
         }                                                                                                              \
     }
