@@ -164,6 +164,33 @@ static void setup(void) {
     else if (e && strcmp(e, "blas") == 0 && pardo_gemm_blas_compiled()) env_pick = PICK_BLAS;
 }
 
+int pardo_gemm_force_isa(const char *isa, pardo_status *st) {
+    pthread_once(&setup_once, setup);
+    if (strcmp(isa, "c") == 0) {
+        own_arch = arch_c;
+        return PARDO_OK;
+    }
+#if GEMM_X86
+    if (strcmp(isa, "auto") == 0) {
+        own_arch = __builtin_cpu_supports("avx512f") ? arch_avx512
+                   : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? arch_avx2
+                                                                                      : arch_c;
+        return PARDO_OK;
+    }
+    if (strcmp(isa, "avx512f") == 0 && __builtin_cpu_supports("avx512f")) {
+        own_arch = arch_avx512;
+        return PARDO_OK;
+    }
+    if (strcmp(isa, "avx2") == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        own_arch = arch_avx2;
+        return PARDO_OK;
+    }
+#else
+    if (strcmp(isa, "auto") == 0) return PARDO_OK;
+#endif
+    return pardo_errorf(st, PARDO_ENOTSUP, "gemm: no '%s' kernel on this CPU (auto, avx512f, avx2, c)", isa);
+}
+
 static bool use_blas(pardo_gemm_impl impl) {
     pthread_once(&setup_once, setup);
     if (impl == PARDO_GEMM_BLAS) return true;

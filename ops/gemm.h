@@ -53,6 +53,12 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
  * 12x32", "OpenBLAS 0.3.21 ..."). A static string. */
 const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl);
 
+/* For tests and benchmarks: makes the own kernel use instruction set isa
+ * ("avx512f", "avx2", "c" for plain C, or "auto": what the CPU has best).
+ * PARDO_ENOTSUP when the CPU lacks it. Not thread-safe: no product may run
+ * meanwhile. */
+int pardo_gemm_force_isa(const char *isa, pardo_status *st);
+
 /* True when pardo was built with a CBLAS library (BLAS=1). */
 bool pardo_gemm_blas_compiled(void);
 

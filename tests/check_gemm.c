@@ -120,6 +120,9 @@ static void check_one(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, int64_
 
 /* Sizes around the tiles (mr 4, 6, 12; nr 8, 16, 32), the row blocks (96)
  * and the K blocks (256). */
+static void same_bits(pardo_gemm_impl impl, pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
+                      bool acc);
+
 static const int64_t ms[] = {1, 5, 12, 13, 25, 97};
 static const int64_t ns[] = {1, 7, 16, 17, 33, 70};
 static const int64_t ks[] = {1, 3, 64, 257};
@@ -137,6 +140,24 @@ START_TEST(own_against_naive_float32) { sweep(PARDO_GEMM_OWN, PARDO_F32, 1); }
 END_TEST
 
 START_TEST(own_against_naive_float64) { sweep(PARDO_GEMM_OWN, PARDO_F64, 1); }
+END_TEST
+
+START_TEST(every_instruction_set) {
+    /* the kernels this CPU can run besides the one it picks: AVX2+FMA and plain C (and the SIMD transposes off) */
+    pardo_status st;
+    const char *isas[] = {"avx2", "c"};
+    for (int i = 0; i < 2; i++) {
+        if (pardo_gemm_force_isa(isas[i], &st) != PARDO_OK) continue; /* not on this CPU */
+        ck_assert_ptr_nonnull(strstr(pardo_gemm_describe(PARDO_F32, PARDO_GEMM_OWN), i ? "plain C" : "avx2"));
+        sweep(PARDO_GEMM_OWN, PARDO_F32, 1);
+        sweep(PARDO_GEMM_OWN, PARDO_F64, 1);
+        pool_size(2);
+        same_bits(PARDO_GEMM_OWN, PARDO_F32, 257, 130, 300, false, true, false);
+        same_bits(PARDO_GEMM_OWN, PARDO_F64, 131, 67, 260, true, false, true);
+    }
+    ck_assert_int_eq(pardo_gemm_force_isa("auto", &st), PARDO_OK);
+    ck_assert_int_eq(pardo_gemm_force_isa("sse9", &st), PARDO_ENOTSUP);
+}
 END_TEST
 
 START_TEST(blas_against_naive) {
@@ -260,6 +281,7 @@ Suite *make_gemm_suite(void) {
     tcase_set_timeout(core, 60);
     tcase_add_test(core, own_against_naive_float32);
     tcase_add_test(core, own_against_naive_float64);
+    tcase_add_test(core, every_instruction_set);
     tcase_add_test(core, blas_against_naive);
     tcase_add_test(core, large_products_and_k_blocks);
     tcase_add_test(core, two_threads_give_the_same_bits);
