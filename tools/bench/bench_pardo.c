@@ -14,8 +14,10 @@
  *
  * Output: {"bench": "pardo", "mode": ..., "threads": N, "parts": P, "steps": S,
  *          "median_us": ..., "p10_us": ..., "p90_us": ..., "value": first element of
- *          loss/probs/the chain's end, "gemm": the matrix product in use}
+ *          loss/probs/the chain's end, "heap_delta_bytes": heap in use after the timed
+ *          steps minus before (0 in the steady state), "gemm": the matrix product in use}
  * Exit status 0, or 1 with a message on stderr. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,11 +147,14 @@ int main(int argc, char **argv) {
         if (pardo_executor_run(ex, &st) != PARDO_OK) die("run", &st);
     double *t = malloc(sizeof(double) * (size_t)steps);
     if (!t) die("out of memory", NULL);
+    struct mallinfo2 m0 = mallinfo2(); /* heap in use around the timed steps: 0 growth in the steady state */
     for (int k = 0; k < steps; k++) {
         double t0 = now_us();
         if (pardo_executor_run(ex, &st) != PARDO_OK) die("run", &st);
         t[k] = now_us() - t0;
     }
+    struct mallinfo2 m1 = mallinfo2();
+    long long heap_delta = (long long)(m1.uordblks + m1.hblkhd) - (long long)(m0.uordblks + m0.hblkhd);
     qsort(t, (size_t)steps, sizeof(double), cmp_double);
     char name[32];
     snprintf(name, sizeof name, "a%d", nops - 1);
@@ -160,7 +165,8 @@ int main(int argc, char **argv) {
            "\"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
            mode, threads, parts, steps, med, t[steps / 10], t[steps * 9 / 10], value);
     if (chain) printf(", \"us_per_op\": %.4f", med / nops);
-    printf(", \"gemm\": \"%s\"}\n", pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
+    printf(", \"heap_delta_bytes\": %lld, \"gemm\": \"%s\"}\n", heap_delta,
+           pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
     free(t);
     pardo_tensor_release(x);
     pardo_tensor_release(y);
