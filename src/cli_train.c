@@ -292,6 +292,7 @@ typedef struct trainer {
     bool have_last;
     int64_t steps_run;         // by this process
     double seconds;            // of training and evaluation in this process
+    double step_seconds;       // of training alone (loader waits and steps)
     int64_t samples;           // rows trained in this process
 } trainer;
 
@@ -421,7 +422,10 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
         int64_t rows_run = 0;
         pardo_progress_epoch_begin(&t->progress, e + 1, n_batches, t->state.batch);
         while (t->state.batch < n_batches) {
-            if (stop_signalled()) {
+            if (stop_signalled()) { /* the summary counts this epoch's part */
+                t->samples += rows_run;
+                t->step_seconds += pardo_now_s() - t0;
+                t->seconds += pardo_now_s() - t0;
                 *stopped = true;
                 return PARDO_OK;
             }
@@ -450,6 +454,7 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
                                .loss = t->state.loss_sum / (double)t->state.rows,
                                .samples_per_s = t_train > 0 ? (double)rows_run / t_train : 0};
         t->samples += rows_run;
+        t->step_seconds += t_train;
         t->state.epoch++;
         t->state.batch = 0;
         t->state.loss_sum = 0;
@@ -578,8 +583,9 @@ static void close_evaluator(evaluator *ev) {
 
 /* The final figures on stdout. */
 static void print_summary(const trainer *t) {
-    printf("trained %lld steps in %.2f s (%.0f samples/s); %lld epochs done\n", (long long)t->steps_run, t->seconds,
-           t->seconds > 0 ? (double)t->samples / t->seconds : 0, (long long)t->state.epoch);
+    printf("trained %lld steps in %.2f s, evaluation included (%.0f samples/s in the steps); %lld epochs done\n",
+           (long long)t->steps_run, t->seconds, t->step_seconds > 0 ? (double)t->samples / t->step_seconds : 0,
+           (long long)t->state.epoch);
     if (!t->have_last) return;
     printf("loss: %.6f\n", t->last.loss);
     if (t->last.has_eval) printf("eval_loss: %.6f\n", t->last.eval_loss);
