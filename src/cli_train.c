@@ -290,6 +290,7 @@ typedef struct trainer {
     pardo_progress progress;
     pardo_epoch_stats last;    // the last epoch's figures
     bool have_last;
+    bool last_trained;         // last holds a training loss (not only an evaluation of a loaded checkpoint)
     int64_t steps_run;         // by this process
     double seconds;            // of training and evaluation in this process
     double step_seconds;       // of training alone (loader waits and steps)
@@ -476,6 +477,7 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
         pardo_progress_epoch_end(&t->progress, &s);
         t->last = s;
         t->have_last = true;
+        t->last_trained = true;
         if (t->log && pardo_train_log_write(t->log, a->log, &s, st) != PARDO_OK) {
             pardo_coordinator_request_stop(t->coord, st);
             return st->code;
@@ -583,11 +585,11 @@ static void close_evaluator(evaluator *ev) {
 
 /* The final figures on stdout. */
 static void print_summary(const trainer *t) {
-    printf("trained %lld steps in %.2f s, evaluation included (%.0f samples/s in the steps); %lld epochs done\n",
+    printf("trained %lld steps in %.2f s, evaluation included (%.0f samples/s in the steps); %lld/%ld epochs done\n",
            (long long)t->steps_run, t->seconds, t->step_seconds > 0 ? (double)t->samples / t->step_seconds : 0,
-           (long long)t->state.epoch);
+           (long long)t->state.epoch, t->a->epochs);
     if (!t->have_last) return;
-    printf("loss: %.6f\n", t->last.loss);
+    if (t->last_trained) printf("loss: %.6f\n", t->last.loss);
     if (t->last.has_eval) printf("eval_loss: %.6f\n", t->last.eval_loss);
     if (t->last.has_eval && t->last.has_accuracy) printf("eval_accuracy: %.4f\n", t->last.eval_accuracy);
 }

@@ -111,7 +111,7 @@ grep -q "stopped in epoch" "$T/stop.err" && ok || bad "SIGINT: no stop message: 
 grep -q "after batch [1-9]" "$T/stop.err" || echo "note: the SIGINT landed on an epoch boundary: $(grep stopped "$T/stop.err")"
 fetch_params "$T/stop.safetensors" "$T/stopped" && ok || bad "the stopped checkpoint does not load: $(cat "$T/fetch.err")"
 check "resume" 0 -- train $RUN --load "$T/stop.safetensors" --save "$T/resumed.safetensors"
-out_has "resume" "4 epochs done"
+out_has "resume" "4/4 epochs done"
 fetch_params "$T/resumed.safetensors" "$T/resumed" && ok || bad "fetch resumed: $(cat "$T/fetch.err")"
 for v in w1 b1 w2 b2; do
     cmp -s "$T/full/$v.npy" "$T/resumed/$v.npy" && ok || bad "resumed $v differs from the uninterrupted run's"
