@@ -135,10 +135,12 @@ static int parse_args(int argc, char **argv, train_args *a) {
             fputs(train_help, stdout);
             return CLI_OK;
         } else if (cli_flag_is(arg, "--data")) {
-            if (!(v = cli_flag_value("train", argc, argv, &i, "--data")) || !add_named("--data", v, a->data, &a->n_data))
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--data")) ||
+                !add_named("--data", v, a->data, &a->n_data))
                 return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--eval")) {
-            if (!(v = cli_flag_value("train", argc, argv, &i, "--eval")) || !add_named("--eval", v, a->eval, &a->n_eval))
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--eval")) ||
+                !add_named("--eval", v, a->eval, &a->n_eval))
                 return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--batch-size")) {
             if (!(v = cli_flag_value("train", argc, argv, &i, "--batch-size")) ||
@@ -188,12 +190,12 @@ static int parse_args(int argc, char **argv, train_args *a) {
 
 /* One data set: the files of each feed, mapped, and the loader over them. */
 typedef struct data_set {
-    const char *flag;                 // "--data" or "--eval", for messages
-    const named_file *files;          // borrowed from the args
+    const char *flag;        // "--data" or "--eval", for messages
+    const named_file *files; // borrowed from the args
     int n;
-    pardo_npy_map *maps[MAX_ITEMS];   // owned
-    pardo_loader *loader;             // owned
-    pardo_task_group *group;          // the loader's; owned
+    pardo_npy_map *maps[MAX_ITEMS]; // owned
+    pardo_loader *loader;           // owned
+    pardo_task_group *group;        // the loader's; owned
 } data_set;
 
 static void data_set_free(data_set *d) {
@@ -260,19 +262,19 @@ static int data_set_open(data_set *d, const pardo_program *p, pardo_executor *ex
 /* The evaluation side: the graph without backward and optimize ops, its
  * executor, which shares the training executor's params while it runs. */
 typedef struct evaluator {
-    pardo_program *prog;   // owned
-    pardo_executor *ex;    // owned
+    pardo_program *prog; // owned
+    pardo_executor *ex;  // owned
     data_set data;
-    const char *loss;      // borrowed from prog
-    const char *logits;    // borrowed from prog; NULL: no accuracy
-    int labels;            // index of the labels' file in data, or -1
+    const char *loss;   // borrowed from prog
+    const char *logits; // borrowed from prog; NULL: no accuracy
+    int labels;         // index of the labels' file in data, or -1
 } evaluator;
 
 typedef struct eval_result {
-    double loss;        // mean over the rows
-    int64_t correct;    // rows whose argmax is the label
+    double loss;     // mean over the rows
+    int64_t correct; // rows whose argmax is the label
     int64_t rows;
-    bool stopped;       // a signal came first
+    bool stopped; // a signal came first
 } eval_result;
 
 /* Everything the training loop works with. */
@@ -285,16 +287,16 @@ typedef struct trainer {
     evaluator ev;
     bool has_eval;
     pardo_coordinator *coord;
-    pardo_train_state state;   // where the run is (what a checkpoint records)
+    pardo_train_state state; // where the run is (what a checkpoint records)
     FILE *log;
     pardo_progress progress;
-    pardo_epoch_stats last;    // the last epoch's figures
+    pardo_epoch_stats last; // the last epoch's figures
     bool have_last;
-    bool last_trained;         // last holds a training loss (not only an evaluation of a loaded checkpoint)
-    int64_t steps_run;         // by this process
-    double seconds;            // of training and evaluation in this process
-    double step_seconds;       // of training alone (loader waits and steps)
-    int64_t samples;           // rows trained in this process
+    bool last_trained;   // last holds a training loss (not only an evaluation of a loaded checkpoint)
+    int64_t steps_run;   // by this process
+    double seconds;      // of training and evaluation in this process
+    double step_seconds; // of training alone (loader waits and steps)
+    int64_t samples;     // rows trained in this process
 } trainer;
 
 static int save_checkpoint(trainer *t) {
@@ -336,8 +338,8 @@ static int feed_batch(pardo_executor *ex, const data_set *d, const pardo_batch *
 static int count_correct(evaluator *ev, const pardo_batch *b, int64_t *correct, pardo_status *st) {
     pardo_tensor *lg = pardo_executor_fetch(ev->ex, ev->logits), *lb = b->tensors[ev->labels];
     if (!lg || lg->is_array || lg->ndim != 2 || lg->shape[0] != b->rows)
-        return pardo_errorf(st, PARDO_ERUNTIME, "the logits '%s' are not [%lld, C] after the evaluation step", ev->logits,
-                            (long long)b->rows);
+        return pardo_errorf(st, PARDO_ERUNTIME, "the logits '%s' are not [%lld, C] after the evaluation step",
+                            ev->logits, (long long)b->rows);
     if (!pardo_tensor_cpu(lg, st) || !pardo_tensor_cpu(lb, st)) return st->code;
     int64_t c = lg->shape[1];
     for (int64_t r = 0; r < b->rows; r++) {
@@ -387,7 +389,8 @@ static int evaluate(trainer *t, eval_result *r, pardo_status *st) {
         const pardo_batch *b;
         if ((rc = pardo_loader_next(ev->data.loader, &b, st)) != PARDO_OK) break;
         double loss = 0;
-        if ((rc = feed_batch(ev->ex, &ev->data, b, st)) == PARDO_OK && (rc = pardo_executor_run(ev->ex, st)) == PARDO_OK &&
+        if ((rc = feed_batch(ev->ex, &ev->data, b, st)) == PARDO_OK &&
+            (rc = pardo_executor_run(ev->ex, st)) == PARDO_OK &&
             (rc = read_loss(ev->ex, ev->loss, &loss, st)) == PARDO_OK && ev->logits)
             rc = count_correct(ev, b, &r->correct, st);
         if (rc == PARDO_OK) {
@@ -451,7 +454,8 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
             pardo_progress_batch(&t->progress, t->state.batch, t->state.loss_sum / (double)t->state.rows, rows_run);
         }
         double t_train = pardo_now_s() - t0;
-        pardo_epoch_stats s = {.epoch = e + 1, .epochs = a->epochs,
+        pardo_epoch_stats s = {.epoch = e + 1,
+                               .epochs = a->epochs,
                                .loss = t->state.loss_sum / (double)t->state.rows,
                                .samples_per_s = t_train > 0 ? (double)rows_run / t_train : 0};
         t->samples += rows_run;
@@ -512,7 +516,8 @@ static int load_checkpoint(trainer *t, int64_t n_batches) {
     if (!found) {
         memset(s, 0, sizeof(*s));
     } else if (s->batch > 0) { /* stopped mid-epoch: the same batches must follow */
-        if (s->batch_size != a->batch_size || s->shuffle != a->shuffle || (a->shuffle && s->seed != (uint64_t)a->seed)) {
+        if (s->batch_size != a->batch_size || s->shuffle != a->shuffle ||
+            (a->shuffle && s->seed != (uint64_t)a->seed)) {
             fprintf(stderr,
                     "pardo: %s: stopped in epoch %lld after batch %lld of a run with --batch-size %lld%s; resume "
                     "it with the same --batch-size, --shuffle and --seed\n",
@@ -521,8 +526,10 @@ static int load_checkpoint(trainer *t, int64_t n_batches) {
             return CLI_BAD_INPUT;
         }
         if (s->batch >= n_batches) {
-            fprintf(stderr, "pardo: %s: stopped after batch %lld of epoch %lld, but an epoch of this data has %lld "
-                    "batches\n", a->load, (long long)s->batch, (long long)s->epoch + 1, (long long)n_batches);
+            fprintf(stderr,
+                    "pardo: %s: stopped after batch %lld of epoch %lld, but an epoch of this data has %lld "
+                    "batches\n",
+                    a->load, (long long)s->batch, (long long)s->epoch + 1, (long long)n_batches);
             return CLI_BAD_INPUT;
         }
     }
@@ -600,15 +607,19 @@ static void print_summary(const trainer *t) {
 static int error_status(const pardo_status *first, const pardo_status *trainer_st) {
     if (first->code == trainer_st->code && strcmp(first->msg, trainer_st->msg) == 0) return CLI_FAILED;
     return first->code == PARDO_EPARSE || first->code == PARDO_ESHAPE || first->code == PARDO_EINVAL ? CLI_BAD_INPUT
-                                                                                                       : CLI_FAILED;
+                                                                                                     : CLI_FAILED;
 }
 
 static int run_training(trainer *t) {
     const train_args *a = t->a;
     pardo_status st;
     pardo_status_clear(&st);
-    pardo_loader_options opt = {.batch_size = a->batch_size, .shuffle = a->shuffle, .seed = (uint64_t)a->seed,
-                                .drop_last = a->drop_last, .capacity = 2, .name = "loader"};
+    pardo_loader_options opt = {.batch_size = a->batch_size,
+                                .shuffle = a->shuffle,
+                                .seed = (uint64_t)a->seed,
+                                .drop_last = a->drop_last,
+                                .capacity = 2,
+                                .name = "loader"};
     t->data = (data_set){.flag = "--data", .files = a->data, .n = a->n_data};
     int code = data_set_open(&t->data, t->prog, t->ex, &opt);
     if (code >= 0) return code;
@@ -669,7 +680,9 @@ static int run_training(trainer *t) {
             cli_print_error(&st);
             return CLI_FAILED;
         }
-        t->last = (pardo_epoch_stats){.epoch = t->state.epoch, .has_eval = !r.stopped, .eval_loss = r.loss,
+        t->last = (pardo_epoch_stats){.epoch = t->state.epoch,
+                                      .has_eval = !r.stopped,
+                                      .eval_loss = r.loss,
                                       .has_accuracy = t->ev.logits != NULL,
                                       .eval_accuracy = r.rows ? (double)r.correct / (double)r.rows : 0};
         t->have_last = true;
@@ -696,8 +709,10 @@ int pardo_cli_train(int argc, char **argv) {
     t.a = &a;
     t.prog = prog;
     if (!pardo_program_trains(prog)) {
-        fprintf(stderr, "pardo: %s: no op has role \"optimize\", so training would change nothing; make a training "
-                "graph with 'pardo transpile GRAPH -o OUT --backward LOSS --optimizer adam'\n", a.graph);
+        fprintf(stderr,
+                "pardo: %s: no op has role \"optimize\", so training would change nothing; make a training "
+                "graph with 'pardo transpile GRAPH -o OUT --backward LOSS --optimizer adam'\n",
+                a.graph);
         pardo_program_free(prog);
         return CLI_BAD_INPUT;
     }

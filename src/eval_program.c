@@ -74,16 +74,16 @@ int pardo_loss_find(const pardo_program *p, const char *loss, pardo_loss_info *o
     }
     const pardo_var *v = pardo_block_find_var(&p->blocks[0], loss);
     if (!v)
-        return pardo_errorf(st, PARDO_ENOTFOUND, "%s: the loss '%s' is not a var of block 0 (name one with --loss NAME)",
-                            file, loss);
+        return pardo_errorf(st, PARDO_ENOTFOUND,
+                            "%s: the loss '%s' is not a var of block 0 (name one with --loss NAME)", file, loss);
     int64_t numel = v->type.ndim >= 0 ? pardo_shape_numel(v->type.ndim, v->type.shape) : -1;
     if (!pardo_dtype_is_float(v->type.dtype) || v->kind != PARDO_VAR_TENSOR || v->role != PARDO_VAR_TEMP ||
         (numel >= 0 && numel != 1)) {
         char shape[160];
-        return pardo_errorf(st, PARDO_EINVAL,
-                            "%s: the loss '%s' is a %s %s %s %s, expected a float scalar the graph's ops compute", file,
-                            loss, pardo_var_role_name(v->role), pardo_dtype_name(v->type.dtype),
-                            pardo_var_kind_name(v->kind), pardo_shape_str(v->type.ndim, v->type.shape, shape, sizeof shape));
+        return pardo_errorf(
+            st, PARDO_EINVAL, "%s: the loss '%s' is a %s %s %s %s, expected a float scalar the graph's ops compute",
+            file, loss, pardo_var_role_name(v->role), pardo_dtype_name(v->type.dtype), pardo_var_kind_name(v->kind),
+            pardo_shape_str(v->type.ndim, v->type.shape, shape, sizeof shape));
     }
     out->loss = v->name;
     if (!op) return PARDO_OK;
@@ -157,8 +157,8 @@ static int copy_parallel_do(const pardo_program *p, const pardo_op *src, pardo_b
 
 /* Appends to block 0 of q: tensor_array var `parts` of logits' type and a
  * merge (concat) of it into `logits`. */
-static int add_logits_merge(const pardo_program *train, const pardo_loss_info *li, pardo_program *q,
-                            const char *parts, pardo_status *st) {
+static int add_logits_merge(const pardo_program *train, const pardo_loss_info *li, pardo_program *q, const char *parts,
+                            pardo_status *st) {
     const pardo_var *lv = pardo_program_lookup_var(train, li->block, li->logits, NULL);
     pardo_var *a = pardo_block_add_var(&q->blocks[0], parts, st);
     if (!a) return st->code;
@@ -229,8 +229,8 @@ int pardo_eval_program_build(const pardo_program *train, const pardo_loss_info *
     if (rc != PARDO_OK) {
         pardo_program_free(q);
         *logits = NULL;
-        return pardo_status_prefix(st, "cannot evaluate %s without its backward and optimize ops: ",
-                                   train->path ? train->path : "the graph");
+        return pardo_status_prefix(
+            st, "cannot evaluate %s without its backward and optimize ops: ", train->path ? train->path : "the graph");
     }
     /* *logits must borrow from q */
     if (*logits) {

@@ -16,40 +16,40 @@
 
 typedef struct slot {
     pardo_batch batch;
-    pardo_tensor **full;        // n tensors of batch_size rows; owned (one reference each)
-    pardo_tensor **tail;        // n tensors of tail_rows rows, or NULL when every batch is full; owned
-    unsigned char **full_data;  // host data of full[i]; borrowed from the tensors
-    unsigned char **tail_data;  // host data of tail[i]
+    pardo_tensor **full;       // n tensors of batch_size rows; owned (one reference each)
+    pardo_tensor **tail;       // n tensors of tail_rows rows, or NULL when every batch is full; owned
+    unsigned char **full_data; // host data of full[i]; borrowed from the tensors
+    unsigned char **tail_data; // host data of tail[i]
 } slot;
 
 struct pardo_loader {
-    int n;                          // sources
-    char **names;                   // n, owned
-    const pardo_npy_map **src;      // n, borrowed
-    size_t *row_bytes;              // n, bytes per row of each source
-    int64_t rows;                   // rows of every source
-    int64_t n_batches;              // per epoch
-    int64_t tail_rows;              // rows of the last batch when short (and kept), else 0
+    int n;                     // sources
+    char **names;              // n, owned
+    const pardo_npy_map **src; // n, borrowed
+    size_t *row_bytes;         // n, bytes per row of each source
+    int64_t rows;              // rows of every source
+    int64_t n_batches;         // per epoch
+    int64_t tail_rows;         // rows of the last batch when short (and kept), else 0
     pardo_loader_options opt;
-    int n_slots;                    // capacity + 1
-    slot *slots;                    // owned
-    int64_t *order;                 // rows entries: the producer's current epoch order; owned
+    int n_slots;    // capacity + 1
+    slot *slots;    // owned
+    int64_t *order; // rows entries: the producer's current epoch order; owned
 
-    pthread_mutex_t mu;             // guards the queue fields below
-    int *ready;                     // FIFO ring of slot indexes (n_slots entries)
+    pthread_mutex_t mu; // guards the queue fields below
+    int *ready;         // FIFO ring of slot indexes (n_slots entries)
     int ready_head, ready_n;
-    int *free_slots;                // stack of free slot indexes
+    int *free_slots; // stack of free slot indexes
     int free_n;
-    int high_water;                 // most batches ever queued
-    bool finished;                  // the producer returned
-    int64_t gathered;               // batches gathered since the loader was made
-    pardo_wait_post space;          // posted when a slot is freed or a batch dequeued
-    pardo_wait_post filled;         // posted when a batch is queued or the producer ends
+    int high_water;         // most batches ever queued
+    bool finished;          // the producer returned
+    int64_t gathered;       // batches gathered since the loader was made
+    pardo_wait_post space;  // posted when a slot is freed or a batch dequeued
+    pardo_wait_post filled; // posted when a batch is queued or the producer ends
 
-    pardo_task_group *group;        // the running producer's group; borrowed; NULL when none was started
-    pardo_coordinator *coord;       // borrowed
+    pardo_task_group *group;  // the running producer's group; borrowed; NULL when none was started
+    pardo_coordinator *coord; // borrowed
     int coord_id;
-    bool started;                   // a producer was spawned and not yet joined (pardo_loader_join)
+    bool started; // a producer was spawned and not yet joined (pardo_loader_join)
     int64_t first_epoch, first_batch, end_epoch;
 };
 
@@ -179,8 +179,7 @@ int pardo_loader_new(const pardo_loader_source *src, int n, const pardo_loader_o
     }
     for (int s = 0; rc == PARDO_OK && s < l->n_slots; s++) {
         slot *sl = &l->slots[s];
-        if (l->n_batches > (l->tail_rows ? 1 : 0))
-            rc = make_tensors(l, bs, &sl->full, &sl->full_data, st);
+        if (l->n_batches > (l->tail_rows ? 1 : 0)) rc = make_tensors(l, bs, &sl->full, &sl->full_data, st);
         if (rc == PARDO_OK && l->tail_rows) rc = make_tensors(l, l->tail_rows, &sl->tail, &sl->tail_data, st);
         l->free_slots[l->free_n++] = s;
     }
@@ -222,8 +221,8 @@ static void gather(pardo_loader *l, slot *s, int64_t e, int64_t b) {
         if (l->src[i]->info.dtype == PARDO_BOOL)
             for (size_t k = 0; k < (size_t)rows * rb; k++) dst[k] = dst[k] != 0; /* as NumPy reads bools */
     }
-    s->batch = (pardo_batch){.epoch = e, .index = b, .rows = rows, .first_row = first,
-                             .tensors = tail ? s->tail : s->full};
+    s->batch =
+        (pardo_batch){.epoch = e, .index = b, .rows = rows, .first_row = first, .tensors = tail ? s->tail : s->full};
 }
 
 /* The producer waits for a free slot while `capacity` batches are queued. */
@@ -296,12 +295,11 @@ static int produce(pardo_task *self, void *arg, pardo_status *st) {
 
 int pardo_loader_start(pardo_loader *l, pardo_task_group *g, pardo_coordinator *c, int64_t first_epoch,
                        int64_t first_batch, int64_t end_epoch, pardo_status *st) {
-    if (l->started)
-        return pardo_errorf(st, PARDO_EINVAL, "the loader's producer was not joined (pardo_loader_join)");
+    if (l->started) return pardo_errorf(st, PARDO_EINVAL, "the loader's producer was not joined (pardo_loader_join)");
     if (first_epoch < 0 || first_epoch >= end_epoch || first_batch < 0 || first_batch >= l->n_batches)
-        return pardo_errorf(st, PARDO_EINVAL, "no batches from batch %lld of epoch %lld to epoch %lld (%lld batches an epoch)",
-                            (long long)first_batch, (long long)first_epoch, (long long)end_epoch,
-                            (long long)l->n_batches);
+        return pardo_errorf(
+            st, PARDO_EINVAL, "no batches from batch %lld of epoch %lld to epoch %lld (%lld batches an epoch)",
+            (long long)first_batch, (long long)first_epoch, (long long)end_epoch, (long long)l->n_batches);
     /* every slot free again (a stopped run may have left batches queued) */
     l->ready_head = l->ready_n = 0;
     l->free_n = 0;

@@ -40,13 +40,13 @@ typedef struct pardo_loader_source {
 } pardo_loader_source;
 
 typedef struct pardo_loader_options {
-    int64_t batch_size;  // rows per batch, >= 1
-    bool shuffle;        // a new seeded permutation of the rows every epoch (else file order)
-    uint64_t seed;       // the shuffle's seed
-    bool drop_last;      // drop the last batch when it has fewer than batch_size rows
-    int capacity;        // batches gathered ahead, >= 1 (0: 2)
-    const char *name;    // the producer's task and coordinator name (borrowed; NULL: "loader")
-    int64_t fail_at;     // for tests: the fail_at-th batch the producer gathers (1-based) fails with PARDO_EIO; 0: never
+    int64_t batch_size; // rows per batch, >= 1
+    bool shuffle;       // a new seeded permutation of the rows every epoch (else file order)
+    uint64_t seed;      // the shuffle's seed
+    bool drop_last;     // drop the last batch when it has fewer than batch_size rows
+    int capacity;       // batches gathered ahead, >= 1 (0: 2)
+    const char *name;   // the producer's task and coordinator name (borrowed; NULL: "loader")
+    int64_t fail_at;    // for tests: the fail_at-th batch the producer gathers (1-based) fails with PARDO_EIO; 0: never
 } pardo_loader_options;
 
 /* A gathered batch: `rows` rows of every source, in source order. The

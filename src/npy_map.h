@@ -12,12 +12,12 @@
 #include "status.h"
 
 typedef struct pardo_npy_map {
-    pardo_npy_info info;        // dtype, shape, data offset and size
-    const unsigned char *data;  // info.nbytes bytes of array data, read-only; borrowed from the mapping
-    char *path;                 // the file's path, for messages; owned
-    void *base;                 // the mapping (munmap), or NULL
-    size_t map_len;             // bytes mapped
-    unsigned char *heap;        // the whole file when it could not be mapped (free), or NULL
+    pardo_npy_info info;       // dtype, shape, data offset and size
+    const unsigned char *data; // info.nbytes bytes of array data, read-only; borrowed from the mapping
+    char *path;                // the file's path, for messages; owned
+    void *base;                // the mapping (munmap), or NULL
+    size_t map_len;            // bytes mapped
+    unsigned char *heap;       // the whole file when it could not be mapped (free), or NULL
 } pardo_npy_map;
 
 /* Opens and maps the .npy file at path and checks it (magic, version,

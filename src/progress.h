@@ -13,27 +13,27 @@
 
 /* What one epoch came to. */
 typedef struct pardo_epoch_stats {
-    int64_t epoch;         // 1-based
-    int64_t epochs;        // the run's last epoch (--epochs)
-    double loss;           // mean training loss over the epoch's batches, weighted by rows
-    bool has_eval;         // --eval was given and the evaluation ran
-    double eval_loss;      // mean loss over the eval set, weighted by rows
-    bool has_accuracy;     // the graph has logits and labels
-    double eval_accuracy;  // fraction of eval rows whose argmax is the label
-    double samples_per_s;  // training rows per second of this epoch's training (not eval)
-    double seconds;        // the epoch's wall time, eval included
+    int64_t epoch;        // 1-based
+    int64_t epochs;       // the run's last epoch (--epochs)
+    double loss;          // mean training loss over the epoch's batches, weighted by rows
+    bool has_eval;        // --eval was given and the evaluation ran
+    double eval_loss;     // mean loss over the eval set, weighted by rows
+    bool has_accuracy;    // the graph has logits and labels
+    double eval_accuracy; // fraction of eval rows whose argmax is the label
+    double samples_per_s; // training rows per second of this epoch's training (not eval)
+    double seconds;       // the epoch's wall time, eval included
 } pardo_epoch_stats;
 
 typedef struct pardo_progress {
-    FILE *out;            // where lines go (stderr); borrowed
-    bool live;            // redraw one line with '\r' (a terminal)
-    int64_t epoch;        // 1-based, for the live line
+    FILE *out;     // where lines go (stderr); borrowed
+    bool live;     // redraw one line with '\r' (a terminal)
+    int64_t epoch; // 1-based, for the live line
     int64_t epochs;
-    int64_t n_batches;    // batches in the epoch
-    double t_start;       // when this run of the epoch began (seconds, monotonic)
-    int64_t first_batch;  // batches of the epoch done before (resume)
-    double last_draw;     // when the live line was last drawn
-    bool drawn;           // a live line is on the screen
+    int64_t n_batches;   // batches in the epoch
+    double t_start;      // when this run of the epoch began (seconds, monotonic)
+    int64_t first_batch; // batches of the epoch done before (resume)
+    double last_draw;    // when the live line was last drawn
+    bool drawn;          // a live line is on the screen
 } pardo_progress;
 
 /* Seconds on a monotonic clock. */

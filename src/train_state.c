@@ -9,9 +9,9 @@ static const struct {
     const char *name;
     pardo_dtype dtype;
 } fields[F_COUNT] = {
-    {"pardo@epoch", PARDO_I64},   {"pardo@batch", PARDO_I64}, {"pardo@step", PARDO_I64},
+    {"pardo@epoch", PARDO_I64},      {"pardo@batch", PARDO_I64},   {"pardo@step", PARDO_I64},
     {"pardo@batch_size", PARDO_I64}, {"pardo@shuffle", PARDO_I64}, {"pardo@seed", PARDO_I64},
-    {"pardo@loss_sum", PARDO_F64}, {"pardo@rows", PARDO_I64},
+    {"pardo@loss_sum", PARDO_F64},   {"pardo@rows", PARDO_I64},
 };
 
 static int add_scalar(pardo_tensor_list *l, int f, int64_t iv, double dv, pardo_status *st) {

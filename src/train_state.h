@@ -23,14 +23,14 @@
 #include "tensor_list.h"
 
 typedef struct pardo_train_state {
-    int64_t epoch;       // epochs finished
-    int64_t batch;       // batches finished of epoch `epoch` (0 at an epoch boundary)
-    int64_t step;        // steps run in all
-    int64_t batch_size;  // rows per batch
-    bool shuffle;        // the order was shuffled
-    uint64_t seed;       // its seed
-    double loss_sum;     // sum of loss * rows over the finished batches of epoch `epoch`
-    int64_t rows;        // rows of those batches
+    int64_t epoch;      // epochs finished
+    int64_t batch;      // batches finished of epoch `epoch` (0 at an epoch boundary)
+    int64_t step;       // steps run in all
+    int64_t batch_size; // rows per batch
+    bool shuffle;       // the order was shuffled
+    uint64_t seed;      // its seed
+    double loss_sum;    // sum of loss * rows over the finished batches of epoch `epoch`
+    int64_t rows;       // rows of those batches
 } pardo_train_state;
 
 /* Appends the counters to l as new scalar tensors (entries "pardo@epoch"

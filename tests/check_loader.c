@@ -186,9 +186,9 @@ START_TEST(shuffle_is_a_seeded_permutation_per_epoch) {
     pardo_loader_order(N, true, 42, 1, c);
     pardo_loader_order(N, true, 43, 0, d);
     ck_assert(is_permutation(a, N) && is_permutation(c, N) && is_permutation(d, N));
-    ck_assert(memcmp(a, b, sizeof a) == 0);  /* reproducible */
-    ck_assert(memcmp(a, c, sizeof a) != 0);  /* a new order each epoch */
-    ck_assert(memcmp(a, d, sizeof a) != 0);  /* and for each seed */
+    ck_assert(memcmp(a, b, sizeof a) == 0); /* reproducible */
+    ck_assert(memcmp(a, c, sizeof a) != 0); /* a new order each epoch */
+    ck_assert(memcmp(a, d, sizeof a) != 0); /* and for each seed */
     int fixed = 0;
     for (int i = 0; i < N; i++) fixed += a[i] == i;
     ck_assert_int_lt(fixed, 20); /* a shuffle, not the identity (about 1 fixed point expected) */
@@ -311,8 +311,8 @@ START_TEST(mapped_file_matches_the_reader) {
     ck_assert_ptr_nonnull(x_map->base); /* a regular file is mapped, not copied */
     ck_assert_int_eq(pardo_npy_map_rows(y_map), ROWS);
     /* every fixture the reader accepts maps to the same bytes */
-    const char *names[] = {"f4_2x3.npy", "f8_3x4.npy", "i4_2x3.npy", "i8_2x2x2.npy", "v2_f4_3.npy", "v3_i8_2.npy",
-                           "scalar_f8.npy", "b1_5.npy"};
+    const char *names[] = {"f4_2x3.npy",  "f8_3x4.npy",  "i4_2x3.npy",    "i8_2x2x2.npy",
+                           "v2_f4_3.npy", "v3_i8_2.npy", "scalar_f8.npy", "b1_5.npy"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         pardo_status st;
         pardo_npy_map *m = NULL;
@@ -387,8 +387,8 @@ START_TEST(loader_rejects_mismatched_rows) {
     pardo_loader *l = (pardo_loader *)1;
     ck_assert_int_eq(pardo_loader_new(src, 2, &opt, &l, &st), PARDO_ESHAPE);
     ck_assert_ptr_null(l);
-    ck_assert_msg(strstr(st.msg, p) && strstr(st.msg, x_path) && strstr(st.msg, "9 rows") && strstr(st.msg, "10"),
-                  "%s", st.msg);
+    ck_assert_msg(strstr(st.msg, p) && strstr(st.msg, x_path) && strstr(st.msg, "9 rows") && strstr(st.msg, "10"), "%s",
+                  st.msg);
     pardo_npy_map_close(m);
     /* a batch larger than the data with the short batch dropped: nothing to train on */
     opt = (pardo_loader_options){.batch_size = 11, .drop_last = true};

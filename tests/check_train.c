@@ -18,16 +18,18 @@
 #include "train_state.h"
 
 /* A classifier: 4 features, 3 classes; ROLE is the loss op's role. */
-#define CLASSIFIER(ROLE) \
-    "{\"pardo\": 1, \"blocks\": [{\"vars\": {" \
-    "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 4], \"role\": \"feed\"}," \
-    "\"y\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"}," \
-    "\"w\": {\"dtype\": \"float32\", \"shape\": [4, 3], \"role\": \"param\", \"init\": {\"fill\": \"xavier_uniform\", \"seed\": 4}}," \
-    "\"b\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", \"seed\": 5}}}," \
-    "\"ops\": [" \
-    "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"], \"role\": \"forward\"}," \
-    "{\"op\": \"add\", \"in\": [\"h\", \"b\"], \"out\": [\"logits\"], \"role\": \"forward\"}," \
-    "{\"op\": \"softmax_cross_entropy\", \"in\": [\"logits\", \"y\"], \"out\": [\"loss\"], \"role\": \"" ROLE "\"}" \
+#define CLASSIFIER(ROLE)                                                                                               \
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"                                                                         \
+    "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 4], \"role\": \"feed\"},"                                         \
+    "\"y\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"},"                                              \
+    "\"w\": {\"dtype\": \"float32\", \"shape\": [4, 3], \"role\": \"param\", \"init\": {\"fill\": "                    \
+    "\"xavier_uniform\", \"seed\": 4}},"                                                                               \
+    "\"b\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", "          \
+    "\"seed\": 5}}},"                                                                                                  \
+    "\"ops\": ["                                                                                                       \
+    "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"], \"role\": \"forward\"},"                           \
+    "{\"op\": \"add\", \"in\": [\"h\", \"b\"], \"out\": [\"logits\"], \"role\": \"forward\"},"                         \
+    "{\"op\": \"softmax_cross_entropy\", \"in\": [\"logits\", \"y\"], \"out\": [\"loss\"], \"role\": \"" ROLE "\"}"    \
     "]}]}"
 static const char classifier[] = CLASSIFIER("loss");
 
@@ -50,8 +52,14 @@ START_TEST(train_state_round_trip) {
     pardo_status st;
     test_scratch_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/ck.safetensors", dir);
-    pardo_train_state s = {.epoch = 3, .batch = 17, .step = 1234567890123LL, .batch_size = 32, .shuffle = true,
-                           .seed = 0xfedcba9876543210ULL, .loss_sum = 0.1 + 1e-17 * 3, .rows = 544};
+    pardo_train_state s = {.epoch = 3,
+                           .batch = 17,
+                           .step = 1234567890123LL,
+                           .batch_size = 32,
+                           .shuffle = true,
+                           .seed = 0xfedcba9876543210ULL,
+                           .loss_sum = 0.1 + 1e-17 * 3,
+                           .rows = 544};
     pardo_tensor_list l;
     pardo_tensor_list_init(&l);
     ck_assert(pardo_train_state_save(&s, &l, &st) == PARDO_OK);
@@ -84,8 +92,10 @@ END_TEST
 /* w and v each take w -= 0.1 * dropout(w): the mask depends on the step. */
 static const char dropout_graph[] =
     "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
-    "\"w\": {\"dtype\": \"float32\", \"shape\": [64], \"role\": \"param\", \"init\": {\"fill\": \"normal\", \"seed\": 1}},"
-    "\"v\": {\"dtype\": \"float32\", \"shape\": [64], \"role\": \"param\", \"init\": {\"fill\": \"normal\", \"seed\": 2}}},"
+    "\"w\": {\"dtype\": \"float32\", \"shape\": [64], \"role\": \"param\", \"init\": {\"fill\": \"normal\", \"seed\": "
+    "1}},"
+    "\"v\": {\"dtype\": \"float32\", \"shape\": [64], \"role\": \"param\", \"init\": {\"fill\": \"normal\", \"seed\": "
+    "2}}},"
     "\"ops\": ["
     "{\"op\": \"dropout\", \"in\": [\"w\"], \"out\": [\"dw\"], \"attrs\": {\"ratio\": 0.5, \"seed\": 7}},"
     "{\"op\": \"dropout\", \"in\": [\"v\"], \"out\": [\"dv\"], \"attrs\": {\"ratio\": 0.5, \"seed\": 8}},"
@@ -170,7 +180,8 @@ START_TEST(eval_program_matches_the_inference_graph) {
     /* the reference: the single-thread inference graph with the same init */
     pardo_program *ref = test_program(classifier, "clf.json");
     pardo_executor *rex = test_executor(ref, 1);
-    ck_assert(pardo_executor_feed(rex, "x", x, "x", &st) == PARDO_OK && pardo_executor_feed(rex, "y", y, "y", &st) == PARDO_OK);
+    ck_assert(pardo_executor_feed(rex, "x", x, "x", &st) == PARDO_OK &&
+              pardo_executor_feed(rex, "y", y, "y", &st) == PARDO_OK);
     ck_assert_msg(pardo_executor_run(rex, &st) == PARDO_OK, "%s", st.msg);
     for (int parts = 0; parts <= 3; parts += 3) {
         pardo_program *p = training_program(parts);
