@@ -33,7 +33,7 @@ struct pardo_loader {
     pardo_loader_options opt;
     int n_slots;    // capacity + 1
     slot *slots;    // owned
-    int64_t *order; // rows entries: the producer's current epoch order; owned
+    int64_t *order; // rows entries: the producer's current epoch order (shuffle only; NULL in file order); owned
 
     pthread_mutex_t mu; // guards the queue fields below
     int *ready;         // FIFO ring of slot indexes (n_slots entries)
@@ -167,7 +167,7 @@ int pardo_loader_new(const pardo_loader_source *src, int n, const pardo_loader_o
     int rc = PARDO_OK;
     if (!(l->names = calloc((size_t)n, sizeof(*l->names))) || !(l->src = calloc((size_t)n, sizeof(*l->src))) ||
         !(l->row_bytes = calloc((size_t)n, sizeof(*l->row_bytes))) ||
-        !(l->order = malloc((size_t)l->rows * sizeof(*l->order))) ||
+        (l->opt.shuffle && !(l->order = malloc((size_t)l->rows * sizeof(*l->order)))) ||
         !(l->slots = calloc((size_t)l->n_slots, sizeof(*l->slots))) ||
         !(l->ready = calloc((size_t)l->n_slots, sizeof(*l->ready))) ||
         !(l->free_slots = calloc((size_t)l->n_slots, sizeof(*l->free_slots))))
@@ -208,7 +208,7 @@ static void gather(pardo_loader *l, slot *s, int64_t e, int64_t b) {
     int64_t first = b * l->opt.batch_size;
     int64_t rows = l->rows - first < l->opt.batch_size ? l->rows - first : l->opt.batch_size;
     bool tail = rows != l->opt.batch_size;
-    const int64_t *order = l->order + first;
+    const int64_t *order = l->order ? l->order + first : NULL;
     for (int i = 0; i < l->n; i++) {
         unsigned char *dst = tail ? s->tail_data[i] : s->full_data[i];
         const unsigned char *src = l->src[i]->data;
@@ -266,7 +266,7 @@ static int produce(pardo_task *self, void *arg, pardo_status *st) {
     pardo_loader *l = arg;
     int rc = PARDO_OK;
     for (int64_t e = l->first_epoch; rc == PARDO_OK && e < l->end_epoch; e++) {
-        pardo_loader_order(l->rows, l->opt.shuffle, l->opt.seed, e, l->order);
+        if (l->opt.shuffle) pardo_loader_order(l->rows, true, l->opt.seed, e, l->order);
         for (int64_t b = e == l->first_epoch ? l->first_batch : 0; b < l->n_batches; b++) {
             int s = -1;
             if ((rc = acquire(l, self, &s, st)) != PARDO_OK) break;
