@@ -3,7 +3,7 @@
 #   make test       every Check suite and the CLI end-to-end tests
 #   make asan       the same tests built with address + undefined sanitizers (build-asan/)
 #   make tsan       the same tests built with the thread sanitizer (build-tsan/)
-#   make demo       build, then run the example graphs
+#   make demo       build, run the example graphs, train an MLP on the handwritten digits (>= 95% held out)
 #   make bench      build and run tools/bench/bench_threads (fork/join cost, 1 -> 2 thread speedup)
 # Switches: CUDA=0|1 (default: 1 where nvcc is found), SANITIZE=address,undefined|thread,
 #           WERROR=1 (warnings are errors; CI sets it).
