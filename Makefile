@@ -3,7 +3,7 @@
 #   make test       every Check suite and the CLI end-to-end tests
 #   make asan       the same tests built with address + undefined sanitizers (build-asan/)
 #   make tsan       the same tests built with the thread sanitizer (build-tsan/)
-#   make demo       build, then run the example graphs
+#   make demo       build, run the example graphs, train an MLP on the handwritten digits (>= 95% held out)
 #   make bench      build the bench drivers and run tools/bench/run: pardo against PyTorch, ONNX Runtime and
 #                   OpenBLAS (BENCH_ARGS=--quick for a short check; see tools/bench/run --help)
 # Switches: CUDA=0|1 (default: 1 where nvcc is found), BLAS=0|1 (default: 1 where pkg-config finds openblas),

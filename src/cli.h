@@ -17,6 +17,7 @@ int pardo_cli_check(int argc, char **argv);
 int pardo_cli_ops(int argc, char **argv);
 int pardo_cli_dot(int argc, char **argv);
 int pardo_cli_transpile(int argc, char **argv);
+int pardo_cli_train(int argc, char **argv);
 
 /* Prints "pardo CMD: message" and a hint to use --help on stderr; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -419,3 +419,25 @@ int pardo_executor_collect_state(pardo_executor *ex, pardo_tensor_list *out, par
     }
     return PARDO_OK;
 }
+
+int pardo_executor_set_steps(pardo_executor *ex, uint64_t steps, pardo_status *st) {
+    /* Parallel stages run only once every name block 0 writes is bound (from
+     * the second run on, see run_block_with): binding a new name inserts
+     * into the root scope, which stages running at once must not do. So
+     * reserve those names now (bound, then taken: the scope keeps them),
+     * for a first run that counts from steps > 0. */
+    const pardo_block *blk = &ex->prog->blocks[0];
+    pardo_tensor *placeholder = pardo_tensor_new(PARDO_F32, 0, NULL, st);
+    if (!placeholder) return st->code;
+    int rc = PARDO_OK;
+    for (int i = 0; rc == PARDO_OK && i < blk->n_ops; i++)
+        for (int k = 0; rc == PARDO_OK && k < blk->ops[i].n_out; k++) {
+            const char *name = blk->ops[i].out[k];
+            if (!name[0] || pardo_scope_find_local(ex->root, name)) continue;
+            if ((rc = pardo_scope_set(ex->root, name, placeholder, st)) == PARDO_OK)
+                pardo_tensor_release(pardo_scope_take(ex->root, name));
+        }
+    pardo_tensor_release(placeholder);
+    if (rc == PARDO_OK) ex->steps = steps;
+    return rc;
+}

@@ -110,4 +110,10 @@ int pardo_executor_collect_state(pardo_executor *ex, pardo_tensor_list *out, par
 /* Steps run so far. */
 uint64_t pardo_executor_steps(const pardo_executor *ex);
 
+/* Sets the count of steps run so far (what kernels see as ctx->step, e.g.
+ * dropout's mask) to `steps`, so a run resumed from a checkpoint continues
+ * the count of the run that wrote it (`pardo train --load`). Call after
+ * init_vars and before the first run. PARDO_ENOMEM. */
+int pardo_executor_set_steps(pardo_executor *ex, uint64_t steps, pardo_status *st);
+
 #endif

@@ -321,6 +321,17 @@ bool pardo_fill_parse(const char *s, pardo_fill *out) {
     return true;
 }
 
+int pardo_op_set_attr(pardo_op *op, const char *key, pardo_value *val, pardo_status *st) {
+    if (!val) return pardo_errorf(st, PARDO_ENOMEM, "out of memory setting attr '%s'", key);
+    if (!op->attrs && !(op->attrs = pardo_value_new_object())) {
+        pardo_value_free(val);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory setting attr '%s'", key);
+    }
+    int rc = pardo_value_set(op->attrs, key, val, st);
+    pardo_value_free(val);
+    return rc;
+}
+
 const pardo_value *pardo_attr(const pardo_op *op, const char *name) { return pardo_value_get(op->attrs, name); }
 
 static int attr_type_error(const pardo_op *op, const char *name, const pardo_value *v, const char *expected,

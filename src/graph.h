@@ -167,6 +167,11 @@ int pardo_attr_bool(const pardo_op *op, const char *name, bool dflt, bool *out, 
 int pardo_attr_string(const pardo_op *op, const char *name, const char *dflt, const char **out, pardo_status *st);
 /* Integer list: up to max values into out, count in *n; absent: *n = -1. */
 int pardo_attr_ints(const pardo_op *op, const char *name, int64_t *out, int max, int *n, pardo_status *st);
+/* Sets attr `key` of op to val, taking ownership of val (freed here, also
+ * on failure; NULL val is PARDO_ENOMEM, so constructors can be passed in
+ * directly). Creates the attrs object when the op has none. */
+int pardo_op_set_attr(pardo_op *op, const char *key, pardo_value *val, pardo_status *st);
+
 /* Raw attr value or NULL; borrowed. */
 const pardo_value *pardo_attr(const pardo_op *op, const char *name);
 

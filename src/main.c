@@ -15,6 +15,10 @@ static const char usage[] =
     "  run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
     "            [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
     "                   run block 0 of a graph N times and print or save the fetched vars\n"
+    "  train GRAPH --data NAME=FILE.npy... --batch-size B [--epochs E] [--shuffle] [--seed S]\n"
+    "            [--drop-last] [--eval NAME=FILE.npy]... [--threads N] [--load CKPT] [--save CKPT]\n"
+    "            [--log FILE.jsonl] [--loss NAME]\n"
+    "                   train a training graph on .npy data sets, epoch by epoch, with evaluation\n"
     "  transpile GRAPH -o OUT [--parts N] [--backward LOSS] [--optimizer sgd|momentum|adam] [--lr X]\n"
     "                   append gradients and an optimizer, and rewrite for many CPU threads\n"
     "  check GRAPH      validate a graph; print its ops, vars, param count and inferred shapes\n"
@@ -49,9 +53,10 @@ int main(int argc, char **argv) {
         {"ops", pardo_cli_ops},
         {"dot", pardo_cli_dot},
         {"transpile", pardo_cli_transpile},
+        {"train", pardo_cli_train},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "pardo: unknown command '%s' (expected run, transpile, check, ops or dot)\n\n%s", cmd, usage);
+    fprintf(stderr, "pardo: unknown command '%s' (expected run, train, transpile, check, ops or dot)\n\n%s", cmd, usage);
     return CLI_BAD_INPUT;
 }

@@ -261,9 +261,9 @@ static int parse_header(hdr_parser *h, npy_header *hd) {
     return PARDO_OK;
 }
 
-int pardo_npy_parse(const void *buf, size_t n, const char *name, pardo_tensor **out, pardo_status *st) {
+int pardo_npy_parse_header(const void *buf, size_t n, const char *name, pardo_npy_info *info, pardo_status *st) {
     const unsigned char *p = buf;
-    *out = NULL;
+    memset(info, 0, sizeof(*info));
     if (n == 0) return pardo_errorf(st, PARDO_EPARSE, "%s: empty file, expected a .npy file", name);
     if (n < NPY_MAGIC_LEN || memcmp(p, NPY_MAGIC, NPY_MAGIC_LEN) != 0) {
         if (n < NPY_MAGIC_LEN && memcmp(p, NPY_MAGIC, n) == 0)
@@ -322,13 +322,25 @@ int pardo_npy_parse(const void *buf, size_t n, const char *name, pardo_tensor **
                             "%s: byte %llu: expected the end of the file after %llu bytes of data, file has %zu "
                             "bytes of data",
                             name, (unsigned long long)(data_at + nbytes), (unsigned long long)nbytes, have);
+    info->dtype = hd.dtype;
+    info->ndim = hd.ndim;
+    memcpy(info->shape, hd.shape, sizeof hd.shape);
+    info->data_offset = data_at;
+    info->nbytes = (size_t)nbytes;
+    return PARDO_OK;
+}
 
-    pardo_tensor *t = pardo_tensor_new_cpu(hd.dtype, hd.ndim, hd.shape, st);
+int pardo_npy_parse(const void *buf, size_t n, const char *name, pardo_tensor **out, pardo_status *st) {
+    pardo_npy_info info;
+    *out = NULL;
+    int rc = pardo_npy_parse_header(buf, n, name, &info, st);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *t = pardo_tensor_new_cpu(info.dtype, info.ndim, info.shape, st);
     if (!t) return pardo_status_prefix(st, "%s: ", name);
     unsigned char *dst = pardo_tensor_data(t);
-    if (nbytes) memcpy(dst, p + data_at, nbytes);
-    if (hd.dtype == PARDO_BOOL)
-        for (uint64_t k = 0; k < nbytes; k++) dst[k] = dst[k] != 0; /* NumPy reads any non-zero byte as True */
+    if (info.nbytes) memcpy(dst, (const unsigned char *)buf + info.data_offset, info.nbytes);
+    if (info.dtype == PARDO_BOOL)
+        for (size_t k = 0; k < info.nbytes; k++) dst[k] = dst[k] != 0; /* NumPy reads any non-zero byte as True */
     *out = t;
     return PARDO_OK;
 }

@@ -7,6 +7,7 @@
 #define PARDO_NPY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "status.h"
 #include "tensor.h"
@@ -14,6 +15,20 @@
 /* Reads the .npy file at path into a new tensor (*out, caller releases).
  * Messages begin with the path. */
 int pardo_npy_read(const char *path, pardo_tensor **out, pardo_status *st);
+
+/* What a .npy header says, and where the data lies in the file. */
+typedef struct pardo_npy_info {
+    pardo_dtype dtype;
+    int ndim;                        // rank, 0..PARDO_MAX_DIMS
+    int64_t shape[PARDO_MAX_DIMS];   // sizes
+    size_t data_offset;              // bytes from the start of the file to the data
+    size_t nbytes;                   // bytes of data (the file ends right after them)
+} pardo_npy_info;
+
+/* Checks an in-memory .npy image of n bytes as pardo_npy_parse does (magic,
+ * version, header, data size exactly as the shape needs) without copying the
+ * data; fills *info. `name` names the image in messages. Thread-safe. */
+int pardo_npy_parse_header(const void *buf, size_t n, const char *name, pardo_npy_info *info, pardo_status *st);
 
 /* Parses an in-memory .npy image of n bytes; `name` names it in messages. */
 int pardo_npy_parse(const void *buf, size_t n, const char *name, pardo_tensor **out, pardo_status *st);

@@ -41,7 +41,9 @@
     X(thread_pool)      \
     X(task)             \
     X(coordinator)      \
-    X(parallel)
+    X(parallel)         \
+    X(loader)           \
+    X(train)
 
 #define PARDO_SUITE_DECL(m) Suite *make_##m##_suite(void) __attribute__((weak));
 PARDO_SUITES(PARDO_SUITE_DECL)

@@ -7,57 +7,13 @@
 # outputs (concat_grad) check and run.
 # Usage: tests/cli_attr_test.sh PATH/TO/pardo
 set -u
-PARDO=${1:?usage: cli_attr_test.sh PATH/TO/pardo}
-case $PARDO in /*) ;; *) PARDO=$(pwd)/$PARDO ;; esac
-T=$(mktemp -d /tmp/pardo-cli-attr-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup cli-attr "$@"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-# run_pardo ARGS...: runs pardo, leaves status in $rc, output in $T/out, $T/err
-run_pardo() {
-    "$PARDO" "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-}
 
-# expect NAME CODE WORDS... -- ARGS...: exit status CODE and every WORD in stderr
-expect() {
-    name=$1 code=$2
-    shift 2
-    words=""
-    while [ "$1" != "--" ]; do words="$words
-$1"; shift; done
-    shift
-    run_pardo "$@"
-    if [ "$rc" != "$code" ]; then
-        bad "$name: exit $rc, expected $code; stderr: $(cat "$T/err")"
-        return
-    fi
-    missing=""
-    IFS='
-'
-    for w in $words; do
-        grep -qF -- "$w" "$T/err" || missing="$missing '$w'"
-    done
-    unset IFS
-    if [ -n "$missing" ]; then
-        bad "$name: stderr lacks$missing: $(cat "$T/err")"
-        return
-    fi
-    ok
-}
 
-# stdout_has NAME TEXT: the last run's stdout contains TEXT
-stdout_has() {
-    if grep -qF -- "$2" "$T/out"; then ok; else bad "$1: stdout lacks '$2': $(head -c 2000 "$T/out")"; fi
-}
 
-no_file() {
-    if [ -e "$2" ]; then bad "$1: $2 was written"; else ok; fi
-}
 
 # graph FILE OP IN ATTRS: a graph whose one op (line 4, column 3, named
 # "culprit") reads feed x [-1, 3, 4] float32 (IN: its "in" list) with ATTRS
@@ -147,5 +103,4 @@ stdout_has "math run" "k: float32 [2, 3] = [1, 2.5, 2, 2.5, 0, 2.5]"
 expect "ops gelu" 0 -- ops gelu
 stdout_has "ops gelu" "gradient: yes (gelu_grad)"
 
-echo "cli-attr: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_finish

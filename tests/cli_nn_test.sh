@@ -6,55 +6,12 @@
 # mse_loss and their _grad ops, sgd in place) runs; adam runs for 3 steps.
 # Usage: tests/cli_nn_test.sh PATH/TO/pardo
 set -u
-PARDO=${1:?usage: cli_nn_test.sh PATH/TO/pardo}
-case $PARDO in /*) ;; *) PARDO=$(pwd)/$PARDO ;; esac
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d /tmp/pardo-cli-nn-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-cd "$ROOT" || exit 1
-pass=0
-fail=0
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup cli-nn "$@"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-# run_pardo ARGS...: runs pardo, leaves status in $rc, output in $T/out, $T/err
-run_pardo() {
-    "$PARDO" "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-}
 
-# expect NAME CODE WORDS... -- ARGS...: exit status CODE and every WORD in stderr
-expect() {
-    name=$1 code=$2
-    shift 2
-    words=""
-    while [ "$1" != "--" ]; do words="$words
-$1"; shift; done
-    shift
-    run_pardo "$@"
-    if [ "$rc" != "$code" ]; then
-        bad "$name: exit $rc, expected $code; stderr: $(cat "$T/err")"
-        return
-    fi
-    missing=""
-    IFS='
-'
-    for w in $words; do
-        grep -qF -- "$w" "$T/err" || missing="$missing '$w'"
-    done
-    unset IFS
-    if [ -n "$missing" ]; then
-        bad "$name: stderr lacks$missing: $(cat "$T/err")"
-        return
-    fi
-    ok
-}
 
-# stdout_has NAME TEXT: the last run's stdout contains TEXT
-stdout_has() {
-    if grep -qF -- "$2" "$T/out"; then ok; else bad "$1: stdout lacks '$2': $(head -c 2000 "$T/out")"; fi
-}
 
 # ---- pardo ops ---------------------------------------------------------
 expect "ops conv2d" 0 -- ops conv2d
@@ -151,5 +108,4 @@ G
 expect "embedding index out of range" 1 "'emb'" "'indices' [2]" "is 4" "[0, 4)" -- run "$T/emb.json" --out "$T/emb_out"
 if [ -e "$T/emb_out" ]; then bad "embedding index out of range: $T/emb_out was written"; else ok; fi
 
-echo "cli-nn: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_finish

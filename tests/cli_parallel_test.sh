@@ -6,17 +6,9 @@
 # part; a nested parallel_do is rejected by `pardo check` with exit 2.
 # Usage: tests/cli_parallel_test.sh PATH/TO/pardo
 set -u
-PARDO=${1:?usage: cli_parallel_test.sh PATH/TO/pardo}
-case $PARDO in /*) ;; *) PARDO=$(pwd)/$PARDO ;; esac
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d /tmp/pardo-cli-par-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-cd "$ROOT" || exit 1
-pass=0
-fail=0
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup cli-parallel "$@"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 G=graphs/mlp_parallel.json
 FEEDS="--feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy"
@@ -93,5 +85,4 @@ if [ $? = 2 ]; then ok; else bad "nested run: not exit 2: $(cat "$T/err")"; fi
 "$PARDO" run $G $FEEDS --threads 100000 >"$T/out" 2>"$T/err"
 if [ $? = 2 ] && grep -qF -- "--threads" "$T/err"; then ok; else bad "--threads 100000: $(cat "$T/err")"; fi
 
-echo "cli-parallel: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_finish

@@ -4,59 +4,13 @@
 # the file and the culprit, and no output file written.
 # Usage: tests/cli_test.sh PATH/TO/pardo
 set -u
-PARDO=${1:?usage: cli_test.sh PATH/TO/pardo}
-case $PARDO in /*) ;; *) PARDO=$(pwd)/$PARDO ;; esac
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d /tmp/pardo-cli-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-cd "$ROOT" || exit 1
-pass=0
-fail=0
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup cli "$@"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-# run_pardo ARGS...: runs pardo, leaves status in $rc, output in $T/out, $T/err
-run_pardo() {
-    "$PARDO" "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-}
 
-# expect NAME CODE WORDS... -- ARGS...: exit status CODE and every WORD in stderr
-expect() {
-    name=$1 code=$2
-    shift 2
-    words=""
-    while [ "$1" != "--" ]; do words="$words
-$1"; shift; done
-    shift
-    run_pardo "$@"
-    if [ "$rc" != "$code" ]; then
-        bad "$name: exit $rc, expected $code; stderr: $(cat "$T/err")"
-        return
-    fi
-    missing=""
-    IFS='
-'
-    for w in $words; do
-        grep -qF -- "$w" "$T/err" || missing="$missing '$w'"
-    done
-    unset IFS
-    if [ -n "$missing" ]; then
-        bad "$name: stderr lacks$missing: $(cat "$T/err")"
-        return
-    fi
-    ok
-}
 
-# stdout_has NAME TEXT: the last run's stdout contains TEXT
-stdout_has() {
-    if grep -qF -- "$2" "$T/out"; then ok; else bad "$1: stdout lacks '$2': $(head -c 2000 "$T/out")"; fi
-}
 
-no_file() {
-    if [ -e "$2" ]; then bad "$1: $2 was written"; else ok; fi
-}
 
 G=graphs/linreg.json
 LX=graphs/data/linreg_x.npy
@@ -175,5 +129,4 @@ no_file "bad --fetch" "$T/o8"
 expect "ops unknown" 2 "unknown op 'nope'" -- ops nope
 expect "--feed without =" 2 "NAME=FILE.npy" -- run $G --feed x
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_finish

@@ -4,49 +4,21 @@
 # that do not depend on the thread count, and bad requests (exit 2, nothing
 # written). Usage: tests/cli_transpile_test.sh PATH/TO/pardo
 set -u
-PARDO=${1:?usage: cli_transpile_test.sh PATH/TO/pardo}
-case $PARDO in /*) ;; *) PARDO=$(pwd)/$PARDO ;; esac
-cd "$(dirname "$0")/.." || exit 1
-T=$(mktemp -d /tmp/pardo-cli-transpile-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup cli-transpile "$@"
 
-# check NAME CODE WORD... -- ARGS...: exit status CODE and each WORD in stderr
-check() {
-    name=$1 code=$2
-    shift 2
-    words=""
-    while [ "$1" != "--" ]; do words="$words
-$1"; shift; done
-    shift
-    "$PARDO" "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-    if [ "$rc" != "$code" ]; then bad "$name: exit $rc, expected $code: $(cat "$T/err")"; return; fi
-    IFS='
-'
-    for w in $words; do
-        grep -qF -- "$w" "$T/err" || { unset IFS; bad "$name: stderr lacks '$w': $(cat "$T/err")"; return; }
-    done
-    unset IFS
-    ok
-}
-out_has() { if grep -qF -- "$2" "$T/out"; then ok; else bad "$1: stdout lacks '$2': $(head -c 1500 "$T/out")"; fi; }
-no_file() { if [ -e "$2" ]; then bad "$1: $2 was written"; else ok; fi; }
 FEEDS="--feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy"
 
 for opt in sgd momentum adam; do
-    check "transpile $opt" 0 "wrote $T/$opt.json" -- transpile graphs/mlp.json -o "$T/$opt.json" --backward loss --optimizer $opt --lr 0.05 --parts 2
-    check "check $opt" 0 -- check "$T/$opt.json"
-    out_has "check $opt" "parallel_do"
-    out_has "check $opt" "w1@GRAD@PARTS"
-    out_has "check $opt" "x@PARTS"
-    out_has "check $opt" "[optimize]"
+    expect "transpile $opt" 0 "wrote $T/$opt.json" -- transpile graphs/mlp.json -o "$T/$opt.json" --backward loss --optimizer $opt --lr 0.05 --parts 2
+    expect "check $opt" 0 -- check "$T/$opt.json"
+    stdout_has "check $opt" "parallel_do"
+    stdout_has "check $opt" "w1@GRAD@PARTS"
+    stdout_has "check $opt" "x@PARTS"
+    stdout_has "check $opt" "[optimize]"
     # fixed --parts: the same numbers, bit for bit, on 1, 2 and 4 threads
     for t in 1 2 4; do
-        check "run $opt threads $t" 0 -- run "$T/$opt.json" $FEEDS --steps 5 --threads $t --fetch loss --fetch b2
+        expect "run $opt threads $t" 0 -- run "$T/$opt.json" $FEEDS --steps 5 --threads $t --fetch loss --fetch b2
         cp "$T/out" "$T/$opt.$t.out"
     done
     if cmp -s "$T/$opt.1.out" "$T/$opt.2.out" && cmp -s "$T/$opt.1.out" "$T/$opt.4.out"; then ok; else
@@ -56,40 +28,39 @@ done
 grep -q '"w1@MOMENT1"' "$T/adam.json" && ok || bad "adam.json lacks the state var w1@MOMENT1"
 
 # training lowers the loss: 1 step against 40
-check "one step" 0 -- run "$T/sgd.json" $FEEDS --steps 1 --fetch loss
+expect "one step" 0 -- run "$T/sgd.json" $FEEDS --steps 1 --fetch loss
 first=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
-check "forty steps" 0 -- run "$T/sgd.json" $FEEDS --steps 40 --fetch loss
+expect "forty steps" 0 -- run "$T/sgd.json" $FEEDS --steps 40 --fetch loss
 last=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
 if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 4) }'; then ok; else bad "loss did not fall: $first -> $last"; fi
 
 # adam's state goes into the checkpoint and comes back
-check "adam save" 0 -- run "$T/adam.json" $FEEDS --steps 3 --save "$T/adam.safetensors"
+expect "adam save" 0 -- run "$T/adam.json" $FEEDS --steps 3 --save "$T/adam.safetensors"
 if grep -q 'w1@MOMENT2' "$T/adam.safetensors" && grep -q 'w1@STEP' "$T/adam.safetensors"; then ok; else bad "checkpoint lacks adam state"; fi
-check "adam resume" 0 -- run "$T/adam.json" $FEEDS --steps 2 --load "$T/adam.safetensors" --fetch w1@STEP
-out_has "adam resume" "w1@STEP: int64 [] = [5]"
+expect "adam resume" 0 -- run "$T/adam.json" $FEEDS --steps 2 --load "$T/adam.safetensors" --fetch w1@STEP
+stdout_has "adam resume" "w1@STEP: int64 [] = [5]"
 
 # an inference graph: outputs concatenated, same as single-thread
-check "transpile inference" 0 -- transpile graphs/mlp.json -o "$T/inf.json" --parts 3
-check "run inference" 0 -- run "$T/inf.json" $FEEDS --threads 2 --fetch probs
+expect "transpile inference" 0 -- transpile graphs/mlp.json -o "$T/inf.json" --parts 3
+expect "run inference" 0 -- run "$T/inf.json" $FEEDS --threads 2 --fetch probs
 cp "$T/out" "$T/inf.out"
-check "run single" 0 -- run graphs/mlp.json $FEEDS --fetch probs
+expect "run single" 0 -- run graphs/mlp.json $FEEDS --fetch probs
 if cmp -s "$T/out" "$T/inf.out"; then ok; else bad "inference output differs: $(cat "$T/out" "$T/inf.out")"; fi
 
 # bad requests: exit 2, the reason, no file
-check "already transpiled" 2 "already transpiled" -- transpile "$T/sgd.json" -o "$T/again.json"
+expect "already transpiled" 2 "already transpiled" -- transpile "$T/sgd.json" -o "$T/again.json"
 no_file "already transpiled" "$T/again.json"
-check "unknown loss" 2 "no var 'lost'" -- transpile graphs/mlp.json -o "$T/e1.json" --backward lost
+expect "unknown loss" 2 "no var 'lost'" -- transpile graphs/mlp.json -o "$T/e1.json" --backward lost
 no_file "unknown loss" "$T/e1.json"
-check "loss not scalar" 2 "float scalar" "probs" -- transpile graphs/mlp.json -o "$T/e2.json" --backward probs
-check "optimizer without gradients" 2 "no param has a gradient" -- transpile graphs/mlp.json -o "$T/e3.json" --optimizer sgd
-check "unknown optimizer" 2 "--optimizer expects sgd, momentum or adam" -- transpile graphs/mlp.json -o "$T/e4.json" --optimizer rmsprop
-check "missing -o" 2 "missing -o OUT" -- transpile graphs/mlp.json
-check "bad --lr" 2 "--lr expects a number" -- transpile graphs/mlp.json -o "$T/e5.json" --backward loss --optimizer sgd --lr fast
-check "bad --parts" 2 "--parts expects an integer" -- transpile graphs/mlp.json -o "$T/e6.json" --parts -1
-check "--nesterov without momentum" 2 "--nesterov needs --optimizer momentum" -- transpile graphs/mlp.json -o "$T/e7.json" --backward loss --optimizer sgd --nesterov
-check "transpile --help" 0 -- transpile --help
-out_has "transpile --help" "usage: pardo transpile"
+expect "loss not scalar" 2 "float scalar" "probs" -- transpile graphs/mlp.json -o "$T/e2.json" --backward probs
+expect "optimizer without gradients" 2 "no param has a gradient" -- transpile graphs/mlp.json -o "$T/e3.json" --optimizer sgd
+expect "unknown optimizer" 2 "--optimizer expects sgd, momentum or adam" -- transpile graphs/mlp.json -o "$T/e4.json" --optimizer rmsprop
+expect "missing -o" 2 "missing -o OUT" -- transpile graphs/mlp.json
+expect "bad --lr" 2 "--lr expects a number" -- transpile graphs/mlp.json -o "$T/e5.json" --backward loss --optimizer sgd --lr fast
+expect "bad --parts" 2 "--parts expects an integer" -- transpile graphs/mlp.json -o "$T/e6.json" --parts -1
+expect "--nesterov without momentum" 2 "--nesterov needs --optimizer momentum" -- transpile graphs/mlp.json -o "$T/e7.json" --backward loss --optimizer sgd --nesterov
+expect "transpile --help" 0 -- transpile --help
+stdout_has "transpile --help" "usage: pardo transpile"
 for f in e1 e2 e3 e4 e5 e6 e7; do no_file "$f" "$T/$f.json"; done
 
-echo "cli-transpile: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_finish

@@ -165,17 +165,6 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
     return PARDO_OK;
 }
 
-static int set_attr(pardo_op *op, const char *key, pardo_value *val, pardo_status *st) {
-    if (!val) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
-    if (!op->attrs && !(op->attrs = pardo_value_new_object())) {
-        pardo_value_free(val);
-        return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
-    }
-    int rc = pardo_value_set(op->attrs, key, val, st);
-    pardo_value_free(val);
-    return rc;
-}
-
 static void parts_name(const char *var, char *buf, size_t n) { snprintf(buf, n, "%s@PARTS", var); }
 
 /* Declares tensor_array var `name` in blk with elements of type ty. */
@@ -219,7 +208,7 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
         parts_name(pl->feeds.names[i], name, sizeof name);
         if (!op || pardo_op_add_input(op, pl->feeds.names[i], st) != PARDO_OK ||
             pardo_op_add_output(op, name, st) != PARDO_OK ||
-            set_attr(op, "parts", pardo_value_new_number(opt->parts), st) != PARDO_OK)
+            pardo_op_set_attr(op, "parts", pardo_value_new_number(opt->parts), st) != PARDO_OK)
             return st->code;
         op->role = PARDO_OP_FORWARD;
     }
@@ -244,10 +233,10 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
         pardo_value_free(s);
         if (rc == PARDO_OK) rc = pardo_op_add_output(pd, name, st);
     }
-    if (rc == PARDO_OK) rc = set_attr(pd, "block", pardo_value_new_number(1), st);
-    if (rc == PARDO_OK) rc = set_attr(pd, "parts_in", pin, st);
+    if (rc == PARDO_OK) rc = pardo_op_set_attr(pd, "block", pardo_value_new_number(1), st);
+    if (rc == PARDO_OK) rc = pardo_op_set_attr(pd, "parts_in", pin, st);
     else pardo_value_free(pin);
-    if (rc == PARDO_OK) rc = set_attr(pd, "parts_out", pout, st);
+    if (rc == PARDO_OK) rc = pardo_op_set_attr(pd, "parts_out", pout, st);
     else pardo_value_free(pout);
     if (rc != PARDO_OK) return rc;
     /* merges, each back under its own name */
@@ -260,11 +249,11 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
         if (!op || pardo_op_add_input(op, name, st) != PARDO_OK) return st->code;
         op->role = v->name[0] && strstr(v->name, "@GRAD") ? PARDO_OP_BACKWARD : PARDO_OP_FORWARD;
         if (concat) {
-            rc = set_attr(op, "mode", pardo_value_new_string("concat"), st);
+            rc = pardo_op_set_attr(op, "mode", pardo_value_new_string("concat"), st);
         } else {
             rc = pardo_op_add_input(op, weight, st);
-            if (rc == PARDO_OK) rc = set_attr(op, "mode", pardo_value_new_string("mean"), st);
-            if (rc == PARDO_OK) rc = set_attr(op, "weight_by", pardo_value_new_string(weight), st);
+            if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "mode", pardo_value_new_string("mean"), st);
+            if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "weight_by", pardo_value_new_string(weight), st);
         }
         if (rc != PARDO_OK || pardo_op_add_output(op, v->name, st) != PARDO_OK) return st->code;
     }

@@ -68,17 +68,6 @@ static int lr_var(pardo_block *blk, pardo_dtype dt, double lr, const char **name
     return PARDO_OK;
 }
 
-static int set_attr(pardo_op *op, const char *key, pardo_value *val, pardo_status *st) {
-    if (!val) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
-    if (!op->attrs && !(op->attrs = pardo_value_new_object())) {
-        pardo_value_free(val);
-        return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
-    }
-    int rc = pardo_value_set(op->attrs, key, val, st);
-    pardo_value_free(val);
-    return rc;
-}
-
 static int add_names(pardo_op *op, const char *const *in, int n_in, const char *const *out, int n_out,
                      pardo_status *st) {
     for (int k = 0; k < n_in; k++)
@@ -109,8 +98,8 @@ static int append_update(pardo_block *blk, int param_index, const pardo_pass_opt
         const char *in[] = {param.name, grad, s1, lr}, *out[] = {param.name, s1};
         if (!(op = pardo_block_add_op(blk, "momentum", st))) return st->code;
         rc = add_names(op, in, 4, out, 2, st);
-        if (rc == PARDO_OK) rc = set_attr(op, "mu", pardo_value_new_number(o->mu), st);
-        if (rc == PARDO_OK) rc = set_attr(op, "nesterov", pardo_value_new_bool(o->nesterov), st);
+        if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "mu", pardo_value_new_number(o->mu), st);
+        if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "nesterov", pardo_value_new_bool(o->nesterov), st);
         break;
     }
     case PARDO_OPTIMIZER_ADAM: {
@@ -124,9 +113,9 @@ static int append_update(pardo_block *blk, int param_index, const pardo_pass_opt
         const char *in[] = {param.name, grad, s1, s2, s3, lr}, *out[] = {param.name, s1, s2, s3};
         if (!(op = pardo_block_add_op(blk, "adam", st))) return st->code;
         rc = add_names(op, in, 6, out, 4, st);
-        if (rc == PARDO_OK) rc = set_attr(op, "beta1", pardo_value_new_number(o->beta1), st);
-        if (rc == PARDO_OK) rc = set_attr(op, "beta2", pardo_value_new_number(o->beta2), st);
-        if (rc == PARDO_OK) rc = set_attr(op, "epsilon", pardo_value_new_number(o->epsilon), st);
+        if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "beta1", pardo_value_new_number(o->beta1), st);
+        if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "beta2", pardo_value_new_number(o->beta2), st);
+        if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "epsilon", pardo_value_new_number(o->epsilon), st);
         break;
     }
     case PARDO_OPTIMIZER_NONE: return pardo_errorf(st, PARDO_EINVAL, "no optimizer given");
