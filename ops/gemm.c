@@ -27,18 +27,18 @@
 #endif
 
 #ifndef KC_MAX
-#define KC_MAX 256    // rows of op(B) per packed block: the terms of an element are summed in blocks of this many
+#define KC_MAX 256 // rows of op(B) per packed block: the terms of an element are summed in blocks of this many
 #endif
 #ifndef MC_ROWS
-#define MC_ROWS 96    // rows of C a thread sweeps across all panels before the next rows (A's rows stay in L2)
+#define MC_ROWS 96 // rows of C a thread sweeps across all panels before the next rows (A's rows stay in L2)
 #endif
 #ifndef MR512
-#define MR512 12      // rows of the AVX-512 float32 tile (32 columns)
+#define MR512 12 // rows of the AVX-512 float32 tile (32 columns)
 #endif
 #define MR_MAX (MR512 > 12 ? MR512 : 12) // largest kernel tile, rows
-#define NR_MAX 32     // largest kernel tile, columns
-#define PAR_MIN_MACS (1 << 19) // products smaller than this many multiply-adds run on one thread
-#define PACK_STACK 32768      // bytes: a packed op(B) this small lives on the stack
+#define NR_MAX 32                        // largest kernel tile, columns
+#define PAR_MIN_MACS (1 << 19)           // products smaller than this many multiply-adds run on one thread
+#define PACK_STACK 32768                 // bytes: a packed op(B) this small lives on the stack
 
 /* An mr x (nv * lanes) tile: C[i][j] (+)= sum_p a(i, p) b(p, j) over p < kc,
  * a(i, p) = a[i * rsa + p * csa], b(p, j) = b[p * bs + j]; add: C += sum. */
@@ -48,7 +48,7 @@ typedef void (*ukernel_fn)(int64_t kc, const void *a, int64_t rsa, int64_t csa, 
 /* Defines NAME, the micro-kernel for elements T held in vectors V of LANES:
  * MR rows by NV vectors of accumulators, loads and stores through the
  * macros given (unaligned C; the packed panels are 64-byte aligned). */
-#define UKERNEL1(NAME, ATTR, T, V, LANES, MR, NV, ZERO, LOAD, LOADU, STOREU, SET1, FMA, ADD, RSA, CSA)              \
+#define UKERNEL1(NAME, ATTR, T, V, LANES, MR, NV, ZERO, LOAD, LOADU, STOREU, SET1, FMA, ADD, RSA, CSA)                 \
     ATTR static void NAME(int64_t kc, const void *va, int64_t rsa, int64_t csa, const void *vb, int64_t bs, void *vc,  \
                           int64_t ldc, bool add) {                                                                     \
         const T *restrict a = va, *restrict b = vb;                                                                    \
@@ -67,14 +67,13 @@ typedef void (*ukernel_fn)(int64_t kc, const void *a, int64_t rsa, int64_t csa, 
             }                                                                                                          \
         }                                                                                                              \
         if (add) {                                                                                                     \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 8") for (int v = 0; v < NV;      \
-                                                                                           v++) {                      \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                      \
+                _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {                                                 \
                 T *cp = c + i * ldc + v * LANES;                                                                       \
                 STOREU(cp, ADD(LOADU(cp), acc[i][v]));                                                                 \
             }                                                                                                          \
         } else {                                                                                                       \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 8") for (int v = 0; v < NV;      \
-                                                                                           v++)                        \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) \
                 STOREU(c + i * ldc + v * LANES, acc[i][v]);                                                            \
         }                                                                                                              \
     }
@@ -109,8 +108,8 @@ UKERNEL(uk_avx512_f32_half, AVX512, float, __m512, 16, MR512, 1, _mm512_setzero_
         _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
 UKERNEL(uk_avx512_f64, AVX512, double, __m512d, 8, 12, 2, _mm512_setzero_pd(), _mm512_load_pd, _mm512_loadu_pd,
         _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
-UKERNEL(uk_avx512_f64_half, AVX512, double, __m512d, 8, 12, 1, _mm512_setzero_pd(), _mm512_load_pd,
-        _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
+UKERNEL(uk_avx512_f64_half, AVX512, double, __m512d, 8, 12, 1, _mm512_setzero_pd(), _mm512_load_pd, _mm512_loadu_pd,
+        _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
 
 #define AVX2 __attribute__((target("avx2,fma")))
 UKERNEL(uk_avx2_f32, AVX2, float, __m256, 8, 6, 2, _mm256_setzero_ps(), _mm256_load_ps, _mm256_loadu_ps,
@@ -125,11 +124,11 @@ UKERNEL(uk_avx2_f64_half, AVX2, double, __m256d, 4, 6, 1, _mm256_setzero_pd(), _
 
 /* One instruction set's kernels for one dtype. */
 typedef struct gemm_arch {
-    const char *name;      // for pardo_gemm_describe
-    int mr, nr;            // tile of the full kernel; the half kernel is mr x nr / 2
+    const char *name;          // for pardo_gemm_describe
+    int mr, nr;                // tile of the full kernel; the half kernel is mr x nr / 2
     ukernel_fn full_r, half_r; // A along rows (csa 1); half reads the first nr / 2 columns of a panel
     ukernel_fn full_c, half_c; // A down columns (rsa 1)
-    bool simd;             // an instruction-set kernel (not plain C)
+    bool simd;                 // an instruction-set kernel (not plain C)
 } gemm_arch;
 
 static const gemm_arch arch_c[2] = {
@@ -138,7 +137,8 @@ static const gemm_arch arch_c[2] = {
 };
 #if GEMM_X86
 static const gemm_arch arch_avx512[2] = {
-    {"own avx512f " STR(MR512) "x32", MR512, 32, uk_avx512_f32_r, uk_avx512_f32_half_r, uk_avx512_f32_c, uk_avx512_f32_half_c, true},
+    {"own avx512f " STR(MR512) "x32", MR512, 32, uk_avx512_f32_r, uk_avx512_f32_half_r, uk_avx512_f32_c,
+     uk_avx512_f32_half_c, true},
     {"own avx512f 12x16", 12, 16, uk_avx512_f64_r, uk_avx512_f64_half_r, uk_avx512_f64_c, uk_avx512_f64_half_c, true},
 };
 static const gemm_arch arch_avx2[2] = {
@@ -156,12 +156,16 @@ static gemm_pick env_pick = PICK_DEFAULT;  // $PARDO_GEMM
 static void setup(void) {
 #if GEMM_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) own_arch = arch_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) own_arch = arch_avx2;
+    if (__builtin_cpu_supports("avx512f"))
+        own_arch = arch_avx512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        own_arch = arch_avx2;
 #endif
     const char *e = getenv("PARDO_GEMM");
-    if (e && strcmp(e, "own") == 0) env_pick = PICK_OWN;
-    else if (e && strcmp(e, "blas") == 0 && pardo_gemm_blas_compiled()) env_pick = PICK_BLAS;
+    if (e && strcmp(e, "own") == 0)
+        env_pick = PICK_OWN;
+    else if (e && strcmp(e, "blas") == 0 && pardo_gemm_blas_compiled())
+        env_pick = PICK_BLAS;
 }
 
 int pardo_gemm_force_isa(const char *isa, pardo_status *st) {
@@ -172,9 +176,9 @@ int pardo_gemm_force_isa(const char *isa, pardo_status *st) {
     }
 #if GEMM_X86
     if (strcmp(isa, "auto") == 0) {
-        own_arch = __builtin_cpu_supports("avx512f") ? arch_avx512
+        own_arch = __builtin_cpu_supports("avx512f")                                 ? arch_avx512
                    : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? arch_avx2
-                                                                                      : arch_c;
+                                                                                     : arch_c;
         return PARDO_OK;
     }
     if (strcmp(isa, "avx512f") == 0 && __builtin_cpu_supports("avx512f")) {
@@ -209,8 +213,8 @@ const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl) {
 static pthread_key_t pack_key;
 static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
 static bool pack_key_ok;
-static _Thread_local void *pack_buf;   // 64-byte aligned
-static _Thread_local size_t pack_cap;  // bytes
+static _Thread_local void *pack_buf;  // 64-byte aligned
+static _Thread_local size_t pack_cap; // bytes
 
 static void pack_free(void *p) { free(p); }
 static void pack_key_make(void) { pack_key_ok = pthread_key_create(&pack_key, pack_free) == 0; }
@@ -297,16 +301,16 @@ static int64_t transpose_f64(const double *s, int64_t lds, int64_t rows, int64_t
 typedef struct gemm_job {
     const pardo_gemm *g;
     const gemm_arch *arch;
-    void *bpack;         // packed op(B): per K block, np panels of kc x nr, zero beyond n
-    int64_t np;          // panels (ceil(n / nr))
-    int64_t kc;          // rows per K block (the last may have fewer)
-    int64_t nkb;         // K blocks
-    int64_t kb0, kb1;    // the K blocks this pass packs and computes
-    int64_t boff;        // elements of the packed op(B) before bpack[0] (earlier blocks, packed and gone)
+    void *bpack;      // packed op(B): per K block, np panels of kc x nr, zero beyond n
+    int64_t np;       // panels (ceil(n / nr))
+    int64_t kc;       // rows per K block (the last may have fewer)
+    int64_t nkb;      // K blocks
+    int64_t kb0, kb1; // the K blocks this pass packs and computes
+    int64_t boff;     // elements of the packed op(B) before bpack[0] (earlier blocks, packed and gone)
 } gemm_job;
 
 /* Defines the packing and the sweep over rows for element type T. */
-#define GEMM_DRIVER(SFX, T)                                                                                                     \
+#define GEMM_DRIVER(SFX, T)                                                                                            \
     /* Packs panel jp of op(B) for every K block. */                                                                   \
     static void pack_panel_##SFX(const gemm_job *j, int64_t jp) {                                                      \
         const pardo_gemm *g = j->g;                                                                                    \
@@ -314,7 +318,7 @@ typedef struct gemm_job {
         const int64_t nr = j->arch->nr, j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                             \
         for (int64_t kb = j->kb0; kb < j->kb1; kb++) {                                                                 \
             const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
-            T *d = (T *)j->bpack + (p0 * j->np * nr - j->boff) + jp * kcb * nr;                                                    \
+            T *d = (T *)j->bpack + (p0 * j->np * nr - j->boff) + jp * kcb * nr;                                        \
             if (!g->tb) {                                                                                              \
                 for (int64_t p = 0; p < kcb; p++) {                                                                    \
                     memcpy(d + p * nr, b + (p0 + p) * g->ldb + j0, (size_t)w * sizeof(T));                             \
@@ -323,7 +327,7 @@ typedef struct gemm_job {
                 continue;                                                                                              \
             }                                                                                                          \
             int64_t pdone = 0; /* rows of the panel a SIMD transpose filled */                                         \
-            if (w == nr) pdone = transpose_##SFX(b + j0 * g->ldb + p0, g->ldb, nr, kcb, d, nr);                     \
+            if (w == nr) pdone = transpose_##SFX(b + j0 * g->ldb + p0, g->ldb, nr, kcb, d, nr);                        \
             for (int64_t p = pdone; p < kcb; p += 8) {                                                                 \
                 const int64_t pe = p + 8 < kcb ? p + 8 : kcb;                                                          \
                 for (int64_t q = 0; q < w; q++) {                                                                      \
@@ -336,9 +340,9 @@ typedef struct gemm_job {
         }                                                                                                              \
     }                                                                                                                  \
                                                                                                                        \
-    /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, or through the tile buffer      \
-     * when the tile is short (h < mr rows, of which the first sh are the panel above's and not written) or      \
-     * narrow (w < the kernel's kw columns). */                                                                    \
+    /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, or through the tile buffer             \
+     * when the tile is short (h < mr rows, of which the first sh are the panel above's and not written) or            \
+     * narrow (w < the kernel's kw columns). */                                                                        \
     static void tile_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca, const T *bp, int64_t nr,   \
                            T *cp, int64_t ldc, int64_t mr, int64_t h, int64_t sh, int64_t w, int64_t kw, bool add) {   \
         if (h == mr && w == kw) {                                                                                      \
@@ -349,12 +353,12 @@ typedef struct gemm_job {
         uk(kcb, ap, ra, ca, bp, nr, tile, NR_MAX, false);                                                              \
         for (int64_t i = 0; i < h; i++)                                                                                \
             for (int64_t q = 0; q < w; q++)                                                                            \
-                cp[i * ldc + q] = add ? cp[i * ldc + q] + tile[(i + sh) * NR_MAX + q] : tile[(i + sh) * NR_MAX + q]; \
+                cp[i * ldc + q] = add ? cp[i * ldc + q] + tile[(i + sh) * NR_MAX + q] : tile[(i + sh) * NR_MAX + q];   \
     }                                                                                                                  \
                                                                                                                        \
-    /* Rows [r0, r1) of C (r0 a multiple of mr) from the packed op(B). A short last row panel starts sh rows     \
-     * higher, overlapping the panel above (the same sums; only its own rows are written), so it needs no         \
-     * padding unless A has fewer than mr rows in all. */                                                          \
+    /* Rows [r0, r1) of C (r0 a multiple of mr) from the packed op(B). A short last row panel starts sh rows           \
+     * higher, overlapping the panel above (the same sums; only its own rows are written), so it needs no              \
+     * padding unless A has fewer than mr rows in all. */                                                              \
     static void rows_##SFX(const gemm_job *j, int64_t r0, int64_t r1) {                                                \
         const pardo_gemm *g = j->g;                                                                                    \
         const gemm_arch *ar = j->arch;                                                                                 \
@@ -375,10 +379,12 @@ typedef struct gemm_job {
                         const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = g->m < mr ? 0 : mr - h;                    \
                         const int64_t rows = g->m < mr ? g->m : mr, top = i0 - sh;                                     \
                         int64_t pdone = 0; /* columns of the panel a SIMD transpose filled */                          \
-                        if (!g->ta && rows == mr) pdone = transpose_##SFX(a + top * g->lda + p0, g->lda, mr, kcb, ap, mr); \
+                        if (!g->ta && rows == mr)                                                                      \
+                            pdone = transpose_##SFX(a + top * g->lda + p0, g->lda, mr, kcb, ap, mr);                   \
                         for (int64_t p = pdone; p < kcb; p++) {                                                        \
                             T *d = ap + p * mr;                                                                        \
-                            if (g->ta) memcpy(d, a + (p0 + p) * g->lda + top, (size_t)rows * sizeof(T));               \
+                            if (g->ta)                                                                                 \
+                                memcpy(d, a + (p0 + p) * g->lda + top, (size_t)rows * sizeof(T));                      \
                             else                                                                                       \
                                 for (int64_t i = 0; i < rows; i++) d[i] = a[(top + i) * g->lda + p0 + p];              \
                             for (int64_t i = rows; i < mr; i++) d[i] = 0;                                              \
@@ -397,8 +403,8 @@ typedef struct gemm_job {
                 for (int64_t jp = 0; jp < j->np; jp++) {                                                               \
                     const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                                   \
                     const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                                      \
-                    const ukernel_fn uk = kw == nr ? (g->ta ? ar->full_c : ar->full_r)                                 \
-                                                   : (g->ta ? ar->half_c : ar->half_r);                                \
+                    const ukernel_fn uk =                                                                              \
+                        kw == nr ? (g->ta ? ar->full_c : ar->full_r) : (g->ta ? ar->half_c : ar->half_r);              \
                     for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
                         const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = mr - h;                                    \
                         tile_##SFX(uk, kcb, a + (i0 - sh) * rsa + p0 * csa, rsa, csa, bblock + jp * kcb * nr, nr,      \
@@ -415,8 +421,10 @@ GEMM_DRIVER(f64, double)
 static void pack_items(void *arg, int64_t begin, int64_t end) {
     const gemm_job *j = arg;
     for (int64_t jp = begin; jp < end; jp++) {
-        if (j->g->dtype == PARDO_F32) pack_panel_f32(j, jp);
-        else pack_panel_f64(j, jp);
+        if (j->g->dtype == PARDO_F32)
+            pack_panel_f32(j, jp);
+        else
+            pack_panel_f64(j, jp);
     }
 }
 
@@ -424,8 +432,10 @@ static void pack_items(void *arg, int64_t begin, int64_t end) {
 static void row_items(void *arg, int64_t begin, int64_t end) {
     const gemm_job *j = arg;
     const int64_t mr = j->arch->mr, r0 = begin * mr, r1 = end * mr < j->g->m ? end * mr : j->g->m;
-    if (j->g->dtype == PARDO_F32) rows_f32(j, r0, r1);
-    else rows_f64(j, r0, r1);
+    if (j->g->dtype == PARDO_F32)
+        rows_f32(j, r0, r1);
+    else
+        rows_f64(j, r0, r1);
 }
 
 static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {

@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static bool blas_serial;                                     // calls must not overlap
+static bool blas_serial;                                      // calls must not overlap
 static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER; // held around calls when blas_serial
 static char blas_name[160];
 

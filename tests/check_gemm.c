@@ -36,8 +36,10 @@ static double get(pardo_dtype dt, const void *p, int64_t i) {
 }
 
 static void set(pardo_dtype dt, void *p, int64_t i, double v) {
-    if (dt == PARDO_F32) ((float *)p)[i] = (float)v;
-    else ((double *)p)[i] = v;
+    if (dt == PARDO_F32)
+        ((float *)p)[i] = (float)v;
+    else
+        ((double *)p)[i] = v;
 }
 
 static prod prod_make(pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb, int64_t pad, bool acc,
@@ -46,8 +48,16 @@ static prod prod_make(pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, 
     memset(&p, 0, sizeof p);
     const size_t es = dt == PARDO_F32 ? sizeof(float) : sizeof(double);
     const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
-    p.g = (pardo_gemm){.dtype = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = ac + pad, .ldb = bc + pad,
-                       .ldc = n + pad, .accumulate = acc};
+    p.g = (pardo_gemm){.dtype = dt,
+                       .ta = ta,
+                       .tb = tb,
+                       .m = m,
+                       .n = n,
+                       .k = k,
+                       .lda = ac + pad,
+                       .ldb = bc + pad,
+                       .ldc = n + pad,
+                       .accumulate = acc};
     p.a = calloc((size_t)(ar * p.g.lda + 1), es);
     p.b = calloc((size_t)(br * p.g.ldb + 1), es);
     p.c = calloc((size_t)(m * p.g.ldc + 1), es);
@@ -175,8 +185,8 @@ START_TEST(large_products_and_k_blocks) {
         for (int tb = 0; tb < 2; tb++) {
             check_one(PARDO_GEMM_OWN, 2, PARDO_F32, 203, 141, 600, tf[ta], tf[tb], 1, false);
             check_one(PARDO_GEMM_OWN, 2, PARDO_F64, 130, 75, 513, tf[ta], tf[tb], 0, true);
-            if (pardo_gemm_blas_compiled()) check_one(PARDO_GEMM_BLAS, 2, PARDO_F32, 300, 70, 280, tf[ta], tf[tb], 2,
-                                                      true);
+            if (pardo_gemm_blas_compiled())
+                check_one(PARDO_GEMM_BLAS, 2, PARDO_F32, 300, 70, 280, tf[ta], tf[tb], 2, true);
         }
 }
 END_TEST
@@ -227,7 +237,8 @@ START_TEST(matmul_op_at_two_threads) {
     pool_size(2);
     test_rng r = {7};
     int64_t sa[3] = {3, 150, 90}, sb[2] = {150, 120}; /* A^T B per batch: [3, 90, 120] */
-    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 3, sa, -1, 1), test_tensor_random(&r, PARDO_F32, 2, sb, -1, 1)};
+    pardo_tensor *in[2] = {test_tensor_random(&r, PARDO_F32, 3, sa, -1, 1),
+                           test_tensor_random(&r, PARDO_F32, 2, sb, -1, 1)};
     pardo_op op;
     memset(&op, 0, sizeof op);
     op.type = "matmul";

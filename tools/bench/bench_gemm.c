@@ -97,10 +97,14 @@ static double time_openblas(const pardo_gemm *g, int reps, double *buf) {
 int main(int argc, char **argv) {
     int rounds = 5, reps = 20, threads = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--rounds") == 0) rounds = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--reps") == 0) reps = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--cpu") == 0) clock_id = atoi(argv[i + 1]) ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+        if (strcmp(argv[i], "--rounds") == 0)
+            rounds = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--reps") == 0)
+            reps = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--threads") == 0)
+            threads = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--cpu") == 0)
+            clock_id = atoi(argv[i + 1]) ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
         else {
             fprintf(stderr, "usage: bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1]\n");
             return 1;
@@ -127,8 +131,17 @@ int main(int argc, char **argv) {
     for (int r = 0; r < rounds; r++)
         for (int s = 0; s < NS; s++) {
             const shape *sh = &shapes[s];
-            pardo_gemm g = {.dtype = PARDO_F32, .ta = sh->ta, .tb = sh->tb, .m = sh->m, .n = sh->n, .k = sh->k,
-                            .a = a, .lda = sh->ta ? sh->m : sh->k, .b = b, .ldb = sh->tb ? sh->k : sh->n, .c = c,
+            pardo_gemm g = {.dtype = PARDO_F32,
+                            .ta = sh->ta,
+                            .tb = sh->tb,
+                            .m = sh->m,
+                            .n = sh->n,
+                            .k = sh->k,
+                            .a = a,
+                            .lda = sh->ta ? sh->m : sh->k,
+                            .b = b,
+                            .ldb = sh->tb ? sh->k : sh->n,
+                            .c = c,
                             .ldc = sh->n};
             double *o = res + ((size_t)s * rounds + r) * 3;
             o[0] = time_pardo(&one, &g, reps, buf);
@@ -149,8 +162,10 @@ int main(int argc, char **argv) {
         printf("{\"bench\": \"gemm\", \"shape\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"ta\": %d, \"tb\": %d, "
                "\"pardo_gflops\": %.2f, ",
                sh->name, sh->m, sh->n, sh->k, sh->ta, sh->tb, flop / tp * 1e-9);
-        if (tb > 0) printf("\"openblas_gflops\": %.2f, ", flop / tb * 1e-9);
-        else printf("\"openblas_gflops\": null, ");
+        if (tb > 0)
+            printf("\"openblas_gflops\": %.2f, ", flop / tb * 1e-9);
+        else
+            printf("\"openblas_gflops\": null, ");
         printf("\"pardo_gflops_2t\": %.2f, \"threads\": %d, \"impl\": \"%s\"}\n", flop / t2 * 1e-9, threads,
                pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
     }

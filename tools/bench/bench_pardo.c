@@ -80,12 +80,18 @@ int main(int argc, char **argv) {
     }
     for (; i < argc; i++) {
         int *dst = NULL;
-        if (strcmp(argv[i], "--threads") == 0) dst = &threads;
-        else if (strcmp(argv[i], "--parts") == 0) dst = &parts;
-        else if (strcmp(argv[i], "--batch") == 0) dst = &batch;
-        else if (strcmp(argv[i], "--steps") == 0) dst = &steps;
-        else if (strcmp(argv[i], "--warmup") == 0) dst = &warmup;
-        else if (strcmp(argv[i], "--ops") == 0) dst = &nops;
+        if (strcmp(argv[i], "--threads") == 0)
+            dst = &threads;
+        else if (strcmp(argv[i], "--parts") == 0)
+            dst = &parts;
+        else if (strcmp(argv[i], "--batch") == 0)
+            dst = &batch;
+        else if (strcmp(argv[i], "--steps") == 0)
+            dst = &steps;
+        else if (strcmp(argv[i], "--warmup") == 0)
+            dst = &warmup;
+        else if (strcmp(argv[i], "--ops") == 0)
+            dst = &nops;
         if (!dst || i + 1 >= argc) {
             fprintf(stderr, "bench_pardo: bad argument '%s'\n", argv[i]);
             return 1;
@@ -161,9 +167,10 @@ int main(int argc, char **argv) {
     pardo_tensor *v = pardo_executor_fetch(ex, train ? "loss" : chain ? name : "probs");
     double value = v ? pardo_tensor_get_f64(v, 0) : 0;
     double med = t[steps / 2];
-    printf("{\"bench\": \"pardo\", \"mode\": \"%s\", \"threads\": %d, \"parts\": %d, \"steps\": %d, \"median_us\": %.3f, "
-           "\"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
-           mode, threads, parts, steps, med, t[steps / 10], t[steps * 9 / 10], value);
+    printf(
+        "{\"bench\": \"pardo\", \"mode\": \"%s\", \"threads\": %d, \"parts\": %d, \"steps\": %d, \"median_us\": %.3f, "
+        "\"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
+        mode, threads, parts, steps, med, t[steps / 10], t[steps * 9 / 10], value);
     if (chain) printf(", \"us_per_op\": %.4f", med / nops);
     printf(", \"heap_delta_bytes\": %lld, \"gemm\": \"%s\"}\n", heap_delta,
            pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
