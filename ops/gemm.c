@@ -1,15 +1,18 @@
 /* gemm.c - the own matrix product (gemm.h), BLIS's way: op(B) is packed
  * into panels nr columns wide, K in blocks of at most KC_MAX rows; a
  * register-blocked micro-kernel computes an mr x nr tile of C from a panel
- * and mr rows of op(A), read in place (broadcast one element at a time),
- * summing each block's terms in registers with fused multiply-adds and
- * adding the block's sum to C. The micro-kernels are written once as a
+ * and mr rows of op(A) (broadcast one element at a time), summing each
+ * block's terms in registers with fused multiply-adds and adding the
+ * block's sum to C. A is read in place along its rows, a panel of B staying
+ * in L1 over a block of rows; A read down its columns (transpose_a) is packed
+ * a row panel at a time instead, which then stays in L1 over all panels. The micro-kernels are written once as a
  * macro and instantiated for AVX-512 (12x32 float, 12x16 double), AVX2+FMA
  * (6x16, 6x8) and plain C (4x8), each with its target attribute, so the
  * default build stays portable and the CPU picks one at run time.
  *
  * An element's terms are summed in the same order whatever rows a thread
- * is given (the K blocks depend on K alone, tiles start at multiples of mr),
+ * is given (the K blocks depend on K alone, tiles start at multiples of mr,
+ * a short last row panel overlaps the one above rather than being padded),
  * so the bits do not depend on the thread count. */
 #include "gemm.h"
 
@@ -235,12 +238,12 @@ static void *pack_get(size_t n) {
 
 /* ---- the blocked product ---- */
 
-/* Packing op(B) when B is stored transposed ([n, k]), and packing A when it
- * is not ([m, k], panels [p][mr]), is a transpose: with AVX-512, 16 x 16
- * float blocks in registers. transpose_T sets d[p * ldd + i] = s[i * lds +
- * p] for i < rows (a multiple of 16, or 12) and p < return (a multiple of
- * 16, at most kcb); the caller does the rest. 0 where there is no SIMD
- * transpose (float64, AVX2, plain C). */
+/* Packing op(B) when B is stored transposed ([n, k]) is a transpose: with
+ * AVX-512, 16 x 16 float blocks in registers. transpose_T sets d[p * ldd +
+ * i] = s[i * lds + p] for i < rows (a multiple of 16) and p < return (a
+ * multiple of 16, at most kcb); the caller does the rest. 0 where there is
+ * no SIMD transpose (float64, AVX2, plain C). (Packing A stored [m, k] the
+ * same way measured no faster than reading it in place: it is read in place.) */
 #if GEMM_X86
 /* d[p * ldd + i] = s[i * lds + p] for p < 16 and i < rows (<= 16; the other lanes of d untouched). */
 AVX512 static void tr16_f32(const float *s, int64_t lds, int rows, float *d, int64_t ldd) {
@@ -270,7 +273,7 @@ AVX512 static void tr16_f32(const float *s, int64_t lds, int rows, float *d, int
 }
 
 static int64_t transpose_f32(const float *s, int64_t lds, int64_t rows, int64_t kcb, float *d, int64_t ldd) {
-    if ((rows % 16 && rows != 12) || own_arch != arch_avx512) return 0;
+    if (rows % 16 || own_arch != arch_avx512) return 0;
     int64_t p = 0;
     for (; p + 16 <= kcb; p += 16)
         for (int64_t q = 0; q < rows; q += 16)
@@ -287,15 +290,6 @@ static int64_t transpose_f64(const double *s, int64_t lds, int64_t rows, int64_t
     (void)s, (void)lds, (void)rows, (void)kcb, (void)d, (void)ldd;
     return 0;
 }
-
-/* True when transpose_SFX packs: A stored [m, k] is then packed too. */
-#define SIMD_TRANSPOSE(SFX) SIMD_TRANSPOSE_##SFX
-#if GEMM_X86
-#define SIMD_TRANSPOSE_f32 (own_arch == arch_avx512)
-#else
-#define SIMD_TRANSPOSE_f32 false
-#endif
-#define SIMD_TRANSPOSE_f64 false
 
 /* A product in progress: the packed op(B) and how K is blocked. */
 typedef struct gemm_job {
@@ -372,16 +366,13 @@ typedef struct gemm_job {
             const T *bblock = (const T *)j->bpack + (p0 * j->np * nr - j->boff);                                       \
             for (int64_t ic = r0; ic < r1; ic += MC_ROWS) {                                                            \
                 const int64_t ie = ic + MC_ROWS < r1 ? ic + MC_ROWS : r1;                                              \
-                if (g->m < mr || (j->np > 1 && (g->ta || SIMD_TRANSPOSE(SFX)))) {                                      \
+                if (g->m < mr || (j->np > 1 && g->ta)) {                                                               \
                     /* A read down its columns (or tiny): pack each row panel, one contiguous stream, and sweep every  \
                      * column panel with it in L1 */                                                                   \
                     for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
                         const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = g->m < mr ? 0 : mr - h;                    \
                         const int64_t rows = g->m < mr ? g->m : mr, top = i0 - sh;                                     \
-                        int64_t pdone = 0; /* columns of the panel a SIMD transpose filled */                          \
-                        if (!g->ta && rows == mr)                                                                      \
-                            pdone = transpose_##SFX(a + top * g->lda + p0, g->lda, mr, kcb, ap, mr);                   \
-                        for (int64_t p = pdone; p < kcb; p++) {                                                        \
+                        for (int64_t p = 0; p < kcb; p++) {                                                            \
                             T *d = ap + p * mr;                                                                        \
                             if (g->ta)                                                                                 \
                                 memcpy(d, a + (p0 + p) * g->lda + top, (size_t)rows * sizeof(T));                      \
