@@ -129,8 +129,10 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CHECK_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 # The bench's C drivers; bench_gemm times OpenBLAS directly wherever pkg-config finds it (even with BLAS=0).
-BENCH_BLAS_CFLAGS = $(if $(BLAS_FOUND),-DBENCH_OPENBLAS $(shell pkg-config --cflags openblas))
-BENCH_BLAS_LIBS   = $(if $(BLAS_FOUND),$(shell pkg-config --libs openblas) -Wl,-rpath,$(shell pkg-config --variable=libdir openblas))
+ifneq ($(BLAS_FOUND),)
+  BENCH_BLAS_CFLAGS = -DBENCH_OPENBLAS $(shell pkg-config --cflags openblas)
+  BENCH_BLAS_LIBS   = $(shell pkg-config --libs openblas) -Wl,-rpath,$(shell pkg-config --variable=libdir openblas)
+endif
 $(BUILD)/tools/bench/bench_gemm.o: CFLAGS += $(BENCH_BLAS_CFLAGS)
 $(BENCH_BINS): %: %.o $(LIB)
 	@echo "  LD    $@"

@@ -15,7 +15,8 @@
  * Output: {"bench": "pardo", "mode": ..., "threads": N, "parts": P, "steps": S,
  *          "median_us": ..., "p10_us": ..., "p90_us": ..., "value": first element of
  *          loss/probs/the chain's end, "heap_delta_bytes": heap in use after the timed
- *          steps minus before (0 in the steady state), "gemm": the matrix product in use}
+ *          steps minus before (0 in the steady state), "peak_rss_kb": the process's peak
+ *          resident memory (VmHWM), "gemm": the matrix product in use}
  * Exit status 0, or 1 with a message on stderr. */
 #include <malloc.h>
 #include <stdio.h>
@@ -38,6 +39,18 @@ static double now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* This process's peak resident set (VmHWM in /proc/self/status), in KiB; -1 where unknown. Unlike getrusage's
+ * ru_maxrss it starts afresh at exec, so it does not count the parent that forked us. */
+static long peak_rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0) kb = strtol(line + 6, NULL, 10);
+    if (f) fclose(f);
+    return kb;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -172,7 +185,7 @@ int main(int argc, char **argv) {
         "\"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
         mode, threads, parts, steps, med, t[steps / 10], t[steps * 9 / 10], value);
     if (chain) printf(", \"us_per_op\": %.4f", med / nops);
-    printf(", \"heap_delta_bytes\": %lld, \"gemm\": \"%s\"}\n", heap_delta,
+    printf(", \"heap_delta_bytes\": %lld, \"peak_rss_kb\": %ld, \"gemm\": \"%s\"}\n", heap_delta, peak_rss_kb(),
            pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
     free(t);
     pardo_tensor_release(x);

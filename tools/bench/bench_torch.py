@@ -61,6 +61,18 @@ def blas_library():
     return "unknown"
 
 
+def peak_rss_kb():
+    """This process's peak resident set (VmHWM), KiB: unlike ru_maxrss it does not count the process that forked us."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["train", "infer", "chain", "export"])
@@ -121,7 +133,7 @@ def main():
     med = t[len(t) // 2]
     r = {"bench": "torch", "mode": a.mode, "threads": a.threads, "steps": a.steps, "median_us": med,
          "p10_us": t[len(t) // 10], "p90_us": t[len(t) * 9 // 10], "value": float(out.reshape(-1)[0]),
-         "torch": torch.__version__, "blas": blas_library()}
+         "torch": torch.__version__, "blas": blas_library(), "peak_rss_kb": peak_rss_kb()}
     if a.mode == "chain":
         r["us_per_op"] = med / a.ops
     print(json.dumps(r))
