@@ -29,19 +29,14 @@
 #define GEMM_X86 0
 #endif
 
-#ifndef KC_MAX
-#define KC_MAX 256 // rows of op(B) per packed block: the terms of an element are summed in blocks of this many
-#endif
+#define KC_MAX 256 // most rows of op(B) per packed block (gemm_arch.kc): an element's terms are summed in such blocks
 #ifndef MC_ROWS
 #define MC_ROWS 96 // rows of C a thread sweeps across all panels before the next rows (A's rows stay in L2)
 #endif
-#ifndef MR512
-#define MR512 12 // rows of the AVX-512 float32 tile (32 columns)
-#endif
-#define MR_MAX (MR512 > 12 ? MR512 : 12) // largest kernel tile, rows
-#define NR_MAX 32                        // largest kernel tile, columns
-#define PAR_MIN_MACS (1 << 19)           // products smaller than this many multiply-adds run on one thread
-#define PACK_STACK 32768                 // bytes: a packed op(B) this small lives on the stack
+#define MR_MAX 12              // largest kernel tile, rows
+#define NR_MAX 64              // largest kernel tile, columns
+#define PAR_MIN_MACS (1 << 19) // products smaller than this many multiply-adds run on one thread
+#define PACK_STACK 32768       // bytes: a packed op(B) this small lives on the stack
 
 /* An mr x (nv * lanes) tile: C[i][j] (+)= sum_p a(i, p) b(p, j) over p < kc,
  * a(i, p) = a[i * rsa + p * csa], b(p, j) = b[p * bs + j]; add: C += sum. */
@@ -103,11 +98,14 @@ UKERNEL(uk_c_f64_half, , double, double, 1, 4, 4, S_ZERO, S_LOAD, S_LOAD, S_STOR
 
 #if GEMM_X86
 #define AVX512 __attribute__((target("avx512f")))
-#define STR_(x) #x
-#define STR(x) STR_(x)
-UKERNEL(uk_avx512_f32, AVX512, float, __m512, 16, MR512, 2, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
+UKERNEL(uk_avx512_f32, AVX512, float, __m512, 16, 12, 2, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
         _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
-UKERNEL(uk_avx512_f32_half, AVX512, float, __m512, 16, MR512, 1, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
+UKERNEL(uk_avx512_f32_half, AVX512, float, __m512, 16, 12, 1, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
+        _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+/* 6 x 64: fewer rows of A to stream (6 broadcasts and 4 loads per 24 multiply-adds), for A read along its rows */
+UKERNEL(uk_avx512_f32w, AVX512, float, __m512, 16, 6, 4, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
+        _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+UKERNEL(uk_avx512_f32w_half, AVX512, float, __m512, 16, 6, 2, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
         _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
 UKERNEL(uk_avx512_f64, AVX512, double, __m512d, 8, 12, 2, _mm512_setzero_pd(), _mm512_load_pd, _mm512_loadu_pd,
         _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
@@ -129,24 +127,29 @@ UKERNEL(uk_avx2_f64_half, AVX2, double, __m256d, 4, 6, 1, _mm256_setzero_pd(), _
 typedef struct gemm_arch {
     const char *name;          // for pardo_gemm_describe
     int mr, nr;                // tile of the full kernel; the half kernel is mr x nr / 2
+    int kc;                    // most rows of op(B) per K block (a panel of kc x nr stays in L1)
     ukernel_fn full_r, half_r; // A along rows (csa 1); half reads the first nr / 2 columns of a panel
     ukernel_fn full_c, half_c; // A down columns (rsa 1)
     bool simd;                 // an instruction-set kernel (not plain C)
 } gemm_arch;
 
 static const gemm_arch arch_c[2] = {
-    {"own plain C 4x8", 4, 8, uk_c_f32_r, uk_c_f32_half_r, uk_c_f32_c, uk_c_f32_half_c, false},
-    {"own plain C 4x8", 4, 8, uk_c_f64_r, uk_c_f64_half_r, uk_c_f64_c, uk_c_f64_half_c, false},
+    {"own plain C 4x8", 4, 8, 256, uk_c_f32_r, uk_c_f32_half_r, uk_c_f32_c, uk_c_f32_half_c, false},
+    {"own plain C 4x8", 4, 8, 256, uk_c_f64_r, uk_c_f64_half_r, uk_c_f64_c, uk_c_f64_half_c, false},
 };
 #if GEMM_X86
 static const gemm_arch arch_avx512[2] = {
-    {"own avx512f " STR(MR512) "x32", MR512, 32, uk_avx512_f32_r, uk_avx512_f32_half_r, uk_avx512_f32_c,
-     uk_avx512_f32_half_c, true},
-    {"own avx512f 12x16", 12, 16, uk_avx512_f64_r, uk_avx512_f64_half_r, uk_avx512_f64_c, uk_avx512_f64_half_c, true},
+    {"own avx512f 12x32 (6x64 for A along rows and N >= 64)", 12, 32, 256, uk_avx512_f32_r, uk_avx512_f32_half_r,
+     uk_avx512_f32_c, uk_avx512_f32_half_c, true},
+    {"own avx512f 12x16", 12, 16, 256, uk_avx512_f64_r, uk_avx512_f64_half_r, uk_avx512_f64_c, uk_avx512_f64_half_c,
+     true},
 };
+static const gemm_arch arch_avx512_wide = {
+    "own avx512f 6x64",    6,   64, 128, uk_avx512_f32w_r, uk_avx512_f32w_half_r, uk_avx512_f32w_c,
+    uk_avx512_f32w_half_c, true};
 static const gemm_arch arch_avx2[2] = {
-    {"own avx2+fma 6x16", 6, 16, uk_avx2_f32_r, uk_avx2_f32_half_r, uk_avx2_f32_c, uk_avx2_f32_half_c, true},
-    {"own avx2+fma 6x8", 6, 8, uk_avx2_f64_r, uk_avx2_f64_half_r, uk_avx2_f64_c, uk_avx2_f64_half_c, true},
+    {"own avx2+fma 6x16", 6, 16, 256, uk_avx2_f32_r, uk_avx2_f32_half_r, uk_avx2_f32_c, uk_avx2_f32_half_c, true},
+    {"own avx2+fma 6x8", 6, 8, 256, uk_avx2_f64_r, uk_avx2_f64_half_r, uk_avx2_f64_c, uk_avx2_f64_half_c, true},
 };
 #endif
 
@@ -431,9 +434,14 @@ static void row_items(void *arg, int64_t begin, int64_t end) {
 
 static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
     const gemm_arch *ar = &own_arch[g->dtype == PARDO_F64];
+#if GEMM_X86
+    /* measured: 6x64 is 3-9% faster where A is read along its rows and the product is wide; 12x32 (12x16 tiles
+     * for N <= 16) where A is packed down its columns or N is narrow. The pick depends on the shape alone. */
+    if (ar == &arch_avx512[0] && !g->ta && g->n >= 64) ar = &arch_avx512_wide;
+#endif
     const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
     gemm_job j = {.g = g, .arch = ar, .np = (g->n + ar->nr - 1) / ar->nr};
-    j.nkb = (g->k + KC_MAX - 1) / KC_MAX;
+    j.nkb = (g->k + ar->kc - 1) / ar->kc;
     j.kc = (g->k + j.nkb - 1) / j.nkb;
     const int64_t mp = (g->m + ar->mr - 1) / ar->mr;
     const bool one = ctx->nthreads <= 1 || mp <= 1;
