@@ -6,9 +6,9 @@
  * block's sum to C. A is read in place along its rows, a panel of B staying
  * in L1 over a block of rows; A read down its columns (transpose_a) is packed
  * a row panel at a time instead, which then stays in L1 over all panels. The micro-kernels are written once as a
- * macro and instantiated for AVX-512 (12x32 float, 12x16 double), AVX2+FMA
- * (6x16, 6x8) and plain C (4x8), each with its target attribute, so the
- * default build stays portable and the CPU picks one at run time.
+ * macro and instantiated for AVX-512 (12x32 and 6x64 float, 12x16 double),
+ * AVX2+FMA (6x16, 6x8) and plain C (4x8), each with its target attribute,
+ * so the default build stays portable and the CPU picks one at run time.
  *
  * An element's terms are summed in the same order whatever rows a thread
  * is given (the K blocks depend on K alone, tiles start at multiples of mr,
