@@ -289,6 +289,31 @@ static int64_t transpose_f32(const float *s, int64_t lds, int64_t rows, int64_t 
     return 0;
 }
 #endif
+/* Packing a full panel of B stored [k, n] is a copy of kcb rows of nr
+ * elements (s stride lds, d stride nr); with AVX-512 an inline loop of
+ * 64-byte moves beats a memcpy call per row. False where the caller copies. */
+#if GEMM_X86
+AVX512 static void copy_rows_avx512(const float *s, int64_t lds, int64_t kcb, int64_t nr, float *d) {
+    for (int64_t p = 0; p < kcb; p++)
+        for (int64_t q = 0; q < nr; q += 16) _mm512_storeu_ps(d + p * nr + q, _mm512_loadu_ps(s + p * lds + q));
+}
+
+static bool copy_rows_f32(const float *s, int64_t lds, int64_t kcb, int64_t nr, float *d) {
+    if (nr % 16 || !__builtin_cpu_supports("avx512f")) return false;
+    copy_rows_avx512(s, lds, kcb, nr, d);
+    return true;
+}
+#else
+static bool copy_rows_f32(const float *s, int64_t lds, int64_t kcb, int64_t nr, float *d) {
+    (void)s, (void)lds, (void)kcb, (void)nr, (void)d;
+    return false;
+}
+#endif
+static bool copy_rows_f64(const double *s, int64_t lds, int64_t kcb, int64_t nr, double *d) {
+    (void)s, (void)lds, (void)kcb, (void)nr, (void)d;
+    return false;
+}
+
 static int64_t transpose_f64(const double *s, int64_t lds, int64_t rows, int64_t kcb, double *d, int64_t ldd) {
     (void)s, (void)lds, (void)rows, (void)kcb, (void)d, (void)ldd;
     return 0;
@@ -317,6 +342,7 @@ typedef struct gemm_job {
             const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
             T *d = (T *)j->bpack + (p0 * j->np * nr - j->boff) + jp * kcb * nr;                                        \
             if (!g->tb) {                                                                                              \
+                if (w == nr && copy_rows_##SFX(b + p0 * g->ldb + j0, g->ldb, kcb, nr, d)) continue;                    \
                 for (int64_t p = 0; p < kcb; p++) {                                                                    \
                     memcpy(d + p * nr, b + (p0 + p) * g->ldb + j0, (size_t)w * sizeof(T));                             \
                     memset(d + p * nr + w, 0, (size_t)(nr - w) * sizeof(T));                                           \
