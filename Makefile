@@ -164,7 +164,7 @@ tsan:
 demo: $(BIN)
 	tools/demo.sh ./$(BIN)
 
-# A benchmark, not a test: prints figures (see tools/bench/bench_threads.c).
+# A benchmark, not a test: prints figures and never fails for a missing peer (see tools/bench/run).
 BENCH_ARGS ?=
 bench: $(BENCH_BINS) $(BIN)
 	tools/bench/run --build $(BUILD) $(BENCH_ARGS)
