@@ -14,12 +14,17 @@ static const char usage[] =
     "commands:\n"
     "  run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
     "            [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
+    "            [--trace FILE] [--profile]\n"
     "                   run block 0 of a graph N times and print or save the fetched vars\n"
     "  transpile GRAPH -o OUT [--parts N] [--backward LOSS] [--optimizer sgd|momentum|adam] [--lr X]\n"
     "                   append gradients and an optimizer, and rewrite for many CPU threads\n"
     "  check GRAPH      validate a graph; print its ops, vars, param count and inferred shapes\n"
     "  ops [OP]         list the ops, or one op's inputs, outputs and attrs\n"
     "  dot GRAPH        print the graph as Graphviz dot\n"
+    "  trace summary TRACE [--top N] [--csv]\n"
+    "                   per op type, per op, per thread and per parallel_do tables of a trace\n"
+    "  trace timeline TRACE -o FILE.svg\n"
+    "                   draw a trace: one lane per thread, ops coloured by type\n"
     "\n"
     "'pardo COMMAND --help' describes a command. Exit status: 0 ok, 1 the run failed,\n"
     "2 bad usage or a bad input file, 130 stopped by SIGINT or SIGTERM.\n";
@@ -49,9 +54,10 @@ int main(int argc, char **argv) {
         {"ops", pardo_cli_ops},
         {"dot", pardo_cli_dot},
         {"transpile", pardo_cli_transpile},
+        {"trace", pardo_cli_trace},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "pardo: unknown command '%s' (expected run, transpile, check, ops or dot)\n\n%s", cmd, usage);
+    fprintf(stderr, "pardo: unknown command '%s' (expected run, transpile, check, ops, dot or trace)\n\n%s", cmd, usage);
     return CLI_BAD_INPUT;
 }
