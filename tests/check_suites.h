@@ -40,7 +40,8 @@
     X(thread_pool)      \
     X(task)             \
     X(coordinator)      \
-    X(parallel)
+    X(parallel)         \
+    X(trace)
 
 #define PARDO_SUITE_DECL(m) Suite *make_##m##_suite(void) __attribute__((weak));
 PARDO_SUITES(PARDO_SUITE_DECL)
