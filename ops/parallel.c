@@ -520,7 +520,7 @@ static void trace_part(const pd_job *j, int i, int64_t t0, int rc, const pardo_s
     pardo_trace_part r = {.parallel_do = j->ctx->op, .op_block = j->ctx->block, .op_index = j->ctx->op_index,
                           .block = s->block, .part = i, .parts = j->n,
                           .rows = first && first->ndim > 0 ? first->shape[0] : -1, .flow = j->flow + (uint64_t)i,
-                          .t0_ns = t0, .t1_ns = pardo_trace_now_ns(),
+                          .t0 = t0, .t1 = pardo_trace_ticks(),
                           .error = rc == PARDO_OK ? NULL : st->msg};
     pardo_trace_record_part(&r);
 }
@@ -529,7 +529,7 @@ static void pd_part_fn(void *arg, int64_t i) {
     pd_job *j = arg;
     pardo_status *st = &j->s->parts[i].st;
     if (atomic_load_explicit(&j->stop, memory_order_acquire)) return; /* another part failed: do not start */
-    int64_t t0 = j->flow ? pardo_trace_now_ns() : 0;
+    int64_t t0 = j->flow ? pardo_trace_ticks() : 0;
     int rc = pd_run_part(j, (int)i, st);
     if (j->flow) trace_part(j, (int)i, t0, rc, st);
     if (rc == PARDO_OK || rc == PARDO_ECANCELED) return;

@@ -265,11 +265,11 @@ static int check_output(const pardo_program *p, int block, const pardo_op *op, i
 static void trace_op(pardo_executor *ex, int block, int index, int64_t *ready, int64_t t0, pardo_tensor **in,
                      pardo_tensor **out, const pardo_status *st) {
     const pardo_op *op = &ex->prog->blocks[block].ops[index];
-    pardo_trace_op r = {.op = op, .block = block, .index = index, .ready_ns = ready && *ready ? *ready : t0, .t0_ns = t0,
-                        .t1_ns = pardo_trace_now_ns(), .in = in, .n_in = op->n_in, .out = out, .n_out = op->n_out,
+    pardo_trace_op r = {.op = op, .block = block, .index = index, .ready = ready && *ready ? *ready : t0, .t0 = t0,
+                        .t1 = pardo_trace_ticks(), .in = in, .n_in = op->n_in, .out = out, .n_out = op->n_out,
                         .error = out ? NULL : st->msg};
     pardo_trace_record_op(&r);
-    if (ready) *ready = r.t1_ns;
+    if (ready) *ready = r.t1;
 }
 
 /* Runs op `index` of block. When a trace is on, *ready (may be NULL) is when
@@ -280,7 +280,7 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
     pardo_tensor *in[MAX_OP_IO] = {0}, *out[MAX_OP_IO] = {0};
     int rc = PARDO_OK;
     bool tracing = pardo_trace_on(), traced = false;
-    int64_t t0 = tracing ? pardo_trace_now_ns() : 0;
+    int64_t t0 = tracing ? pardo_trace_ticks() : 0;
     PARDO_ASSERT(op->def && op->n_in <= MAX_OP_IO && op->n_out <= MAX_OP_IO);
     pardo_device_kind dev = (!run->cpu_only && ex->opt.device == PARDO_DEVICE_CUDA && op->def->cuda)
                                 ? PARDO_DEVICE_CUDA
@@ -345,7 +345,7 @@ typedef struct stage_run {
     const pardo_block_run *run;   // nthreads is 1 inside a chain
     pardo_status *status;         // per chain
     int *failed_at;               // per chain: the op that failed, or -1
-    int64_t t0;                   // trace clock at the stage's start (0 when no trace is on)
+    int64_t t0;                   // trace ticks at the stage's start (0 when no trace is on)
 } stage_run;
 
 static void run_chain(void *arg, int64_t c) {
@@ -375,9 +375,9 @@ static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scop
     stage_run s = {.ex = ex, .block = block, .first = first, .end = plan->stage_end[first], .scope = scope,
                    .run = &one, .status = status, .failed_at = failed_at};
     bool tracing = pardo_trace_on();
-    if (tracing) s.t0 = pardo_trace_now_ns();
+    if (tracing) s.t0 = pardo_trace_ticks();
     pardo_thread_pool_for(r->nthreads < n ? r->nthreads : n, n, run_chain, &s);
-    if (tracing) pardo_trace_record_stage(block, first, s.end, n, s.t0, pardo_trace_now_ns());
+    if (tracing) pardo_trace_record_stage(block, first, s.end, n, s.t0, pardo_trace_ticks());
     int worst = -1;
     for (int c = 0; c < n; c++)
         if (failed_at[c] >= 0 && (worst < 0 || failed_at[c] < failed_at[worst])) worst = c;
@@ -404,7 +404,7 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
         ex->planned[block] = true;
     }
     /* trace: an op is ready when the one before it (or a stage) ends, the first at the block's start */
-    int64_t ready = pardo_trace_on() ? pardo_trace_now_ns() : 0;
+    int64_t ready = pardo_trace_on() ? pardo_trace_ticks() : 0;
     for (int i = 0; i < blk->n_ops; i++) {
         if (r.stop && atomic_load_explicit(r.stop, memory_order_acquire))
             return pardo_errorf(st, PARDO_ECANCELED, "block %d stopped before op %d", block, i);
@@ -412,7 +412,7 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
         if (stages && ex->plans[block].n_chains[i] > 1) {
             rc = run_stage(ex, block, i, scope, &r, st);
             i = ex->plans[block].stage_end[i] - 1;
-            if (ready) ready = pardo_trace_now_ns();
+            if (ready) ready = pardo_trace_ticks();
         } else {
             rc = run_op(ex, block, i, scope, &r, &ready, st);
         }
