@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "file_io.h"
+#include "thread_pool.h"
 
 #ifndef PARDO_VERSION
 #define PARDO_VERSION "0.1.0"
@@ -30,7 +31,7 @@
 #define NAME_MAX_LEN 48       // bytes of a thread name, NUL included
 #define STACK_MAX 32          // open pardo_trace_begin spans per thread
 #define USER_ARGS_MAX 16      // args kept per user span
-#define CHUNK_BYTES (512 * 1024)
+#define CHUNK_BYTES (128 * 1024)
 #define SHAPE_CACHE 256       // ops whose last shapes a thread remembers (a power of two)
 #define MAX_IO 128            // tensors of one op record (inputs and outputs)
 
@@ -132,8 +133,9 @@ typedef struct trace_buf {
 atomic_bool pardo_trace_enabled;
 atomic_bool pardo_trace_tsc;
 
-static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER; // guards bufs, n_bufs
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER; // guards bufs, n_bufs, spare
 static trace_buf *bufs, **bufs_tail = &bufs;
+static struct chunk *spare; // first chunks made at start for the threads that register later
 static int n_bufs;
 static atomic_uint generation; // bumped by each start and reset; thread-local buffers of another generation are stale
 static int64_t start_ns;       // the trace's t = 0, CLOCK_MONOTONIC ns
@@ -191,16 +193,24 @@ static chunk *chunk_new(size_t need) {
 
 static void chunk_free(chunk *c) { munmap(c, c->map); }
 
-/* The calling thread's buffer in this trace, made on first use; NULL when
- * out of memory. */
+/* The calling thread's buffer in this trace, made on first use (its first
+ * chunk one of those made at start, while there are some); NULL when out
+ * of memory. */
 static trace_buf *my_buf(void) {
     unsigned g = atomic_load_explicit(&generation, memory_order_relaxed);
     if (tls.buf && tls.gen == g) return tls.buf;
     trace_buf *b = calloc(1, sizeof(*b));
-    if (!b || !(b->head = b->tail = chunk_new(0))) {
+    if (!b) return NULL;
+    pthread_mutex_lock(&reg_mu);
+    chunk *c = spare;
+    if (c) spare = c->next;
+    pthread_mutex_unlock(&reg_mu);
+    if (c) c->next = NULL;
+    else if (!(c = chunk_new(0))) {
         free(b);
         return NULL;
     }
+    b->head = b->tail = c;
     b->tid = (long)syscall(SYS_gettid);
     b->mem = -1;
     copy_name(b->name, tls.name);
@@ -296,11 +306,22 @@ int pardo_trace_start(pardo_status *st) {
     if (atomic_load(&pardo_trace_enabled)) return pardo_errorf(st, PARDO_EINVAL, "trace: a trace is already recording");
     pardo_trace_reset();
     atomic_store(&pardo_trace_tsc, tsc_usable());
+    if (!tls.name[0]) copy_name(tls.name, "main");
+    /* memory first (populating a chunk takes a while): the controlling
+     * thread's buffer ("main" in the file), and a first chunk for each pool
+     * worker, so that a thread's first event does not wait for one */
+    trace_buf *b = my_buf();
+    for (int i = 1; i < pardo_thread_pool_size(); i++) {
+        chunk *c = chunk_new(0);
+        if (!c) break;
+        pthread_mutex_lock(&reg_mu);
+        c->next = spare;
+        spare = c;
+        pthread_mutex_unlock(&reg_mu);
+    }
     start_ns = pardo_trace_now_ns();
     start_tick = atomic_load(&pardo_trace_tsc) ? pardo_trace_ticks() : start_ns;
     tick_ns = 1.0;
-    if (!tls.name[0]) copy_name(tls.name, "main");
-    trace_buf *b = my_buf(); /* the controlling thread first: it is "main" in the file */
     if (b) {
         b->main = true;
         sample_mem(b, start_tick);
@@ -319,10 +340,17 @@ void pardo_trace_reset(void) {
     PARDO_ASSERT(!atomic_load(&pardo_trace_enabled));
     pthread_mutex_lock(&reg_mu);
     trace_buf *b = bufs;
+    chunk *sp = spare;
     bufs = NULL;
     bufs_tail = &bufs;
     n_bufs = 0;
+    spare = NULL;
     pthread_mutex_unlock(&reg_mu);
+    while (sp) {
+        chunk *next = sp->next;
+        chunk_free(sp);
+        sp = next;
+    }
     while (b) {
         trace_buf *next = b->next;
         for (chunk *c = b->head; c;) {

@@ -263,8 +263,8 @@ static void print_stat_table(FILE *f, const char *first, const pardo_trace_stat 
 }
 
 void pardo_trace_stats_print(FILE *f, const pardo_trace_model *m, const pardo_trace_stats *s, int top) {
-    fprintf(f, "trace %s: wall %.3f ms, %ld events on %d threads", m->source, s->wall / 1e3, s->n_events,
-            s->n_threads);
+    fprintf(f, "trace %s: wall %.3f ms, %ld events on %d thread%s", m->source, s->wall / 1e3, s->n_events,
+            s->n_threads, s->n_threads == 1 ? "" : "s");
     if (m->command || m->graph) {
         fprintf(f, " (pardo%s%s%s%s", m->command ? " " : "", m->command ? m->command : "", m->graph ? " " : "",
                 m->graph ? m->graph : "");
