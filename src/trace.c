@@ -757,12 +757,97 @@ static size_t write_tensor(sbuf *b, const unsigned char *p, const char *var, int
     return tensor_rec_size(t->ndim);
 }
 
-/* Per thread while writing: the flows of the parallel_do run not yet written,
- * and the memory sample current at the op being written. */
+/* The JSON of an op event that its runs with the same shapes share: its
+ * head up to "ts": and its args up to bytes_written, made once per shapes
+ * block (a shapes block belongs to one op) and copied for each run. */
+typedef struct frag {
+    const rec_shapes *key;
+    size_t head, head_len, args, args_len; // offsets and lengths in write_state.frags
+} frag;
+
+/* While writing: the flows of the parallel_do run not yet written and the
+ * memory sample current at the op being written (per thread), and the
+ * fragments made so far (the whole trace). */
 typedef struct write_state {
     const rec_flow *flow;
     int64_t mem;
+    frag *table; // open addressing on key, cap a power of two, NULL keys empty
+    size_t cap, used;
+    sbuf frags;
 } write_state;
+
+static size_t frag_slot(const write_state *ws, const rec_shapes *key) {
+    size_t i = (size_t)(((uintptr_t)key >> 3) * 0x9E3779B97F4A7C15ull) & (ws->cap - 1);
+    while (ws->table[i].key && ws->table[i].key != key) i = (i + 1) & (ws->cap - 1);
+    return i;
+}
+
+/* The fragments of o's event, made on first sight; NULL when out of memory. */
+static const frag *op_frag(sbuf *b, write_state *ws, const rec_op *o);
+
+static const frag *op_frag(sbuf *b, write_state *ws, const rec_op *o) {
+    if (ws->used * 2 >= ws->cap) { /* grow: rehash */
+        size_t old_cap = ws->cap;
+        frag *old = ws->table;
+        ws->cap = old_cap ? old_cap * 2 : 256;
+        if (!(ws->table = calloc(ws->cap, sizeof(*ws->table)))) {
+            ws->table = old;
+            ws->cap = old_cap;
+            b->oom = true;
+            return NULL;
+        }
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].key) ws->table[frag_slot(ws, old[i].key)] = old[i];
+        free(old);
+    }
+    size_t i = frag_slot(ws, o->shapes);
+    frag *f = &ws->table[i];
+    if (f->key) return f;
+    const pardo_op *op = o->op;
+    sbuf *fb = &ws->frags;
+    f->key = o->shapes;
+    ws->used++;
+    f->head = fb->len;
+    sb_puts(fb, ",\n{\"name\":");
+    sb_str(fb, op_label(op));
+    sb_puts(fb, ",\"cat\":\"op\",\"ph\":\"X\",\"ts\":");
+    f->head_len = fb->len - f->head;
+    f->args = fb->len;
+    sb_puts(fb, ",\"args\":{\"op\":");
+    sb_str(fb, op->type);
+    sb_puts(fb, ",\"name\":");
+    sb_str(fb, op->name ? op->name : "");
+    sb_puts(fb, ",\"block\":");
+    sb_int(fb, o->block);
+    sb_puts(fb, ",\"index\":");
+    sb_int(fb, o->index);
+    sb_puts(fb, ",\"role\":\"");
+    sb_puts(fb, pardo_op_role_name(op->role));
+    const rec_shapes *sh = o->shapes;
+    const unsigned char *t = (const unsigned char *)sh + sizeof(rec_shapes);
+    int64_t in_bytes = 0, out_bytes = 0;
+    sb_puts(fb, "\",\"inputs\":[");
+    for (int k = 0; k < sh->n_in; k++) {
+        if (k) sb_puts(fb, ",");
+        t += write_tensor(fb, t, op->in[k], &in_bytes);
+    }
+    sb_puts(fb, "],\"outputs\":");
+    if (sh->n_out < 0) {
+        sb_puts(fb, "null");
+    } else {
+        sb_puts(fb, "[");
+        for (int k = 0; k < sh->n_out; k++) {
+            if (k) sb_puts(fb, ",");
+            t += write_tensor(fb, t, op->out[k], &out_bytes);
+        }
+        sb_puts(fb, "]");
+    }
+    sb_puts(fb, ",\"bytes_written\":");
+    sb_int(fb, out_bytes);
+    f->args_len = fb->len - f->args;
+    if (fb->oom) b->oom = true;
+    return fb->oom ? NULL : f;
+}
 
 static void write_op(sbuf *b, const rec_op *o, const char *pid_tid, write_state *ws) {
     const pardo_op *op = o->op;
@@ -776,38 +861,14 @@ static void write_op(sbuf *b, const rec_op *o, const char *pid_tid, write_state 
     }
     if (o->shapes == (const rec_shapes *)p) p += o->shapes->size;
     p = (const unsigned char *)(((uintptr_t)p + 7) & ~(uintptr_t)7);
-    event_head(b, op_label(op), "op", "X", ns_at(o->t0), ns_of(dur), pid_tid);
-    sb_puts(b, ",\"args\":{\"op\":");
-    sb_str(b, op->type);
-    sb_puts(b, ",\"name\":");
-    sb_str(b, op->name ? op->name : "");
-    sb_puts(b, ",\"block\":");
-    sb_int(b, o->block);
-    sb_puts(b, ",\"index\":");
-    sb_int(b, o->index);
-    sb_puts(b, ",\"role\":\"");
-    sb_puts(b, pardo_op_role_name(op->role));
-    const rec_shapes *sh = o->shapes;
-    const unsigned char *t = (const unsigned char *)sh + sizeof(rec_shapes);
-    int64_t in_bytes = 0, out_bytes = 0;
-    sb_puts(b, "\",\"inputs\":[");
-    for (int k = 0; k < sh->n_in; k++) {
-        if (k) sb_puts(b, ",");
-        t += write_tensor(b, t, op->in[k], &in_bytes);
-    }
-    sb_puts(b, "],\"outputs\":");
-    if (sh->n_out < 0) {
-        sb_puts(b, "null");
-    } else {
-        sb_puts(b, "[");
-        for (int k = 0; k < sh->n_out; k++) {
-            if (k) sb_puts(b, ",");
-            t += write_tensor(b, t, op->out[k], &out_bytes);
-        }
-        sb_puts(b, "]");
-    }
-    sb_puts(b, ",\"bytes_written\":");
-    sb_int(b, out_bytes);
+    const frag *fr = op_frag(b, ws, o);
+    if (!fr) return;
+    sb_put(b, ws->frags.p + fr->head, fr->head_len);
+    sb_ns_as_us(b, ns_at(o->t0) - start_ns);
+    sb_puts(b, ",\"dur\":");
+    sb_ns_as_us(b, ns_of(dur));
+    sb_puts(b, pid_tid);
+    sb_put(b, ws->frags.p + fr->args, fr->args_len);
     sb_puts(b, ",\"queued_us\":");
     sb_ns_as_us(b, ns_of(queued));
     sb_puts(b, ",\"mem_bytes\":");
@@ -990,10 +1051,12 @@ int pardo_trace_json(const pardo_trace_info *info, char **out, size_t *len, pard
                   "\"args\":{\"sort_index\":%d}}",
                   pid, tb->tid, sort_index(tb));
     }
+    write_state ws = {0};
     for (trace_buf *tb = bufs; tb; tb = tb->next) {
         char pid_tid[64];
         snprintf(pid_tid, sizeof pid_tid, ",\"pid\":%d,\"tid\":%ld", pid, tb->tid);
-        write_state ws = {.flow = NULL, .mem = 0}; /* a thread's first op is preceded by a sample */
+        ws.flow = NULL;
+        ws.mem = 0; /* a thread's first op is preceded by a sample */
         for (chunk *c = tb->head; c; c = c->next)
             for (size_t off = 0; off < c->used;) {
                 const rec_hdr *h = (const rec_hdr *)(c->data + off);
@@ -1009,6 +1072,8 @@ int pardo_trace_json(const pardo_trace_info *info, char **out, size_t *len, pard
                 }
             }
     }
+    free(ws.table);
+    free(ws.frags.p);
     write_counter(&b, pid);
     pthread_mutex_unlock(&reg_mu);
     sb_puts(&b, "\n]}\n");
