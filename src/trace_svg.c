@@ -438,8 +438,9 @@ int pardo_trace_svg(const pardo_trace_model *m, int width, char **out, size_t *l
         }
         sb_printf(&b, "<text x=\"10\" y=\"%.1f\" class=\"n\">", lane_y[t] + 15);
         sb_xml(&b, m->threads[t].name, 18);
-        sb_printf(&b, "</text><text x=\"10\" y=\"%.1f\" class=\"s\">busy %.0f%%, %ld events</text>\n",
-                  lane_y[t] + 28, span > 0 ? busy / span * 100 : 0, nev);
+        sb_printf(&b, "</text><text x=\"10\" y=\"%.1f\" class=\"s\">busy %.0f%%<title>%ld events, busy %.3f ms of %.3f ms"
+                      "</title></text>\n",
+                  lane_y[t] + 28, span > 0 ? busy / span * 100 : 0, nev, busy / 1e3, span / 1e3);
     }
 
     /* time axis: ticks and grid */
@@ -465,9 +466,12 @@ int pardo_trace_svg(const pardo_trace_model *m, int width, char **out, size_t *l
     for (int i = 0; i < m->n_ev; i++)
         if (m->ev[i].kind == PARDO_TEV_PART && m->ev[i].flow) parts[n_parts++] = i;
     qsort_r(parts, (size_t)n_parts, sizeof(*parts), cmp_flow_idx, (void *)m);
+    double band_end = 0;
     for (int i = 0; i < m->n_ev; i++) {
         const pardo_tev *e = &m->ev[i];
         if (e->kind != PARDO_TEV_OP || e->flows == 0) continue;
+        if (e->dur / L.span * pw < 1.0 && px(&L, e->ts) + 1.0 <= band_end + 0.5) continue; /* as events, below */
+        band_end = fmax(band_end, px(&L, e->ts) + fmax(e->dur / L.span * pw, 1.0));
         int lo = e->thread, hi = e->thread;
         for (int k = 0; k < e->flows; k++) {
             int p = find_flow(m, parts, n_parts, e->flow + (unsigned long long)k);
@@ -485,10 +489,16 @@ int pardo_trace_svg(const pardo_trace_model *m, int width, char **out, size_t *l
         sb_printf(&b, "</rect>\n");
     }
 
-    /* events */
+    /* events; one narrower than a pixel that falls where its row is drawn
+     * already is left out, so that a long trace stays a picture of bounded size */
+    double last_end[MAX_DEPTH] = {0};
     for (int i = 0; i < m->n_ev; i++) {
         const pardo_tev *e = &m->ev[i];
         double x = px(&L, e->ts), w = fmax(e->dur / L.span * pw, 0.8);
+        if (i == 0 || e->thread != m->ev[i - 1].thread)
+            for (int d = 0; d < MAX_DEPTH; d++) last_end[d] = 0;
+        if (e->dur / L.span * pw < 1.0 && x + w <= last_end[depth[i]] + 0.5) continue;
+        if (x + w > last_end[depth[i]]) last_end[depth[i]] = x + w;
         double ey = lane_y[e->thread] + LANE_PAD + depth[i] * ROW_H;
         const char *fill, *text = "#ffffff";
         char style[160] = "";
