@@ -1,13 +1,18 @@
 /* trace.c - per-thread event buffers, written once as Chrome trace JSON
  * (see trace.h; the format is README.md's "Traces").
  *
- * Each recording thread owns a trace_buf: a list of chunks of variable-size
- * records (rec_op, rec_part, rec_stage, rec_user), appended by that thread
- * alone, without locks. A thread finds its buffer through thread-local
- * storage tagged with the trace's generation; a thread whose tag is stale
- * (first event of this trace) makes a new buffer and links it into the
- * global list under reg_mu, once per trace. Records hold raw data (clock
- * values, op pointers, shapes); all formatting happens at write time. */
+ * Each recording thread owns a trace_buf: a list of chunks (mmap'd with
+ * their pages populated, so that appending never page-faults) of
+ * variable-size records - rec_op, rec_flow, rec_part, rec_stage, rec_user,
+ * rec_mem - appended by that thread alone, without locks. A thread finds its
+ * buffer through thread-local storage tagged with the trace's generation; a
+ * thread whose tag is stale (its first event of this trace) makes a buffer
+ * and links it into the global list under reg_mu, once per trace. Records
+ * hold raw data: tick clock values, op pointers, and shapes, which an op's
+ * record points at in an earlier record of the same op on the same thread
+ * when they did not change (48 bytes an op in the steady state). The memory
+ * counter is recorded only when it changed. All formatting happens at write
+ * time, where an op's name and args are formatted once per shapes block. */
 #include "trace.h"
 
 #include <math.h>
