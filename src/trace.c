@@ -316,7 +316,7 @@ int pardo_trace_start(pardo_status *st) {
      * thread's buffer ("main" in the file), and a first chunk for each pool
      * worker, so that a thread's first event does not wait for one */
     trace_buf *b = my_buf();
-    for (int i = 1; i < pardo_thread_pool_size(); i++) {
+    for (int i = 1; i < pardo_thread_pool_size() && i <= 64; i++) { /* more threads make theirs when they start */
         chunk *c = chunk_new(0);
         if (!c) break;
         pthread_mutex_lock(&reg_mu);
