@@ -474,7 +474,7 @@ static int pd_scopes(pd_state *s, pardo_kernel_ctx *ctx, int n) {
 typedef struct pd_job {
     pardo_kernel_ctx *ctx;
     pd_state *s;
-    int n; // parts
+    int n;         // parts
     uint64_t flow; // trace: the first part's flow id; 0 when no trace is on
     _Alignas(64)
         atomic_int stop; // (a cache line of its own) set by the first part that fails; parts read it between ops
@@ -517,10 +517,16 @@ static int pd_run_part(pd_job *j, int i, pardo_status *st) {
 static void trace_part(const pd_job *j, int i, int64_t t0, int rc, const pardo_status *st) {
     const pd_state *s = j->s;
     const pardo_tensor *first = s->n_ins ? pardo_tensor_array_part(j->ctx->in[s->ins[0].slot], i) : NULL;
-    pardo_trace_part r = {.parallel_do = j->ctx->op, .op_block = j->ctx->block, .op_index = j->ctx->op_index,
-                          .block = s->block, .part = i, .parts = j->n,
-                          .rows = first && first->ndim > 0 ? first->shape[0] : -1, .flow = j->flow + (uint64_t)i,
-                          .t0 = t0, .t1 = pardo_trace_ticks(),
+    pardo_trace_part r = {.parallel_do = j->ctx->op,
+                          .op_block = j->ctx->block,
+                          .op_index = j->ctx->op_index,
+                          .block = s->block,
+                          .part = i,
+                          .parts = j->n,
+                          .rows = first && first->ndim > 0 ? first->shape[0] : -1,
+                          .flow = j->flow + (uint64_t)i,
+                          .t0 = t0,
+                          .t1 = pardo_trace_ticks(),
                           .error = rc == PARDO_OK ? NULL : st->msg};
     pardo_trace_record_part(&r);
 }

@@ -58,6 +58,7 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "pardo: unknown command '%s' (expected run, transpile, check, ops, dot or trace)\n\n%s", cmd, usage);
+    fprintf(stderr, "pardo: unknown command '%s' (expected run, transpile, check, ops, dot or trace)\n\n%s", cmd,
+            usage);
     return CLI_BAD_INPUT;
 }

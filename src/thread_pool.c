@@ -147,7 +147,8 @@ static void start_pool(void) {
     pool.stopping = false;
     pool.n_workers = 0;
     for (int i = 0; i < pool.size - 1; i++) {
-        if (pthread_create(&pool.workers[i], NULL, worker_main, (void *)(intptr_t)(i + 1)) != 0) break; /* run with fewer */
+        if (pthread_create(&pool.workers[i], NULL, worker_main, (void *)(intptr_t)(i + 1)) != 0)
+            break; /* run with fewer */
         pool.n_workers++;
     }
     atomic_store(&pool.started, true);

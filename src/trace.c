@@ -33,12 +33,12 @@
 #define PARDO_VERSION "0.1.0"
 #endif
 
-#define NAME_MAX_LEN 48       // bytes of a thread name, NUL included
-#define STACK_MAX 32          // open pardo_trace_begin spans per thread
-#define USER_ARGS_MAX 16      // args kept per user span
+#define NAME_MAX_LEN 48  // bytes of a thread name, NUL included
+#define STACK_MAX 32     // open pardo_trace_begin spans per thread
+#define USER_ARGS_MAX 16 // args kept per user span
 #define CHUNK_BYTES (128 * 1024)
-#define SHAPE_CACHE 256       // ops whose last shapes a thread remembers (a power of two)
-#define MAX_IO 128            // tensors of one op record (inputs and outputs)
+#define SHAPE_CACHE 256 // ops whose last shapes a thread remembers (a power of two)
+#define MAX_IO 128      // tensors of one op record (inputs and outputs)
 
 enum { REC_OP = 1, REC_FLOW, REC_PART, REC_STAGE, REC_USER, REC_MEM };
 enum { F_ERROR = 1, F_LONG = 2 }; /* rec_op flags: an error string follows; 64-bit times follow */
@@ -52,8 +52,8 @@ typedef struct rec_hdr {
 
 /* One tensor of a shapes block: ndim dims follow. */
 typedef struct rec_tensor {
-    int8_t dtype;   // pardo_dtype, or -1 when absent
-    int8_t ndim;    // dims that follow (a tensor_array: its first part's), -1: none known
+    int8_t dtype; // pardo_dtype, or -1 when absent
+    int8_t ndim;  // dims that follow (a tensor_array: its first part's), -1: none known
     int16_t pad;
     int32_t parts;  // tensor_array: its parts; -1: a plain tensor
     int64_t nbytes; // bytes of data (a tensor_array: of all its parts)
@@ -70,9 +70,9 @@ typedef struct rec_shapes {
  * the op's last run on this thread and `shapes` points there. */
 typedef struct rec_op {
     rec_hdr h;
-    const pardo_op *op; // borrowed from the program
-    int64_t t0;         // ns
-    uint32_t dur, queued; // ns; with F_LONG both saturate and int64 copies follow the record head
+    const pardo_op *op;       // borrowed from the program
+    int64_t t0;               // ns
+    uint32_t dur, queued;     // ns; with F_LONG both saturate and int64 copies follow the record head
     const rec_shapes *shapes; // in this record (after the head) or in an earlier one of this thread
     int32_t block, index;
 } rec_op;
@@ -131,8 +131,8 @@ typedef struct trace_buf {
     bool main;              // the thread that started the trace
     char name[NAME_MAX_LEN];
     chunk *head, *tail;
-    uint32_t flows;  // flow ids made so far by this thread
-    int64_t mem;     // the last memory sample this thread recorded, -1: none
+    uint32_t flows; // flow ids made so far by this thread
+    int64_t mem;    // the last memory sample this thread recorded, -1: none
 } trace_buf;
 
 atomic_bool pardo_trace_enabled;
@@ -484,7 +484,8 @@ void pardo_trace_record_op(const pardo_trace_op *r) {
         slot->last = sh;
     }
     rec_op *o = (rec_op *)p;
-    o->h = (rec_hdr){.kind = REC_OP, .flags = (uint8_t)((err_len ? F_ERROR : 0) | (longer ? F_LONG : 0)),
+    o->h = (rec_hdr){.kind = REC_OP,
+                     .flags = (uint8_t)((err_len ? F_ERROR : 0) | (longer ? F_LONG : 0)),
                      .size = (uint32_t)((total + 7) & ~(size_t)7)};
     o->op = r->op;
     o->t0 = r->t0;
@@ -554,8 +555,8 @@ void pardo_trace_record_stage(int block, int first, int end, int chains, int64_t
     o->t1 = t1;
 }
 
-void pardo_trace_complete(const char *name, const char *cat, int64_t t0_ns, int64_t t1_ns,
-                          const pardo_trace_arg *args, int n_args) {
+void pardo_trace_complete(const char *name, const char *cat, int64_t t0_ns, int64_t t1_ns, const pardo_trace_arg *args,
+                          int n_args) {
     if (!pardo_trace_on()) return;
     if (!name) name = "span";
     if (!cat) cat = "user";

@@ -120,8 +120,8 @@ typedef struct pardo_trace_arg {
  * (pardo_trace_now_ns values), with n_args args (copied; at most 16 kept).
  * Does nothing when no trace is on. Thread-safe; lock-free after the
  * thread's first event. */
-void pardo_trace_complete(const char *name, const char *cat, int64_t t0_ns, int64_t t1_ns,
-                          const pardo_trace_arg *args, int n_args);
+void pardo_trace_complete(const char *name, const char *cat, int64_t t0_ns, int64_t t1_ns, const pardo_trace_arg *args,
+                          int n_args);
 
 /* Opens a span on the calling thread now: name and cat are borrowed until
  * the matching pardo_trace_end. Spans nest (at most 32 open per thread; deeper
@@ -141,12 +141,12 @@ void pardo_trace_end(const pardo_trace_arg *args, int n_args);
 typedef struct pardo_trace_op {
     const pardo_op *op;
     int block, index;
-    int64_t ready, t0, t1;           // ticks: became ready, started, ended
-    pardo_tensor *const *in;         // n_in inputs (NULL entries: absent)
+    int64_t ready, t0, t1;   // ticks: became ready, started, ended
+    pardo_tensor *const *in; // n_in inputs (NULL entries: absent)
     int n_in;
-    pardo_tensor *const *out;        // n_out outputs, or NULL when the op failed
+    pardo_tensor *const *out; // n_out outputs, or NULL when the op failed
     int n_out;
-    const char *error;               // the failure's message, or NULL
+    const char *error; // the failure's message, or NULL
 } pardo_trace_op;
 
 /* Records an op run on the calling thread, sampling the tensor memory

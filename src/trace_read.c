@@ -174,8 +174,8 @@ int pardo_trace_model_parse(const char *text, size_t len, const char *source, pa
         char why[256] = "a NUL byte in the text";
         if (!memchr(buf, '\0', len))
             pardo_json_explain_error(buf, len, end ? (size_t)(end - buf) : 0, &line, &col, why, sizeof why);
-        rc = pardo_errorf(st, PARDO_EPARSE, "%s:%d:%d: not valid JSON (%s; a truncated file?): " EXPECTED, source,
-                          line, col, why);
+        rc = pardo_errorf(st, PARDO_EPARSE, "%s:%d:%d: not valid JSON (%s; a truncated file?): " EXPECTED, source, line,
+                          col, why);
         goto fail;
     }
     const cJSON *events = m->doc;
@@ -218,7 +218,8 @@ int pardo_trace_model_parse(const char *text, size_t len, const char *source, pa
         if (!cJSON_IsObject(args)) args = NULL;
         if (strcmp(ph, "X") == 0) {
             if (!num_of(e, "ts", &ts)) rc = bad_event(st, source, i, ph, "a number \"ts\" (us)");
-            else if (!num_of(e, "dur", &dur) || dur < 0) rc = bad_event(st, source, i, ph, "a number \"dur\" >= 0 (us)");
+            else if (!num_of(e, "dur", &dur) || dur < 0)
+                rc = bad_event(st, source, i, ph, "a number \"dur\" >= 0 (us)");
             else if (!num_of(e, "tid", &tid)) rc = bad_event(st, source, i, ph, "a number \"tid\"");
             if (rc != PARDO_OK) goto fail;
             int t = thread_index(m, (long)tid, &cap_threads);
@@ -244,8 +245,10 @@ int pardo_trace_model_parse(const char *text, size_t len, const char *source, pa
             }
             double k;
             if (strcmp(what, "thread_name") == 0 && str_of(args, "name")) m->threads[t].name = str_of(args, "name");
-            else if (strcmp(what, "thread_sort_index") == 0 && num_of(args, "sort_index", &k)) m->threads[t].sort = (int)k;
-        } else if (strcmp(ph, "C") == 0 && args && str_of(e, "name") && strcmp(str_of(e, "name"), "tensor memory") == 0) {
+            else if (strcmp(what, "thread_sort_index") == 0 && num_of(args, "sort_index", &k))
+                m->threads[t].sort = (int)k;
+        } else if (strcmp(ph, "C") == 0 && args && str_of(e, "name") &&
+                   strcmp(str_of(e, "name"), "tensor memory") == 0) {
             double v;
             if (!num_of(e, "ts", &ts) || !num_of(args, "bytes", &v)) continue;
             if (m->n_mem == cap_mem) {

@@ -24,19 +24,19 @@ typedef enum pardo_tev_kind {
 typedef struct pardo_tev {
     pardo_tev_kind kind;
     const char *name, *cat;
-    double ts, dur;              // us
-    int thread;                  // index into the model's threads
-    const char *op;              // OP: the op type; else NULL
-    int block, index;            // OP: the op's place; STAGE: block and first op; PART: the block it ran; else -1
-    int part, parts;             // PART: which part of how many; else -1
-    int op_block, op_index;      // PART: the parallel_do's place; else -1
-    long long rows;              // PART: rows, -1 when absent
-    unsigned long long flow;     // PART: its flow id; OP: the first flow it started (0: none)
-    int flows;                   // OP: flows started (a parallel_do's parts)
-    double queued;               // OP: queued_us, 0 when absent
-    long long bytes_written;     // OP: bytes_written, 0 when absent
-    const char *error;           // args.error, or NULL
-    const struct cJSON *args;    // the event's args object, or NULL; borrowed
+    double ts, dur;           // us
+    int thread;               // index into the model's threads
+    const char *op;           // OP: the op type; else NULL
+    int block, index;         // OP: the op's place; STAGE: block and first op; PART: the block it ran; else -1
+    int part, parts;          // PART: which part of how many; else -1
+    int op_block, op_index;   // PART: the parallel_do's place; else -1
+    long long rows;           // PART: rows, -1 when absent
+    unsigned long long flow;  // PART: its flow id; OP: the first flow it started (0: none)
+    int flows;                // OP: flows started (a parallel_do's parts)
+    double queued;            // OP: queued_us, 0 when absent
+    long long bytes_written;  // OP: bytes_written, 0 when absent
+    const char *error;        // args.error, or NULL
+    const struct cJSON *args; // the event's args object, or NULL; borrowed
 } pardo_tev;
 
 typedef struct pardo_trace_thread {
@@ -51,12 +51,12 @@ typedef struct pardo_trace_sample {
 } pardo_trace_sample;
 
 typedef struct pardo_trace_model {
-    char *source;                // the file (or name) it came from; owned
-    pardo_tev *ev;               // complete events, by thread (in sort order), then ts, longer first
+    char *source;  // the file (or name) it came from; owned
+    pardo_tev *ev; // complete events, by thread (in sort order), then ts, longer first
     int n_ev;
     pardo_trace_thread *threads; // threads with at least one event or a name, in sort order
     int n_threads;
-    pardo_trace_sample *mem;     // the "tensor memory" counter, by ts
+    pardo_trace_sample *mem; // the "tensor memory" counter, by ts
     int n_mem;
     double t0, t1;               // wall span of the complete events (us); 0, 0 when there are none
     const char *command, *graph; // otherData, or NULL
@@ -108,27 +108,27 @@ typedef struct pardo_trace_thread_stat {
 typedef struct pardo_trace_pd_stat {
     char key[PARDO_TRACE_KEY_MAX]; // "bB:I name"
     long runs;
-    int parts;                     // most parts in a run
-    double wall;                   // us: sum of its runs' durations
-    double part_time;              // us: sum of its parts' durations
-    double efficiency;             // part_time / sum over runs of (parts x run duration)
-    int slowest_part;              // the part index with the largest mean duration, -1 if no parts
-    double slowest_mean;           // its mean (us)
-    double max_part;               // the longest single part (us)
+    int parts;           // most parts in a run
+    double wall;         // us: sum of its runs' durations
+    double part_time;    // us: sum of its parts' durations
+    double efficiency;   // part_time / sum over runs of (parts x run duration)
+    int slowest_part;    // the part index with the largest mean duration, -1 if no parts
+    double slowest_mean; // its mean (us)
+    double max_part;     // the longest single part (us)
 } pardo_trace_pd_stat;
 
 typedef struct pardo_trace_stats {
-    double wall;                // us: the trace's wall span
-    long n_events;              // complete events
-    pardo_trace_stat *types;    // per op type, by total descending
+    double wall;             // us: the trace's wall span
+    long n_events;           // complete events
+    pardo_trace_stat *types; // per op type, by total descending
     int n_types;
-    pardo_trace_stat *ops;      // per op (block, index, name), by total descending
+    pardo_trace_stat *ops; // per op (block, index, name), by total descending
     int n_ops;
-    pardo_trace_stat *spans;    // parts, stages and other spans per "cat/name", by total descending
+    pardo_trace_stat *spans; // parts, stages and other spans per "cat/name", by total descending
     int n_spans;
     pardo_trace_thread_stat *threads; // in the model's thread order
     int n_threads;
-    pardo_trace_pd_stat *pds;   // per parallel_do op, in order of first run
+    pardo_trace_pd_stat *pds; // per parallel_do op, in order of first run
     int n_pds;
 } pardo_trace_stats;
 

@@ -97,8 +97,8 @@ static const pardo_tev *find_part(const pardo_tev **parts, int n, unsigned long 
 }
 
 typedef struct pd_acc {
-    double *sum;   // per part index: total duration
-    long *count;   // per part index: runs
+    double *sum; // per part index: total duration
+    long *count; // per part index: runs
     int cap;
     double parts_wall; // sum over runs of parts x duration
 } pd_acc;
@@ -222,7 +222,8 @@ int pardo_trace_stats_compute(const pardo_trace_model *m, pardo_trace_stats *s, 
 
     if (m->n_threads && !(s->threads = calloc((size_t)m->n_threads, sizeof(*s->threads)))) goto oom;
     s->n_threads = m->n_threads;
-    for (int t = 0; t < m->n_threads; t++) snprintf(s->threads[t].name, sizeof s->threads[t].name, "%s", m->threads[t].name);
+    for (int t = 0; t < m->n_threads; t++)
+        snprintf(s->threads[t].name, sizeof s->threads[t].name, "%s", m->threads[t].name);
     double cur_end = 0;
     for (int i = 0; i < m->n_ev; i++) { /* events come by thread, then start: the union of their spans */
         const pardo_tev *e = &m->ev[i];
@@ -263,8 +264,8 @@ static void print_stat_table(FILE *f, const char *first, const pardo_trace_stat 
 }
 
 void pardo_trace_stats_print(FILE *f, const pardo_trace_model *m, const pardo_trace_stats *s, int top) {
-    fprintf(f, "trace %s: wall %.3f ms, %ld events on %d thread%s", m->source, s->wall / 1e3, s->n_events,
-            s->n_threads, s->n_threads == 1 ? "" : "s");
+    fprintf(f, "trace %s: wall %.3f ms, %ld events on %d thread%s", m->source, s->wall / 1e3, s->n_events, s->n_threads,
+            s->n_threads == 1 ? "" : "s");
     if (m->command || m->graph) {
         fprintf(f, " (pardo%s%s%s%s", m->command ? " " : "", m->command ? m->command : "", m->graph ? " " : "",
                 m->graph ? m->graph : "");
@@ -304,7 +305,8 @@ void pardo_trace_stats_print(FILE *f, const pardo_trace_model *m, const pardo_tr
             const pardo_trace_pd_stat *d = &s->pds[p];
             fprintf(f, "%-28.28s %6ld %6d %12.2f %9.1f%%  ", d->key, d->runs, d->parts, d->wall / (double)d->runs,
                     d->efficiency * 100);
-            if (d->slowest_part >= 0) fprintf(f, "part %d (%.2f, %.2f)\n", d->slowest_part, d->slowest_mean, d->max_part);
+            if (d->slowest_part >= 0)
+                fprintf(f, "part %d (%.2f, %.2f)\n", d->slowest_part, d->slowest_mean, d->max_part);
             else fputs("-\n", f);
         }
     }

@@ -14,12 +14,12 @@
 #include "trace_report.h"
 
 #define MAX_DEPTH 8
-#define ROW_H 18.0     // px per nesting level
-#define LANE_PAD 4.0   // px above and below a lane's rows
-#define LABEL_W 130.0  // px of lane labels at the left
-#define RIGHT_W 24.0   // px of margin at the right
-#define MEM_H 44.0     // px of the memory lane
-#define CHAR_W 6.1     // px per character of an 11px label (estimate)
+#define ROW_H 18.0    // px per nesting level
+#define LANE_PAD 4.0  // px above and below a lane's rows
+#define LABEL_W 130.0 // px of lane labels at the left
+#define RIGHT_W 24.0  // px of margin at the right
+#define MEM_H 44.0    // px of the memory lane
+#define CHAR_W 6.1    // px per character of an 11px label (estimate)
 
 static const char *const type_colors[] = {
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
@@ -141,8 +141,8 @@ static const char *type_color(const type_total *types, int n, const char *type) 
 /* ---- geometry ---- */
 
 typedef struct layout {
-    double t0, span;   // us
-    double x0, width;  // px of the plot area
+    double t0, span;  // us
+    double x0, width; // px of the plot area
 } layout;
 
 static double px(const layout *l, double t) { return l->x0 + (t - l->t0) / l->span * l->width; }
@@ -223,8 +223,7 @@ static void tooltip(sbuf *b, const pardo_trace_model *m, const pardo_tev *e) {
         sb_xml(b, e->cat, 0);
         sb_printf(b, ")\nstart %s, took %s", t0, dur);
         const cJSON *a;
-        if (e->args)
-            cJSON_ArrayForEach(a, e->args) {
+        if (e->args) cJSON_ArrayForEach(a, e->args) {
                 if (!a->string || (!cJSON_IsNumber(a) && !cJSON_IsString(a))) continue;
                 sb_printf(b, "\n");
                 sb_xml(b, a->string, 0);
@@ -438,8 +437,9 @@ int pardo_trace_svg(const pardo_trace_model *m, int width, char **out, size_t *l
         }
         sb_printf(&b, "<text x=\"10\" y=\"%.1f\" class=\"n\">", lane_y[t] + 15);
         sb_xml(&b, m->threads[t].name, 18);
-        sb_printf(&b, "</text><text x=\"10\" y=\"%.1f\" class=\"s\">busy %.0f%%<title>%ld events, busy %.3f ms of %.3f ms"
-                      "</title></text>\n",
+        sb_printf(&b,
+                  "</text><text x=\"10\" y=\"%.1f\" class=\"s\">busy %.0f%%<title>%ld events, busy %.3f ms of %.3f ms"
+                  "</title></text>\n",
                   lane_y[t] + 28, span > 0 ? busy / span * 100 : 0, nev, busy / 1e3, span / 1e3);
     }
 
@@ -447,8 +447,8 @@ int pardo_trace_svg(const pardo_trace_model *m, int width, char **out, size_t *l
     double step = tick_step(L.span, (int)(pw / 110) > 2 ? (int)(pw / 110) : 2);
     int decimals = step >= 1000 ? 0 : (int)ceil(-log10(step / 1000) - 1e-9);
     if (decimals < 0) decimals = 0;
-    sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", x0, axis_y,
-              x0 + pw, axis_y);
+    sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", x0, axis_y, x0 + pw,
+              axis_y);
     for (int k = 0;; k++) {
         double t = (double)k * step;
         if (t > L.span * 1.0000001) break;
@@ -457,8 +457,8 @@ int pardo_trace_svg(const pardo_trace_model *m, int width, char **out, size_t *l
                   axis_y);
         sb_printf(&b, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#d0d0d0\" stroke-width=\"0.6\"/>",
                   x, ttop, x, tbottom);
-        sb_printf(&b, "<text x=\"%.2f\" y=\"%.1f\" class=\"t\" text-anchor=\"middle\">%.*f%s</text>\n", x,
-                  axis_y - 7, decimals, t / 1e3, k == 0 ? " ms" : "");
+        sb_printf(&b, "<text x=\"%.2f\" y=\"%.1f\" class=\"t\" text-anchor=\"middle\">%.*f%s</text>\n", x, axis_y - 7,
+                  decimals, t / 1e3, k == 0 ? " ms" : "");
     }
 
     /* parallel_do bands, under everything else */
@@ -546,12 +546,14 @@ int pardo_trace_svg(const pardo_trace_model *m, int width, char **out, size_t *l
             sb_printf(&b, "%.2f,%.2f ", x, yy);
             prev_y = yy;
         }
-        sb_printf(&b, "%.2f,%.2f\"><title>tensor memory in use (bytes, sampled at each op end); max %.0f</title>"
-                      "</polyline>\n",
+        sb_printf(&b,
+                  "%.2f,%.2f\"><title>tensor memory in use (bytes, sampled at each op end); max %.0f</title>"
+                  "</polyline>\n",
                   x0 + pw, prev_y, vmax);
     }
-    sb_printf(&b, "<text x=\"12\" y=\"%.0f\" class=\"s\">hover a box for its details; ops are coloured by type; "
-                  "a dashed band spans one parallel_do run across the lanes of its parts</text>\n",
+    sb_printf(&b,
+              "<text x=\"12\" y=\"%.0f\" class=\"s\">hover a box for its details; ops are coloured by type; "
+              "a dashed band spans one parallel_do run across the lanes of its parts</text>\n",
               H - 10);
     sb_printf(&b, "</svg>\n");
     free(lane_depth);

@@ -207,7 +207,7 @@ START_TEST(mlp_trace_has_every_op_parts_on_two_threads_and_consistent_nesting) {
         const cJSON *x;
         bool in = false;
         cJSON_ArrayForEach(x, events) in |= is(x, "X", "part") && num(x, "tid") == num(e, "tid") &&
-                                           num(e, "ts") >= num(x, "ts") - TOL && end_of(e) <= end_of(x) + TOL;
+                                            num(e, "ts") >= num(x, "ts") - TOL && end_of(e) <= end_of(x) + TOL;
         ck_assert_msg(in, "op %s of block 1 is in no part", str(e, "name"));
     }
     /* thread names: main and pool-1, one per thread with events */
@@ -438,15 +438,14 @@ END_TEST
 
 /* ---- Errors ---- */
 
-static const char div_graph[] =
-    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
-    "\"a\": {\"dtype\": \"int32\", \"shape\": [2], \"value\": [1, 2]},"
-    "\"b\": {\"dtype\": \"int32\", \"shape\": [2], \"value\": [1, 0]}},"
-    "\"ops\": ["
-    "{\"op\": \"add\", \"in\": [\"a\", \"b\"], \"out\": [\"c\"]},"
-    "{\"op\": \"div\", \"in\": [\"c\", \"b\"], \"out\": [\"d\"], \"name\": \"divide\"},"
-    "{\"op\": \"add\", \"in\": [\"d\", \"b\"], \"out\": [\"e\"]}"
-    "]}]}";
+static const char div_graph[] = "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                                "\"a\": {\"dtype\": \"int32\", \"shape\": [2], \"value\": [1, 2]},"
+                                "\"b\": {\"dtype\": \"int32\", \"shape\": [2], \"value\": [1, 0]}},"
+                                "\"ops\": ["
+                                "{\"op\": \"add\", \"in\": [\"a\", \"b\"], \"out\": [\"c\"]},"
+                                "{\"op\": \"div\", \"in\": [\"c\", \"b\"], \"out\": [\"d\"], \"name\": \"divide\"},"
+                                "{\"op\": \"add\", \"in\": [\"d\", \"b\"], \"out\": [\"e\"]}"
+                                "]}]}";
 
 START_TEST(failing_run_ends_the_trace_at_the_failing_op) {
     pardo_status st;

@@ -87,8 +87,8 @@ int main(int argc, char **argv) {
     qsort(ratio, (size_t)reps, sizeof(*ratio), cmp_double);
     printf("%d steps x %d reps, %d threads: off %.2f us/step, on %.2f us/step (means); median on/off %+.1f%%\n", steps,
            reps, threads, off_sum / reps / steps, on_sum / reps / steps, (ratio[reps / 2] - 1) * 100);
-    printf("making the JSON afterwards: %.1f ms for %.1f MB (%.2f us a step)\n", json_ms / reps, (double)json_bytes / 1e6,
-           json_ms / reps * 1e3 / steps);
+    printf("making the JSON afterwards: %.1f ms for %.1f MB (%.2f us a step)\n", json_ms / reps,
+           (double)json_bytes / 1e6, json_ms / reps * 1e3 / steps);
     free(ratio);
     pardo_tensor_release(x);
     pardo_tensor_release(y);
