@@ -6,6 +6,8 @@
 #define PARDO_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 
 #include "graph.h"
 #include "status.h"
@@ -18,6 +20,12 @@ int pardo_cli_ops(int argc, char **argv);
 int pardo_cli_dot(int argc, char **argv);
 int pardo_cli_transpile(int argc, char **argv);
 int pardo_cli_train(int argc, char **argv);
+int pardo_cli_trace(int argc, char **argv);
+
+/* Prints the summary tables of a Chrome trace held in memory (json, len
+ * bytes; borrowed), named `name` in the heading, to f: `pardo run
+ * --profile`. Returns an exit status (1 when it cannot). */
+int cli_trace_profile(FILE *f, const char *json, size_t len, const char *name);
 
 /* Prints "pardo CMD: message" and a hint to use --help on stderr; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
