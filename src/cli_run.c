@@ -225,37 +225,10 @@ static int save_checkpoint(pardo_executor *ex, const char *path) {
     return CLI_OK;
 }
 
-/* Ends the trace of the steps (when --trace or --profile asked for one):
- * writes it to --trace FILE atomically and prints the --profile summary on
- * stderr, status ("ok", "failed", "interrupted") in its otherData. Returns
- * CLI_OK or CLI_FAILED. */
 static int finish_trace(const run_args *a, pardo_executor *ex, const char *status) {
     if (!a->trace && !a->profile) return CLI_OK;
-    pardo_trace_stop();
-    pardo_status st;
-    pardo_status_clear(&st);
-    pardo_trace_info info = {.graph = a->graph, .command = "run", .threads = (int)a->threads,
-                             .steps = (long)pardo_executor_steps(ex), .status = status};
-    char *json = NULL;
-    size_t n = 0;
-    int rc = CLI_OK;
-    if (pardo_trace_json(&info, &json, &n, &st) != PARDO_OK) {
-        cli_print_error(&st);
-        rc = CLI_FAILED;
-    } else {
-        pardo_file_part part = {json, n};
-        if (a->trace && pardo_file_write_atomic(a->trace, &part, 1, &st) != PARDO_OK) {
-            cli_print_error(&st);
-            rc = CLI_FAILED;
-        }
-        if (a->profile) {
-            fflush(stdout);
-            if (cli_trace_profile(stderr, json, n, "--profile") != CLI_OK) rc = CLI_FAILED;
-        }
-    }
-    free(json);
-    pardo_trace_reset();
-    return rc;
+    return cli_trace_finish(a->trace, a->profile, a->graph, "run", (int)a->threads,
+                            (long)pardo_executor_steps(ex), status);
 }
 
 /* Everything after a successfully parsed command line. */

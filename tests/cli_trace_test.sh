@@ -9,47 +9,12 @@
 # without -o (exit 2 naming the file or the flag).
 # Usage: tests/cli_trace_test.sh PATH/TO/pardo
 set -u
-PARDO=${1:?usage: cli_trace_test.sh PATH/TO/pardo}
-case $PARDO in /*) ;; *) PARDO=$(pwd)/$PARDO ;; esac
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d /tmp/pardo-cli-trace-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-cd "$ROOT" || exit 1
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# check NAME CODE WORDS... -- ARGS...: exit status CODE and every WORD in stderr
-check() {
-    name=$1 code=$2
-    shift 2
-    words=""
-    while [ "$1" != "--" ]; do words="$words
-$1"; shift; done
-    shift
-    "$PARDO" "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-    if [ "$rc" != "$code" ]; then
-        bad "$name: exit $rc, expected $code; stderr: $(head -c 2000 "$T/err")"
-        return
-    fi
-    missing=""
-    IFS='
-'
-    for w in $words; do grep -qF -- "$w" "$T/err" || missing="$missing '$w'"; done
-    unset IFS
-    if [ -n "$missing" ]; then bad "$name: stderr lacks$missing: $(head -c 2000 "$T/err")"; else ok; fi
-}
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup cli-trace "$@"
 
 # has NAME FILE TEXT: FILE contains TEXT
 has() {
     if grep -qF -- "$3" "$2"; then ok; else bad "$1: $2 lacks '$3': $(head -c 1500 "$2")"; fi
-}
-
-no_file() {
-    if [ -e "$2" ]; then bad "$1: $2 was written"; else ok; fi
 }
 
 # no_temp NAME DIR: no temporary file (NAME.tmpXXXXXX) left in DIR
@@ -58,24 +23,24 @@ no_temp() {
 }
 
 FEEDS="--feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy"
-check "transpile" 0 -- transpile graphs/mlp.json -o "$T/train.json" --backward loss --optimizer adam --lr 0.01
+expect "transpile" 0 -- transpile graphs/mlp.json -o "$T/train.json" --backward loss --optimizer adam --lr 0.01
 
 # ---- help ----
-check "trace --help" 0 -- trace --help
+expect "trace --help" 0 -- trace --help
 has "trace --help" "$T/out" "usage: pardo trace summary"
-check "trace summary --help" 0 -- trace summary --help
+expect "trace summary --help" 0 -- trace summary --help
 has "trace summary --help" "$T/out" "--csv"
-check "trace timeline --help" 0 -- trace timeline --help
+expect "trace timeline --help" 0 -- trace timeline --help
 has "trace timeline --help" "$T/out" "-o FILE.svg"
-check "run --help" 0 -- run --help
+expect "run --help" 0 -- run --help
 has "run --help" "$T/out" "--trace FILE"
 has "run --help" "$T/out" "--profile"
-check "pardo --help" 0 -- --help
+expect "pardo --help" 0 -- --help
 has "pardo --help" "$T/out" "trace summary TRACE"
 
 # ---- run --trace: a Chrome trace of the 2-step run ----
 mkdir -p "$T/r"
-check "run --trace" 0 -- run "$T/train.json" $FEEDS --steps 2 --threads 2 --fetch loss --trace "$T/r/t.json"
+expect "run --trace" 0 -- run "$T/train.json" $FEEDS --steps 2 --threads 2 --fetch loss --trace "$T/r/t.json"
 has "run --trace stdout" "$T/out" "loss: float32 []"
 has "trace file" "$T/r/t.json" '"traceEvents":['
 has "trace file" "$T/r/t.json" '"displayTimeUnit":"ms"'
@@ -91,17 +56,17 @@ no_temp "run --trace" "$T/r"
 if cmp -s "$T/plain" "$T/out"; then ok; else bad "--trace changed the results: $(cat "$T/plain" "$T/out")"; fi
 
 # ---- summary: text, --top, --csv ----
-check "summary" 0 -- trace summary "$T/r/t.json"
+expect "summary" 0 -- trace summary "$T/r/t.json"
 cp "$T/out" "$T/summary.txt"
 for w in "per op type" "matmul" "adam" "top 10 ops by total time" "threads (busy" "main" "parallel_do (efficiency" \
     "b0:2 parts" "p99 us" "2 steps"; do
     has "summary" "$T/summary.txt" "$w"
 done
-check "summary --top 3" 0 -- trace summary "$T/r/t.json" --top 3
+expect "summary --top 3" 0 -- trace summary "$T/r/t.json" --top 3
 has "summary --top 3" "$T/out" "top 3 ops by total time"
 n=$(sed -n '/^top 3 ops/,/^$/p' "$T/out" | grep -c '^b[01]:')
 if [ "$n" = 3 ]; then ok; else bad "summary --top 3: $n op rows: $(cat "$T/out")"; fi
-check "summary --csv" 0 -- trace summary "$T/r/t.json" --csv
+expect "summary --csv" 0 -- trace summary "$T/r/t.json" --csv
 if [ "$(head -1 "$T/out")" = "section,key,metric,value" ]; then ok; else bad "csv header: $(head -1 "$T/out")"; fi
 has "summary --csv" "$T/out" "op_type,matmul,count,8"
 has "summary --csv" "$T/out" "parallel_do,b0:2 parts,efficiency,"
@@ -109,7 +74,7 @@ has "summary --csv" "$T/out" "thread,main,busy_share,"
 if awk -F, 'NR > 1 && NF != 4 { exit 1 }' "$T/out"; then ok; else bad "csv rows without 4 fields: $(head -5 "$T/out")"; fi
 
 # ---- timeline: one well-formed SVG ----
-check "timeline" 0 -- trace timeline "$T/r/t.json" -o "$T/r/t.svg"
+expect "timeline" 0 -- trace timeline "$T/r/t.json" -o "$T/r/t.svg"
 if command -v xmllint >/dev/null 2>&1; then
     if xmllint --noout "$T/r/t.svg" 2>"$T/xml.err"; then ok; else bad "timeline is not well-formed XML: $(head -5 "$T/xml.err")"; fi
 else
@@ -125,7 +90,7 @@ done
 # a lane for the pool's worker when it ran a part (in so short a run the caller may run both)
 if grep -q '"args":{"name":"pool-1"}' "$T/r/t.json"; then has "timeline lanes" "$T/r/t.svg" ">pool-1</text>"; fi
 no_temp "timeline" "$T/r"
-check "timeline --width" 0 -- trace timeline "$T/r/t.json" -o "$T/r/wide.svg" --width 3000
+expect "timeline --width" 0 -- trace timeline "$T/r/t.json" -o "$T/r/wide.svg" --width 3000
 has "timeline --width" "$T/r/wide.svg" 'width="3000"'
 
 # headless Chromium renders it to a picture with something on it
@@ -153,9 +118,9 @@ for w in "trace --profile" "per op type" "softmax_cross_entropy" "threads (busy"
 done
 has "--profile stdout" "$T/out" "loss: float32 []"
 if [ -z "$(ls "$T/p")" ]; then ok; else bad "--profile wrote files: $(ls "$T/p")"; fi
-check "--profile and --trace" 0 -- run "$T/train.json" $FEEDS --threads 2 --fetch loss --profile --trace "$T/r/both.json"
+expect "--profile and --trace" 0 -- run "$T/train.json" $FEEDS --threads 2 --fetch loss --profile --trace "$T/r/both.json"
 has "--profile and --trace" "$T/err" "per op type"
-check "summary of --profile's trace" 0 -- trace summary "$T/r/both.json"
+expect "summary of --profile's trace" 0 -- trace summary "$T/r/both.json"
 
 # ---- a failing run: exit 1, and a whole trace that ends at the failing op ----
 cat >"$T/div.json" <<'EOF'
@@ -168,13 +133,13 @@ cat >"$T/div.json" <<'EOF'
   {"op": "add", "in": ["d", "b"], "out": ["e"]}]}]}
 EOF
 mkdir -p "$T/f"
-check "failing run --trace" 1 "division by zero" -- run "$T/div.json" --trace "$T/f/t.json"
+expect "failing run --trace" 1 "division by zero" -- run "$T/div.json" --trace "$T/f/t.json"
 has "failing trace" "$T/f/t.json" '"status":"failed"'
 has "failing trace" "$T/f/t.json" '"error":"'
 has "failing trace" "$T/f/t.json" "division by zero"
 no_temp "failing run" "$T/f"
 if [ "$(grep -o '"cat":"op"' "$T/f/t.json" | wc -l)" = 2 ]; then ok; else bad "failing trace: not 2 op events"; fi
-check "summary of a failed run" 0 -- trace summary "$T/f/t.json"
+expect "summary of a failed run" 0 -- trace summary "$T/f/t.json"
 has "summary of a failed run" "$T/out" "failed"
 
 # ---- interrupted: SIGINT -> exit 130, the trace written first ----
@@ -189,29 +154,28 @@ rc=$?
 if [ "$rc" = 130 ]; then ok; else bad "interrupted run: exit $rc, expected 130: $(cat "$T/i.err")"; fi
 has "interrupted trace" "$T/i/t.json" '"status":"interrupted"'
 no_temp "interrupted run" "$T/i"
-check "summary of an interrupted run" 0 -- trace summary "$T/i/t.json"
+expect "summary of an interrupted run" 0 -- trace summary "$T/i/t.json"
 
 # ---- errors: exit 2 naming the file and what was expected ----
-check "summary of a graph" 2 "graphs/mlp.json" "traceEvents" -- trace summary graphs/mlp.json
+expect "summary of a graph" 2 "graphs/mlp.json" "traceEvents" -- trace summary graphs/mlp.json
 head -c 3000 "$T/r/t.json" >"$T/half.json"
-check "summary of a truncated trace" 2 "$T/half.json" "truncated" "expected a Chrome trace" -- trace summary "$T/half.json"
-check "timeline of a truncated trace" 2 "$T/half.json" -- trace timeline "$T/half.json" -o "$T/half.svg"
+expect "summary of a truncated trace" 2 "$T/half.json" "truncated" "expected a Chrome trace" -- trace summary "$T/half.json"
+expect "timeline of a truncated trace" 2 "$T/half.json" -- trace timeline "$T/half.json" -o "$T/half.svg"
 no_file "timeline of a truncated trace" "$T/half.svg"
-check "summary of a missing file" 2 "$T/missing.json" -- trace summary "$T/missing.json"
+expect "summary of a missing file" 2 "$T/missing.json" -- trace summary "$T/missing.json"
 : >"$T/empty.json"
-check "summary of an empty file" 2 "$T/empty.json" "empty file" -- trace summary "$T/empty.json"
+expect "summary of an empty file" 2 "$T/empty.json" "empty file" -- trace summary "$T/empty.json"
 printf '{"traceEvents": [{"ph": "X", "ts": 1, "tid": 1}]}' >"$T/nodur.json"
-check "an event without dur" 2 "$T/nodur.json" "traceEvents[0]" '"dur"' -- trace summary "$T/nodur.json"
-check "timeline without -o" 2 "missing -o" -- trace timeline "$T/r/t.json"
-check "timeline without TRACE" 2 "missing TRACE" -- trace timeline -o "$T/x.svg"
-check "summary without TRACE" 2 "missing TRACE" -- trace summary
-check "unknown subcommand" 2 "unknown subcommand 'sumary'" -- trace sumary "$T/r/t.json"
-check "trace alone" 2 "usage: pardo trace" -- trace
-check "bad --top" 2 "--top expects an integer" -- trace summary "$T/r/t.json" --top 0
-check "unknown flag" 2 "unknown flag '--svg'" -- trace summary "$T/r/t.json" --svg
-check "timeline into a missing folder" 1 "$T/nowhere/t.svg" -- trace timeline "$T/r/t.json" -o "$T/nowhere/t.svg"
-check "run --trace into a missing folder" 1 "$T/nowhere/t.json" -- run "$T/train.json" $FEEDS --threads 2 --fetch loss --trace "$T/nowhere/t.json"
+expect "an event without dur" 2 "$T/nodur.json" "traceEvents[0]" '"dur"' -- trace summary "$T/nodur.json"
+expect "timeline without -o" 2 "missing -o" -- trace timeline "$T/r/t.json"
+expect "timeline without TRACE" 2 "missing TRACE" -- trace timeline -o "$T/x.svg"
+expect "summary without TRACE" 2 "missing TRACE" -- trace summary
+expect "unknown subcommand" 2 "unknown subcommand 'sumary'" -- trace sumary "$T/r/t.json"
+expect "trace alone" 2 "usage: pardo trace" -- trace
+expect "bad --top" 2 "--top expects an integer" -- trace summary "$T/r/t.json" --top 0
+expect "unknown flag" 2 "unknown flag '--svg'" -- trace summary "$T/r/t.json" --svg
+expect "timeline into a missing folder" 1 "$T/nowhere/t.svg" -- trace timeline "$T/r/t.json" -o "$T/nowhere/t.svg"
+expect "run --trace into a missing folder" 1 "$T/nowhere/t.json" -- run "$T/train.json" $FEEDS --threads 2 --fetch loss --trace "$T/nowhere/t.json"
 no_file "run --trace into a missing folder" "$T/nowhere"
 
-echo "cli-trace: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_finish
