@@ -16,6 +16,7 @@
 #include "op.h"
 #include "scope.h"
 #include "thread_pool.h"
+#include "trace.h"
 
 /* Element counts before and after dim ax, in elements. */
 static void outer_inner(const pardo_tensor *t, int ax, int64_t *outer, int64_t *inner) {
@@ -473,7 +474,8 @@ static int pd_scopes(pd_state *s, pardo_kernel_ctx *ctx, int n) {
 typedef struct pd_job {
     pardo_kernel_ctx *ctx;
     pd_state *s;
-    int n; // parts
+    int n;         // parts
+    uint64_t flow; // trace: the first part's flow id; 0 when no trace is on
     _Alignas(64)
         atomic_int stop; // (a cache line of its own) set by the first part that fails; parts read it between ops
     atomic_int failed;   // the first part that failed, or -1
@@ -511,11 +513,31 @@ static int pd_run_part(pd_job *j, int i, pardo_status *st) {
     return rc;
 }
 
+/* Records part i's span (from t0 to now) in the trace. */
+static void trace_part(const pd_job *j, int i, int64_t t0, int rc, const pardo_status *st) {
+    const pd_state *s = j->s;
+    const pardo_tensor *first = s->n_ins ? pardo_tensor_array_part(j->ctx->in[s->ins[0].slot], i) : NULL;
+    pardo_trace_part r = {.parallel_do = j->ctx->op,
+                          .op_block = j->ctx->block,
+                          .op_index = j->ctx->op_index,
+                          .block = s->block,
+                          .part = i,
+                          .parts = j->n,
+                          .rows = first && first->ndim > 0 ? first->shape[0] : -1,
+                          .flow = j->flow + (uint64_t)i,
+                          .t0 = t0,
+                          .t1 = pardo_trace_ticks(),
+                          .error = rc == PARDO_OK ? NULL : st->msg};
+    pardo_trace_record_part(&r);
+}
+
 static void pd_part_fn(void *arg, int64_t i) {
     pd_job *j = arg;
     pardo_status *st = &j->s->parts[i].st;
     if (atomic_load_explicit(&j->stop, memory_order_acquire)) return; /* another part failed: do not start */
+    int64_t t0 = j->flow ? pardo_trace_ticks() : 0;
     int rc = pd_run_part(j, (int)i, st);
+    if (j->flow) trace_part(j, (int)i, t0, rc, st);
     if (rc == PARDO_OK || rc == PARDO_ECANCELED) return;
     st->code = rc;
     int none = -1;
@@ -547,7 +569,7 @@ static int pd_cpu(pardo_kernel_ctx *ctx) {
     if (rc != PARDO_OK) return rc;
     for (int k = 0; k < s->n_outs; k++)
         if (!pardo_kernel_output_array(ctx, s->outs[k].slot, s->outs[k].dtype, n)) return ctx->st->code;
-    pd_job j = {.ctx = ctx, .s = s, .n = n};
+    pd_job j = {.ctx = ctx, .s = s, .n = n, .flow = pardo_trace_on() ? pardo_trace_flow_start(ctx->op, n) : 0};
     atomic_init(&j.stop, 0);
     atomic_init(&j.failed, -1);
     pardo_thread_pool_for(ctx->nthreads, n, pd_part_fn, &j);

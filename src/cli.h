@@ -6,6 +6,8 @@
 #define PARDO_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 
 #include "graph.h"
 #include "status.h"
@@ -18,6 +20,21 @@ int pardo_cli_ops(int argc, char **argv);
 int pardo_cli_dot(int argc, char **argv);
 int pardo_cli_transpile(int argc, char **argv);
 int pardo_cli_train(int argc, char **argv);
+int pardo_cli_trace(int argc, char **argv);
+
+/* Prints the summary tables of a Chrome trace held in memory (json, len
+ * bytes; borrowed), named `name` in the heading, to f: `pardo run
+ * --profile`. Returns an exit status (1 when it cannot). */
+int cli_trace_profile(FILE *f, const char *json, size_t len, const char *name);
+
+/* Ends a trace started with pardo_trace_start for `pardo run` or `pardo
+ * train`: writes it to `path` atomically (when not NULL) and prints the
+ * summary tables on stderr when `profile`; otherData names the graph, the
+ * command, threads, steps and status ("ok", "failed", "interrupted"). Resets
+ * the trace. Returns CLI_OK or CLI_FAILED (the error printed). Call before
+ * the program is freed. */
+int cli_trace_finish(const char *path, bool profile, const char *graph, const char *command, int threads, long steps,
+                     const char *status);
 
 /* Prints "pardo CMD: message" and a hint to use --help on stderr; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "file_io.h"
+#include "trace.h"
 #include "graph_json.h"
 #include "pass.h"
 
@@ -78,4 +80,32 @@ pardo_program *cli_load_checked(const char *path) {
         return NULL;
     }
     return p;
+}
+
+int cli_trace_finish(const char *path, bool profile, const char *graph, const char *command, int threads, long steps,
+                     const char *status) {
+    pardo_trace_stop();
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_trace_info info = {.graph = graph, .command = command, .threads = threads, .steps = steps, .status = status};
+    char *json = NULL;
+    size_t n = 0;
+    int rc = CLI_OK;
+    if (pardo_trace_json(&info, &json, &n, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        rc = CLI_FAILED;
+    } else {
+        pardo_file_part part = {json, n};
+        if (path && pardo_file_write_atomic(path, &part, 1, &st) != PARDO_OK) {
+            cli_print_error(&st);
+            rc = CLI_FAILED;
+        }
+        if (profile) {
+            fflush(stdout);
+            if (cli_trace_profile(stderr, json, n, "--profile") != CLI_OK) rc = CLI_FAILED;
+        }
+    }
+    free(json);
+    pardo_trace_reset();
+    return rc;
 }

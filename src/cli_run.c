@@ -1,7 +1,8 @@
 /* cli_run.c - `pardo run`: load and check a graph, bind feeds, params and
  * state, run block 0 N times, then print and save the fetched vars and an
  * optional checkpoint. Nothing is written unless every step succeeded (or
- * a signal stopped the run between steps, when only --save is written). */
+ * a signal stopped the run between steps, when only --save is written),
+ * except the --trace file, which is written however the run ends. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,14 +13,17 @@
 
 #include "cli.h"
 #include "executor.h"
+#include "file_io.h"
 #include "npy.h"
 #include "safetensors.h"
 #include "tensor_print.h"
 #include "thread_pool.h"
+#include "trace.h"
 
 static const char run_help[] =
     "usage: pardo run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
     "                 [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
+    "                 [--trace FILE] [--profile]\n"
     "\n"
     "Runs block 0 of GRAPH N times (default 1) and prints the fetched vars.\n"
     "  --feed NAME=FILE.npy  bind feed var NAME to a .npy array (every feed var needs one)\n"
@@ -30,7 +34,10 @@ static const char run_help[] =
     "  --steps N             run N steps (default 1)\n"
     "  --threads N           threads to use: the thread pool's size and parallel_do's parts\n"
     "                        (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
-    "  --device cpu|cuda[:K] run ops that have a CUDA kernel on GPU K (default cpu)\n";
+    "  --device cpu|cuda[:K] run ops that have a CUDA kernel on GPU K (default cpu)\n"
+    "  --trace FILE          write a Chrome trace of the steps (Perfetto, chrome://tracing, pardo trace),\n"
+    "                        also when the run fails or is interrupted\n"
+    "  --profile             print the trace's summary tables on stderr at the end (no file)\n";
 
 #define MAX_ITEMS 256
 
@@ -41,7 +48,8 @@ typedef struct run_args {
     int n_feeds;
     const char *fetch[MAX_ITEMS];
     int n_fetch;
-    const char *out_dir, *load, *save;
+    const char *out_dir, *load, *save, *trace;
+    bool profile;
     long steps, threads;
     pardo_device_kind device;
     int device_index;
@@ -109,6 +117,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
             if (!(a->load = cli_flag_value("run", argc, argv, &i, "--load"))) return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--save")) {
             if (!(a->save = cli_flag_value("run", argc, argv, &i, "--save"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--trace")) {
+            if (!(a->trace = cli_flag_value("run", argc, argv, &i, "--trace"))) return CLI_BAD_INPUT;
+        } else if (strcmp(arg, "--profile") == 0) {
+            a->profile = true;
         } else if (cli_flag_is(arg, "--steps")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--steps")) ||
                 !cli_parse_int("run", "--steps", v, 1, 1000000000L, &a->steps))
@@ -213,6 +225,12 @@ static int save_checkpoint(pardo_executor *ex, const char *path) {
     return CLI_OK;
 }
 
+static int finish_trace(const run_args *a, pardo_executor *ex, const char *status) {
+    if (!a->trace && !a->profile) return CLI_OK;
+    return cli_trace_finish(a->trace, a->profile, a->graph, "run", (int)a->threads,
+                            (long)pardo_executor_steps(ex), status);
+}
+
 /* Everything after a successfully parsed command line. */
 static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex) {
     pardo_status st;
@@ -246,17 +264,24 @@ static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if ((a->trace || a->profile) && pardo_trace_start(&st) != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_FAILED;
+    }
     for (long s = 0; s < a->steps && !stop_requested; s++) {
         if (pardo_executor_run(ex, &st) != PARDO_OK) {
             cli_print_error(&st);
+            finish_trace(a, ex, "failed");
             return CLI_FAILED;
         }
     }
     if (stop_requested) {
         fprintf(stderr, "pardo: stopped after %llu steps\n", (unsigned long long)pardo_executor_steps(ex));
+        rc = finish_trace(a, ex, "interrupted");
         if (a->save && save_checkpoint(ex, a->save) != CLI_OK) return CLI_FAILED;
-        return CLI_INTERRUPTED;
+        return rc == CLI_OK ? CLI_INTERRUPTED : rc;
     }
+    if (finish_trace(a, ex, "ok") != CLI_OK) return CLI_FAILED;
     for (int f = 0; f < a->n_fetch; f++) {
         pardo_tensor *t = pardo_executor_fetch(ex, a->fetch[f]);
         bool unset = !t;

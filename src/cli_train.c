@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "trace.h"
 #include "coordinator.h"
 #include "eval_program.h"
 #include "executor.h"
@@ -35,6 +36,7 @@ static const char train_help[] =
     "usage: pardo train GRAPH --data NAME=FILE.npy... --batch-size B [--epochs E]\n"
     "                   [--shuffle] [--seed S] [--drop-last] [--eval NAME=FILE.npy]...\n"
     "                   [--threads N] [--load CKPT] [--save CKPT] [--log FILE.jsonl] [--loss NAME]\n"
+    "                   [--trace FILE] [--profile]\n"
     "\n"
     "Trains GRAPH, a training graph (one with optimize ops, as `pardo transpile\n"
     "--backward LOSS --optimizer adam` writes), one step per batch of the data.\n"
@@ -53,6 +55,9 @@ static const char train_help[] =
     "  --log FILE.jsonl      append one JSON object per epoch: epoch, loss, eval_loss,\n"
     "                        eval_accuracy, samples_per_s, seconds\n"
     "  --loss NAME           the loss var (default: the output of the op with role loss)\n"
+    "  --trace FILE          write a Chrome trace of the training (ops, parts, stages, loader batches),\n"
+    "                        also when the run fails or is stopped\n"
+    "  --profile             print the trace's summary tables on stderr at the end (no file)\n"
     "Progress goes to stderr, the final figures to stdout. SIGINT or SIGTERM stops after\n"
     "the current step and writes the --save checkpoint (exit status 130).\n";
 
@@ -72,7 +77,8 @@ typedef struct train_args {
     int n_eval;
     long batch_size, epochs, threads, seed;
     bool shuffle, drop_last, seed_given;
-    const char *load, *save, *log, *loss;
+    const char *load, *save, *log, *loss, *trace;
+    bool profile;
 } train_args;
 
 /* Signals seen: the first asks for a stop, the second leaves at once. */
@@ -172,7 +178,9 @@ static int parse_args(int argc, char **argv, train_args *a) {
         } else if (cli_flag_is(arg, "--loss")) {
             if (!(a->loss = cli_flag_value("train", argc, argv, &i, "--loss"))) return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--trace")) {
-            return cli_usage_error("train", "--trace: this pardo has no trace writer yet");
+            if (!(a->trace = cli_flag_value("train", argc, argv, &i, "--trace"))) return CLI_BAD_INPUT;
+        } else if (strcmp(arg, "--profile") == 0) {
+            a->profile = true;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             return cli_usage_error("train", "unknown flag '%s'", arg);
         } else if (!a->graph) {
@@ -297,6 +305,7 @@ typedef struct trainer {
     double seconds;      // of training and evaluation in this process
     double step_seconds; // of training alone (loader waits and steps)
     int64_t samples;     // rows trained in this process
+    bool tracing;        // --trace or --profile started a trace (ended by cli_trace_finish)
 } trainer;
 
 static int save_checkpoint(trainer *t) {
@@ -637,6 +646,13 @@ static int run_training(trainer *t) {
         return CLI_FAILED;
     }
     pardo_progress_init(&t->progress, stderr, isatty(STDERR_FILENO), a->epochs);
+    if (a->trace || a->profile) { /* the inputs are good: trace from here, however the run ends */
+        if (pardo_trace_start(&st) != PARDO_OK) {
+            cli_print_error(&st);
+            return CLI_FAILED;
+        }
+        t->tracing = true;
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -728,6 +744,12 @@ int pardo_cli_train(int argc, char **argv) {
         return CLI_BAD_INPUT;
     }
     rc = run_training(&t);
+    if (t.tracing) {
+        const char *status = rc == CLI_OK ? "ok" : rc == CLI_INTERRUPTED ? "interrupted" : "failed";
+        if (cli_trace_finish(a.trace, a.profile, a.graph, "train", (int)a.threads, (long)t.state.step, status) != CLI_OK &&
+            rc == CLI_OK)
+            rc = CLI_FAILED;
+    }
     /* the loaders first (they join their producers), then what they used */
     data_set_free(&t.data);
     if (t.has_eval) close_evaluator(&t.ev);

@@ -9,6 +9,7 @@
 #include "init_fill.h"
 #include "stage_plan.h"
 #include "thread_pool.h"
+#include "trace.h"
 
 #define MAX_OP_IO 64
 
@@ -259,11 +260,27 @@ static int check_output(const pardo_program *p, int block, const pardo_op *op, i
                         type_str(&ty, a, sizeof a), type_str(&v->type, b, sizeof b));
 }
 
+/* Records op `index`'s run in the trace: started at t0, ready since *ready
+ * (which becomes its end), outputs out (NULL when it failed). */
+static void trace_op(pardo_executor *ex, int block, int index, int64_t *ready, int64_t t0, pardo_tensor **in,
+                     pardo_tensor **out, const pardo_status *st) {
+    const pardo_op *op = &ex->prog->blocks[block].ops[index];
+    pardo_trace_op r = {.op = op, .block = block, .index = index, .ready = ready && *ready ? *ready : t0, .t0 = t0,
+                        .t1 = pardo_trace_ticks(), .in = in, .n_in = op->n_in, .out = out, .n_out = op->n_out,
+                        .error = out ? NULL : st->msg};
+    pardo_trace_record_op(&r);
+    if (ready) *ready = r.t1;
+}
+
+/* Runs op `index` of block. When a trace is on, *ready (may be NULL) is when
+ * the op became ready, and gets its end. */
 static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
-                  pardo_status *st) {
+                  int64_t *ready, pardo_status *st) {
     const pardo_op *op = &ex->prog->blocks[block].ops[index];
     pardo_tensor *in[MAX_OP_IO] = {0}, *out[MAX_OP_IO] = {0};
     int rc = PARDO_OK;
+    bool tracing = pardo_trace_on(), traced = false;
+    int64_t t0 = tracing ? pardo_trace_ticks() : 0;
     PARDO_ASSERT(op->def && op->n_in <= MAX_OP_IO && op->n_out <= MAX_OP_IO);
     pardo_device_kind dev = (!run->cpu_only && ex->opt.device == PARDO_DEVICE_CUDA && op->def->cuda)
                                 ? PARDO_DEVICE_CUDA
@@ -298,6 +315,10 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
     rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
     for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
         if (op->out[k][0]) rc = check_output(ex->prog, block, op, k, out[k], st);
+    if (tracing && rc == PARDO_OK) { /* before the outputs move into the scope */
+        trace_op(ex, block, index, ready, t0, in, out, st);
+        traced = true;
+    }
     for (int k = 0; k < op->n_out; k++) {
         if (rc == PARDO_OK && op->out[k][0]) {
             rc = pardo_scope_set_move(scope, op->out[k], out[k], st);
@@ -306,12 +327,13 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
         pardo_tensor_release(out[k]);
     }
 done:
-    for (int k = 0; k < op->n_in; k++) pardo_tensor_release(in[k]);
     if (rc != PARDO_OK) {
         char where[512];
         pardo_op_where(ex->prog, block, index, where, sizeof where);
         pardo_status_prefix(st, "%s: ", where);
+        if (tracing && !traced) trace_op(ex, block, index, ready, t0, in, NULL, st);
     }
+    for (int k = 0; k < op->n_in; k++) pardo_tensor_release(in[k]);
     return rc;
 }
 
@@ -323,14 +345,16 @@ typedef struct stage_run {
     const pardo_block_run *run;   // nthreads is 1 inside a chain
     pardo_status *status;         // per chain
     int *failed_at;               // per chain: the op that failed, or -1
+    int64_t t0;                   // trace ticks at the stage's start (0 when no trace is on)
 } stage_run;
 
 static void run_chain(void *arg, int64_t c) {
     stage_run *s = arg;
     const pardo_stage_plan *plan = &s->ex->plans[s->block];
+    int64_t ready = s->t0; /* a chain's first op is ready at the stage's start, the next at its predecessor's end */
     for (int i = s->first; i < s->end; i++) {
         if (plan->chain[i] != (int)c) continue;
-        if (run_op(s->ex, s->block, i, s->scope, s->run, &s->status[c]) != PARDO_OK) {
+        if (run_op(s->ex, s->block, i, s->scope, s->run, &ready, &s->status[c]) != PARDO_OK) {
             s->failed_at[c] = i;
             return;
         }
@@ -350,7 +374,10 @@ static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scop
     one.nthreads = 1;
     stage_run s = {.ex = ex, .block = block, .first = first, .end = plan->stage_end[first], .scope = scope,
                    .run = &one, .status = status, .failed_at = failed_at};
+    bool tracing = pardo_trace_on();
+    if (tracing) s.t0 = pardo_trace_ticks();
     pardo_thread_pool_for(r->nthreads < n ? r->nthreads : n, n, run_chain, &s);
+    if (tracing) pardo_trace_record_stage(block, first, s.end, n, s.t0, pardo_trace_ticks());
     int worst = -1;
     for (int c = 0; c < n; c++)
         if (failed_at[c] >= 0 && (worst < 0 || failed_at[c] < failed_at[worst])) worst = c;
@@ -376,6 +403,8 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
         if (pardo_stage_plan_build(ex->prog, block, &ex->plans[block], st) != PARDO_OK) return st->code;
         ex->planned[block] = true;
     }
+    /* trace: an op is ready when the one before it (or a stage) ends, the first at the block's start */
+    int64_t ready = pardo_trace_on() ? pardo_trace_ticks() : 0;
     for (int i = 0; i < blk->n_ops; i++) {
         if (r.stop && atomic_load_explicit(r.stop, memory_order_acquire))
             return pardo_errorf(st, PARDO_ECANCELED, "block %d stopped before op %d", block, i);
@@ -383,8 +412,9 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
         if (stages && ex->plans[block].n_chains[i] > 1) {
             rc = run_stage(ex, block, i, scope, &r, st);
             i = ex->plans[block].stage_end[i] - 1;
+            if (ready) ready = pardo_trace_ticks();
         } else {
-            rc = run_op(ex, block, i, scope, &r, st);
+            rc = run_op(ex, block, i, scope, &r, &ready, st);
         }
         if (rc != PARDO_OK) return rc;
     }

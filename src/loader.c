@@ -10,6 +10,8 @@
  * lost; the producer's wait is its task's, which an interrupt wakes. */
 #include "loader.h"
 
+#include "trace.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +207,7 @@ pardo_tensor *const *pardo_loader_probe(pardo_loader *l, int64_t rows) {
 
 /* Copies the rows of batch b of epoch e (in l->order) into slot s. */
 static void gather(pardo_loader *l, slot *s, int64_t e, int64_t b) {
+    int64_t t0 = pardo_trace_on() ? pardo_trace_now_ns() : 0;
     int64_t first = b * l->opt.batch_size;
     int64_t rows = l->rows - first < l->opt.batch_size ? l->rows - first : l->opt.batch_size;
     bool tail = rows != l->opt.batch_size;
@@ -223,6 +226,10 @@ static void gather(pardo_loader *l, slot *s, int64_t e, int64_t b) {
     }
     s->batch =
         (pardo_batch){.epoch = e, .index = b, .rows = rows, .first_row = first, .tensors = tail ? s->tail : s->full};
+    if (pardo_trace_on()) {
+        pardo_trace_arg args[3] = {{"epoch", NULL, (double)e}, {"batch", NULL, (double)b}, {"rows", NULL, (double)rows}};
+        pardo_trace_complete(l->opt.name ? l->opt.name : "loader", "loader", t0, pardo_trace_now_ns(), args, 3);
+    }
 }
 
 /* The producer waits for a free slot while `capacity` batches are queued. */

@@ -14,6 +14,7 @@ static const char usage[] =
     "commands:\n"
     "  run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
     "            [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
+    "            [--trace FILE] [--profile]\n"
     "                   run block 0 of a graph N times and print or save the fetched vars\n"
     "  train GRAPH --data NAME=FILE.npy... --batch-size B [--epochs E] [--shuffle] [--seed S]\n"
     "            [--drop-last] [--eval NAME=FILE.npy]... [--threads N] [--load CKPT] [--save CKPT]\n"
@@ -24,6 +25,10 @@ static const char usage[] =
     "  check GRAPH      validate a graph; print its ops, vars, param count and inferred shapes\n"
     "  ops [OP]         list the ops, or one op's inputs, outputs and attrs\n"
     "  dot GRAPH        print the graph as Graphviz dot\n"
+    "  trace summary TRACE [--top N] [--csv]\n"
+    "                   per op type, per op, per thread and per parallel_do tables of a trace\n"
+    "  trace timeline TRACE -o FILE.svg\n"
+    "                   draw a trace: one lane per thread, ops coloured by type\n"
     "\n"
     "'pardo COMMAND --help' describes a command. Exit status: 0 ok, 1 the run failed,\n"
     "2 bad usage or a bad input file, 130 stopped by SIGINT or SIGTERM.\n";
@@ -54,9 +59,11 @@ int main(int argc, char **argv) {
         {"dot", pardo_cli_dot},
         {"transpile", pardo_cli_transpile},
         {"train", pardo_cli_train},
+        {"trace", pardo_cli_trace},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "pardo: unknown command '%s' (expected run, train, transpile, check, ops or dot)\n\n%s", cmd, usage);
+    fprintf(stderr, "pardo: unknown command '%s' (expected run, train, transpile, check, ops, dot or trace)\n\n%s",
+            cmd, usage);
     return CLI_BAD_INPUT;
 }

@@ -1,6 +1,8 @@
 /* task.c - tasks, task groups and interruptible waits (see task.h). */
 #include "task.h"
 
+#include "trace.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -191,6 +193,7 @@ static void run_task(pardo_task *t) {
 }
 
 static void *thread_main(void *p) {
+    pardo_trace_set_thread_name(((pardo_task *)p)->name); /* its lane in a trace (nothing when tracing is off) */
     run_task(p);
     return NULL;
 }

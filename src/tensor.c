@@ -8,6 +8,16 @@
 static const char *const dtype_names[PARDO_DTYPE_COUNT] = {"float32", "float64", "int32", "int64", "bool"};
 static const size_t dtype_sizes[PARDO_DTYPE_COUNT] = {4, 8, 4, 8, 1};
 
+/* Bytes of live tensors (pardo_tensor_bytes_in_use); its own cache line, as
+ * threads create and free tensors at once. */
+static _Alignas(64) atomic_llong bytes_in_use;
+
+int64_t pardo_tensor_bytes_in_use(void) { return atomic_load_explicit(&bytes_in_use, memory_order_relaxed); }
+
+void pardo_tensor_bytes_adjust(int64_t delta) {
+    atomic_fetch_add_explicit(&bytes_in_use, (long long)delta, memory_order_relaxed);
+}
+
 size_t pardo_dtype_size(pardo_dtype dt) {
     return (dt >= 0 && dt < PARDO_DTYPE_COUNT) ? dtype_sizes[dt] : 0;
 }
@@ -93,6 +103,7 @@ pardo_tensor *pardo_tensor_new(pardo_dtype dtype, int ndim, const int64_t *shape
         pardo_errorf(st, PARDO_ENOMEM, "tensor: out of memory");
         return NULL;
     }
+    pardo_tensor_bytes_adjust((int64_t)t->nbytes);
     return t;
 }
 
@@ -115,6 +126,7 @@ void pardo_tensor_release(pardo_tensor *t) {
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
         for (int i = 0; i < t->n_parts; i++) pardo_tensor_release(t->parts[i]);
         free(t->parts);
+        pardo_tensor_bytes_adjust(-(int64_t)t->nbytes);
         pardo_synced_mem_free(t->mem);
         free(t);
     }

@@ -114,6 +114,16 @@ void pardo_tensor_set_f64(pardo_tensor *t, int64_t i, double v);
 /* The tensor's dtype and shape as a pardo_type. */
 pardo_type pardo_tensor_type(const pardo_tensor *t);
 
+/* Bytes of tensor data in use: the sum of nbytes over every live tensor (a
+ * tensor_array's header counts 0; its parts count as tensors). One atomic
+ * counter, updated when a tensor is created or freed; traces sample it.
+ * Thread-safe. */
+int64_t pardo_tensor_bytes_in_use(void);
+
+/* Adds delta to that counter: for tensor.c and tensor_array.c only, when a
+ * tensor's nbytes changes after its creation. Thread-safe. */
+void pardo_tensor_bytes_adjust(int64_t delta);
+
 /* Tensor arrays (src/tensor_array.c). One owner thread at a time, except
  * that threads may set or take distinct parts concurrently (parallel_do's
  * parts each touch their own slot). */

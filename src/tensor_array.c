@@ -8,6 +8,7 @@ pardo_tensor *pardo_tensor_array_new(pardo_dtype elem, pardo_status *st) {
     pardo_tensor *a = pardo_tensor_new(elem, 0, NULL, st);
     if (!a) return NULL;
     /* an empty header: no data of its own */
+    pardo_tensor_bytes_adjust(-(int64_t)a->nbytes);
     a->numel = 0;
     a->nbytes = 0;
     a->mem->nbytes = 0;

@@ -5,12 +5,15 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "blocking_counter.h"
 #include "spin.h"
+#include "trace.h"
 
 /* The queue's mutex is glibc's adaptive kind: a thread that finds it held
  * spins a little before sleeping in the kernel. Its critical sections are a
@@ -85,8 +88,10 @@ static void take_head(void (**fn)(void *), void **arg) {
     }
 }
 
-static void *worker_main(void *unused) {
-    (void)unused;
+static void *worker_main(void *index) {
+    char name[32]; /* "pool-K" in traces; K from 1 (the forking thread is not a worker) */
+    snprintf(name, sizeof name, "pool-%d", (int)(intptr_t)index);
+    pardo_trace_set_thread_name(name);
     pthread_mutex_lock(&pool.mu);
     for (;;) {
         while (!pool.head && !pool.stopping) {
@@ -142,7 +147,8 @@ static void start_pool(void) {
     pool.stopping = false;
     pool.n_workers = 0;
     for (int i = 0; i < pool.size - 1; i++) {
-        if (pthread_create(&pool.workers[i], NULL, worker_main, NULL) != 0) break; /* run with fewer */
+        if (pthread_create(&pool.workers[i], NULL, worker_main, (void *)(intptr_t)(i + 1)) != 0)
+            break; /* run with fewer */
         pool.n_workers++;
     }
     atomic_store(&pool.started, true);

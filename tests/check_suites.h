@@ -43,7 +43,8 @@
     X(coordinator)      \
     X(parallel)         \
     X(loader)           \
-    X(train)
+    X(train)            \
+    X(trace)
 
 #define PARDO_SUITE_DECL(m) Suite *make_##m##_suite(void) __attribute__((weak));
 PARDO_SUITES(PARDO_SUITE_DECL)

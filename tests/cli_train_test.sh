@@ -7,62 +7,33 @@
 # step (exit 2, naming the file), a step error that stops the loader too
 # (exit 1), and bad flags (exit 2). Usage: tests/cli_train_test.sh PATH/TO/pardo
 set -u
-PARDO=${1:?usage: cli_train_test.sh PATH/TO/pardo}
-case $PARDO in /*) ;; *) PARDO=$(pwd)/$PARDO ;; esac
-cd "$(dirname "$0")/.." || exit 1
-T=$(mktemp -d /tmp/pardo-cli-train-XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# check NAME CODE WORD... -- ARGS...: exit status CODE and each WORD in stderr
-check() {
-    name=$1 code=$2
-    shift 2
-    words=""
-    while [ "$1" != "--" ]; do words="$words
-$1"; shift; done
-    shift
-    "$PARDO" "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-    if [ "$rc" != "$code" ]; then bad "$name: exit $rc, expected $code: $(cat "$T/err")"; return; fi
-    IFS='
-'
-    for w in $words; do
-        grep -qF -- "$w" "$T/err" || { unset IFS; bad "$name: stderr lacks '$w': $(cat "$T/err")"; return; }
-    done
-    unset IFS
-    ok
-}
-out_has() { if grep -qF -- "$2" "$T/out"; then ok; else bad "$1: stdout lacks '$2': $(head -c 1500 "$T/out")"; fi; }
-no_file() { if [ -e "$2" ]; then bad "$1: $2 was written"; else ok; fi; }
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup cli-train "$@"
 no_step() { if grep -q "^epoch " "$T/err"; then bad "$1: an epoch ran: $(cat "$T/err")"; else ok; fi; }
 
 D=graphs/data
 DATA="--data x=$D/digits_train_x.npy --data y=$D/digits_train_y.npy"
 EVAL="--eval x=$D/digits_test_x.npy --eval y=$D/digits_test_y.npy"
 G=$T/digits_train.json
-check "transpile" 0 -- transpile graphs/digits_mlp.json -o "$G" --backward loss --optimizer adam
-check "train --help" 0 -- train --help
-out_has "train --help" "usage: pardo train"
-check "main usage lists train" 0 -- --help
-out_has "main usage lists train" "train GRAPH --data"
+expect "transpile" 0 -- transpile graphs/digits_mlp.json -o "$G" --backward loss --optimizer adam
+expect "train --help" 0 -- train --help
+stdout_has "train --help" "usage: pardo train"
+expect "main usage lists train" 0 -- --help
+stdout_has "main usage lists train" "train GRAPH --data"
 
 # ---- accuracy on held-out digits ----------------------------------------
-check "train digits" 0 -- train "$G" $DATA $EVAL --batch-size 32 --epochs 10 --shuffle --seed 1 --threads 2 \
+expect "train digits" 0 -- train "$G" $DATA $EVAL --batch-size 32 --epochs 10 --shuffle --seed 1 --threads 2 \
     --log "$T/a.jsonl" --save "$T/a.safetensors"
 acc=$(sed -n 's/^eval_accuracy: \([0-9.]*\)$/\1/p' "$T/out")
 if [ -n "$acc" ] && awk -v a="$acc" 'BEGIN { exit !(a >= 0.95) }'; then ok; else bad "held-out accuracy '$acc' < 0.95: $(cat "$T/out")"; fi
-out_has "train digits" "trained 450 steps"
+stdout_has "train digits" "trained 450 steps"
 grep -q "^epoch 10/10: loss [0-9.]*, eval_loss [0-9.]*, eval_accuracy [0-9.]*, [0-9]* samples/s, [0-9.]* s$" "$T/err" && ok ||
     bad "no plain epoch line: $(cat "$T/err")"
 [ "$(wc -l <"$T/a.jsonl")" -eq 10 ] && ok || bad "log has $(wc -l <"$T/a.jsonl") lines, expected 10"
 grep -q '^{"epoch": 10, "loss": [0-9.e-]*, "eval_loss": [0-9.e-]*, "eval_accuracy": [0-9.e-]*, "samples_per_s": [0-9.]*, "seconds": [0-9.]*}$' "$T/a.jsonl" &&
     ok || bad "log line format: $(tail -1 "$T/a.jsonl")"
 # the checkpoint loads into the inference graph; its held-out loss is the evaluation's
-check "run the trained params" 0 -- run graphs/digits_mlp.json --load "$T/a.safetensors" \
+expect "run the trained params" 0 -- run graphs/digits_mlp.json --load "$T/a.safetensors" \
     --feed x=$D/digits_test_x.npy --feed y=$D/digits_test_y.npy --fetch loss
 run_loss=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
 eval_loss=$(sed -n 's/.*"epoch": 10, .*"eval_loss": \([0-9.e-]*\),.*/\1/p' "$T/a.jsonl")
@@ -72,19 +43,19 @@ grep -q '"pardo@epoch"' "$T/a.safetensors" && ok || bad "the checkpoint lacks pa
 
 # ---- the same seed, the same losses -------------------------------------
 strip_times() { sed 's/, "samples_per_s".*//' "$1"; }
-check "seed run 1" 0 -- train "$G" $DATA $EVAL --batch-size 50 --epochs 3 --shuffle --seed 5 --log "$T/s1.jsonl"
-check "seed run 2" 0 -- train "$G" $DATA $EVAL --batch-size 50 --epochs 3 --shuffle --seed 5 --log "$T/s2.jsonl" --threads 2
-check "seed run 3" 0 -- train "$G" $DATA $EVAL --batch-size 50 --epochs 3 --shuffle --seed 6 --log "$T/s3.jsonl" --threads 2
+expect "seed run 1" 0 -- train "$G" $DATA $EVAL --batch-size 50 --epochs 3 --shuffle --seed 5 --log "$T/s1.jsonl"
+expect "seed run 2" 0 -- train "$G" $DATA $EVAL --batch-size 50 --epochs 3 --shuffle --seed 5 --log "$T/s2.jsonl" --threads 2
+expect "seed run 3" 0 -- train "$G" $DATA $EVAL --batch-size 50 --epochs 3 --shuffle --seed 6 --log "$T/s3.jsonl" --threads 2
 strip_times "$T/s1.jsonl" >"$T/s1"
 strip_times "$T/s2.jsonl" >"$T/s2"
 strip_times "$T/s3.jsonl" >"$T/s3"
 cmp -s "$T/s1" "$T/s2" && ok || bad "seed 5 twice, losses differ: $(cat "$T/s1" "$T/s2")"
 cmp -s "$T/s1" "$T/s3" && bad "seeds 5 and 6 give the same losses" || ok
 # file order, and the last partial batch dropped
-check "no shuffle" 0 -- train "$G" $DATA --batch-size 32 --epochs 2
-out_has "no shuffle" "trained 90 steps"
-check "drop last" 0 -- train "$G" $DATA --batch-size 32 --epochs 2 --drop-last
-out_has "drop last" "trained 88 steps"
+expect "no shuffle" 0 -- train "$G" $DATA --batch-size 32 --epochs 2
+stdout_has "no shuffle" "trained 90 steps"
+expect "drop last" 0 -- train "$G" $DATA --batch-size 32 --epochs 2 --drop-last
+stdout_has "drop last" "trained 88 steps"
 
 # ---- SIGINT: finish the step, save, exit 130; resume to the same params --
 RUN="$G $DATA --batch-size 2 --epochs 4 --shuffle --seed 9 --threads 2"
@@ -97,7 +68,7 @@ wait_line() {
     i=0
     while ! grep -q "^epoch 1/" "$1" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 }
-check "uninterrupted" 0 -- train $RUN --save "$T/full.safetensors"
+expect "uninterrupted" 0 -- train $RUN --save "$T/full.safetensors"
 fetch_params "$T/full.safetensors" "$T/full" && ok || bad "fetch full: $(cat "$T/fetch.err")"
 "$PARDO" train $RUN --save "$T/stop.safetensors" >"$T/stop.out" 2>"$T/stop.err" &
 pid=$!
@@ -110,8 +81,8 @@ rc=$?
 grep -q "stopped in epoch" "$T/stop.err" && ok || bad "SIGINT: no stop message: $(cat "$T/stop.err")"
 grep -q "after batch [1-9]" "$T/stop.err" || echo "note: the SIGINT landed on an epoch boundary: $(grep stopped "$T/stop.err")"
 fetch_params "$T/stop.safetensors" "$T/stopped" && ok || bad "the stopped checkpoint does not load: $(cat "$T/fetch.err")"
-check "resume" 0 -- train $RUN --load "$T/stop.safetensors" --save "$T/resumed.safetensors"
-out_has "resume" "4/4 epochs done"
+expect "resume" 0 -- train $RUN --load "$T/stop.safetensors" --save "$T/resumed.safetensors"
+stdout_has "resume" "4/4 epochs done"
 fetch_params "$T/resumed.safetensors" "$T/resumed" && ok || bad "fetch resumed: $(cat "$T/fetch.err")"
 for v in w1 b1 w2 b2; do
     cmp -s "$T/full/$v.npy" "$T/resumed/$v.npy" && ok || bad "resumed $v differs from the uninterrupted run's"
@@ -119,7 +90,7 @@ done
 cmp -s "$T/full.safetensors" "$T/resumed.safetensors" && ok || bad "the resumed checkpoint differs from the uninterrupted one"
 # a mid-epoch checkpoint resumes only with the batches it was cut from
 if grep -q "after batch [1-9]" "$T/stop.err"; then
-    check "resume with another batch size" 2 "stop.safetensors" "--batch-size" -- \
+    expect "resume with another batch size" 2 "stop.safetensors" "--batch-size" -- \
         train "$G" $DATA --batch-size 4 --epochs 4 --shuffle --seed 9 --load "$T/stop.safetensors"
 fi
 # SIGTERM does the same
@@ -146,32 +117,45 @@ fi
 
 # ---- errors: the loader's before any step (2), a step's (1), flags (2) ---
 cp $D/mlp_y.npy "$T/short_y.npy" # 16 rows
-check "short second file" 2 "short_y.npy" "16 rows" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/short_y.npy" --batch-size 32 --save "$T/e1.st"
+expect "short second file" 2 "short_y.npy" "16 rows" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/short_y.npy" --batch-size 32 --save "$T/e1.st"
 no_step "short second file"
 no_file "short second file" "$T/e1.st"
 echo "not an array" >"$T/text.npy"
-check "not .npy" 2 "text.npy" "not a .npy file" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/text.npy" --batch-size 32 --save "$T/e2.st"
+expect "not .npy" 2 "text.npy" "not a .npy file" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/text.npy" --batch-size 32 --save "$T/e2.st"
 no_step "not .npy"
 no_file "not .npy" "$T/e2.st"
-check "missing file" 2 "nothere.npy" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/nothere.npy" --batch-size 32
-check "wrong dtype" 2 "digits_train_x.npy" "float32" "int64" -- train "$G" --data x=$D/digits_train_x.npy --data y=$D/digits_train_x.npy --batch-size 32
-check "feed without data" 2 "'y' has no data" -- train "$G" --data x=$D/digits_train_x.npy --batch-size 32
-check "data for no feed" 2 "no feed var 'w1'" -- train "$G" $DATA --data w1=$D/digits_train_y.npy --batch-size 32
-check "eval without labels" 2 "--eval y=" -- train "$G" $DATA --eval x=$D/digits_test_x.npy --batch-size 32
+expect "missing file" 2 "nothere.npy" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/nothere.npy" --batch-size 32
+expect "wrong dtype" 2 "digits_train_x.npy" "float32" "int64" -- train "$G" --data x=$D/digits_train_x.npy --data y=$D/digits_train_x.npy --batch-size 32
+expect "feed without data" 2 "'y' has no data" -- train "$G" --data x=$D/digits_train_x.npy --batch-size 32
+expect "data for no feed" 2 "no feed var 'w1'" -- train "$G" $DATA --data w1=$D/digits_train_y.npy --batch-size 32
+expect "eval without labels" 2 "--eval y=" -- train "$G" $DATA --eval x=$D/digits_test_x.npy --batch-size 32
 # labels out of range: softmax_cross_entropy fails inside a step; the loader stops too
 cp $D/digits_train_y.npy "$T/bad_y.npy"
 printf '\014' | dd of="$T/bad_y.npy" bs=1 seek=$((128 + 100 * 8)) conv=notrunc 2>/dev/null
-check "label out of range" 1 "label 12" "softmax_cross_entropy" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 32 --epochs 3 --save "$T/e3.st"
+expect "label out of range" 1 "label 12" "softmax_cross_entropy" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 32 --epochs 3 --save "$T/e3.st"
 no_file "label out of range" "$T/e3.st"
-check "unknown flag" 2 "unknown flag '--frobnicate'" -- train "$G" $DATA --batch-size 32 --frobnicate
-check "batch size 0" 2 "--batch-size expects an integer" -- train "$G" $DATA --batch-size 0
-check "no batch size" 2 "missing --batch-size" -- train "$G" $DATA
-check "no data" 2 "missing --data" -- train "$G" --batch-size 32
-check "seed without shuffle" 2 "--seed needs --shuffle" -- train "$G" $DATA --batch-size 32 --seed 3
-check "epochs 0" 2 "--epochs expects an integer" -- train "$G" $DATA --batch-size 32 --epochs 0
-check "not a training graph" 2 "no op has role \"optimize\"" -- train graphs/digits_mlp.json $DATA --batch-size 32
-check "bad --loss" 2 "'w1'" "param" -- train "$G" $DATA --batch-size 32 --loss w1
-check "bad checkpoint" 2 "text.npy" -- train "$G" $DATA --batch-size 32 --load "$T/text.npy"
+expect "unknown flag" 2 "unknown flag '--frobnicate'" -- train "$G" $DATA --batch-size 32 --frobnicate
+expect "batch size 0" 2 "--batch-size expects an integer" -- train "$G" $DATA --batch-size 0
+expect "no batch size" 2 "missing --batch-size" -- train "$G" $DATA
+expect "no data" 2 "missing --data" -- train "$G" --batch-size 32
+expect "seed without shuffle" 2 "--seed needs --shuffle" -- train "$G" $DATA --batch-size 32 --seed 3
+expect "epochs 0" 2 "--epochs expects an integer" -- train "$G" $DATA --batch-size 32 --epochs 0
+expect "not a training graph" 2 "no op has role \"optimize\"" -- train graphs/digits_mlp.json $DATA --batch-size 32
+expect "bad --loss" 2 "'w1'" "param" -- train "$G" $DATA --batch-size 32 --loss w1
+expect "bad checkpoint" 2 "text.npy" -- train "$G" $DATA --batch-size 32 --load "$T/text.npy"
 
-echo "cli-train: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+# ---- traces of a training run: ops, parts, stages and the loader's batches ----
+expect "train --trace" 0 -- train "$G" $DATA --batch-size 64 --epochs 1 --threads 2 --trace "$T/train.trace.json"
+expect "trace summary of train" 0 -- trace summary "$T/train.trace.json"
+stdout_has "trace summary of train" "loader/loader"
+stdout_has "trace summary of train" "parallel_do"
+stdout_has "trace summary of train" "pardo train"
+grep -q '"name": *"thread_name"' "$T/train.trace.json" && grep -q '"loader"' "$T/train.trace.json" && ok ||
+    bad "the trace names no loader thread"
+expect "train --profile" 0 "per op type" "adam" -- train "$G" $DATA --batch-size 64 --epochs 1 --profile
+expect "train --trace into a missing folder" 1 "$T/nope/t.json" -- train "$G" $DATA --batch-size 64 --trace "$T/nope/t.json"
+expect "failing train still traces" 1 -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 64 --trace "$T/fail.trace.json"
+expect "failed trace reads" 0 -- trace summary "$T/fail.trace.json"
+stdout_has "failed trace reads" "failed"
+
+cli_finish
