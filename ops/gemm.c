@@ -159,14 +159,18 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static const gemm_arch *own_arch = arch_c; // [0] float32, [1] float64
 static gemm_pick env_pick = PICK_DEFAULT;  // $PARDO_GEMM
 
-static void setup(void) {
+/* The best own kernels this CPU runs. */
+static const gemm_arch *best_arch(void) {
 #if GEMM_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        own_arch = arch_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        own_arch = arch_avx2;
+    if (__builtin_cpu_supports("avx512f")) return arch_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return arch_avx2;
 #endif
+    return arch_c;
+}
+
+static void setup(void) {
+    own_arch = best_arch();
     const char *e = getenv("PARDO_GEMM");
     if (e && strcmp(e, "own") == 0)
         env_pick = PICK_OWN;
@@ -176,29 +180,20 @@ static void setup(void) {
 
 int pardo_gemm_force_isa(const char *isa, pardo_status *st) {
     pthread_once(&setup_once, setup);
-    if (strcmp(isa, "c") == 0) {
-        own_arch = arch_c;
-        return PARDO_OK;
-    }
+    const gemm_arch *best = best_arch(), *want = NULL;
+    if (strcmp(isa, "auto") == 0)
+        want = best;
+    else if (strcmp(isa, "c") == 0)
+        want = arch_c;
 #if GEMM_X86
-    if (strcmp(isa, "auto") == 0) {
-        own_arch = __builtin_cpu_supports("avx512f")                                 ? arch_avx512
-                   : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? arch_avx2
-                                                                                     : arch_c;
-        return PARDO_OK;
-    }
-    if (strcmp(isa, "avx512f") == 0 && __builtin_cpu_supports("avx512f")) {
-        own_arch = arch_avx512;
-        return PARDO_OK;
-    }
-    if (strcmp(isa, "avx2") == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        own_arch = arch_avx2;
-        return PARDO_OK;
-    }
-#else
-    if (strcmp(isa, "auto") == 0) return PARDO_OK;
+    else if (strcmp(isa, "avx512f") == 0 && best == arch_avx512)
+        want = arch_avx512;
+    else if (strcmp(isa, "avx2") == 0 && (best == arch_avx512 || best == arch_avx2))
+        want = arch_avx2;
 #endif
-    return pardo_errorf(st, PARDO_ENOTSUP, "gemm: no '%s' kernel on this CPU (auto, avx512f, avx2, c)", isa);
+    if (!want) return pardo_errorf(st, PARDO_ENOTSUP, "gemm: no '%s' kernel on this CPU (auto, avx512f, avx2, c)", isa);
+    own_arch = want;
+    return PARDO_OK;
 }
 
 static bool use_blas(pardo_gemm_impl impl) {
@@ -248,10 +243,10 @@ static void *pack_get(size_t n) {
  * no SIMD transpose (float64, AVX2, plain C). (Packing A stored [m, k] the
  * same way measured no faster than reading it in place: it is read in place.) */
 #if GEMM_X86
-/* d[p * ldd + i] = s[i * lds + p] for p < 16 and i < rows (<= 16; the other lanes of d untouched). */
-AVX512 static void tr16_f32(const float *s, int64_t lds, int rows, float *d, int64_t ldd) {
+/* d[p * ldd + i] = s[i * lds + p] for p, i < 16. */
+AVX512 static void tr16_f32(const float *s, int64_t lds, float *d, int64_t ldd) {
     __m512 r[16], t[16];
-    for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_loadu_ps(s + i * lds) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(s + i * lds);
     for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -271,16 +266,14 @@ AVX512 static void tr16_f32(const float *s, int64_t lds, int rows, float *d, int
         r[h] = _mm512_shuffle_f32x4(t[h], t[h + 8], 0x88);
         r[h + 8] = _mm512_shuffle_f32x4(t[h], t[h + 8], 0xdd);
     }
-    const __mmask16 m = (__mmask16)((1u << rows) - 1);
-    for (int i = 0; i < 16; i++) _mm512_mask_storeu_ps(d + i * ldd, m, r[i]);
+    for (int i = 0; i < 16; i++) _mm512_storeu_ps(d + i * ldd, r[i]);
 }
 
 static int64_t transpose_f32(const float *s, int64_t lds, int64_t rows, int64_t kcb, float *d, int64_t ldd) {
     if (rows % 16 || own_arch != arch_avx512) return 0;
     int64_t p = 0;
     for (; p + 16 <= kcb; p += 16)
-        for (int64_t q = 0; q < rows; q += 16)
-            tr16_f32(s + q * lds + p, lds, rows - q < 16 ? (int)(rows - q) : 16, d + p * ldd + q, ldd);
+        for (int64_t q = 0; q < rows; q += 16) tr16_f32(s + q * lds + p, lds, d + p * ldd + q, ldd);
     return p;
 }
 #else
@@ -299,7 +292,7 @@ AVX512 static void copy_rows_avx512(const float *s, int64_t lds, int64_t kcb, in
 }
 
 static bool copy_rows_f32(const float *s, int64_t lds, int64_t kcb, int64_t nr, float *d) {
-    if (nr % 16 || !__builtin_cpu_supports("avx512f")) return false;
+    if (nr % 16 || own_arch != arch_avx512) return false;
     copy_rows_avx512(s, lds, kcb, nr, d);
     return true;
 }
