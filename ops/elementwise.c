@@ -105,8 +105,8 @@ static int check_int_divisor(const pardo_tensor *b, pardo_status *st) {
     return PARDO_OK;
 }
 
-/* One run of a binary kernel, split into chunks of PARDO_CHUNK output
- * elements over the threads of block 0 (the same result: elementwise). */
+/* One run of a binary kernel over ranges of output elements
+ * (pardo_run_chunks: big tensors of block 0 split over the threads). */
 typedef struct binary_job {
     binary_fn fn;
     const pardo_bcast2 *plan;
@@ -114,10 +114,9 @@ typedef struct binary_job {
     void *y;
 } binary_job;
 
-static void binary_chunks(void *arg, int64_t begin, int64_t end) {
+static void binary_range(void *arg, int64_t e0, int64_t e1) {
     const binary_job *j = arg;
-    const int64_t e1 = end * PARDO_CHUNK < j->plan->numel ? end * PARDO_CHUNK : j->plan->numel;
-    j->fn(j->plan, j->a, j->b, j->y, begin * PARDO_CHUNK, e1);
+    j->fn(j->plan, j->a, j->b, j->y, e0, e1);
 }
 
 /* Runs C = OP(A, B); is_div checks integer divisors for zeros first. */
@@ -135,11 +134,7 @@ static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is
     pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, plan.ndim, plan.shape);
     if (!y) return ctx->st->code;
     binary_job j = {kernels[a->dtype], &plan, pardo_tensor_data(a), pardo_tensor_data(b), pardo_tensor_data(y)};
-    if (plan.numel < PARDO_PAR_MIN) {
-        if (plan.numel > 0) binary_chunks(&j, 0, (plan.numel + PARDO_CHUNK - 1) / PARDO_CHUNK);
-        return PARDO_OK;
-    }
-    return pardo_parallel_for(ctx, (plan.numel + PARDO_CHUNK - 1) / PARDO_CHUNK, binary_chunks, &j);
+    return pardo_run_chunks(ctx, plan.numel, binary_range, &j);
 }
 
 #define BINARY_OP(NAME, IS_DIV, DOC)                                                                                   \

@@ -4,6 +4,28 @@
 
 #include <string.h>
 
+#include "op.h"
+
+typedef struct chunks {
+    void (*fn)(void *arg, int64_t e0, int64_t e1);
+    void *arg;
+    int64_t n;
+} chunks;
+
+static void run_range(void *p, int64_t begin, int64_t end) {
+    const chunks *c = p;
+    c->fn(c->arg, begin * PARDO_CHUNK, end * PARDO_CHUNK < c->n ? end * PARDO_CHUNK : c->n);
+}
+
+int pardo_run_chunks(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t e0, int64_t e1), void *arg) {
+    if (n < PARDO_PAR_MIN) {
+        if (n > 0) fn(arg, 0, n);
+        return PARDO_OK;
+    }
+    chunks c = {fn, arg, n};
+    return pardo_parallel_for(ctx, (n + PARDO_CHUNK - 1) / PARDO_CHUNK, run_range, &c);
+}
+
 void pardo_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (int d = ndim - 1; d >= 0; d--) {

@@ -82,10 +82,20 @@ static inline void pardo_odo_seek(pardo_odo *o, int64_t idx) {
     }
 }
 
-/* Elements a kernel's parallel chunk covers (pardo_parallel_for items are
- * chunks of this many), and the fewest elements worth splitting. */
+/* Elements a kernel's parallel chunk covers, and the fewest elements worth
+ * splitting over threads. */
 #define PARDO_CHUNK 4096
 #define PARDO_PAR_MIN 32768
+
+struct pardo_kernel_ctx;
+
+/* Runs fn(arg, e0, e1) over the elements [0, n): one call on the calling
+ * thread when n < PARDO_PAR_MIN, else chunks of PARDO_CHUNK elements split
+ * over ctx's threads with pardo_parallel_for (inline at nthreads 1, as in a
+ * parallel_do part). fn must be safe on disjoint ranges at once. Returns
+ * PARDO_OK, or pardo_parallel_for's error. No allocation. */
+int pardo_run_chunks(struct pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t e0, int64_t e1),
+                     void *arg);
 
 /* Sets every byte of t's host data to 0 (0.0 for floats); t is current on
  * the CPU (a kernel output). Safe on empty tensors. */

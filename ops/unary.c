@@ -14,33 +14,22 @@ const pardo_arg_def pardo_unary_grad_out[1] = {{"dX", "gradient of X, X's dtype 
 
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
 
-/* One run of a unary kernel (f) or gradient kernel (g), in chunks of
- * PARDO_CHUNK elements split over the threads of block 0 when it is big. */
+/* One run of a unary kernel (f: out = f(x)) or gradient kernel (g: out =
+ * g(x, y, dy)), over element ranges (pardo_run_chunks). */
 typedef struct unary_job {
     pardo_unary_fn f;
     pardo_unary_grad_fn g;
-    const char *x, *y, *dy; // y is f's output (char * for byte offsets)
-    char *dx;
-    int64_t n;
-    size_t es;             // bytes per element
+    const char *x, *y, *dy; // inputs (y and dy: g only); char * for byte offsets
+    char *out;              // f's Y or g's dX
+    size_t es;              // bytes per element
     const pardo_unary_args *args;
 } unary_job;
 
-static void unary_chunks(void *arg, int64_t begin, int64_t end) {
+static void unary_range(void *arg, int64_t e0, int64_t e1) {
     const unary_job *j = arg;
-    const int64_t e0 = begin * PARDO_CHUNK, e1 = end * PARDO_CHUNK < j->n ? end * PARDO_CHUNK : j->n;
     const size_t o = (size_t)e0 * j->es;
-    if (j->f) j->f(j->x + o, (char *)j->y + o, e1 - e0, j->args);
-    else j->g(j->x + o, j->y + o, j->dy + o, j->dx + o, e1 - e0, j->args);
-}
-
-static int run_chunks(pardo_kernel_ctx *ctx, const unary_job *j) {
-    const int64_t chunks = (j->n + PARDO_CHUNK - 1) / PARDO_CHUNK;
-    if (j->n < PARDO_PAR_MIN) {
-        if (j->n > 0) unary_chunks((void *)j, 0, chunks);
-        return PARDO_OK;
-    }
-    return pardo_parallel_for(ctx, chunks, unary_chunks, (void *)j);
+    if (j->f) j->f(j->x + o, j->out + o, e1 - e0, j->args);
+    else j->g(j->x + o, j->y + o, j->dy + o, j->out + o, e1 - e0, j->args);
 }
 
 int pardo_unary_infer(pardo_infer_ctx *ctx, pardo_unary_args_fn args) {
@@ -62,9 +51,9 @@ int pardo_unary_run(pardo_kernel_ctx *ctx, pardo_unary_fn f32, pardo_unary_fn f6
                             pardo_dtype_name(x->dtype));
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;
-    unary_job j = {.f = x->dtype == PARDO_F32 ? f32 : f64, .x = pardo_tensor_data(x), .y = pardo_tensor_data(y),
-                   .n = x->numel, .es = pardo_dtype_size(x->dtype), .args = &a};
-    return run_chunks(ctx, &j);
+    unary_job j = {.f = x->dtype == PARDO_F32 ? f32 : f64, .x = pardo_tensor_data(x), .out = pardo_tensor_data(y),
+                   .es = pardo_dtype_size(x->dtype), .args = &a};
+    return pardo_run_chunks(ctx, x->numel, unary_range, &j);
 }
 
 /* PARDO_ESHAPE unless t (input k, named name) has x's dtype, and x's shape
@@ -118,7 +107,7 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
         return PARDO_OK;
     }
     unary_job j = {.g = x->dtype == PARDO_F32 ? f32 : f64, .x = pardo_tensor_data(x), .y = pardo_tensor_data(y),
-                   .dy = pardo_tensor_data(dy), .dx = pardo_tensor_data(dx), .n = x->numel,
-                   .es = pardo_dtype_size(x->dtype), .args = &a};
-    return run_chunks(ctx, &j);
+                   .dy = pardo_tensor_data(dy), .out = pardo_tensor_data(dx), .es = pardo_dtype_size(x->dtype),
+                   .args = &a};
+    return pardo_run_chunks(ctx, x->numel, unary_range, &j);
 }
