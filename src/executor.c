@@ -20,6 +20,7 @@ struct pardo_executor {
     uint64_t steps;            // completed runs of block 0
     pardo_op_state **states;   // per block, per op: kernel state (pardo_executor_op_state); owned
     pardo_stage_plan *plans;   // per block: ops that may run at once (stage_plan.h); built on first run; owned
+    const pardo_var ****out_vars; // [block][op][k]: output k's var, looked up once (NULL for ""); owned arrays
     bool *planned;             // per block: plans[b] is built
 };
 
@@ -37,10 +38,27 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
         pardo_executor_free(ex);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
     }
+    if (!(ex->out_vars = calloc((size_t)p->n_blocks + 1, sizeof(*ex->out_vars)))) {
+        pardo_executor_free(ex);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    }
     for (int b = 0; b < p->n_blocks; b++) {
-        if (!(ex->states[b] = calloc((size_t)p->blocks[b].n_ops + 1, sizeof(*ex->states[b])))) {
+        if (!(ex->states[b] = calloc((size_t)p->blocks[b].n_ops + 1, sizeof(*ex->states[b]))) ||
+            !(ex->out_vars[b] = calloc((size_t)p->blocks[b].n_ops + 1, sizeof(*ex->out_vars[b])))) {
             pardo_executor_free(ex);
             return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        }
+        /* the output vars each run checks against, found once (the program is fixed from here on) */
+        for (int i = 0; i < p->blocks[b].n_ops; i++) {
+            const pardo_op *op = &p->blocks[b].ops[i];
+            const pardo_var **vars = calloc((size_t)op->n_out + 1, sizeof(*vars));
+            if (!vars) {
+                pardo_executor_free(ex);
+                return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+            }
+            for (int k = 0; k < op->n_out; k++)
+                vars[k] = op->out[k][0] ? pardo_program_lookup_var(p, b, op->out[k], NULL) : NULL;
+            ex->out_vars[b][i] = vars;
         }
     }
     if (ex->opt.device == PARDO_DEVICE_CPU && pardo_device_compiled() && pardo_device_count() == 0)
@@ -72,6 +90,11 @@ void pardo_executor_free(pardo_executor *ex) {
         free(ex->states[b]);
     }
     free(ex->states);
+    for (int b = 0; ex->out_vars && b < ex->prog->n_blocks; b++) {
+        for (int i = 0; ex->out_vars[b] && i < ex->prog->blocks[b].n_ops; i++) free(ex->out_vars[b][i]);
+        free((void *)ex->out_vars[b]);
+    }
+    free((void *)ex->out_vars);
     for (int b = 0; ex->plans && b < ex->prog->n_blocks; b++) pardo_stage_plan_clear(&ex->plans[b]);
     free(ex->plans);
     free(ex->planned);
@@ -241,10 +264,8 @@ static bool is_input(const pardo_op *op, const char *name) {
 }
 
 /* Checks that output k fits its var's (declared or inferred) type. */
-static int check_output(const pardo_program *p, int block, const pardo_op *op, int k, const pardo_tensor *t,
-                        pardo_status *st) {
+static int check_output(const pardo_var *v, const pardo_op *op, int k, const pardo_tensor *t, pardo_status *st) {
     char a[200], b[200];
-    const pardo_var *v = pardo_program_lookup_var(p, block, op->out[k], NULL);
     if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "the kernel produced no output %d ('%s')", k, op->out[k]);
     if (v && (v->kind == PARDO_VAR_TENSOR_ARRAY) != t->is_array)
         return pardo_errorf(st, PARDO_ERUNTIME, "output '%s' is a %s at run time, but the graph says %s", op->out[k],
@@ -314,7 +335,7 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
                             .nparts_default = ex->opt.nthreads};
     rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
     for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
-        if (op->out[k][0]) rc = check_output(ex->prog, block, op, k, out[k], st);
+        if (op->out[k][0]) rc = check_output(ex->out_vars[block][index][k], op, k, out[k], st);
     if (tracing && rc == PARDO_OK) { /* before the outputs move into the scope */
         trace_op(ex, block, index, ready, t0, in, out, st);
         traced = true;
