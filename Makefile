@@ -139,7 +139,9 @@ $(BENCH_BINS): %: %.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(if $(BLAS_LIBS),$(BLAS_LIBS),$(BENCH_BLAS_LIBS)) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 # ASan in a process that loads the CUDA runtime needs the shadow gap unprotected.
-TEST_ENV = ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+# Sanitizer builds run 3 to 10 times slower: give Check's per-test timeout room.
+TEST_ENV = CK_TIMEOUT_MULTIPLIER=$(if $(SANITIZE),4,1) \
+           ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
            TSAN_OPTIONS=halt_on_error=1 PARDO_TEST_FIXTURES=tests/fixtures
 
 # Every tests/cli*_test.sh script gets the binary's path; each prints "cli...: N passed, N failed".
