@@ -63,17 +63,6 @@ static void on_signal(int sig) {
     stop_requested = 1;
 }
 
-static long default_threads(void) {
-    const char *env = getenv("PARDO_NUM_THREADS");
-    if (env && *env) {
-        char *end;
-        long n = strtol(env, &end, 10);
-        if (*end == '\0' && n >= 1 && n <= PARDO_MAX_THREADS) return n;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? n : 1;
-}
-
 static bool parse_device(const char *text, run_args *a) {
     if (strcmp(text, "cpu") == 0) {
         a->device = PARDO_DEVICE_CPU;
@@ -94,7 +83,7 @@ static bool parse_device(const char *text, run_args *a) {
 static int parse_args(int argc, char **argv, run_args *a) {
     memset(a, 0, sizeof(*a));
     a->steps = 1;
-    a->threads = default_threads();
+    a->threads = pardo_thread_pool_size(); /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i], *v;
         if (cli_is_help(arg)) {

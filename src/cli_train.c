@@ -91,17 +91,6 @@ static void on_signal(int sig) {
 
 static bool stop_signalled(void) { return atomic_load(&signals_seen) > 0; }
 
-static long default_threads(void) {
-    const char *env = getenv("PARDO_NUM_THREADS");
-    if (env && *env) {
-        char *end;
-        long n = strtol(env, &end, 10);
-        if (*end == '\0' && n >= 1 && n <= PARDO_MAX_THREADS) return n;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? n : 1;
-}
-
 /* Parses NAME=FILE for `flag` into list; returns false after a usage error. */
 static bool add_named(const char *flag, const char *v, named_file *list, int *n) {
     const char *eq = strchr(v, '=');
@@ -134,7 +123,7 @@ static bool add_named(const char *flag, const char *v, named_file *list, int *n)
 static int parse_args(int argc, char **argv, train_args *a) {
     memset(a, 0, sizeof(*a));
     a->epochs = 1;
-    a->threads = default_threads();
+    a->threads = pardo_thread_pool_size(); /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i], *v;
         if (cli_is_help(arg)) {
