@@ -58,6 +58,11 @@ bool cli_parse_double(const char *cmd, const char *flag, const char *text, doubl
  * pardo_program_free. */
 pardo_program *cli_load_checked(const char *path);
 
+/* What run and train do first: sizes the thread pool to `threads`, then
+ * loads and checks the graph at path (cli_load_checked). On failure prints
+ * the error and returns NULL; the caller frees with pardo_program_free. */
+pardo_program *cli_start(long threads, const char *path);
+
 /* Takes the value of flag argv[*i] ("--flag VALUE" or "--flag=VALUE"):
  * returns it and advances *i, or prints a usage error and returns NULL. */
 const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const char *flag);

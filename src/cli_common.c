@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "file_io.h"
+#include "thread_pool.h"
 #include "trace.h"
 #include "graph_json.h"
 #include "pass.h"
@@ -108,4 +109,14 @@ int cli_trace_finish(const char *path, bool profile, const char *graph, const ch
     free(json);
     pardo_trace_reset();
     return rc;
+}
+
+pardo_program *cli_start(long threads, const char *path) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    if (pardo_thread_pool_configure((int)threads, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return NULL;
+    }
+    return cli_load_checked(path);
 }

@@ -302,11 +302,7 @@ int pardo_cli_run(int argc, char **argv) {
     if (rc >= 0) return rc;
     pardo_status st;
     pardo_status_clear(&st);
-    if (pardo_thread_pool_configure((int)a.threads, &st) != PARDO_OK) {
-        cli_print_error(&st);
-        return CLI_BAD_INPUT;
-    }
-    pardo_program *prog = cli_load_checked(a.graph);
+    pardo_program *prog = cli_start(a.threads, a.graph);
     if (!prog) return CLI_BAD_INPUT;
     bool training = false;
     for (int i = 0; i < prog->blocks[0].n_ops; i++)

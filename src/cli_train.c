@@ -703,11 +703,7 @@ int pardo_cli_train(int argc, char **argv) {
     if (rc >= 0) return rc;
     pardo_status st;
     pardo_status_clear(&st);
-    if (pardo_thread_pool_configure((int)a.threads, &st) != PARDO_OK) {
-        cli_print_error(&st);
-        return CLI_BAD_INPUT;
-    }
-    pardo_program *prog = cli_load_checked(a.graph);
+    pardo_program *prog = cli_start(a.threads, a.graph);
     if (!prog) return CLI_BAD_INPUT;
     trainer t;
     memset(&t, 0, sizeof t);
