@@ -23,6 +23,11 @@ int pardo_device_count(void);
  * user asked for a GPU or pardo was built with CUDA and none is present. */
 void pardo_device_note_cpu_fallback(const char *why);
 
+/* True once this process has selected a device or allocated device memory:
+ * from then on SyncedMemory pins the host memory it allocates (fast copies).
+ * A CPU-only run never pins, so it never starts the CUDA runtime. */
+bool pardo_device_in_use(void);
+
 /* Selects device `dev` for the calling thread. */
 int pardo_device_set(int dev, pardo_status *st);
 

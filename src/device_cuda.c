@@ -34,15 +34,23 @@ void pardo_device_note_cpu_fallback(const char *why) {
         fprintf(stderr, "pardo: running on the CPU: %s\n", why);
 }
 
+static atomic_bool in_use;
+
+bool pardo_device_in_use(void) { return atomic_load_explicit(&in_use, memory_order_relaxed); }
+
 int pardo_device_set(int dev, pardo_status *st) {
     cudaError_t e = cudaSetDevice(dev);
-    return e == cudaSuccess ? PARDO_OK : cuda_fail(st, e, "cudaSetDevice");
+    if (e != cudaSuccess) return cuda_fail(st, e, "cudaSetDevice");
+    atomic_store(&in_use, true);
+    return PARDO_OK;
 }
 
 int pardo_device_malloc(void **out, size_t nbytes, pardo_status *st) {
     *out = NULL;
     cudaError_t e = cudaMalloc(out, nbytes ? nbytes : 1);
-    return e == cudaSuccess ? PARDO_OK : cuda_fail(st, e, "cudaMalloc");
+    if (e != cudaSuccess) return cuda_fail(st, e, "cudaMalloc");
+    atomic_store(&in_use, true);
+    return PARDO_OK;
 }
 
 void pardo_device_free(void *p) {

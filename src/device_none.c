@@ -7,6 +7,7 @@
 
 bool pardo_device_compiled(void) { return false; }
 int pardo_device_count(void) { return 0; }
+bool pardo_device_in_use(void) { return false; }
 
 void pardo_device_note_cpu_fallback(const char *why) {
     static atomic_flag said = ATOMIC_FLAG_INIT;

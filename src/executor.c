@@ -61,8 +61,6 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
             ex->out_vars[b][i] = vars;
         }
     }
-    if (ex->opt.device == PARDO_DEVICE_CPU && pardo_device_compiled() && pardo_device_count() == 0)
-        pardo_device_note_cpu_fallback("pardo was built with CUDA, but no CUDA device was found");
     if (ex->opt.device == PARDO_DEVICE_CUDA) {
         int n = pardo_device_count();
         if (n == 0) {

@@ -30,11 +30,11 @@ void pardo_synced_mem_free(pardo_synced_mem *m) {
     free(m);
 }
 
-/* Host memory is pinned when a device exists (fast async copies), else
- * aligned for SIMD. */
+/* Host memory is pinned once the process uses a device (fast async copies;
+ * as Caffe pins in GPU mode), else aligned for SIMD. */
 static int alloc_host(pardo_synced_mem *m, pardo_status *st) {
     size_t n = m->nbytes ? m->nbytes : 1;
-    if (pardo_device_count() > 0) {
+    if (pardo_device_in_use()) {
         pardo_status ignored;
         if (pardo_device_malloc_host(&m->cpu_ptr, n, &ignored) == PARDO_OK) {
             m->host_kind = PARDO_HOST_PINNED;

@@ -36,6 +36,7 @@
     X(transpile)        \
     X(scope)            \
     X(executor)         \
+    X(cuda)             \
     X(checkpoint)       \
     X(blocking_counter) \
     X(thread_pool)      \
