@@ -98,6 +98,48 @@ static int opt_outputs(pardo_kernel_ctx *ctx, const int *in_of, int n_out, pardo
 OPT_KERNELS(f32, float)
 OPT_KERNELS(f64, double)
 
+/* One update over a range of elements: the kernels above applied to
+ * [begin, end) of every tensor, so that a big param's update splits over the
+ * pool (block 0 of a transpiled graph runs its updates on all threads). */
+typedef enum opt_kind { OPT_SGD, OPT_MOMENTUM, OPT_ADAM } opt_kind;
+
+typedef struct opt_job {
+    opt_kind kind;
+    bool f32;
+    const void *p, *g, *s1, *s2; // param, grad, states (velocity; or moment1, moment2)
+    void *po, *o1, *o2;          // updated param and states (a NULL state output drops it)
+    double lr, mu, b1, b2, eps, bc2_sqrt;
+    bool nesterov;
+} opt_job;
+
+#define AT(ptr, k) ((ptr) ? (void *)((char *)(ptr) + (k)) : NULL)
+
+static void opt_range(void *arg, int64_t begin, int64_t end) {
+    const opt_job *j = arg;
+    const int64_t n = end - begin, k = begin * (j->f32 ? (int64_t)sizeof(float) : (int64_t)sizeof(double));
+    switch (j->kind) {
+    case OPT_SGD: (j->f32 ? sgd_f32 : sgd_f64)(n, AT(j->p, k), AT(j->g, k), j->lr, AT(j->po, k)); break;
+    case OPT_MOMENTUM:
+        (j->f32 ? momentum_f32 : momentum_f64)(n, AT(j->p, k), AT(j->g, k), AT(j->s1, k), j->lr, j->mu, j->nesterov,
+                                               AT(j->po, k), AT(j->o1, k));
+        break;
+    case OPT_ADAM:
+        (j->f32 ? adam_f32 : adam_f64)(n, AT(j->p, k), AT(j->g, k), AT(j->s1, k), AT(j->s2, k), j->lr, j->bc2_sqrt,
+                                       j->b1, j->b2, j->eps, AT(j->po, k), AT(j->o1, k), AT(j->o2, k));
+        break;
+    }
+}
+#undef AT
+
+enum { OPT_PARALLEL_MIN = 1 << 15 }; /* elements: below this a fork costs more than it saves */
+
+/* Runs j over the param's n elements, on the kernel's threads when n is big. */
+static int opt_run(pardo_kernel_ctx *ctx, opt_job *j, int64_t n) {
+    pardo_kernel_ctx one = *ctx;
+    if (n < OPT_PARALLEL_MIN) one.nthreads = 1;
+    return pardo_parallel_for(&one, n, opt_range, j);
+}
+
 static const pardo_arg_def opt_param_out = {"param", "the updated param (name the input var: updated in place)", false,
                                             false};
 
@@ -127,9 +169,10 @@ static int sgd_cpu(pardo_kernel_ctx *ctx) {
     if (rc == PARDO_OK) rc = opt_outputs(ctx, in_of, 1, out);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0];
-    (p->dtype == PARDO_F32 ? sgd_f32 : sgd_f64)(p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]),
-                                                pardo_tensor_get_f64(ctx->in[2], 0), pardo_tensor_data(out[0]));
-    return PARDO_OK;
+    opt_job j = {.kind = OPT_SGD, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
+                 .g = pardo_tensor_data(ctx->in[1]), .po = pardo_tensor_data(out[0]),
+                 .lr = pardo_tensor_get_f64(ctx->in[2], 0)};
+    return opt_run(ctx, &j, p->numel);
 }
 
 const pardo_op_def pardo_op_sgd = {
@@ -190,10 +233,11 @@ static int momentum_cpu(pardo_kernel_ctx *ctx) {
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0];
     void *vo = ctx->n_out > 1 && out[1] ? pardo_tensor_data(out[1]) : NULL;
-    (p->dtype == PARDO_F32 ? momentum_f32 : momentum_f64)(
-        p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]), pardo_tensor_data(ctx->in[2]),
-        pardo_tensor_get_f64(ctx->in[3], 0), mu, nesterov, pardo_tensor_data(out[0]), vo);
-    return PARDO_OK;
+    opt_job j = {.kind = OPT_MOMENTUM, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
+                 .g = pardo_tensor_data(ctx->in[1]), .s1 = pardo_tensor_data(ctx->in[2]),
+                 .po = pardo_tensor_data(out[0]), .o1 = vo, .lr = pardo_tensor_get_f64(ctx->in[3], 0), .mu = mu,
+                 .nesterov = nesterov};
+    return opt_run(ctx, &j, p->numel);
 }
 
 const pardo_op_def pardo_op_momentum = {
@@ -277,10 +321,12 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
         return pardo_errorf(ctx->st, PARDO_ERUNTIME, "input 4 'step' is %g, expected a count >= 0", t - 1);
     if ((rc = opt_outputs(ctx, in_of, ctx->n_out < 4 ? ctx->n_out : 4, out)) != PARDO_OK) return rc;
     const double step_size = lr / (1 - pow(b1, t)), bc2_sqrt = sqrt(1 - pow(b2, t));
-    (p->dtype == PARDO_F32 ? adam_f32 : adam_f64)(
-        p->numel, pardo_tensor_data(p), pardo_tensor_data(ctx->in[1]), pardo_tensor_data(ctx->in[2]),
-        pardo_tensor_data(ctx->in[3]), step_size, bc2_sqrt, b1, b2, eps, pardo_tensor_data(out[0]),
-        out[1] ? pardo_tensor_data(out[1]) : NULL, out[2] ? pardo_tensor_data(out[2]) : NULL);
+    opt_job j = {.kind = OPT_ADAM, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
+                 .g = pardo_tensor_data(ctx->in[1]), .s1 = pardo_tensor_data(ctx->in[2]),
+                 .s2 = pardo_tensor_data(ctx->in[3]), .po = pardo_tensor_data(out[0]),
+                 .o1 = out[1] ? pardo_tensor_data(out[1]) : NULL, .o2 = out[2] ? pardo_tensor_data(out[2]) : NULL,
+                 .lr = step_size, .b1 = b1, .b2 = b2, .eps = eps, .bc2_sqrt = bc2_sqrt};
+    if ((rc = opt_run(ctx, &j, p->numel)) != PARDO_OK) return rc;
     if (out[3]) pardo_tensor_set_f64(out[3], 0, t);
     return PARDO_OK;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "executor.h"
+#include "merge_combine.h"
 #include "op.h"
 #include "scope.h"
 #include "thread_pool.h"
@@ -112,8 +113,6 @@ const pardo_op_def pardo_op_split = {
 
 /* ---- merge ---- */
 
-typedef enum merge_mode { MERGE_MEAN, MERGE_SUM, MERGE_MAX, MERGE_MIN, MERGE_CONCAT } merge_mode;
-
 static const pardo_arg_def merge_in[] = {
     {"A", "tensor_array of parts", false, false},
     {"W", "the split output weight_by names (optional: listing it shows the dependency)", true, false},
@@ -125,7 +124,7 @@ static const pardo_attr_def merge_attrs[] = {
     {"weight_by", PARDO_ATTR_STRING, "\"\"", "mean: a split output; part i weighs its share of the split batch"},
 };
 
-static int merge_attrs_get(const pardo_op *op, int ndim, merge_mode *mode, int *ax, const char **weight_by,
+static int merge_attrs_get(const pardo_op *op, int ndim, pardo_merge_mode *mode, int *ax, const char **weight_by,
                            pardo_status *st) {
     static const char *const names[] = {"mean", "sum", "max", "min", "concat"};
     const char *m;
@@ -139,107 +138,33 @@ static int merge_attrs_get(const pardo_op *op, int ndim, merge_mode *mode, int *
         if (strcmp(m, names[i]) == 0) found = i;
     if (found < 0)
         return pardo_errorf(st, PARDO_EINVAL, "attr 'mode' is \"%s\", expected mean, sum, max, min or concat", m);
-    *mode = (merge_mode)found;
-    if ((*weight_by)[0] && *mode != MERGE_MEAN)
+    *mode = (pardo_merge_mode)found;
+    if ((*weight_by)[0] && *mode != PARDO_MERGE_MEAN)
         return pardo_errorf(st, PARDO_EINVAL, "attr 'weight_by' weights a mean; mode is %s", m);
     *ax = 0;
-    if (*mode != MERGE_CONCAT || ndim < 0) return PARDO_OK;
+    if (*mode != PARDO_MERGE_CONCAT || ndim < 0) return PARDO_OK;
     if (ndim == 0) return pardo_errorf(st, PARDO_ESHAPE, "concat needs parts with at least one dim");
     return pardo_normalize_axis(axis, ndim, "axis", ax, st);
 }
 
 static int merge_infer(pardo_infer_ctx *ctx) {
-    merge_mode mode;
+    pardo_merge_mode mode;
     int ax;
     const char *wb;
     const pardo_type *a = ctx->in[0];
     int rc = merge_attrs_get(ctx->op, a->ndim, &mode, &ax, &wb, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (mode == MERGE_MEAN && !pardo_dtype_is_float(a->dtype))
+    if (mode == PARDO_MERGE_MEAN && !pardo_dtype_is_float(a->dtype))
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "mode mean needs float parts, got %s", pardo_dtype_name(a->dtype));
-    if (mode == MERGE_SUM && a->dtype == PARDO_BOOL)
+    if (mode == PARDO_MERGE_SUM && a->dtype == PARDO_BOOL)
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "mode sum needs numeric parts, got bool");
     ctx->out[0] = *a;
-    if (mode == MERGE_CONCAT && a->ndim > 0) ctx->out[0].shape[ax] = -1;
+    if (mode == PARDO_MERGE_CONCAT && a->ndim > 0) ctx->out[0].shape[ax] = -1;
     return PARDO_OK;
 }
 
-typedef struct merge_job {
-    const pardo_tensor *a; // the parts
-    pardo_tensor *y;
-    merge_mode mode;
-    const double *w; // per-part weights (weighted mean) or NULL
-    int n;           // parts
-} merge_job;
-
-enum { MERGE_TILE = 512 }; /* elements combined at a time, in a stack buffer */
-
-static double load_f64(const void *p, pardo_dtype dt, int64_t i) {
-    switch (dt) {
-    case PARDO_F32: return (double)((const float *)p)[i];
-    case PARDO_F64: return ((const double *)p)[i];
-    case PARDO_I32: return (double)((const int32_t *)p)[i];
-    case PARDO_I64: return (double)((const int64_t *)p)[i];
-    default: return (double)((const uint8_t *)p)[i];
-    }
-}
-
-static int64_t load_i64(const void *p, pardo_dtype dt, int64_t i) {
-    switch (dt) {
-    case PARDO_I32: return ((const int32_t *)p)[i];
-    case PARDO_I64: return ((const int64_t *)p)[i];
-    default: return ((const uint8_t *)p)[i];
-    }
-}
-
-/* Elements [begin, end) of Y: parts combined in order 0, 1, ... so the
- * result does not depend on which thread ran what. Floats accumulate in
- * double, integers and bool in int64. */
-static void merge_range(void *arg, int64_t begin, int64_t end) {
-    const merge_job *j = arg;
-    pardo_dtype dt = j->y->dtype;
-    bool fl = pardo_dtype_is_float(dt);
-    void *out = pardo_tensor_data(j->y);
-    for (int64_t t0 = begin; t0 < end; t0 += MERGE_TILE) {
-        int64_t len = end - t0 < MERGE_TILE ? end - t0 : MERGE_TILE;
-        double accf[MERGE_TILE];
-        int64_t acci[MERGE_TILE];
-        bool first = true;
-        for (int p = 0; p < j->n; p++) {
-            const void *src = pardo_tensor_data(j->a->parts[p]);
-            if (j->w && j->w[p] == 0) continue; /* an empty part: its mean may be NaN */
-            for (int64_t e = 0; e < len; e++) {
-                if (fl) {
-                    double v = load_f64(src, dt, t0 + e);
-                    if (j->w) v *= j->w[p];
-                    if (first) accf[e] = v;
-                    else if (j->mode == MERGE_MAX) accf[e] = v > accf[e] ? v : accf[e];
-                    else if (j->mode == MERGE_MIN) accf[e] = v < accf[e] ? v : accf[e];
-                    else accf[e] += v;
-                } else {
-                    int64_t v = load_i64(src, dt, t0 + e);
-                    if (first) acci[e] = v;
-                    else if (j->mode == MERGE_MAX) acci[e] = v > acci[e] ? v : acci[e];
-                    else if (j->mode == MERGE_MIN) acci[e] = v < acci[e] ? v : acci[e];
-                    else acci[e] += v;
-                }
-            }
-            first = false;
-        }
-        for (int64_t e = 0; e < len; e++) {
-            int64_t i = t0 + e;
-            switch (dt) {
-            case PARDO_F32:
-                ((float *)out)[i] = (float)(j->mode == MERGE_MEAN && !j->w ? accf[e] / j->n : accf[e]);
-                break;
-            case PARDO_F64: ((double *)out)[i] = j->mode == MERGE_MEAN && !j->w ? accf[e] / j->n : accf[e]; break;
-            case PARDO_I32: ((int32_t *)out)[i] = (int32_t)acci[e]; break;
-            case PARDO_I64: ((int64_t *)out)[i] = acci[e]; break;
-            default: ((uint8_t *)out)[i] = acci[e] != 0; break;
-            }
-        }
-    }
-}
+/* pardo_parallel_for's shape of pardo_merge_combine. */
+static void merge_range(void *arg, int64_t begin, int64_t end) { pardo_merge_combine(arg, begin, end); }
 
 static int merge_concat(pardo_kernel_ctx *ctx, const pardo_tensor *a, int ax) {
     const pardo_tensor *p0 = a->parts[0];
@@ -297,11 +222,11 @@ static int merge_weights(pardo_kernel_ctx *ctx, const char *weight_by, int n, do
     return PARDO_OK;
 }
 
-enum { MERGE_MAX_WEIGHTED = 1024, MERGE_PARALLEL_MIN = 1 << 15 };
+enum { MERGE_MAX_WEIGHTED = 1024, MERGE_STACK_PARTS = 64, MERGE_PARALLEL_MIN = 1 << 15 };
 
 static int merge_cpu(pardo_kernel_ctx *ctx) {
     const pardo_tensor *a = ctx->in[0];
-    merge_mode mode;
+    pardo_merge_mode mode;
     int ax;
     const char *wb;
     int n = a->n_parts;
@@ -312,15 +237,15 @@ static int merge_cpu(pardo_kernel_ctx *ctx) {
     const pardo_tensor *p0 = a->parts[0];
     int rc = merge_attrs_get(ctx->op, p0->ndim, &mode, &ax, &wb, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (mode == MERGE_CONCAT) return merge_concat(ctx, a, ax);
+    if (mode == PARDO_MERGE_CONCAT) return merge_concat(ctx, a, ax);
     for (int p = 1; p < n; p++)
         if (!pardo_shape_equal(a->parts[p]->ndim, a->parts[p]->shape, p0->ndim, p0->shape)) {
             char s0[160], s1[160];
             return pardo_errorf(ctx->st, PARDO_ESHAPE,
                                 "mode %s combines parts elementwise: part %d is %s but part 0 is %s",
-                                mode == MERGE_MEAN  ? "mean"
-                                : mode == MERGE_SUM ? "sum"
-                                : mode == MERGE_MAX ? "max"
+                                mode == PARDO_MERGE_MEAN  ? "mean"
+                                : mode == PARDO_MERGE_SUM ? "sum"
+                                : mode == PARDO_MERGE_MAX ? "max"
                                                     : "min",
                                 p, pardo_shape_str(a->parts[p]->ndim, a->parts[p]->shape, s1, sizeof s1),
                                 pardo_shape_str(p0->ndim, p0->shape, s0, sizeof s0));
@@ -334,10 +259,16 @@ static int merge_cpu(pardo_kernel_ctx *ctx) {
     }
     pardo_tensor *y = pardo_kernel_output(ctx, 0, p0->dtype, p0->ndim, p0->shape);
     if (!y) return ctx->st->code;
-    merge_job j = {a, y, mode, wb[0] ? w : NULL, n};
+    const void *stack_parts[MERGE_STACK_PARTS], **parts = stack_parts;
+    if (n > MERGE_STACK_PARTS && !(parts = malloc(sizeof(*parts) * (size_t)n)))
+        return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory merging %d parts", n);
+    for (int p = 0; p < n; p++) parts[p] = pardo_tensor_data(a->parts[p]);
+    pardo_merge_args m = {p0->dtype, mode, parts, n, wb[0] ? w : NULL, pardo_tensor_data(y)};
     pardo_kernel_ctx one = *ctx;
     if (y->numel < MERGE_PARALLEL_MIN) one.nthreads = 1; /* a fork costs more than it saves */
-    return pardo_parallel_for(&one, y->numel, merge_range, &j);
+    rc = pardo_parallel_for(&one, y->numel, merge_range, &m);
+    if (parts != stack_parts) free(parts);
+    return rc;
 }
 
 const pardo_op_def pardo_op_merge = {

@@ -356,23 +356,25 @@ done:
     return rc;
 }
 
-/* One stage's chains running at once (see stage_plan.h). */
+/* One stage's chains (see stage_plan.h). */
 typedef struct stage_run {
     pardo_executor *ex;
     int block, first, end;
     pardo_scope *scope;
-    const pardo_block_run *run;   // nthreads is 1 inside a chain
+    const pardo_block_run *run;   // nthreads: 1 for chains run as tasks, the block's for big chains
+    const int *which;             // chain of task k (NULL: chain k itself)
     pardo_status *status;         // per chain
     int *failed_at;               // per chain: the op that failed, or -1
     int64_t t0;                   // trace ticks at the stage's start (0 when no trace is on)
 } stage_run;
 
-static void run_chain(void *arg, int64_t c) {
+static void run_chain(void *arg, int64_t k) {
     stage_run *s = arg;
     const pardo_stage_plan *plan = &s->ex->plans[s->block];
+    int c = s->which ? s->which[k] : (int)k;
     int64_t ready = s->t0; /* a chain's first op is ready at the stage's start, the next at its predecessor's end */
     for (int i = s->first; i < s->end; i++) {
-        if (plan->chain[i] != (int)c) continue;
+        if (plan->chain[i] != c) continue;
         if (run_op(s->ex, s->block, i, s->scope, s->run, &ready, &s->status[c]) != PARDO_OK) {
             s->failed_at[c] = i;
             return;
@@ -380,32 +382,48 @@ static void run_chain(void *arg, int64_t c) {
     }
 }
 
-/* Runs the chains of the stage starting at op `first` on the pool; the error
+/* A chain that writes at least this many elements runs its ops one at a time
+ * on all threads (each splits its elements over the pool): one big param
+ * (784 x 512) would otherwise hold one thread while the others sit idle. */
+enum { STAGE_BIG_CHAIN = 1 << 16 };
+
+/* Runs the stage starting at op `first`: its big chains one after another,
+ * each op on all threads, then the small chains as tasks on the pool (a
+ * chain's ops keep their order; chains share no var they write). The error
  * of the failed op with the lowest index is the stage's. */
 static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scope, const pardo_block_run *r,
                      pardo_status *st) {
     const pardo_stage_plan *plan = &ex->plans[block];
-    int n = plan->n_chains[first];
-    pardo_status *status = plan->status;
-    int *failed_at = plan->failed_at;
-    for (int c = 0; c < n; c++) failed_at[c] = -1;
+    const pardo_block *blk = &ex->prog->blocks[block];
+    int n = plan->n_chains[first], end = plan->stage_end[first], n_small = 0;
+    for (int c = 0; c < n; c++) {
+        plan->failed_at[c] = -1;
+        plan->elements[c] = 0;
+    }
+    for (int i = first; i < end; i++) { /* every name is bound from the second run on: sizes are known */
+        const pardo_tensor *t = blk->ops[i].n_out > 0 ? pardo_scope_find(scope, blk->ops[i].out[0]) : NULL;
+        if (t && !t->is_array) plan->elements[plan->chain[i]] += t->numel;
+    }
     pardo_block_run one = *r;
     one.nthreads = 1;
-    stage_run s = {.ex = ex, .block = block, .first = first, .end = plan->stage_end[first], .scope = scope,
-                   .run = &one, .status = status, .failed_at = failed_at};
+    stage_run s = {.ex = ex, .block = block, .first = first, .end = end, .scope = scope, .run = r,
+                   .status = plan->status, .failed_at = plan->failed_at};
     bool tracing = pardo_trace_on();
     if (tracing) s.t0 = pardo_trace_ticks();
-    pardo_thread_pool_for(r->nthreads < n ? r->nthreads : n, n, run_chain, &s);
+    for (int c = 0; c < n; c++) {
+        if (plan->elements[c] < STAGE_BIG_CHAIN) plan->small[n_small++] = c;
+        else run_chain(&s, c);
+    }
+    s.run = &one;
+    s.which = plan->small;
+    if (n_small > 0) pardo_thread_pool_for(r->nthreads < n_small ? r->nthreads : n_small, n_small, run_chain, &s);
     if (tracing) pardo_trace_record_stage(block, first, s.end, n, s.t0, pardo_trace_ticks());
     int worst = -1;
     for (int c = 0; c < n; c++)
-        if (failed_at[c] >= 0 && (worst < 0 || failed_at[c] < failed_at[worst])) worst = c;
-    int rc = PARDO_OK;
-    if (worst >= 0) {
-        *st = status[worst];
-        rc = st->code;
-    }
-    return rc;
+        if (plan->failed_at[c] >= 0 && (worst < 0 || plan->failed_at[c] < plan->failed_at[worst])) worst = c;
+    if (worst < 0) return PARDO_OK;
+    *st = plan->status[worst];
+    return st->code;
 }
 
 int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *scope, const pardo_block_run *run,

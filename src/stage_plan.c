@@ -82,7 +82,9 @@ int pardo_stage_plan_build(const pardo_program *p, int b, pardo_stage_plan *plan
         if (plan->n_chains[i] > widest) widest = plan->n_chains[i];
     plan->status = calloc((size_t)widest, sizeof(*plan->status));
     plan->failed_at = calloc((size_t)widest, sizeof(*plan->failed_at));
-    if (!plan->status || !plan->failed_at) {
+    plan->elements = calloc((size_t)widest, sizeof(*plan->elements));
+    plan->small = calloc((size_t)widest, sizeof(*plan->small));
+    if (!plan->status || !plan->failed_at || !plan->elements || !plan->small) {
         pardo_stage_plan_clear(plan);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning block %d", b);
     }
@@ -95,5 +97,7 @@ void pardo_stage_plan_clear(pardo_stage_plan *plan) {
     free(plan->n_chains);
     free(plan->status);
     free(plan->failed_at);
+    free(plan->elements);
+    free(plan->small);
     memset(plan, 0, sizeof(*plan));
 }

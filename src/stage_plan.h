@@ -1,9 +1,10 @@
 /* stage_plan.h - which ops of a block may run at once: each maximal run of
  * two or more consecutive merge or optimize ops (the tail of a transpiled
  * training graph: merge a param's gradient, update the param) is a stage,
- * split into chains that share no var one of them writes. Chains of a stage
- * run as tasks on the pool; ops within a chain keep their order. Built once
- * per block by the executor; pure analysis of the IR. */
+ * split into chains that share no var one of them writes. The executor runs
+ * a stage's big chains one after another, each op on all threads, and its
+ * small chains as tasks on the pool; ops within a chain keep their order.
+ * Built once per block by the executor; pure analysis of the IR. */
 #ifndef PARDO_STAGE_PLAN_H
 #define PARDO_STAGE_PLAN_H
 
@@ -17,6 +18,8 @@ typedef struct pardo_stage_plan {
     int *n_chains;   // per op: for the first op of a stage, its number of chains; else 0
     pardo_status *status; // scratch for running a stage: one status per chain of the widest stage
     int *failed_at;       // scratch: per chain, the op that failed or -1
+    int64_t *elements;    // scratch: per chain, the elements its ops write
+    int *small;           // scratch: the chains run as tasks
 } pardo_stage_plan;
 
 /* Fills plan for block b of p (which must have passed the check passes).

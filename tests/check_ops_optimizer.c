@@ -11,6 +11,7 @@
 #include "check_suites.h"
 #include "op_test_util.h"
 #include "test_util.h"
+#include "thread_pool.h"
 #include "value_json.h"
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -93,7 +94,8 @@ END_TEST
 
 /* Runs op in place: output k is the tensor of input in_of[k], as the
  * executor hands it over when the graph names the same var. */
-static void run_inplace(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out, const int *in_of) {
+static void run_inplace_on(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out, const int *in_of,
+                           int nthreads) {
     static char names[8][16];
     char *in_names[8], *out_names[8];
     for (int k = 0; k < n_in; k++) {
@@ -121,7 +123,7 @@ static void run_inplace(const char *type, const char *attrs, int n_in, pardo_ten
                             .out = out,
                             .st = &st,
                             .device = PARDO_DEVICE_CPU,
-                            .nthreads = 1};
+                            .nthreads = nthreads};
     ck_assert_msg(op.def->cpu(&ctx) == PARDO_OK, "%s: %s", type, st.msg);
     for (int k = 0; k < n_out; k++) {
         ck_assert_ptr_eq(out[k], in[in_of[k]]); /* updated in place, nothing allocated */
@@ -129,6 +131,61 @@ static void run_inplace(const char *type, const char *attrs, int n_in, pardo_ten
     }
     pardo_value_free(op.attrs);
 }
+
+static void run_inplace(const char *type, const char *attrs, int n_in, pardo_tensor **in, int n_out, const int *in_of) {
+    run_inplace_on(type, attrs, n_in, in, n_out, in_of, 1);
+}
+
+/* A param big enough to split over the pool updates bitwise as on one
+ * thread, and sgd as the naive loop p - lr * g. */
+START_TEST(test_optimizer_split_over_threads) {
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != 2) pardo_thread_pool_shutdown();
+    ck_assert_msg(pardo_thread_pool_configure(2, &st) == PARDO_OK, "%s", st.msg);
+    test_rng r = {9};
+    int64_t n[] = {100003};
+    pardo_tensor *lr = test_tensor_from(PARDO_F32, 0, NULL, (double[]){0.05}),
+                 *step[2] = {test_tensor_from(PARDO_I64, 0, NULL, (double[]){4}),
+                             test_tensor_from(PARDO_I64, 0, NULL, (double[]){4})};
+    pardo_tensor *g = test_tensor_random(&r, PARDO_F32, 1, n, -1, 1);
+    pardo_tensor *p[2], *m[2], *v[2];
+    p[0] = test_tensor_random(&r, PARDO_F32, 1, n, -1, 1);
+    m[0] = test_tensor_random(&r, PARDO_F32, 1, n, -1, 1);
+    v[0] = test_tensor_random(&r, PARDO_F32, 1, n, 0, 1);
+    p[1] = pardo_tensor_clone(p[0], &st);
+    m[1] = pardo_tensor_clone(m[0], &st);
+    v[1] = pardo_tensor_clone(v[0], &st);
+    pardo_tensor *p_before = pardo_tensor_clone(p[0], &st);
+    for (int t = 0; t < 2; t++) {
+        pardo_tensor *sgd_in[3] = {p[t], g, lr};
+        run_inplace_on("sgd", NULL, 3, sgd_in, 1, (int[]){0}, t ? 2 : 1);
+    }
+    for (int64_t i = 0; i < n[0]; i += 997)
+        ck_assert(pardo_tensor_get_f64(p[1], i) == (double)(float)(pardo_tensor_get_f64(p_before, i) -
+                                                                    (double)0.05f * pardo_tensor_get_f64(g, i)));
+    for (int t = 0; t < 2; t++) {
+        pardo_tensor *mom_in[4] = {p[t], g, m[t], lr};
+        run_inplace_on("momentum", "{\"mu\": 0.9, \"nesterov\": true}", 4, mom_in, 2, (int[]){0, 2}, t ? 2 : 1);
+        pardo_tensor *adam_in[6] = {p[t], g, m[t], v[t], step[t], lr};
+        run_inplace_on("adam", NULL, 6, adam_in, 4, (int[]){0, 2, 3, 4}, t ? 2 : 1);
+    }
+    size_t bytes = (size_t)n[0] * sizeof(float);
+    ck_assert(memcmp(pardo_tensor_data(p[0]), pardo_tensor_data(p[1]), bytes) == 0);
+    ck_assert(memcmp(pardo_tensor_data(m[0]), pardo_tensor_data(m[1]), bytes) == 0);
+    ck_assert(memcmp(pardo_tensor_data(v[0]), pardo_tensor_data(v[1]), bytes) == 0);
+    ck_assert(memcmp(pardo_tensor_data(p[0]), pardo_tensor_data(p_before), bytes) != 0);
+    for (int t = 0; t < 2; t++) {
+        pardo_tensor_release(p[t]);
+        pardo_tensor_release(m[t]);
+        pardo_tensor_release(v[t]);
+        pardo_tensor_release(step[t]);
+    }
+    pardo_tensor_release(p_before);
+    pardo_tensor_release(g);
+    pardo_tensor_release(lr);
+    pardo_thread_pool_shutdown();
+}
+END_TEST
 
 START_TEST(test_optimizer_in_place) {
     /* the same values as the out-of-place fixture run, written into the inputs */
@@ -256,6 +313,7 @@ Suite *make_ops_optimizer_suite(void) {
     TCase *core = tcase_create("Core");
     tcase_add_test(core, test_optimizer_fixtures);
     tcase_add_test(core, test_optimizer_in_place);
+    tcase_add_test(core, test_optimizer_split_over_threads);
     tcase_add_test(core, test_optimizer_optional_state_outputs);
     tcase_add_test(core, test_optimizer_infer);
     suite_add_tcase(s, core);

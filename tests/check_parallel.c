@@ -12,6 +12,7 @@
 
 #include "check_suites.h"
 #include "graph_test_util.h"
+#include "merge_combine.h"
 #include "test_util.h"
 #include "thread_pool.h"
 
@@ -633,11 +634,101 @@ START_TEST(err_sub_block_inference_is_located) {
 }
 END_TEST
 
+/* pardo_merge_combine, the merge op's arithmetic, against a naive loop: every
+ * dtype and elementwise mode, weights with an empty (NaN) part, ranges that
+ * cut tiles anywhere, and bitwise the same whatever the range split. */
+static double naive_merge(pardo_dtype dt, pardo_merge_mode mode, const double *const *vals, int n, const double *w,
+                          int64_t i) {
+    bool first = true;
+    double acc = 0;
+    for (int p = 0; p < n; p++) {
+        if (w && w[p] == 0) continue;
+        double v = vals[p][i] * (w ? w[p] : 1.0);
+        if (first) acc = v;
+        else if (mode == PARDO_MERGE_MAX) acc = v > acc ? v : acc;
+        else if (mode == PARDO_MERGE_MIN) acc = v < acc ? v : acc;
+        else acc += v;
+        first = false;
+    }
+    if (mode == PARDO_MERGE_MEAN && !w) acc /= n;
+    if (dt == PARDO_F32) return (float)acc;
+    if (dt == PARDO_BOOL) return acc != 0;
+    return acc;
+}
+
+START_TEST(merge_combine_matches_naive) {
+    enum { N = 3, LEN = 1301 };
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64, PARDO_BOOL};
+    static const pardo_merge_mode modes[] = {PARDO_MERGE_MEAN, PARDO_MERGE_SUM, PARDO_MERGE_MAX, PARDO_MERGE_MIN};
+    test_rng r = {21};
+    static double vals[N][LEN];
+    const double *rows[N] = {vals[0], vals[1], vals[2]};
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+        pardo_dtype dt = dts[d];
+        bool fl = pardo_dtype_is_float(dt);
+        pardo_status st;
+        int64_t shape[1] = {LEN};
+        pardo_tensor *parts[N], *y = pardo_tensor_new_cpu(dt, 1, shape, &st), *y2 = pardo_tensor_new_cpu(dt, 1, shape, &st);
+        const void *data[N];
+        for (int p = 0; p < N; p++) {
+            parts[p] = pardo_tensor_new_cpu(dt, 1, shape, &st);
+            for (int64_t i = 0; i < LEN; i++) {
+                double v = dt == PARDO_BOOL ? (double)(test_rng_next(&r) % 2)
+                                            : fl ? test_rng_uniform(&r, -5, 5) : (double)(int)test_rng_uniform(&r, -50, 50);
+                if (dt == PARDO_F32) v = (float)v;
+                if (fl && p == 1 && i % 97 == 0) v = NAN; /* the zero-weight part below */
+                vals[p][i] = v;
+                pardo_tensor_set_f64(parts[p], i, v);
+            }
+            data[p] = pardo_tensor_data(parts[p]);
+        }
+        const double weights[N] = {0.25, 0.0, 0.75};
+        for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+            if (!fl && modes[m] == PARDO_MERGE_MEAN) continue; /* mean is float-only (merge's inference says so) */
+            if (dt == PARDO_BOOL && modes[m] == PARDO_MERGE_SUM) continue;
+            for (int weighted = 0; weighted < (modes[m] == PARDO_MERGE_MEAN ? 2 : 1); weighted++) {
+                const double *w = weighted ? weights : NULL;
+                /* without weights part 1's NaNs are real input: keep them out of the float check */
+                int n = fl && !weighted ? 1 : N;
+                pardo_merge_args a = {dt, modes[m], data, n, w, pardo_tensor_data(y)};
+                pardo_merge_combine(&a, 0, LEN);
+                pardo_merge_args b = a;
+                b.y = pardo_tensor_data(y2);
+                pardo_merge_combine(&b, 0, 7);
+                pardo_merge_combine(&b, 7, 700);
+                pardo_merge_combine(&b, 700, LEN);
+                ck_assert(memcmp(pardo_tensor_data(y), pardo_tensor_data(y2), (size_t)LEN * pardo_dtype_size(dt)) == 0);
+                if (fl && !weighted) { /* a plain mean or sum over parts 0 and 2 */
+                    const void *two[2] = {data[0], data[2]};
+                    const double *tworows[2] = {rows[0], rows[2]};
+                    a.parts = two;
+                    a.n = 2;
+                    pardo_merge_combine(&a, 0, LEN);
+                    for (int64_t i = 0; i < LEN; i++)
+                        ck_assert_msg(pardo_tensor_get_f64(y, i) == naive_merge(dt, modes[m], tworows, 2, NULL, i),
+                                      "%s mode %d [%lld]", pardo_dtype_name(dt), (int)modes[m], (long long)i);
+                    continue;
+                }
+                for (int64_t i = 0; i < LEN; i++)
+                    ck_assert_msg(pardo_tensor_get_f64(y, i) == naive_merge(dt, modes[m], rows, n, w, i),
+                                  "%s mode %d weighted %d [%lld]: %g vs %g", pardo_dtype_name(dt), (int)modes[m],
+                                  weighted, (long long)i, pardo_tensor_get_f64(y, i),
+                                  naive_merge(dt, modes[m], rows, n, w, i));
+            }
+        }
+        for (int p = 0; p < N; p++) pardo_tensor_release(parts[p]);
+        pardo_tensor_release(y);
+        pardo_tensor_release(y2);
+    }
+}
+END_TEST
+
 Suite *make_parallel_suite(void) {
     Suite *s = suite_create("parallel");
     TCase *core = tcase_create("Core");
     tcase_set_timeout(core, 300);
     tcase_add_test(core, merge_modes_match_single_thread);
+    tcase_add_test(core, merge_combine_matches_naive);
     tcase_add_test(core, fixed_parts_give_bitwise_the_same_at_any_thread_count);
     tcase_add_test(core, split_sizes_and_axis);
     tcase_add_test(core, inference_types_parts_and_sub_block_vars);

@@ -1,0 +1,37 @@
+/* merge_combine.h - the arithmetic of the merge op's elementwise modes:
+ * parts combined element by element, one loop per dtype and mode so that
+ * the compiler vectorises them. ops/parallel.c owns the op around it. */
+#ifndef PARDO_MERGE_COMBINE_H
+#define PARDO_MERGE_COMBINE_H
+
+#include <stdint.h>
+
+#include "tensor.h"
+
+typedef enum pardo_merge_mode {
+    PARDO_MERGE_MEAN,
+    PARDO_MERGE_SUM,
+    PARDO_MERGE_MAX,
+    PARDO_MERGE_MIN,
+    PARDO_MERGE_CONCAT
+} pardo_merge_mode;
+
+/* What to combine: n parts of equal shape and dtype (borrowed data
+ * pointers), into y (borrowed). w: per-part weights of a weighted mean, or
+ * NULL (a plain mean divides by n). */
+typedef struct pardo_merge_args {
+    pardo_dtype dtype;
+    pardo_merge_mode mode; // not CONCAT
+    const void *const *parts;
+    int n;
+    const double *w;
+    void *y;
+} pardo_merge_args;
+
+/* Writes elements [begin, end) of y. Parts are combined in order 0, 1, ...
+ * (a part of weight 0 is skipped: an empty part's mean may be NaN), floats
+ * in double and integers and bool in int64, so the result depends neither
+ * on the range split nor on which thread ran it. */
+void pardo_merge_combine(const pardo_merge_args *m, int64_t begin, int64_t end);
+
+#endif
