@@ -13,6 +13,15 @@
 
 #define MAX_OP_IO 64
 
+/* What the executor finds once per op, the program being fixed from its
+ * creation on. */
+typedef struct op_plan {
+    const pardo_var **out_vars; // output k's var, for the run-time type check (NULL for ""); owned
+    uint64_t inplace;           // bit k: output k names one of the op's inputs (its tensor is shared, not taken)
+    int *root_entry;            // block 0: the root scope's entry of input k at [k], of output k at [n_in + k];
+                                // -1 until resolved (a name not bound yet stays unresolved); owned
+} op_plan;
+
 struct pardo_executor {
     const pardo_program *prog; // borrowed
     pardo_exec_options opt;
@@ -20,9 +29,28 @@ struct pardo_executor {
     uint64_t steps;            // completed runs of block 0
     pardo_op_state **states;   // per block, per op: kernel state (pardo_executor_op_state); owned
     pardo_stage_plan *plans;   // per block: ops that may run at once (stage_plan.h); built on first run; owned
-    const pardo_var ****out_vars; // [block][op][k]: output k's var, looked up once (NULL for ""); owned arrays
+    op_plan **ops;             // [block][op]: what each op's runs look up once; owned
     bool *planned;             // per block: plans[b] is built
 };
+
+/* Fills op i of block b's plan: its output vars, which outputs are in place,
+ * and (block 0) room for its root scope entries. PARDO_ENOMEM on failure. */
+static int plan_op(const pardo_program *p, int b, int i, op_plan *pl) {
+    const pardo_op *op = &p->blocks[b].ops[i];
+    PARDO_ASSERT(op->n_in <= MAX_OP_IO && op->n_out <= MAX_OP_IO);
+    if (!(pl->out_vars = calloc((size_t)op->n_out + 1, sizeof(*pl->out_vars)))) return PARDO_ENOMEM;
+    for (int k = 0; k < op->n_out; k++) {
+        if (!op->out[k][0]) continue;
+        pl->out_vars[k] = pardo_program_lookup_var(p, b, op->out[k], NULL);
+        for (int j = 0; j < op->n_in; j++)
+            if (strcmp(op->in[j], op->out[k]) == 0) pl->inplace |= (uint64_t)1 << k;
+    }
+    if (b != 0) return PARDO_OK;
+    int n = op->n_in + op->n_out;
+    if (!(pl->root_entry = malloc(sizeof(int) * (size_t)(n + 1)))) return PARDO_ENOMEM;
+    for (int k = 0; k < n; k++) pl->root_entry[k] = -1;
+    return PARDO_OK;
+}
 
 int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pardo_executor **out,
                        pardo_status *st) {
@@ -38,28 +66,21 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
         pardo_executor_free(ex);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
     }
-    if (!(ex->out_vars = calloc((size_t)p->n_blocks + 1, sizeof(*ex->out_vars)))) {
+    if (!(ex->ops = calloc((size_t)p->n_blocks + 1, sizeof(*ex->ops)))) {
         pardo_executor_free(ex);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
     }
     for (int b = 0; b < p->n_blocks; b++) {
         if (!(ex->states[b] = calloc((size_t)p->blocks[b].n_ops + 1, sizeof(*ex->states[b]))) ||
-            !(ex->out_vars[b] = calloc((size_t)p->blocks[b].n_ops + 1, sizeof(*ex->out_vars[b])))) {
+            !(ex->ops[b] = calloc((size_t)p->blocks[b].n_ops + 1, sizeof(*ex->ops[b])))) {
             pardo_executor_free(ex);
             return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
         }
-        /* the output vars each run checks against, found once (the program is fixed from here on) */
-        for (int i = 0; i < p->blocks[b].n_ops; i++) {
-            const pardo_op *op = &p->blocks[b].ops[i];
-            const pardo_var **vars = calloc((size_t)op->n_out + 1, sizeof(*vars));
-            if (!vars) {
+        for (int i = 0; i < p->blocks[b].n_ops; i++)
+            if (plan_op(p, b, i, &ex->ops[b][i]) != PARDO_OK) {
                 pardo_executor_free(ex);
                 return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
             }
-            for (int k = 0; k < op->n_out; k++)
-                vars[k] = op->out[k][0] ? pardo_program_lookup_var(p, b, op->out[k], NULL) : NULL;
-            ex->out_vars[b][i] = vars;
-        }
     }
     if (ex->opt.device == PARDO_DEVICE_CUDA) {
         int n = pardo_device_count();
@@ -88,11 +109,14 @@ void pardo_executor_free(pardo_executor *ex) {
         free(ex->states[b]);
     }
     free(ex->states);
-    for (int b = 0; ex->out_vars && b < ex->prog->n_blocks; b++) {
-        for (int i = 0; ex->out_vars[b] && i < ex->prog->blocks[b].n_ops; i++) free(ex->out_vars[b][i]);
-        free((void *)ex->out_vars[b]);
+    for (int b = 0; ex->ops && b < ex->prog->n_blocks; b++) {
+        for (int i = 0; ex->ops[b] && i < ex->prog->blocks[b].n_ops; i++) {
+            free((void *)ex->ops[b][i].out_vars);
+            free(ex->ops[b][i].root_entry);
+        }
+        free(ex->ops[b]);
     }
-    free((void *)ex->out_vars);
+    free(ex->ops);
     for (int b = 0; ex->plans && b < ex->prog->n_blocks; b++) pardo_stage_plan_clear(&ex->plans[b]);
     free(ex->plans);
     free(ex->planned);
@@ -255,12 +279,6 @@ static int sync_inputs(pardo_tensor **in, int n, pardo_device_kind dev, pardo_st
     return PARDO_OK;
 }
 
-static bool is_input(const pardo_op *op, const char *name) {
-    for (int k = 0; k < op->n_in; k++)
-        if (strcmp(op->in[k], name) == 0) return true;
-    return false;
-}
-
 /* Checks that output k fits its var's (declared or inferred) type. */
 static int check_output(const pardo_var *v, const pardo_op *op, int k, const pardo_tensor *t, pardo_status *st) {
     char a[200], b[200];
@@ -296,17 +314,32 @@ static void trace_op(pardo_executor *ex, int block, int index, int64_t *ready, i
 static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
                   int64_t *ready, pardo_status *st) {
     const pardo_op *op = &ex->prog->blocks[block].ops[index];
-    pardo_tensor *in[MAX_OP_IO] = {0}, *out[MAX_OP_IO] = {0};
+    pardo_tensor *in[MAX_OP_IO], *out[MAX_OP_IO];
     int rc = PARDO_OK;
     bool tracing = pardo_trace_on(), traced = false;
     int64_t t0 = tracing ? pardo_trace_ticks() : 0;
-    PARDO_ASSERT(op->def && op->n_in <= MAX_OP_IO && op->n_out <= MAX_OP_IO);
+    PARDO_ASSERT(op->def);
+    /* only the slots the op or its def can name are cleared (absent optional
+     * ones read as NULL): zeroing all 2 x 64 costs more than a small kernel */
+    int n_in_slots = op->n_in > op->def->n_inputs ? op->n_in : op->def->n_inputs,
+        n_out_slots = op->n_out > op->def->n_outputs ? op->n_out : op->def->n_outputs;
+    memset(in, 0, sizeof(*in) * (size_t)(n_in_slots < MAX_OP_IO ? n_in_slots : MAX_OP_IO));
+    memset(out, 0, sizeof(*out) * (size_t)(n_out_slots < MAX_OP_IO ? n_out_slots : MAX_OP_IO));
+    op_plan *pl = &ex->ops[block][index];
+    /* block 0 in the root scope: names resolved to entries once (the root has no parent to fall back to) */
+    int *entry = block == 0 && scope == ex->root ? pl->root_entry : NULL;
     pardo_device_kind dev = (!run->cpu_only && ex->opt.device == PARDO_DEVICE_CUDA && op->def->cuda)
                                 ? PARDO_DEVICE_CUDA
                                 : PARDO_DEVICE_CPU;
     for (int k = 0; k < op->n_in; k++) {
         if (!op->in[k][0]) continue;
-        pardo_tensor *t = pardo_scope_find(scope, op->in[k]);
+        pardo_tensor *t;
+        if (entry) {
+            if (entry[k] < 0) entry[k] = pardo_scope_entry(scope, op->in[k]);
+            t = entry[k] < 0 ? NULL : pardo_scope_entry_get(scope, entry[k]);
+        } else {
+            t = pardo_scope_find(scope, op->in[k]);
+        }
         if (!t) {
             rc = pardo_errorf(st, PARDO_ENOTFOUND, "input %d: var '%s' has no value at run time", k, op->in[k]);
             goto done;
@@ -318,9 +351,17 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
         /* hand the output's current tensor to the kernel for reuse: moved out
          * of the scope when only the scope holds it, shared when the op also
          * reads it (in-place ops) */
+        bool inplace = pl->inplace >> k & 1;
+        int *e = entry ? &entry[op->n_in + k] : NULL;
         if (!op->out[k][0]) {
             out[k] = NULL; /* left out by the graph: the kernel skips it */
-        } else if (is_input(op, op->out[k])) {
+        } else if (e) {
+            if (*e < 0 && (*e = pardo_scope_reserve(scope, op->out[k], st)) < 0) {
+                rc = st->code;
+                goto done;
+            }
+            out[k] = inplace ? pardo_tensor_retain(pardo_scope_entry_get(scope, *e)) : pardo_scope_entry_take(scope, *e);
+        } else if (inplace) {
             pardo_tensor *t = pardo_scope_find(scope, op->out[k]);
             out[k] = t ? pardo_tensor_retain(t) : NULL;
         } else {
@@ -333,14 +374,15 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
                             .nparts_default = ex->opt.nthreads};
     rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
     for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
-        if (op->out[k][0]) rc = check_output(ex->out_vars[block][index][k], op, k, out[k], st);
+        if (op->out[k][0]) rc = check_output(pl->out_vars[k], op, k, out[k], st);
     if (tracing && rc == PARDO_OK) { /* before the outputs move into the scope */
         trace_op(ex, block, index, ready, t0, in, out, st);
         traced = true;
     }
     for (int k = 0; k < op->n_out; k++) {
         if (rc == PARDO_OK && op->out[k][0]) {
-            rc = pardo_scope_set_move(scope, op->out[k], out[k], st);
+            if (entry) pardo_scope_entry_set_move(scope, entry[op->n_in + k], out[k]);
+            else rc = pardo_scope_set_move(scope, op->out[k], out[k], st);
             out[k] = NULL;
         }
         pardo_tensor_release(out[k]);

@@ -88,39 +88,73 @@ pardo_tensor *pardo_scope_find(const pardo_scope *s, const char *name) {
     return NULL;
 }
 
-int pardo_scope_set_move(pardo_scope *s, const char *name, pardo_tensor *t, pardo_status *st) {
-    uint64_t h = hash_name(name);
-    int i = find_slot(s, name, h);
-    if (i >= 0) {
-        entry *e = &s->entries[s->slots[i]];
-        if (!e->t) s->live++;
-        if (e->t != t) pardo_tensor_release(e->t);
-        else pardo_tensor_release(t); /* same tensor: keep one reference */
-        e->t = t;
-        return PARDO_OK;
-    }
+/* Appends an entry for name (hash h) bound to t (may be NULL: reserved);
+ * its index, or -1 when out of memory. */
+static int add_entry(pardo_scope *s, const char *name, uint64_t h, pardo_tensor *t) {
     if ((s->n_entries + 1) * 2 > s->n_slots) {
         int n = s->n_slots ? s->n_slots * 2 : 16;
-        if (rehash(s, n) != PARDO_OK) goto oom;
+        if (rehash(s, n) != PARDO_OK) return -1;
     }
     if (s->n_entries == s->cap_entries) {
         int cap = s->cap_entries ? s->cap_entries * 2 : 16;
         entry *e = realloc(s->entries, (size_t)cap * sizeof(*e));
-        if (!e) goto oom;
+        if (!e) return -1;
         s->entries = e;
         s->cap_entries = cap;
     }
     char *copy = strdup(name);
-    if (!copy) goto oom;
+    if (!copy) return -1;
     s->entries[s->n_entries] = (entry){copy, t, h};
     int k = (int)(h & (uint64_t)(s->n_slots - 1));
     while (s->slots[k] >= 0) k = (k + 1) & (s->n_slots - 1);
-    s->slots[k] = s->n_entries++;
-    s->live++;
-    return PARDO_OK;
-oom:
+    s->slots[k] = s->n_entries;
+    if (t) s->live++;
+    return s->n_entries++;
+}
+
+void pardo_scope_entry_set_move(pardo_scope *s, int i, pardo_tensor *t) {
+    entry *e = &s->entries[i];
+    if (!e->t && t) s->live++;
+    else if (e->t && !t) s->live--;
+    if (e->t != t) pardo_tensor_release(e->t);
+    else pardo_tensor_release(t); /* same tensor: keep one reference */
+    e->t = t;
+}
+
+int pardo_scope_set_move(pardo_scope *s, const char *name, pardo_tensor *t, pardo_status *st) {
+    uint64_t h = hash_name(name);
+    int i = find_slot(s, name, h);
+    if (i >= 0) {
+        pardo_scope_entry_set_move(s, s->slots[i], t);
+        return PARDO_OK;
+    }
+    if (add_entry(s, name, h, t) >= 0) return PARDO_OK;
     pardo_tensor_release(t);
     return pardo_errorf(st, PARDO_ENOMEM, "out of memory binding var '%s'", name);
+}
+
+int pardo_scope_entry(const pardo_scope *s, const char *name) {
+    int i = find_slot(s, name, hash_name(name));
+    return i < 0 ? -1 : s->slots[i];
+}
+
+int pardo_scope_reserve(pardo_scope *s, const char *name, pardo_status *st) {
+    uint64_t h = hash_name(name);
+    int i = find_slot(s, name, h);
+    if (i >= 0) return s->slots[i];
+    int e = add_entry(s, name, h, NULL);
+    if (e < 0) pardo_errorf(st, PARDO_ENOMEM, "out of memory binding var '%s'", name);
+    return e;
+}
+
+pardo_tensor *pardo_scope_entry_get(const pardo_scope *s, int e) { return s->entries[e].t; }
+
+pardo_tensor *pardo_scope_entry_take(pardo_scope *s, int i) {
+    entry *e = &s->entries[i];
+    pardo_tensor *t = e->t;
+    if (t) s->live--;
+    e->t = NULL; /* the name stays reserved here, so lookups do not fall through to the parent */
+    return t;
 }
 
 int pardo_scope_set(pardo_scope *s, const char *name, pardo_tensor *t, pardo_status *st) {
@@ -129,12 +163,7 @@ int pardo_scope_set(pardo_scope *s, const char *name, pardo_tensor *t, pardo_sta
 
 pardo_tensor *pardo_scope_take(pardo_scope *s, const char *name) {
     int i = find_slot(s, name, hash_name(name));
-    if (i < 0) return NULL;
-    entry *e = &s->entries[s->slots[i]];
-    pardo_tensor *t = e->t;
-    if (t) s->live--;
-    e->t = NULL; /* the name stays reserved here, so lookups do not fall through to the parent */
-    return t;
+    return i < 0 ? NULL : pardo_scope_entry_take(s, s->slots[i]);
 }
 
 int pardo_scope_size(const pardo_scope *s) { return atomic_load(&s->live); }

@@ -43,6 +43,25 @@ int pardo_scope_set_move(pardo_scope *s, const char *name, pardo_tensor *t, pard
  * until pardo_scope_set binds it again: O(1), for the executor's hot path. */
 pardo_tensor *pardo_scope_take(pardo_scope *s, const char *name);
 
+/* Entry handles, for a caller that reads and writes the same names over and
+ * over (the executor, for block 0's ops in the root scope): resolve a name
+ * once, then get, take and bind by its entry with no hashing. An entry
+ * index stays valid for the scope's life (names are never removed). */
+
+/* This scope's entry for name, or -1 when the name has none here. */
+int pardo_scope_entry(const pardo_scope *s, const char *name);
+
+/* As pardo_scope_entry, but adds an unbound entry for a new name (lookups
+ * then find nothing there until it is bound). -1 with PARDO_ENOMEM in st. */
+int pardo_scope_reserve(pardo_scope *s, const char *name, pardo_status *st);
+
+/* The tensor bound at entry e (borrowed), or NULL when unbound or taken. */
+pardo_tensor *pardo_scope_entry_get(const pardo_scope *s, int e);
+
+/* pardo_scope_take and pardo_scope_set_move by entry. */
+pardo_tensor *pardo_scope_entry_take(pardo_scope *s, int e);
+void pardo_scope_entry_set_move(pardo_scope *s, int e, pardo_tensor *t);
+
 /* Number of names bound in this scope, and the i-th (name and tensor,
  * borrowed) in insertion order; taken names are skipped. pardo_scope_at
  * returns PARDO_ENOTFOUND past the end. */

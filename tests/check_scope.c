@@ -95,6 +95,49 @@ START_TEST(many_names_in_order) {
 }
 END_TEST
 
+/* Entry handles: reserved names shadow the parent while unbound, entries
+ * stay valid while the scope grows, and get / take / set by entry agree
+ * with the name-based calls. */
+START_TEST(entries_resolve_once) {
+    pardo_status st;
+    pardo_scope *root = pardo_scope_new(NULL), *child = pardo_scope_new(root);
+    pardo_tensor *a = scalar(1), *b = scalar(2);
+    ck_assert_int_eq(pardo_scope_set(root, "w", a, &st), PARDO_OK);
+    ck_assert_int_eq(pardo_scope_entry(child, "w"), -1);
+    int e = pardo_scope_reserve(child, "w", &st);
+    ck_assert_int_ge(e, 0);
+    ck_assert_int_eq(pardo_scope_reserve(child, "w", &st), e);
+    ck_assert_ptr_null(pardo_scope_entry_get(child, e));
+    ck_assert_ptr_null(pardo_scope_find(child, "w")); /* reserved here: no fall-through to the parent */
+    ck_assert_int_eq(pardo_scope_size(child), 0);
+    for (int i = 0; i < 200; i++) { /* grow past several rehashes and reallocs */
+        char name[16];
+        snprintf(name, sizeof name, "v%d", i);
+        ck_assert_int_eq(pardo_scope_set(child, name, a, &st), PARDO_OK);
+    }
+    ck_assert_int_eq(pardo_scope_entry(child, "w"), e);
+    pardo_scope_entry_set_move(child, e, pardo_tensor_retain(b));
+    ck_assert_ptr_eq(pardo_scope_find(child, "w"), b);
+    ck_assert_ptr_eq(pardo_scope_entry_get(child, e), b);
+    ck_assert_int_eq(pardo_scope_size(child), 201);
+    pardo_scope_entry_set_move(child, e, pardo_tensor_retain(b)); /* the same tensor again: one reference kept */
+    ck_assert_int_eq(atomic_load(&b->refs), 2);
+    pardo_tensor *t = pardo_scope_entry_take(child, e);
+    ck_assert_ptr_eq(t, b);
+    ck_assert_int_eq(pardo_scope_size(child), 200);
+    ck_assert_ptr_null(pardo_scope_find(child, "w"));
+    pardo_tensor_release(t);
+    ck_assert_int_eq(pardo_scope_entry(child, "v7"), pardo_scope_entry(child, "v7"));
+    ck_assert_ptr_eq(pardo_scope_entry_get(child, pardo_scope_entry(child, "v7")), a);
+    pardo_scope_free(child);
+    pardo_scope_free(root);
+    ck_assert_int_eq(atomic_load(&a->refs), 1);
+    ck_assert_int_eq(atomic_load(&b->refs), 1);
+    pardo_tensor_release(a);
+    pardo_tensor_release(b);
+}
+END_TEST
+
 Suite *make_scope_suite(void) {
     Suite *s = suite_create("scope");
     TCase *tc = tcase_create("Core");
@@ -102,6 +145,7 @@ Suite *make_scope_suite(void) {
     tcase_add_test(tc, parent_lookup_and_shadowing);
     tcase_add_test(tc, take_and_rebind);
     tcase_add_test(tc, many_names_in_order);
+    tcase_add_test(tc, entries_resolve_once);
     suite_add_tcase(s, tc);
     return s;
 }
