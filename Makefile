@@ -48,9 +48,11 @@ ifeq ($(BLAS),1)
   ifeq ($(BLAS_FOUND),)
     $(error BLAS=1 but pkg-config finds no openblas (apt-get install libopenblas-dev))
   endif
-  # The rpath keeps the library the build linked (Debian keeps serial, pthread and openmp builds side by side).
-  BLAS_CFLAGS = -DPARDO_BLAS $(shell pkg-config --cflags openblas)
-  BLAS_LIBS   = $(shell pkg-config --libs openblas) -Wl,-rpath,$(shell pkg-config --variable=libdir openblas)
+  # OpenBLAS is opened on first use (ops/gemm_blas.c), from the libdir pkg-config names (Debian keeps serial,
+  # pthread and openmp builds side by side): a run that never calls it does not pay for loading it.
+  BLAS_CFLAGS = -DPARDO_BLAS $(shell pkg-config --cflags openblas) \
+                -DPARDO_BLAS_LIBRARY='"$(patsubst %/,%,$(shell pkg-config --variable=libdir openblas))/libopenblas.so.0"'
+  BLAS_LIBS   = -ldl
 else ifneq ($(BLAS),0)
   $(error BLAS must be 0 or 1 (got '$(BLAS)'))
 endif
@@ -136,7 +138,7 @@ endif
 $(BUILD)/tools/bench/bench_gemm.o: CFLAGS += $(BENCH_BLAS_CFLAGS)
 $(BENCH_BINS): %: %.o $(LIB)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(if $(BLAS_LIBS),$(BLAS_LIBS),$(BENCH_BLAS_LIBS)) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(BLAS_LIBS) $(BENCH_BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 # ASan in a process that loads the CUDA runtime needs the shadow gap unprotected.
 # Sanitizer builds run 3 to 10 times slower: give Check's per-test timeout room.

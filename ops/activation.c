@@ -11,9 +11,11 @@
 #include "unary.h"
 
 /* relu keeps NaN (v < 0 is false for NaN), like max(x, 0) in ONNX. */
-UNARY_OP(relu, "Y = max(X, 0) (float32, float64)", NULL, 0, NULL, pardo_cuda_relu, r = v < 0 ? (elem_t)0 : v;)
-UNARY_GRAD_OP(relu, "dX = dY where X > 0, else 0 (gradient of relu; float32, float64)", NULL, 0, NULL,
-              r = v > 0 ? g : (elem_t)0;)
+UNARY_OP_BUILT(relu, "Y = max(X, 0) (float32, float64)", NULL, 0, NULL, pardo_cuda_relu, pardo_grad_from_output,
+               r = v < 0 ? (elem_t)0 : v;)
+/* Y > 0 exactly where X > 0 (NaN and -0 included), so the gradient reads Y. */
+UNARY_GRAD_OP_FROM_Y(relu, "dX = dY where X > 0 (read as Y > 0), else 0 (gradient of relu; float32, float64)", NULL,
+                     0, NULL, r = w > 0 ? g : (elem_t)0;)
 
 /* leaky_relu: p = alpha. */
 static const pardo_attr_def leaky_attrs[] = {{"alpha", PARDO_ATTR_FLOAT, "0.01", "slope for X < 0"}};
@@ -29,14 +31,16 @@ UNARY_GRAD_OP(leaky_relu, "dX = dY where X > 0, else alpha * dY (gradient of lea
               leaky_attrs, 1, leaky_args, r = v > 0 ? g : p * g;)
 
 /* sigmoid from exp(-|x|), which never overflows: stable for large |x|. */
-UNARY_OP(sigmoid, "Y = 1 / (1 + exp(-X)), computed stably for large |X| (float32, float64)", NULL, 0, NULL,
-         pardo_cuda_sigmoid, const elem_t e = exp(-fabs(v));
-         r = v >= 0 ? 1 / (1 + e) : e / (1 + e);)
-UNARY_GRAD_OP(sigmoid, "dX = dY * Y * (1 - Y) (gradient of sigmoid; float32, float64)", NULL, 0, NULL,
+UNARY_OP_BUILT(sigmoid, "Y = 1 / (1 + exp(-X)), computed stably for large |X| (float32, float64)", NULL, 0, NULL,
+               pardo_cuda_sigmoid, pardo_grad_from_output, const elem_t e = exp(-fabs(v));
+               r = v >= 0 ? 1 / (1 + e) : e / (1 + e);)
+UNARY_GRAD_OP_FROM_Y(sigmoid, "dX = dY * Y * (1 - Y) (gradient of sigmoid; float32, float64)", NULL, 0, NULL,
               r = g * w * (1 - w);)
 
-UNARY_OP(tanh, "Y = tanh(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_tanh, r = tanh(v);)
-UNARY_GRAD_OP(tanh, "dX = dY * (1 - Y^2) (gradient of tanh; float32, float64)", NULL, 0, NULL, r = g * (1 - w * w);)
+UNARY_OP_BUILT(tanh, "Y = tanh(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_tanh, pardo_grad_from_output,
+               r = tanh(v);)
+UNARY_GRAD_OP_FROM_Y(tanh, "dX = dY * (1 - Y^2) (gradient of tanh; float32, float64)", NULL, 0, NULL,
+                     r = g * (1 - w * w);)
 
 /* gelu, the exact form with erf (not the tanh approximation), computed as
  * 0.5 * x * erfc(-x / sqrt(2)), the same function without the cancellation

@@ -14,6 +14,8 @@
 
 #include "kernel_util.h"
 #include "kernels.h"
+#include <string.h>
+
 #include "op.h"
 #include "unary.h"
 
@@ -137,6 +139,20 @@ static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is
     return pardo_run_chunks(ctx, plan.numel, binary_range, &j);
 }
 
+/* The gradient ops of the binary ops never read C; add_grad and sub_grad
+ * read no operand value either, only its shape, which an operand that
+ * fills the output has anyway (dA is then dC): leave those out, so that they
+ * can be freed after their forward readers. */
+static int binary_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
+    const pardo_op *f = req->fwd;
+    uint64_t drop_in = 0;
+    bool shape_only = strcmp(f->type, "add") == 0 || strcmp(f->type, "sub") == 0;
+    if (shape_only && f->n_in == 2 && f->n_out == 1 && req->out_grads[0][0])
+        for (int k = 0; k < 2; k++)
+            if (pardo_grad_operand_fills_output(req, f->in[k], f->in[1 - k], f->out[0])) drop_in |= (uint64_t)1 << k;
+    return pardo_grad_wired(req, blk, drop_in, 1, st);
+}
+
 #define BINARY_OP(NAME, IS_DIV, DOC)                                                                                   \
     static int NAME##_cpu(pardo_kernel_ctx *ctx) { return binary_run(ctx, NAME##_kernels, IS_DIV); }                   \
     const pardo_op_def pardo_op_##NAME = {                                                                             \
@@ -150,7 +166,7 @@ static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is
         .cpu = NAME##_cpu,                                                                                             \
         .cuda = pardo_cuda_##NAME,                                                                                     \
         .inplace = true,                                                                                               \
-        .grad = pardo_grad_standard,                                                                                   \
+        .grad = binary_grad_build,                                                                                     \
     };
 
 BINARY_OP(add, false, "C = A + B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
@@ -162,18 +178,21 @@ BINARY_OP(div, true,
 
 /* ---- unary float ops (float32, float64), each with its gradient op ---- */
 
-UNARY_OP(neg, "Y = -X (float32, float64)", NULL, 0, NULL, NULL, r = -v;)
-UNARY_GRAD_OP(neg, "dX = -dY (gradient of neg; float32, float64)", NULL, 0, NULL, r = -g;)
+UNARY_OP_BUILT(neg, "Y = -X (float32, float64)", NULL, 0, NULL, NULL, pardo_grad_from_output, r = -v;)
+UNARY_GRAD_OP_FROM_Y(neg, "dX = -dY (gradient of neg; float32, float64)", NULL, 0, NULL, r = -g;)
 
-UNARY_OP(exp, "Y = exp(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_exp, r = exp(v);)
-UNARY_GRAD_OP(exp, "dX = dY * Y (gradient of exp; float32, float64)", NULL, 0, NULL, r = g * w;)
+UNARY_OP_BUILT(exp, "Y = exp(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_exp, pardo_grad_from_output,
+               r = exp(v);)
+UNARY_GRAD_OP_FROM_Y(exp, "dX = dY * Y (gradient of exp; float32, float64)", NULL, 0, NULL, r = g * w;)
 
 UNARY_OP(log, "Y = log(X) (natural; -inf at 0, NaN below; float32, float64)", NULL, 0, NULL, pardo_cuda_log,
          r = log(v);)
 UNARY_GRAD_OP(log, "dX = dY / X (gradient of log; float32, float64)", NULL, 0, NULL, r = g / v;)
 
-UNARY_OP(sqrt, "Y = sqrt(X) (NaN below 0; float32, float64)", NULL, 0, NULL, NULL, r = sqrt(v);)
-UNARY_GRAD_OP(sqrt, "dX = dY / (2 Y) (gradient of sqrt, inf at 0; float32, float64)", NULL, 0, NULL, r = g / (w + w);)
+UNARY_OP_BUILT(sqrt, "Y = sqrt(X) (NaN below 0; float32, float64)", NULL, 0, NULL, NULL, pardo_grad_from_output,
+               r = sqrt(v);)
+UNARY_GRAD_OP_FROM_Y(sqrt, "dX = dY / (2 Y) (gradient of sqrt, inf at 0; float32, float64)", NULL, 0, NULL,
+                     r = g / (w + w);)
 
 UNARY_OP(abs, "Y = |X| (float32, float64)", NULL, 0, NULL, NULL, r = fabs(v);)
 UNARY_GRAD_OP(abs, "dX = dY * sign(X), 0 where X is 0 (gradient of abs; float32, float64)", NULL, 0, NULL,
@@ -206,9 +225,9 @@ static int scale_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st)
     return rc;
 }
 
-UNARY_OP(scale, "Y = X * scale + bias (float32, float64)", scale_attrs, 2, scale_args, pardo_cuda_scale,
-         r = v * p + q;)
-UNARY_GRAD_OP(scale, "dX = dY * scale (gradient of scale; float32, float64)", scale_attrs, 2, scale_args, r = g * p;)
+UNARY_OP_BUILT(scale, "Y = X * scale + bias (float32, float64)", scale_attrs, 2, scale_args, pardo_cuda_scale,
+               pardo_grad_from_output, r = v * p + q;)
+UNARY_GRAD_OP_FROM_Y(scale, "dX = dY * scale (gradient of scale; float32, float64)", scale_attrs, 2, scale_args, r = g * p;)
 
 /* clip like ONNX Clip: y = min(max(x, min), max), so min > max gives max
  * everywhere; NaN stays NaN. p = min, q = max (+-inf when absent). */

@@ -1,6 +1,8 @@
 /* elementwise_grad.c - the gradient ops of the broadcasting binary ops:
  * add_grad, sub_grad, mul_grad, div_grad (float32, float64). Inputs A, B,
- * the forward output C and its gradient dC ("" = zeros); outputs dA and dB,
+ * the forward output C (not read) and its gradient dC ("" = zeros); add_grad
+ * and sub_grad read only shapes, and take a left-out operand to have dC's
+ * shape; outputs dA and dB,
  * each optional, of A's and B's shapes: where an operand was broadcast, the
  * gradient is summed over the dims it was broadcast along. Integer operands
  * have no gradient (PARDO_ENOTSUP when one is asked for). */
@@ -13,8 +15,17 @@
 static const pardo_arg_def grad_in[] = {
     {"A", "the forward input A", false, false},
     {"B", "the forward input B", false, false},
-    {"C", "the forward output", false, false},
+    {"C", "the forward output (not read: the backward pass leaves it out, \"\")", true, false},
     {"dC", "gradient of C (\"\": zeros)", true, false},
+};
+/* add_grad and sub_grad read only the operands' shapes: an operand left out
+ * ("") has dC's shape (the backward pass leaves out an operand that fills
+ * the output, see elementwise.c). */
+static const pardo_arg_def shape_grad_in[] = {
+    {"A", "the forward input A (\"\": A has dC's shape)", true, false},
+    {"B", "the forward input B (\"\": B has dC's shape)", true, false},
+    {"C", "the forward output (not read: the backward pass leaves it out, \"\")", true, false},
+    {"dC", "gradient of C (\"\": zeros; needed when A or B is left out)", true, false},
 };
 static const pardo_arg_def grad_out[] = {
     {"dA", "gradient of A, A's dtype and shape", true, false},
@@ -22,9 +33,24 @@ static const pardo_arg_def grad_out[] = {
 };
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
 
+/* The operands' types, dC's type standing in for one left out; PARDO_EINVAL
+ * when one is left out and dC is too. */
+static int operand_types(const pardo_type *const *in, int n_in, const pardo_type **a, const pardo_type **b,
+                         pardo_status *st) {
+    const pardo_type *dc = n_in > 3 ? in[3] : NULL;
+    *a = in[0] ? in[0] : dc;
+    *b = in[1] ? in[1] : dc;
+    if (!*a || !*b)
+        return pardo_errorf(st, PARDO_EINVAL, "input %d '%s' is left out, so dC must be given for its shape",
+                            *a ? 1 : 0, *a ? "B" : "A");
+    return PARDO_OK;
+}
+
 static int binary_grad_infer(pardo_infer_ctx *ctx) {
-    const pardo_type *a = ctx->in[0], *b = ctx->in[1], *dc = ctx->n_in > 3 ? ctx->in[3] : NULL;
-    int rc = pardo_grad_expect_float(ctx->op, 0, a, "input 0 'A'", ctx->st);
+    const pardo_type *a, *b, *dc = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    int rc = operand_types(ctx->in, ctx->n_in, &a, &b, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    rc = pardo_grad_expect_float(ctx->op, 0, a, "input 0 'A'", ctx->st);
     if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 1, b, "input 1 'B'", ctx->st);
     if (rc == PARDO_OK) rc = pardo_expect_dtype(a, "input 0 'A'", float_dtypes, 2, ctx->st);
     if (rc != PARDO_OK) return rc;
@@ -82,7 +108,14 @@ BINARY_GRAD_KERNEL(div_grad_f64, double, DIV_GA, DIV_GB)
 typedef enum grad_kind { G_ADD, G_SUB, G_MUL, G_DIV } grad_kind;
 
 static int binary_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
-    pardo_tensor *a = ctx->in[0], *b = ctx->in[1], *dc = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    pardo_tensor *dc = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    /* add_grad and sub_grad read shapes only: a left-out operand has dC's (inference checked dC is given) */
+    pardo_tensor *a = ctx->in[0] ? ctx->in[0] : dc, *b = ctx->in[1] ? ctx->in[1] : dc;
+    if (!a || !b)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "input %d is left out, so dC must be given for its shape",
+                            a ? 1 : 0);
+    if ((kind == G_MUL || kind == G_DIV) && (!ctx->in[0] || !ctx->in[1]))
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "%s reads A and B: neither may be left out", ctx->op->type);
     const bool want_a = pardo_kernel_wants_output(ctx, 0), want_b = pardo_kernel_wants_output(ctx, 1);
     if (!want_a && !want_b) return PARDO_OK;
     if (a->dtype != b->dtype || !pardo_dtype_is_float(a->dtype) || (dc && dc->dtype != a->dtype))
@@ -129,7 +162,7 @@ static int binary_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
     const pardo_op_def pardo_op_##NAME##_grad = {                                                                      \
         .type = #NAME "_grad",                                                                                         \
         .doc = DOC,                                                                                                    \
-        .inputs = grad_in,                                                                                             \
+        .inputs = (KIND) == G_ADD || (KIND) == G_SUB ? shape_grad_in : grad_in,                                        \
         .n_inputs = 4,                                                                                                 \
         .outputs = grad_out,                                                                                           \
         .n_outputs = 2,                                                                                                \

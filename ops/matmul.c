@@ -196,6 +196,12 @@ static int matmul_cpu(pardo_kernel_ctx *ctx) {
     return PARDO_OK;
 }
 
+/* matmul_grad reads A, B and dY, never Y: leave Y out, so that Y can be
+ * freed after its forward readers. */
+static int matmul_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
+    return pardo_grad_wired(req, blk, 0, 1, st);
+}
+
 const pardo_op_def pardo_op_matmul = {
     .type = "matmul",
     .doc = "Y = A @ B like numpy.matmul (1-D, 2-D, batched N-D with broadcast batch dims; float32, float64)",
@@ -207,7 +213,7 @@ const pardo_op_def pardo_op_matmul = {
     .n_attrs = 2,
     .infer = matmul_infer,
     .cpu = matmul_cpu,
-    .grad = pardo_grad_standard,
+    .grad = matmul_grad_build,
 };
 
 /* ---- matmul_grad ---- */
@@ -215,7 +221,7 @@ const pardo_op_def pardo_op_matmul = {
 static const pardo_arg_def grad_in[] = {
     {"A", "the forward input A", false, false},
     {"B", "the forward input B", false, false},
-    {"Y", "the forward output", false, false},
+    {"Y", "the forward output (not read: the backward pass leaves it out, \"\")", true, false},
     {"dY", "gradient of Y (\"\": zeros)", true, false},
 };
 static const pardo_arg_def grad_out[] = {

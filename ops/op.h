@@ -85,6 +85,8 @@ typedef int (*pardo_kernel_fn)(pardo_kernel_ctx *ctx);
  * gradients out_grads[j] (SPEC section 2: the gradient of V is V@GRAD). */
 typedef struct pardo_grad_request {
     const pardo_op *fwd;           // the forward op (borrowed)
+    const struct pardo_program *prog; // the program, for the vars' inferred types (borrowed; may be NULL)
+    int block;                     // the block fwd is in
     const char *const *out_grads;  // fwd->n_out names; "" where output j does not reach the loss (treat as zeros)
     const char *const *in_grads;   // fwd->n_in names to write; "" where that input needs no gradient
 } pardo_grad_request;
@@ -122,6 +124,27 @@ typedef struct pardo_op_def {
  * input list is passed as it is). Set `.grad = pardo_grad_standard` in T's def
  * and register T_grad. */
 int pardo_grad_standard(const pardo_grad_request *req, pardo_block *blk, pardo_status *st);
+
+/* As pardo_grad_standard, but forward input k is passed as "" where bit k
+ * of drop_in is set, and forward output j where bit j of drop_out is: for
+ * a T_grad whose schema lets that input be absent (it needs neither the
+ * value nor, there, the shape). A var no gradient op reads is dead after its
+ * forward readers, and an executor that frees dead temporaries frees it
+ * (pardo_exec_options.release_temps). */
+int pardo_grad_wired(const pardo_grad_request *req, pardo_block *blk, uint64_t drop_in, uint64_t drop_out,
+                     pardo_status *st);
+
+/* Builds T_grad with T's input 0 left out (bit 0 of drop_in): for unary ops
+ * whose gradient reads only Y and dY (UNARY_GRAD_OP_FROM_Y). */
+int pardo_grad_from_output(const pardo_grad_request *req, pardo_block *blk, pardo_status *st);
+
+/* True when forward input `operand` of an elementwise binary op with the
+ * other input `other` and output `out` has the output's shape whatever the
+ * run-time sizes, going by their inferred types: same rank, and each dim
+ * either known and equal to the output's, or one that `other` lacks or has
+ * as 1 (so it is not broadcast). False when a type is unknown. */
+bool pardo_grad_operand_fills_output(const pardo_grad_request *req, const char *operand, const char *other,
+                                     const char *out);
 
 /* The type name of T's standard gradient op ("matmul" -> "matmul_grad") into
  * buf; returns buf. */

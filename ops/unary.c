@@ -10,6 +10,11 @@ const pardo_arg_def pardo_unary_grad_in[3] = {
     {"Y", "the forward output", false, false},
     {"dY", "gradient of Y (\"\": zeros)", true, false},
 };
+const pardo_arg_def pardo_unary_grad_in_from_y[3] = {
+    {"X", "the forward input (\"\": Y stands in; the gradient reads only Y)", true, false},
+    {"Y", "the forward output", false, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
 const pardo_arg_def pardo_unary_grad_out[1] = {{"dX", "gradient of X, X's dtype and shape", true, false}};
 
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
@@ -74,7 +79,7 @@ static int expect_like_x(const pardo_type *x, const pardo_type *t, int k, const 
 }
 
 int pardo_unary_grad_infer(pardo_infer_ctx *ctx, pardo_unary_args_fn args) {
-    const pardo_type *x = ctx->in[0];
+    const pardo_type *x = ctx->in[0] ? ctx->in[0] : ctx->in[1]; /* X left out (schema permitting): Y has its type */
     pardo_unary_args a;
     int rc = args ? args(ctx->op, &a, ctx->st) : PARDO_OK;
     if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 0, x, "input 0 'X'", ctx->st);
@@ -89,6 +94,8 @@ int pardo_unary_grad_infer(pardo_infer_ctx *ctx, pardo_unary_args_fn args) {
 int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_unary_grad_fn f64,
                          pardo_unary_args_fn args) {
     pardo_tensor *x = ctx->in[0], *y = ctx->in[1], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    if (!x && ctx->op->def->inputs[0].optional) x = y; /* UNARY_GRAD_OP_FROM_Y: the kernel reads only Y */
+    if (!x || !y) return pardo_errorf(ctx->st, PARDO_EINVAL, "input %d '%s' is missing", x ? 1 : 0, x ? "Y" : "X");
     pardo_unary_args a = {0, 0};
     int rc = args ? args(ctx->op, &a, ctx->st) : PARDO_OK;
     if (rc != PARDO_OK || !pardo_kernel_wants_output(ctx, 0)) return rc;

@@ -33,6 +33,7 @@ typedef void (*pardo_unary_grad_fn)(const void *x, const void *y, const void *dy
 extern const pardo_arg_def pardo_unary_x_in[1];
 extern const pardo_arg_def pardo_unary_y_out[1];
 extern const pardo_arg_def pardo_unary_grad_in[3];
+extern const pardo_arg_def pardo_unary_grad_in_from_y[3]; // X optional: Y stands in
 extern const pardo_arg_def pardo_unary_grad_out[1];
 
 /* Inference of a unary op: reads its attrs with args (NULL: none), checks
@@ -98,6 +99,12 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
  * reader (NULL: none), CUDA its CUDA kernel (a weak pardo_cuda_* or NULL).
  * The op is differentiable with NAME_grad (UNARY_GRAD_OP). */
 #define UNARY_OP(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, ...)                                                           \
+    UNARY_OP_BUILT(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, pardo_grad_standard, __VA_ARGS__)
+
+/* As UNARY_OP, with the gradient builder GRAD: pardo_grad_from_output for an
+ * op whose NAME_grad reads only Y and dY (UNARY_GRAD_OP_FROM_Y), so that X
+ * can be freed after its forward readers. */
+#define UNARY_OP_BUILT(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, ...)                                               \
     UNARY_KERNEL(NAME##_f32, float, __VA_ARGS__)                                                                       \
     UNARY_KERNEL(NAME##_f64, double, __VA_ARGS__)                                                                      \
     static int NAME##_infer(pardo_infer_ctx *ctx) { return pardo_unary_infer(ctx, ARGS); }                             \
@@ -115,12 +122,20 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
         .cpu = NAME##_cpu,                                                                                             \
         .cuda = CUDA,                                                                                                  \
         .inplace = true,                                                                                               \
-        .grad = pardo_grad_standard,                                                                                   \
+        .grad = GRAD,                                                                                                  \
     };
 
 /* Defines NAME_grad (pardo_op_NAME_grad), the gradient op of UNARY_OP NAME,
  * taking the same ATTRS and ARGS; the variadic part as UNARY_GRAD_KERNEL. */
 #define UNARY_GRAD_OP(NAME, DOC, ATTRS, N_ATTRS, ARGS, ...)                                                            \
+    UNARY_GRAD_OP_IN(NAME, DOC, ATTRS, N_ATTRS, ARGS, pardo_unary_grad_in, __VA_ARGS__)
+
+/* As UNARY_GRAD_OP for a gradient that reads only Y (w) and dY (g), never X
+ * (v): X may be left out (""), and Y then stands in for it. */
+#define UNARY_GRAD_OP_FROM_Y(NAME, DOC, ATTRS, N_ATTRS, ARGS, ...)                                                     \
+    UNARY_GRAD_OP_IN(NAME, DOC, ATTRS, N_ATTRS, ARGS, pardo_unary_grad_in_from_y, __VA_ARGS__)
+
+#define UNARY_GRAD_OP_IN(NAME, DOC, ATTRS, N_ATTRS, ARGS, INPUTS, ...)                                                 \
     UNARY_GRAD_KERNEL(NAME##_grad_f32, float, __VA_ARGS__)                                                             \
     UNARY_GRAD_KERNEL(NAME##_grad_f64, double, __VA_ARGS__)                                                            \
     static int NAME##_grad_infer(pardo_infer_ctx *ctx) { return pardo_unary_grad_infer(ctx, ARGS); }                   \
@@ -130,7 +145,7 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
     const pardo_op_def pardo_op_##NAME##_grad = {                                                                      \
         .type = #NAME "_grad",                                                                                         \
         .doc = DOC,                                                                                                    \
-        .inputs = pardo_unary_grad_in,                                                                                 \
+        .inputs = INPUTS,                                                                                              \
         .n_inputs = 3,                                                                                                 \
         .outputs = pardo_unary_grad_out,                                                                               \
         .n_outputs = 1,                                                                                                \

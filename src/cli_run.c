@@ -307,8 +307,11 @@ int pardo_cli_run(int argc, char **argv) {
     bool training = false;
     for (int i = 0; i < prog->blocks[0].n_ops; i++)
         training |= prog->blocks[0].ops[i].role == PARDO_OP_OPTIMIZE || prog->blocks[0].ops[i].role == PARDO_OP_BACKWARD;
+    if (a.n_fetch == 0) default_fetches(prog, &a);
+    /* temporaries are freed after their last reader and their buffers reused; the fetched vars stay */
     pardo_exec_options opt = {.nthreads = (int)a.threads, .training = training, .device = a.device,
-                              .device_index = a.device_index};
+                              .device_index = a.device_index, .release_temps = true, .keep = a.fetch,
+                              .n_keep = a.n_fetch};
     pardo_executor *ex = NULL;
     if (pardo_executor_new(prog, &opt, &ex, &st) != PARDO_OK) {
         cli_print_error(&st);

@@ -7,7 +7,9 @@
 
 #include "device.h"
 #include "init_fill.h"
+#include "release_plan.h"
 #include "stage_plan.h"
+#include "tensor_pool.h"
 #include "thread_pool.h"
 #include "trace.h"
 
@@ -20,6 +22,8 @@ typedef struct op_plan {
     uint64_t inplace;           // bit k: output k names one of the op's inputs (its tensor is shared, not taken)
     int *root_entry;            // block 0: the root scope's entry of input k at [k], of output k at [n_in + k];
                                 // -1 until resolved (a name not bound yet stays unresolved); owned
+    int *release_entry;         // block 0 with release_temps: root entries of the vars dead after this op
+                                // (release.names[release.first[i]..]), -1 until resolved; owned
 } op_plan;
 
 struct pardo_executor {
@@ -31,6 +35,9 @@ struct pardo_executor {
     pardo_stage_plan *plans;   // per block: ops that may run at once (stage_plan.h); built on first run; owned
     op_plan **ops;             // [block][op]: what each op's runs look up once; owned
     bool *planned;             // per block: plans[b] is built
+    bool pooling;              // opt.release_temps: block 0's dead temps go to pool
+    pardo_release_plan release; // which temps die after which op of block 0
+    pardo_tensor_pool pool;    // their tensors, for later outputs; owned
 };
 
 /* Fills op i of block b's plan: its output vars, which outputs are in place,
@@ -49,6 +56,19 @@ static int plan_op(const pardo_program *p, int b, int i, op_plan *pl) {
     int n = op->n_in + op->n_out;
     if (!(pl->root_entry = malloc(sizeof(int) * (size_t)(n + 1)))) return PARDO_ENOMEM;
     for (int k = 0; k < n; k++) pl->root_entry[k] = -1;
+    return PARDO_OK;
+}
+
+/* Room for the root entries of the vars block 0's ops free (release_temps). */
+static int plan_releases(pardo_executor *ex, pardo_status *st) {
+    for (int i = 0; i < ex->release.n_ops; i++) {
+        int n = ex->release.count[i];
+        if (n == 0) continue;
+        op_plan *pl = &ex->ops[0][i];
+        if (!(pl->release_entry = malloc(sizeof(int) * (size_t)n)))
+            return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning block 0's memory");
+        for (int k = 0; k < n; k++) pl->release_entry[k] = -1;
+    }
     return PARDO_OK;
 }
 
@@ -82,6 +102,15 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
                 return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
             }
     }
+    pardo_tensor_pool_init(&ex->pool);
+    ex->opt.keep = NULL; /* borrowed only while the executor is made */
+    ex->opt.n_keep = 0;
+    if (opt->release_temps && (pardo_release_plan_build(p, opt->keep, opt->n_keep, &ex->release, st) != PARDO_OK ||
+                               plan_releases(ex, st) != PARDO_OK)) {
+        pardo_executor_free(ex);
+        return st->code;
+    }
+    ex->pooling = opt->release_temps;
     if (ex->opt.device == PARDO_DEVICE_CUDA) {
         int n = pardo_device_count();
         if (n == 0) {
@@ -113,6 +142,7 @@ void pardo_executor_free(pardo_executor *ex) {
         for (int i = 0; ex->ops[b] && i < ex->prog->blocks[b].n_ops; i++) {
             free((void *)ex->ops[b][i].out_vars);
             free(ex->ops[b][i].root_entry);
+            free(ex->ops[b][i].release_entry);
         }
         free(ex->ops[b]);
     }
@@ -120,6 +150,8 @@ void pardo_executor_free(pardo_executor *ex) {
     for (int b = 0; ex->plans && b < ex->prog->n_blocks; b++) pardo_stage_plan_clear(&ex->plans[b]);
     free(ex->plans);
     free(ex->planned);
+    pardo_release_plan_clear(&ex->release);
+    pardo_tensor_pool_clear(&ex->pool);
     pardo_scope_free(ex->root);
     free(ex);
 }
@@ -309,10 +341,33 @@ static void trace_op(pardo_executor *ex, int block, int index, int64_t *ready, i
     if (ready) *ready = r.t1;
 }
 
+/* Frees the root scope's temps that op `index` of block 0 read last: their
+ * tensors go to the pool for later outputs (release_plan.h). */
+static void release_dead(pardo_executor *ex, int index, op_plan *pl) {
+    const char **names = &ex->release.names[ex->release.first[index]];
+    for (int k = 0; k < ex->release.count[index]; k++) {
+        int *e = &pl->release_entry[k];
+        if (*e < 0 && (*e = pardo_scope_entry(ex->root, names[k])) < 0) continue;
+        pardo_tensor_pool_put(&ex->pool, pardo_scope_entry_take(ex->root, *e));
+    }
+}
+
+pardo_tensor *pardo_executor_pool_take(pardo_executor *ex, const pardo_scope *scope, pardo_dtype dtype, int ndim,
+                                       const int64_t *shape) {
+    if (!ex || !ex->pooling || scope != ex->root) return NULL;
+    return pardo_tensor_pool_take(&ex->pool, dtype, ndim, shape);
+}
+
+void pardo_executor_pool_put(pardo_executor *ex, const pardo_scope *scope, pardo_tensor *t) {
+    if (ex && ex->pooling && scope == ex->root) pardo_tensor_pool_put(&ex->pool, t);
+    else pardo_tensor_release(t);
+}
+
 /* Runs op `index` of block. When a trace is on, *ready (may be NULL) is when
- * the op became ready, and gets its end. */
+ * the op became ready, and gets its end. Inside a stage (in_stage) the temps
+ * the op read last are left for run_stage to free: chains run in any order. */
 static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
-                  int64_t *ready, pardo_status *st) {
+                  bool in_stage, int64_t *ready, pardo_status *st) {
     const pardo_op *op = &ex->prog->blocks[block].ops[index];
     pardo_tensor *in[MAX_OP_IO], *out[MAX_OP_IO];
     int rc = PARDO_OK;
@@ -395,6 +450,7 @@ done:
         if (tracing && !traced) trace_op(ex, block, index, ready, t0, in, NULL, st);
     }
     for (int k = 0; k < op->n_in; k++) pardo_tensor_release(in[k]);
+    if (rc == PARDO_OK && entry && pl->release_entry && !in_stage) release_dead(ex, index, pl);
     return rc;
 }
 
@@ -417,7 +473,7 @@ static void run_chain(void *arg, int64_t k) {
     int64_t ready = s->t0; /* a chain's first op is ready at the stage's start, the next at its predecessor's end */
     for (int i = s->first; i < s->end; i++) {
         if (plan->chain[i] != c) continue;
-        if (run_op(s->ex, s->block, i, s->scope, s->run, &ready, &s->status[c]) != PARDO_OK) {
+        if (run_op(s->ex, s->block, i, s->scope, s->run, true, &ready, &s->status[c]) != PARDO_OK) {
             s->failed_at[c] = i;
             return;
         }
@@ -463,7 +519,11 @@ static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scop
     int worst = -1;
     for (int c = 0; c < n; c++)
         if (plan->failed_at[c] >= 0 && (worst < 0 || plan->failed_at[c] < plan->failed_at[worst])) worst = c;
-    if (worst < 0) return PARDO_OK;
+    if (worst < 0) { /* chains ran in any order: what died in the stage is freed after all of it */
+        for (int i = first; i < end; i++)
+            if (block == 0 && scope == ex->root && ex->ops[0][i].release_entry) release_dead(ex, i, &ex->ops[0][i]);
+        return PARDO_OK;
+    }
     *st = plan->status[worst];
     return st->code;
 }
@@ -493,7 +553,7 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
             i = ex->plans[block].stage_end[i] - 1;
             if (ready) ready = pardo_trace_ticks();
         } else {
-            rc = run_op(ex, block, i, scope, &r, &ready, st);
+            rc = run_op(ex, block, i, scope, &r, false, &ready, st);
         }
         if (rc != PARDO_OK) return rc;
     }

@@ -23,6 +23,14 @@ typedef struct pardo_exec_options {
     bool training;              // dropout and the like are active
     pardo_device_kind device;   // where ops with a CUDA kernel run
     int device_index;           // CUDA device number
+    /* Frees each of block 0's temporaries after its last reader in a run
+     * (release_plan.h) and gives its buffer to a later output of the same
+     * size: peak memory near the live set instead of every var at once. A
+     * freed var has no value after the run (pardo_executor_fetch gives
+     * NULL): name the vars to fetch in keep (n_keep of them, copied). */
+    bool release_temps;
+    const char *const *keep;
+    int n_keep;
 } pardo_exec_options;
 
 typedef struct pardo_executor pardo_executor;
@@ -93,6 +101,17 @@ typedef struct pardo_op_state {
  * the executor; NULL for an index outside the program. Only the op's own
  * kernel uses its slot. */
 pardo_op_state *pardo_executor_op_state(pardo_executor *ex, int block, int index);
+
+/* For pardo_kernel_output: a free tensor of the executor's pool with the
+ * bytes dtype and shape need, reshaped to them (reference handed over), or
+ * NULL. Only for outputs bound in the root scope of an executor made with
+ * release_temps. */
+pardo_tensor *pardo_executor_pool_take(pardo_executor *ex, const pardo_scope *scope, pardo_dtype dtype, int ndim,
+                                       const int64_t *shape);
+
+/* Gives t (the caller's reference) to the pool when it is a root scope
+ * output of such an executor, else releases it. */
+void pardo_executor_pool_put(pardo_executor *ex, const pardo_scope *scope, pardo_tensor *t);
 
 /* The run's thread count (pardo_exec_options.nthreads). */
 int pardo_executor_nthreads(const pardo_executor *ex);

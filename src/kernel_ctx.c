@@ -1,4 +1,5 @@
 /* kernel_ctx.c - output tensors for kernels (pardo_kernel_output, op.h). */
+#include "executor.h"
 #include "op.h"
 
 /* True when t is one of the op's inputs (an in-place update). */
@@ -14,10 +15,13 @@ pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtyp
     bool reusable = t && t->dtype == dtype && pardo_shape_equal(t->ndim, t->shape, ndim, shape) &&
                     (atomic_load(&t->refs) == 1 || (ctx->op->def->inplace && is_input(ctx, t)));
     if (!reusable) {
-        pardo_tensor_release(t);
+        /* a tensor only this output held goes back to the executor's pool (if it keeps one), and a new
+         * output comes from there when a free tensor has its size */
+        if (t && atomic_load(&t->refs) == 1) pardo_executor_pool_put(ctx->exec, ctx->scope, t);
+        else pardo_tensor_release(t);
         ctx->out[i] = NULL;
-        t = pardo_tensor_new(dtype, ndim, shape, ctx->st);
-        if (!t) return NULL;
+        t = pardo_executor_pool_take(ctx->exec, ctx->scope, dtype, ndim, shape);
+        if (!t && !(t = pardo_tensor_new(dtype, ndim, shape, ctx->st))) return NULL;
         ctx->out[i] = t;
     }
     void *p = ctx->device == PARDO_DEVICE_CUDA ? pardo_synced_mem_mutable_gpu_data(t->mem, ctx->st)

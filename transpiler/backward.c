@@ -185,7 +185,8 @@ static int differentiate(bw *b, int i) {
                      "output '%s'", fwd.type, fwd.out[0]);
         return where_error(b, i);
     }
-    pardo_grad_request req = {.fwd = &fwd, .out_grads = out_grads, .in_grads = in_grads};
+    pardo_grad_request req = {.fwd = &fwd, .prog = b->p, .block = (int)(b->blk - b->p->blocks),
+                              .out_grads = out_grads, .in_grads = in_grads};
     if (fwd.def->grad(&req, b->blk, b->st) != PARDO_OK) return where_error(b, i);
     return PARDO_OK;
 }

@@ -71,6 +71,42 @@ static bool writes_state(const pardo_block *blk, const pardo_op *op) {
     return false;
 }
 
+static bool lists(char *const *names, int n, const char *name) {
+    for (int k = 0; k < n; k++)
+        if (names[k][0] && strcmp(names[k], name) == 0) return true;
+    return false;
+}
+
+/* True when a (before b) and b share a var one of them writes. */
+static bool depends(const pardo_op *a, const pardo_op *b) {
+    for (int k = 0; k < a->n_out; k++)
+        if (a->out[k][0] && (lists(b->in, b->n_in, a->out[k]) || lists(b->out, b->n_out, a->out[k]))) return true;
+    for (int k = 0; k < b->n_out; k++)
+        if (b->out[k][0] && lists(a->in, a->n_in, b->out[k])) return true;
+    return false;
+}
+
+/* Moves the optimize ops behind all others, keeping their order, when no op
+ * they pass depends on them (the optimizer pass places each update right
+ * after the last use of its param and gradient, see optimizer.c). Where one
+ * cannot move, the order stays and place_ops says why. */
+static void hoist_optimize_ops(pardo_block *blk) {
+    int n = blk->n_ops;
+    for (int i = 0; i < n; i++) {
+        if (blk->ops[i].role != PARDO_OP_OPTIMIZE) continue;
+        for (int j = i + 1; j < n; j++)
+            if (blk->ops[j].role != PARDO_OP_OPTIMIZE && depends(&blk->ops[i], &blk->ops[j])) return;
+    }
+    pardo_op *order = malloc(sizeof(pardo_op) * (size_t)(n + 1));
+    if (!order) return; /* the check below still holds */
+    int at = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++)
+            if ((blk->ops[i].role == PARDO_OP_OPTIMIZE) == (pass == 1)) order[at++] = blk->ops[i];
+    memcpy(blk->ops, order, sizeof(pardo_op) * (size_t)n);
+    free(order);
+}
+
 /* Gives every op a role and checks that the optimize ops come last. */
 static int place_ops(pardo_program *p, int *first_optimize, pardo_status *st) {
     pardo_block *blk = &p->blocks[0];
@@ -86,6 +122,10 @@ static int place_ops(pardo_program *p, int *first_optimize, pardo_status *st) {
             op->role = writes_state(blk, op) ? PARDO_OP_OPTIMIZE
                        : touches_grad(op)    ? PARDO_OP_BACKWARD
                                              : PARDO_OP_FORWARD;
+    }
+    hoist_optimize_ops(blk);
+    for (int i = 0; i < blk->n_ops; i++) {
+        pardo_op *op = &blk->ops[i];
         if (op->role == PARDO_OP_OPTIMIZE) {
             if (*first_optimize == blk->n_ops) *first_optimize = i;
         } else if (*first_optimize < blk->n_ops) {

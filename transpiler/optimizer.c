@@ -124,6 +124,53 @@ static int append_update(pardo_block *blk, int param_index, const pardo_pass_opt
     return rc;
 }
 
+static bool names(const pardo_op *op, const char *var) {
+    for (int k = 0; k < op->n_in; k++)
+        if (strcmp(op->in[k], var) == 0) return true;
+    for (int k = 0; k < op->n_out; k++)
+        if (strcmp(op->out[k], var) == 0) return true;
+    return false;
+}
+
+/* Moves each update (ops [first, n_ops), in order, one per param) to just
+ * after the last op before them that touches its param or the param's
+ * gradient: once the backward pass is done with a param, its gradient is
+ * used and dead, so an executor that frees dead temporaries holds one
+ * gradient at a time rather than all of them (as PyTorch's optimizer-in-
+ * backward hooks do). Nothing after the new place reads or writes either
+ * var, so every value computed stays the same. The parallel rewrite
+ * (multi_cpu.c) moves the updates back behind the parts. */
+static int place_updates(pardo_block *blk, int first) {
+    int n = blk->n_ops, n_upd = n - first;
+    int *anchor = malloc(sizeof(int) * (size_t)(n_upd + 1));
+    pardo_op *order = malloc(sizeof(pardo_op) * (size_t)(n + 1));
+    if (!anchor || !order) {
+        free(anchor);
+        free(order);
+        return PARDO_ENOMEM;
+    }
+    for (int u = 0; u < n_upd; u++) {
+        const pardo_op *up = &blk->ops[first + u];
+        char grad[512];
+        snprintf(grad, sizeof grad, "%s@GRAD", up->out[0]);
+        anchor[u] = first - 1;
+        while (anchor[u] >= 0 && !names(&blk->ops[anchor[u]], up->out[0]) && !names(&blk->ops[anchor[u]], grad))
+            anchor[u]--;
+    }
+    int at = 0;
+    for (int u = 0; u < n_upd; u++) /* a param nothing touches before: its update first */
+        if (anchor[u] < 0) order[at++] = blk->ops[first + u];
+    for (int i = 0; i < first; i++) {
+        order[at++] = blk->ops[i];
+        for (int u = 0; u < n_upd; u++)
+            if (anchor[u] == i) order[at++] = blk->ops[first + u];
+    }
+    memcpy(blk->ops, order, sizeof(pardo_op) * (size_t)n); /* the op structs move; what they own stays theirs */
+    free(anchor);
+    free(order);
+    return PARDO_OK;
+}
+
 int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
     pardo_block *blk = &p->blocks[0];
     const char *path = p->path ? p->path : "graph";
@@ -145,5 +192,7 @@ int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_
     if (updated == 0)
         return pardo_errorf(st, PARDO_EINVAL, "%s: --optimizer %s: no param has a gradient (append them with --backward LOSS)",
                             path, pardo_optimizer_name(opt->optimizer));
+    if (place_updates(blk, blk->n_ops - updated) != PARDO_OK)
+        return pardo_errorf(st, PARDO_ENOMEM, "%s: --optimizer: out of memory", path);
     return pardo_pass_check(p, opt, st);
 }

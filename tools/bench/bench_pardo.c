@@ -140,7 +140,12 @@ int main(int argc, char **argv) {
     }
 
     pardo_executor *ex = NULL;
-    pardo_exec_options eo = {.nthreads = threads, .training = train, .device = PARDO_DEVICE_CPU};
+    char name[32];
+    snprintf(name, sizeof name, "a%d", nops - 1);
+    const char *fetch = train ? "loss" : chain ? name : "probs";
+    /* as `pardo run` does: temporaries freed after their last reader, the fetched var kept */
+    pardo_exec_options eo = {.nthreads = threads, .training = train, .device = PARDO_DEVICE_CPU,
+                             .release_temps = true, .keep = &fetch, .n_keep = 1};
     if (pardo_executor_new(p, &eo, &ex, &st) != PARDO_OK || pardo_executor_init_vars(ex, NULL, NULL, &st) != PARDO_OK)
         die("executor", &st);
 
@@ -175,9 +180,7 @@ int main(int argc, char **argv) {
     struct mallinfo2 m1 = mallinfo2();
     long long heap_delta = (long long)(m1.uordblks + m1.hblkhd) - (long long)(m0.uordblks + m0.hblkhd);
     qsort(t, (size_t)steps, sizeof(double), cmp_double);
-    char name[32];
-    snprintf(name, sizeof name, "a%d", nops - 1);
-    pardo_tensor *v = pardo_executor_fetch(ex, train ? "loss" : chain ? name : "probs");
+    pardo_tensor *v = pardo_executor_fetch(ex, fetch);
     double value = v ? pardo_tensor_get_f64(v, 0) : 0;
     double med = t[steps / 2];
     printf(
