@@ -37,6 +37,7 @@
     X(scope)            \
     X(executor)         \
     X(cuda)             \
+    X(memory)           \
     X(checkpoint)       \
     X(blocking_counter) \
     X(thread_pool)      \

@@ -1,0 +1,297 @@
+/* check_memory.c - what keeps a training step's memory near its live set:
+ * the release plan (which temporaries die after which op), the tensor pool,
+ * the executor freeing dead temporaries (same results, less memory, kept
+ * vars kept), the backward pass leaving out forward values gradient ops do
+ * not read, add_grad with a left-out operand, and the optimizer placing each
+ * update right after its param's last use. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check_suites.h"
+#include "graph_test_util.h"
+#include "op_test_util.h"
+#include "pass.h"
+#include "release_plan.h"
+#include "tensor_pool.h"
+#include "test_util.h"
+
+static const char mlp_text[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 6], \"role\": \"feed\"},"
+    "\"y\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"},"
+    "\"w1\": {\"dtype\": \"float64\", \"shape\": [6, 8], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", "
+    "\"low\": -1, \"high\": 1, \"seed\": 1}},"
+    "\"b1\": {\"dtype\": \"float64\", \"shape\": [8], \"role\": \"param\", \"value\": [0.1, -0.1, 0.2, 0, 0, 0.3, 0, 0]},"
+    "\"w2\": {\"dtype\": \"float64\", \"shape\": [8, 3], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", "
+    "\"low\": -1, \"high\": 1, \"seed\": 2}}},"
+    "\"ops\": ["
+    "{\"op\": \"matmul\", \"in\": [\"x\", \"w1\"], \"out\": [\"h\"]},"
+    "{\"op\": \"add\", \"in\": [\"h\", \"b1\"], \"out\": [\"z\"]},"
+    "{\"op\": \"relu\", \"in\": [\"z\"], \"out\": [\"a\"]},"
+    "{\"op\": \"matmul\", \"in\": [\"a\", \"w2\"], \"out\": [\"logits\"]},"
+    "{\"op\": \"softmax_cross_entropy\", \"in\": [\"logits\", \"y\"], \"out\": [\"loss\"]}"
+    "]}]}";
+
+/* The MLP with gradients and sgd appended, as `pardo transpile` does before its parallel rewrite. */
+static pardo_program *training_program(void) {
+    pardo_status st;
+    pardo_program *p = test_program(mlp_text, "mlp.json");
+    pardo_pass_options o = pardo_pass_defaults();
+    o.loss = "loss";
+    o.optimizer = PARDO_OPTIMIZER_SGD;
+    o.lr = 0.1;
+    ck_assert_msg(pardo_pass_backward(p, &o, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(pardo_pass_optimizer(p, &o, &st) == PARDO_OK, "%s", st.msg);
+    return p;
+}
+
+static const pardo_op *find_op(const pardo_program *p, const char *type, const char *out0) {
+    const pardo_block *b = &p->blocks[0];
+    for (int i = 0; i < b->n_ops; i++)
+        if (strcmp(b->ops[i].type, type) == 0 && (!out0 || strcmp(b->ops[i].out[0], out0) == 0)) return &b->ops[i];
+    ck_abort_msg("no %s op writing %s", type, out0 ? out0 : "anything");
+    return NULL;
+}
+
+static bool released_after(const pardo_release_plan *r, int op, const char *name) {
+    for (int k = 0; k < r->count[op]; k++)
+        if (strcmp(r->names[r->first[op] + k], name) == 0) return true;
+    return false;
+}
+
+static int released_total(const pardo_release_plan *r) {
+    int n = 0;
+    for (int i = 0; i < r->n_ops; i++) n += r->count[i];
+    return n;
+}
+
+START_TEST(release_plan_frees_after_the_last_reader) {
+    pardo_status st;
+    pardo_program *p = test_program(mlp_text, "mlp.json");
+    pardo_release_plan r;
+    ck_assert_int_eq(pardo_release_plan_build(p, NULL, 0, &r, &st), PARDO_OK);
+    ck_assert(released_after(&r, 1, "h"));
+    ck_assert(released_after(&r, 2, "z"));
+    ck_assert(released_after(&r, 3, "a"));
+    ck_assert(released_after(&r, 4, "logits"));
+    /* feeds, params and the unread output stay */
+    ck_assert_int_eq(released_total(&r), 4);
+    pardo_release_plan_clear(&r);
+    const char *keep[] = {"z", "a"};
+    ck_assert_int_eq(pardo_release_plan_build(p, keep, 2, &r, &st), PARDO_OK);
+    ck_assert(!released_after(&r, 2, "z") && !released_after(&r, 3, "a"));
+    ck_assert_int_eq(released_total(&r), 2);
+    pardo_release_plan_clear(&r);
+    pardo_program_free(p);
+
+    /* written last: kept (its value is the run's result); weight_by is a read */
+    p = test_program("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                     "\"x\": {\"dtype\": \"float32\", \"shape\": [-1], \"role\": \"feed\"},"
+                     "\"xs\": {\"dtype\": \"float32\", \"shape\": [-1], \"kind\": \"tensor_array\"}},"
+                     "\"ops\": ["
+                     "{\"op\": \"add\", \"in\": [\"x\", \"x\"], \"out\": [\"s\"]},"
+                     "{\"op\": \"scale\", \"in\": [\"s\"], \"out\": [\"t\"]},"
+                     "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+                     "{\"op\": \"split\", \"in\": [\"t\"], \"out\": [\"ts\"], \"attrs\": {\"parts\": 2}},"
+                     "{\"op\": \"merge\", \"in\": [\"ts\"], \"out\": [\"m\"], \"attrs\": {\"mode\": \"mean\", "
+                     "\"weight_by\": \"xs\"}},"
+                     "{\"op\": \"scale\", \"in\": [\"m\"], \"out\": [\"s\"]}]}]}",
+                     "last.json");
+    ck_assert_int_eq(pardo_release_plan_build(p, NULL, 0, &r, &st), PARDO_OK);
+    ck_assert(released_after(&r, 3, "t"));
+    ck_assert(released_after(&r, 4, "xs")); /* read through merge's weight_by */
+    ck_assert(released_after(&r, 4, "ts"));
+    ck_assert(released_after(&r, 5, "m"));
+    ck_assert_int_eq(released_total(&r), 4); /* not s: op 5 writes it last */
+    pardo_release_plan_clear(&r);
+    pardo_program_free(p);
+}
+END_TEST
+
+START_TEST(pool_reuses_by_size) {
+    pardo_status st;
+    pardo_tensor_pool pool;
+    pardo_tensor_pool_init(&pool);
+    int64_t s6[] = {2, 3}, s3x2[] = {3, 2}, s4[] = {4};
+    pardo_tensor *a = pardo_tensor_new_cpu(PARDO_F32, 2, s6, &st), *shared = pardo_tensor_new_cpu(PARDO_F32, 1, s4, &st);
+    pardo_tensor_retain(shared);
+    pardo_tensor_pool_put(&pool, a);
+    pardo_tensor_pool_put(&pool, shared); /* someone else holds it: released, not kept */
+    ck_assert_int_eq(pool.n, 1);
+    ck_assert_int_eq(atomic_load(&shared->refs), 1);
+    ck_assert_ptr_null(pardo_tensor_pool_take(&pool, PARDO_F32, 1, s4)); /* 16 bytes: none that size */
+    pardo_tensor *b = pardo_tensor_pool_take(&pool, PARDO_I32, 2, s3x2); /* 24 bytes: a, reshaped */
+    ck_assert_ptr_eq(b, a);
+    ck_assert_int_eq(b->dtype, PARDO_I32);
+    ck_assert(b->shape[0] == 3 && b->shape[1] == 2 && b->numel == 6);
+    ck_assert_int_eq(pool.n, 0);
+    pardo_tensor *arr = pardo_tensor_array_new(PARDO_F32, &st);
+    pardo_tensor_pool_put(&pool, arr); /* arrays are not pooled */
+    ck_assert_int_eq(pool.n, 0);
+    pardo_tensor_pool_put(&pool, b);
+    ck_assert_int_eq(pool.n, 1);
+    pardo_tensor_pool_clear(&pool);
+    pardo_tensor_release(shared);
+}
+END_TEST
+
+/* Runs p for 3 steps on one batch; returns the bytes of tensors the executor
+ * still holds (bound or pooled) and copies the loss and w1 out. */
+static int64_t train_three_steps(const pardo_program *p, bool release, double *loss, pardo_tensor **w1,
+                                 pardo_tensor **released) {
+    pardo_status st;
+    const char *keep[] = {"loss"};
+    pardo_exec_options opt = {.nthreads = 1, .training = true, .release_temps = release, .keep = keep, .n_keep = 1};
+    pardo_executor *ex = NULL;
+    int64_t before = pardo_tensor_bytes_in_use();
+    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
+    test_rng r = {4};
+    int64_t xs[] = {64, 6}, ys[] = {64};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *y = pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st);
+    for (int i = 0; i < 64; i++) pardo_tensor_set_f64(y, i, i % 3);
+    ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
+    ck_assert_int_eq(pardo_executor_feed(ex, "y", y, "test", &st), PARDO_OK);
+    pardo_tensor_release(x);
+    pardo_tensor_release(y);
+    int64_t fed = pardo_tensor_bytes_in_use();
+    for (int s = 0; s < 3; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+    int64_t held = pardo_tensor_bytes_in_use() - fed;
+    *loss = pardo_tensor_get_f64(pardo_executor_fetch(ex, "loss"), 0);
+    *w1 = pardo_tensor_clone(pardo_executor_fetch(ex, "w1"), &st);
+    *released = pardo_executor_fetch(ex, "h");
+    pardo_executor_free(ex);
+    ck_assert_int_eq(pardo_tensor_bytes_in_use(), before + (int64_t)(*w1)->nbytes); /* all freed but the copy */
+    return held;
+}
+
+START_TEST(executor_frees_dead_temporaries) {
+    pardo_program *p = training_program();
+    double loss_all, loss_freed;
+    pardo_tensor *w_all, *w_freed, *h_all, *h_freed;
+    int64_t all = train_three_steps(p, false, &loss_all, &w_all, &h_all);
+    int64_t freed = train_three_steps(p, true, &loss_freed, &w_freed, &h_freed);
+    ck_assert(loss_all == loss_freed);
+    ck_assert(memcmp(pardo_tensor_data(w_all), pardo_tensor_data(w_freed), w_all->nbytes) == 0);
+    ck_assert_ptr_nonnull(h_all);
+    ck_assert_ptr_null(h_freed); /* a freed temporary has no value after the run */
+    /* h, z, a, logits and their gradients share buffers: far less than one per var */
+    ck_assert_msg(freed * 3 < all * 2, "held %lld bytes freeing temporaries, %lld keeping them", (long long)freed,
+                  (long long)all);
+    pardo_tensor_release(w_all);
+    pardo_tensor_release(w_freed);
+    pardo_program_free(p);
+}
+END_TEST
+
+static void assert_in(const pardo_op *op, int k, const char *name) {
+    ck_assert_msg(strcmp(op->in[k], name) == 0, "%s input %d is '%s', expected '%s'", op->type, k, op->in[k], name);
+}
+
+START_TEST(backward_leaves_out_unread_forward_values) {
+    pardo_program *p = training_program();
+    const pardo_op *mg = find_op(p, "matmul_grad", "a@GRAD"); /* fc2: A, B, Y, dY */
+    assert_in(mg, 0, "a");
+    assert_in(mg, 1, "w2");
+    assert_in(mg, 2, "");
+    const pardo_op *ag = find_op(p, "add_grad", NULL); /* h fills z: shape from dz; b1 is broadcast: kept */
+    assert_in(ag, 0, "");
+    assert_in(ag, 1, "b1");
+    assert_in(ag, 2, "");
+    assert_in(ag, 3, "z@GRAD");
+    const pardo_op *rg = find_op(p, "relu_grad", NULL); /* reads Y */
+    assert_in(rg, 0, "");
+    assert_in(rg, 1, "a");
+    pardo_program_free(p);
+
+    /* a broadcast operand keeps its value's shape; mul_grad keeps both operands */
+    pardo_status st;
+    p = test_program("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                     "\"u\": {\"dtype\": \"float64\", \"shape\": [1, 3], \"role\": \"param\", \"value\": [1, 2, 3]},"
+                     "\"v\": {\"dtype\": \"float64\", \"shape\": [4, 3], \"role\": \"feed\"}},"
+                     "\"ops\": [{\"op\": \"add\", \"in\": [\"u\", \"v\"], \"out\": [\"s\"]},"
+                     "{\"op\": \"mul\", \"in\": [\"s\", \"v\"], \"out\": [\"q\"]},"
+                     "{\"op\": \"reduce_sum\", \"in\": [\"q\"], \"out\": [\"loss\"], \"attrs\": {\"keepdims\": false}}"
+                     "]}]}",
+                     "bcast.json");
+    pardo_pass_options o = pardo_pass_defaults();
+    o.loss = "loss";
+    ck_assert_msg(pardo_pass_backward(p, &o, &st) == PARDO_OK, "%s", st.msg);
+    ag = find_op(p, "add_grad", NULL);
+    assert_in(ag, 0, "u"); /* [1, 3] broadcast to [4, 3]: its shape is needed */
+    assert_in(ag, 2, "");
+    const pardo_op *mu = find_op(p, "mul_grad", NULL);
+    assert_in(mu, 0, "s");
+    assert_in(mu, 1, "v");
+    assert_in(mu, 2, "");
+    pardo_program_free(p);
+}
+END_TEST
+
+START_TEST(add_grad_with_an_operand_left_out) {
+    pardo_status st;
+    int64_t s23[] = {2, 3}, s3[] = {3};
+    pardo_tensor *b = test_tensor_from(PARDO_F64, 1, s3, (const double[]){0, 0, 0}),
+                 *dc = test_tensor_from(PARDO_F64, 2, s23, (const double[]){1, 2, 3, 4, 5, 6});
+    pardo_tensor *in[4] = {NULL, b, NULL, dc}, *out[2] = {NULL, NULL};
+    ck_assert_msg(test_run_op("sub_grad", NULL, 4, in, 2, out, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert(out[0]->ndim == 2 && out[0]->shape[0] == 2 && out[0]->shape[1] == 3);
+    for (int i = 0; i < 6; i++) ck_assert(pardo_tensor_get_f64(out[0], i) == i + 1); /* dA = dC */
+    ck_assert(pardo_tensor_get_f64(out[1], 0) == -5 && pardo_tensor_get_f64(out[1], 2) == -9); /* dB = -sum rows */
+    pardo_tensor_release(out[0]);
+    pardo_tensor_release(out[1]);
+    /* without dC there is no shape for the missing operand */
+    pardo_tensor *no_dc[4] = {NULL, b, NULL, NULL};
+    ck_assert_int_ne(test_run_op("add_grad", NULL, 4, no_dc, 2, out, &st), PARDO_OK);
+    ck_assert_msg(strstr(st.msg, "dC"), "%s", st.msg);
+    pardo_tensor_release(b);
+    pardo_tensor_release(dc);
+}
+END_TEST
+
+START_TEST(updates_follow_their_params_last_use) {
+    pardo_program *p = training_program();
+    const pardo_block *b = &p->blocks[0];
+    int updates = 0;
+    for (int i = 0; i < b->n_ops; i++) {
+        if (strcmp(b->ops[i].type, "sgd") != 0) continue;
+        updates++;
+        const char *param = b->ops[i].out[0];
+        char grad[64];
+        snprintf(grad, sizeof grad, "%s@GRAD", param);
+        bool touched_before = false;
+        for (int j = 0; j < i; j++)
+            for (int k = 0; k < b->ops[j].n_out; k++) touched_before |= strcmp(b->ops[j].out[k], grad) == 0;
+        ck_assert_msg(touched_before, "update of %s before its gradient", param);
+        for (int j = i + 1; j < b->n_ops; j++) {
+            for (int k = 0; k < b->ops[j].n_in; k++)
+                ck_assert_msg(strcmp(b->ops[j].in[k], param) && strcmp(b->ops[j].in[k], grad),
+                              "op %d (%s) reads %s after its update", j, b->ops[j].type, b->ops[j].in[k]);
+        }
+    }
+    ck_assert_int_eq(updates, 3);
+    /* not all at the end: w2's update comes before fc1's gradient */
+    int first_update = -1, last_other = -1;
+    for (int i = 0; i < b->n_ops; i++) {
+        bool upd = strcmp(b->ops[i].type, "sgd") == 0;
+        if (upd && first_update < 0) first_update = i;
+        if (!upd) last_other = i;
+    }
+    ck_assert_int_lt(first_update, last_other);
+    pardo_program_free(p);
+}
+END_TEST
+
+Suite *make_memory_suite(void) {
+    Suite *s = suite_create("memory");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, release_plan_frees_after_the_last_reader);
+    tcase_add_test(tc, pool_reuses_by_size);
+    tcase_add_test(tc, executor_frees_dead_temporaries);
+    tcase_add_test(tc, backward_leaves_out_unread_forward_values);
+    tcase_add_test(tc, add_grad_with_an_operand_left_out);
+    tcase_add_test(tc, updates_follow_their_params_last_use);
+    suite_add_tcase(s, tc);
+    return s;
+}
