@@ -1,7 +1,8 @@
 /* release_plan.h - which of block 0's temporaries may be freed after which
  * op of a run: a temp var (role temp, declared in block 0) whose first use
  * in the block is a write and whose last use is a read is dead after that
- * read until the next run writes it again. The executor frees such vars
+ * read until the next run writes it again (tensor_arrays excepted: split
+ * and parallel_do refill their parts in place run after run). The executor frees such vars
  * there (their buffers go to its pool for later outputs) when asked to
  * (pardo_exec_options.release_temps), keeping the vars a caller names.
  * Reads counted: op inputs (a parallel_do lists every enclosing var its
