@@ -324,6 +324,33 @@ typedef struct gemm_job {
     int64_t boff;     // elements of the packed op(B) before bpack[0] (earlier blocks, packed and gone)
 } gemm_job;
 
+/* The epilogue on rows [r0, r1) of C: C += bias along the rows, then relu;
+ * the same arithmetic as the add and relu ops, so the bits match theirs. */
+#define EPILOGUE_ROWS(SFX, T)                                                                                          \
+    static void epilogue_##SFX(const pardo_gemm *g, int64_t r0, int64_t r1) {                                         \
+        const T *restrict bias = g->bias;                                                                              \
+        for (int64_t i = r0; i < r1; i++) {                                                                            \
+            T *restrict row = (T *)g->c + i * g->ldc;                                                                  \
+            if (bias && g->relu)                                                                                       \
+                for (int64_t q = 0; q < g->n; q++) {                                                                   \
+                    const T v = row[q] + bias[q];                                                                      \
+                    row[q] = v < 0 ? (T)0 : v;                                                                         \
+                }                                                                                                      \
+            else if (bias)                                                                                             \
+                for (int64_t q = 0; q < g->n; q++) row[q] = row[q] + bias[q];                                          \
+            else                                                                                                       \
+                for (int64_t q = 0; q < g->n; q++) row[q] = row[q] < 0 ? (T)0 : row[q];                                \
+        }                                                                                                              \
+    }
+EPILOGUE_ROWS(f32, float)
+EPILOGUE_ROWS(f64, double)
+
+static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
+    if (!g->bias && !g->relu) return;
+    if (g->dtype == PARDO_F32) epilogue_f32(g, r0, r1);
+    else epilogue_f64(g, r0, r1);
+}
+
 /* Defines the packing and the sweep over rows for element type T. */
 #define GEMM_DRIVER(SFX, T)                                                                                            \
     /* Packs panel jp of op(B) for every K block. */                                                                   \
@@ -409,6 +436,7 @@ typedef struct gemm_job {
                                        c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                 \
                         }                                                                                              \
                     }                                                                                                  \
+                    if (kb == j->nkb - 1) epilogue_rows(g, ic, ie);                                                    \
                     continue;                                                                                          \
                 }                                                                                                      \
                 /* A read in place; a column panel of B stays in L1 over the block's row panels */                     \
@@ -424,6 +452,7 @@ typedef struct gemm_job {
                                    c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                     \
                     }                                                                                                  \
                 }                                                                                                      \
+                if (kb == j->nkb - 1) epilogue_rows(g, ic, ie);                                                        \
             }                                                                                                          \
         }                                                                                                              \
     }
@@ -505,7 +534,11 @@ static void blas_items(void *arg, int64_t begin, int64_t end) {
     pardo_status st;
     for (int64_t r = begin; r < end; r++) {
         int64_t m0 = r * BLAS_ROWS, m1 = m0 + BLAS_ROWS < j->g->m ? m0 + BLAS_ROWS : j->g->m;
-        if (pardo_gemm_blas_rows(j->g, m0, m1, &st) != PARDO_OK && atomic_exchange(&j->failed, 1) == 0) j->st = st;
+        if (pardo_gemm_blas_rows(j->g, m0, m1, &st) != PARDO_OK) {
+            if (atomic_exchange(&j->failed, 1) == 0) j->st = st;
+            continue;
+        }
+        epilogue_rows(j->g, m0, m1);
     }
 }
 
@@ -536,6 +569,7 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
         const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
         for (int64_t i = 0; !g->accumulate && i < g->m; i++)
             memset((char *)g->c + (size_t)(i * g->ldc) * es, 0, (size_t)g->n * es);
+        epilogue_rows(g, 0, g->m);
         return PARDO_OK;
     }
     pardo_kernel_ctx one = *ctx;

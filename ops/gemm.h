@@ -32,6 +32,9 @@ typedef struct pardo_gemm {
     void *c;           // C (borrowed; must not overlap A or B)
     int64_t ldc;       // elements between rows of C
     bool accumulate;   // C += op(A) op(B); else C = op(A) op(B) (C's old values are not read)
+    /* epilogue, applied to each row of C once its product is done (while it is in cache): */
+    const void *bias;  // C[i][j] += bias[j] (n elements of dtype; borrowed), or NULL
+    bool relu;         // then C[i][j] = C[i][j] < 0 ? 0 : C[i][j] (NaN kept, like the relu op)
 } pardo_gemm;
 
 /* Which implementation runs a product. */

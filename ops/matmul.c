@@ -143,6 +143,12 @@ static int mm(pardo_kernel_ctx *ctx, pardo_dtype dt, const void *a, const void *
     return pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO);
 }
 
+/* The epilogue a forward product may carry (pardo_matmul_epilogue_cpu). */
+typedef struct mm_epilogue {
+    const void *bias; // [N] of Y's dtype, or NULL
+    bool relu;
+} mm_epilogue;
+
 /* What the forward and gradient kernels share: attrs, matrix dims, the
  * batch broadcast and Y's shape, checked against the run-time shapes. */
 typedef struct mm_plan {
@@ -174,11 +180,12 @@ static int mm_plan_make(const pardo_kernel_ctx *ctx, const pardo_tensor *a, cons
     return PARDO_OK;
 }
 
-static int matmul_cpu(pardo_kernel_ctx *ctx) {
+/* Y = op(A) op(B) for every batch, each product then given the epilogue ep
+ * (NULL: none). */
+static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epilogue *ep) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
-    mm_plan p;
-    int rc = mm_plan_make(ctx, a, b, &p);
-    if (rc != PARDO_OK) return rc;
+    const mm_plan p = *pp;
+    int rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, p.y_nd, p.y_shape);
     if (!y) return ctx->st->code;
     if (y->numel == 0) return PARDO_OK;
@@ -189,11 +196,33 @@ static int matmul_cpu(pardo_kernel_ctx *ctx) {
     char *py = pardo_tensor_data(y);
     pardo_odo o;
     pardo_odo_init(&o, p.batch.nd, p.batch.dims, p.batch.sa, p.batch.sb);
-    for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o))
-        if ((rc = mm(ctx, a->dtype, pa + (size_t)(o.off[0] * a_mat) * es, pb + (size_t)(o.off[1] * b_mat) * es,
-                     py + (size_t)(i * y_mat) * es, m, n, k, p.ta, p.tb, false)) != PARDO_OK)
-            return rc;
+    for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o)) {
+        pardo_gemm g = {.dtype = a->dtype, .ta = p.ta, .tb = p.tb, .m = m, .n = n, .k = k,
+                        .a = pa + (size_t)(o.off[0] * a_mat) * es, .lda = p.ta ? m : k,
+                        .b = pb + (size_t)(o.off[1] * b_mat) * es, .ldb = p.tb ? k : n,
+                        .c = py + (size_t)(i * y_mat) * es, .ldc = n, .bias = ep ? ep->bias : NULL,
+                        .relu = ep && ep->relu};
+        if ((rc = pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO)) != PARDO_OK) return rc;
+    }
     return PARDO_OK;
+}
+
+static int matmul_cpu(pardo_kernel_ctx *ctx) {
+    mm_plan p;
+    int rc = mm_plan_make(ctx, ctx->in[0], ctx->in[1], &p);
+    return rc != PARDO_OK ? rc : matmul_forward(ctx, &p, NULL);
+}
+
+int pardo_matmul_epilogue_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *bias, bool relu) {
+    mm_plan p;
+    int rc = mm_plan_make(ctx, ctx->in[0], ctx->in[1], &p);
+    if (rc != PARDO_OK) return rc;
+    /* the add must be bias along Y's last dim and nothing else: a [N] of Y's dtype, Y with an N dim */
+    if (bias && (p.d.b_vec || bias->is_array || bias->dtype != ctx->in[0]->dtype || bias->ndim != 1 ||
+                 bias->shape[0] != p.d.n))
+        return pardo_errorf(ctx->st, PARDO_ENOTSUP, "the bias does not fit an epilogue of this product");
+    mm_epilogue ep = {bias ? pardo_tensor_data(bias) : NULL, relu};
+    return matmul_forward(ctx, &p, &ep);
 }
 
 /* matmul_grad reads A, B and dY, never Y: leave Y out, so that Y can be

@@ -179,6 +179,15 @@ pardo_tensor *pardo_kernel_output_array(pardo_kernel_ctx *ctx, int i, pardo_dtyp
 int pardo_parallel_for(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end),
                        void *arg);
 
+/* matmul's CPU kernel with an epilogue: Y = op(A) op(B), then Y += bias
+ * along its last dim (bias NULL: none), then relu when asked; the bits are
+ * those of matmul, add and relu run one after another. The executor runs
+ * it in place of such a chain whose intermediates nobody else reads
+ * (src/fusion_plan.h). ctx is matmul's (its op, inputs A and B, output Y).
+ * PARDO_ENOTSUP with nothing written when bias is not a [N] of Y's dtype
+ * (or B is a vector): the caller then runs the ops one by one. */
+int pardo_matmul_epilogue_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *bias, bool relu);
+
 /* The registry. Lookup by type name; NULL when unknown. Thread-safe (read-only). */
 const pardo_op_def *pardo_op_lookup(const char *type);
 

@@ -7,6 +7,7 @@
 
 #include "device.h"
 #include "init_fill.h"
+#include "fusion_plan.h"
 #include "release_plan.h"
 #include "stage_plan.h"
 #include "tensor_pool.h"
@@ -24,6 +25,7 @@ typedef struct op_plan {
                                 // -1 until resolved (a name not bound yet stays unresolved); owned
     int *release_entry;         // block 0 with release_temps: root entries of the vars dead after this op
                                 // (release.names[release.first[i]..]), -1 until resolved; owned
+    pardo_fusion fusion;        // with release_temps: the ops after this one that run fused into it
 } op_plan;
 
 struct pardo_executor {
@@ -72,6 +74,19 @@ static int plan_releases(pardo_executor *ex, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* Which op chains of each block run fused (fusion_plan.h). */
+static int plan_fusions(pardo_executor *ex, const pardo_exec_options *opt, pardo_status *st) {
+    for (int b = 0; b < ex->prog->n_blocks; b++) {
+        int n = ex->prog->blocks[b].n_ops;
+        pardo_fusion *f = calloc((size_t)n + 1, sizeof(*f));
+        if (!f) return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning fused ops");
+        pardo_fusion_plan(ex->prog, b, opt->keep, opt->n_keep, f);
+        for (int i = 0; i < n; i++) ex->ops[b][i].fusion = f[i];
+        free(f);
+    }
+    return PARDO_OK;
+}
+
 int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pardo_executor **out,
                        pardo_status *st) {
     *out = NULL;
@@ -111,6 +126,10 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
         return st->code;
     }
     ex->pooling = opt->release_temps;
+    if (ex->pooling && plan_fusions(ex, opt, st) != PARDO_OK) {
+        pardo_executor_free(ex);
+        return st->code;
+    }
     if (ex->opt.device == PARDO_DEVICE_CUDA) {
         int n = pardo_device_count();
         if (n == 0) {
@@ -454,6 +473,58 @@ done:
     return rc;
 }
 
+/* Runs op `index` (a matmul) of block with the add [and relu] after it as
+ * one kernel (fusion_plan.h). *ran is false when it did not: the chain is
+ * not fused, runs on a GPU, or its bias does not fit an epilogue at run time
+ * (then nothing was changed and the ops run one by one). */
+static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
+                     int64_t *ready, bool *ran, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[block];
+    const pardo_fusion f = ex->ops[block][index].fusion;
+    *ran = false;
+    if (f.len == 0 || (!run->cpu_only && ex->opt.device == PARDO_DEVICE_CUDA)) return PARDO_OK;
+    const pardo_op *mm = &blk->ops[index], *add = &blk->ops[index + 1], *last = &blk->ops[index + f.len];
+    bool tracing = pardo_trace_on();
+    int64_t t0 = tracing ? pardo_trace_ticks() : 0;
+    pardo_tensor *a = pardo_scope_find(scope, mm->in[0]), *b = pardo_scope_find(scope, mm->in[1]),
+                 *bias = pardo_scope_find(scope, add->in[f.bias]);
+    if (!a || !b || !bias) return PARDO_OK; /* the ops one by one say which is missing */
+    pardo_tensor *in[2] = {pardo_tensor_retain(a), pardo_tensor_retain(b)}, *out = NULL;
+    pardo_tensor_retain(bias);
+    out = pardo_scope_take(scope, last->out[0]);
+    pardo_kernel_ctx ctx = {.op = mm, .n_in = 2, .in = in, .n_out = 1, .out = &out, .st = st,
+                            .device = PARDO_DEVICE_CPU, .nthreads = run->nthreads, .training = ex->opt.training,
+                            .step = ex->steps, .exec = ex, .scope = scope, .block = block, .op_index = index,
+                            .nparts_default = ex->opt.nthreads};
+    int rc = pardo_matmul_epilogue_cpu(&ctx, bias, f.len == 2);
+    if (rc == PARDO_ENOTSUP) { /* nothing written: put the output back and run the ops one by one */
+        if (out) rc = pardo_scope_set_move(scope, last->out[0], out, st);
+        else rc = PARDO_OK;
+        out = NULL;
+    } else {
+        *ran = true;
+        if (rc == PARDO_OK) rc = check_output(ex->ops[block][index + f.len].out_vars[0], last, 0, out, st);
+        if (tracing && rc == PARDO_OK) trace_op(ex, block, index, ready, t0, in, &out, st);
+        if (rc == PARDO_OK) {
+            rc = pardo_scope_set_move(scope, last->out[0], out, st);
+            out = NULL;
+        }
+        if (rc != PARDO_OK) {
+            char where[512];
+            pardo_op_where(ex->prog, block, index + (rc == PARDO_ESHAPE ? f.len : 0), where, sizeof where);
+            pardo_status_prefix(st, "%s: ", where);
+        }
+    }
+    pardo_tensor_release(out);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+    pardo_tensor_release(bias);
+    if (*ran && rc == PARDO_OK && block == 0 && scope == ex->root)
+        for (int i = index; i <= index + f.len; i++)
+            if (ex->ops[0][i].release_entry) release_dead(ex, i, &ex->ops[0][i]);
+    return rc;
+}
+
 /* One stage's chains (see stage_plan.h). */
 typedef struct stage_run {
     pardo_executor *ex;
@@ -553,7 +624,10 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
             i = ex->plans[block].stage_end[i] - 1;
             if (ready) ready = pardo_trace_ticks();
         } else {
-            rc = run_op(ex, block, i, scope, &r, false, &ready, st);
+            bool fused = false;
+            rc = run_fused(ex, block, i, scope, &r, &ready, &fused, st);
+            if (fused) i += ex->ops[block][i].fusion.len;
+            else if (rc == PARDO_OK) rc = run_op(ex, block, i, scope, &r, false, &ready, st);
         }
         if (rc != PARDO_OK) return rc;
     }

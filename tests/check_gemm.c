@@ -216,6 +216,66 @@ START_TEST(two_threads_give_the_same_bits) {
 }
 END_TEST
 
+/* The epilogue (bias along rows, then relu) gives bitwise what the plain
+ * product then the add and relu arithmetic give, on every path: own kernel
+ * in float32 and float64, one and two threads, short row panels, several K
+ * blocks, BLAS, and k = 0. */
+static void epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta,
+                          bool tb, bool with_bias, bool relu) {
+    pardo_status st;
+    prod p = prod_make(dt, m, n, k, ta, tb, 1, false, (uint64_t)(m * 31 + n * 7 + k));
+    const size_t es = dt == PARDO_F32 ? sizeof(float) : sizeof(double);
+    void *bias = calloc((size_t)n + 1, es), *plain = calloc((size_t)(m * p.g.ldc + 1), es);
+    ck_assert(bias && plain);
+    test_rng r = {(uint64_t)n};
+    for (int64_t j = 0; j < n; j++) set(dt, bias, j, test_rng_uniform(&r, -0.5, 0.5));
+    pardo_gemm g = p.g;
+    g.c = plain;
+    ck_assert_msg(run(impl, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
+    g = p.g;
+    g.bias = with_bias ? bias : NULL;
+    g.relu = relu;
+    ck_assert_msg(run(impl, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
+    int negatives = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            const int64_t at = i * p.g.ldc + j;
+            double want;
+            if (dt == PARDO_F32) {
+                float v = ((float *)plain)[at];
+                if (with_bias) v = v + ((float *)bias)[j];
+                negatives += v < 0;
+                want = relu && v < 0 ? 0.0f : v;
+            } else {
+                double v = ((double *)plain)[at];
+                if (with_bias) v = v + ((double *)bias)[j];
+                negatives += v < 0;
+                want = relu && v < 0 ? 0.0 : v;
+            }
+            ck_assert_msg(get(dt, p.c, at) == want, "%s m %lld n %lld k %lld: C[%lld, %lld] = %.9g, expected %.9g",
+                          pardo_dtype_name(dt), (long long)m, (long long)n, (long long)k, (long long)i, (long long)j,
+                          get(dt, p.c, at), want);
+        }
+    ck_assert(m * n < 8 || negatives > 0); /* relu had something to do */
+    free(bias);
+    free(plain);
+    prod_free(&p);
+}
+
+START_TEST(epilogue_matches_add_and_relu) {
+    pool_size(2);
+    for (int t = 0; t < 2; t++) {
+        const int th = t + 1;
+        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 97, 70, 300, false, false, true, true);
+        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 13, 64, 64, false, false, true, false);
+        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 25, 33, 257, true, true, false, true);
+        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F64, 131, 67, 260, true, false, true, true);
+        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 5, 7, 0, false, false, true, true); /* an empty sum */
+        if (pardo_gemm_blas_compiled()) epilogue_case(PARDO_GEMM_BLAS, th, PARDO_F32, 300, 64, 200, false, true, true, true);
+    }
+}
+END_TEST
+
 START_TEST(empty_sizes) {
     pardo_status st;
     prod p = prod_make(PARDO_F32, 3, 4, 0, false, false, 1, false, 1); /* k 0: C = 0, padding untouched */
@@ -297,6 +357,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, large_products_and_k_blocks);
     tcase_add_test(core, two_threads_give_the_same_bits);
     tcase_add_test(core, empty_sizes);
+    tcase_add_test(core, epilogue_matches_add_and_relu);
     tcase_add_test(core, matmul_op_at_two_threads);
     suite_add_tcase(s, core);
     TCase *err = tcase_create("Errors");

@@ -2,8 +2,9 @@
  * the release plan (which temporaries die after which op), the tensor pool,
  * the executor freeing dead temporaries (same results, less memory, kept
  * vars kept), the backward pass leaving out forward values gradient ops do
- * not read, add_grad with a left-out operand, and the optimizer placing each
- * update right after its param's last use. */
+ * not read, add_grad with a left-out operand, the optimizer placing each
+ * update right after its param's last use, and matmul -> add -> relu chains
+ * run as one kernel (fusion_plan.h) with the same bits. */
 #include <check.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "graph_test_util.h"
 #include "op_test_util.h"
 #include "pass.h"
+#include "fusion_plan.h"
 #include "release_plan.h"
 #include "tensor_pool.h"
 #include "test_util.h"
@@ -323,6 +325,97 @@ START_TEST(updates_follow_their_params_last_use) {
 }
 END_TEST
 
+START_TEST(fusion_plan_finds_private_chains) {
+    pardo_program *p = test_program(mlp_text, "mlp.json");
+    pardo_fusion f[8];
+    pardo_fusion_plan(p, 0, NULL, 0, f);
+    ck_assert(f[0].len == 2 && f[0].bias == 1); /* matmul h, add z (bias b1 at input 1), relu a */
+    ck_assert_int_eq(f[3].len, 0);              /* logits go to the loss, not to an add */
+    const char *keep_z[] = {"z"}, *keep_h[] = {"h"};
+    pardo_fusion_plan(p, 0, keep_z, 1, f);
+    ck_assert_int_eq(f[0].len, 1); /* z must stay: relu runs on its own */
+    pardo_fusion_plan(p, 0, keep_h, 1, f);
+    ck_assert_int_eq(f[0].len, 0);
+    pardo_program_free(p);
+
+    /* the training graph split into parts: the chain inside the parallel_do block fuses */
+    pardo_status st;
+    p = training_program();
+    pardo_pass_options o = pardo_pass_defaults();
+    o.parts = 2;
+    ck_assert_msg(pardo_pass_multi_cpu(p, &o, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_int_eq(p->n_blocks, 2);
+    pardo_fusion g[64];
+    ck_assert_int_le(p->blocks[1].n_ops, 64);
+    pardo_fusion_plan(p, 1, NULL, 0, g);
+    int fused = 0;
+    for (int i = 0; i < p->blocks[1].n_ops; i++) fused += g[i].len == 2;
+    ck_assert_int_eq(fused, 1);
+    pardo_program_free(p);
+
+    /* an attr that names the intermediate (here merge's mode "sum", a var name too): no fusion */
+    p = test_program("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                     "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 2], \"role\": \"feed\"},"
+                     "\"w\": {\"dtype\": \"float32\", \"shape\": [2, 2], \"role\": \"param\", \"value\": [1, 2, 3, 4]},"
+                     "\"b\": {\"dtype\": \"float32\", \"shape\": [2], \"role\": \"param\", \"value\": [1, 2]}},"
+                     "\"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"sum\"]},"
+                     "{\"op\": \"add\", \"in\": [\"sum\", \"b\"], \"out\": [\"z\"]},"
+                     "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+                     "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"m\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
+                     "named.json");
+    pardo_fusion h[4];
+    pardo_fusion_plan(p, 0, NULL, 0, h);
+    ck_assert_int_eq(h[0].len, 0);
+    pardo_program_free(p);
+}
+END_TEST
+
+/* A bias that is not a [N] (here [1, N], which add broadcasts just as well)
+ * does not fit the epilogue: the executor runs the ops one by one, and the
+ * result is the same either way. */
+START_TEST(fused_chain_falls_back_when_the_bias_does_not_fit) {
+    pardo_status st;
+    for (int bias2d = 0; bias2d < 2; bias2d++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                 "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"feed\"},"
+                 "\"w\": {\"dtype\": \"float32\", \"shape\": [3, 4], \"role\": \"param\", \"init\": "
+                 "{\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 5}},"
+                 "\"b\": {\"dtype\": \"float32\", \"shape\": %s, \"role\": \"param\", \"value\": [0.5, -0.5, 1, -1]}},"
+                 "\"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]},"
+                 "{\"op\": \"add\", \"in\": [\"b\", \"h\"], \"out\": [\"z\"]},"
+                 "{\"op\": \"relu\", \"in\": [\"z\"], \"out\": [\"a\"]}]}]}",
+                 bias2d ? "[1, 4]" : "[4]");
+        pardo_program *p = test_program(text, "bias.json");
+        pardo_fusion f[3];
+        pardo_fusion_plan(p, 0, NULL, 0, f);
+        ck_assert(f[0].len == 2 && f[0].bias == 0);
+        test_rng r = {6};
+        int64_t xs[] = {37, 3};
+        pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -2, 2), *got[2];
+        for (int release = 0; release < 2; release++) {
+            const char *keep[] = {"a"};
+            pardo_exec_options opt = {.nthreads = 1, .release_temps = release, .keep = keep, .n_keep = 1};
+            pardo_executor *ex = NULL;
+            ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
+            ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
+            ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
+            for (int s = 0; s < 2; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+            got[release] = pardo_tensor_clone(pardo_executor_fetch(ex, "a"), &st);
+            if (release) ck_assert_ptr_null(pardo_executor_fetch(ex, "h"));
+            pardo_executor_free(ex);
+        }
+        ck_assert(got[0]->numel == 37 * 4 && got[1]->numel == got[0]->numel);
+        ck_assert(memcmp(pardo_tensor_data(got[0]), pardo_tensor_data(got[1]), got[0]->nbytes) == 0);
+        pardo_tensor_release(got[0]);
+        pardo_tensor_release(got[1]);
+        pardo_tensor_release(x);
+        pardo_program_free(p);
+    }
+}
+END_TEST
+
 Suite *make_memory_suite(void) {
     Suite *s = suite_create("memory");
     TCase *tc = tcase_create("core");
@@ -333,6 +426,8 @@ Suite *make_memory_suite(void) {
     tcase_add_test(tc, backward_leaves_out_unread_forward_values);
     tcase_add_test(tc, add_grad_with_an_operand_left_out);
     tcase_add_test(tc, updates_follow_their_params_last_use);
+    tcase_add_test(tc, fusion_plan_finds_private_chains);
+    tcase_add_test(tc, fused_chain_falls_back_when_the_bias_does_not_fit);
     suite_add_tcase(s, tc);
     return s;
 }

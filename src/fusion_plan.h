@@ -1,0 +1,25 @@
+/* fusion_plan.h - op chains the executor runs as one kernel: matmul ->
+ * add (a bias) [-> relu] becomes matmul with an epilogue
+ * (pardo_matmul_epilogue_cpu), so the product's rows get their bias and
+ * activation while still in cache and the intermediates are never stored.
+ * A chain fuses only where its intermediates are temporaries nobody else
+ * can see: no other op of any block reads or writes them, no attr names
+ * them (a parallel_do's parts_out), and the caller does not keep them.
+ * Pure analysis of the IR; the executor builds it when it may free
+ * temporaries (pardo_exec_options.release_temps). */
+#ifndef PARDO_FUSION_PLAN_H
+#define PARDO_FUSION_PLAN_H
+
+#include "graph.h"
+#include "status.h"
+
+typedef struct pardo_fusion {
+    int len;  // ops after this matmul that fuse into it: 0 (none), 1 (the add) or 2 (add, relu)
+    int bias; // the add's input that is the bias (0 or 1)
+} pardo_fusion;
+
+/* Fills fuse[0..n_ops) for block b of p (checked by the passes), keeping
+ * the n_keep vars named in keep. */
+void pardo_fusion_plan(const pardo_program *p, int b, const char *const *keep, int n_keep, pardo_fusion *fuse);
+
+#endif
