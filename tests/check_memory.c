@@ -138,25 +138,34 @@ START_TEST(pool_reuses_by_size) {
 }
 END_TEST
 
+/* A training executor for p keeping only the loss, its vars initialised and
+ * a batch of `rows` random rows of x (labels i % 3) fed. */
+static pardo_executor *fed_executor(const pardo_program *p, int nthreads, bool release, int64_t rows) {
+    pardo_status st;
+    const char *keep[] = {"loss"};
+    pardo_exec_options opt = {.nthreads = nthreads, .training = true, .release_temps = release, .keep = keep,
+                              .n_keep = 1};
+    pardo_executor *ex = NULL;
+    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
+    test_rng r = {(uint64_t)rows};
+    int64_t xs[] = {rows, 6}, ys[] = {rows};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *y = pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st);
+    for (int64_t i = 0; i < rows; i++) pardo_tensor_set_f64(y, i, (double)(i % 3));
+    ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
+    ck_assert_int_eq(pardo_executor_feed(ex, "y", y, "test", &st), PARDO_OK);
+    pardo_tensor_release(x);
+    pardo_tensor_release(y);
+    return ex;
+}
+
 /* Runs p for 3 steps on one batch; returns the bytes of tensors the executor
  * still holds (bound or pooled) and copies the loss and w1 out. */
 static int64_t train_three_steps(const pardo_program *p, bool release, double *loss, pardo_tensor **w1,
                                  pardo_tensor **released) {
     pardo_status st;
-    const char *keep[] = {"loss"};
-    pardo_exec_options opt = {.nthreads = 1, .training = true, .release_temps = release, .keep = keep, .n_keep = 1};
-    pardo_executor *ex = NULL;
     int64_t before = pardo_tensor_bytes_in_use();
-    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
-    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
-    test_rng r = {4};
-    int64_t xs[] = {64, 6}, ys[] = {64};
-    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *y = pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st);
-    for (int i = 0; i < 64; i++) pardo_tensor_set_f64(y, i, i % 3);
-    ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
-    ck_assert_int_eq(pardo_executor_feed(ex, "y", y, "test", &st), PARDO_OK);
-    pardo_tensor_release(x);
-    pardo_tensor_release(y);
+    pardo_executor *ex = fed_executor(p, 1, release, 64);
     int64_t fed = pardo_tensor_bytes_in_use();
     for (int s = 0; s < 3; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
     int64_t held = pardo_tensor_bytes_in_use() - fed;
@@ -200,25 +209,13 @@ START_TEST(parallel_steady_state_allocates_nothing) {
     ck_assert_msg(pardo_pass_multi_cpu(p, &o, &st) == PARDO_OK, "%s", st.msg);
     double loss[2];
     for (int release = 0; release < 2; release++) {
-        const char *keep[] = {"loss"};
-        pardo_exec_options opt = {.nthreads = 2, .training = true, .release_temps = release, .keep = keep, .n_keep = 1};
-        pardo_executor *ex = NULL;
-        ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
-        ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
-        test_rng r = {8};
-        int64_t xs[] = {48, 6}, ys[] = {48};
-        pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *y = pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st);
-        for (int i = 0; i < 48; i++) pardo_tensor_set_f64(y, i, i % 3);
-        ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
-        ck_assert_int_eq(pardo_executor_feed(ex, "y", y, "test", &st), PARDO_OK);
+        pardo_executor *ex = fed_executor(p, 2, release, 48);
         for (int s = 0; s < 3; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
         struct mallinfo2 m0 = mallinfo2();
         for (int s = 0; s < 30; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
         struct mallinfo2 m1 = mallinfo2();
         ck_assert_int_eq((long long)(m1.uordblks + m1.hblkhd), (long long)(m0.uordblks + m0.hblkhd));
         loss[release] = pardo_tensor_get_f64(pardo_executor_fetch(ex, "loss"), 0);
-        pardo_tensor_release(x);
-        pardo_tensor_release(y);
         pardo_executor_free(ex);
     }
     ck_assert(loss[0] == loss[1]);
