@@ -11,6 +11,8 @@
  *   bench_pardo infer GRAPH [--threads N] [--parts P] ...   forward only; P >= 1: parts
  *   bench_pardo chain [--ops N] [--steps S] ...    a chain of N adds on a 16-element
  *       float32 tensor; the JSON line also gives us_per_op.
+ *   --trace FILE (any mode): also record the timed steps as a Chrome trace
+ *       (`pardo trace summary FILE` shows where the time went).
  *
  * Output: {"bench": "pardo", "mode": ..., "threads": N, "parts": P, "steps": S,
  *          "median_us": ..., "p10_us": ..., "p90_us": ..., "value": first element of
@@ -29,6 +31,7 @@
 #include "graph_json.h"
 #include "pass.h"
 #include "thread_pool.h"
+#include "trace.h"
 
 static void die(const char *what, const pardo_status *st) {
     fprintf(stderr, "bench_pardo: %s: %s\n", what, st ? st->msg : "");
@@ -91,8 +94,13 @@ int main(int argc, char **argv) {
         if (argc < 3) die("train and infer need a GRAPH", NULL);
         graph = argv[i++];
     }
+    const char *trace = NULL;
     for (; i < argc; i++) {
         int *dst = NULL;
+        if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) {
+            trace = argv[++i];
+            continue;
+        }
         if (strcmp(argv[i], "--threads") == 0)
             dst = &threads;
         else if (strcmp(argv[i], "--parts") == 0)
@@ -171,6 +179,7 @@ int main(int argc, char **argv) {
         if (pardo_executor_run(ex, &st) != PARDO_OK) die("run", &st);
     double *t = malloc(sizeof(double) * (size_t)steps);
     if (!t) die("out of memory", NULL);
+    if (trace && pardo_trace_start(&st) != PARDO_OK) die("--trace", &st);
     struct mallinfo2 m0 = mallinfo2(); /* heap in use around the timed steps: 0 growth in the steady state */
     for (int k = 0; k < steps; k++) {
         double t0 = now_us();
@@ -178,6 +187,12 @@ int main(int argc, char **argv) {
         t[k] = now_us() - t0;
     }
     struct mallinfo2 m1 = mallinfo2();
+    if (trace) {
+        pardo_trace_stop();
+        pardo_trace_info info = {.graph = graph, .command = mode, .threads = threads, .steps = steps, .status = "ok"};
+        if (pardo_trace_write(trace, &info, &st) != PARDO_OK) die("--trace", &st);
+        pardo_trace_reset();
+    }
     long long heap_delta = (long long)(m1.uordblks + m1.hblkhd) - (long long)(m0.uordblks + m0.hblkhd);
     qsort(t, (size_t)steps, sizeof(double), cmp_double);
     pardo_tensor *v = pardo_executor_fetch(ex, fetch);
