@@ -552,7 +552,10 @@ static int open_evaluator(trainer *t, const pardo_loader_options *train_opt) {
         return CLI_BAD_INPUT;
     }
     ev->loss = pardo_block_find_var(&ev->prog->blocks[0], t->li.loss)->name;
-    pardo_exec_options eo = {.nthreads = (int)a->threads, .training = false};
+    /* temporaries freed after their last reader (and matmul + bias + relu fused); the loss and logits stay */
+    const char *keep[] = {ev->loss, ev->logits};
+    pardo_exec_options eo = {.nthreads = (int)a->threads, .training = false, .release_temps = true, .keep = keep,
+                             .n_keep = 2};
     if (pardo_executor_new(ev->prog, &eo, &ev->ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         return CLI_BAD_INPUT;
@@ -722,7 +725,10 @@ int pardo_cli_train(int argc, char **argv) {
         pardo_program_free(prog);
         return CLI_BAD_INPUT;
     }
-    pardo_exec_options opt = {.nthreads = (int)a.threads, .training = true};
+    /* temporaries freed after their last reader (and matmul + bias + relu fused); the loss stays */
+    const char *keep[] = {t.li.loss};
+    pardo_exec_options opt = {.nthreads = (int)a.threads, .training = true, .release_temps = true, .keep = keep,
+                              .n_keep = 1};
     if (pardo_executor_new(prog, &opt, &t.ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         pardo_program_free(prog);
