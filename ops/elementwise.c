@@ -10,12 +10,11 @@
  * live in ops/cuda/elementwise.cu. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <tgmath.h>
 
 #include "kernel_util.h"
 #include "kernels.h"
-#include <string.h>
-
 #include "op.h"
 #include "unary.h"
 
@@ -57,7 +56,8 @@ typedef void (*binary_fn)(const pardo_bcast2 *p, const void *a, const void *b, v
  * odometer, the innermost one is a plain loop with A, B or neither held
  * fixed. */
 #define BINARY_KERNEL(NAME, T, U, OP)                                                                                  \
-    static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, void *vy, int64_t e0, int64_t e1) {        \
+    PARDO_SIMD_CLONES static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, void *vy, int64_t e0,  \
+                                       int64_t e1) {                                                            \
         const T *a = va, *b = vb;                                                                                      \
         T *y = vy;                                                                                                     \
         const int inner = p->nd - 1;                                                                                   \

@@ -72,7 +72,8 @@ static int binary_grad_infer(pardo_infer_ctx *ctx) {
  * GA(g, a, b) into dA and GB(g, a, b) into dB at the operands' offsets
  * (dA, dB zeroed before; either may be NULL: not wanted). */
 #define BINARY_GRAD_KERNEL(NAME, T, GA, GB)                                                                            \
-    static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, const void *vdc, void *vda, void *vdb) {   \
+    PARDO_SIMD_CLONES static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, const void *vdc,       \
+                                       void *vda, void *vdb) {                                                  \
         const T *a = va, *b = vb, *dc = vdc;                                                                           \
         T *da = vda, *db = vdb;                                                                                        \
         const int inner = p->nd - 1;                                                                                   \

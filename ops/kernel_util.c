@@ -102,7 +102,8 @@ static int plan_broadcast_to(int from_nd, const int64_t *from, int to_nd, const 
  * double rounded to T (a sum of two floats rounded to double and then to
  * float is the float sum), and vectorise. */
 #define SUM_TO_KERNEL(NAME, T)                                                                                         \
-    static void NAME(const pardo_bcast2 *p, const T *src, T *dst, int64_t dst_numel, double scale) {                   \
+    PARDO_SIMD_CLONES static void NAME(const pardo_bcast2 *p, const T *src, T *dst, int64_t dst_numel,               \
+                                       double scale) {                                                          \
         const int inner = p->nd - 1;                                                                                   \
         const int64_t n = p->dims[inner], sd = p->sa[inner];                                                           \
         if (p->numel == dst_numel) { /* nothing is summed: a scaled copy */                                            \
@@ -153,7 +154,7 @@ int pardo_sum_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_
 /* Defines NAME, pardo_expand_to_shape for element type T: walks dst in
  * row-major order with src's offset in o.off[0]. */
 #define EXPAND_KERNEL(NAME, T)                                                                                         \
-    static void NAME(const pardo_bcast2 *p, const T *src, T *dst, double scale) {                                      \
+    PARDO_SIMD_CLONES static void NAME(const pardo_bcast2 *p, const T *src, T *dst, double scale) {                    \
         const int inner = p->nd - 1;                                                                                   \
         const int64_t n = p->dims[inner], ss = p->sa[inner];                                                           \
         pardo_odo o;                                                                                                   \

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "kernel_util.h"
+
 enum { TILE = 512 };
 
 /* acc[e] = first part, then acc[e] (op)= part, with v = x[e] * w: for a
@@ -30,7 +32,7 @@ enum { TILE = 512 };
 
 /* Floats: accumulate in double; a plain mean divides by n at the end. */
 #define DEFINE_COMBINE_FLOAT(NAME, T)                                                      \
-    static void NAME(const pardo_merge_args *m, int64_t begin, int64_t end) {             \
+    PARDO_SIMD_CLONES static void NAME(const pardo_merge_args *m, int64_t begin, int64_t end) {             \
         T *restrict y = m->y;                                                              \
         const bool divide = m->mode == PARDO_MERGE_MEAN && !m->w;                          \
         double acc[TILE];                                                                  \
@@ -54,7 +56,7 @@ enum { TILE = 512 };
 /* Integers and bool: sum, max and min in int64 (mean is float-only); bool
  * stores "any nonzero". */
 #define DEFINE_COMBINE_INT(NAME, T, STORE)                                                 \
-    static void NAME(const pardo_merge_args *m, int64_t begin, int64_t end) {             \
+    PARDO_SIMD_CLONES static void NAME(const pardo_merge_args *m, int64_t begin, int64_t end) {             \
         T *restrict y = m->y;                                                              \
         int64_t acc[TILE];                                                                 \
         for (int64_t t0 = begin; t0 < end; t0 += TILE) {                                   \

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "op.h"
 #include "tensor.h"
 
 typedef enum pardo_merge_mode {
@@ -26,6 +27,7 @@ typedef struct pardo_merge_args {
     int n;
     const double *w;
     void *y;
+    const pardo_tensor *first; // part 0 (borrowed): the parts' dtype and shape
 } pardo_merge_args;
 
 /* Writes elements [begin, end) of y. Parts are combined in order 0, 1, ...
@@ -33,5 +35,13 @@ typedef struct pardo_merge_args {
  * in double and integers and bool in int64, so the result depends neither
  * on the range split nor on which thread ran it. */
 void pardo_merge_combine(const pardo_merge_args *m, int64_t begin, int64_t end);
+
+/* Checks the inputs of the merge op in ctx (its tensor_array A, weight_by)
+ * for an elementwise mode and fills *m (y NULL) with part_data (room for
+ * cap parts) and w (room for 1024 weights) as its storage. PARDO_ENOTSUP
+ * for concat or more than cap parts; the op's own errors otherwise. For
+ * the merge kernel, and for the executor, which hands m to an optimizer
+ * that merges its gradient as it updates (pardo_kernel_ctx.grad_merge). */
+int pardo_merge_prepare(pardo_kernel_ctx *ctx, pardo_merge_args *m, const void **part_data, int cap, double *w);
 
 #endif

@@ -75,6 +75,10 @@ typedef struct pardo_kernel_ctx {
     struct pardo_scope *scope;   // the scope the op runs in (borrowed; read-only for kernels)
     int block, op_index;         // where the op is in the program
     int nparts_default;          // parts when split's attr parts is 0: the run's thread count
+    /* sgd, momentum and adam: when set, input 1 (grad) is absent and is this
+     * merge of parts instead (ops/merge_combine.h), combined a tile at a time
+     * as the update runs: the executor's fused merge -> update (borrowed) */
+    const struct pardo_merge_args *grad_merge;
 } pardo_kernel_ctx;
 
 typedef int (*pardo_infer_fn)(pardo_infer_ctx *ctx);

@@ -19,6 +19,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernel_util.h"
+#include "merge_combine.h"
 #include "nn_util.h"
 #include "op.h"
 
@@ -39,7 +41,8 @@ static int opt_check(const pardo_type *const *in, const int *same, const char *c
 /* The run-time types of a kernel's n inputs into types and ptrs. */
 static void opt_types(const pardo_kernel_ctx *ctx, int n, pardo_type *types, const pardo_type **ptrs) {
     for (int k = 0; k < n; k++) {
-        types[k] = pardo_tensor_type(ctx->in[k]);
+        /* a merged gradient has its parts' type */
+        types[k] = pardo_tensor_type(k == 1 && ctx->grad_merge ? ctx->grad_merge->first : ctx->in[k]);
         ptrs[k] = &types[k];
     }
 }
@@ -62,12 +65,12 @@ static int opt_outputs(pardo_kernel_ctx *ctx, const int *in_of, int n_out, pardo
  * optional state output (v_out, m_out) may be NULL: the new state is then
  * dropped. */
 #define OPT_KERNELS(SUF, T)                                                                                            \
-    static void sgd_##SUF(int64_t n, const void *vp, const void *vg, double lr, void *vpo) {                           \
+    PARDO_SIMD_CLONES static void sgd_##SUF(int64_t n, const void *vp, const void *vg, double lr, void *vpo) {                           \
         const T *p = vp, *g = vg;                                                                                      \
         T *po = vpo;                                                                                                   \
         for (int64_t i = 0; i < n; i++) po[i] = (T)((double)p[i] - lr * (double)g[i]);                                 \
     }                                                                                                                  \
-    static void momentum_##SUF(int64_t n, const void *vp, const void *vg, const void *vv, double lr, double mu,        \
+    PARDO_SIMD_CLONES static void momentum_##SUF(int64_t n, const void *vp, const void *vg, const void *vv, double lr, double mu,        \
                                bool nesterov, void *vpo, void *vvo) {                                                  \
         const T *p = vp, *g = vg, *v = vv;                                                                             \
         T *po = vpo, *vo = vvo;                                                                                        \
@@ -79,7 +82,7 @@ static int opt_outputs(pardo_kernel_ctx *ctx, const int *in_of, int n_out, pardo
             if (vo) vo[i] = vn;                                                                                        \
         }                                                                                                              \
     }                                                                                                                  \
-    static void adam_##SUF(int64_t n, const void *vp, const void *vg, const void *vm, const void *vv,                  \
+    PARDO_SIMD_CLONES static void adam_##SUF(int64_t n, const void *vp, const void *vg, const void *vm, const void *vv,                  \
                            double step_size, double bc2_sqrt, double b1, double b2, double eps, void *vpo, void *vmo,  \
                            void *vvo) {                                                                                \
         const T *p = vp, *g = vg, *m = vm, *v = vv;                                                                    \
@@ -106,6 +109,7 @@ typedef enum opt_kind { OPT_SGD, OPT_MOMENTUM, OPT_ADAM } opt_kind;
 typedef struct opt_job {
     opt_kind kind;
     bool f32;
+    const pardo_merge_args *merge; // the gradient as a merge of parts (g is then NULL), or NULL
     const void *p, *g, *s1, *s2; // param, grad, states (velocity; or moment1, moment2)
     void *po, *o1, *o2;          // updated param and states (a NULL state output drops it)
     double lr, mu, b1, b2, eps, bc2_sqrt;
@@ -114,8 +118,48 @@ typedef struct opt_job {
 
 #define AT(ptr, k) ((ptr) ? (void *)((char *)(ptr) + (k)) : NULL)
 
+static void opt_range(void *arg, int64_t begin, int64_t end);
+
+/* The merged gradient of [begin, end) a tile at a time: each tile's parts
+ * combined into a buffer on the stack (the bits of the merge op's output),
+ * then the update run on it. */
+enum { OPT_MERGE_TILE = 512 };
+
+static void opt_range_merged(const opt_job *j, int64_t begin, int64_t end) {
+    const size_t es = j->f32 ? sizeof(float) : sizeof(double);
+    const pardo_merge_args *m = j->merge;
+    double tile[OPT_MERGE_TILE] __attribute__((aligned(64))); /* room for 512 doubles or floats */
+    const void *parts[64];
+    pardo_merge_args at = *m;
+    at.parts = parts;
+    at.y = tile;
+    for (int64_t t0 = begin; t0 < end; t0 += OPT_MERGE_TILE) {
+        const int64_t len = end - t0 < OPT_MERGE_TILE ? end - t0 : OPT_MERGE_TILE;
+        const size_t off = (size_t)t0 * es;
+        for (int p = 0; p < m->n; p++) parts[p] = (const char *)m->parts[p] + off;
+        pardo_merge_combine(&at, 0, len);
+        /* the update on the tile: every tensor from element t0 on, the gradient the tile */
+        opt_job one = *j;
+        one.merge = NULL;
+        one.g = tile;
+#define FROM(ptr) ((ptr) ? (void *)((char *)(ptr) + off) : NULL)
+        one.p = FROM(j->p);
+        one.s1 = FROM(j->s1);
+        one.s2 = FROM(j->s2);
+        one.po = FROM(j->po);
+        one.o1 = FROM(j->o1);
+        one.o2 = FROM(j->o2);
+#undef FROM
+        opt_range(&one, 0, len);
+    }
+}
+
 static void opt_range(void *arg, int64_t begin, int64_t end) {
     const opt_job *j = arg;
+    if (j->merge) {
+        opt_range_merged(j, begin, end);
+        return;
+    }
     const int64_t n = end - begin, k = begin * (j->f32 ? (int64_t)sizeof(float) : (int64_t)sizeof(double));
     switch (j->kind) {
     case OPT_SGD: (j->f32 ? sgd_f32 : sgd_f64)(n, AT(j->p, k), AT(j->g, k), j->lr, AT(j->po, k)); break;
@@ -170,7 +214,7 @@ static int sgd_cpu(pardo_kernel_ctx *ctx) {
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0];
     opt_job j = {.kind = OPT_SGD, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = pardo_tensor_data(ctx->in[1]), .po = pardo_tensor_data(out[0]),
+                 .g = ctx->grad_merge ? NULL : pardo_tensor_data(ctx->in[1]), .merge = ctx->grad_merge, .po = pardo_tensor_data(out[0]),
                  .lr = pardo_tensor_get_f64(ctx->in[2], 0)};
     return opt_run(ctx, &j, p->numel);
 }
@@ -234,7 +278,7 @@ static int momentum_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *p = ctx->in[0];
     void *vo = ctx->n_out > 1 && out[1] ? pardo_tensor_data(out[1]) : NULL;
     opt_job j = {.kind = OPT_MOMENTUM, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = pardo_tensor_data(ctx->in[1]), .s1 = pardo_tensor_data(ctx->in[2]),
+                 .g = ctx->grad_merge ? NULL : pardo_tensor_data(ctx->in[1]), .merge = ctx->grad_merge, .s1 = pardo_tensor_data(ctx->in[2]),
                  .po = pardo_tensor_data(out[0]), .o1 = vo, .lr = pardo_tensor_get_f64(ctx->in[3], 0), .mu = mu,
                  .nesterov = nesterov};
     return opt_run(ctx, &j, p->numel);
@@ -322,7 +366,7 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
     if ((rc = opt_outputs(ctx, in_of, ctx->n_out < 4 ? ctx->n_out : 4, out)) != PARDO_OK) return rc;
     const double step_size = lr / (1 - pow(b1, t)), bc2_sqrt = sqrt(1 - pow(b2, t));
     opt_job j = {.kind = OPT_ADAM, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = pardo_tensor_data(ctx->in[1]), .s1 = pardo_tensor_data(ctx->in[2]),
+                 .g = ctx->grad_merge ? NULL : pardo_tensor_data(ctx->in[1]), .merge = ctx->grad_merge, .s1 = pardo_tensor_data(ctx->in[2]),
                  .s2 = pardo_tensor_data(ctx->in[3]), .po = pardo_tensor_data(out[0]),
                  .o1 = out[1] ? pardo_tensor_data(out[1]) : NULL, .o2 = out[2] ? pardo_tensor_data(out[2]) : NULL,
                  .lr = step_size, .b1 = b1, .b2 = b2, .eps = eps, .bc2_sqrt = bc2_sqrt};

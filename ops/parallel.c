@@ -224,7 +224,7 @@ static int merge_weights(pardo_kernel_ctx *ctx, const char *weight_by, int n, do
 
 enum { MERGE_MAX_WEIGHTED = 1024, MERGE_STACK_PARTS = 64, MERGE_PARALLEL_MIN = 1 << 15 };
 
-static int merge_cpu(pardo_kernel_ctx *ctx) {
+int pardo_merge_prepare(pardo_kernel_ctx *ctx, pardo_merge_args *m, const void **part_data, int cap, double *w) {
     const pardo_tensor *a = ctx->in[0];
     pardo_merge_mode mode;
     int ax;
@@ -237,7 +237,8 @@ static int merge_cpu(pardo_kernel_ctx *ctx) {
     const pardo_tensor *p0 = a->parts[0];
     int rc = merge_attrs_get(ctx->op, p0->ndim, &mode, &ax, &wb, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (mode == PARDO_MERGE_CONCAT) return merge_concat(ctx, a, ax);
+    if (mode == PARDO_MERGE_CONCAT) return pardo_errorf(ctx->st, PARDO_ENOTSUP, "concat is not elementwise");
+    if (n > cap) return pardo_errorf(ctx->st, PARDO_ENOTSUP, "%d parts (room for %d)", n, cap);
     for (int p = 1; p < n; p++)
         if (!pardo_shape_equal(a->parts[p]->ndim, a->parts[p]->shape, p0->ndim, p0->shape)) {
             char s0[160], s1[160];
@@ -246,27 +247,44 @@ static int merge_cpu(pardo_kernel_ctx *ctx) {
                                 mode == PARDO_MERGE_MEAN  ? "mean"
                                 : mode == PARDO_MERGE_SUM ? "sum"
                                 : mode == PARDO_MERGE_MAX ? "max"
-                                                    : "min",
+                                                          : "min",
                                 p, pardo_shape_str(a->parts[p]->ndim, a->parts[p]->shape, s1, sizeof s1),
                                 pardo_shape_str(p0->ndim, p0->shape, s0, sizeof s0));
         }
-    double w[MERGE_MAX_WEIGHTED];
     if (wb[0]) {
         if (n > MERGE_MAX_WEIGHTED)
             return pardo_errorf(ctx->st, PARDO_ENOTSUP, "a weighted mean of %d parts (at most %d)", n,
                                 MERGE_MAX_WEIGHTED);
         if ((rc = merge_weights(ctx, wb, n, w)) != PARDO_OK) return rc;
     }
-    pardo_tensor *y = pardo_kernel_output(ctx, 0, p0->dtype, p0->ndim, p0->shape);
-    if (!y) return ctx->st->code;
+    for (int p = 0; p < n; p++) part_data[p] = pardo_tensor_data(a->parts[p]);
+    *m = (pardo_merge_args){p0->dtype, mode, part_data, n, wb[0] ? w : NULL, NULL, p0};
+    return PARDO_OK;
+}
+
+static int merge_cpu(pardo_kernel_ctx *ctx) {
+    const pardo_tensor *a = ctx->in[0];
+    int n = a->n_parts, ax;
+    pardo_merge_mode mode;
+    const char *wb;
+    if (n > 0 && a->parts[0] && merge_attrs_get(ctx->op, a->parts[0]->ndim, &mode, &ax, &wb, ctx->st) == PARDO_OK &&
+        mode == PARDO_MERGE_CONCAT)
+        return merge_concat(ctx, a, ax);
     const void *stack_parts[MERGE_STACK_PARTS], **parts = stack_parts;
     if (n > MERGE_STACK_PARTS && !(parts = malloc(sizeof(*parts) * (size_t)n)))
         return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory merging %d parts", n);
-    for (int p = 0; p < n; p++) parts[p] = pardo_tensor_data(a->parts[p]);
-    pardo_merge_args m = {p0->dtype, mode, parts, n, wb[0] ? w : NULL, pardo_tensor_data(y)};
-    pardo_kernel_ctx one = *ctx;
-    if (y->numel < MERGE_PARALLEL_MIN) one.nthreads = 1; /* a fork costs more than it saves */
-    rc = pardo_parallel_for(&one, y->numel, merge_range, &m);
+    double w[MERGE_MAX_WEIGHTED];
+    pardo_merge_args m;
+    int rc = pardo_merge_prepare(ctx, &m, parts, n > MERGE_STACK_PARTS ? n : MERGE_STACK_PARTS, w);
+    pardo_tensor *y = NULL;
+    if (rc == PARDO_OK && !(y = pardo_kernel_output(ctx, 0, m.first->dtype, m.first->ndim, m.first->shape)))
+        rc = ctx->st->code;
+    if (rc == PARDO_OK) {
+        m.y = pardo_tensor_data(y);
+        pardo_kernel_ctx one = *ctx;
+        if (y->numel < MERGE_PARALLEL_MIN) one.nthreads = 1; /* a fork costs more than it saves */
+        rc = pardo_parallel_for(&one, y->numel, merge_range, &m);
+    }
     if (parts != stack_parts) free(parts);
     return rc;
 }

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "kernel_util.h"
 #include "op.h"
 
 /* An op's parameters from its attrs (scale: scale, bias; pow: exponent;
@@ -58,7 +59,7 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
  * in the variadic part set `r` from `v` (both elem_t = T) and may use the
  * op's parameters `p` and `q` (elem_t). */
 #define UNARY_KERNEL(NAME, T, ...)                                                                                     \
-    static void NAME(const void *vx, void *vy, int64_t n, const pardo_unary_args *args) {                              \
+    PARDO_SIMD_CLONES static void NAME(const void *vx, void *vy, int64_t n, const pardo_unary_args *args) {            \
         const T *x = vx;                                                                                               \
         T *y = vy;                                                                                                     \
         typedef T elem_t;                                                                                              \
@@ -76,7 +77,7 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
 /* Defines NAME, a gradient kernel for elements of type T: the statements
  * set `r` (dX) from `v` (X), `w` (Y), `g` (dY) and the parameters p, q. */
 #define UNARY_GRAD_KERNEL(NAME, T, ...)                                                                                \
-    static void NAME(const void *vx, const void *vy, const void *vdy, void *vdx, int64_t n,                            \
+    PARDO_SIMD_CLONES static void NAME(const void *vx, const void *vy, const void *vdy, void *vdx, int64_t n,          \
                      const pardo_unary_args *args) {                                                                   \
         const T *x = vx, *y = vy, *dy = vdy;                                                                           \
         T *dx = vdx;                                                                                                   \

@@ -8,6 +8,7 @@
 #include "device.h"
 #include "init_fill.h"
 #include "fusion_plan.h"
+#include "merge_combine.h"
 #include "release_plan.h"
 #include "stage_plan.h"
 #include "tensor_pool.h"
@@ -384,9 +385,11 @@ void pardo_executor_pool_put(pardo_executor *ex, const pardo_scope *scope, pardo
 
 /* Runs op `index` of block. When a trace is on, *ready (may be NULL) is when
  * the op became ready, and gets its end. Inside a stage (in_stage) the temps
- * the op read last are left for run_stage to free: chains run in any order. */
+ * the op read last are left for run_stage to free: chains run in any order.
+ * grad_merge (an optimizer update fused with the merge of its gradient, see
+ * run_merge_update) stands for input 1, which is then not looked up. */
 static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
-                  bool in_stage, int64_t *ready, pardo_status *st) {
+                  bool in_stage, const pardo_merge_args *grad_merge, int64_t *ready, pardo_status *st) {
     const pardo_op *op = &ex->prog->blocks[block].ops[index];
     pardo_tensor *in[MAX_OP_IO], *out[MAX_OP_IO];
     int rc = PARDO_OK;
@@ -406,7 +409,7 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
                                 ? PARDO_DEVICE_CUDA
                                 : PARDO_DEVICE_CPU;
     for (int k = 0; k < op->n_in; k++) {
-        if (!op->in[k][0]) continue;
+        if (!op->in[k][0] || (grad_merge && k == 1)) continue; /* a merged gradient is never bound */
         pardo_tensor *t;
         if (entry) {
             if (entry[k] < 0) entry[k] = pardo_scope_entry(scope, op->in[k]);
@@ -445,8 +448,8 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
     pardo_kernel_ctx ctx = {.op = op, .n_in = op->n_in, .in = in, .n_out = op->n_out, .out = out, .st = st,
                             .device = dev, .nthreads = run->nthreads, .training = ex->opt.training, .step = ex->steps,
                             .exec = ex, .scope = scope, .block = block, .op_index = index,
-                            .nparts_default = ex->opt.nthreads};
-    rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
+                            .nparts_default = ex->opt.nthreads, .grad_merge = grad_merge};
+    rc = dev == PARDO_DEVICE_CUDA && !grad_merge ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
     for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
         if (op->out[k][0]) rc = check_output(pl->out_vars[k], op, k, out[k], st);
     if (tracing && rc == PARDO_OK) { /* before the outputs move into the scope */
@@ -525,6 +528,47 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
     return rc;
 }
 
+/* Runs update op `index` of block with the merge of its gradient (op
+ * `merge`, skipped where it stood) inside it: the update combines the parts
+ * a tile at a time (fusion_plan.h). Where the merge cannot be prepared or
+ * its parts do not have the param's dtype and shape, the merge and then the
+ * update run one by one, and they say what is wrong. */
+static int run_merge_update(pardo_executor *ex, int block, int merge, int index, pardo_scope *scope,
+                            const pardo_block_run *run, bool in_stage, int64_t *ready, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[block];
+    const pardo_op *mop = &blk->ops[merge], *up = &blk->ops[index];
+    pardo_tensor *arr = pardo_scope_find(scope, mop->in[0]);
+    pardo_tensor *w = mop->n_in > 1 && mop->in[1][0] ? pardo_scope_find(scope, mop->in[1]) : NULL;
+    const pardo_tensor *param = pardo_scope_find(scope, up->in[0]);
+    pardo_tensor *min[2] = {arr, w};
+    pardo_status ignored;
+    pardo_kernel_ctx mctx = {.op = mop, .n_in = mop->n_in < 2 ? mop->n_in : 2, .in = min, .st = &ignored,
+                             .scope = scope, .exec = ex, .block = block, .op_index = merge};
+    const void *parts[64];
+    double weights[1024];
+    pardo_merge_args m;
+    bool fits = arr && arr->is_array && param && !param->is_array &&
+                (!mop->in[1][0] || (mop->n_in > 1 && w)) &&
+                pardo_merge_prepare(&mctx, &m, parts, 64, weights) == PARDO_OK && m.first->dtype == param->dtype &&
+                pardo_shape_equal(m.first->ndim, m.first->shape, param->ndim, param->shape) &&
+                (run->cpu_only || ex->opt.device == PARDO_DEVICE_CPU);
+    if (!fits) {
+        int rc = run_op(ex, block, merge, scope, run, in_stage, NULL, NULL, st);
+        return rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
+    }
+    return run_op(ex, block, index, scope, run, in_stage, &m, ready, st);
+}
+
+/* Runs op `index` as the fusion plan says: a merge fused into a later update
+ * is skipped here (the update runs it), that update runs it. */
+static int run_fusable(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
+                       bool in_stage, int64_t *ready, pardo_status *st) {
+    const pardo_fusion f = ex->ops[block][index].fusion;
+    if (f.update) return PARDO_OK;
+    if (f.merge) return run_merge_update(ex, block, f.merge - 1, index, scope, run, in_stage, ready, st);
+    return run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
+}
+
 /* One stage's chains (see stage_plan.h). */
 typedef struct stage_run {
     pardo_executor *ex;
@@ -544,7 +588,7 @@ static void run_chain(void *arg, int64_t k) {
     int64_t ready = s->t0; /* a chain's first op is ready at the stage's start, the next at its predecessor's end */
     for (int i = s->first; i < s->end; i++) {
         if (plan->chain[i] != c) continue;
-        if (run_op(s->ex, s->block, i, s->scope, s->run, true, &ready, &s->status[c]) != PARDO_OK) {
+        if (run_fusable(s->ex, s->block, i, s->scope, s->run, true, &ready, &s->status[c]) != PARDO_OK) {
             s->failed_at[c] = i;
             return;
         }
@@ -627,7 +671,7 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
             bool fused = false;
             rc = run_fused(ex, block, i, scope, &r, &ready, &fused, st);
             if (fused) i += ex->ops[block][i].fusion.len;
-            else if (rc == PARDO_OK) rc = run_op(ex, block, i, scope, &r, false, &ready, st);
+            else if (rc == PARDO_OK) rc = run_fusable(ex, block, i, scope, &r, false, &ready, st);
         }
         if (rc != PARDO_OK) return rc;
     }

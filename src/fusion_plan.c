@@ -1,4 +1,5 @@
-/* fusion_plan.c - matmul -> add [-> relu] chains (see fusion_plan.h). */
+/* fusion_plan.c - matmul -> add [-> relu] and merge -> update chains (see
+ * fusion_plan.h). */
 #include "fusion_plan.h"
 
 #include <string.h>
@@ -18,6 +19,20 @@ static bool value_names(const pardo_value *v, const char *name) {
     }
 }
 
+/* True when op is a parallel_do running block b whose parts_in or parts_out
+ * binds `name` (keys there are that block's vars). */
+static bool binds_part(const pardo_op *op, int b, const char *name) {
+    const pardo_value *blk = op->attrs ? pardo_value_get(op->attrs, "block") : NULL;
+    if (strcmp(op->type, "parallel_do") || !blk || blk->kind != PARDO_V_NUMBER || (int)blk->number != b) return false;
+    static const char *const lists[] = {"parts_in", "parts_out"};
+    for (int l = 0; l < 2; l++) {
+        const pardo_value *o = pardo_value_get(op->attrs, lists[l]);
+        for (int k = 0; o && o->kind == PARDO_V_OBJECT && k < o->n; k++)
+            if (strcmp(o->keys[k], name) == 0) return true;
+    }
+    return false;
+}
+
 static int count_in(char *const *names, int n, const char *name) {
     int c = 0;
     for (int k = 0; k < n; k++) c += names[k][0] && strcmp(names[k], name) == 0;
@@ -26,7 +41,9 @@ static int count_in(char *const *names, int n, const char *name) {
 
 /* True when the var `name` of block b is a temporary that exactly one op
  * (block b's `writer`) writes and exactly one (`reader`, once) reads, that
- * no attr names, and that the caller does not keep. */
+ * no attr value names, that no parallel_do binds to a part (parts_in,
+ * parts_out), and that the caller does not keep. Ops of a block where the
+ * name means a var of its own (a child block's `w@GRAD`) do not count. */
 static bool private_temp(const pardo_program *p, int b, const char *name, int writer, int reader,
                          const char *const *keep, int n_keep) {
     int owner = -1;
@@ -34,7 +51,11 @@ static bool private_temp(const pardo_program *p, int b, const char *name, int wr
     if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value) return false;
     for (int k = 0; k < n_keep; k++)
         if (keep[k] && strcmp(keep[k], name) == 0) return false;
-    for (int bb = 0; bb < p->n_blocks; bb++)
+    for (int bb = 0; bb < p->n_blocks; bb++) {
+        for (int i = 0; i < p->blocks[bb].n_ops; i++)
+            if (binds_part(&p->blocks[bb].ops[i], b, name)) return false;
+        int seen_as = -1; /* another block's ops name our var only where the name resolves to it there */
+        if (bb != b && (!pardo_program_lookup_var(p, bb, name, &seen_as) || seen_as != b)) continue;
         for (int i = 0; i < p->blocks[bb].n_ops; i++) {
             const pardo_op *op = &p->blocks[bb].ops[i];
             int reads = count_in(op->in, op->n_in, name), writes = count_in(op->out, op->n_out, name);
@@ -42,12 +63,44 @@ static bool private_temp(const pardo_program *p, int b, const char *name, int wr
             if (mine ? (reads != (i == reader) || writes != (i == writer)) : (reads || writes)) return false;
             if (value_names(op->attrs, name)) return false;
         }
+    }
     return true;
+}
+
+static bool is_update(const char *type) {
+    return strcmp(type, "sgd") == 0 || strcmp(type, "momentum") == 0 || strcmp(type, "adam") == 0;
+}
+
+/* merge -> update: a merge whose output only an optimizer update reads, as
+ * its gradient (input 1), and that nothing else can see. */
+static void plan_merge_updates(const pardo_program *p, int b, const char *const *keep, int n_keep,
+                               pardo_fusion *fuse) {
+    const pardo_block *blk = &p->blocks[b];
+    for (int i = 0; i < blk->n_ops; i++) {
+        const pardo_op *m = &blk->ops[i];
+        const pardo_value *mode = m->attrs ? pardo_value_get(m->attrs, "mode") : NULL;
+        if (strcmp(m->type, "merge") || m->n_out != 1 || !m->out[0][0] ||
+            (mode && mode->kind == PARDO_V_STRING && strcmp(mode->string, "concat") == 0))
+            continue;
+        const char *g = m->out[0];
+        for (int j = i + 1; j < blk->n_ops; j++) {
+            const pardo_op *u = &blk->ops[j];
+            if (!count_in(u->in, u->n_in, g)) continue;
+            /* the first reader: an update taking g as its gradient, and nothing else reads or writes g */
+            if (is_update(u->type) && u->n_in > 1 && strcmp(u->in[1], g) == 0 && count_in(u->in, u->n_in, g) == 1 &&
+                private_temp(p, b, g, i, j, keep, n_keep)) {
+                fuse[i].update = j + 1;
+                fuse[j].merge = i + 1;
+            }
+            break;
+        }
+    }
 }
 
 void pardo_fusion_plan(const pardo_program *p, int b, const char *const *keep, int n_keep, pardo_fusion *fuse) {
     const pardo_block *blk = &p->blocks[b];
-    for (int i = 0; i < blk->n_ops; i++) fuse[i] = (pardo_fusion){0, 0};
+    for (int i = 0; i < blk->n_ops; i++) fuse[i] = (pardo_fusion){0, 0, 0, 0};
+    plan_merge_updates(p, b, keep, n_keep, fuse);
     for (int i = 0; i + 1 < blk->n_ops; i++) {
         const pardo_op *mm = &blk->ops[i], *add = &blk->ops[i + 1];
         if (strcmp(mm->type, "matmul") || mm->n_in != 2 || mm->n_out != 1 || strcmp(add->type, "add") ||
@@ -59,7 +112,8 @@ void pardo_fusion_plan(const pardo_program *p, int b, const char *const *keep, i
         /* the bias and the result must not be the product's inputs (the fused kernel reads A and B to the end) */
         const char *bias = add->in[1 - at], *z = add->out[0];
         if (!bias[0] || count_in(mm->in, 2, z) || strcmp(bias, z) == 0) continue;
-        fuse[i] = (pardo_fusion){1, 1 - at};
+        fuse[i].len = 1;
+        fuse[i].bias = 1 - at;
         if (i + 2 < blk->n_ops) {
             const pardo_op *relu = &blk->ops[i + 2];
             if (strcmp(relu->type, "relu") == 0 && relu->n_in == 1 && relu->n_out == 1 &&

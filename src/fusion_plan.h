@@ -1,7 +1,10 @@
 /* fusion_plan.h - op chains the executor runs as one kernel: matmul ->
  * add (a bias) [-> relu] becomes matmul with an epilogue
  * (pardo_matmul_epilogue_cpu), so the product's rows get their bias and
- * activation while still in cache and the intermediates are never stored.
+ * activation while still in cache and the intermediates are never stored;
+ * and merge -> an optimizer update (sgd, momentum, adam) becomes the update
+ * merging its gradient a tile at a time (pardo_kernel_ctx.grad_merge), so
+ * the merged gradient is never written and read back.
  * A chain fuses only where its intermediates are temporaries nobody else
  * can see: no other op of any block reads or writes them, no attr names
  * them (a parallel_do's parts_out), and the caller does not keep them.
@@ -14,8 +17,10 @@
 #include "status.h"
 
 typedef struct pardo_fusion {
-    int len;  // ops after this matmul that fuse into it: 0 (none), 1 (the add) or 2 (add, relu)
-    int bias; // the add's input that is the bias (0 or 1)
+    int len;    // ops after this matmul that fuse into it: 0 (none), 1 (the add) or 2 (add, relu)
+    int bias;   // the add's input that is the bias (0 or 1)
+    int update; // this merge runs inside the update op at index update - 1 (0: not fused)
+    int merge;  // this update runs the merge op at index merge - 1 (0: not fused)
 } pardo_fusion;
 
 /* Fills fuse[0..n_ops) for block b of p (checked by the passes), keeping

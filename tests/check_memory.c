@@ -37,18 +37,21 @@ static const char mlp_text[] =
     "{\"op\": \"softmax_cross_entropy\", \"in\": [\"logits\", \"y\"], \"out\": [\"loss\"]}"
     "]}]}";
 
-/* The MLP with gradients and sgd appended, as `pardo transpile` does before its parallel rewrite. */
-static pardo_program *training_program(void) {
+/* The MLP with gradients and an optimizer appended, as `pardo transpile`
+ * does before its parallel rewrite. */
+static pardo_program *training_program_with(pardo_optimizer_kind optimizer) {
     pardo_status st;
     pardo_program *p = test_program(mlp_text, "mlp.json");
     pardo_pass_options o = pardo_pass_defaults();
     o.loss = "loss";
-    o.optimizer = PARDO_OPTIMIZER_SGD;
+    o.optimizer = optimizer;
     o.lr = 0.1;
     ck_assert_msg(pardo_pass_backward(p, &o, &st) == PARDO_OK, "%s", st.msg);
     ck_assert_msg(pardo_pass_optimizer(p, &o, &st) == PARDO_OK, "%s", st.msg);
     return p;
 }
+
+static pardo_program *training_program(void) { return training_program_with(PARDO_OPTIMIZER_SGD); }
 
 static const pardo_op *find_op(const pardo_program *p, const char *type, const char *out0) {
     const pardo_block *b = &p->blocks[0];
@@ -350,6 +353,26 @@ START_TEST(fusion_plan_finds_private_chains) {
     ck_assert_int_eq(fused, 1);
     pardo_program_free(p);
 
+    /* a part's intermediate that parts_out hands to block 0 is not private: no fusion there; z, read by
+     * nobody in its block, is */
+    p = test_program("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                     "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 2], \"role\": \"feed\"},"
+                     "\"w\": {\"dtype\": \"float32\", \"shape\": [2, 2], \"role\": \"param\", \"value\": [1, 2, 3, 4]},"
+                     "\"b\": {\"dtype\": \"float32\", \"shape\": [2], \"role\": \"param\", \"value\": [1, 2]},"
+                     "\"xs\": {\"dtype\": \"float32\", \"shape\": [-1, 2], \"kind\": \"tensor_array\"}},"
+                     "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+                     "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\", \"b\"], \"out\": [\"hs\", \"as\"],"
+                     " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"h\": \"hs\", \"a\": \"as\"}}}]},"
+                     "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+                     "{\"op\": \"matmul\", \"in\": [\"xp\", \"w\"], \"out\": [\"h\"]},"
+                     "{\"op\": \"add\", \"in\": [\"h\", \"b\"], \"out\": [\"z\"]},"
+                     "{\"op\": \"relu\", \"in\": [\"z\"], \"out\": [\"a\"]}]}]}",
+                     "parts.json");
+    pardo_fusion q[3];
+    pardo_fusion_plan(p, 1, NULL, 0, q);
+    ck_assert_int_eq(q[0].len, 0);
+    pardo_program_free(p);
+
     /* an attr that names the intermediate (here merge's mode "sum", a var name too): no fusion */
     p = test_program("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
                      "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 2], \"role\": \"feed\"},"
@@ -413,6 +436,55 @@ START_TEST(fused_chain_falls_back_when_the_bias_does_not_fit) {
 }
 END_TEST
 
+/* merge -> update fused (the update merges its gradient tile by tile):
+ * planned for every param's gradient, and the params come out bitwise as
+ * with the merge run on its own, for sgd, momentum and adam, on one thread
+ * and on two (where the merges and updates run as parallel stages). */
+START_TEST(merge_update_fusion_keeps_the_bits) {
+    pardo_status st;
+    static const pardo_optimizer_kind kinds[] = {PARDO_OPTIMIZER_SGD, PARDO_OPTIMIZER_MOMENTUM, PARDO_OPTIMIZER_ADAM};
+    static const char *const params[] = {"w1", "b1", "w2"};
+    for (int k = 0; k < 3; k++) {
+        pardo_program *p = training_program_with(kinds[k]);
+        pardo_pass_options o = pardo_pass_defaults();
+        o.parts = 2;
+        ck_assert_msg(pardo_pass_multi_cpu(p, &o, &st) == PARDO_OK, "%s", st.msg);
+        pardo_fusion f[64];
+        const pardo_block *b0 = &p->blocks[0];
+        ck_assert_int_le(b0->n_ops, 64);
+        pardo_fusion_plan(p, 0, NULL, 0, f);
+        int fused = 0;
+        for (int i = 0; i < b0->n_ops; i++)
+            if (f[i].update) {
+                fused++;
+                ck_assert_str_eq(b0->ops[i].type, "merge");
+                ck_assert_int_eq(f[f[i].update - 1].merge, i + 1);
+            }
+        ck_assert_int_eq(fused, 3); /* the loss's merge is fetched, not fused */
+        for (int threads = 1; threads <= 2; threads++) {
+            if (pardo_thread_pool_started() && pardo_thread_pool_size() != threads) pardo_thread_pool_shutdown();
+            ck_assert_msg(pardo_thread_pool_configure(threads, &st) == PARDO_OK, "%s", st.msg);
+            pardo_tensor *got[2][3];
+            for (int release = 0; release < 2; release++) {
+                pardo_executor *ex = fed_executor(p, threads, release, 40);
+                for (int s = 0; s < 4; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+                for (int q = 0; q < 3; q++) got[release][q] = pardo_tensor_clone(pardo_executor_fetch(ex, params[q]), &st);
+                if (release) ck_assert_ptr_null(pardo_executor_fetch(ex, "w1@GRAD")); /* never merged on its own */
+                pardo_executor_free(ex);
+            }
+            for (int q = 0; q < 3; q++) {
+                ck_assert_msg(memcmp(pardo_tensor_data(got[0][q]), pardo_tensor_data(got[1][q]), got[0][q]->nbytes) == 0,
+                              "optimizer %d, %d threads: %s differs", k, threads, params[q]);
+                pardo_tensor_release(got[0][q]);
+                pardo_tensor_release(got[1][q]);
+            }
+        }
+        pardo_program_free(p);
+    }
+    pardo_thread_pool_shutdown();
+}
+END_TEST
+
 Suite *make_memory_suite(void) {
     Suite *s = suite_create("memory");
     TCase *tc = tcase_create("core");
@@ -425,6 +497,7 @@ Suite *make_memory_suite(void) {
     tcase_add_test(tc, updates_follow_their_params_last_use);
     tcase_add_test(tc, fusion_plan_finds_private_chains);
     tcase_add_test(tc, fused_chain_falls_back_when_the_bias_does_not_fit);
+    tcase_add_test(tc, merge_update_fusion_keeps_the_bits);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -690,7 +690,7 @@ START_TEST(merge_combine_matches_naive) {
                 const double *w = weighted ? weights : NULL;
                 /* without weights part 1's NaNs are real input: keep them out of the float check */
                 int n = fl && !weighted ? 1 : N;
-                pardo_merge_args a = {dt, modes[m], data, n, w, pardo_tensor_data(y)};
+                pardo_merge_args a = {dt, modes[m], data, n, w, pardo_tensor_data(y), NULL};
                 pardo_merge_combine(&a, 0, LEN);
                 pardo_merge_args b = a;
                 b.y = pardo_tensor_data(y2);
