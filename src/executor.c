@@ -476,6 +476,25 @@ done:
     return rc;
 }
 
+/* Trace events of zero length, now, for the n ops from `first` that ran
+ * inside another op's kernel (SPEC: one event per op run): their inputs as
+ * bound in scope (an intermediate that was never stored is absent), and
+ * `last_out` as the last one's output (NULL: absent). */
+static void trace_fused_away(pardo_executor *ex, int block, int first, int n, pardo_scope *scope,
+                             pardo_tensor *last_out) {
+    for (int i = first; i < first + n; i++) {
+        const pardo_op *op = &ex->prog->blocks[block].ops[i];
+        pardo_tensor *in[MAX_OP_IO] = {0}, *out[MAX_OP_IO] = {0};
+        for (int k = 0; k < op->n_in && k < MAX_OP_IO; k++)
+            if (op->in[k][0]) in[k] = pardo_scope_find(scope, op->in[k]);
+        if (i == first + n - 1 && op->n_out > 0) out[0] = last_out;
+        int64_t now = pardo_trace_ticks();
+        pardo_trace_op r = {.op = op, .block = block, .index = i, .ready = now, .t0 = now, .t1 = now, .in = in,
+                            .n_in = op->n_in, .out = out, .n_out = op->n_out};
+        pardo_trace_record_op(&r);
+    }
+}
+
 /* Runs op `index` (a matmul) of block with the add [and relu] after it as
  * one kernel (fusion_plan.h). *ran is false when it did not: the chain is
  * not fused, runs on a GPU, or its bias does not fit an epilogue at run time
@@ -507,7 +526,10 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
     } else {
         *ran = true;
         if (rc == PARDO_OK) rc = check_output(ex->ops[block][index + f.len].out_vars[0], last, 0, out, st);
-        if (tracing && rc == PARDO_OK) trace_op(ex, block, index, ready, t0, in, &out, st);
+        if (tracing && rc == PARDO_OK) {
+            trace_op(ex, block, index, ready, t0, in, &out, st);
+            trace_fused_away(ex, block, index + 1, f.len, scope, out);
+        }
         if (rc == PARDO_OK) {
             rc = pardo_scope_set_move(scope, last->out[0], out, st);
             out = NULL;
@@ -556,6 +578,7 @@ static int run_merge_update(pardo_executor *ex, int block, int merge, int index,
         int rc = run_op(ex, block, merge, scope, run, in_stage, NULL, NULL, st);
         return rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
     }
+    if (pardo_trace_on()) trace_fused_away(ex, block, merge, 1, scope, NULL);
     return run_op(ex, block, index, scope, run, in_stage, &m, ready, st);
 }
 

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_suites.h"
@@ -19,6 +20,7 @@
 #include "tensor_pool.h"
 #include "test_util.h"
 #include "thread_pool.h"
+#include "trace.h"
 
 static const char mlp_text[] =
     "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
@@ -485,6 +487,43 @@ START_TEST(merge_update_fusion_keeps_the_bits) {
 }
 END_TEST
 
+/* Ops that ran inside another's kernel still have their trace event (one per
+ * op run), of zero length. */
+START_TEST(fused_ops_keep_their_trace_events) {
+    pardo_status st;
+    pardo_program *p = test_program(mlp_text, "mlp.json");
+    const char *keep[] = {"loss"};
+    pardo_exec_options opt = {.nthreads = 1, .release_temps = true, .keep = keep, .n_keep = 1};
+    pardo_executor *ex = NULL;
+    ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
+    ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
+    test_rng r = {2};
+    int64_t xs[] = {5, 6}, ys[] = {5};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *y = pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st);
+    for (int i = 0; i < 5; i++) pardo_tensor_set_f64(y, i, i % 3);
+    ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
+    ck_assert_int_eq(pardo_executor_feed(ex, "y", y, "test", &st), PARDO_OK);
+    ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
+    for (int s = 0; s < 2; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+    pardo_trace_stop();
+    char *json = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(pardo_trace_json(NULL, &json, &n, &st), PARDO_OK);
+    static const char *const ops[] = {"\"op\":\"matmul\"", "\"op\":\"add\"", "\"op\":\"relu\""};
+    for (int k = 0; k < 3; k++) {
+        int count = 0;
+        for (const char *q = strstr(json, ops[k]); q; q = strstr(q + 1, ops[k])) count++;
+        ck_assert_msg(count == (k == 0 ? 4 : 2), "%s: %d events", ops[k], count);
+    }
+    free(json);
+    pardo_trace_reset();
+    pardo_tensor_release(x);
+    pardo_tensor_release(y);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+}
+END_TEST
+
 Suite *make_memory_suite(void) {
     Suite *s = suite_create("memory");
     TCase *tc = tcase_create("core");
@@ -498,6 +537,7 @@ Suite *make_memory_suite(void) {
     tcase_add_test(tc, fusion_plan_finds_private_chains);
     tcase_add_test(tc, fused_chain_falls_back_when_the_bias_does_not_fit);
     tcase_add_test(tc, merge_update_fusion_keeps_the_bits);
+    tcase_add_test(tc, fused_ops_keep_their_trace_events);
     suite_add_tcase(s, tc);
     return s;
 }
