@@ -87,8 +87,9 @@ static inline void pardo_odo_seek(pardo_odo *o, int64_t idx) {
 /* PARDO_SIMD_CLONES before a loop kernel: GCC builds it for AVX-512, AVX2
  * and the baseline, and the loader picks the best the CPU has (ifunc), so
  * the default build stays portable (no -march) and still runs wide
- * vectors. Where the compiler cannot, it is empty. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(PARDO_NO_CLONES)
+ * vectors. Where the compiler cannot (or under ThreadSanitizer), it is empty. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(PARDO_NO_CLONES) && \
+    !defined(__SANITIZE_THREAD__) /* TSan crashes in ifunc resolvers, which run before its runtime is up */
 #define PARDO_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define PARDO_SIMD_CLONES
