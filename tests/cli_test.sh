@@ -70,6 +70,12 @@ stdout_has "run mlp default fetch" "probs: float32 [16, 10]"
 stdout_has "run mlp default fetch" "loss: float32 []"
 expect "run --steps=2 --threads=1 form" 0 -- run graphs/mlp.json --feed=x=$MX --feed=y=$MY --steps=2 --threads=1 --fetch=logits
 stdout_has "run = form" "logits: float32 [16, 10]"
+# temporaries: a fetched one keeps its value; fetched alone, a1 comes out of the fused matmul + bias + relu
+expect "run fetches temporaries" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --threads 1 --fetch h1 --fetch a1
+stdout_has "run fetches h1" "h1: float32 [16, 32] = [2.04594, 0.875201, -1.23675"
+stdout_has "run fetches a1" "a1: float32 [16, 32] = [2.04594, 0.875201, 0, 0, 0, 1.59114"
+expect "run fused a1" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --threads 1 --fetch a1
+stdout_has "run fused a1" "a1: float32 [16, 32] = [2.04594, 0.875201, 0, 0, 0, 1.59114"
 expect "run --device cuda falls back" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --device cuda --fetch loss
 stdout_has "run --device cuda" "loss: float32 []"
 
