@@ -29,6 +29,7 @@
 #define GEMM_X86 0
 #endif
 
+#define DIRECT_MAX_ROWS 48 // products of at most this many rows read B in place (gemm_own)
 #define KC_MAX 256 // most rows of op(B) per packed block (gemm_arch.kc): an element's terms are summed in such blocks
 #ifndef MC_ROWS
 #define MC_ROWS 96 // rows of C a thread sweeps across all panels before the next rows (A's rows stay in L2)
@@ -322,6 +323,7 @@ typedef struct gemm_job {
     int64_t nkb;      // K blocks
     int64_t kb0, kb1; // the K blocks this pass packs and computes
     int64_t boff;     // elements of the packed op(B) before bpack[0] (earlier blocks, packed and gone)
+    bool direct;      // B read in place (row stride ldb) instead of packed: see gemm_own
 } gemm_job;
 
 /* The epilogue on rows [r0, r1) of C: C += bias along the rows, then relu;
@@ -386,14 +388,14 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
     /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, or through the tile buffer             \
      * when the tile is short (h < mr rows, of which the first sh are the panel above's and not written) or            \
      * narrow (w < the kernel's kw columns). */                                                                        \
-    static void tile_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca, const T *bp, int64_t nr,   \
+    static void tile_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca, const T *bp, int64_t bs,   \
                            T *cp, int64_t ldc, int64_t mr, int64_t h, int64_t sh, int64_t w, int64_t kw, bool add) {   \
         if (h == mr && w == kw) {                                                                                      \
-            uk(kcb, ap, ra, ca, bp, nr, cp, ldc, add);                                                                 \
+            uk(kcb, ap, ra, ca, bp, bs, cp, ldc, add);                                                                 \
             return;                                                                                                    \
         }                                                                                                              \
         T tile[MR_MAX * NR_MAX] __attribute__((aligned(64)));                                                          \
-        uk(kcb, ap, ra, ca, bp, nr, tile, NR_MAX, false);                                                              \
+        uk(kcb, ap, ra, ca, bp, bs, tile, NR_MAX, false);                                                              \
         for (int64_t i = 0; i < h; i++)                                                                                \
             for (int64_t q = 0; q < w; q++)                                                                            \
                 cp[i * ldc + q] = add ? cp[i * ldc + q] + tile[(i + sh) * NR_MAX + q] : tile[(i + sh) * NR_MAX + q];   \
@@ -412,7 +414,10 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
         for (int64_t kb = j->kb0; kb < j->kb1; kb++) {                                                                 \
             const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
             const bool add = g->accumulate || kb > 0;                                                                  \
-            const T *bblock = (const T *)j->bpack + (p0 * j->np * nr - j->boff);                                       \
+            /* panel jp of this K block starts at bblock + jp * pstep, its rows bs apart */                            \
+            const T *bblock =                                                                                          \
+                j->direct ? (const T *)g->b + p0 * g->ldb : (const T *)j->bpack + (p0 * j->np * nr - j->boff);         \
+            const int64_t bs = j->direct ? g->ldb : nr, pstep = j->direct ? nr : kcb * nr;                             \
             for (int64_t ic = r0; ic < r1; ic += MC_ROWS) {                                                            \
                 const int64_t ie = ic + MC_ROWS < r1 ? ic + MC_ROWS : r1;                                              \
                 if (g->m < mr || (j->np > 1 && g->ta)) {                                                               \
@@ -432,7 +437,7 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
                         for (int64_t jp = 0; jp < j->np; jp++) {                                                       \
                             const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                           \
                             const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                              \
-                            tile_##SFX(kw == nr ? ar->full_c : ar->half_c, kcb, ap, 1, mr, bblock + jp * kcb * nr, nr, \
+                            tile_##SFX(kw == nr ? ar->full_c : ar->half_c, kcb, ap, 1, mr, bblock + jp * pstep, bs,    \
                                        c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                 \
                         }                                                                                              \
                     }                                                                                                  \
@@ -448,7 +453,7 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
                         kw == nr ? (g->ta ? ar->full_c : ar->full_r) : (g->ta ? ar->half_c : ar->half_r);              \
                     for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
                         const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = mr - h;                                    \
-                        tile_##SFX(uk, kcb, a + (i0 - sh) * rsa + p0 * csa, rsa, csa, bblock + jp * kcb * nr, nr,      \
+                        tile_##SFX(uk, kcb, a + (i0 - sh) * rsa + p0 * csa, rsa, csa, bblock + jp * pstep, bs,         \
                                    c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                     \
                     }                                                                                                  \
                 }                                                                                                      \
@@ -493,6 +498,15 @@ static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
     j.kc = (g->k + j.nkb - 1) / j.nkb;
     const int64_t mp = (g->m + ar->mr - 1) / ar->mr;
     const bool one = ctx->nthreads <= 1 || mp <= 1;
+    /* few rows: packing op(B) would cost about what the product does, so where B is not transposed, its
+     * panels whole and its rows 64-byte aligned, the kernel reads it in place (its aligned loads hold) */
+    j.direct = !g->tb && g->m <= DIRECT_MAX_ROWS && g->n % ar->nr == 0 && (uintptr_t)g->b % 64 == 0 &&
+               (size_t)g->ldb * es % 64 == 0;
+    if (j.direct) {
+        j.kb0 = 0;
+        j.kb1 = j.nkb;
+        return pardo_parallel_for(ctx, mp, row_items, &j);
+    }
     /* one thread packs one K block at a time; several share all of op(B) */
     const size_t bytes = (size_t)(one ? j.kc : g->k) * (size_t)j.np * (size_t)ar->nr * es;
     /* small products pack on the stack, so they never touch the heap (not even on a thread's first product) */

@@ -276,6 +276,36 @@ START_TEST(epilogue_matches_add_and_relu) {
 }
 END_TEST
 
+/* Products of few rows read B in place instead of packing it (B not
+ * transposed, whole panels, 64-byte aligned rows): against the naive loop,
+ * several K blocks, A either way, one and two threads, both dtypes. */
+START_TEST(few_rows_read_b_in_place) {
+    pool_size(2);
+    static const int64_t ms_small[] = {1, 5, 13, 48};
+    for (int dt = 0; dt < 2; dt++)
+        for (int a = 0; a < 4; a++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int th = 1; th <= 2; th++) {
+                    const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
+                    const size_t es = dt ? sizeof(double) : sizeof(float);
+                    const int64_t m = ms_small[a], n = 128, k = 300, ldb = 128 + 16;
+                    prod p = prod_make(d, m, n, k, ta, false, 0, false, (uint64_t)(m * 5 + ta + dt));
+                    void *b = aligned_alloc(64, (size_t)(k * ldb) * es);
+                    ck_assert_ptr_nonnull(b);
+                    for (int64_t q = 0; q < k; q++)
+                        for (int64_t j = 0; j < ldb; j++)
+                            set(d, b, q * ldb + j, j < n ? get(d, p.b, q * p.g.ldb + j) : (double)NAN);
+                    p.g.b = b;
+                    p.g.ldb = ldb;
+                    pardo_status st;
+                    ck_assert_msg(run(PARDO_GEMM_OWN, th, &p.g, &st) == PARDO_OK, "%s", st.msg);
+                    prod_check(&p, "in place");
+                    free(b);
+                    prod_free(&p);
+                }
+}
+END_TEST
+
 START_TEST(empty_sizes) {
     pardo_status st;
     prod p = prod_make(PARDO_F32, 3, 4, 0, false, false, 1, false, 1); /* k 0: C = 0, padding untouched */
@@ -357,6 +387,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, large_products_and_k_blocks);
     tcase_add_test(core, two_threads_give_the_same_bits);
     tcase_add_test(core, empty_sizes);
+    tcase_add_test(core, few_rows_read_b_in_place);
     tcase_add_test(core, epilogue_matches_add_and_relu);
     tcase_add_test(core, matmul_op_at_two_threads);
     suite_add_tcase(s, core);
