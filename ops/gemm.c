@@ -210,28 +210,32 @@ const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl) {
     return own_arch[dtype == PARDO_F64].name;
 }
 
-/* ---- the pack buffer: one per thread, grown, freed when the thread ends ---- */
+/* ---- per-thread buffers (op(B) packed; a swapped product's result), grown, freed when the thread ends ---- */
 
-static pthread_key_t pack_key;
-static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
-static bool pack_key_ok;
-static _Thread_local void *pack_buf;  // 64-byte aligned
-static _Thread_local size_t pack_cap; // bytes
+enum { BUF_PACK, BUF_SWAP, N_BUFS };
+static pthread_key_t buf_keys[N_BUFS];
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+static bool buf_keys_ok;
+static _Thread_local void *bufs[N_BUFS];    // 64-byte aligned
+static _Thread_local size_t buf_caps[N_BUFS]; // bytes
 
-static void pack_free(void *p) { free(p); }
-static void pack_key_make(void) { pack_key_ok = pthread_key_create(&pack_key, pack_free) == 0; }
+static void buf_free(void *p) { free(p); }
+static void buf_keys_make(void) {
+    buf_keys_ok = true;
+    for (int i = 0; i < N_BUFS; i++) buf_keys_ok &= pthread_key_create(&buf_keys[i], buf_free) == 0;
+}
 
-/* This thread's buffer of at least n bytes, or NULL when out of memory. */
-static void *pack_get(size_t n) {
-    if (n <= pack_cap) return pack_buf;
-    pthread_once(&pack_once, pack_key_make);
+/* This thread's buffer `which` of at least n bytes, or NULL when out of memory. */
+static void *buf_get(int which, size_t n) {
+    if (n <= buf_caps[which]) return bufs[which];
+    pthread_once(&buf_once, buf_keys_make);
     size_t cap = (n + 63) & ~(size_t)63;
     void *p = aligned_alloc(64, cap);
     if (!p) return NULL;
-    free(pack_buf);
-    pack_buf = p;
-    pack_cap = cap;
-    if (pack_key_ok) pthread_setspecific(pack_key, p); /* freed at thread exit */
+    free(bufs[which]);
+    bufs[which] = p;
+    buf_caps[which] = cap;
+    if (buf_keys_ok) pthread_setspecific(buf_keys[which], p); /* freed at thread exit */
     return p;
 }
 
@@ -485,6 +489,33 @@ static void row_items(void *arg, int64_t begin, int64_t end) {
         rows_f64(j, r0, r1);
 }
 
+static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g);
+
+/* Few rows of C against a transposed B ([n, k] as stored): packing op(B)
+ * would transpose all of B for a handful of rows. C^T = op(B)^T op(A)^T has
+ * n rows and packs only op(A)^T, small; its result goes through a
+ * per-thread buffer and is transposed into C. The choice depends on the
+ * shape alone, so a product's bits do not depend on the thread count. Not
+ * for accumulate (its K blocks would be added to C in another order). */
+static int gemm_swapped(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
+    const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
+    void *t = buf_get(BUF_SWAP, (size_t)(g->n * g->m) * es);
+    if (!t) return pardo_errorf(ctx->st, PARDO_ENOMEM, "cannot allocate a product's %lld x %lld result",
+                                (long long)g->n, (long long)g->m);
+    pardo_gemm s = {.dtype = g->dtype, .ta = !g->tb, .tb = !g->ta, .m = g->n, .n = g->m, .k = g->k, .a = g->b,
+                    .lda = g->ldb, .b = g->a, .ldb = g->lda, .c = t, .ldc = g->m};
+    int rc = gemm_own(ctx, &s);
+    if (rc != PARDO_OK) return rc;
+    for (int64_t i = 0; i < g->m; i++) {
+        if (g->dtype == PARDO_F32)
+            for (int64_t j = 0; j < g->n; j++) ((float *)g->c)[i * g->ldc + j] = ((const float *)t)[j * g->m + i];
+        else
+            for (int64_t j = 0; j < g->n; j++) ((double *)g->c)[i * g->ldc + j] = ((const double *)t)[j * g->m + i];
+    }
+    epilogue_rows(g, 0, g->m);
+    return PARDO_OK;
+}
+
 static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
     const gemm_arch *ar = &own_arch[g->dtype == PARDO_F64];
 #if GEMM_X86
@@ -511,7 +542,7 @@ static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
     const size_t bytes = (size_t)(one ? j.kc : g->k) * (size_t)j.np * (size_t)ar->nr * es;
     /* small products pack on the stack, so they never touch the heap (not even on a thread's first product) */
     max_align_t small[PACK_STACK / sizeof(max_align_t)] __attribute__((aligned(64)));
-    void *buf = bytes <= sizeof small ? (void *)small : pack_get(bytes);
+    void *buf = bytes <= sizeof small ? (void *)small : buf_get(BUF_PACK, bytes);
     if (!buf) return pardo_errorf(ctx->st, PARDO_ENOMEM, "cannot allocate %zu bytes to pack a matrix product", bytes);
     if (one) { /* pack each K block just before it is used, so it is still in L2 */
         for (int64_t kb = 0; kb < j.nkb; kb++) {
@@ -588,5 +619,8 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
     }
     pardo_kernel_ctx one = *ctx;
     if ((double)g->m * (double)g->n * (double)g->k < (double)PAR_MIN_MACS) one.nthreads = 1;
-    return blas ? gemm_blas(&one, g) : gemm_own(&one, g);
+    if (blas) return gemm_blas(&one, g);
+    /* few rows against a transposed B: the swapped product */
+    if (g->tb && !g->accumulate && g->m <= DIRECT_MAX_ROWS && g->n >= 4 * g->m) return gemm_swapped(&one, g);
+    return gemm_own(&one, g);
 }

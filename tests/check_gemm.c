@@ -271,6 +271,7 @@ START_TEST(epilogue_matches_add_and_relu) {
         epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 25, 33, 257, true, true, false, true);
         epilogue_case(PARDO_GEMM_OWN, th, PARDO_F64, 131, 67, 260, true, false, true, true);
         epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 5, 7, 0, false, false, true, true); /* an empty sum */
+        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 5, 70, 300, false, true, true, true); /* the swapped product */
         if (pardo_gemm_blas_compiled()) epilogue_case(PARDO_GEMM_BLAS, th, PARDO_F32, 300, 64, 200, false, true, true, true);
     }
 }
@@ -303,6 +304,33 @@ START_TEST(few_rows_read_b_in_place) {
                     free(b);
                     prod_free(&p);
                 }
+}
+END_TEST
+
+/* A few rows against a transposed B run as the swapped product C^T = B A^T
+ * (ops/gemm.c): against the naive loop, and the same bits on 1 and 2
+ * threads. */
+START_TEST(few_rows_against_transposed_b) {
+    pool_size(2);
+    for (int dt = 0; dt < 2; dt++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int64_t m = 1; m <= 48; m += 47) {
+                const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
+                const size_t es = dt ? sizeof(double) : sizeof(float);
+                prod p = prod_make(d, m, 300, 520, ta, true, 1, false, (uint64_t)(7 + ta + dt + m));
+                pardo_status st;
+                ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
+                prod_check(&p, "swapped");
+                void *one = malloc((size_t)(m * p.g.ldc) * es);
+                ck_assert_ptr_nonnull(one);
+                memcpy(one, p.c, (size_t)(m * p.g.ldc) * es);
+                ck_assert_msg(run(PARDO_GEMM_OWN, 2, &p.g, &st) == PARDO_OK, "%s", st.msg);
+                for (int64_t i = 0; i < m; i++)
+                    ck_assert(memcmp((char *)one + (size_t)(i * p.g.ldc) * es, (char *)p.c + (size_t)(i * p.g.ldc) * es,
+                                     (size_t)p.g.n * es) == 0);
+                free(one);
+                prod_free(&p);
+            }
 }
 END_TEST
 
@@ -388,6 +416,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, two_threads_give_the_same_bits);
     tcase_add_test(core, empty_sizes);
     tcase_add_test(core, few_rows_read_b_in_place);
+    tcase_add_test(core, few_rows_against_transposed_b);
     tcase_add_test(core, epilogue_matches_add_and_relu);
     tcase_add_test(core, matmul_op_at_two_threads);
     suite_add_tcase(s, core);
