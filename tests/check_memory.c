@@ -42,15 +42,7 @@ static const char mlp_text[] =
 /* The MLP with gradients and an optimizer appended, as `pardo transpile`
  * does before its parallel rewrite. */
 static pardo_program *training_program_with(pardo_optimizer_kind optimizer) {
-    pardo_status st;
-    pardo_program *p = test_program(mlp_text, "mlp.json");
-    pardo_pass_options o = pardo_pass_defaults();
-    o.loss = "loss";
-    o.optimizer = optimizer;
-    o.lr = 0.1;
-    ck_assert_msg(pardo_pass_backward(p, &o, &st) == PARDO_OK, "%s", st.msg);
-    ck_assert_msg(pardo_pass_optimizer(p, &o, &st) == PARDO_OK, "%s", st.msg);
-    return p;
+    return test_training_program(mlp_text, "mlp.json", "loss", optimizer, 0.1, 0);
 }
 
 static pardo_program *training_program(void) { return training_program_with(PARDO_OPTIMIZER_SGD); }
@@ -327,6 +319,16 @@ START_TEST(updates_follow_their_params_last_use) {
 }
 END_TEST
 
+/* The fusion plan's len at op 0 of block b of the graph text. */
+static int fused_len(const char *text, const char *path, int b) {
+    pardo_program *p = test_program(text, path);
+    pardo_fusion f[8];
+    ck_assert_int_le(p->blocks[b].n_ops, 8);
+    pardo_fusion_plan(p, b, NULL, 0, f);
+    pardo_program_free(p);
+    return f[0].len;
+}
+
 START_TEST(fusion_plan_finds_private_chains) {
     pardo_program *p = test_program(mlp_text, "mlp.json");
     pardo_fusion f[8];
@@ -355,9 +357,8 @@ START_TEST(fusion_plan_finds_private_chains) {
     ck_assert_int_eq(fused, 1);
     pardo_program_free(p);
 
-    /* a part's intermediate that parts_out hands to block 0 is not private: no fusion there; z, read by
-     * nobody in its block, is */
-    p = test_program("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    /* a part's intermediate that parts_out hands to block 0 is not private: no fusion there */
+    ck_assert_int_eq(fused_len("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
                      "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 2], \"role\": \"feed\"},"
                      "\"w\": {\"dtype\": \"float32\", \"shape\": [2, 2], \"role\": \"param\", \"value\": [1, 2, 3, 4]},"
                      "\"b\": {\"dtype\": \"float32\", \"shape\": [2], \"role\": \"param\", \"value\": [1, 2]},"
@@ -369,14 +370,11 @@ START_TEST(fusion_plan_finds_private_chains) {
                      "{\"op\": \"matmul\", \"in\": [\"xp\", \"w\"], \"out\": [\"h\"]},"
                      "{\"op\": \"add\", \"in\": [\"h\", \"b\"], \"out\": [\"z\"]},"
                      "{\"op\": \"relu\", \"in\": [\"z\"], \"out\": [\"a\"]}]}]}",
-                     "parts.json");
-    pardo_fusion q[3];
-    pardo_fusion_plan(p, 1, NULL, 0, q);
-    ck_assert_int_eq(q[0].len, 0);
-    pardo_program_free(p);
+                     "parts.json", 1),
+                     0);
 
     /* an attr that names the intermediate (here merge's mode "sum", a var name too): no fusion */
-    p = test_program("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    ck_assert_int_eq(fused_len("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
                      "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 2], \"role\": \"feed\"},"
                      "\"w\": {\"dtype\": \"float32\", \"shape\": [2, 2], \"role\": \"param\", \"value\": [1, 2, 3, 4]},"
                      "\"b\": {\"dtype\": \"float32\", \"shape\": [2], \"role\": \"param\", \"value\": [1, 2]}},"
@@ -384,11 +382,8 @@ START_TEST(fusion_plan_finds_private_chains) {
                      "{\"op\": \"add\", \"in\": [\"sum\", \"b\"], \"out\": [\"z\"]},"
                      "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
                      "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"m\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
-                     "named.json");
-    pardo_fusion h[4];
-    pardo_fusion_plan(p, 0, NULL, 0, h);
-    ck_assert_int_eq(h[0].len, 0);
-    pardo_program_free(p);
+                     "named.json", 0),
+                     0);
 }
 END_TEST
 

@@ -35,16 +35,7 @@ static const char classifier[] = CLASSIFIER("loss");
 
 /* The classifier with gradients and adam, and with parts > 0 the multi-CPU rewrite. */
 static pardo_program *training_program(int parts) {
-    pardo_status st;
-    pardo_program *p = test_program(classifier, "clf.json");
-    pardo_pass_options opt = pardo_pass_defaults();
-    opt.loss = "loss";
-    opt.optimizer = PARDO_OPTIMIZER_ADAM;
-    opt.parts = parts;
-    ck_assert_msg(pardo_pass_backward(p, &opt, &st) == PARDO_OK, "%s", st.msg);
-    ck_assert_msg(pardo_pass_optimizer(p, &opt, &st) == PARDO_OK, "%s", st.msg);
-    if (parts > 0) ck_assert_msg(pardo_pass_multi_cpu(p, &opt, &st) == PARDO_OK, "%s", st.msg);
-    return p;
+    return test_training_program(classifier, "clf.json", "loss", PARDO_OPTIMIZER_ADAM, pardo_pass_defaults().lr, parts);
 }
 
 START_TEST(train_state_round_trip) {

@@ -27,6 +27,21 @@ pardo_program *test_program(const char *text, const char *path) {
     return p;
 }
 
+pardo_program *test_training_program(const char *text, const char *path, const char *loss,
+                                     pardo_optimizer_kind optimizer, double lr, int parts) {
+    pardo_status st;
+    pardo_program *p = test_program(text, path);
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.loss = loss;
+    opt.optimizer = optimizer;
+    opt.lr = lr;
+    opt.parts = parts;
+    ck_assert_msg(pardo_pass_backward(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(pardo_pass_optimizer(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    if (parts > 0) ck_assert_msg(pardo_pass_multi_cpu(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    return p;
+}
+
 pardo_executor *test_executor(const pardo_program *p, int nthreads) {
     pardo_status st;
     pardo_executor *ex = NULL;

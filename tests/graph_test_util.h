@@ -5,6 +5,7 @@
 
 #include "executor.h"
 #include "graph.h"
+#include "pass.h"
 
 /* Parses text as the graph file `path` and runs the check passes; fails the
  * test on error. The caller frees with pardo_program_free. */
@@ -13,6 +14,12 @@ pardo_program *test_program(const char *text, const char *path);
 /* Parses and checks text; returns the status code and leaves the message in
  * st (for error tests). *out (may be NULL) gets the program on success. */
 int test_program_status(const char *text, const char *path, pardo_program **out, pardo_status *st);
+
+/* test_program, then gradients of `loss` and the optimizer appended
+ * (learning rate lr), then with parts > 0 the multi-CPU rewrite: as
+ * `pardo transpile --backward loss --optimizer ...` does. */
+pardo_program *test_training_program(const char *text, const char *path, const char *loss,
+                                     pardo_optimizer_kind optimizer, double lr, int parts);
 
 /* A CPU executor for p with vars initialised (no checkpoint); fails the test on error. */
 pardo_executor *test_executor(const pardo_program *p, int nthreads);
