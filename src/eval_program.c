@@ -8,27 +8,6 @@
 
 #include "pass.h"
 
-static bool touches_grad(const pardo_op *op) {
-    for (int k = 0; k < op->n_in; k++)
-        if (strstr(op->in[k], "@GRAD")) return true;
-    for (int k = 0; k < op->n_out; k++)
-        if (strstr(op->out[k], "@GRAD")) return true;
-    return false;
-}
-
-static bool writes_state(const pardo_program *p, int block, const pardo_op *op) {
-    for (int k = 0; k < op->n_out; k++) {
-        const pardo_var *v = op->out[k][0] ? pardo_program_lookup_var(p, block, op->out[k], NULL) : NULL;
-        if (v && (v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE)) return true;
-    }
-    return false;
-}
-
-pardo_op_role pardo_op_effective_role(const pardo_program *p, int block, const pardo_op *op) {
-    if (op->role != PARDO_OP_ROLE_NONE) return op->role;
-    return writes_state(p, block, op) ? PARDO_OP_OPTIMIZE : touches_grad(op) ? PARDO_OP_BACKWARD : PARDO_OP_FORWARD;
-}
-
 static bool dropped(const pardo_program *p, int block, const pardo_op *op) {
     pardo_op_role r = pardo_op_effective_role(p, block, op);
     return r == PARDO_OP_BACKWARD || r == PARDO_OP_OPTIMIZE;
@@ -41,18 +20,12 @@ bool pardo_program_trains(const pardo_program *p) {
     return false;
 }
 
-static bool writes(const pardo_op *op, const char *name) {
-    for (int k = 0; k < op->n_out; k++)
-        if (strcmp(op->out[k], name) == 0) return true;
-    return false;
-}
-
 /* The first op of role loss (block 0 first) that writes `name`, or that writes anything when name is NULL. */
 static const pardo_op *loss_op(const pardo_program *p, const char *name, int *block) {
     for (int b = 0; b < p->n_blocks; b++)
         for (int i = 0; i < p->blocks[b].n_ops; i++) {
             const pardo_op *op = &p->blocks[b].ops[i];
-            if (op->role == PARDO_OP_LOSS && op->n_out > 0 && (!name || writes(op, name))) {
+            if (op->role == PARDO_OP_LOSS && op->n_out > 0 && (!name || pardo_op_writes(op, name))) {
                 *block = b;
                 return op;
             }
@@ -103,7 +76,7 @@ int pardo_loss_find(const pardo_program *p, const char *loss, pardo_loss_info *o
 static bool kept_writes(const pardo_program *p, int b, const char *name) {
     for (int i = 0; i < p->blocks[b].n_ops; i++) {
         const pardo_op *op = &p->blocks[b].ops[i];
-        if (!dropped(p, b, op) && writes(op, name)) return true;
+        if (!dropped(p, b, op) && pardo_op_writes(op, name)) return true;
     }
     return false;
 }

@@ -20,11 +20,6 @@ typedef struct pardo_loss_info {
     int block;          // the block of the loss op; -1 when no op of role loss writes the loss
 } pardo_loss_info;
 
-/* An op's role, with the multi-CPU transpiler's rule for ops the file gave
- * none: writes a param or state var: optimize; reads or writes a var named
- * "...@GRAD...": backward; else forward. */
-pardo_op_role pardo_op_effective_role(const pardo_program *p, int block, const pardo_op *op);
-
 /* True when an op of any block of p has role optimize (effective role). */
 bool pardo_program_trains(const pardo_program *p);
 

@@ -33,12 +33,6 @@ static bool binds_part(const pardo_op *op, int b, const char *name) {
     return false;
 }
 
-static int count_in(char *const *names, int n, const char *name) {
-    int c = 0;
-    for (int k = 0; k < n; k++) c += names[k][0] && strcmp(names[k], name) == 0;
-    return c;
-}
-
 /* True when the var `name` of block b is a temporary that exactly one op
  * (block b's `writer`) writes and exactly one (`reader`, once) reads, that
  * no attr value names, that no parallel_do binds to a part (parts_in,
@@ -49,8 +43,7 @@ static bool private_temp(const pardo_program *p, int b, const char *name, int wr
     int owner = -1;
     const pardo_var *v = pardo_program_lookup_var(p, b, name, &owner);
     if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value) return false;
-    for (int k = 0; k < n_keep; k++)
-        if (keep[k] && strcmp(keep[k], name) == 0) return false;
+    if (pardo_name_listed(keep, n_keep, name)) return false;
     for (int bb = 0; bb < p->n_blocks; bb++) {
         for (int i = 0; i < p->blocks[bb].n_ops; i++)
             if (binds_part(&p->blocks[bb].ops[i], b, name)) return false;
@@ -58,7 +51,7 @@ static bool private_temp(const pardo_program *p, int b, const char *name, int wr
         if (bb != b && (!pardo_program_lookup_var(p, bb, name, &seen_as) || seen_as != b)) continue;
         for (int i = 0; i < p->blocks[bb].n_ops; i++) {
             const pardo_op *op = &p->blocks[bb].ops[i];
-            int reads = count_in(op->in, op->n_in, name), writes = count_in(op->out, op->n_out, name);
+            int reads = pardo_op_reads(op, name), writes = pardo_op_writes(op, name);
             bool mine = bb == b && (i == writer || i == reader);
             if (mine ? (reads != (i == reader) || writes != (i == writer)) : (reads || writes)) return false;
             if (value_names(op->attrs, name)) return false;
@@ -85,9 +78,9 @@ static void plan_merge_updates(const pardo_program *p, int b, const char *const 
         const char *g = m->out[0];
         for (int j = i + 1; j < blk->n_ops; j++) {
             const pardo_op *u = &blk->ops[j];
-            if (!count_in(u->in, u->n_in, g)) continue;
+            if (!pardo_op_reads(u, g)) continue;
             /* the first reader: an update taking g as its gradient, and nothing else reads or writes g */
-            if (is_update(u->type) && u->n_in > 1 && strcmp(u->in[1], g) == 0 && count_in(u->in, u->n_in, g) == 1 &&
+            if (is_update(u->type) && u->n_in > 1 && strcmp(u->in[1], g) == 0 && pardo_op_reads(u, g) == 1 &&
                 private_temp(p, b, g, i, j, keep, n_keep)) {
                 fuse[i].update = j + 1;
                 fuse[j].merge = i + 1;
@@ -111,13 +104,13 @@ void pardo_fusion_plan(const pardo_program *p, int b, const char *const *keep, i
         if (at < 0 || strcmp(add->in[1 - at], h) == 0 || !private_temp(p, b, h, i, i + 1, keep, n_keep)) continue;
         /* the bias and the result must not be the product's inputs (the fused kernel reads A and B to the end) */
         const char *bias = add->in[1 - at], *z = add->out[0];
-        if (!bias[0] || count_in(mm->in, 2, z) || strcmp(bias, z) == 0) continue;
+        if (!bias[0] || pardo_op_reads(mm, z) || strcmp(bias, z) == 0) continue;
         fuse[i].len = 1;
         fuse[i].bias = 1 - at;
         if (i + 2 < blk->n_ops) {
             const pardo_op *relu = &blk->ops[i + 2];
             if (strcmp(relu->type, "relu") == 0 && relu->n_in == 1 && relu->n_out == 1 &&
-                strcmp(relu->in[0], z) == 0 && !count_in(mm->in, 2, relu->out[0]) &&
+                strcmp(relu->in[0], z) == 0 && !pardo_op_reads(mm, relu->out[0]) &&
                 strcmp(relu->out[0], bias) != 0 && private_temp(p, b, z, i + 1, i + 2, keep, n_keep))
                 fuse[i].len = 2;
         }

@@ -239,6 +239,52 @@ pardo_var *pardo_block_find_var(const pardo_block *b, const char *name) {
     return NULL;
 }
 
+static int count_named(char *const *names, int n, const char *name) {
+    int c = 0;
+    for (int k = 0; k < n; k++) c += names[k][0] && strcmp(names[k], name) == 0;
+    return c;
+}
+
+int pardo_op_reads(const pardo_op *op, const char *name) { return count_named(op->in, op->n_in, name); }
+int pardo_op_writes(const pardo_op *op, const char *name) { return count_named(op->out, op->n_out, name); }
+
+bool pardo_ops_conflict(const pardo_op *a, const pardo_op *b) {
+    for (int k = 0; k < a->n_out; k++)
+        if (a->out[k][0] && (pardo_op_writes(b, a->out[k]) || pardo_op_reads(b, a->out[k]))) return true;
+    for (int k = 0; k < b->n_out; k++)
+        if (b->out[k][0] && pardo_op_reads(a, b->out[k])) return true;
+    return false;
+}
+
+bool pardo_op_writes_state(const pardo_program *p, int block, const pardo_op *op) {
+    for (int k = 0; k < op->n_out; k++) {
+        const pardo_var *v = op->out[k][0] ? pardo_program_lookup_var(p, block, op->out[k], NULL) : NULL;
+        if (v && (v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE)) return true;
+    }
+    return false;
+}
+
+static bool touches_grad(const pardo_op *op) {
+    for (int k = 0; k < op->n_in; k++)
+        if (strstr(op->in[k], "@GRAD")) return true;
+    for (int k = 0; k < op->n_out; k++)
+        if (strstr(op->out[k], "@GRAD")) return true;
+    return false;
+}
+
+pardo_op_role pardo_op_effective_role(const pardo_program *p, int block, const pardo_op *op) {
+    if (op->role != PARDO_OP_ROLE_NONE) return op->role;
+    return pardo_op_writes_state(p, block, op) ? PARDO_OP_OPTIMIZE
+           : touches_grad(op)                  ? PARDO_OP_BACKWARD
+                                               : PARDO_OP_FORWARD;
+}
+
+bool pardo_name_listed(const char *const *names, int n, const char *name) {
+    for (int k = 0; k < n; k++)
+        if (names[k] && strcmp(names[k], name) == 0) return true;
+    return false;
+}
+
 pardo_var *pardo_program_lookup_var(const pardo_program *p, int block, const char *name, int *owner) {
     for (int b = block, hops = 0; b >= 0 && b < p->n_blocks && hops <= p->n_blocks; b = p->blocks[b].parent, hops++) {
         pardo_var *v = pardo_block_find_var(&p->blocks[b], name);

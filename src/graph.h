@@ -139,6 +139,26 @@ pardo_var *pardo_block_find_var(const pardo_block *b, const char *name);
  * ancestors'. NULL when none. *owner (may be NULL) gets the block index. */
 pardo_var *pardo_program_lookup_var(const pardo_program *p, int block, const char *name, int *owner);
 
+/* How many of op's inputs (outputs) are the var `name`; "" (a left-out
+ * slot) never counts. */
+int pardo_op_reads(const pardo_op *op, const char *name);
+int pardo_op_writes(const pardo_op *op, const char *name);
+
+/* True when a (run before b) and b share a var one of them writes: they
+ * must keep their order. */
+bool pardo_ops_conflict(const pardo_op *a, const pardo_op *b);
+
+/* True when op (of block `block`) writes a var of role param or state. */
+bool pardo_op_writes_state(const pardo_program *p, int block, const pardo_op *op);
+
+/* An op's role, with the multi-CPU transpiler's rule for ops the file gave
+ * none: writes a param or state var: optimize; reads or writes a var named
+ * "...@GRAD...": backward; else forward. */
+pardo_op_role pardo_op_effective_role(const pardo_program *p, int block, const pardo_op *op);
+
+/* True when `name` is one of the n names (NULL entries never match). */
+bool pardo_name_listed(const char *const *names, int n, const char *name);
+
 /* Writes "path:line:col: block B, op I 'name' (type)" for messages into buf
  * (path and position left out when unknown); returns buf. */
 char *pardo_op_where(const pardo_program *p, int block, int index, char *buf, size_t n);

@@ -50,12 +50,6 @@ static int note(uses *u, const char *name, int i, bool writes) {
     return 0;
 }
 
-static bool kept(const char *name, const char *const *keep, int n_keep) {
-    for (int k = 0; k < n_keep; k++)
-        if (keep[k] && strcmp(keep[k], name) == 0) return true;
-    return false;
-}
-
 int pardo_release_plan_build(const pardo_program *p, const char *const *keep, int n_keep, pardo_release_plan *plan,
                              pardo_status *st) {
     memset(plan, 0, sizeof(*plan));
@@ -66,23 +60,16 @@ int pardo_release_plan_build(const pardo_program *p, const char *const *keep, in
     for (int i = 0; rc == 0 && i < b0->n_ops; i++) {
         const pardo_op *op = &b0->ops[i];
         for (int k = 0; rc == 0 && k < op->n_in; k++) rc = note(&u, op->in[k], i, false);
-        const pardo_value *wb = op->attrs ? pardo_value_get(op->attrs, "weight_by") : NULL;
-        if (rc == 0 && wb && wb->kind == PARDO_V_STRING) rc = note(&u, wb->string, i, false);
         for (int k = 0; rc == 0 && k < op->n_out; k++) rc = note(&u, op->out[k], i, true);
     }
     plan->n_ops = b0->n_ops;
     plan->first = calloc((size_t)b0->n_ops + 1, sizeof(int));
     plan->count = calloc((size_t)b0->n_ops + 1, sizeof(int));
     plan->names = calloc((size_t)u.n + 1, sizeof(*plan->names));
-    if (rc != 0 || !plan->first || !plan->count || !plan->names) {
+    bool *dead = calloc((size_t)u.n + 1, sizeof(bool)); /* a dead var, grouped below by the op it dies after */
+    if (rc != 0 || !plan->first || !plan->count || !plan->names || !dead) {
         free(u.v);
-        pardo_release_plan_clear(plan);
-        return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning block 0's memory");
-    }
-    /* a dead var, grouped by the op it dies after */
-    bool *dead = calloc((size_t)u.n + 1, sizeof(bool));
-    if (!dead) {
-        free(u.v);
+        free(dead);
         pardo_release_plan_clear(plan);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning block 0's memory");
     }
@@ -92,7 +79,7 @@ int pardo_release_plan_build(const pardo_program *p, const char *const *keep, in
         /* tensor_arrays stay: split and parallel_do refill their parts in place run after run */
         dead[v] = var && owner == 0 && var->role == PARDO_VAR_TEMP && var->kind == PARDO_VAR_TENSOR && !var->value &&
                   u.v[v].first_writes &&
-                  !u.v[v].last_writes && u.v[v].last > u.v[v].first && !kept(u.v[v].name, keep, n_keep);
+                  !u.v[v].last_writes && u.v[v].last > u.v[v].first && !pardo_name_listed(keep, n_keep, u.v[v].name);
         if (dead[v]) plan->count[u.v[v].last]++;
     }
     for (int i = 0, at = 0; i < b0->n_ops; i++) {

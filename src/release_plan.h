@@ -6,7 +6,8 @@
  * there (their buffers go to its pool for later outputs) when asked to
  * (pardo_exec_options.release_temps), keeping the vars a caller names.
  * Reads counted: op inputs (a parallel_do lists every enclosing var its
- * block reads) and merge's weight_by attr. Pure analysis of the IR. */
+ * block reads; merge's weight_by names a tensor_array, which always stays).
+ * Pure analysis of the IR. */
 #ifndef PARDO_RELEASE_PLAN_H
 #define PARDO_RELEASE_PLAN_H
 

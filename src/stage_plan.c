@@ -9,27 +9,6 @@ static bool stageable(const pardo_op *op) {
     return op->role == PARDO_OP_OPTIMIZE || strcmp(op->type, "merge") == 0;
 }
 
-static bool writes(const pardo_op *op, const char *name) {
-    for (int k = 0; k < op->n_out; k++)
-        if (op->out[k][0] && strcmp(op->out[k], name) == 0) return true;
-    return false;
-}
-
-static bool reads(const pardo_op *op, const char *name) {
-    for (int k = 0; k < op->n_in; k++)
-        if (op->in[k][0] && strcmp(op->in[k], name) == 0) return true;
-    return false;
-}
-
-/* True when a and b touch a var that one of them writes. */
-static bool conflict(const pardo_op *a, const pardo_op *b) {
-    for (int k = 0; k < a->n_out; k++)
-        if (a->out[k][0] && (writes(b, a->out[k]) || reads(b, a->out[k]))) return true;
-    for (int k = 0; k < b->n_out; k++)
-        if (b->out[k][0] && reads(a, b->out[k])) return true;
-    return false;
-}
-
 static int find(int *parent, int i) {
     while (parent[i] != i) i = parent[i] = parent[parent[i]];
     return i;
@@ -62,7 +41,7 @@ int pardo_stage_plan_build(const pardo_program *p, int b, pardo_stage_plan *plan
             for (int i = a; i < e; i++) parent[i] = i;
             for (int i = a; i < e; i++)
                 for (int j = a; j < i; j++)
-                    if (conflict(&blk->ops[i], &blk->ops[j])) parent[find(parent, i)] = find(parent, j);
+                    if (pardo_ops_conflict(&blk->ops[j], &blk->ops[i])) parent[find(parent, i)] = find(parent, j);
             int chains = 0;
             for (int i = a; i < e; i++) label[i] = -1;
             for (int i = a; i < e; i++) {

@@ -33,18 +33,6 @@ static int add_unique(name_list *l, const char *name, pardo_status *st) {
     return PARDO_OK;
 }
 
-static bool op_writes(const pardo_op *op, const char *name) {
-    for (int k = 0; k < op->n_out; k++)
-        if (strcmp(op->out[k], name) == 0) return true;
-    return false;
-}
-
-static bool op_reads(const pardo_op *op, const char *name) {
-    for (int k = 0; k < op->n_in; k++)
-        if (strcmp(op->in[k], name) == 0) return true;
-    return false;
-}
-
 static bool is_parallel_type(const char *type) {
     return strcmp(type, "split") == 0 || strcmp(type, "merge") == 0 || strcmp(type, "parallel_do") == 0;
 }
@@ -53,37 +41,6 @@ static int op_error(const pardo_program *p, int i, pardo_status *st) {
     char where[512];
     pardo_op_where(p, 0, i, where, sizeof where);
     return pardo_status_prefix(st, "%s: ", where);
-}
-
-static bool touches_grad(const pardo_op *op) {
-    for (int k = 0; k < op->n_in; k++)
-        if (strstr(op->in[k], "@GRAD")) return true;
-    for (int k = 0; k < op->n_out; k++)
-        if (strstr(op->out[k], "@GRAD")) return true;
-    return false;
-}
-
-static bool writes_state(const pardo_block *blk, const pardo_op *op) {
-    for (int k = 0; k < op->n_out; k++) {
-        const pardo_var *v = op->out[k][0] ? pardo_block_find_var(blk, op->out[k]) : NULL;
-        if (v && (v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE)) return true;
-    }
-    return false;
-}
-
-static bool lists(char *const *names, int n, const char *name) {
-    for (int k = 0; k < n; k++)
-        if (names[k][0] && strcmp(names[k], name) == 0) return true;
-    return false;
-}
-
-/* True when a (before b) and b share a var one of them writes. */
-static bool depends(const pardo_op *a, const pardo_op *b) {
-    for (int k = 0; k < a->n_out; k++)
-        if (a->out[k][0] && (lists(b->in, b->n_in, a->out[k]) || lists(b->out, b->n_out, a->out[k]))) return true;
-    for (int k = 0; k < b->n_out; k++)
-        if (b->out[k][0] && lists(a->in, a->n_in, b->out[k])) return true;
-    return false;
 }
 
 /* Moves the optimize ops behind all others, keeping their order, when no op
@@ -95,7 +52,7 @@ static void hoist_optimize_ops(pardo_block *blk) {
     for (int i = 0; i < n; i++) {
         if (blk->ops[i].role != PARDO_OP_OPTIMIZE) continue;
         for (int j = i + 1; j < n; j++)
-            if (blk->ops[j].role != PARDO_OP_OPTIMIZE && depends(&blk->ops[i], &blk->ops[j])) return;
+            if (blk->ops[j].role != PARDO_OP_OPTIMIZE && pardo_ops_conflict(&blk->ops[i], &blk->ops[j])) return;
     }
     pardo_op *order = malloc(sizeof(pardo_op) * (size_t)(n + 1));
     if (!order) return; /* the check below still holds */
@@ -118,10 +75,7 @@ static int place_ops(pardo_program *p, int *first_optimize, pardo_status *st) {
                          "single-thread graph instead", op->type);
             return op_error(p, i, st);
         }
-        if (op->role == PARDO_OP_ROLE_NONE)
-            op->role = writes_state(blk, op) ? PARDO_OP_OPTIMIZE
-                       : touches_grad(op)    ? PARDO_OP_BACKWARD
-                                             : PARDO_OP_FORWARD;
+        op->role = pardo_op_effective_role(p, 0, op);
     }
     hoist_optimize_ops(blk);
     for (int i = 0; i < blk->n_ops; i++) {
@@ -133,7 +87,7 @@ static int place_ops(pardo_program *p, int *first_optimize, pardo_status *st) {
                          "rewrite runs forward, loss and backward ops per part and the optimizer after them",
                          pardo_op_role_name(op->role), *first_optimize);
             return op_error(p, i, st);
-        } else if (writes_state(blk, op)) {
+        } else if (pardo_op_writes_state(p, 0, op)) {
             pardo_errorf(st, PARDO_EINVAL, "this %s op writes a param or state var; only optimize ops may, since "
                          "parts run at once", pardo_op_role_name(op->role));
             return op_error(p, i, st);
@@ -162,7 +116,7 @@ static void plan_free(plan *pl) {
 
 static bool read_by_any(const pardo_block *blk, const char *name) {
     for (int i = 0; i < blk->n_ops; i++)
-        if (op_reads(&blk->ops[i], name)) return true;
+        if (pardo_op_reads(&blk->ops[i], name)) return true;
     return false;
 }
 
@@ -176,7 +130,7 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
             const pardo_var *v = op->in[k][0] ? pardo_block_find_var(blk, op->in[k]) : NULL;
             if (!v || !v->declared) continue; /* written by a part op before */
             bool written_before = false;
-            for (int j = 0; j < i && !written_before; j++) written_before = op_writes(&blk->ops[j], v->name);
+            for (int j = 0; j < i && !written_before; j++) written_before = pardo_op_writes(&blk->ops[j], v->name);
             if (written_before) continue;
             rc = add_unique(v->role == PARDO_VAR_FEED ? &pl->feeds : &pl->reads, v->name, st);
         }
@@ -192,7 +146,7 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
             const char *name = op->out[k];
             if (!name[0]) continue;
             bool read_later = false;
-            for (int j = n_part_ops; j < blk->n_ops && !read_later; j++) read_later = op_reads(&blk->ops[j], name);
+            for (int j = n_part_ops; j < blk->n_ops && !read_later; j++) read_later = pardo_op_reads(&blk->ops[j], name);
             if (read_later || op->role == PARDO_OP_LOSS || !read_by_any(blk, name)) rc = add_unique(&pl->merged, name, st);
         }
     }

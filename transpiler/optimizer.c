@@ -124,13 +124,7 @@ static int append_update(pardo_block *blk, int param_index, const pardo_pass_opt
     return rc;
 }
 
-static bool names(const pardo_op *op, const char *var) {
-    for (int k = 0; k < op->n_in; k++)
-        if (strcmp(op->in[k], var) == 0) return true;
-    for (int k = 0; k < op->n_out; k++)
-        if (strcmp(op->out[k], var) == 0) return true;
-    return false;
-}
+static bool touches(const pardo_op *op, const char *var) { return pardo_op_reads(op, var) || pardo_op_writes(op, var); }
 
 /* Moves each update (ops [first, n_ops), in order, one per param) to just
  * after the last op before them that touches its param or the param's
@@ -154,7 +148,7 @@ static int place_updates(pardo_block *blk, int first) {
         char grad[512];
         snprintf(grad, sizeof grad, "%s@GRAD", up->out[0]);
         anchor[u] = first - 1;
-        while (anchor[u] >= 0 && !names(&blk->ops[anchor[u]], up->out[0]) && !names(&blk->ops[anchor[u]], grad))
+        while (anchor[u] >= 0 && !touches(&blk->ops[anchor[u]], up->out[0]) && !touches(&blk->ops[anchor[u]], grad))
             anchor[u]--;
     }
     int at = 0;
