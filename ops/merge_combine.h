@@ -20,6 +20,11 @@ typedef enum pardo_merge_mode {
 /* What to combine: n parts of equal shape and dtype (borrowed data
  * pointers), into y (borrowed). w: per-part weights of a weighted mean, or
  * NULL (a plain mean divides by n). */
+enum {
+    PARDO_MERGE_MAX_WEIGHTED = 1024, // parts a weighted mean takes at most (its weights live on the stack)
+    PARDO_MERGE_STACK_PARTS = 64,    // parts whose data pointers live on the stack; an update merges at most these
+};
+
 typedef struct pardo_merge_args {
     pardo_dtype dtype;
     pardo_merge_mode mode; // not CONCAT
@@ -38,7 +43,7 @@ void pardo_merge_combine(const pardo_merge_args *m, int64_t begin, int64_t end);
 
 /* Checks the inputs of the merge op in ctx (its tensor_array A, weight_by)
  * for an elementwise mode and fills *m (y NULL) with part_data (room for
- * cap parts) and w (room for 1024 weights) as its storage. PARDO_ENOTSUP
+ * cap parts) and w (room for PARDO_MERGE_MAX_WEIGHTED weights) as its storage. PARDO_ENOTSUP
  * for concat or more than cap parts; the op's own errors otherwise. For
  * the merge kernel, and for the executor, which hands m to an optimizer
  * that merges its gradient as it updates (pardo_kernel_ctx.grad_merge). */

@@ -129,7 +129,8 @@ static void opt_range_merged(const opt_job *j, int64_t begin, int64_t end) {
     const size_t es = j->f32 ? sizeof(float) : sizeof(double);
     const pardo_merge_args *m = j->merge;
     double tile[OPT_MERGE_TILE] __attribute__((aligned(64))); /* room for 512 doubles or floats */
-    const void *parts[64];
+    const void *parts[PARDO_MERGE_STACK_PARTS];
+    PARDO_ASSERT(m->n <= PARDO_MERGE_STACK_PARTS);
     pardo_merge_args at = *m;
     at.parts = parts;
     at.y = tile;

@@ -222,7 +222,7 @@ static int merge_weights(pardo_kernel_ctx *ctx, const char *weight_by, int n, do
     return PARDO_OK;
 }
 
-enum { MERGE_MAX_WEIGHTED = 1024, MERGE_STACK_PARTS = 64, MERGE_PARALLEL_MIN = 1 << 15 };
+enum { MERGE_PARALLEL_MIN = 1 << 15 };
 
 int pardo_merge_prepare(pardo_kernel_ctx *ctx, pardo_merge_args *m, const void **part_data, int cap, double *w) {
     const pardo_tensor *a = ctx->in[0];
@@ -252,9 +252,9 @@ int pardo_merge_prepare(pardo_kernel_ctx *ctx, pardo_merge_args *m, const void *
                                 pardo_shape_str(p0->ndim, p0->shape, s0, sizeof s0));
         }
     if (wb[0]) {
-        if (n > MERGE_MAX_WEIGHTED)
+        if (n > PARDO_MERGE_MAX_WEIGHTED)
             return pardo_errorf(ctx->st, PARDO_ENOTSUP, "a weighted mean of %d parts (at most %d)", n,
-                                MERGE_MAX_WEIGHTED);
+                                PARDO_MERGE_MAX_WEIGHTED);
         if ((rc = merge_weights(ctx, wb, n, w)) != PARDO_OK) return rc;
     }
     for (int p = 0; p < n; p++) part_data[p] = pardo_tensor_data(a->parts[p]);
@@ -270,12 +270,12 @@ static int merge_cpu(pardo_kernel_ctx *ctx) {
     if (n > 0 && a->parts[0] && merge_attrs_get(ctx->op, a->parts[0]->ndim, &mode, &ax, &wb, ctx->st) == PARDO_OK &&
         mode == PARDO_MERGE_CONCAT)
         return merge_concat(ctx, a, ax);
-    const void *stack_parts[MERGE_STACK_PARTS], **parts = stack_parts;
-    if (n > MERGE_STACK_PARTS && !(parts = malloc(sizeof(*parts) * (size_t)n)))
+    const void *stack_parts[PARDO_MERGE_STACK_PARTS], **parts = stack_parts;
+    if (n > PARDO_MERGE_STACK_PARTS && !(parts = malloc(sizeof(*parts) * (size_t)n)))
         return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory merging %d parts", n);
-    double w[MERGE_MAX_WEIGHTED];
+    double w[PARDO_MERGE_MAX_WEIGHTED];
     pardo_merge_args m;
-    int rc = pardo_merge_prepare(ctx, &m, parts, n > MERGE_STACK_PARTS ? n : MERGE_STACK_PARTS, w);
+    int rc = pardo_merge_prepare(ctx, &m, parts, n > PARDO_MERGE_STACK_PARTS ? n : PARDO_MERGE_STACK_PARTS, w);
     pardo_tensor *y = NULL;
     if (rc == PARDO_OK && !(y = pardo_kernel_output(ctx, 0, m.first->dtype, m.first->ndim, m.first->shape)))
         rc = ctx->st->code;
