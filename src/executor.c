@@ -361,15 +361,27 @@ static void trace_op(pardo_executor *ex, int block, int index, int64_t *ready, i
     if (ready) *ready = r.t1;
 }
 
-/* Frees the root scope's temps that op `index` of block 0 read last: their
- * tensors go to the pool for later outputs (release_plan.h). */
-static void release_dead(pardo_executor *ex, int index, op_plan *pl) {
-    const char **names = &ex->release.names[ex->release.first[index]];
-    for (int k = 0; k < ex->release.count[index]; k++) {
-        int *e = &pl->release_entry[k];
-        if (*e < 0 && (*e = pardo_scope_entry(ex->root, names[k])) < 0) continue;
-        pardo_tensor_pool_put(&ex->pool, pardo_scope_entry_take(ex->root, *e));
+/* Frees the root scope's temps that ops [first, last] of block read last
+ * (block 0 in the root scope only): their tensors go to the pool for later
+ * outputs (release_plan.h). */
+static void release_dead(pardo_executor *ex, int block, const pardo_scope *scope, int first, int last) {
+    if (!ex->pooling || block != 0 || scope != ex->root) return;
+    for (int i = first; i <= last; i++) {
+        op_plan *pl = &ex->ops[0][i];
+        if (!pl->release_entry) continue; /* nothing dies after op i */
+        const char **names = &ex->release.names[ex->release.first[i]];
+        for (int k = 0; k < ex->release.count[i]; k++) {
+            int *e = &pl->release_entry[k];
+            if (*e < 0 && (*e = pardo_scope_entry(ex->root, names[k])) < 0) continue;
+            pardo_tensor_pool_put(&ex->pool, pardo_scope_entry_take(ex->root, *e));
+        }
     }
+}
+
+/* True when ops with a CUDA kernel run on the GPU in this run (not in a
+ * parallel_do part, which runs on the CPU). */
+static bool on_gpu(const pardo_executor *ex, const pardo_block_run *run) {
+    return !run->cpu_only && ex->opt.device == PARDO_DEVICE_CUDA;
 }
 
 pardo_tensor *pardo_executor_pool_take(pardo_executor *ex, const pardo_scope *scope, pardo_dtype dtype, int ndim,
@@ -405,9 +417,7 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
     op_plan *pl = &ex->ops[block][index];
     /* block 0 in the root scope: names resolved to entries once (the root has no parent to fall back to) */
     int *entry = block == 0 && scope == ex->root ? pl->root_entry : NULL;
-    pardo_device_kind dev = (!run->cpu_only && ex->opt.device == PARDO_DEVICE_CUDA && op->def->cuda)
-                                ? PARDO_DEVICE_CUDA
-                                : PARDO_DEVICE_CPU;
+    pardo_device_kind dev = on_gpu(ex, run) && op->def->cuda ? PARDO_DEVICE_CUDA : PARDO_DEVICE_CPU;
     for (int k = 0; k < op->n_in; k++) {
         if (!op->in[k][0] || (grad_merge && k == 1)) continue; /* a merged gradient is never bound */
         pardo_tensor *t;
@@ -472,7 +482,7 @@ done:
         if (tracing && !traced) trace_op(ex, block, index, ready, t0, in, NULL, st);
     }
     for (int k = 0; k < op->n_in; k++) pardo_tensor_release(in[k]);
-    if (rc == PARDO_OK && entry && pl->release_entry && !in_stage) release_dead(ex, index, pl);
+    if (rc == PARDO_OK && !in_stage) release_dead(ex, block, scope, index, index);
     return rc;
 }
 
@@ -504,7 +514,7 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
     const pardo_block *blk = &ex->prog->blocks[block];
     const pardo_fusion f = ex->ops[block][index].fusion;
     *ran = false;
-    if (f.len == 0 || (!run->cpu_only && ex->opt.device == PARDO_DEVICE_CUDA)) return PARDO_OK;
+    if (f.len == 0 || on_gpu(ex, run)) return PARDO_OK;
     const pardo_op *mm = &blk->ops[index], *add = &blk->ops[index + 1], *last = &blk->ops[index + f.len];
     bool tracing = pardo_trace_on();
     int64_t t0 = tracing ? pardo_trace_ticks() : 0;
@@ -544,9 +554,7 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
     pardo_tensor_release(in[0]);
     pardo_tensor_release(in[1]);
     pardo_tensor_release(bias);
-    if (*ran && rc == PARDO_OK && block == 0 && scope == ex->root)
-        for (int i = index; i <= index + f.len; i++)
-            if (ex->ops[0][i].release_entry) release_dead(ex, i, &ex->ops[0][i]);
+    if (*ran && rc == PARDO_OK) release_dead(ex, block, scope, index, index + f.len);
     return rc;
 }
 
@@ -560,20 +568,20 @@ static int run_merge_update(pardo_executor *ex, int block, int merge, int index,
     const pardo_block *blk = &ex->prog->blocks[block];
     const pardo_op *mop = &blk->ops[merge], *up = &blk->ops[index];
     pardo_tensor *arr = pardo_scope_find(scope, mop->in[0]);
-    pardo_tensor *w = mop->n_in > 1 && mop->in[1][0] ? pardo_scope_find(scope, mop->in[1]) : NULL;
+    const bool has_w = mop->n_in > 1 && mop->in[1][0];
+    pardo_tensor *w = has_w ? pardo_scope_find(scope, mop->in[1]) : NULL;
     const pardo_tensor *param = pardo_scope_find(scope, up->in[0]);
     pardo_tensor *min[2] = {arr, w};
     pardo_status ignored;
     pardo_kernel_ctx mctx = {.op = mop, .n_in = mop->n_in < 2 ? mop->n_in : 2, .in = min, .st = &ignored,
                              .scope = scope, .exec = ex, .block = block, .op_index = merge};
-    const void *parts[64];
-    double weights[1024];
+    const void *parts[PARDO_MERGE_STACK_PARTS];
+    double weights[PARDO_MERGE_MAX_WEIGHTED];
     pardo_merge_args m;
-    bool fits = arr && arr->is_array && param && !param->is_array &&
-                (!mop->in[1][0] || (mop->n_in > 1 && w)) &&
-                pardo_merge_prepare(&mctx, &m, parts, 64, weights) == PARDO_OK && m.first->dtype == param->dtype &&
-                pardo_shape_equal(m.first->ndim, m.first->shape, param->ndim, param->shape) &&
-                (run->cpu_only || ex->opt.device == PARDO_DEVICE_CPU);
+    bool fits = arr && arr->is_array && param && !param->is_array && (!has_w || w) && !on_gpu(ex, run) &&
+                pardo_merge_prepare(&mctx, &m, parts, PARDO_MERGE_STACK_PARTS, weights) == PARDO_OK &&
+                m.first->dtype == param->dtype &&
+                pardo_shape_equal(m.first->ndim, m.first->shape, param->ndim, param->shape);
     if (!fits) {
         int rc = run_op(ex, block, merge, scope, run, in_stage, NULL, NULL, st);
         return rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
@@ -582,14 +590,20 @@ static int run_merge_update(pardo_executor *ex, int block, int merge, int index,
     return run_op(ex, block, index, scope, run, in_stage, &m, ready, st);
 }
 
-/* Runs op `index` as the fusion plan says: a merge fused into a later update
- * is skipped here (the update runs it), that update runs it. */
+/* Runs op `index` as the fusion plan says: a matmul with the ops fused into
+ * it (*ran_after of them, which the caller skips); a merge fused into a later
+ * update not at all (the update runs it); that update with it; any other op
+ * on its own. */
 static int run_fusable(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
-                       bool in_stage, int64_t *ready, pardo_status *st) {
+                       bool in_stage, int64_t *ready, int *ran_after, pardo_status *st) {
     const pardo_fusion f = ex->ops[block][index].fusion;
+    *ran_after = 0;
     if (f.update) return PARDO_OK;
     if (f.merge) return run_merge_update(ex, block, f.merge - 1, index, scope, run, in_stage, ready, st);
-    return run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
+    bool fused = false;
+    int rc = run_fused(ex, block, index, scope, run, ready, &fused, st);
+    if (fused) *ran_after = f.len;
+    return fused || rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
 }
 
 /* One stage's chains (see stage_plan.h). */
@@ -609,9 +623,10 @@ static void run_chain(void *arg, int64_t k) {
     const pardo_stage_plan *plan = &s->ex->plans[s->block];
     int c = s->which ? s->which[k] : (int)k;
     int64_t ready = s->t0; /* a chain's first op is ready at the stage's start, the next at its predecessor's end */
-    for (int i = s->first; i < s->end; i++) {
+    for (int i = s->first, after = 0; i < s->end; i += 1 + after) {
+        after = 0;
         if (plan->chain[i] != c) continue;
-        if (run_fusable(s->ex, s->block, i, s->scope, s->run, true, &ready, &s->status[c]) != PARDO_OK) {
+        if (run_fusable(s->ex, s->block, i, s->scope, s->run, true, &ready, &after, &s->status[c]) != PARDO_OK) {
             s->failed_at[c] = i;
             return;
         }
@@ -658,8 +673,7 @@ static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scop
     for (int c = 0; c < n; c++)
         if (plan->failed_at[c] >= 0 && (worst < 0 || plan->failed_at[c] < plan->failed_at[worst])) worst = c;
     if (worst < 0) { /* chains ran in any order: what died in the stage is freed after all of it */
-        for (int i = first; i < end; i++)
-            if (block == 0 && scope == ex->root && ex->ops[0][i].release_entry) release_dead(ex, i, &ex->ops[0][i]);
+        release_dead(ex, block, scope, first, end - 1);
         return PARDO_OK;
     }
     *st = plan->status[worst];
@@ -691,10 +705,9 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
             i = ex->plans[block].stage_end[i] - 1;
             if (ready) ready = pardo_trace_ticks();
         } else {
-            bool fused = false;
-            rc = run_fused(ex, block, i, scope, &r, &ready, &fused, st);
-            if (fused) i += ex->ops[block][i].fusion.len;
-            else if (rc == PARDO_OK) rc = run_fusable(ex, block, i, scope, &r, false, &ready, st);
+            int after = 0;
+            rc = run_fusable(ex, block, i, scope, &r, false, &ready, &after, st);
+            i += after;
         }
         if (rc != PARDO_OK) return rc;
     }

@@ -519,6 +519,50 @@ START_TEST(fused_ops_keep_their_trace_events) {
 }
 END_TEST
 
+/* A merge with no weight_by input (a plain mean over parts) fused into the
+ * update that reads it: the same param as the two ops one by one. */
+START_TEST(merge_update_fusion_without_weights) {
+    pardo_status st;
+    pardo_program *p = test_program(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"feed\"},"
+        "\"w\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"value\": [1, 2, 3]},"
+        "\"lr\": {\"dtype\": \"float32\", \"shape\": [], \"value\": [0.5]},"
+        "\"xs\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"kind\": \"tensor_array\"}},"
+        "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+        "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\"], \"out\": [\"gs\"],"
+        " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"g\": \"gs\"}}},"
+        "{\"op\": \"merge\", \"in\": [\"gs\"], \"out\": [\"gm\"], \"attrs\": {\"mode\": \"mean\"}},"
+        "{\"op\": \"sgd\", \"in\": [\"w\", \"gm\", \"lr\"], \"out\": [\"w\"], \"role\": \"optimize\"}]},"
+        "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+        "{\"op\": \"mul\", \"in\": [\"xp\", \"w\"], \"out\": [\"h\"]},"
+        "{\"op\": \"reduce_sum\", \"in\": [\"h\"], \"out\": [\"g\"], \"attrs\": {\"axes\": [0], \"keepdims\": false}}]}]}",
+        "plain.json");
+    pardo_fusion f[4];
+    pardo_fusion_plan(p, 0, NULL, 0, f);
+    ck_assert(f[2].update == 4 && f[3].merge == 3);
+    int64_t xs[] = {5, 3};
+    test_rng r = {12};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1), *got[2];
+    for (int release = 0; release < 2; release++) {
+        pardo_exec_options opt = {.nthreads = 1, .release_temps = release};
+        pardo_executor *ex = NULL;
+        ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
+        ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
+        ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
+        for (int s = 0; s < 3; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+        got[release] = pardo_tensor_clone(pardo_executor_fetch(ex, "w"), &st);
+        pardo_executor_free(ex);
+    }
+    ck_assert(memcmp(pardo_tensor_data(got[0]), pardo_tensor_data(got[1]), got[0]->nbytes) == 0);
+    ck_assert(pardo_tensor_get_f64(got[0], 0) != 1.0); /* it did update */
+    pardo_tensor_release(got[0]);
+    pardo_tensor_release(got[1]);
+    pardo_tensor_release(x);
+    pardo_program_free(p);
+}
+END_TEST
+
 Suite *make_memory_suite(void) {
     Suite *s = suite_create("memory");
     TCase *tc = tcase_create("core");
@@ -532,6 +576,7 @@ Suite *make_memory_suite(void) {
     tcase_add_test(tc, fusion_plan_finds_private_chains);
     tcase_add_test(tc, fused_chain_falls_back_when_the_bias_does_not_fit);
     tcase_add_test(tc, merge_update_fusion_keeps_the_bits);
+    tcase_add_test(tc, merge_update_fusion_without_weights);
     tcase_add_test(tc, fused_ops_keep_their_trace_events);
     suite_add_tcase(s, tc);
     return s;
