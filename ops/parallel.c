@@ -62,6 +62,35 @@ static int split_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
+/* The copies of one split: part i takes rows [start[i], start[i] + rows[i])
+ * of each outer row of src. */
+typedef struct split_job {
+    const char *src;
+    pardo_tensor *a;     // the tensor_array, its parts allocated
+    int64_t outer, rows; // outer rows of src; rows of src along the axis
+    size_t row_bytes;    // bytes of one row along the axis
+    int64_t base, rem;   // part i has base + (i < rem) rows
+} split_job;
+
+static void split_copy(void *arg, int64_t begin, int64_t end) {
+    const split_job *j = arg;
+    for (int64_t i = begin; i < end; i++) {
+        const int64_t r = j->base + (i < j->rem), start = i * j->base + (i < j->rem ? i : j->rem);
+        char *dst = pardo_tensor_data(pardo_tensor_array_part(j->a, (int)i));
+        for (int64_t o = 0; o < j->outer && r > 0; o++)
+            memcpy(dst + (size_t)(o * r) * j->row_bytes, j->src + (size_t)(o * j->rows + start) * j->row_bytes,
+                   (size_t)r * j->row_bytes);
+    }
+}
+
+/* Below this many bytes a split copies on the calling thread. */
+#define SPLIT_PAR_MIN_BYTES (64 * 1024)
+
+/* Allocates (or reuses) the parts on the calling thread, then copies them
+ * on the pool, each thread a run of whole parts: with as many parts as
+ * threads (split just before a parallel_do), the thread that copies part i
+ * is most often the one that then runs it, and the workers are awake when
+ * the parts are handed out. */
 static int split_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0];
     int64_t parts;
@@ -71,30 +100,28 @@ static int split_cpu(pardo_kernel_ctx *ctx) {
     int n = parts > 0 ? (int)parts : ctx->nparts_default > 0 ? ctx->nparts_default : 1;
     pardo_tensor *a = pardo_kernel_output_array(ctx, 0, x->dtype, n);
     if (!a) return ctx->st->code;
-    int64_t rows = x->shape[ax], base = rows / n, rem = rows % n, outer, inner;
-    outer_inner(x, ax, &outer, &inner);
-    size_t row_bytes = (size_t)inner * pardo_dtype_size(x->dtype);
-    const char *src = pardo_tensor_data(x);
-    int64_t start = 0;
+    split_job j = {.a = a, .rows = x->shape[ax], .base = x->shape[ax] / n, .rem = x->shape[ax] % n};
+    int64_t inner;
+    outer_inner(x, ax, &j.outer, &inner);
+    j.row_bytes = (size_t)inner * pardo_dtype_size(x->dtype);
+    j.src = pardo_tensor_data(x);
     for (int i = 0; i < n; i++) {
-        int64_t r = base + (i < rem); /* larger parts first */
         int64_t shape[PARDO_MAX_DIMS];
         memcpy(shape, x->shape, sizeof shape);
-        shape[ax] = r;
+        shape[ax] = j.base + (i < j.rem); /* larger parts first */
         pardo_tensor *p = pardo_tensor_array_part(a, i);
         if (!(p && atomic_load(&p->refs) == 1 && p->dtype == x->dtype &&
               pardo_shape_equal(p->ndim, p->shape, x->ndim, shape))) {
             if (!(p = pardo_tensor_new(x->dtype, x->ndim, shape, ctx->st))) return ctx->st->code;
             pardo_tensor_array_set_part(a, i, p);
         }
-        char *dst = pardo_tensor_mutable_cpu(p, ctx->st);
-        if (!dst) return ctx->st->code;
-        for (int64_t o = 0; o < outer && r > 0; o++)
-            memcpy(dst + (size_t)(o * r) * row_bytes, src + (size_t)(o * rows + start) * row_bytes,
-                   (size_t)r * row_bytes);
-        start += r;
+        if (!pardo_tensor_mutable_cpu(p, ctx->st)) return ctx->st->code;
     }
-    return PARDO_OK;
+    if (x->nbytes < SPLIT_PAR_MIN_BYTES) {
+        split_copy(&j, 0, n);
+        return PARDO_OK;
+    }
+    return pardo_parallel_for(ctx, n, split_copy, &j);
 }
 
 const pardo_op_def pardo_op_split = {

@@ -97,6 +97,57 @@ static void assert_close_or_nan(const pardo_tensor *a, const pardo_tensor *b, do
     }
 }
 
+/* A split of at least 64 KiB copies its parts on the pool (here 2
+ * threads, parts fewer and more than threads, along either axis): every
+ * element lands where a naive loop puts it, and a second run into the
+ * reused parts does the same. */
+START_TEST(big_split_copies_on_the_pool) {
+    pool_size(2);
+    enum { ROWS = 301, COLS = 70 }; /* 84 KB of int32 */
+    static const int cases[][2] = {{0, 2}, {0, 5}, {1, 3}, {-1, 7}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int axis = cases[c][0], n = cases[c][1], ax = axis < 0 ? 2 + axis : axis;
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                 "\"x\": {\"dtype\": \"int32\", \"shape\": [-1, -1], \"role\": \"feed\"}},"
+                 "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xa\"], "
+                 "\"attrs\": {\"parts\": %d, \"axis\": %d}}]}]}",
+                 n, axis);
+        pardo_program *p = test_program(text, "big_split.json");
+        pardo_executor *ex = test_executor(p, 2);
+        int64_t shape[2] = {ROWS, COLS};
+        static double v[ROWS * COLS];
+        for (int run_ = 0; run_ < 2; run_++) {
+            for (int i = 0; i < ROWS * COLS; i++) v[i] = i + run_;
+            pardo_tensor *x = test_tensor_from(PARDO_I32, 2, shape, v);
+            feed(ex, "x", x);
+            run(ex);
+            const pardo_tensor *a = fetch(ex, "xa");
+            ck_assert_int_eq(a->n_parts, n);
+            const int64_t len = shape[ax];
+            int64_t start = 0;
+            for (int q = 0; q < n; q++) {
+                const int64_t part_len = len / n + (q < len % n); /* larger parts first */
+                const pardo_tensor *t = a->parts[q];
+                ck_assert_int_eq(t->shape[ax], part_len);
+                ck_assert_int_eq(t->shape[1 - ax], shape[1 - ax]);
+                for (int64_t i = 0; i < t->shape[0]; i++)
+                    for (int64_t j = 0; j < t->shape[1]; j++) {
+                        const int64_t row = ax == 0 ? start + i : i, col = ax == 1 ? start + j : j;
+                        ck_assert_int_eq((int64_t)pardo_tensor_get_f64(t, i * t->shape[1] + j),
+                                         row * COLS + col + run_);
+                    }
+                start += part_len;
+            }
+            pardo_tensor_release(x);
+        }
+        pardo_executor_free(ex);
+        pardo_program_free(p);
+    }
+}
+END_TEST
+
 /* Runs x through the single-thread graph and the parallel one (split into
  * `parts`, 0: the thread count) at `threads` threads and compares every
  * merge mode with the single-thread result or a naive loop. */
@@ -731,6 +782,7 @@ Suite *make_parallel_suite(void) {
     tcase_add_test(core, merge_combine_matches_naive);
     tcase_add_test(core, fixed_parts_give_bitwise_the_same_at_any_thread_count);
     tcase_add_test(core, split_sizes_and_axis);
+    tcase_add_test(core, big_split_copies_on_the_pool);
     tcase_add_test(core, inference_types_parts_and_sub_block_vars);
     tcase_add_test(core, steady_state_reuses_parts_scopes_and_outputs);
     tcase_add_test(core, stress_100000_parallel_do_calls);
