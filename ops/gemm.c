@@ -330,8 +330,9 @@ typedef struct gemm_job {
     bool direct;      // B read in place (row stride ldb) instead of packed: see gemm_own
 } gemm_job;
 
-/* The epilogue on rows [r0, r1) of C: C += bias along the rows, then relu;
- * the same arithmetic as the add and relu ops, so the bits match theirs. */
+/* The epilogue on rows [r0, r1) of C: C += bias along the rows, then relu,
+ * then the relu_grad mask; the same arithmetic as the add, relu and
+ * relu_grad ops, so the bits match theirs. */
 #define EPILOGUE_ROWS(SFX, T)                                                                                          \
     static void epilogue_##SFX(const pardo_gemm *g, int64_t r0, int64_t r1) {                                         \
         const T *restrict bias = g->bias;                                                                              \
@@ -344,15 +345,19 @@ typedef struct gemm_job {
                 }                                                                                                      \
             else if (bias)                                                                                             \
                 for (int64_t q = 0; q < g->n; q++) row[q] = row[q] + bias[q];                                          \
-            else                                                                                                       \
+            else if (g->relu)                                                                                          \
                 for (int64_t q = 0; q < g->n; q++) row[q] = row[q] < 0 ? (T)0 : row[q];                                \
+            if (g->relu_y) {                                                                                           \
+                const T *restrict y = (const T *)g->relu_y + i * g->ldc;                                               \
+                for (int64_t q = 0; q < g->n; q++) row[q] = y[q] > 0 ? row[q] : (T)0;                                  \
+            }                                                                                                          \
         }                                                                                                              \
     }
 EPILOGUE_ROWS(f32, float)
 EPILOGUE_ROWS(f64, double)
 
 static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
-    if (!g->bias && !g->relu) return;
+    if (!g->bias && !g->relu && !g->relu_y) return;
     if (g->dtype == PARDO_F32) epilogue_f32(g, r0, r1);
     else epilogue_f64(g, r0, r1);
 }

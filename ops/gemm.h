@@ -35,6 +35,8 @@ typedef struct pardo_gemm {
     /* epilogue, applied to each row of C once its product is done (while it is in cache): */
     const void *bias;  // C[i][j] += bias[j] (n elements of dtype; borrowed), or NULL
     bool relu;         // then C[i][j] = C[i][j] < 0 ? 0 : C[i][j] (NaN kept, like the relu op)
+    const void *relu_y; // then C[i][j] = y[i][j] > 0 ? C[i][j] : 0, y of C's dtype with rows ldc apart (relu_grad
+                        // through its forward output; borrowed), or NULL
 } pardo_gemm;
 
 /* Which implementation runs a product. */

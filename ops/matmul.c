@@ -134,12 +134,17 @@ static int matmul_infer(pardo_infer_ctx *ctx) {
 /* One product C[m, n] = op(A) op(B) of contiguous matrices of dtype dt
  * (ops/gemm.h), A stored [m, k] ([k, m] when ta), B stored [k, n] ([n, k]
  * when tb); with add_to the product is added to C instead of replacing it
- * (the gradient kernels sum over broadcast batches). Rows of C are split
- * over ctx->nthreads threads. */
+ * (the gradient kernels sum over broadcast batches). mm runs it, its rows
+ * of C split over ctx->nthreads threads. */
+static pardo_gemm mm_desc(pardo_dtype dt, const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
+                          bool ta, bool tb, bool add_to) {
+    return (pardo_gemm){.dtype = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .lda = ta ? m : k, .b = b,
+                        .ldb = tb ? k : n, .c = c, .ldc = n, .accumulate = add_to};
+}
+
 static int mm(pardo_kernel_ctx *ctx, pardo_dtype dt, const void *a, const void *b, void *c, int64_t m, int64_t n,
               int64_t k, bool ta, bool tb, bool add_to) {
-    pardo_gemm g = {.dtype = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .lda = ta ? m : k, .b = b,
-                    .ldb = tb ? k : n, .c = c, .ldc = n, .accumulate = add_to};
+    pardo_gemm g = mm_desc(dt, a, b, c, m, n, k, ta, tb, add_to);
     return pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO);
 }
 
@@ -280,11 +285,13 @@ static int matmul_grad_infer(pardo_infer_ctx *ctx) {
  * [m, k] and op(B) [k, n], d op(A) = dY op(B)^T and d op(B) = op(A)^T dY,
  * each stored transposed back where the operand was. */
 static int mm_grad(pardo_kernel_ctx *ctx, pardo_dtype dt, const void *a, const void *b, const void *dy, void *da,
-                   void *db, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool add_to) {
+                   void *db, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool add_to, const void *da_relu_y) {
     int rc = PARDO_OK;
     if (da) {
-        if (!ta) rc = mm(ctx, dt, dy, b, da, m, k, n, false, !tb, add_to); /* dA [m, k] = dY op(B)^T */
-        else rc = mm(ctx, dt, b, dy, da, k, m, n, tb, true, add_to);       /* dA [k, m] = op(B) dY^T */
+        pardo_gemm g = !ta ? mm_desc(dt, dy, b, da, m, k, n, false, !tb, add_to)  /* dA [m, k] = dY op(B)^T */
+                           : mm_desc(dt, b, dy, da, k, m, n, tb, true, add_to); /* dA [k, m] = op(B) dY^T */
+        g.relu_y = da_relu_y;
+        rc = pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO);
     }
     if (db && rc == PARDO_OK) {
         if (!tb) rc = mm(ctx, dt, a, dy, db, k, n, m, !ta, false, add_to); /* dB [k, n] = op(A)^T dY */
@@ -293,10 +300,14 @@ static int mm_grad(pardo_kernel_ctx *ctx, pardo_dtype dt, const void *a, const v
     return rc;
 }
 
-static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
+/* matmul_grad's kernel; with relu_y, dA leaves through relu_grad's mask
+ * (pardo_matmul_grad_relu_cpu), which fits only where relu_y is a tensor
+ * of A's dtype and shape, dY is given and there is one product (PARDO_ENOTSUP
+ * otherwise, before anything is written). */
+static int matmul_grad_run(pardo_kernel_ctx *ctx, const pardo_tensor *relu_y) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1], *dy = ctx->n_in > 3 ? ctx->in[3] : NULL;
     const bool want_a = pardo_kernel_wants_output(ctx, 0), want_b = pardo_kernel_wants_output(ctx, 1);
-    if (!want_a && !want_b) return PARDO_OK;
+    if (!want_a && !want_b && !relu_y) return PARDO_OK;
     mm_plan p;
     int rc = mm_plan_make(ctx, a, b, &p);
     if (rc != PARDO_OK) return rc;
@@ -306,13 +317,16 @@ static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
                             pardo_dtype_name(dy->dtype), pardo_shape_str(dy->ndim, dy->shape, s1, sizeof s1),
                             pardo_dtype_name(a->dtype), pardo_shape_str(p.y_nd, p.y_shape, s2, sizeof s2));
     }
+    /* each batch of Y adds its share into the A and B batches it came from;
+     * with no batch dims there is one product, written without zeroing first */
+    const bool one = p.batch.numel == 1 && p.d.a_batch_nd == 0 && p.d.b_batch_nd == 0;
+    if (relu_y && (!want_a || !dy || !one || relu_y->is_array || relu_y->dtype != a->dtype ||
+                   !pardo_shape_equal(relu_y->ndim, relu_y->shape, a->ndim, a->shape)))
+        return pardo_errorf(ctx->st, PARDO_ENOTSUP, "relu_grad's Y does not fit an epilogue of dA");
     pardo_tensor *da = want_a ? pardo_kernel_output(ctx, 0, a->dtype, a->ndim, a->shape) : NULL;
     if (want_a && !da) return ctx->st->code;
     pardo_tensor *db = want_b ? pardo_kernel_output(ctx, 1, b->dtype, b->ndim, b->shape) : NULL;
     if (want_b && !db) return ctx->st->code;
-    /* each batch of Y adds its share into the A and B batches it came from;
-     * with no batch dims there is one product, written without zeroing first */
-    const bool one = p.batch.numel == 1 && p.d.a_batch_nd == 0 && p.d.b_batch_nd == 0;
     if (!dy || !one) {
         if (da) pardo_tensor_zero(da);
         if (db) pardo_tensor_zero(db);
@@ -328,10 +342,17 @@ static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
     for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o)) {
         const size_t ao = (size_t)(o.off[0] * a_mat) * es, bo = (size_t)(o.off[1] * b_mat) * es;
         if ((rc = mm_grad(ctx, a->dtype, pa + ao, pb + bo, pg + (size_t)(i * y_mat) * es, pda ? pda + ao : NULL,
-                          pdb ? pdb + bo : NULL, m, n, k, p.ta, p.tb, !one)) != PARDO_OK)
+                          pdb ? pdb + bo : NULL, m, n, k, p.ta, p.tb, !one,
+                          relu_y ? pardo_tensor_data(relu_y) : NULL)) != PARDO_OK)
             return rc;
     }
     return PARDO_OK;
+}
+
+static int matmul_grad_cpu(pardo_kernel_ctx *ctx) { return matmul_grad_run(ctx, NULL); }
+
+int pardo_matmul_grad_relu_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *relu_y) {
+    return matmul_grad_run(ctx, relu_y);
 }
 
 const pardo_op_def pardo_op_matmul_grad = {

@@ -79,6 +79,7 @@ typedef struct pardo_kernel_ctx {
      * merge of parts instead (ops/merge_combine.h), combined a tile at a time
      * as the update runs: the executor's fused merge -> update (borrowed) */
     const struct pardo_merge_args *grad_merge;
+    uint64_t skip_out; // bit i: output i is made by a fused op elsewhere; the kernel leaves it as if unnamed
 } pardo_kernel_ctx;
 
 typedef int (*pardo_infer_fn)(pardo_infer_ctx *ctx);
@@ -164,7 +165,8 @@ pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtyp
                                   const int64_t *shape);
 
 /* False when the graph leaves output i out ("", an input gradient nobody
- * needs): the kernel may skip computing it and must not ask for its tensor. */
+ * needs) or a fused op makes it elsewhere (ctx->skip_out): the kernel may
+ * skip computing it and must not ask for its tensor. */
 bool pardo_kernel_wants_output(const pardo_kernel_ctx *ctx, int i);
 
 /* Gives output i a tensor_array of n parts of dtype elem: the array the
@@ -191,6 +193,16 @@ int pardo_parallel_for(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, i
  * PARDO_ENOTSUP with nothing written when bias is not a [N] of Y's dtype
  * (or B is a vector): the caller then runs the ops one by one. */
 int pardo_matmul_epilogue_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *bias, bool relu);
+
+/* matmul_grad's CPU kernel with relu_grad after it: dA leaves as relu_grad
+ * would make it from dA and relu_y (the relu's output Y), dA = relu_y > 0 ?
+ * dA : 0, applied to each block of rows while in cache; the bits are those
+ * of the two ops one after another. The executor runs it in place of such
+ * a chain whose dA nobody else reads (src/fusion_plan.h). ctx is
+ * matmul_grad's, its output 0 the masked dA's tensor. PARDO_ENOTSUP with
+ * nothing written when relu_y is not of A's dtype and shape, dY is absent
+ * or the product has batch dims: the caller then runs the ops one by one. */
+int pardo_matmul_grad_relu_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *relu_y);
 
 /* The registry. Lookup by type name; NULL when unknown. Thread-safe (read-only). */
 const pardo_op_def *pardo_op_lookup(const char *type);

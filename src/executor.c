@@ -515,7 +515,7 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
     const pardo_fusion f = ex->ops[block][index].fusion;
     *ran = false;
     if (f.len == 0 || on_gpu(ex, run)) return PARDO_OK;
-    const pardo_op *mm = &blk->ops[index], *add = &blk->ops[index + 1], *last = &blk->ops[index + f.len];
+    const pardo_op *mm = &blk->ops[index], *add = &blk->ops[f.follow[0]], *last = &blk->ops[f.follow[f.len - 1]];
     bool tracing = pardo_trace_on();
     int64_t t0 = tracing ? pardo_trace_ticks() : 0;
     pardo_tensor *a = pardo_scope_find(scope, mm->in[0]), *b = pardo_scope_find(scope, mm->in[1]),
@@ -535,10 +535,10 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
         out = NULL;
     } else {
         *ran = true;
-        if (rc == PARDO_OK) rc = check_output(ex->ops[block][index + f.len].out_vars[0], last, 0, out, st);
+        if (rc == PARDO_OK) rc = check_output(ex->ops[block][f.follow[f.len - 1]].out_vars[0], last, 0, out, st);
         if (tracing && rc == PARDO_OK) {
             trace_op(ex, block, index, ready, t0, in, &out, st);
-            trace_fused_away(ex, block, index + 1, f.len, scope, out);
+            trace_fused_away(ex, block, f.follow[0], f.len, scope, out);
         }
         if (rc == PARDO_OK) {
             rc = pardo_scope_set_move(scope, last->out[0], out, st);
@@ -546,7 +546,7 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
         }
         if (rc != PARDO_OK) {
             char where[512];
-            pardo_op_where(ex->prog, block, index + (rc == PARDO_ESHAPE ? f.len : 0), where, sizeof where);
+            pardo_op_where(ex->prog, block, rc == PARDO_ESHAPE ? f.follow[f.len - 1] : index, where, sizeof where);
             pardo_status_prefix(st, "%s: ", where);
         }
     }
@@ -554,7 +554,98 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
     pardo_tensor_release(in[0]);
     pardo_tensor_release(in[1]);
     pardo_tensor_release(bias);
-    if (*ran && rc == PARDO_OK) release_dead(ex, block, scope, index, index + f.len);
+    if (*ran && rc == PARDO_OK) release_dead(ex, block, scope, index, index); /* the others free where they stand */
+    return rc;
+}
+
+/* Binds block's var `name` (output k of op `index`) to *t after checking
+ * it against the var's type; *t moves into the scope (NULL after). */
+static int bind_output(pardo_executor *ex, int block, int index, int k, pardo_scope *scope, pardo_tensor **t,
+                       pardo_status *st) {
+    const pardo_op *op = &ex->prog->blocks[block].ops[index];
+    int rc = check_output(ex->ops[block][index].out_vars[k], op, k, *t, st);
+    if (rc == PARDO_OK) {
+        rc = pardo_scope_set_move(scope, op->out[k], *t, st);
+        *t = NULL;
+    }
+    return rc;
+}
+
+/* Runs op `index` (a matmul_grad) of block with the relu_grad [and
+ * add_grad] after it as one kernel (fusion_plan.h): dA leaves through the
+ * relu_grad mask into relu_grad's output, or with add_grad straight into
+ * the add's gradient that is dC itself, and the bias's gradient is then
+ * summed from it by add_grad's kernel. *ran as run_fused. */
+static int run_fused_grad(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
+                          int64_t *ready, bool *ran, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[block];
+    const pardo_fusion f = ex->ops[block][index].fusion;
+    const int ai = f.follow[1]; /* add_grad's index (with len 2) */
+    const pardo_op *g = &blk->ops[index], *relu = &blk->ops[f.follow[0]], *add = f.len == 2 ? &blk->ops[ai] : NULL;
+    const int fill = 1 - f.bias, dest_op = f.follow[f.len - 1], dest_k = add ? fill : 0; /* where the masked dA goes */
+    const char *dest = blk->ops[dest_op].out[dest_k];
+    bool tracing = pardo_trace_on();
+    int64_t t0 = tracing ? pardo_trace_ticks() : 0;
+    pardo_tensor *in[4] = {NULL, NULL, NULL, NULL}, *out[2] = {NULL, NULL}, *y = pardo_scope_find(scope, relu->in[1]);
+    int rc = PARDO_OK;
+    if (!y || g->n_in > 4 || g->n_out > 2) return PARDO_OK; /* the ops one by one say what is wrong */
+    for (int k = 0; k < g->n_in; k++)
+        if (g->in[k][0] && !(in[k] = pardo_scope_find(scope, g->in[k]))) return PARDO_OK;
+    for (int k = 0; k < g->n_in; k++)
+        if (in[k]) pardo_tensor_retain(in[k]);
+    pardo_tensor_retain(y);
+    out[0] = pardo_scope_take(scope, dest);
+    if (g->n_out > 1 && g->out[1][0]) out[1] = pardo_scope_take(scope, g->out[1]);
+    pardo_kernel_ctx ctx = {.op = g, .n_in = g->n_in, .in = in, .n_out = g->n_out, .out = out, .st = st,
+                            .device = PARDO_DEVICE_CPU, .nthreads = run->nthreads, .training = ex->opt.training,
+                            .step = ex->steps, .exec = ex, .scope = scope, .block = block, .op_index = index,
+                            .nparts_default = ex->opt.nthreads};
+    rc = pardo_matmul_grad_relu_cpu(&ctx, y);
+    if (rc == PARDO_ENOTSUP) { /* nothing written: put the outputs back and run the ops one by one */
+        rc = out[0] ? pardo_scope_set_move(scope, dest, out[0], st) : PARDO_OK;
+        out[0] = NULL;
+        if (rc == PARDO_OK && out[1]) rc = pardo_scope_set_move(scope, g->out[1], out[1], st);
+        out[1] = NULL;
+        goto done;
+    }
+    *ran = true;
+    int failed_op = index;
+    if (rc == PARDO_OK && tracing) trace_op(ex, block, index, ready, t0, in, out, st);
+    if (rc == PARDO_OK && out[1]) rc = bind_output(ex, block, index, 1, scope, &out[1], st);
+    if (rc == PARDO_OK) failed_op = dest_op, rc = bind_output(ex, block, dest_op, dest_k, scope, &out[0], st);
+    if (rc == PARDO_OK && add && add->out[f.bias][0]) { /* the bias's gradient: add_grad without its dC copy */
+        const int64_t t1 = tracing ? pardo_trace_ticks() : 0;
+        pardo_tensor *ain[4] = {NULL, NULL, NULL, pardo_scope_find(scope, dest)}, *aout[2] = {NULL, NULL};
+        ain[f.bias] = pardo_scope_find(scope, add->in[f.bias]);
+        aout[f.bias] = pardo_scope_take(scope, add->out[f.bias]);
+        pardo_kernel_ctx actx = {.op = add, .n_in = 4, .in = ain, .n_out = 2, .out = aout, .st = st,
+                                 .device = PARDO_DEVICE_CPU, .nthreads = run->nthreads, .exec = ex, .scope = scope,
+                                 .block = block, .op_index = ai, .skip_out = 1u << fill};
+        failed_op = ai;
+        rc = ain[f.bias] ? add->def->cpu(&actx)
+                         : pardo_errorf(st, PARDO_ENOTFOUND, "input %d: var '%s' has no value at run time", f.bias,
+                                        add->in[f.bias]);
+        if (rc == PARDO_OK && tracing) {
+            trace_fused_away(ex, block, f.follow[0], 1, scope, NULL);
+            int64_t r1 = t1;
+            trace_op(ex, block, ai, &r1, t1, ain, aout, st);
+        }
+        if (rc == PARDO_OK) rc = bind_output(ex, block, ai, f.bias, scope, &aout[f.bias], st);
+        pardo_tensor_release(aout[f.bias]);
+    } else if (rc == PARDO_OK && tracing) {
+        trace_fused_away(ex, block, f.follow[0], f.len, scope, pardo_scope_find(scope, dest));
+    }
+    if (rc != PARDO_OK) {
+        char where[512];
+        pardo_op_where(ex->prog, block, failed_op, where, sizeof where);
+        pardo_status_prefix(st, "%s: ", where);
+    }
+done:
+    pardo_tensor_release(out[0]);
+    pardo_tensor_release(out[1]);
+    for (int k = 0; k < g->n_in; k++) pardo_tensor_release(in[k]);
+    pardo_tensor_release(y);
+    if (*ran && rc == PARDO_OK) release_dead(ex, block, scope, index, index); /* the others free where they stand */
     return rc;
 }
 
@@ -590,19 +681,45 @@ static int run_merge_update(pardo_executor *ex, int block, int merge, int index,
     return run_op(ex, block, index, scope, run, in_stage, &m, ready, st);
 }
 
-/* Runs op `index` as the fusion plan says: a matmul with the ops fused into
- * it (*ran_after of them, which the caller skips); a merge fused into a later
- * update not at all (the update runs it); that update with it; any other op
- * on its own. */
+/* The ops of one run of a block that already ran inside an earlier op's
+ * kernel (fusion_plan.h): the block's loop passes over them. A chain fuses
+ * only while there is room here; ops of stages never fuse this way. */
+enum { MAX_FUSED_AHEAD = 8 };
+typedef struct fused_ahead {
+    int n;
+    int at[MAX_FUSED_AHEAD];
+} fused_ahead;
+
+/* True (and forgets it) when op `index` already ran fused. */
+static bool ran_ahead(fused_ahead *fa, int index) {
+    for (int k = 0; fa && k < fa->n; k++)
+        if (fa->at[k] == index) {
+            fa->at[k] = fa->at[--fa->n];
+            return true;
+        }
+    return false;
+}
+
+/* Runs op `index` as the fusion plan says: a matmul (matmul_grad) with the
+ * ops fused into it, which then go into *fa for the block's loop to pass
+ * over (those that ran ahead are passed over here); a merge fused into a
+ * later update not at all (the update runs it); that update with it; any
+ * other op on its own. fa is NULL inside a stage (its ops do not fuse so). */
 static int run_fusable(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
-                       bool in_stage, int64_t *ready, int *ran_after, pardo_status *st) {
+                       bool in_stage, int64_t *ready, fused_ahead *fa, pardo_status *st) {
     const pardo_fusion f = ex->ops[block][index].fusion;
-    *ran_after = 0;
     if (f.update) return PARDO_OK;
+    if (ran_ahead(fa, index)) {
+        if (!in_stage) release_dead(ex, block, scope, index, index);
+        return PARDO_OK;
+    }
     if (f.merge) return run_merge_update(ex, block, f.merge - 1, index, scope, run, in_stage, ready, st);
     bool fused = false;
-    int rc = run_fused(ex, block, index, scope, run, ready, &fused, st);
-    if (fused) *ran_after = f.len;
+    int rc = f.len == 0 || on_gpu(ex, run) || !fa || fa->n + f.len > MAX_FUSED_AHEAD ? PARDO_OK
+             : strcmp(ex->prog->blocks[block].ops[index].type, "matmul_grad") == 0
+                 ? run_fused_grad(ex, block, index, scope, run, ready, &fused, st)
+                 : run_fused(ex, block, index, scope, run, ready, &fused, st);
+    for (int k = 0; fused && k < f.len; k++) fa->at[fa->n++] = f.follow[k];
     return fused || rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
 }
 
@@ -623,10 +740,9 @@ static void run_chain(void *arg, int64_t k) {
     const pardo_stage_plan *plan = &s->ex->plans[s->block];
     int c = s->which ? s->which[k] : (int)k;
     int64_t ready = s->t0; /* a chain's first op is ready at the stage's start, the next at its predecessor's end */
-    for (int i = s->first, after = 0; i < s->end; i += 1 + after) {
-        after = 0;
+    for (int i = s->first; i < s->end; i++) {
         if (plan->chain[i] != c) continue;
-        if (run_fusable(s->ex, s->block, i, s->scope, s->run, true, &ready, &after, &s->status[c]) != PARDO_OK) {
+        if (run_fusable(s->ex, s->block, i, s->scope, s->run, true, &ready, NULL, &s->status[c]) != PARDO_OK) {
             s->failed_at[c] = i;
             return;
         }
@@ -696,6 +812,7 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
     }
     /* trace: an op is ready when the one before it (or a stage) ends, the first at the block's start */
     int64_t ready = pardo_trace_on() ? pardo_trace_ticks() : 0;
+    fused_ahead fa = {0};
     for (int i = 0; i < blk->n_ops; i++) {
         if (r.stop && atomic_load_explicit(r.stop, memory_order_acquire))
             return pardo_errorf(st, PARDO_ECANCELED, "block %d stopped before op %d", block, i);
@@ -705,9 +822,7 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
             i = ex->plans[block].stage_end[i] - 1;
             if (ready) ready = pardo_trace_ticks();
         } else {
-            int after = 0;
-            rc = run_fusable(ex, block, i, scope, &r, false, &ready, &after, st);
-            i += after;
+            rc = run_fusable(ex, block, i, scope, &r, false, &ready, &fa, st);
         }
         if (rc != PARDO_OK) return rc;
     }

@@ -90,12 +90,71 @@ static void plan_merge_updates(const pardo_program *p, int b, const char *const 
     }
 }
 
+/* The first op after index `from` of block b that reads `name`, if it
+ * shares no var one of them writes with any op between `from` and it (but
+ * those listed in `moved`, which run before it anyway): it can then run
+ * right after op `from`. -1 otherwise. */
+static int hoistable_reader(const pardo_block *blk, int from, const char *name, const int *moved, int n_moved) {
+    for (int j = from + 1; j < blk->n_ops; j++) {
+        if (!pardo_op_reads(&blk->ops[j], name)) continue;
+        for (int x = from + 1; x < j; x++) {
+            bool skip = false;
+            for (int m = 0; m < n_moved; m++) skip |= moved[m] == x;
+            if (!skip && pardo_ops_conflict(&blk->ops[x], &blk->ops[j])) return -1;
+        }
+        return j;
+    }
+    return -1;
+}
+
+/* matmul_grad at index i -> relu_grad [-> add_grad]: relu_grad reads
+ * matmul_grad's dA as its dY and nothing else does; add_grad takes
+ * relu_grad's output (read by nobody else) as its dC, one of its operands
+ * is left out (its gradient is dC itself: the fused dA goes there) and the
+ * other is the bias. Ops between them stay where they are if they share no
+ * var one of them writes with the ops moved up. Fills f (len 0: none). */
+static void plan_grad_chain(const pardo_program *p, int b, int i, const char *const *keep, int n_keep,
+                            pardo_fusion *f) {
+    const pardo_block *blk = &p->blocks[b];
+    const pardo_op *g = &blk->ops[i];
+    if (strcmp(g->type, "matmul_grad") || g->n_out < 1 || !g->out[0][0]) return;
+    const char *d = g->out[0];
+    const int ri = hoistable_reader(blk, i, d, NULL, 0);
+    if (ri < 0) return;
+    const pardo_op *r = &blk->ops[ri];
+    if (strcmp(r->type, "relu_grad") || r->n_in < 3 || r->n_out != 1 || !r->out[0][0]) return;
+    const char *y = r->in[1], *z = r->out[0];
+    if (strcmp(r->in[2], d) || !y[0] || pardo_op_writes(g, y) || pardo_op_reads(g, z) || strcmp(z, y) == 0 ||
+        !private_temp(p, b, d, i, ri, keep, n_keep))
+        return;
+    f->len = 1;
+    f->follow[0] = ri;
+    const int moved[1] = {ri}, ai = hoistable_reader(blk, i, z, moved, 1);
+    if (ai < 0) return;
+    const pardo_op *a = &blk->ops[ai];
+    if (strcmp(a->type, "add_grad") || a->n_in != 4 || a->n_out != 2 || strcmp(a->in[3], z) ||
+        !a->in[0][0] == !a->in[1][0] || strcmp(a->in[2], z) == 0)
+        return;
+    const int fill = a->in[0][0] ? 1 : 0; /* the left-out operand: its gradient is dC */
+    const char *h = a->out[fill], *db = a->out[1 - fill];
+    if (!h[0] || pardo_op_reads(g, h) || strcmp(h, y) == 0 || pardo_op_reads(g, db) || strcmp(db, y) == 0 ||
+        strcmp(h, db) == 0 || !private_temp(p, b, z, ri, ai, keep, n_keep))
+        return;
+    f->len = 2;
+    f->follow[1] = ai;
+    f->bias = 1 - fill;
+}
+
 void pardo_fusion_plan(const pardo_program *p, int b, const char *const *keep, int n_keep, pardo_fusion *fuse) {
     const pardo_block *blk = &p->blocks[b];
-    for (int i = 0; i < blk->n_ops; i++) fuse[i] = (pardo_fusion){0, 0, 0, 0};
+    for (int i = 0; i < blk->n_ops; i++) fuse[i] = (pardo_fusion){0};
     plan_merge_updates(p, b, keep, n_keep, fuse);
     for (int i = 0; i + 1 < blk->n_ops; i++) {
         const pardo_op *mm = &blk->ops[i], *add = &blk->ops[i + 1];
+        if (strcmp(mm->type, "matmul_grad") == 0) {
+            plan_grad_chain(p, b, i, keep, n_keep, &fuse[i]);
+            continue;
+        }
         if (strcmp(mm->type, "matmul") || mm->n_in != 2 || mm->n_out != 1 || strcmp(add->type, "add") ||
             add->n_in != 2 || add->n_out != 1)
             continue;
@@ -106,13 +165,14 @@ void pardo_fusion_plan(const pardo_program *p, int b, const char *const *keep, i
         const char *bias = add->in[1 - at], *z = add->out[0];
         if (!bias[0] || pardo_op_reads(mm, z) || strcmp(bias, z) == 0) continue;
         fuse[i].len = 1;
+        fuse[i].follow[0] = i + 1;
         fuse[i].bias = 1 - at;
         if (i + 2 < blk->n_ops) {
             const pardo_op *relu = &blk->ops[i + 2];
             if (strcmp(relu->type, "relu") == 0 && relu->n_in == 1 && relu->n_out == 1 &&
                 strcmp(relu->in[0], z) == 0 && !pardo_op_reads(mm, relu->out[0]) &&
                 strcmp(relu->out[0], bias) != 0 && private_temp(p, b, z, i + 1, i + 2, keep, n_keep))
-                fuse[i].len = 2;
+                fuse[i].len = 2, fuse[i].follow[1] = i + 2;
         }
         i += fuse[i].len;
     }

@@ -216,27 +216,34 @@ START_TEST(two_threads_give_the_same_bits) {
 }
 END_TEST
 
-/* The epilogue (bias along rows, then relu) gives bitwise what the plain
- * product then the add and relu arithmetic give, on every path: own kernel
- * in float32 and float64, one and two threads, short row panels, several K
- * blocks, BLAS, and k = 0. */
+/* The epilogue (bias along rows, then relu, then relu_grad's mask through
+ * y) gives bitwise what the plain product then the add, relu and relu_grad
+ * arithmetic give, on every path: own kernel in float32 and float64, one
+ * and two threads, short row panels, several K blocks, BLAS, and k = 0.
+ * The mask's y holds positives, negatives, zeros of both signs and NaN
+ * (only y > 0 lets the product through). */
 static void epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta,
-                          bool tb, bool with_bias, bool relu) {
+                          bool tb, bool with_bias, bool relu, bool mask) {
     pardo_status st;
     prod p = prod_make(dt, m, n, k, ta, tb, 1, false, (uint64_t)(m * 31 + n * 7 + k));
     const size_t es = dt == PARDO_F32 ? sizeof(float) : sizeof(double);
-    void *bias = calloc((size_t)n + 1, es), *plain = calloc((size_t)(m * p.g.ldc + 1), es);
-    ck_assert(bias && plain);
+    void *bias = calloc((size_t)n + 1, es), *plain = calloc((size_t)(m * p.g.ldc + 1), es),
+         *y = calloc((size_t)(m * p.g.ldc + 1), es);
+    ck_assert(bias && plain && y);
     test_rng r = {(uint64_t)n};
     for (int64_t j = 0; j < n; j++) set(dt, bias, j, test_rng_uniform(&r, -0.5, 0.5));
+    static const double specials[] = {0.0, -0.0, NAN, 1e-30, -1e-30};
+    for (int64_t i = 0; i < m * p.g.ldc; i++)
+        set(dt, y, i, i % 7 < 5 ? specials[i % 7] : test_rng_uniform(&r, -1, 1));
     pardo_gemm g = p.g;
     g.c = plain;
     ck_assert_msg(run(impl, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
     g = p.g;
     g.bias = with_bias ? bias : NULL;
     g.relu = relu;
+    g.relu_y = mask ? y : NULL;
     ck_assert_msg(run(impl, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
-    int negatives = 0;
+    int negatives = 0, masked = 0;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             const int64_t at = i * p.g.ldc + j;
@@ -246,33 +253,44 @@ static void epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, in
                 if (with_bias) v = v + ((float *)bias)[j];
                 negatives += v < 0;
                 want = relu && v < 0 ? 0.0f : v;
+                if (mask) want = ((float *)y)[at] > 0 ? (float)want : 0.0f;
             } else {
                 double v = ((double *)plain)[at];
                 if (with_bias) v = v + ((double *)bias)[j];
                 negatives += v < 0;
                 want = relu && v < 0 ? 0.0 : v;
+                if (mask) want = ((double *)y)[at] > 0 ? want : 0.0;
             }
+            masked += mask && !(get(dt, y, at) > 0) && want == 0;
             ck_assert_msg(get(dt, p.c, at) == want, "%s m %lld n %lld k %lld: C[%lld, %lld] = %.9g, expected %.9g",
                           pardo_dtype_name(dt), (long long)m, (long long)n, (long long)k, (long long)i, (long long)j,
                           get(dt, p.c, at), want);
         }
-    ck_assert(m * n < 8 || negatives > 0); /* relu had something to do */
+    ck_assert(m * n < 8 || negatives > 0);     /* relu had something to do */
+    ck_assert(!mask || m * n < 8 || masked > 0); /* and the mask */
     free(bias);
     free(plain);
+    free(y);
     prod_free(&p);
 }
 
-START_TEST(epilogue_matches_add_and_relu) {
+START_TEST(epilogue_matches_add_relu_and_relu_grad) {
     pool_size(2);
     for (int t = 0; t < 2; t++) {
         const int th = t + 1;
-        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 97, 70, 300, false, false, true, true);
-        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 13, 64, 64, false, false, true, false);
-        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 25, 33, 257, true, true, false, true);
-        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F64, 131, 67, 260, true, false, true, true);
-        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 5, 7, 0, false, false, true, true); /* an empty sum */
-        epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 5, 70, 300, false, true, true, true); /* the swapped product */
-        if (pardo_gemm_blas_compiled()) epilogue_case(PARDO_GEMM_BLAS, th, PARDO_F32, 300, 64, 200, false, true, true, true);
+        for (int mask = 0; mask < 2; mask++) {
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 97, 70, 300, false, false, true, true, mask);
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 13, 64, 64, false, false, true, false, mask);
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 25, 33, 257, true, true, false, true, mask);
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F64, 131, 67, 260, true, false, true, true, mask);
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 5, 7, 0, false, false, true, true, mask); /* an empty sum */
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 5, 70, 300, false, true, true, true, mask); /* swapped */
+            /* the mask alone, as matmul_grad's dA carries it */
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 256, 512, 10, false, true, false, false, mask);
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F64, 40, 96, 33, false, true, false, false, mask);
+            if (pardo_gemm_blas_compiled())
+                epilogue_case(PARDO_GEMM_BLAS, th, PARDO_F32, 300, 64, 200, false, true, true, true, mask);
+        }
     }
 }
 END_TEST
@@ -417,7 +435,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, empty_sizes);
     tcase_add_test(core, few_rows_read_b_in_place);
     tcase_add_test(core, few_rows_against_transposed_b);
-    tcase_add_test(core, epilogue_matches_add_and_relu);
+    tcase_add_test(core, epilogue_matches_add_relu_and_relu_grad);
     tcase_add_test(core, matmul_op_at_two_threads);
     suite_add_tcase(s, core);
     TCase *err = tcase_create("Errors");

@@ -352,9 +352,22 @@ START_TEST(fusion_plan_finds_private_chains) {
     pardo_fusion g[64];
     ck_assert_int_le(p->blocks[1].n_ops, 64);
     pardo_fusion_plan(p, 1, NULL, 0, g);
-    int fused = 0;
-    for (int i = 0; i < p->blocks[1].n_ops; i++) fused += g[i].len == 2;
+    int fused = 0, fused_grads = 0;
+    for (int i = 0; i < p->blocks[1].n_ops; i++) {
+        const bool mm = strcmp(p->blocks[1].ops[i].type, "matmul") == 0;
+        fused += mm && g[i].len == 2;
+        /* backward: matmul_grad -> relu_grad -> add_grad (the bias's), one per hidden layer */
+        if (!mm && g[i].len) {
+            ck_assert_str_eq(p->blocks[1].ops[i].type, "matmul_grad");
+            ck_assert_str_eq(p->blocks[1].ops[i + 1].type, "relu_grad");
+            ck_assert_int_eq(g[i].len, 2);
+            ck_assert_str_eq(p->blocks[1].ops[i + 2].type, "add_grad");
+            ck_assert_str_eq(p->blocks[1].ops[i + 2].in[g[i].bias], "b1");
+            fused_grads++;
+        }
+    }
     ck_assert_int_eq(fused, 1);
+    ck_assert_int_eq(fused_grads, 1);
     pardo_program_free(p);
 
     /* a part's intermediate that parts_out hands to block 0 is not private: no fusion there */
@@ -482,6 +495,141 @@ START_TEST(merge_update_fusion_keeps_the_bits) {
 }
 END_TEST
 
+/* The backward pass of the plain graph: matmul_grad -> relu_grad ->
+ * add_grad (the bias's gradient) fuses, relu_grad hoisted over the update
+ * placed after w2's last use; the params come out bitwise as with the ops
+ * run one by one, for sgd, momentum and adam, and the fused ops keep one
+ * trace event per run. An op between them that writes what relu_grad reads
+ * keeps the chain apart. */
+START_TEST(backward_relu_chain_fuses_and_keeps_the_bits) {
+    pardo_status st;
+    static const pardo_optimizer_kind kinds[] = {PARDO_OPTIMIZER_SGD, PARDO_OPTIMIZER_MOMENTUM, PARDO_OPTIMIZER_ADAM};
+    static const char *const params[] = {"w1", "b1", "w2"};
+    for (int k = 0; k < 3; k++) {
+        pardo_program *p = training_program_with(kinds[k]);
+        const pardo_block *b0 = &p->blocks[0];
+        pardo_fusion f[64];
+        ck_assert_int_le(b0->n_ops, 64);
+        pardo_fusion_plan(p, 0, NULL, 0, f);
+        int chains = 0;
+        for (int i = 0; i < b0->n_ops; i++) {
+            if (strcmp(b0->ops[i].type, "matmul_grad") || !f[i].len) continue;
+            chains++;
+            ck_assert_int_eq(f[i].len, 2);
+            ck_assert_str_eq(b0->ops[f[i].follow[0]].type, "relu_grad");
+            ck_assert_str_eq(b0->ops[f[i].follow[1]].type, "add_grad");
+            ck_assert_str_eq(b0->ops[f[i].follow[1]].in[f[i].bias], "b1");
+            ck_assert_int_gt(f[i].follow[0], i + 1); /* w2's update stands between */
+            ck_assert_int_eq(b0->ops[i + 1].role, PARDO_OP_OPTIMIZE);
+        }
+        ck_assert_int_eq(chains, 1);
+        pardo_tensor *got[2][3];
+        for (int release = 0; release < 2; release++) {
+            pardo_executor *ex = fed_executor(p, 1, release, 37);
+            if (release) ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
+            for (int s = 0; s < 3; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+            if (release) {
+                pardo_trace_stop();
+                char *json = NULL;
+                size_t n = 0;
+                ck_assert_int_eq(pardo_trace_json(NULL, &json, &n, &st), PARDO_OK);
+                static const char *const ops[] = {"\"op\":\"relu_grad\"", "\"op\":\"add_grad\""};
+                for (int q = 0; q < 2; q++) {
+                    int count = 0;
+                    for (const char *c = strstr(json, ops[q]); c; c = strstr(c + 1, ops[q])) count++;
+                    ck_assert_msg(count == 3, "%s: %d events", ops[q], count);
+                }
+                free(json);
+                pardo_trace_reset();
+                ck_assert_ptr_null(pardo_executor_fetch(ex, "a@GRAD")); /* dA never stored */
+            }
+            for (int q = 0; q < 3; q++) got[release][q] = pardo_tensor_clone(pardo_executor_fetch(ex, params[q]), &st);
+            pardo_executor_free(ex);
+        }
+        for (int q = 0; q < 3; q++) {
+            ck_assert_msg(memcmp(pardo_tensor_data(got[0][q]), pardo_tensor_data(got[1][q]), got[0][q]->nbytes) == 0,
+                          "optimizer %d: %s differs", k, params[q]);
+            pardo_tensor_release(got[0][q]);
+            pardo_tensor_release(got[1][q]);
+        }
+        pardo_program_free(p);
+    }
+
+    /* an op between matmul_grad and relu_grad that writes relu_grad's Y: relu_grad cannot move up */
+    pardo_program *p = training_program();
+    pardo_block *b0 = &p->blocks[0];
+    int g = -1, r = -1;
+    for (int i = 0; i < b0->n_ops; i++) {
+        if (strcmp(b0->ops[i].type, "matmul_grad") == 0 && strcmp(b0->ops[i].out[0], "a@GRAD") == 0) g = i;
+        if (strcmp(b0->ops[i].type, "relu_grad") == 0) r = i;
+    }
+    ck_assert(g >= 0 && r > g + 1);
+    pardo_op *between = &b0->ops[g + 1]; /* the update: make it write relu_grad's Y instead of the param */
+    char *was = between->out[0];
+    between->out[0] = b0->ops[r].in[1];
+    pardo_fusion f[64];
+    pardo_fusion_plan(p, 0, NULL, 0, f);
+    ck_assert_int_eq(f[g].len, 0);
+    between->out[0] = was;
+    pardo_fusion_plan(p, 0, NULL, 0, f);
+    ck_assert_int_eq(f[g].len, 2);
+    pardo_program_free(p);
+}
+END_TEST
+
+/* matmul_grad -> relu_grad written by hand: fused for matrices; with a
+ * batch dim (dA summed over batches) the mask does not fit an epilogue and
+ * the two ops run one by one. The gradient is the same either way. */
+START_TEST(backward_relu_chain_falls_back_with_batch_dims) {
+    pardo_status st;
+    for (int batched = 0; batched < 2; batched++) {
+        char text[1400];
+        snprintf(text, sizeof text,
+                 "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                 "\"x\": {\"dtype\": \"float32\", \"shape\": %s, \"role\": \"feed\"},"
+                 "\"dy\": {\"dtype\": \"float32\", \"shape\": %s, \"role\": \"feed\"},"
+                 "\"w\": {\"dtype\": \"float32\", \"shape\": [4, 3], \"role\": \"param\", \"init\": "
+                 "{\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 3}}},"
+                 "\"ops\": [{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"a\"]},"
+                 "{\"op\": \"matmul_grad\", \"in\": [\"a\", \"w\", \"\", \"dy\"], \"out\": [\"da\", \"dw\"]},"
+                 "{\"op\": \"relu_grad\", \"in\": [\"\", \"a\", \"da\"], \"out\": [\"dx\"]}]}]}",
+                 batched ? "[2, -1, 4]" : "[-1, 4]", batched ? "[2, -1, 3]" : "[-1, 3]");
+        pardo_program *p = test_program(text, "chain.json");
+        pardo_fusion f[3];
+        pardo_fusion_plan(p, 0, NULL, 0, f);
+        ck_assert(f[1].len == 1 && f[1].follow[0] == 2);
+        test_rng r = {9};
+        int64_t xs[] = {2, 29, 4}, ys[] = {2, 29, 3};
+        const int nd = batched ? 3 : 2;
+        pardo_tensor *x = test_tensor_random(&r, PARDO_F32, nd, batched ? xs : xs + 1, -1, 1),
+                     *dy = test_tensor_random(&r, PARDO_F32, nd, batched ? ys : ys + 1, -1, 1), *got[2][2];
+        for (int release = 0; release < 2; release++) {
+            const char *keep[] = {"dx", "dw"};
+            pardo_exec_options opt = {.nthreads = 1, .release_temps = release, .keep = keep, .n_keep = 2};
+            pardo_executor *ex = NULL;
+            ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
+            ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
+            ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
+            ck_assert_int_eq(pardo_executor_feed(ex, "dy", dy, "test", &st), PARDO_OK);
+            for (int s = 0; s < 2; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+            got[release][0] = pardo_tensor_clone(pardo_executor_fetch(ex, "dx"), &st);
+            got[release][1] = pardo_tensor_clone(pardo_executor_fetch(ex, "dw"), &st);
+            if (release && !batched) ck_assert_ptr_null(pardo_executor_fetch(ex, "da")); /* fused: never stored */
+            pardo_executor_free(ex);
+        }
+        for (int q = 0; q < 2; q++) {
+            ck_assert(got[0][q]->nbytes == got[1][q]->nbytes);
+            ck_assert(memcmp(pardo_tensor_data(got[0][q]), pardo_tensor_data(got[1][q]), got[0][q]->nbytes) == 0);
+            pardo_tensor_release(got[0][q]);
+            pardo_tensor_release(got[1][q]);
+        }
+        pardo_tensor_release(x);
+        pardo_tensor_release(dy);
+        pardo_program_free(p);
+    }
+}
+END_TEST
+
 /* Ops that ran inside another's kernel still have their trace event (one per
  * op run), of zero length. */
 START_TEST(fused_ops_keep_their_trace_events) {
@@ -577,6 +725,8 @@ Suite *make_memory_suite(void) {
     tcase_add_test(tc, fused_chain_falls_back_when_the_bias_does_not_fit);
     tcase_add_test(tc, merge_update_fusion_keeps_the_bits);
     tcase_add_test(tc, merge_update_fusion_without_weights);
+    tcase_add_test(tc, backward_relu_chain_fuses_and_keeps_the_bits);
+    tcase_add_test(tc, backward_relu_chain_falls_back_with_batch_dims);
     tcase_add_test(tc, fused_ops_keep_their_trace_events);
     suite_add_tcase(s, tc);
     return s;
