@@ -521,6 +521,46 @@ static int gemm_swapped(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
     return PARDO_OK;
 }
 
+void pardo_gemm_packed_clear(pardo_gemm_packed *p) {
+    free(p->data);
+    *p = (pardo_gemm_packed){0};
+}
+
+/* j for g from the caller's kept op(B) (g->b_packed): true when j reads it
+ * (packed now if B is the one seen last time, unchanged), with *rc the
+ * packing's status; false when B is to be packed as usual. */
+static bool kept_b(pardo_kernel_ctx *ctx, const pardo_gemm *g, gemm_job *j, size_t es, int *rc) {
+    pardo_gemm_packed *pc = g->b_packed;
+    const bool same = pc->valid && pc->b == g->b && pc->arch == j->arch && pc->ldb == g->ldb && pc->k == g->k &&
+                      pc->n == g->n && pc->tb == g->tb && pc->dtype == g->dtype && pc->version == g->b_version;
+    const bool again = pc->seen_b == g->b && pc->seen_version == g->b_version;
+    pc->seen_b = g->b;
+    pc->seen_version = g->b_version;
+    const size_t bytes = ((size_t)g->k * (size_t)j->np * (size_t)j->arch->nr * es + 63) & ~(size_t)63;
+    if (!same && (!again || (bytes > pc->cap && !(j->bpack = aligned_alloc(64, bytes)))))
+        return false; /* packed as usual (a failed allocation too) */
+    j->kb0 = 0;
+    j->kb1 = j->nkb;
+    j->boff = 0;
+    j->direct = false;
+    if (same) {
+        j->bpack = pc->data;
+        return true;
+    }
+    if (bytes > pc->cap) {
+        free(pc->data);
+        pc->data = j->bpack;
+        pc->cap = bytes;
+    }
+    pc->valid = false;
+    j->bpack = pc->data;
+    if ((*rc = pardo_parallel_for(ctx, j->np, pack_items, j)) != PARDO_OK) return true;
+    *pc = (pardo_gemm_packed){.data = pc->data, .cap = pc->cap, .valid = true, .b = g->b, .arch = j->arch,
+                              .ldb = g->ldb, .k = g->k, .n = g->n, .tb = g->tb, .dtype = g->dtype,
+                              .version = g->b_version, .seen_b = g->b, .seen_version = g->b_version};
+    return true;
+}
+
 static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
     const gemm_arch *ar = &own_arch[g->dtype == PARDO_F64];
 #if GEMM_X86
@@ -538,6 +578,10 @@ static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
      * panels whole and its rows 64-byte aligned, the kernel reads it in place (its aligned loads hold) */
     j.direct = !g->tb && g->m <= DIRECT_MAX_ROWS && g->n % ar->nr == 0 && (uintptr_t)g->b % 64 == 0 &&
                (size_t)g->ldb * es % 64 == 0;
+    if (g->b_packed) {
+        int rc = PARDO_OK;
+        if (kept_b(ctx, g, &j, es, &rc)) return rc == PARDO_OK ? pardo_parallel_for(ctx, mp, row_items, &j) : rc;
+    }
     if (j.direct) {
         j.kb0 = 0;
         j.kb1 = j.nkb;

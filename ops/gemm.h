@@ -18,6 +18,31 @@
 
 #include "op.h"
 
+/* op(B) of a product packed once and kept by the caller (ONNX Runtime's
+ * prepacked weights): a matmul whose B is the same from run to run (a param
+ * at inference) passes the same record each time. A product packs all of
+ * op(B) into it the second time it sees the same B (address, sizes, and
+ * pardo_gemm.b_version: the data's version, which changes with every write)
+ * and from then on reads the packed copy until B changes; a B that changes
+ * every run (a param being trained) is packed as usual, block by block, and
+ * never kept. The bits do not depend on it. Zero-initialise; free with
+ * pardo_gemm_packed_clear. One product at a time per record. */
+typedef struct pardo_gemm_packed {
+    void *data;  // the packed op(B), owned (64-byte aligned)
+    size_t cap;  // bytes of data
+    bool valid;  // data holds op(B) for the key below
+    const void *b, *arch;
+    int64_t ldb, k, n;
+    bool tb;
+    pardo_dtype dtype;
+    uint64_t version;         // B's version when packed
+    const void *seen_b;       // the last B asked for, and its version: packed when asked again unchanged
+    uint64_t seen_version;
+} pardo_gemm_packed;
+
+/* Frees what p holds and zeroes it. */
+void pardo_gemm_packed_clear(pardo_gemm_packed *p);
+
 /* One product. op(A) is [m, k], op(B) is [k, n], C is [m, n]. A is stored
  * [m, k] with row stride lda ([k, m] when ta); B is stored [k, n] with row
  * stride ldb ([n, k] when tb); C has row stride ldc. Strides in elements. */
@@ -37,6 +62,8 @@ typedef struct pardo_gemm {
     bool relu;         // then C[i][j] = C[i][j] < 0 ? 0 : C[i][j] (NaN kept, like the relu op)
     const void *relu_y; // then C[i][j] = y[i][j] > 0 ? C[i][j] : 0, y of C's dtype with rows ldc apart (relu_grad
                         // through its forward output; borrowed), or NULL
+    pardo_gemm_packed *b_packed; // op(B) kept packed from product to product (borrowed), or NULL; own kernel only
+    uint64_t b_version;          // with b_packed: the version of B's data (pardo_synced_mem.version)
 } pardo_gemm;
 
 /* Which implementation runs a product. */

@@ -9,8 +9,10 @@
  * to. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "executor.h"
 #include "gemm.h"
 #include "kernel_util.h"
 #include "op.h"
@@ -187,6 +189,41 @@ static int mm_plan_make(const pardo_kernel_ctx *ctx, const pardo_tensor *a, cons
 
 /* Y = op(A) op(B) for every batch, each product then given the epilogue ep
  * (NULL: none). */
+/* What a matmul of block 0 keeps in its op state: whether its B may be kept
+ * packed (decided on its first run) and the packed copy. */
+typedef struct kept_state {
+    bool eligible;
+    pardo_gemm_packed packed;
+} kept_state;
+
+static void kept_state_free(void *p) {
+    if (!p) return;
+    pardo_gemm_packed_clear(&((kept_state *)p)->packed);
+    free(p);
+}
+
+/* The packed B a matmul of block 0 keeps from run to run (ops/gemm.h,
+ * pardo_gemm_packed): for a 2-D B on the CPU that is a param or a constant
+ * (written only through kernels and the tensor API, which change its
+ * version; a feed's tensor belongs to the caller, who may write it in
+ * place), where one thread runs the op at a time (not in a parallel_do's
+ * parts, which share the op). NULL where none is kept. */
+static pardo_gemm_packed *kept_b(pardo_kernel_ctx *ctx, const pardo_tensor *b) {
+    if (!ctx->exec || ctx->block != 0 || ctx->device != PARDO_DEVICE_CPU || b->ndim != 2 || !b->mem) return NULL;
+    pardo_op_state *slot = pardo_executor_op_state(ctx->exec, ctx->block, ctx->op_index);
+    if (!slot || (slot->data && slot->free_fn != kept_state_free)) return NULL;
+    if (!slot->data) {
+        kept_state *k = calloc(1, sizeof(*k));
+        if (!k) return NULL;
+        const pardo_var *v = pardo_program_lookup_var(pardo_executor_program(ctx->exec), 0, ctx->op->in[1], NULL);
+        k->eligible = v && (v->role == PARDO_VAR_PARAM || (v->role == PARDO_VAR_TEMP && v->value));
+        slot->data = k;
+        slot->free_fn = kept_state_free;
+    }
+    kept_state *k = slot->data;
+    return k->eligible ? &k->packed : NULL;
+}
+
 static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epilogue *ep) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
     const mm_plan p = *pp;
@@ -199,6 +236,7 @@ static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epi
     const size_t es = pardo_dtype_size(a->dtype);
     const char *pa = pardo_tensor_data(a), *pb = pardo_tensor_data(b);
     char *py = pardo_tensor_data(y);
+    pardo_gemm_packed *kept = kept_b(ctx, b);
     pardo_odo o;
     pardo_odo_init(&o, p.batch.nd, p.batch.dims, p.batch.sa, p.batch.sb);
     for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o)) {
@@ -206,7 +244,7 @@ static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epi
                         .a = pa + (size_t)(o.off[0] * a_mat) * es, .lda = p.ta ? m : k,
                         .b = pb + (size_t)(o.off[1] * b_mat) * es, .ldb = p.tb ? k : n,
                         .c = py + (size_t)(i * y_mat) * es, .ldc = n, .bias = ep ? ep->bias : NULL,
-                        .relu = ep && ep->relu};
+                        .relu = ep && ep->relu, .b_packed = kept, .b_version = b->mem->version};
         if ((rc = pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO)) != PARDO_OK) return rc;
     }
     return PARDO_OK;

@@ -1,14 +1,20 @@
 /* synced_mem.c - host/device buffer kept in step lazily (see synced_mem.h). */
 #include "synced_mem.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Records made so far: the high half of a record's version, so that no two
+ * records (one freed, another made at its address) share a version. */
+static atomic_uint_least64_t records_made;
 
 pardo_synced_mem *pardo_synced_mem_new(size_t nbytes) {
     pardo_synced_mem *m = calloc(1, sizeof(*m));
     if (!m) return NULL;
     m->nbytes = nbytes;
     m->head = PARDO_MEM_UNINITIALIZED;
+    m->version = (uint64_t)(atomic_fetch_add_explicit(&records_made, 1, memory_order_relaxed) + 1) << 32;
     return m;
 }
 
@@ -106,6 +112,7 @@ const void *pardo_synced_mem_cpu_data(pardo_synced_mem *m, pardo_status *st) {
 void *pardo_synced_mem_mutable_cpu_data(pardo_synced_mem *m, pardo_status *st) {
     if (to_cpu(m, st) != PARDO_OK) return NULL;
     m->head = PARDO_MEM_HEAD_AT_CPU;
+    m->version++;
     return m->cpu_ptr;
 }
 
@@ -116,6 +123,7 @@ const void *pardo_synced_mem_gpu_data(pardo_synced_mem *m, pardo_status *st) {
 void *pardo_synced_mem_mutable_gpu_data(pardo_synced_mem *m, pardo_status *st) {
     if (to_gpu(m, st) != PARDO_OK) return NULL;
     m->head = PARDO_MEM_HEAD_AT_GPU;
+    m->version++;
     return m->gpu_ptr;
 }
 
@@ -125,6 +133,7 @@ void pardo_synced_mem_set_cpu_data(pardo_synced_mem *m, void *data) {
     m->cpu_ptr = data;
     m->host_kind = PARDO_HOST_BORROWED;
     m->head = PARDO_MEM_HEAD_AT_CPU;
+    m->version++;
 }
 
 int pardo_synced_mem_async_gpu_push(pardo_synced_mem *m, pardo_stream stream, pardo_status *st) {

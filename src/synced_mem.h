@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "device.h"
 #include "status.h"
@@ -35,6 +36,8 @@ typedef struct pardo_synced_mem {
     bool own_gpu;               // gpu_ptr allocated here
     int device;                 // device index of gpu_ptr
     pardo_mem_head head;
+    uint64_t version; // changes with every mutable access (and set_cpu_data); unique to this record, so a
+                      // reader that keeps something made from the data (a packed matrix) can tell it is current
 } pardo_synced_mem;
 
 /* Host buffers are aligned to this many bytes. */

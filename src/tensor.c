@@ -182,6 +182,7 @@ double pardo_tensor_get_f64(const pardo_tensor *t, int64_t i) {
 
 void pardo_tensor_set_f64(pardo_tensor *t, int64_t i, double v) {
     void *p = pardo_tensor_data(t);
+    t->mem->version++; /* a write, like the mutable accessors' */
     switch (t->dtype) {
     case PARDO_F32: ((float *)p)[i] = (float)v; return;
     case PARDO_F64: ((double *)p)[i] = v; return;

@@ -295,6 +295,72 @@ START_TEST(epilogue_matches_add_relu_and_relu_grad) {
 }
 END_TEST
 
+/* A kept op(B) (pardo_gemm_packed): not kept on first sight, packed whole
+ * and kept when the same B comes again unchanged, then read; every product
+ * bitwise the plain one. A new version of B (its data written) or another
+ * B is packed anew, never read stale. Small and wide products, B either
+ * way, one and two threads, both dtypes. */
+static void kept_b_case(int nthreads, pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+    pardo_status st;
+    prod p = prod_make(dt, m, n, k, ta, tb, 3, false, (uint64_t)(m + n + k));
+    const size_t es = dt == PARDO_F32 ? sizeof(float) : sizeof(double), cbytes = (size_t)(m * p.g.ldc) * es;
+    void *plain = calloc(cbytes + es, 1);
+    ck_assert(plain);
+    pardo_gemm_packed kept = {0};
+    uint64_t version = 7;
+    for (int call = 0; call < 6; call++) {
+        if (call == 4) { /* B written: a new version */
+            const int64_t bn = (tb ? n : k) * p.g.ldb;
+            for (int64_t i = 0; i < bn; i++) set(dt, p.b, i, -get(dt, p.b, i) * 0.5);
+            version++;
+        }
+        pardo_gemm g = p.g;
+        g.c = plain;
+        ck_assert_msg(run(PARDO_GEMM_OWN, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
+        g = p.g;
+        g.b_packed = &kept;
+        g.b_version = version;
+        ck_assert_msg(run(PARDO_GEMM_OWN, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
+        for (int64_t i = 0; i < m; i++)
+            ck_assert_msg(memcmp((char *)p.c + (size_t)(i * p.g.ldc) * es, (char *)plain + (size_t)(i * p.g.ldc) * es,
+                                 (size_t)n * es) == 0,
+                          "%s m %lld n %lld k %lld ta %d tb %d, call %d: row %lld differs from the plain product",
+                          pardo_dtype_name(dt), (long long)m, (long long)n, (long long)k, ta, tb, call, (long long)i);
+        /* kept (for this version) from its second sight on */
+        ck_assert_int_eq(kept.valid && kept.version == version, call == 1 || call == 2 || call == 3 || call == 5);
+        ck_assert(!kept.valid || kept.b == p.b);
+    }
+    /* another B at a new address: not the kept one */
+    pardo_gemm g = p.g;
+    void *b2 = malloc((size_t)((tb ? n : k) * p.g.ldb + 1) * es);
+    ck_assert(b2);
+    memcpy(b2, p.b, (size_t)((tb ? n : k) * p.g.ldb) * es);
+    g.b = b2;
+    g.b_packed = &kept;
+    g.b_version = version;
+    ck_assert_msg(run(PARDO_GEMM_OWN, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert(kept.b == p.b); /* seen once: still the old copy, unused */
+    for (int64_t i = 0; i < m; i++)
+        ck_assert(memcmp((char *)p.c + (size_t)(i * p.g.ldc) * es, (char *)plain + (size_t)(i * p.g.ldc) * es,
+                         (size_t)n * es) == 0);
+    free(b2);
+    pardo_gemm_packed_clear(&kept);
+    ck_assert(!kept.data && !kept.valid);
+    free(plain);
+    prod_free(&p);
+}
+
+START_TEST(kept_b_is_read_only_while_current) {
+    pool_size(2);
+    for (int th = 1; th <= 2; th++) {
+        kept_b_case(th, PARDO_F32, 256, 512, 300, false, false);
+        kept_b_case(th, PARDO_F32, 30, 70, 600, false, true);
+        kept_b_case(th, PARDO_F64, 97, 40, 33, true, false);
+        kept_b_case(th, PARDO_F32, 5, 10, 512, false, false); /* few rows: B would be read in place */
+    }
+}
+END_TEST
+
 /* Products of few rows read B in place instead of packing it (B not
  * transposed, whole panels, 64-byte aligned rows): against the naive loop,
  * several K blocks, A either way, one and two threads, both dtypes. */
@@ -436,6 +502,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, few_rows_read_b_in_place);
     tcase_add_test(core, few_rows_against_transposed_b);
     tcase_add_test(core, epilogue_matches_add_relu_and_relu_grad);
+    tcase_add_test(core, kept_b_is_read_only_while_current);
     tcase_add_test(core, matmul_op_at_two_threads);
     suite_add_tcase(s, core);
     TCase *err = tcase_create("Errors");

@@ -630,6 +630,92 @@ START_TEST(backward_relu_chain_falls_back_with_batch_dims) {
 }
 END_TEST
 
+/* y = x w and z = y c (w a param, c a constant), and u = x f with f a feed:
+ * the executor keeps w and c packed from run to run (ops/gemm.h,
+ * pardo_gemm_packed), never f. Each run matches a naive loop, also after w
+ * is written between runs through pardo_tensor_set_f64 and through
+ * pardo_tensor_mutable_cpu, and after the caller writes the fed tensor in
+ * place. */
+static void naive_mm(const pardo_tensor *a, const pardo_tensor *b, double *out) {
+    const int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (int64_t q = 0; q < k; q++) acc += pardo_tensor_get_f64(a, i * k + q) * pardo_tensor_get_f64(b, q * n + j);
+            out[i * n + j] = acc;
+        }
+}
+
+static void expect_products(pardo_executor *ex) {
+    pardo_tensor *x = pardo_executor_fetch(ex, "x"), *w = pardo_executor_fetch(ex, "w"),
+                 *c = pardo_executor_fetch(ex, "c"), *f = pardo_executor_fetch(ex, "f");
+    const pardo_tensor *y = pardo_executor_fetch(ex, "y"), *z = pardo_executor_fetch(ex, "z"),
+                       *u = pardo_executor_fetch(ex, "u");
+    double want_y[70 * 40], want_z[70 * 8], want_u[70 * 40];
+    naive_mm(x, w, want_y);
+    naive_mm(y, c, want_z);
+    naive_mm(x, f, want_u);
+    for (int64_t i = 0; i < y->numel; i++) ck_assert_double_eq_tol(pardo_tensor_get_f64(y, i), want_y[i], 1e-9);
+    for (int64_t i = 0; i < z->numel; i++) ck_assert_double_eq_tol(pardo_tensor_get_f64(z, i), want_z[i], 1e-9);
+    for (int64_t i = 0; i < u->numel; i++) ck_assert_double_eq_tol(pardo_tensor_get_f64(u, i), want_u[i], 1e-9);
+}
+
+START_TEST(kept_weights_follow_their_writes) {
+    pardo_status st;
+    char values[40 * 8 * 8], text[4096];
+    size_t at = 0;
+    for (int i = 0; i < 40 * 8; i++) at += (size_t)snprintf(values + at, sizeof values - at, "%s%d", i ? "," : "", i % 7 - 3);
+    snprintf(text, sizeof text,
+             "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+             "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 50], \"role\": \"feed\"},"
+             "\"f\": {\"dtype\": \"float64\", \"shape\": [50, 40], \"role\": \"feed\"},"
+             "\"w\": {\"dtype\": \"float64\", \"shape\": [50, 40], \"role\": \"param\", \"init\": "
+             "{\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 4}},"
+             "\"c\": {\"dtype\": \"float64\", \"shape\": [40, 8], \"value\": [%s]}},"
+             "\"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"y\"]},"
+             "{\"op\": \"matmul\", \"in\": [\"y\", \"c\"], \"out\": [\"z\"]},"
+             "{\"op\": \"matmul\", \"in\": [\"x\", \"f\"], \"out\": [\"u\"]}]}]}",
+             values);
+    pardo_program *p = test_program(text, "kept.json");
+    for (int threads = 1; threads <= 2; threads++) {
+        if (pardo_thread_pool_started() && pardo_thread_pool_size() != threads) pardo_thread_pool_shutdown();
+        ck_assert_msg(pardo_thread_pool_configure(threads, &st) == PARDO_OK, "%s", st.msg);
+        pardo_exec_options opt = {.nthreads = threads};
+        pardo_executor *ex = NULL;
+        ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
+        ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
+        test_rng r = {21};
+        int64_t xs[] = {70, 50}, fs[] = {50, 40};
+        pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *f = test_tensor_random(&r, PARDO_F64, 2, fs, -1, 1);
+        ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
+        ck_assert_int_eq(pardo_executor_feed(ex, "f", f, "test", &st), PARDO_OK);
+        for (int s = 0; s < 3; s++) { /* the second run keeps w and c, the third reads them */
+            ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+            expect_products(ex);
+        }
+        pardo_tensor *w = pardo_executor_fetch(ex, "w");
+        for (int64_t i = 0; i < w->numel; i += 3) pardo_tensor_set_f64(w, i, 2.0 - pardo_tensor_get_f64(w, i));
+        for (int s = 0; s < 3; s++) {
+            ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+            expect_products(ex);
+        }
+        double *wd = pardo_tensor_mutable_cpu(w, &st);
+        for (int64_t i = 0; i < w->numel; i += 5) wd[i] = -wd[i];
+        double *fd = pardo_tensor_data(f); /* the caller's own tensor, written in place */
+        for (int64_t i = 0; i < f->numel; i += 2) fd[i] = 3 * fd[i];
+        for (int s = 0; s < 2; s++) {
+            ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+            expect_products(ex);
+        }
+        pardo_tensor_release(x);
+        pardo_tensor_release(f);
+        pardo_executor_free(ex);
+    }
+    pardo_thread_pool_shutdown();
+    pardo_program_free(p);
+}
+END_TEST
+
 /* Ops that ran inside another's kernel still have their trace event (one per
  * op run), of zero length. */
 START_TEST(fused_ops_keep_their_trace_events) {
@@ -727,6 +813,7 @@ Suite *make_memory_suite(void) {
     tcase_add_test(tc, merge_update_fusion_without_weights);
     tcase_add_test(tc, backward_relu_chain_fuses_and_keeps_the_bits);
     tcase_add_test(tc, backward_relu_chain_falls_back_with_batch_dims);
+    tcase_add_test(tc, kept_weights_follow_their_writes);
     tcase_add_test(tc, fused_ops_keep_their_trace_events);
     suite_add_tcase(s, tc);
     return s;
