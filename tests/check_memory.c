@@ -156,6 +156,24 @@ static pardo_executor *fed_executor(const pardo_program *p, int nthreads, bool r
     return ex;
 }
 
+/* The optimizers the fusion tests train with, and the MLP's params. */
+static const pardo_optimizer_kind optimizer_kinds[] = {PARDO_OPTIMIZER_SGD, PARDO_OPTIMIZER_MOMENTUM,
+                                                       PARDO_OPTIMIZER_ADAM};
+static const char *const mlp_params[] = {"w1", "b1", "w2"};
+
+/* Asserts that the n tensors of without[] (the ops one by one) and with[]
+ * (fused) are bitwise the same, naming `what`; releases them all. */
+static void assert_same_bits(pardo_tensor **without, pardo_tensor **with, int n, const char *const *names,
+                             const char *what) {
+    for (int q = 0; q < n; q++) {
+        ck_assert(without[q]->nbytes == with[q]->nbytes);
+        ck_assert_msg(memcmp(pardo_tensor_data(without[q]), pardo_tensor_data(with[q]), with[q]->nbytes) == 0,
+                      "%s: %s differs", what, names[q]);
+        pardo_tensor_release(without[q]);
+        pardo_tensor_release(with[q]);
+    }
+}
+
 /* Runs p for 3 steps on one batch; returns the bytes of tensors the executor
  * still holds (bound or pooled) and copies the loss and w1 out. */
 static int64_t train_three_steps(const pardo_program *p, bool release, double *loss, pardo_tensor **w1,
@@ -452,10 +470,8 @@ END_TEST
  * and on two (where the merges and updates run as parallel stages). */
 START_TEST(merge_update_fusion_keeps_the_bits) {
     pardo_status st;
-    static const pardo_optimizer_kind kinds[] = {PARDO_OPTIMIZER_SGD, PARDO_OPTIMIZER_MOMENTUM, PARDO_OPTIMIZER_ADAM};
-    static const char *const params[] = {"w1", "b1", "w2"};
     for (int k = 0; k < 3; k++) {
-        pardo_program *p = training_program_with(kinds[k]);
+        pardo_program *p = training_program_with(optimizer_kinds[k]);
         pardo_pass_options o = pardo_pass_defaults();
         o.parts = 2;
         ck_assert_msg(pardo_pass_multi_cpu(p, &o, &st) == PARDO_OK, "%s", st.msg);
@@ -478,16 +494,14 @@ START_TEST(merge_update_fusion_keeps_the_bits) {
             for (int release = 0; release < 2; release++) {
                 pardo_executor *ex = fed_executor(p, threads, release, 40);
                 for (int s = 0; s < 4; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
-                for (int q = 0; q < 3; q++) got[release][q] = pardo_tensor_clone(pardo_executor_fetch(ex, params[q]), &st);
+                for (int q = 0; q < 3; q++)
+                    got[release][q] = pardo_tensor_clone(pardo_executor_fetch(ex, mlp_params[q]), &st);
                 if (release) ck_assert_ptr_null(pardo_executor_fetch(ex, "w1@GRAD")); /* never merged on its own */
                 pardo_executor_free(ex);
             }
-            for (int q = 0; q < 3; q++) {
-                ck_assert_msg(memcmp(pardo_tensor_data(got[0][q]), pardo_tensor_data(got[1][q]), got[0][q]->nbytes) == 0,
-                              "optimizer %d, %d threads: %s differs", k, threads, params[q]);
-                pardo_tensor_release(got[0][q]);
-                pardo_tensor_release(got[1][q]);
-            }
+            char what[64];
+            snprintf(what, sizeof what, "optimizer %d, %d threads", k, threads);
+            assert_same_bits(got[0], got[1], 3, mlp_params, what);
         }
         pardo_program_free(p);
     }
@@ -503,10 +517,8 @@ END_TEST
  * keeps the chain apart. */
 START_TEST(backward_relu_chain_fuses_and_keeps_the_bits) {
     pardo_status st;
-    static const pardo_optimizer_kind kinds[] = {PARDO_OPTIMIZER_SGD, PARDO_OPTIMIZER_MOMENTUM, PARDO_OPTIMIZER_ADAM};
-    static const char *const params[] = {"w1", "b1", "w2"};
     for (int k = 0; k < 3; k++) {
-        pardo_program *p = training_program_with(kinds[k]);
+        pardo_program *p = training_program_with(optimizer_kinds[k]);
         const pardo_block *b0 = &p->blocks[0];
         pardo_fusion f[64];
         ck_assert_int_le(b0->n_ops, 64);
@@ -543,15 +555,12 @@ START_TEST(backward_relu_chain_fuses_and_keeps_the_bits) {
                 pardo_trace_reset();
                 ck_assert_ptr_null(pardo_executor_fetch(ex, "a@GRAD")); /* dA never stored */
             }
-            for (int q = 0; q < 3; q++) got[release][q] = pardo_tensor_clone(pardo_executor_fetch(ex, params[q]), &st);
+            for (int q = 0; q < 3; q++) got[release][q] = pardo_tensor_clone(pardo_executor_fetch(ex, mlp_params[q]), &st);
             pardo_executor_free(ex);
         }
-        for (int q = 0; q < 3; q++) {
-            ck_assert_msg(memcmp(pardo_tensor_data(got[0][q]), pardo_tensor_data(got[1][q]), got[0][q]->nbytes) == 0,
-                          "optimizer %d: %s differs", k, params[q]);
-            pardo_tensor_release(got[0][q]);
-            pardo_tensor_release(got[1][q]);
-        }
+        char what[32];
+        snprintf(what, sizeof what, "optimizer %d", k);
+        assert_same_bits(got[0], got[1], 3, mlp_params, what);
         pardo_program_free(p);
     }
 
@@ -617,12 +626,8 @@ START_TEST(backward_relu_chain_falls_back_with_batch_dims) {
             if (release && !batched) ck_assert_ptr_null(pardo_executor_fetch(ex, "da")); /* fused: never stored */
             pardo_executor_free(ex);
         }
-        for (int q = 0; q < 2; q++) {
-            ck_assert(got[0][q]->nbytes == got[1][q]->nbytes);
-            ck_assert(memcmp(pardo_tensor_data(got[0][q]), pardo_tensor_data(got[1][q]), got[0][q]->nbytes) == 0);
-            pardo_tensor_release(got[0][q]);
-            pardo_tensor_release(got[1][q]);
-        }
+        static const char *const outs[] = {"dx", "dw"};
+        assert_same_bits(got[0], got[1], 2, outs, batched ? "batched" : "matrices");
         pardo_tensor_release(x);
         pardo_tensor_release(dy);
         pardo_program_free(p);
