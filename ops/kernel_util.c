@@ -35,6 +35,15 @@ void pardo_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) 
 }
 
 int pardo_bcast2_plan(int a_ndim, const int64_t *a, int b_ndim, const int64_t *b, pardo_bcast2 *p, pardo_status *st) {
+    if (pardo_shape_equal(a_ndim, a, b_ndim, b)) { /* the common case: one contiguous run, what the merge below gives */
+        p->ndim = a_ndim;
+        p->numel = 1;
+        for (int i = 0; i < a_ndim; i++) p->numel *= (p->shape[i] = a[i]);
+        p->nd = 1;
+        p->dims[0] = p->numel;
+        p->sa[0] = p->sb[0] = 1;
+        return PARDO_OK;
+    }
     int nd = a_ndim > b_ndim ? a_ndim : b_ndim;
     int64_t ca[PARDO_MAX_DIMS], cb[PARDO_MAX_DIMS];
     pardo_contiguous_strides(a_ndim, a, ca);

@@ -822,7 +822,10 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
             i = ex->plans[block].stage_end[i] - 1;
             if (ready) ready = pardo_trace_ticks();
         } else {
-            rc = run_fusable(ex, block, i, scope, &r, false, &ready, &fa, st);
+            const pardo_fusion *f = &ex->ops[block][i].fusion;
+            rc = !fa.n && !f->len && !f->update && !f->merge /* most ops: nothing fused here */
+                     ? run_op(ex, block, i, scope, &r, false, NULL, &ready, st)
+                     : run_fusable(ex, block, i, scope, &r, false, &ready, &fa, st);
         }
         if (rc != PARDO_OK) return rc;
     }

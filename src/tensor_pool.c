@@ -4,15 +4,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spin.h"
+
+/* The pool is shared only while a stage's chains run as tasks; a mutex
+ * costs more than the few loads and stores it guards. */
+static void pool_lock(pardo_tensor_pool *pool) {
+    while (atomic_flag_test_and_set_explicit(&pool->lock, memory_order_acquire)) pardo_cpu_relax();
+}
+
+static void pool_unlock(pardo_tensor_pool *pool) { atomic_flag_clear_explicit(&pool->lock, memory_order_release); }
+
 void pardo_tensor_pool_init(pardo_tensor_pool *pool) {
     memset(pool, 0, sizeof(*pool));
-    pthread_mutex_init(&pool->lock, NULL);
+    atomic_flag_clear(&pool->lock);
 }
 
 void pardo_tensor_pool_clear(pardo_tensor_pool *pool) {
     for (int i = 0; i < pool->n; i++) pardo_tensor_release(pool->free[i]);
     free(pool->free);
-    pthread_mutex_destroy(&pool->lock);
     memset(pool, 0, sizeof(*pool));
 }
 
@@ -22,12 +31,12 @@ void pardo_tensor_pool_put(pardo_tensor_pool *pool, pardo_tensor *t) {
         pardo_tensor_release(t);
         return;
     }
-    pthread_mutex_lock(&pool->lock);
+    pool_lock(pool);
     if (pool->n == pool->cap) {
         int cap = pool->cap ? pool->cap * 2 : 16;
         pardo_tensor **f = realloc(pool->free, sizeof(*f) * (size_t)cap);
         if (!f) {
-            pthread_mutex_unlock(&pool->lock);
+            pool_unlock(pool);
             pardo_tensor_release(t); /* no room to keep it: free it instead */
             return;
         }
@@ -36,7 +45,7 @@ void pardo_tensor_pool_put(pardo_tensor_pool *pool, pardo_tensor *t) {
     }
     pool->free[pool->n++] = t;
     pool->bytes += t->nbytes;
-    pthread_mutex_unlock(&pool->lock);
+    pool_unlock(pool);
 }
 
 pardo_tensor *pardo_tensor_pool_take(pardo_tensor_pool *pool, pardo_dtype dtype, int ndim, const int64_t *shape) {
@@ -44,7 +53,7 @@ pardo_tensor *pardo_tensor_pool_take(pardo_tensor_pool *pool, pardo_dtype dtype,
     if (numel <= 0 || ndim < 0 || ndim > PARDO_MAX_DIMS) return NULL;
     size_t nbytes = (size_t)numel * pardo_dtype_size(dtype);
     pardo_tensor *t = NULL;
-    pthread_mutex_lock(&pool->lock);
+    pool_lock(pool);
     for (int i = pool->n - 1; i >= 0; i--) /* the most recently freed first: likeliest still in cache */
         if (pool->free[i]->nbytes == nbytes) {
             t = pool->free[i];
@@ -52,7 +61,7 @@ pardo_tensor *pardo_tensor_pool_take(pardo_tensor_pool *pool, pardo_dtype dtype,
             pool->bytes -= nbytes;
             break;
         }
-    pthread_mutex_unlock(&pool->lock);
+    pool_unlock(pool);
     if (!t) return NULL;
     t->dtype = dtype;
     t->ndim = ndim;

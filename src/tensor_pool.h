@@ -6,12 +6,12 @@
 #ifndef PARDO_TENSOR_POOL_H
 #define PARDO_TENSOR_POOL_H
 
-#include <pthread.h>
+#include <stdatomic.h>
 
 #include "tensor.h"
 
 typedef struct pardo_tensor_pool {
-    pthread_mutex_t lock;
+    atomic_flag lock; // a spin lock: held for a few loads and stores, taken by every op's output in block 0
     pardo_tensor **free; // n tensors, one reference each
     int n, cap;
     size_t bytes;        // their data bytes
