@@ -783,7 +783,11 @@ static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scop
     }
     s.run = &one;
     s.which = plan->small;
-    if (n_small > 0) pardo_thread_pool_for(r->nthreads < n_small ? r->nthreads : n_small, n_small, run_chain, &s);
+    if (n_small > 0) {
+        ex->pool.shared = true; /* the chains' outputs take from it on several threads */
+        pardo_thread_pool_for(r->nthreads < n_small ? r->nthreads : n_small, n_small, run_chain, &s);
+        ex->pool.shared = false;
+    }
     if (tracing) pardo_trace_record_stage(block, first, s.end, n, s.t0, pardo_trace_ticks());
     int worst = -1;
     for (int c = 0; c < n; c++)

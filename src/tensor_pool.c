@@ -6,13 +6,16 @@
 
 #include "spin.h"
 
-/* The pool is shared only while a stage's chains run as tasks; a mutex
- * costs more than the few loads and stores it guards. */
+/* The pool is shared only while a stage's chains run as tasks (then a spin
+ * lock: it guards a few loads and stores); every other time one thread
+ * uses it and takes no lock. */
 static void pool_lock(pardo_tensor_pool *pool) {
-    while (atomic_flag_test_and_set_explicit(&pool->lock, memory_order_acquire)) pardo_cpu_relax();
+    while (pool->shared && atomic_flag_test_and_set_explicit(&pool->lock, memory_order_acquire)) pardo_cpu_relax();
 }
 
-static void pool_unlock(pardo_tensor_pool *pool) { atomic_flag_clear_explicit(&pool->lock, memory_order_release); }
+static void pool_unlock(pardo_tensor_pool *pool) {
+    if (pool->shared) atomic_flag_clear_explicit(&pool->lock, memory_order_release);
+}
 
 void pardo_tensor_pool_init(pardo_tensor_pool *pool) {
     memset(pool, 0, sizeof(*pool));

@@ -1,17 +1,20 @@
 /* tensor_pool.h - free tensors kept for reuse: the executor puts a dead
  * temporary's tensor here (release_plan.h) and a kernel's new output takes
  * one of the same byte size, reshaped, instead of allocating. Thread-safe
- * (parallel stages release and take at once). The pool owns one reference
- * to each tensor it holds. */
+ * while `shared` is set (parallel stages release and take at once); one
+ * thread at a time otherwise. The pool owns one reference to each tensor
+ * it holds. */
 #ifndef PARDO_TENSOR_POOL_H
 #define PARDO_TENSOR_POOL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "tensor.h"
 
 typedef struct pardo_tensor_pool {
-    atomic_flag lock; // a spin lock: held for a few loads and stores, taken by every op's output in block 0
+    atomic_flag lock; // a spin lock, taken only while shared: held for a few loads and stores
+    bool shared;      // several threads may use the pool now (the owner sets it before forking, clears it after)
     pardo_tensor **free; // n tensors, one reference each
     int n, cap;
     size_t bytes;        // their data bytes
