@@ -135,24 +135,55 @@ START_TEST(pool_reuses_by_size) {
 }
 END_TEST
 
+/* An executor for p made with opt, its vars initialised and the n feeds
+ * bound (names[i] to feeds[i], which the caller keeps). */
+static pardo_executor *executor_with(const pardo_program *p, pardo_exec_options opt, int n, const char *const *names,
+                                     pardo_tensor *const *feeds) {
+    pardo_status st;
+    pardo_executor *ex = NULL;
+    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(pardo_executor_feed(ex, names[i], feeds[i], "test", &st) == PARDO_OK, "%s", st.msg);
+    return ex;
+}
+
+/* Runs ex `steps` times. */
+static void run_steps(pardo_executor *ex, int steps) {
+    pardo_status st;
+    for (int s = 0; s < steps; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+}
+
+/* A copy of what block 0's var `name` holds after a run. */
+static pardo_tensor *fetched_copy(pardo_executor *ex, const char *name) {
+    pardo_status st;
+    pardo_tensor *t = pardo_executor_fetch(ex, name);
+    ck_assert_msg(t, "'%s' has no value", name);
+    return pardo_tensor_clone(t, &st);
+}
+
+/* How many times needle occurs in text. */
+static int occurrences(const char *text, const char *needle) {
+    int count = 0;
+    for (const char *q = strstr(text, needle); q; q = strstr(q + 1, needle)) count++;
+    return count;
+}
+
 /* A training executor for p keeping only the loss, its vars initialised and
  * a batch of `rows` random rows of x (labels i % 3) fed. */
 static pardo_executor *fed_executor(const pardo_program *p, int nthreads, bool release, int64_t rows) {
     pardo_status st;
     const char *keep[] = {"loss"};
-    pardo_exec_options opt = {.nthreads = nthreads, .training = true, .release_temps = release, .keep = keep,
-                              .n_keep = 1};
-    pardo_executor *ex = NULL;
-    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
-    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
     test_rng r = {(uint64_t)rows};
     int64_t xs[] = {rows, 6}, ys[] = {rows};
-    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *y = pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st);
-    for (int64_t i = 0; i < rows; i++) pardo_tensor_set_f64(y, i, (double)(i % 3));
-    ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
-    ck_assert_int_eq(pardo_executor_feed(ex, "y", y, "test", &st), PARDO_OK);
-    pardo_tensor_release(x);
-    pardo_tensor_release(y);
+    pardo_tensor *xy[2] = {test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st)};
+    for (int64_t i = 0; i < rows; i++) pardo_tensor_set_f64(xy[1], i, (double)(i % 3));
+    static const char *const names[] = {"x", "y"};
+    pardo_executor *ex = executor_with(
+        p, (pardo_exec_options){.nthreads = nthreads, .training = true, .release_temps = release, .keep = keep, .n_keep = 1},
+        2, names, xy);
+    pardo_tensor_release(xy[0]);
+    pardo_tensor_release(xy[1]);
     return ex;
 }
 
@@ -422,7 +453,6 @@ END_TEST
  * does not fit the epilogue: the executor runs the ops one by one, and the
  * result is the same either way. */
 START_TEST(fused_chain_falls_back_when_the_bias_does_not_fit) {
-    pardo_status st;
     for (int bias2d = 0; bias2d < 2; bias2d++) {
         char text[1024];
         snprintf(text, sizeof text,
@@ -443,21 +473,18 @@ START_TEST(fused_chain_falls_back_when_the_bias_does_not_fit) {
         int64_t xs[] = {37, 3};
         pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -2, 2), *got[2];
         for (int release = 0; release < 2; release++) {
-            const char *keep[] = {"a"};
-            pardo_exec_options opt = {.nthreads = 1, .release_temps = release, .keep = keep, .n_keep = 1};
-            pardo_executor *ex = NULL;
-            ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
-            ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
-            ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
-            for (int s = 0; s < 2; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
-            got[release] = pardo_tensor_clone(pardo_executor_fetch(ex, "a"), &st);
+            const char *keep[] = {"a"}, *const names[] = {"x"};
+            pardo_executor *ex = executor_with(
+                p, (pardo_exec_options){.nthreads = 1, .release_temps = release, .keep = keep, .n_keep = 1}, 1,
+                names, &x);
+            run_steps(ex, 2);
+            got[release] = fetched_copy(ex, "a");
             if (release) ck_assert_ptr_null(pardo_executor_fetch(ex, "h"));
             pardo_executor_free(ex);
         }
-        ck_assert(got[0]->numel == 37 * 4 && got[1]->numel == got[0]->numel);
-        ck_assert(memcmp(pardo_tensor_data(got[0]), pardo_tensor_data(got[1]), got[0]->nbytes) == 0);
-        pardo_tensor_release(got[0]);
-        pardo_tensor_release(got[1]);
+        ck_assert(got[0]->numel == 37 * 4);
+        static const char *const outs[] = {"a"};
+        assert_same_bits(&got[0], &got[1], 1, outs, bias2d ? "bias [1, N]" : "bias [N]");
         pardo_tensor_release(x);
         pardo_program_free(p);
     }
@@ -493,9 +520,8 @@ START_TEST(merge_update_fusion_keeps_the_bits) {
             pardo_tensor *got[2][3];
             for (int release = 0; release < 2; release++) {
                 pardo_executor *ex = fed_executor(p, threads, release, 40);
-                for (int s = 0; s < 4; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
-                for (int q = 0; q < 3; q++)
-                    got[release][q] = pardo_tensor_clone(pardo_executor_fetch(ex, mlp_params[q]), &st);
+                run_steps(ex, 4);
+                for (int q = 0; q < 3; q++) got[release][q] = fetched_copy(ex, mlp_params[q]);
                 if (release) ck_assert_ptr_null(pardo_executor_fetch(ex, "w1@GRAD")); /* never merged on its own */
                 pardo_executor_free(ex);
             }
@@ -539,23 +565,20 @@ START_TEST(backward_relu_chain_fuses_and_keeps_the_bits) {
         for (int release = 0; release < 2; release++) {
             pardo_executor *ex = fed_executor(p, 1, release, 37);
             if (release) ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
-            for (int s = 0; s < 3; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+            run_steps(ex, 3);
             if (release) {
                 pardo_trace_stop();
                 char *json = NULL;
                 size_t n = 0;
                 ck_assert_int_eq(pardo_trace_json(NULL, &json, &n, &st), PARDO_OK);
                 static const char *const ops[] = {"\"op\":\"relu_grad\"", "\"op\":\"add_grad\""};
-                for (int q = 0; q < 2; q++) {
-                    int count = 0;
-                    for (const char *c = strstr(json, ops[q]); c; c = strstr(c + 1, ops[q])) count++;
-                    ck_assert_msg(count == 3, "%s: %d events", ops[q], count);
-                }
+                for (int q = 0; q < 2; q++)
+                    ck_assert_msg(occurrences(json, ops[q]) == 3, "%s: %d events", ops[q], occurrences(json, ops[q]));
                 free(json);
                 pardo_trace_reset();
                 ck_assert_ptr_null(pardo_executor_fetch(ex, "a@GRAD")); /* dA never stored */
             }
-            for (int q = 0; q < 3; q++) got[release][q] = pardo_tensor_clone(pardo_executor_fetch(ex, mlp_params[q]), &st);
+            for (int q = 0; q < 3; q++) got[release][q] = fetched_copy(ex, mlp_params[q]);
             pardo_executor_free(ex);
         }
         char what[32];
@@ -590,7 +613,6 @@ END_TEST
  * batch dim (dA summed over batches) the mask does not fit an epilogue and
  * the two ops run one by one. The gradient is the same either way. */
 START_TEST(backward_relu_chain_falls_back_with_batch_dims) {
-    pardo_status st;
     for (int batched = 0; batched < 2; batched++) {
         char text[1400];
         snprintf(text, sizeof text,
@@ -612,21 +634,17 @@ START_TEST(backward_relu_chain_falls_back_with_batch_dims) {
         const int nd = batched ? 3 : 2;
         pardo_tensor *x = test_tensor_random(&r, PARDO_F32, nd, batched ? xs : xs + 1, -1, 1),
                      *dy = test_tensor_random(&r, PARDO_F32, nd, batched ? ys : ys + 1, -1, 1), *got[2][2];
+        static const char *const outs[] = {"dx", "dw"}, *const names[] = {"x", "dy"};
+        pardo_tensor *const feeds[] = {x, dy};
         for (int release = 0; release < 2; release++) {
-            const char *keep[] = {"dx", "dw"};
-            pardo_exec_options opt = {.nthreads = 1, .release_temps = release, .keep = keep, .n_keep = 2};
-            pardo_executor *ex = NULL;
-            ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
-            ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
-            ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
-            ck_assert_int_eq(pardo_executor_feed(ex, "dy", dy, "test", &st), PARDO_OK);
-            for (int s = 0; s < 2; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
-            got[release][0] = pardo_tensor_clone(pardo_executor_fetch(ex, "dx"), &st);
-            got[release][1] = pardo_tensor_clone(pardo_executor_fetch(ex, "dw"), &st);
+            pardo_executor *ex = executor_with(
+                p, (pardo_exec_options){.nthreads = 1, .release_temps = release, .keep = outs, .n_keep = 2}, 2,
+                names, feeds);
+            run_steps(ex, 2);
+            for (int q = 0; q < 2; q++) got[release][q] = fetched_copy(ex, outs[q]);
             if (release && !batched) ck_assert_ptr_null(pardo_executor_fetch(ex, "da")); /* fused: never stored */
             pardo_executor_free(ex);
         }
-        static const char *const outs[] = {"dx", "dw"};
         assert_same_bits(got[0], got[1], 2, outs, batched ? "batched" : "matrices");
         pardo_tensor_release(x);
         pardo_tensor_release(dy);
@@ -685,15 +703,12 @@ START_TEST(kept_weights_follow_their_writes) {
     for (int threads = 1; threads <= 2; threads++) {
         if (pardo_thread_pool_started() && pardo_thread_pool_size() != threads) pardo_thread_pool_shutdown();
         ck_assert_msg(pardo_thread_pool_configure(threads, &st) == PARDO_OK, "%s", st.msg);
-        pardo_exec_options opt = {.nthreads = threads};
-        pardo_executor *ex = NULL;
-        ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
-        ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
         test_rng r = {21};
         int64_t xs[] = {70, 50}, fs[] = {50, 40};
         pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *f = test_tensor_random(&r, PARDO_F64, 2, fs, -1, 1);
-        ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
-        ck_assert_int_eq(pardo_executor_feed(ex, "f", f, "test", &st), PARDO_OK);
+        static const char *const names[] = {"x", "f"};
+        pardo_tensor *const feeds[] = {x, f};
+        pardo_executor *ex = executor_with(p, (pardo_exec_options){.nthreads = threads}, 2, names, feeds);
         for (int s = 0; s < 3; s++) { /* the second run keeps w and c, the third reads them */
             ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
             expect_products(ex);
@@ -726,33 +741,18 @@ END_TEST
 START_TEST(fused_ops_keep_their_trace_events) {
     pardo_status st;
     pardo_program *p = test_program(mlp_text, "mlp.json");
-    const char *keep[] = {"loss"};
-    pardo_exec_options opt = {.nthreads = 1, .release_temps = true, .keep = keep, .n_keep = 1};
-    pardo_executor *ex = NULL;
-    ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
-    ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
-    test_rng r = {2};
-    int64_t xs[] = {5, 6}, ys[] = {5};
-    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *y = pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st);
-    for (int i = 0; i < 5; i++) pardo_tensor_set_f64(y, i, i % 3);
-    ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
-    ck_assert_int_eq(pardo_executor_feed(ex, "y", y, "test", &st), PARDO_OK);
+    pardo_executor *ex = fed_executor(p, 1, true, 5);
     ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
-    for (int s = 0; s < 2; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+    run_steps(ex, 2);
     pardo_trace_stop();
     char *json = NULL;
     size_t n = 0;
     ck_assert_int_eq(pardo_trace_json(NULL, &json, &n, &st), PARDO_OK);
     static const char *const ops[] = {"\"op\":\"matmul\"", "\"op\":\"add\"", "\"op\":\"relu\""};
-    for (int k = 0; k < 3; k++) {
-        int count = 0;
-        for (const char *q = strstr(json, ops[k]); q; q = strstr(q + 1, ops[k])) count++;
-        ck_assert_msg(count == (k == 0 ? 4 : 2), "%s: %d events", ops[k], count);
-    }
+    for (int k = 0; k < 3; k++)
+        ck_assert_msg(occurrences(json, ops[k]) == (k == 0 ? 4 : 2), "%s: %d events", ops[k], occurrences(json, ops[k]));
     free(json);
     pardo_trace_reset();
-    pardo_tensor_release(x);
-    pardo_tensor_release(y);
     pardo_executor_free(ex);
     pardo_program_free(p);
 }
@@ -761,7 +761,6 @@ END_TEST
 /* A merge with no weight_by input (a plain mean over parts) fused into the
  * update that reads it: the same param as the two ops one by one. */
 START_TEST(merge_update_fusion_without_weights) {
-    pardo_status st;
     pardo_program *p = test_program(
         "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
         "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"feed\"},"
@@ -783,20 +782,16 @@ START_TEST(merge_update_fusion_without_weights) {
     int64_t xs[] = {5, 3};
     test_rng r = {12};
     pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1), *got[2];
+    static const char *const names[] = {"x"}, *const params[] = {"w"};
     for (int release = 0; release < 2; release++) {
-        pardo_exec_options opt = {.nthreads = 1, .release_temps = release};
-        pardo_executor *ex = NULL;
-        ck_assert_int_eq(pardo_executor_new(p, &opt, &ex, &st), PARDO_OK);
-        ck_assert_int_eq(pardo_executor_init_vars(ex, NULL, NULL, &st), PARDO_OK);
-        ck_assert_int_eq(pardo_executor_feed(ex, "x", x, "test", &st), PARDO_OK);
-        for (int s = 0; s < 3; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
-        got[release] = pardo_tensor_clone(pardo_executor_fetch(ex, "w"), &st);
+        pardo_executor *ex =
+            executor_with(p, (pardo_exec_options){.nthreads = 1, .release_temps = release}, 1, names, &x);
+        run_steps(ex, 3);
+        got[release] = fetched_copy(ex, "w");
         pardo_executor_free(ex);
     }
-    ck_assert(memcmp(pardo_tensor_data(got[0]), pardo_tensor_data(got[1]), got[0]->nbytes) == 0);
     ck_assert(pardo_tensor_get_f64(got[0], 0) != 1.0); /* it did update */
-    pardo_tensor_release(got[0]);
-    pardo_tensor_release(got[1]);
+    assert_same_bits(&got[0], &got[1], 1, params, "plain mean");
     pardo_tensor_release(x);
     pardo_program_free(p);
 }
