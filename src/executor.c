@@ -486,18 +486,20 @@ done:
     return rc;
 }
 
-/* Trace events of zero length, now, for the n ops from `first` that ran
- * inside another op's kernel (SPEC: one event per op run): their inputs as
- * bound in scope (an intermediate that was never stored is absent), and
- * `last_out` as the last one's output (NULL: absent). */
-static void trace_fused_away(pardo_executor *ex, int block, int first, int n, pardo_scope *scope,
+/* Trace events of zero length, now, for the n ops at indices ops[] that ran
+ * inside another op's kernel (SPEC: one event per op run; fused ops need
+ * not stand next to each other): their inputs as bound in scope (an
+ * intermediate that was never stored is absent), and `last_out` as the last
+ * one's output (NULL: absent). */
+static void trace_fused_away(pardo_executor *ex, int block, const int *ops, int n, pardo_scope *scope,
                              pardo_tensor *last_out) {
-    for (int i = first; i < first + n; i++) {
+    for (int j = 0; j < n; j++) {
+        const int i = ops[j];
         const pardo_op *op = &ex->prog->blocks[block].ops[i];
         pardo_tensor *in[MAX_OP_IO] = {0}, *out[MAX_OP_IO] = {0};
         for (int k = 0; k < op->n_in && k < MAX_OP_IO; k++)
             if (op->in[k][0]) in[k] = pardo_scope_find(scope, op->in[k]);
-        if (i == first + n - 1 && op->n_out > 0) out[0] = last_out;
+        if (j == n - 1 && op->n_out > 0) out[0] = last_out;
         int64_t now = pardo_trace_ticks();
         pardo_trace_op r = {.op = op, .block = block, .index = i, .ready = now, .t0 = now, .t1 = now, .in = in,
                             .n_in = op->n_in, .out = out, .n_out = op->n_out};
@@ -538,7 +540,7 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
         if (rc == PARDO_OK) rc = check_output(ex->ops[block][f.follow[f.len - 1]].out_vars[0], last, 0, out, st);
         if (tracing && rc == PARDO_OK) {
             trace_op(ex, block, index, ready, t0, in, &out, st);
-            trace_fused_away(ex, block, f.follow[0], f.len, scope, out);
+            trace_fused_away(ex, block, f.follow, f.len, scope, out);
         }
         if (rc == PARDO_OK) {
             rc = pardo_scope_set_move(scope, last->out[0], out, st);
@@ -626,14 +628,14 @@ static int run_fused_grad(pardo_executor *ex, int block, int index, pardo_scope 
                          : pardo_errorf(st, PARDO_ENOTFOUND, "input %d: var '%s' has no value at run time", f.bias,
                                         add->in[f.bias]);
         if (rc == PARDO_OK && tracing) {
-            trace_fused_away(ex, block, f.follow[0], 1, scope, NULL);
+            trace_fused_away(ex, block, f.follow, 1, scope, NULL);
             int64_t r1 = t1;
             trace_op(ex, block, ai, &r1, t1, ain, aout, st);
         }
         if (rc == PARDO_OK) rc = bind_output(ex, block, ai, f.bias, scope, &aout[f.bias], st);
         pardo_tensor_release(aout[f.bias]);
     } else if (rc == PARDO_OK && tracing) {
-        trace_fused_away(ex, block, f.follow[0], f.len, scope, pardo_scope_find(scope, dest));
+        trace_fused_away(ex, block, f.follow, f.len, scope, pardo_scope_find(scope, dest));
     }
     if (rc != PARDO_OK) {
         char where[512];
@@ -677,7 +679,7 @@ static int run_merge_update(pardo_executor *ex, int block, int merge, int index,
         int rc = run_op(ex, block, merge, scope, run, in_stage, NULL, NULL, st);
         return rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
     }
-    if (pardo_trace_on()) trace_fused_away(ex, block, merge, 1, scope, NULL);
+    if (pardo_trace_on()) trace_fused_away(ex, block, &merge, 1, scope, NULL);
     return run_op(ex, block, index, scope, run, in_stage, &m, ready, st);
 }
 
