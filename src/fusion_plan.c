@@ -1,9 +1,10 @@
-/* fusion_plan.c - matmul -> add [-> relu] and merge -> update chains (see
- * fusion_plan.h). */
+/* fusion_plan.c - matmul -> add [-> relu], matmul_grad -> relu_grad
+ * [-> add_grad] and merge -> update chains (see fusion_plan.h). */
 #include "fusion_plan.h"
 
 #include <string.h>
 
+#include "pass.h"
 #include "value.h"
 
 static bool value_names(const pardo_value *v, const char *name) {
@@ -19,18 +20,14 @@ static bool value_names(const pardo_value *v, const char *name) {
     }
 }
 
-/* True when op is a parallel_do running block b whose parts_in or parts_out
- * binds `name` (keys there are that block's vars). */
-static bool binds_part(const pardo_op *op, int b, const char *name) {
-    const pardo_value *blk = op->attrs ? pardo_value_get(op->attrs, "block") : NULL;
-    if (strcmp(op->type, "parallel_do") || !blk || blk->kind != PARDO_V_NUMBER || (int)blk->number != b) return false;
-    static const char *const lists[] = {"parts_in", "parts_out"};
-    for (int l = 0; l < 2; l++) {
-        const pardo_value *o = pardo_value_get(op->attrs, lists[l]);
-        for (int k = 0; o && o->kind == PARDO_V_OBJECT && k < o->n; k++)
-            if (strcmp(o->keys[k], name) == 0) return true;
-    }
-    return false;
+/* True when the parallel_do that runs block b binds `name` to a part
+ * (a key of its parts_in or parts_out: keys there are that block's vars). */
+static bool binds_part(const pardo_program *p, int b, const char *name) {
+    int rb, ri;
+    if (!pardo_block_runner(p, b, &rb, &ri)) return false;
+    const pardo_value *attrs = p->blocks[rb].ops[ri].attrs;
+    return pardo_value_get(pardo_value_get(attrs, "parts_in"), name) ||
+           pardo_value_get(pardo_value_get(attrs, "parts_out"), name);
 }
 
 /* True when the var `name` of block b is a temporary that exactly one op
@@ -43,10 +40,8 @@ static bool private_temp(const pardo_program *p, int b, const char *name, int wr
     int owner = -1;
     const pardo_var *v = pardo_program_lookup_var(p, b, name, &owner);
     if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value) return false;
-    if (pardo_name_listed(keep, n_keep, name)) return false;
+    if (pardo_name_listed(keep, n_keep, name) || binds_part(p, b, name)) return false;
     for (int bb = 0; bb < p->n_blocks; bb++) {
-        for (int i = 0; i < p->blocks[bb].n_ops; i++)
-            if (binds_part(&p->blocks[bb].ops[i], b, name)) return false;
         int seen_as = -1; /* another block's ops name our var only where the name resolves to it there */
         if (bb != b && (!pardo_program_lookup_var(p, bb, name, &seen_as) || seen_as != b)) continue;
         for (int i = 0; i < p->blocks[bb].n_ops; i++) {
