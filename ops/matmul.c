@@ -136,8 +136,8 @@ static int matmul_infer(pardo_infer_ctx *ctx) {
 /* One product C[m, n] = op(A) op(B) of contiguous matrices of dtype dt
  * (ops/gemm.h), A stored [m, k] ([k, m] when ta), B stored [k, n] ([n, k]
  * when tb); with add_to the product is added to C instead of replacing it
- * (the gradient kernels sum over broadcast batches). mm runs it, its rows
- * of C split over ctx->nthreads threads. */
+ * (the gradient kernels sum over broadcast batches). pardo_gemm_run (mm)
+ * runs it, its rows of C split over ctx->nthreads threads. */
 static pardo_gemm mm_desc(pardo_dtype dt, const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
                           bool ta, bool tb, bool add_to) {
     return (pardo_gemm){.dtype = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .lda = ta ? m : k, .b = b,
@@ -187,8 +187,6 @@ static int mm_plan_make(const pardo_kernel_ctx *ctx, const pardo_tensor *a, cons
     return PARDO_OK;
 }
 
-/* Y = op(A) op(B) for every batch, each product then given the epilogue ep
- * (NULL: none). */
 /* What a matmul of block 0 keeps in its op state: whether its B may be kept
  * packed (decided on its first run) and the packed copy. */
 typedef struct kept_state {
@@ -224,6 +222,8 @@ static pardo_gemm_packed *kept_b(pardo_kernel_ctx *ctx, const pardo_tensor *b) {
     return k->eligible ? &k->packed : NULL;
 }
 
+/* Y = op(A) op(B) for every batch, each product then given the epilogue ep
+ * (NULL: none). */
 static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epilogue *ep) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
     const mm_plan p = *pp;
@@ -240,11 +240,12 @@ static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epi
     pardo_odo o;
     pardo_odo_init(&o, p.batch.nd, p.batch.dims, p.batch.sa, p.batch.sb);
     for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o)) {
-        pardo_gemm g = {.dtype = a->dtype, .ta = p.ta, .tb = p.tb, .m = m, .n = n, .k = k,
-                        .a = pa + (size_t)(o.off[0] * a_mat) * es, .lda = p.ta ? m : k,
-                        .b = pb + (size_t)(o.off[1] * b_mat) * es, .ldb = p.tb ? k : n,
-                        .c = py + (size_t)(i * y_mat) * es, .ldc = n, .bias = ep ? ep->bias : NULL,
-                        .relu = ep && ep->relu, .b_packed = kept, .b_version = b->mem->version};
+        pardo_gemm g = mm_desc(a->dtype, pa + (size_t)(o.off[0] * a_mat) * es, pb + (size_t)(o.off[1] * b_mat) * es,
+                               py + (size_t)(i * y_mat) * es, m, n, k, p.ta, p.tb, false);
+        g.bias = ep ? ep->bias : NULL;
+        g.relu = ep && ep->relu;
+        g.b_packed = kept;
+        g.b_version = b->mem->version;
         if ((rc = pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO)) != PARDO_OK) return rc;
     }
     return PARDO_OK;
