@@ -536,24 +536,25 @@ static bool kept_b(pardo_kernel_ctx *ctx, const pardo_gemm *g, gemm_job *j, size
     const bool again = pc->seen_b == g->b && pc->seen_version == g->b_version;
     pc->seen_b = g->b;
     pc->seen_version = g->b_version;
-    const size_t bytes = ((size_t)g->k * (size_t)j->np * (size_t)j->arch->nr * es + 63) & ~(size_t)63;
-    if (!same && (!again || (bytes > pc->cap && !(j->bpack = aligned_alloc(64, bytes)))))
-        return false; /* packed as usual (a failed allocation too) */
+    if (!same) {
+        if (!again) return false; /* seen once: packed as usual */
+        const size_t bytes = ((size_t)g->k * (size_t)j->np * (size_t)j->arch->nr * es + 63) & ~(size_t)63;
+        if (bytes > pc->cap) {
+            void *p = aligned_alloc(64, bytes);
+            if (!p) return false; /* packed as usual */
+            free(pc->data);
+            pc->data = p;
+            pc->cap = bytes;
+        }
+        pc->valid = false;
+    }
+    /* all K blocks of op(B), packed whole at pc->data */
     j->kb0 = 0;
     j->kb1 = j->nkb;
     j->boff = 0;
     j->direct = false;
-    if (same) {
-        j->bpack = pc->data;
-        return true;
-    }
-    if (bytes > pc->cap) {
-        free(pc->data);
-        pc->data = j->bpack;
-        pc->cap = bytes;
-    }
-    pc->valid = false;
     j->bpack = pc->data;
+    if (same) return true;
     if ((*rc = pardo_parallel_for(ctx, j->np, pack_items, j)) != PARDO_OK) return true;
     *pc = (pardo_gemm_packed){.data = pc->data, .cap = pc->cap, .valid = true, .b = g->b, .arch = j->arch,
                               .ldb = g->ldb, .k = g->k, .n = g->n, .tb = g->tb, .dtype = g->dtype,
