@@ -65,13 +65,13 @@ static int opt_outputs(pardo_kernel_ctx *ctx, const int *in_of, int n_out, pardo
  * optional state output (v_out, m_out) may be NULL: the new state is then
  * dropped. */
 #define OPT_KERNELS(SUF, T)                                                                                            \
-    PARDO_SIMD_CLONES static void sgd_##SUF(int64_t n, const void *vp, const void *vg, double lr, void *vpo) {                           \
+    PARDO_SIMD_CLONES static void sgd_##SUF(int64_t n, const void *vp, const void *vg, double lr, void *vpo) {         \
         const T *p = vp, *g = vg;                                                                                      \
         T *po = vpo;                                                                                                   \
         for (int64_t i = 0; i < n; i++) po[i] = (T)((double)p[i] - lr * (double)g[i]);                                 \
     }                                                                                                                  \
-    PARDO_SIMD_CLONES static void momentum_##SUF(int64_t n, const void *vp, const void *vg, const void *vv, double lr, double mu,        \
-                               bool nesterov, void *vpo, void *vvo) {                                                  \
+    PARDO_SIMD_CLONES static void momentum_##SUF(int64_t n, const void *vp, const void *vg, const void *vv,            \
+                                                 double lr, double mu, bool nesterov, void *vpo, void *vvo) {          \
         const T *p = vp, *g = vg, *v = vv;                                                                             \
         T *po = vpo, *vo = vvo;                                                                                        \
         for (int64_t i = 0; i < n; i++) {                                                                              \
@@ -82,9 +82,9 @@ static int opt_outputs(pardo_kernel_ctx *ctx, const int *in_of, int n_out, pardo
             if (vo) vo[i] = vn;                                                                                        \
         }                                                                                                              \
     }                                                                                                                  \
-    PARDO_SIMD_CLONES static void adam_##SUF(int64_t n, const void *vp, const void *vg, const void *vm, const void *vv,                  \
-                           double step_size, double bc2_sqrt, double b1, double b2, double eps, void *vpo, void *vmo,  \
-                           void *vvo) {                                                                                \
+    PARDO_SIMD_CLONES static void adam_##SUF(int64_t n, const void *vp, const void *vg, const void *vm,                \
+                                             const void *vv, double step_size, double bc2_sqrt, double b1,             \
+                                             double b2, double eps, void *vpo, void *vmo, void *vvo) {                 \
         const T *p = vp, *g = vg, *m = vm, *v = vv;                                                                    \
         T *po = vpo, *mo = vmo, *vo = vvo;                                                                             \
         for (int64_t i = 0; i < n; i++) {                                                                              \
@@ -178,10 +178,17 @@ static void opt_range(void *arg, int64_t begin, int64_t end) {
 
 enum { OPT_PARALLEL_MIN = 1 << 15 }; /* elements: below this a fork costs more than it saves */
 
+/* The gradient's data, or NULL where the executor fused the merge of its
+ * parts into the update (ctx->grad_merge stands for it, opt_run takes it). */
+static const void *opt_grad(const pardo_kernel_ctx *ctx) {
+    return ctx->grad_merge ? NULL : pardo_tensor_data(ctx->in[1]);
+}
+
 /* Runs j over the param's n elements, on the kernel's threads when n is big. */
 static int opt_run(pardo_kernel_ctx *ctx, opt_job *j, int64_t n) {
     pardo_kernel_ctx one = *ctx;
     if (n < OPT_PARALLEL_MIN) one.nthreads = 1;
+    j->merge = ctx->grad_merge;
     return pardo_parallel_for(&one, n, opt_range, j);
 }
 
@@ -215,7 +222,7 @@ static int sgd_cpu(pardo_kernel_ctx *ctx) {
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0];
     opt_job j = {.kind = OPT_SGD, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = ctx->grad_merge ? NULL : pardo_tensor_data(ctx->in[1]), .merge = ctx->grad_merge, .po = pardo_tensor_data(out[0]),
+                 .g = opt_grad(ctx), .po = pardo_tensor_data(out[0]),
                  .lr = pardo_tensor_get_f64(ctx->in[2], 0)};
     return opt_run(ctx, &j, p->numel);
 }
@@ -279,7 +286,7 @@ static int momentum_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *p = ctx->in[0];
     void *vo = ctx->n_out > 1 && out[1] ? pardo_tensor_data(out[1]) : NULL;
     opt_job j = {.kind = OPT_MOMENTUM, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = ctx->grad_merge ? NULL : pardo_tensor_data(ctx->in[1]), .merge = ctx->grad_merge, .s1 = pardo_tensor_data(ctx->in[2]),
+                 .g = opt_grad(ctx), .s1 = pardo_tensor_data(ctx->in[2]),
                  .po = pardo_tensor_data(out[0]), .o1 = vo, .lr = pardo_tensor_get_f64(ctx->in[3], 0), .mu = mu,
                  .nesterov = nesterov};
     return opt_run(ctx, &j, p->numel);
@@ -367,7 +374,7 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
     if ((rc = opt_outputs(ctx, in_of, ctx->n_out < 4 ? ctx->n_out : 4, out)) != PARDO_OK) return rc;
     const double step_size = lr / (1 - pow(b1, t)), bc2_sqrt = sqrt(1 - pow(b2, t));
     opt_job j = {.kind = OPT_ADAM, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = ctx->grad_merge ? NULL : pardo_tensor_data(ctx->in[1]), .merge = ctx->grad_merge, .s1 = pardo_tensor_data(ctx->in[2]),
+                 .g = opt_grad(ctx), .s1 = pardo_tensor_data(ctx->in[2]),
                  .s2 = pardo_tensor_data(ctx->in[3]), .po = pardo_tensor_data(out[0]),
                  .o1 = out[1] ? pardo_tensor_data(out[1]) : NULL, .o2 = out[2] ? pardo_tensor_data(out[2]) : NULL,
                  .lr = step_size, .b1 = b1, .b2 = b2, .eps = eps, .bc2_sqrt = bc2_sqrt};

@@ -447,7 +447,8 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
                 rc = st->code;
                 goto done;
             }
-            out[k] = inplace ? pardo_tensor_retain(pardo_scope_entry_get(scope, *e)) : pardo_scope_entry_take(scope, *e);
+            out[k] = inplace ? pardo_tensor_retain(pardo_scope_entry_get(scope, *e))
+                             : pardo_scope_entry_take(scope, *e);
         } else if (inplace) {
             pardo_tensor *t = pardo_scope_find(scope, op->out[k]);
             out[k] = t ? pardo_tensor_retain(t) : NULL;

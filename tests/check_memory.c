@@ -176,12 +176,13 @@ static pardo_executor *fed_executor(const pardo_program *p, int nthreads, bool r
     const char *keep[] = {"loss"};
     test_rng r = {(uint64_t)rows};
     int64_t xs[] = {rows, 6}, ys[] = {rows};
-    pardo_tensor *xy[2] = {test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st)};
+    pardo_tensor *xy[2] = {test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1),
+                           pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st)};
     for (int64_t i = 0; i < rows; i++) pardo_tensor_set_f64(xy[1], i, (double)(i % 3));
     static const char *const names[] = {"x", "y"};
-    pardo_executor *ex = executor_with(
-        p, (pardo_exec_options){.nthreads = nthreads, .training = true, .release_temps = release, .keep = keep, .n_keep = 1},
-        2, names, xy);
+    const pardo_exec_options opt = {.nthreads = nthreads, .training = true, .release_temps = release, .keep = keep,
+                                    .n_keep = 1};
+    pardo_executor *ex = executor_with(p, opt, 2, names, xy);
     pardo_tensor_release(xy[0]);
     pardo_tensor_release(xy[1]);
     return ex;
@@ -664,7 +665,8 @@ static void naive_mm(const pardo_tensor *a, const pardo_tensor *b, double *out) 
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double acc = 0;
-            for (int64_t q = 0; q < k; q++) acc += pardo_tensor_get_f64(a, i * k + q) * pardo_tensor_get_f64(b, q * n + j);
+            for (int64_t q = 0; q < k; q++)
+                acc += pardo_tensor_get_f64(a, i * k + q) * pardo_tensor_get_f64(b, q * n + j);
             out[i * n + j] = acc;
         }
 }
@@ -687,7 +689,8 @@ START_TEST(kept_weights_follow_their_writes) {
     pardo_status st;
     char values[40 * 8 * 8], text[4096];
     size_t at = 0;
-    for (int i = 0; i < 40 * 8; i++) at += (size_t)snprintf(values + at, sizeof values - at, "%s%d", i ? "," : "", i % 7 - 3);
+    for (int i = 0; i < 40 * 8; i++)
+        at += (size_t)snprintf(values + at, sizeof values - at, "%s%d", i ? "," : "", i % 7 - 3);
     snprintf(text, sizeof text,
              "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
              "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 50], \"role\": \"feed\"},"
@@ -705,7 +708,8 @@ START_TEST(kept_weights_follow_their_writes) {
         ck_assert_msg(pardo_thread_pool_configure(threads, &st) == PARDO_OK, "%s", st.msg);
         test_rng r = {21};
         int64_t xs[] = {70, 50}, fs[] = {50, 40};
-        pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1), *f = test_tensor_random(&r, PARDO_F64, 2, fs, -1, 1);
+        pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1),
+                     *f = test_tensor_random(&r, PARDO_F64, 2, fs, -1, 1);
         static const char *const names[] = {"x", "f"};
         pardo_tensor *const feeds[] = {x, f};
         pardo_executor *ex = executor_with(p, (pardo_exec_options){.nthreads = threads}, 2, names, feeds);
@@ -750,7 +754,8 @@ START_TEST(fused_ops_keep_their_trace_events) {
     ck_assert_int_eq(pardo_trace_json(NULL, &json, &n, &st), PARDO_OK);
     static const char *const ops[] = {"\"op\":\"matmul\"", "\"op\":\"add\"", "\"op\":\"relu\""};
     for (int k = 0; k < 3; k++)
-        ck_assert_msg(occurrences(json, ops[k]) == (k == 0 ? 4 : 2), "%s: %d events", ops[k], occurrences(json, ops[k]));
+        ck_assert_msg(occurrences(json, ops[k]) == (k == 0 ? 4 : 2), "%s: %d events", ops[k],
+                      occurrences(json, ops[k]));
     free(json);
     pardo_trace_reset();
     pardo_executor_free(ex);
