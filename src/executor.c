@@ -508,16 +508,16 @@ static void trace_fused_away(pardo_executor *ex, int block, const int *ops, int 
     }
 }
 
-/* Runs op `index` (a matmul) of block with the add [and relu] after it as
- * one kernel (fusion_plan.h). *ran is false when it did not: the chain is
- * not fused, runs on a GPU, or its bias does not fit an epilogue at run time
- * (then nothing was changed and the ops run one by one). */
+/* Runs op `index` (a matmul with a fused chain, on the CPU: run_fusable
+ * checks) of block with the add [and relu] after it as one kernel
+ * (fusion_plan.h). *ran is false when it did not: its bias does not fit an
+ * epilogue at run time (then nothing was changed and the ops run one by
+ * one). */
 static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
                      int64_t *ready, bool *ran, pardo_status *st) {
     const pardo_block *blk = &ex->prog->blocks[block];
     const pardo_fusion f = ex->ops[block][index].fusion;
     *ran = false;
-    if (f.len == 0 || on_gpu(ex, run)) return PARDO_OK;
     const pardo_op *mm = &blk->ops[index], *add = &blk->ops[f.follow[0]], *last = &blk->ops[f.follow[f.len - 1]];
     bool tracing = pardo_trace_on();
     int64_t t0 = tracing ? pardo_trace_ticks() : 0;
