@@ -763,42 +763,65 @@ START_TEST(fused_ops_keep_their_trace_events) {
 }
 END_TEST
 
-/* A merge with no weight_by input (a plain mean over parts) fused into the
- * update that reads it: the same param as the two ops one by one. */
+/* A float32 merge of two parts fused into the sgd that reads it (one pass,
+ * no tile: sgd_merged2_f32) for a plain mean, a sum and a weighted mean of
+ * unequal parts, and with an empty part (weight 0: the tile path, which
+ * skips it): the same param as the two ops one by one. 37 elements: the
+ * vector loop and its tail. */
 START_TEST(merge_update_fusion_without_weights) {
-    pardo_program *p = test_program(
-        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
-        "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"feed\"},"
-        "\"w\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"value\": [1, 2, 3]},"
-        "\"lr\": {\"dtype\": \"float32\", \"shape\": [], \"value\": [0.5]},"
-        "\"xs\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"kind\": \"tensor_array\"}},"
-        "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
-        "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\"], \"out\": [\"gs\"],"
-        " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"g\": \"gs\"}}},"
-        "{\"op\": \"merge\", \"in\": [\"gs\"], \"out\": [\"gm\"], \"attrs\": {\"mode\": \"mean\"}},"
-        "{\"op\": \"sgd\", \"in\": [\"w\", \"gm\", \"lr\"], \"out\": [\"w\"], \"role\": \"optimize\"}]},"
-        "{\"parent\": 0, \"vars\": {}, \"ops\": ["
-        "{\"op\": \"mul\", \"in\": [\"xp\", \"w\"], \"out\": [\"h\"]},"
-        "{\"op\": \"reduce_sum\", \"in\": [\"h\"], \"out\": [\"g\"], \"attrs\": {\"axes\": [0], \"keepdims\": false}}]}]}",
-        "plain.json");
-    pardo_fusion f[4];
-    pardo_fusion_plan(p, 0, NULL, 0, f);
-    ck_assert(f[2].update == 4 && f[3].merge == 3);
-    int64_t xs[] = {5, 3};
-    test_rng r = {12};
-    pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1), *got[2];
-    static const char *const names[] = {"x"}, *const params[] = {"w"};
-    for (int release = 0; release < 2; release++) {
-        pardo_executor *ex =
-            executor_with(p, (pardo_exec_options){.nthreads = 1, .release_temps = release}, 1, names, &x);
-        run_steps(ex, 3);
-        got[release] = fetched_copy(ex, "w");
-        pardo_executor_free(ex);
+    static const struct {
+        const char *mode;
+        bool weighted; // weight_by the parts' rows
+        int64_t rows;
+    } cases[] = {{"mean", false, 5}, {"sum", false, 5}, {"mean", true, 5}, {"mean", true, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const bool weighted = cases[c].weighted;
+        char json[2048];
+        snprintf(json, sizeof json,
+                 "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                 "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 37], \"role\": \"feed\"},"
+                 "\"w\": {\"dtype\": \"float32\", \"shape\": [37], \"role\": \"param\","
+                 " \"init\": {\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 3}},"
+                 "\"lr\": {\"dtype\": \"float32\", \"shape\": [], \"value\": [0.1]},"
+                 "\"xs\": {\"dtype\": \"float32\", \"shape\": [-1, 37], \"kind\": \"tensor_array\"}},"
+                 "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+                 "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\"], \"out\": [\"gs\"],"
+                 " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"g\": \"gs\"}}},"
+                 "{\"op\": \"merge\", \"in\": %s, \"out\": [\"gm\"], \"attrs\": {\"mode\": \"%s\"%s}},"
+                 "{\"op\": \"sgd\", \"in\": [\"w\", \"gm\", \"lr\"], \"out\": [\"w\"], \"role\": \"optimize\"}]},"
+                 "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+                 "{\"op\": \"mul\", \"in\": [\"xp\", \"w\"], \"out\": [\"h\"]},"
+                 "{\"op\": \"reduce_sum\", \"in\": [\"h\"], \"out\": [\"g\"], "
+                 "\"attrs\": {\"axes\": [0], \"keepdims\": false}}]}]}",
+                 weighted ? "[\"gs\", \"xs\"]" : "[\"gs\"]", cases[c].mode, weighted ? ", \"weight_by\": \"xs\"" : "");
+        pardo_program *p = test_program(json, "merged.json");
+        pardo_fusion f[4];
+        pardo_fusion_plan(p, 0, NULL, 0, f);
+        ck_assert(f[2].update == 4 && f[3].merge == 3);
+        int64_t xs[] = {cases[c].rows, 37};
+        test_rng r = {12};
+        pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1), *got[2];
+        static const char *const names[] = {"x"}, *const params[] = {"w"};
+        for (int release = 0; release < 2; release++) {
+            pardo_executor *ex =
+                executor_with(p, (pardo_exec_options){.nthreads = 1, .release_temps = release}, 1, names, &x);
+            run_steps(ex, 3);
+            got[release] = fetched_copy(ex, "w");
+            pardo_executor_free(ex);
+        }
+        pardo_executor *fresh = executor_with(p, (pardo_exec_options){.nthreads = 1}, 1, names, &x);
+        pardo_tensor *w0 = fetched_copy(fresh, "w");
+        for (int64_t i = 0; i < 37; i++) /* it did update, every element */
+            ck_assert(pardo_tensor_get_f64(got[1], i) != pardo_tensor_get_f64(w0, i));
+        char what[64];
+        snprintf(what, sizeof what, "%s%s, %lld rows", cases[c].mode, weighted ? " weighted" : "",
+                 (long long)cases[c].rows);
+        assert_same_bits(&got[0], &got[1], 1, params, what); /* releases got */
+        pardo_tensor_release(w0);
+        pardo_executor_free(fresh);
+        pardo_tensor_release(x);
+        pardo_program_free(p);
     }
-    ck_assert(pardo_tensor_get_f64(got[0], 0) != 1.0); /* it did update */
-    assert_same_bits(&got[0], &got[1], 1, params, "plain mean");
-    pardo_tensor_release(x);
-    pardo_program_free(p);
 }
 END_TEST
 
