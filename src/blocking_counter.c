@@ -36,16 +36,16 @@ void pardo_blocking_counter_decrement_by(pardo_blocking_counter *c, int n) {
 
 void pardo_blocking_counter_decrement(pardo_blocking_counter *c) { pardo_blocking_counter_decrement_by(c, 1); }
 
-static bool spin_until_zero(pardo_blocking_counter *c) {
-    pardo_spin sp = {0};
+static bool spin_until_zero(pardo_blocking_counter *c, uint64_t spin_ns) {
+    pardo_spin sp = {.budget = spin_ns};
     do {
         if ((atomic_load_explicit(&c->state, memory_order_acquire) >> 1) == 0) return true;
     } while (pardo_spin_step(&sp));
     return false;
 }
 
-void pardo_blocking_counter_wait(pardo_blocking_counter *c) {
-    if (spin_until_zero(c)) return;
+void pardo_blocking_counter_wait_spinning(pardo_blocking_counter *c, uint64_t spin_ns) {
+    if (spin_until_zero(c, spin_ns)) return;
     /* announce that we block; if the count hit zero meanwhile, we are done */
     unsigned v = atomic_fetch_or_explicit(&c->state, 1u, memory_order_acq_rel);
     if ((v >> 1) == 0) return;
@@ -54,9 +54,11 @@ void pardo_blocking_counter_wait(pardo_blocking_counter *c) {
     pthread_mutex_unlock(&c->mu);
 }
 
+void pardo_blocking_counter_wait(pardo_blocking_counter *c) { pardo_blocking_counter_wait_spinning(c, 0); }
+
 bool pardo_blocking_counter_wait_for(pardo_blocking_counter *c, uint64_t timeout_ns) {
     uint64_t deadline = pardo_now_ns() + timeout_ns;
-    if (spin_until_zero(c)) return true;
+    if (spin_until_zero(c, 0)) return true;
     unsigned v = atomic_fetch_or_explicit(&c->state, 1u, memory_order_acq_rel);
     if ((v >> 1) == 0) return true;
     struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u), .tv_nsec = (long)(deadline % 1000000000u)};

@@ -92,12 +92,13 @@ static void *worker_main(void *index) {
     char name[32]; /* "pool-K" in traces; K from 1 (the forking thread is not a worker) */
     snprintf(name, sizeof name, "pool-%d", (int)(intptr_t)index);
     pardo_trace_set_thread_name(name);
+    uint64_t worked_ns = 0; /* the last task's time: how long to spin for the next (pardo_spin_budget) */
     pthread_mutex_lock(&pool.mu);
     for (;;) {
         while (!pool.head && !pool.stopping) {
-            /* spin a little before blocking: a fork that comes soon finds us awake */
+            /* spin before blocking: a fork that comes soon finds us awake */
             pthread_mutex_unlock(&pool.mu);
-            pardo_spin sp = {0};
+            pardo_spin sp = {.budget = pardo_spin_budget(worked_ns)};
             while (atomic_load_explicit(&pool.queued, memory_order_relaxed) == 0 && pardo_spin_step(&sp)) {
             }
             pthread_mutex_lock(&pool.mu);
@@ -111,7 +112,9 @@ static void *worker_main(void *index) {
         void *arg;
         take_head(&fn, &arg);
         pthread_mutex_unlock(&pool.mu);
+        const uint64_t t0 = pardo_now_ns();
         fn(arg);
+        worked_ns = pardo_now_ns() - t0;
         pthread_mutex_lock(&pool.mu);
     }
     pthread_mutex_unlock(&pool.mu);
@@ -250,10 +253,12 @@ void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i
     j.task.arg = &j;
     j.task.wanted = (int)w - 1;
     enqueue(&j.task);
+    const uint64_t t0 = pardo_now_ns();
     run_items(&j);
+    const uint64_t worked_ns = pardo_now_ns() - t0;
     int unclaimed = cancel(&j.task); /* runs no worker has started need not happen */
     if (unclaimed > 0) pardo_blocking_counter_decrement_by(&j.helpers, unclaimed);
-    pardo_blocking_counter_wait(&j.helpers);
+    pardo_blocking_counter_wait_spinning(&j.helpers, pardo_spin_budget(worked_ns));
     pardo_blocking_counter_destroy(&j.helpers);
 }
 
