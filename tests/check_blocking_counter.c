@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "blocking_counter.h"
+#include "spin.h"
 #include "check_suites.h"
 #include "thread_pool.h"
 
@@ -36,24 +37,45 @@ static void *decrement_later(void *p) {
     return NULL;
 }
 
-/* n threads decrement after delay_ns; the waiter must see all of them. */
-static void run_threads(int n, long delay_ns) {
+/* n threads decrement after delay_ns; the waiter (spinning up to spin_ns,
+ * 0: the default) must see all of them. */
+static void run_threads_spinning(int n, long delay_ns, uint64_t spin_ns) {
     pardo_blocking_counter c;
     atomic_int done = 0;
     pthread_t th[16];
     dec_arg a = {&c, &done, delay_ns};
     pardo_blocking_counter_init(&c, n);
     for (int i = 0; i < n; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, decrement_later, &a), 0);
-    pardo_blocking_counter_wait(&c);
+    pardo_blocking_counter_wait_spinning(&c, spin_ns);
     ck_assert_int_eq(atomic_load(&done), n);
     pardo_blocking_counter_destroy(&c);
     for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
 }
 
+static void run_threads(int n, long delay_ns) { run_threads_spinning(n, delay_ns, 0); }
+
 START_TEST(waiter_sees_every_decrement_spinning) { run_threads(8, 0); }
 END_TEST
 
 START_TEST(waiter_sees_every_decrement_blocked) { run_threads(4, 5000000); }
+END_TEST
+
+/* A waiter given a longer spin (a fork's caller after a long part) catches
+ * decrements well past PARDO_SPIN_NS while spinning, and still blocks and
+ * wakes for one that comes after its budget. */
+START_TEST(waiter_with_a_longer_spin_sees_every_decrement) {
+    run_threads_spinning(4, 1000000, 20000000); /* 1 ms into a 20 ms spin */
+    run_threads_spinning(4, 10000000, 2000000); /* 10 ms: after a 2 ms spin, blocked */
+}
+END_TEST
+
+/* The spin after some work is a quarter of it, within the bounds. */
+START_TEST(spin_budget_is_a_quarter_of_the_work_within_bounds) {
+    ck_assert_uint_eq(pardo_spin_budget(0), PARDO_SPIN_NS);
+    ck_assert_uint_eq(pardo_spin_budget(4 * PARDO_SPIN_NS - 4), PARDO_SPIN_NS);
+    ck_assert_uint_eq(pardo_spin_budget(4000000), 1000000);
+    ck_assert_uint_eq(pardo_spin_budget(1000000000), PARDO_SPIN_MAX_NS);
+}
 END_TEST
 
 START_TEST(decrement_by_counts_many) {
@@ -130,6 +152,8 @@ Suite *make_blocking_counter_suite(void) {
     tcase_add_test(core, zero_returns_at_once);
     tcase_add_test(core, waiter_sees_every_decrement_spinning);
     tcase_add_test(core, waiter_sees_every_decrement_blocked);
+    tcase_add_test(core, waiter_with_a_longer_spin_sees_every_decrement);
+    tcase_add_test(core, spin_budget_is_a_quarter_of_the_work_within_bounds);
     tcase_add_test(core, decrement_by_counts_many);
     tcase_add_test(core, wait_for_times_out_then_succeeds);
     tcase_add_test(core, destroyed_as_soon_as_wait_returns);
