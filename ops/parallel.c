@@ -353,11 +353,14 @@ typedef struct pd_binding {
     const char *var;   // block var (borrowed from the op's attrs)
     int slot;          // index into the op's in (parts_in) or out (parts_out)
     pardo_dtype dtype; // parts_out: the tensor_array's dtype
+    int publish_at;    // parts_out: the last op of the block that names var, after which the part hands it
+                       // on; -1: when the part ends (no op names it, or past the first 64 outputs)
 } pd_binding;
 
 typedef struct pd_part {
-    pardo_scope *scope; // child of the calling scope; its tensors are reused from run to run
-    pardo_status st;    // this part's error
+    pardo_scope *scope;  // child of the calling scope; its tensors are reused from run to run
+    pardo_status st;     // this part's error
+    uint64_t handed_on;  // bit k: parts_out k already went to its array this run
 } pd_part;
 
 /* What the kernel keeps across runs of one parallel_do (pardo_op_state). */
@@ -418,6 +421,7 @@ static pd_state *pd_state_new(pardo_kernel_ctx *ctx) {
         const pardo_var *v = pardo_program_lookup_var(prog, ctx->block, pout->items[k].string, NULL);
         PARDO_ASSERT(v);
         s->outs[k].dtype = v->type.dtype;
+        s->outs[k].publish_at = k < 64 ? pardo_block_last_use(&prog->blocks[s->block], s->outs[k].var) : -1;
     }
     return s;
 oom:
@@ -450,12 +454,41 @@ static int pd_scopes(pd_state *s, pardo_kernel_ctx *ctx, int n) {
 typedef struct pd_job {
     pardo_kernel_ctx *ctx;
     pd_state *s;
-    int n;         // parts
-    uint64_t flow; // trace: the first part's flow id; 0 when no trace is on
+    int n;              // parts
+    uint64_t flow;      // trace: the first part's flow id; 0 when no trace is on
+    pardo_early *early; // the stage after the op, started by parts that end first (executor.h); or NULL
     _Alignas(64)
         atomic_int stop; // (a cache line of its own) set by the first part that fails; parts read it between ops
     atomic_int failed;   // the first part that failed, or -1
 } pd_job;
+
+/* Part i's output `k` from its scope to its arrays' part i. */
+static int hand_on(pd_job *j, int i, int k, pardo_status *st) {
+    pd_state *s = j->s;
+    pardo_tensor *t = pardo_scope_take(s->parts[i].scope, s->outs[k].var);
+    if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "block %d left '%s' without a value", s->block, s->outs[k].var);
+    pardo_tensor_array_set_part(j->ctx->out[s->outs[k].slot], i, t);
+    if (k < 64) s->parts[i].handed_on |= (uint64_t)1 << k;
+    return PARDO_OK;
+}
+
+/* pardo_block_run.after_op of a part: the outputs no later op names go to the arrays now, where the early
+ * stage reads them (pardo_early_progress says how far the part got once they are there). */
+typedef struct pd_part_run {
+    pd_job *j;
+    int part;
+} pd_part_run;
+
+static int hand_on_after(void *arg, int index, pardo_status *st) {
+    const pd_part_run *pr = arg;
+    const pd_state *s = pr->j->s;
+    for (int k = 0; k < s->n_outs; k++)
+        if (s->outs[k].publish_at == index) {
+            int rc = hand_on(pr->j, pr->part, k, st);
+            if (rc != PARDO_OK) return rc;
+        }
+    return PARDO_OK;
+}
 
 /* Part i: bind its slices, run the block, hand its outputs to the arrays. */
 static int pd_run_part(pd_job *j, int i, pardo_status *st) {
@@ -477,13 +510,13 @@ static int pd_run_part(pd_job *j, int i, pardo_status *st) {
         if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "part %d of '%s' is unset", i, ctx->op->in[s->ins[k].slot]);
         if ((rc = pardo_scope_set(scope, s->ins[k].var, t, st)) != PARDO_OK) return rc;
     }
-    pardo_block_run run = {.nthreads = 1, .stop = &j->stop, .cpu_only = true};
+    s->parts[i].handed_on = 0;
+    pd_part_run pr = {j, i};
+    pardo_block_run run = {.nthreads = 1, .stop = &j->stop, .cpu_only = true, .after_op = hand_on_after,
+                           .after_arg = &pr, .progress = j->early ? pardo_early_progress(j->early, i) : NULL};
     rc = pardo_executor_run_block_with(ctx->exec, s->block, scope, &run, st);
-    for (int k = 0; rc == PARDO_OK && k < s->n_outs; k++) {
-        pardo_tensor *t = pardo_scope_take(scope, s->outs[k].var);
-        if (!t) rc = pardo_errorf(st, PARDO_ERUNTIME, "block %d left '%s' without a value", s->block, s->outs[k].var);
-        else pardo_tensor_array_set_part(ctx->out[s->outs[k].slot], i, t);
-    }
+    for (int k = 0; rc == PARDO_OK && k < s->n_outs; k++)
+        if (!(k < 64 && s->parts[i].handed_on >> k & 1)) rc = hand_on(j, i, k, st);
     for (int k = 0; k < s->n_ins; k++) /* unbind the slices, so split can reuse them */
         pardo_tensor_release(pardo_scope_take(scope, s->ins[k].var));
     return rc;
@@ -514,6 +547,7 @@ static void pd_part_fn(void *arg, int64_t i) {
     int64_t t0 = j->flow ? pardo_trace_ticks() : 0;
     int rc = pd_run_part(j, (int)i, st);
     if (j->flow) trace_part(j, (int)i, t0, rc, st);
+    if (rc == PARDO_OK && j->early) pardo_early_part_ended(j->early, (int)i);
     if (rc == PARDO_OK || rc == PARDO_ECANCELED) return;
     st->code = rc;
     int none = -1;
@@ -548,7 +582,10 @@ static int pd_cpu(pardo_kernel_ctx *ctx) {
     pd_job j = {.ctx = ctx, .s = s, .n = n, .flow = pardo_trace_on() ? pardo_trace_flow_start(ctx->op, n) : 0};
     atomic_init(&j.stop, 0);
     atomic_init(&j.failed, -1);
+    j.early = pardo_executor_early_begin(ctx->exec, ctx->block, ctx->op_index, ctx->scope, ctx->nthreads, ctx->out,
+                                         ctx->n_out, n, &j.stop);
     pardo_thread_pool_for(ctx->nthreads, n, pd_part_fn, &j);
+    pardo_executor_early_end(j.early);
     int bad = atomic_load(&j.failed);
     if (bad < 0) return PARDO_OK;
     *ctx->st = s->parts[bad].st;

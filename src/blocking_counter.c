@@ -36,6 +36,10 @@ void pardo_blocking_counter_decrement_by(pardo_blocking_counter *c, int n) {
 
 void pardo_blocking_counter_decrement(pardo_blocking_counter *c) { pardo_blocking_counter_decrement_by(c, 1); }
 
+bool pardo_blocking_counter_done(pardo_blocking_counter *c) {
+    return (atomic_load_explicit(&c->state, memory_order_acquire) >> 1) == 0;
+}
+
 static bool spin_until_zero(pardo_blocking_counter *c, uint64_t spin_ns) {
     pardo_spin sp = {.budget = spin_ns};
     do {

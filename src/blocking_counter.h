@@ -44,6 +44,9 @@ void pardo_blocking_counter_decrement(pardo_blocking_counter *c);
  * One waiter at a time. */
 void pardo_blocking_counter_wait(pardo_blocking_counter *c);
 
+/* True once the count is zero (acquire: what the decrementers wrote is seen). */
+bool pardo_blocking_counter_done(pardo_blocking_counter *c);
+
 /* As wait, spinning up to spin_ns (0: PARDO_SPIN_NS) before it blocks. */
 void pardo_blocking_counter_wait_spinning(pardo_blocking_counter *c, uint64_t spin_ns);
 

@@ -1,6 +1,7 @@
 /* executor.c - sequential execution of blocks (see executor.h). */
 #include "executor.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,20 @@ struct pardo_executor {
     bool pooling;              // opt.release_temps: block 0's dead temps go to pool
     pardo_release_plan release; // which temps die after which op of block 0
     pardo_tensor_pool pool;    // their tensors, for later outputs; owned
+    pardo_early *early;        // block 0's early stage (pardo_executor_early_begin), made on first use; owned
+};
+
+struct pardo_early {
+    pardo_executor *ex;
+    int n_parts, cap_parts;
+    atomic_int *progress;   // per part: ops of the part block it has finished this run
+    atomic_int running;     // parts not yet ended
+    const atomic_int *stop; // nonzero once a part failed: nothing more runs early
+    int nthreads;           // the parallel_do's: an early chain's ops split over them (a part that ends helps)
+    int n_chains, cap_chains;
+    atomic_int *claimed;    // per chain of the stage: taken by a thread this run
+    bool *done;             // per chain: ran early this run (read by run_stage after the join)
+    bool active;            // this run of block 0 opened the early stage: run_stage passes over what it ran
 };
 
 /* Fills op i of block b's plan: its output vars, which outputs are in place,
@@ -170,6 +185,12 @@ void pardo_executor_free(pardo_executor *ex) {
     for (int b = 0; ex->plans && b < ex->prog->n_blocks; b++) pardo_stage_plan_clear(&ex->plans[b]);
     free(ex->plans);
     free(ex->planned);
+    if (ex->early) {
+        free(ex->early->progress);
+        free(ex->early->claimed);
+        free(ex->early->done);
+        free(ex->early);
+    }
     pardo_release_plan_clear(&ex->release);
     pardo_tensor_pool_clear(&ex->pool);
     pardo_scope_free(ex->root);
@@ -766,8 +787,11 @@ static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scop
     const pardo_stage_plan *plan = &ex->plans[block];
     const pardo_block *blk = &ex->prog->blocks[block];
     int n = plan->n_chains[first], end = plan->stage_end[first], n_small = 0;
+    /* chains that ran early (pardo_early) are passed over; their failures stand */
+    const bool *ran = ex->early && ex->early->active && block == 0 && first == plan->early_pd + 1 ? ex->early->done
+                                                                                                  : NULL;
     for (int c = 0; c < n; c++) {
-        plan->failed_at[c] = -1;
+        if (!ran || !ran[c]) plan->failed_at[c] = -1;
         plan->elements[c] = 0;
     }
     for (int i = first; i < end; i++) { /* every name is bound from the second run on: sizes are known */
@@ -781,9 +805,11 @@ static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scop
     bool tracing = pardo_trace_on();
     if (tracing) s.t0 = pardo_trace_ticks();
     for (int c = 0; c < n; c++) {
+        if (ran && ran[c]) continue;
         if (plan->elements[c] < STAGE_BIG_CHAIN) plan->small[n_small++] = c;
         else run_chain(&s, c);
     }
+    if (ran) ex->early->active = false;
     s.run = &one;
     s.which = plan->small;
     if (n_small > 0) {
@@ -803,6 +829,100 @@ static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scop
     return st->code;
 }
 
+/* Grows e's per-part and per-chain arrays; false when out of memory. */
+static bool early_room(pardo_early *e, int nparts, int n_chains) {
+    if (nparts > e->cap_parts) {
+        atomic_int *p = realloc(e->progress, (size_t)nparts * sizeof(*p));
+        if (!p) return false;
+        e->progress = p;
+        e->cap_parts = nparts;
+    }
+    if (n_chains > e->cap_chains) {
+        atomic_int *c = realloc(e->claimed, (size_t)n_chains * sizeof(*c));
+        if (!c) return false;
+        e->claimed = c;
+        bool *d = realloc(e->done, (size_t)n_chains * sizeof(*d));
+        if (!d) return false;
+        e->done = d;
+        e->cap_chains = n_chains;
+    }
+    return true;
+}
+
+pardo_early *pardo_executor_early_begin(pardo_executor *ex, int block, int index, pardo_scope *scope, int nthreads,
+                                        pardo_tensor *const *outs, int n_out, int nparts, const atomic_int *stop) {
+    if (ex->early) ex->early->active = false;
+    const pardo_stage_plan *plan = &ex->plans[0];
+    if (block != 0 || scope != ex->root || nthreads < 2 || nparts < 2 || ex->steps == 0 || !ex->planned[0] ||
+        plan->early_pd != index || ex->opt.device != PARDO_DEVICE_CPU)
+        return NULL;
+    const int first = index + 1, n = plan->n_chains[first];
+    bool any = false;
+    for (int c = 0; c < n; c++) any |= plan->early_need[c] != INT_MAX;
+    if (!any) return NULL;
+    if (!ex->early && !(ex->early = calloc(1, sizeof(*ex->early)))) return NULL;
+    pardo_early *e = ex->early;
+    if (!early_room(e, nparts, n)) return NULL; /* runs without: the stage does it all */
+    pardo_status ignored;
+    for (int k = 0; k < n_out; k++) /* the stage's merges find the parts' arrays where they will be after the op */
+        if (ex->prog->blocks[0].ops[index].out[k][0] &&
+            pardo_scope_set(scope, ex->prog->blocks[0].ops[index].out[k], outs[k], &ignored) != PARDO_OK)
+            return NULL;
+    e->ex = ex;
+    e->n_parts = nparts;
+    e->n_chains = n;
+    e->stop = stop;
+    e->nthreads = nthreads;
+    for (int k = 0; k < nparts; k++) atomic_init(&e->progress[k], 0);
+    atomic_init(&e->running, nparts);
+    for (int c = 0; c < n; c++) {
+        atomic_init(&e->claimed[c], 0);
+        e->done[c] = false;
+        plan->failed_at[c] = -1;
+    }
+    e->active = true;
+    ex->pool.shared = true; /* early chains may take outputs from it on several threads */
+    return e;
+}
+
+atomic_int *pardo_early_progress(pardo_early *e, int part) { return &e->progress[part]; }
+
+/* A chain every part has progressed far enough for, claimed for the caller; -1 when none. */
+static int early_claim(pardo_early *e) {
+    const int *need = e->ex->plans[0].early_need;
+    for (int c = 0; c < e->n_chains; c++) {
+        if (need[c] == INT_MAX || atomic_load_explicit(&e->claimed[c], memory_order_relaxed)) continue;
+        bool ready = true;
+        for (int k = 0; ready && k < e->n_parts; k++)
+            ready = atomic_load_explicit(&e->progress[k], memory_order_acquire) >= need[c];
+        if (ready && !atomic_exchange_explicit(&e->claimed[c], 1, memory_order_relaxed)) return c;
+    }
+    return -1;
+}
+
+void pardo_early_part_ended(pardo_early *e, int part) {
+    (void)part;
+    atomic_fetch_sub_explicit(&e->running, 1, memory_order_acq_rel); /* the last to end runs nothing: the stage */
+    pardo_executor *ex = e->ex;
+    const pardo_stage_plan *plan = &ex->plans[0];
+    const int first = plan->early_pd + 1;
+    pardo_block_run one = {.nthreads = e->nthreads};
+    stage_run s = {.ex = ex, .block = 0, .first = first, .end = plan->stage_end[first], .scope = ex->root,
+                   .run = &one, .status = plan->status, .failed_at = plan->failed_at};
+    while (!atomic_load_explicit(e->stop, memory_order_acquire) &&
+           atomic_load_explicit(&e->running, memory_order_acquire) > 0) {
+        const int c = early_claim(e);
+        if (c < 0) return;
+        s.t0 = pardo_trace_on() ? pardo_trace_ticks() : 0;
+        run_chain(&s, c);
+        e->done[c] = true;
+    }
+}
+
+void pardo_executor_early_end(pardo_early *e) {
+    if (e) e->ex->pool.shared = false;
+}
+
 int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *scope, const pardo_block_run *run,
                                   pardo_status *st) {
     if (block < 0 || block >= ex->prog->n_blocks)
@@ -820,6 +940,8 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
     /* trace: an op is ready when the one before it (or a stage) ends, the first at the block's start */
     int64_t ready = pardo_trace_on() ? pardo_trace_ticks() : 0;
     fused_ahead fa = {0};
+    if (ex->early && block == 0 && scope == ex->root) ex->early->active = false;
+    int told = 0; /* ops handed to r.after_op and r.progress so far */
     for (int i = 0; i < blk->n_ops; i++) {
         if (r.stop && atomic_load_explicit(r.stop, memory_order_acquire))
             return pardo_errorf(st, PARDO_ECANCELED, "block %d stopped before op %d", block, i);
@@ -835,6 +957,10 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
                      : run_fusable(ex, block, i, scope, &r, false, &ready, &fa, st);
         }
         if (rc != PARDO_OK) return rc;
+        for (; told <= i && (r.after_op || r.progress); told++) {
+            if (r.after_op && (rc = r.after_op(r.after_arg, told, st)) != PARDO_OK) return rc;
+            if (r.progress) atomic_store_explicit(r.progress, told + 1, memory_order_release);
+        }
     }
     return PARDO_OK;
 }

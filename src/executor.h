@@ -82,6 +82,11 @@ typedef struct pardo_block_run {
     int nthreads;           // threads kernels may use (>= 1; 1 inside a parallel_do part)
     const atomic_int *stop; // may be NULL; read before each op: nonzero stops the run with PARDO_ECANCELED
     bool cpu_only;          // CPU kernels even when the executor runs on CUDA (parallel_do parts)
+    /* may be NULL: called once op `index` has run (or ran fused into an earlier one), in order; an error
+     * ends the run (parallel_do hands a part's outputs on here once no later op names them) */
+    int (*after_op)(void *arg, int index, pardo_status *st);
+    void *after_arg;
+    atomic_int *progress; // may be NULL: set to index + 1 (release) after after_op(index) (pardo_early_progress)
 } pardo_block_run;
 
 /* As pardo_executor_run_block, with a stop flag checked at every op
@@ -89,6 +94,37 @@ typedef struct pardo_block_run {
  * whose shared ancestors nobody writes meanwhile, as parallel_do's parts. */
 int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *scope, const pardo_block_run *run,
                                   pardo_status *st);
+
+/* The early stage. A training graph's parallel_do is followed by a stage
+ * of merges and optimizer updates (stage_plan.h); the parts end at
+ * different times, and a chain of the stage whose gradients every part has
+ * handed on (and whose param no part reads any more) can run on a part's
+ * thread while another part is still running, instead of that thread
+ * waiting at the join. Chains that become ready only as the last part ends
+ * are left to the stage, which runs them on all threads. Same ops, same
+ * inputs: the same bits. Block 0 in the root scope, on several threads,
+ * from the second run on (when stages run), on the CPU. */
+typedef struct pardo_early pardo_early;
+
+/* For parallel_do op `index` of `block` (in `scope`, on nthreads) about to
+ * run nparts parts, with its output tensor_arrays outs[0..n_out) (borrowed;
+ * bound meanwhile in the scope, where the stage's ops read them) and the
+ * flag its failing part sets (stop): the early stage, or NULL where there
+ * is none. The forking thread calls pardo_executor_early_end after the
+ * join. */
+pardo_early *pardo_executor_early_begin(pardo_executor *ex, int block, int index, pardo_scope *scope, int nthreads,
+                                        pardo_tensor *const *outs, int n_out, int nparts, const atomic_int *stop);
+
+/* Part `part`'s progress counter (pardo_block_run.progress). */
+atomic_int *pardo_early_progress(pardo_early *e, int part);
+
+/* On the thread that ran part `part`, once it ended: while another part
+ * still runs, runs the stage's chains every part has progressed far enough
+ * for (their failures are the stage's, reported after the parts). */
+void pardo_early_part_ended(pardo_early *e, int part);
+
+/* After the join, on the forking thread. */
+void pardo_executor_early_end(pardo_early *e);
 
 /* State a kernel keeps across runs of one op (parallel_do's child scopes):
  * data is the kernel's, freed with free_fn(data) when the executor is freed. */

@@ -7,19 +7,6 @@
 #include "pass.h"
 #include "value.h"
 
-static bool value_names(const pardo_value *v, const char *name) {
-    if (!v) return false;
-    switch (v->kind) {
-    case PARDO_V_STRING: return strcmp(v->string, name) == 0;
-    case PARDO_V_ARRAY:
-    case PARDO_V_OBJECT:
-        for (int i = 0; i < v->n; i++)
-            if (value_names(&v->items[i], name)) return true;
-        return false;
-    default: return false;
-    }
-}
-
 /* True when the parallel_do that runs block b binds `name` to a part
  * (a key of its parts_in or parts_out: keys there are that block's vars). */
 static bool binds_part(const pardo_program *p, int b, const char *name) {
@@ -49,7 +36,7 @@ static bool private_temp(const pardo_program *p, int b, const char *name, int wr
             int reads = pardo_op_reads(op, name), writes = pardo_op_writes(op, name);
             bool mine = bb == b && (i == writer || i == reader);
             if (mine ? (reads != (i == reader) || writes != (i == writer)) : (reads || writes)) return false;
-            if (value_names(op->attrs, name)) return false;
+            if (pardo_value_names(op->attrs, name)) return false;
         }
     }
     return true;

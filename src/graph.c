@@ -248,6 +248,14 @@ static int count_named(char *const *names, int n, const char *name) {
 int pardo_op_reads(const pardo_op *op, const char *name) { return count_named(op->in, op->n_in, name); }
 int pardo_op_writes(const pardo_op *op, const char *name) { return count_named(op->out, op->n_out, name); }
 
+int pardo_block_last_use(const pardo_block *b, const char *name) {
+    for (int i = b->n_ops - 1; i >= 0; i--) {
+        const pardo_op *op = &b->ops[i];
+        if (pardo_op_reads(op, name) || pardo_op_writes(op, name) || pardo_value_names(op->attrs, name)) return i;
+    }
+    return -1;
+}
+
 bool pardo_ops_conflict(const pardo_op *a, const pardo_op *b) {
     for (int k = 0; k < a->n_out; k++)
         if (a->out[k][0] && (pardo_op_writes(b, a->out[k]) || pardo_op_reads(b, a->out[k]))) return true;

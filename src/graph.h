@@ -144,6 +144,10 @@ pardo_var *pardo_program_lookup_var(const pardo_program *p, int block, const cha
 int pardo_op_reads(const pardo_op *op, const char *name);
 int pardo_op_writes(const pardo_op *op, const char *name);
 
+/* The index of the last op of b that reads, writes or (in an attr) names
+ * the var `name`; -1 when none does. */
+int pardo_block_last_use(const pardo_block *b, const char *name);
+
 /* True when a (run before b) and b share a var one of them writes: they
  * must keep their order. */
 bool pardo_ops_conflict(const pardo_op *a, const pardo_op *b);

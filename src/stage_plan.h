@@ -20,6 +20,13 @@ typedef struct pardo_stage_plan {
     int *failed_at;       // scratch: per chain, the op that failed or -1
     int64_t *elements;    // scratch: per chain, the elements its ops write
     int *small;           // scratch: the chains run as tasks
+    /* The early stage: a stage that starts right after a parallel_do may
+     * have chains its parts' threads run while other parts still run
+     * (executor.h, pardo_executor_early_begin). */
+    int early_pd;    // that parallel_do's index, or -1 (no stage follows one, or its block runs blocks)
+    int *early_need; // per chain of the stage after early_pd: the ops of the part block every part must
+                     // have finished first (past the last op naming a var of the part block that the
+                     // chain reads through parts_out, or that the chain writes); INT_MAX: never early
 } pardo_stage_plan;
 
 /* Fills plan for block b of p (which must have passed the check passes).

@@ -233,6 +233,46 @@ static void for_helper(void *p) {
     pardo_blocking_counter_decrement(&j->helpers); /* last touch of j */
 }
 
+/* One run of a queued fork's helper task (for_helper), taken out of the
+ * queue; NULL when none is queued. Never a submitted task: those may wait
+ * on anything, a helper only runs items. */
+static for_job *take_helper_run(void) {
+    for_job *j = NULL;
+    pthread_mutex_lock(&pool.mu);
+    for (pardo_pool_task **link = &pool.head, *prev = NULL; *link; prev = *link, link = &(*link)->next) {
+        pardo_pool_task *t = *link;
+        if (t->fn != for_helper) continue;
+        j = t->arg;
+        if (--t->wanted == 0) {
+            *link = t->next;
+            if (pool.tail == t) pool.tail = prev;
+            t->queued = false;
+            atomic_fetch_sub_explicit(&pool.queued, 1, memory_order_relaxed);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&pool.mu);
+    return j;
+}
+
+/* The forking thread waits for its helpers, spinning up to spin_ns, and
+ * meanwhile runs items of other forks that wait for helpers (a part's
+ * thread that ended first may have forked the stage's work: the other
+ * part's thread, done, helps instead of idling), then blocks. */
+static void wait_helping(for_job *j, uint64_t spin_ns) {
+    pardo_spin sp = {.budget = spin_ns};
+    while (!pardo_blocking_counter_done(&j->helpers)) {
+        for_job *other = atomic_load_explicit(&pool.queued, memory_order_relaxed) > 0 ? take_helper_run() : NULL;
+        if (other) {
+            for_helper(other);
+            sp = (pardo_spin){.budget = spin_ns};
+        } else if (!pardo_spin_step(&sp)) {
+            break;
+        }
+    }
+    pardo_blocking_counter_wait(&j->helpers);
+}
+
 void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg) {
     if (n <= 0) return;
     ensure_started();
@@ -258,7 +298,7 @@ void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i
     const uint64_t worked_ns = pardo_now_ns() - t0;
     int unclaimed = cancel(&j.task); /* runs no worker has started need not happen */
     if (unclaimed > 0) pardo_blocking_counter_decrement_by(&j.helpers, unclaimed);
-    pardo_blocking_counter_wait_spinning(&j.helpers, pardo_spin_budget(worked_ns));
+    wait_helping(&j, pardo_spin_budget(worked_ns));
     pardo_blocking_counter_destroy(&j.helpers);
 }
 

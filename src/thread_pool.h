@@ -61,8 +61,9 @@ void pardo_thread_pool_submit(pardo_pool_task *t, void (*fn)(void *arg), void *a
  * at n); returns when every call has returned. Items are handed out one at
  * a time in increasing order; which thread runs which item is not fixed.
  * Workers busy elsewhere do not delay it: the caller runs whatever nobody
- * took. No allocation. May be called from a pool worker. Starts the pool if
- * needed. */
+ * took. While it waits for workers still running items, the caller runs
+ * items of other forks that wait for helpers (never a submitted task). No
+ * allocation. May be called from a pool worker. Starts the pool if needed. */
 void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
 
 /* Stops and joins the workers after they finish the queued tasks; the pool

@@ -170,3 +170,16 @@ bool pardo_value_equal(const pardo_value *a, const pardo_value *b) {
     }
     return false;
 }
+
+bool pardo_value_names(const pardo_value *v, const char *name) {
+    if (!v) return false;
+    switch (v->kind) {
+    case PARDO_V_STRING: return strcmp(v->string, name) == 0;
+    case PARDO_V_ARRAY:
+    case PARDO_V_OBJECT:
+        for (int i = 0; i < v->n; i++)
+            if (pardo_value_names(&v->items[i], name)) return true;
+        return false;
+    default: return false;
+    }
+}

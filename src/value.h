@@ -68,4 +68,8 @@ const char *pardo_value_kind_name(pardo_value_kind k);
 /* Structural equality (numbers compared exactly, object members by key). */
 bool pardo_value_equal(const pardo_value *a, const pardo_value *b);
 
+/* True when v (may be NULL) is the string `name` or holds it at any depth
+ * (an attr that names a var). */
+bool pardo_value_names(const pardo_value *v, const char *name);
+
 #endif

@@ -44,6 +44,7 @@
     X(task)             \
     X(coordinator)      \
     X(parallel)         \
+    X(early_stage)      \
     X(loader)           \
     X(train)            \
     X(trace)
