@@ -165,6 +165,48 @@ START_TEST(forks_nest_without_deadlock) {
 }
 END_TEST
 
+/* The helping join: item 0 (the caller) ends after 10 ms; item 1 (the
+ * worker) forks two of its own, runs the first for 60 ms and asks for a
+ * helper for the second: the caller, waiting for item 1, runs it. */
+typedef struct helped_job {
+    pthread_t caller;
+    atomic_int outer_started;    // the worker took item 1
+    atomic_int second_on_caller; // 1: the nested fork's second item ran on the caller; 0: elsewhere; -1: not yet
+} helped_job;
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void nested_slow_item(void *arg, int64_t i) {
+    helped_job *j = arg;
+    if (i == 0) sleep_ms(60);
+    else atomic_store(&j->second_on_caller, pthread_equal(pthread_self(), j->caller) ? 1 : 0);
+}
+
+static void outer_item(void *arg, int64_t i) {
+    helped_job *j = arg;
+    if (i == 0) { /* until the worker has item 1 (at most 2 s), then 10 ms more */
+        for (int w = 0; w < 2000 && !atomic_load(&j->outer_started); w++) sleep_ms(1);
+        sleep_ms(10);
+    } else {
+        atomic_store(&j->outer_started, 1);
+        pardo_thread_pool_for(2, 2, nested_slow_item, arg);
+    }
+}
+
+START_TEST(waiting_caller_helps_other_forks) {
+    configure(2);
+    helped_job j = {.caller = pthread_self()};
+    atomic_init(&j.outer_started, 0);
+    atomic_init(&j.second_on_caller, -1);
+    pardo_thread_pool_for(2, 2, outer_item, &j);
+    const int second_on_caller = atomic_load(&j.second_on_caller);
+    ck_assert_int_eq(second_on_caller, 1);
+}
+END_TEST
+
 static double cpu_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -312,6 +354,7 @@ Suite *make_thread_pool_suite(void) {
     tcase_add_test(core, size_is_configured_before_start);
     tcase_add_test(core, size_from_environment);
     tcase_add_test(core, every_item_runs_once);
+    tcase_add_test(core, waiting_caller_helps_other_forks);
     tcase_add_test(core, never_more_threads_than_configured);
     tcase_add_test(core, submit_runs_on_a_worker);
     tcase_add_test(core, size_one_runs_inline);
