@@ -45,9 +45,6 @@ static const char early_text[] =
     "{\"op\": \"mul\", \"in\": [\"xp\", \"w2\"], \"out\": [\"late\"]},"
     "{\"op\": \"reduce_sum\", \"in\": [\"late\"], \"out\": [\"lsum\"], \"attrs\": {\"axes\": [0, 1]}}]}]}";
 
-/* The chain of block 0's stage (after the parallel_do at 2) that holds op i. */
-static int chain_of(const pardo_stage_plan *plan, int i) { return plan->chain[i]; }
-
 START_TEST(plan_says_what_each_chain_waits_for) {
     pardo_program *p = test_program(early_text, "early.json");
     pardo_stage_plan plan;
@@ -55,10 +52,10 @@ START_TEST(plan_says_what_each_chain_waits_for) {
     ck_assert_msg(pardo_stage_plan_build(p, 0, &plan, &st) == PARDO_OK, "%s", st.msg);
     ck_assert_int_eq(plan.early_pd, 2);
     ck_assert_int_eq(plan.n_chains[3], 4);
-    ck_assert_int_eq(plan.early_need[chain_of(&plan, 4)], 4); /* w1: after g1 (op 3) */
-    ck_assert_int_eq(plan.early_need[chain_of(&plan, 6)], 5); /* w2: g2 is there after op 1, w2 read by op 4 */
-    ck_assert_int_eq(plan.early_need[chain_of(&plan, 7)], INT_MAX); /* yp: handed on when the part ends */
-    ck_assert_int_eq(plan.early_need[chain_of(&plan, 8)], 6);       /* lsum: op 5 */
+    ck_assert_int_eq(plan.early_need[plan.chain[4]], 4); /* w1: after g1 (op 3) */
+    ck_assert_int_eq(plan.early_need[plan.chain[6]], 5); /* w2: g2 is there after op 1, w2 read by op 4 */
+    ck_assert_int_eq(plan.early_need[plan.chain[7]], INT_MAX); /* yp: handed on when the part ends */
+    ck_assert_int_eq(plan.early_need[plan.chain[8]], 6);       /* lsum: op 5 */
     pardo_stage_plan_clear(&plan);
     /* a part that runs a block of its own: nothing early */
     pardo_status ignored;
@@ -93,9 +90,10 @@ static double get(pardo_executor *ex, const char *name, int64_t i) {
     return pardo_tensor_get_f64(t, i);
 }
 
-/* Driven by hand after two steps (the first binds every name, the second plans the stages): with part 0 done and part 1 past op 3, the
- * part that ends first runs w1's update (the mean of its parts' gradients)
- * and not w2's (op 4 still reads w2); the last part to end runs nothing. */
+/* Driven by hand after two steps (the first binds every name, the second
+ * plans the stages): with part 0 done and part 1 past op 3, the part that
+ * ends first runs w1's update (the mean of its parts' gradients) and not
+ * w2's (op 4 still reads w2); the last part to end runs nothing. */
 START_TEST(chains_run_once_every_part_is_far_enough) {
     pardo_status st;
     ck_assert_msg(pardo_thread_pool_configure(2, &st) == PARDO_OK, "%s", st.msg);
@@ -150,16 +148,11 @@ static const char mlp_text[] =
     "\"y\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"},"
     "\"w1\": {\"dtype\": \"float32\", \"shape\": [24, 64], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", "
     "\"low\": -0.3, \"high\": 0.3, \"seed\": 1}},"
-    "\"b1\": {\"dtype\": \"float32\", \"shape\": [64], \"role\": \"param\", \"init\": {\"fill\": \"constant\", \"value\": 0.01}},"
+    "\"b1\": {\"dtype\": \"float32\", \"shape\": [64], \"role\": \"param\","
+    " \"init\": {\"fill\": \"constant\", \"value\": 0.01}},"
     "\"w2\": {\"dtype\": \"float32\", \"shape\": [64, 5], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", "
     "\"low\": -0.3, \"high\": 0.3, \"seed\": 2}}},"
-    "\"ops\": ["
-    "{\"op\": \"matmul\", \"in\": [\"x\", \"w1\"], \"out\": [\"h\"]},"
-    "{\"op\": \"add\", \"in\": [\"h\", \"b1\"], \"out\": [\"z\"]},"
-    "{\"op\": \"relu\", \"in\": [\"z\"], \"out\": [\"a\"]},"
-    "{\"op\": \"matmul\", \"in\": [\"a\", \"w2\"], \"out\": [\"logits\"]},"
-    "{\"op\": \"softmax_cross_entropy\", \"in\": [\"logits\", \"y\"], \"out\": [\"loss\"]}"
-    "]}]}";
+    TEST_MLP_OPS "}]}";
 
 /* The params after `steps` training steps of p on nthreads (fused ops on). */
 static void train(const pardo_program *p, int nthreads, int steps, pardo_tensor **params) {

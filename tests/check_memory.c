@@ -31,13 +31,7 @@ static const char mlp_text[] =
     "\"b1\": {\"dtype\": \"float64\", \"shape\": [8], \"role\": \"param\", \"value\": [0.1, -0.1, 0.2, 0, 0, 0.3, 0, 0]},"
     "\"w2\": {\"dtype\": \"float64\", \"shape\": [8, 3], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", "
     "\"low\": -1, \"high\": 1, \"seed\": 2}}},"
-    "\"ops\": ["
-    "{\"op\": \"matmul\", \"in\": [\"x\", \"w1\"], \"out\": [\"h\"]},"
-    "{\"op\": \"add\", \"in\": [\"h\", \"b1\"], \"out\": [\"z\"]},"
-    "{\"op\": \"relu\", \"in\": [\"z\"], \"out\": [\"a\"]},"
-    "{\"op\": \"matmul\", \"in\": [\"a\", \"w2\"], \"out\": [\"logits\"]},"
-    "{\"op\": \"softmax_cross_entropy\", \"in\": [\"logits\", \"y\"], \"out\": [\"loss\"]}"
-    "]}]}";
+    TEST_MLP_OPS "}]}";
 
 /* The MLP with gradients and an optimizer appended, as `pardo transpile`
  * does before its parallel rewrite. */

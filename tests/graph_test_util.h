@@ -7,6 +7,18 @@
 #include "graph.h"
 #include "pass.h"
 
+/* The ops of block 0 of a one-hidden-layer MLP as JSON text to embed in a
+ * graph whose vars are x, y (labels), w1, b1, w2: h = x w1, z = h + b1,
+ * a = relu(z), logits = a w2, loss = softmax_cross_entropy(logits, y). */
+#define TEST_MLP_OPS \
+    "\"ops\": [" \
+    "{\"op\": \"matmul\", \"in\": [\"x\", \"w1\"], \"out\": [\"h\"]}," \
+    "{\"op\": \"add\", \"in\": [\"h\", \"b1\"], \"out\": [\"z\"]}," \
+    "{\"op\": \"relu\", \"in\": [\"z\"], \"out\": [\"a\"]}," \
+    "{\"op\": \"matmul\", \"in\": [\"a\", \"w2\"], \"out\": [\"logits\"]}," \
+    "{\"op\": \"softmax_cross_entropy\", \"in\": [\"logits\", \"y\"], \"out\": [\"loss\"]}" \
+    "]"
+
 /* Parses text as the graph file `path` and runs the check passes; fails the
  * test on error. The caller frees with pardo_program_free. */
 pardo_program *test_program(const char *text, const char *path);
