@@ -125,49 +125,64 @@ static void opt_range(void *arg, int64_t begin, int64_t end);
  * then the update run on it. */
 enum { OPT_MERGE_TILE = 512 };
 
-/* sgd on a float32 gradient merged from two parts, in one pass: element by
+/* sgd on a float32 gradient merged from parts, in one pass: element by
  * element the arithmetic of pardo_merge_combine (in double: part 0 times
- * w0, plus part 1 times w1, divided by div when div is not 0, rounded to
- * float) and then of sgd_f32, so the bits are theirs; no tile goes through
- * memory between the two. p and po may be the same (in place). */
-PARDO_SIMD_CLONES static void sgd_merged2_f32(int64_t n, const float *p, const float *restrict x0,
-                                              const float *restrict x1, double w0, double w1, double div, double lr,
-                                              float *po) {
-    if (div != 0)
-        for (int64_t i = 0; i < n; i++) {
-            double acc = (double)x0[i] * w0;
-            acc += (double)x1[i] * w1;
-            const float g = (float)(acc / div);
-            po[i] = (float)((double)p[i] - lr * (double)g);
-        }
-    else
-        for (int64_t i = 0; i < n; i++) {
-            double acc = (double)x0[i] * w0;
-            acc += (double)x1[i] * w1;
-            const float g = (float)acc;
-            po[i] = (float)((double)p[i] - lr * (double)g);
-        }
+ * its weight, plus each next part times its own, divided by div when div
+ * is not 0, rounded to float) and then of sgd_f32, so the bits are theirs;
+ * MERGED_LANES elements at a time held in registers, where the merge op
+ * goes through a tile in memory. x and w: the nx parts that count (nonzero
+ * weight), in order. p and po may be the same (in place). */
+enum { MERGED_LANES = 16 };
+#define SGD_MERGED_LANES(I, L, G_OF)                                                                                   \
+    do {                                                                                                               \
+        double acc[MERGED_LANES];                                                                                      \
+        for (int k = 0; k < (L); k++) acc[k] = (double)x[0][(I) + k] * w[0];                                          \
+        for (int q = 1; q < nx; q++)                                                                                   \
+            for (int k = 0; k < (L); k++) acc[k] += (double)x[q][(I) + k] * w[q];                                     \
+        for (int k = 0; k < (L); k++) {                                                                                \
+            const float g = (float)(G_OF(acc[k]));                                                                     \
+            po[(I) + k] = (float)((double)p[(I) + k] - lr * (double)g);                                                \
+        }                                                                                                              \
+    } while (0)
+#define MERGED_MEAN(a) ((a) / div)
+#define MERGED_SUM(a) (a)
+PARDO_SIMD_CLONES static void sgd_merged_f32(int64_t n, const float *p, const float *const *x, const double *w, int nx,
+                                             double div, double lr, float *po) {
+    int64_t i = 0;
+    if (div != 0) {
+        for (; i + MERGED_LANES <= n; i += MERGED_LANES) SGD_MERGED_LANES(i, MERGED_LANES, MERGED_MEAN);
+        SGD_MERGED_LANES(i, n - i, MERGED_MEAN);
+    } else {
+        for (; i + MERGED_LANES <= n; i += MERGED_LANES) SGD_MERGED_LANES(i, MERGED_LANES, MERGED_SUM);
+        SGD_MERGED_LANES(i, n - i, MERGED_SUM);
+    }
 }
+#undef SGD_MERGED_LANES
+#undef MERGED_MEAN
+#undef MERGED_SUM
 
-/* Whether j is an sgd whose float32 gradient is the mean or sum of two
- * parts of nonzero weight: what sgd_merged2_f32 does in one pass (a part
- * of weight 0 is skipped by the merge, which the one pass does not do). */
-static bool merged2_sgd(const opt_job *j) {
+/* The sgd of j over [begin, end) in one pass (sgd_merged_f32) where its
+ * gradient is a float32 mean or sum of parts; false where j is something
+ * else (the tile path then). */
+static bool sgd_merged(const opt_job *j, int64_t begin, int64_t end) {
     const pardo_merge_args *m = j->merge;
-    return j->kind == OPT_SGD && j->f32 && m->n == 2 && (m->mode == PARDO_MERGE_MEAN || m->mode == PARDO_MERGE_SUM) &&
-           (!m->w || (m->w[0] != 0 && m->w[1] != 0));
+    if (j->kind != OPT_SGD || !j->f32 || (m->mode != PARDO_MERGE_MEAN && m->mode != PARDO_MERGE_SUM)) return false;
+    const float *x[PARDO_MERGE_STACK_PARTS];
+    double w[PARDO_MERGE_STACK_PARTS];
+    int nx = 0;
+    for (int q = 0; q < m->n; q++) {
+        if (m->w && m->w[q] == 0) continue; /* the merge skips it */
+        x[nx] = (const float *)m->parts[q] + begin;
+        w[nx++] = m->w ? m->w[q] : 1.0;
+    }
+    if (nx == 0) return false;
+    const double div = m->mode == PARDO_MERGE_MEAN && !m->w ? (double)m->n : 0;
+    sgd_merged_f32(end - begin, (const float *)j->p + begin, x, w, nx, div, j->lr, (float *)j->po + begin);
+    return true;
 }
 
 static void opt_range_merged(const opt_job *j, int64_t begin, int64_t end) {
-    if (merged2_sgd(j)) {
-        const pardo_merge_args *m = j->merge;
-        const float *x0 = m->parts[0], *x1 = m->parts[1];
-        const double w0 = m->w ? m->w[0] : 1.0, w1 = m->w ? m->w[1] : 1.0;
-        const double div = m->mode == PARDO_MERGE_MEAN && !m->w ? (double)m->n : 0;
-        sgd_merged2_f32(end - begin, (const float *)j->p + begin, x0 + begin, x1 + begin, w0, w1, div, j->lr,
-                        (float *)j->po + begin);
-        return;
-    }
+    if (sgd_merged(j, begin, end)) return;
     const size_t es = j->f32 ? sizeof(float) : sizeof(double);
     const pardo_merge_args *m = j->merge;
     double tile[OPT_MERGE_TILE] __attribute__((aligned(64))); /* room for 512 doubles or floats */

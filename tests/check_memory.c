@@ -758,10 +758,10 @@ START_TEST(fused_ops_keep_their_trace_events) {
 END_TEST
 
 /* A float32 merge of two parts fused into the sgd that reads it (one pass,
- * no tile: sgd_merged2_f32) for a plain mean, a sum and a weighted mean of
- * unequal parts, and with an empty part (weight 0: the tile path, which
- * skips it): the same param as the two ops one by one. 37 elements: the
- * vector loop and its tail. */
+ * no tile: sgd_merged_f32) for a plain mean, a sum and a weighted mean of
+ * unequal parts, and with an empty part (weight 0, its mean over no rows
+ * NaN: skipped, as the merge skips it): the same param as the two ops one
+ * by one. 37 elements: whole lanes and a tail. */
 START_TEST(merge_update_fusion_without_weights) {
     static const struct {
         const char *mode;
@@ -785,7 +785,7 @@ START_TEST(merge_update_fusion_without_weights) {
                  "{\"op\": \"sgd\", \"in\": [\"w\", \"gm\", \"lr\"], \"out\": [\"w\"], \"role\": \"optimize\"}]},"
                  "{\"parent\": 0, \"vars\": {}, \"ops\": ["
                  "{\"op\": \"mul\", \"in\": [\"xp\", \"w\"], \"out\": [\"h\"]},"
-                 "{\"op\": \"reduce_sum\", \"in\": [\"h\"], \"out\": [\"g\"], "
+                 "{\"op\": \"reduce_mean\", \"in\": [\"h\"], \"out\": [\"g\"], "
                  "\"attrs\": {\"axes\": [0], \"keepdims\": false}}]}]}",
                  weighted ? "[\"gs\", \"xs\"]" : "[\"gs\"]", cases[c].mode, weighted ? ", \"weight_by\": \"xs\"" : "");
         pardo_program *p = test_program(json, "merged.json");
