@@ -185,6 +185,15 @@ pardo_tensor *pardo_kernel_output_array(pardo_kernel_ctx *ctx, int i, pardo_dtyp
 int pardo_parallel_for(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end),
                        void *arg);
 
+/* As pardo_parallel_for, but in blocks of `block` items (the last may be
+ * shorter) handed out one at a time to whichever thread asks next: a
+ * thread that comes late, or a part's thread that ends while the owner is
+ * halfway (the early stage, executor.h), takes what is left. For loops
+ * whose every item costs about the same and reads its own memory (an
+ * optimizer update). */
+int pardo_parallel_for_blocks(pardo_kernel_ctx *ctx, int64_t n, int64_t block,
+                              void (*fn)(void *arg, int64_t begin, int64_t end), void *arg);
+
 /* matmul's CPU kernel with an epilogue: Y = op(A) op(B), then Y += bias
  * along its last dim (bias NULL: none), then relu when asked; the bits are
  * those of matmul, add and relu run one after another. The executor runs

@@ -241,12 +241,13 @@ static const void *opt_grad(const pardo_kernel_ctx *ctx) {
     return ctx->grad_merge ? NULL : pardo_tensor_data(ctx->in[1]);
 }
 
-/* Runs j over the param's n elements, on the kernel's threads when n is big. */
+/* Runs j over the param's n elements, on the kernel's threads when n is
+ * big, in blocks of OPT_PARALLEL_MIN elements handed out as threads ask. */
 static int opt_run(pardo_kernel_ctx *ctx, opt_job *j, int64_t n) {
     pardo_kernel_ctx one = *ctx;
     if (n < OPT_PARALLEL_MIN) one.nthreads = 1;
     j->merge = ctx->grad_merge;
-    return pardo_parallel_for(&one, n, opt_range, j);
+    return pardo_parallel_for_blocks(&one, n, OPT_PARALLEL_MIN, opt_range, j);
 }
 
 static const pardo_arg_def opt_param_out = {"param", "the updated param (name the input var: updated in place)", false,
