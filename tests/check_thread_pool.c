@@ -301,6 +301,47 @@ static void check_split(int nthreads, int64_t n, int want_chunks, int64_t want_d
     }
 }
 
+/* Runs pardo_parallel_for_blocks and checks every call is one whole block
+ * (the last shorter) and each block comes once. */
+static void check_blocks(int nthreads, int64_t n, int64_t block, int want_calls) {
+    pardo_status st;
+    pardo_kernel_ctx ctx = {.nthreads = nthreads, .st = &st};
+    range_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ck_assert_int_eq(pardo_parallel_for_blocks(&ctx, n, block, log_range, &l), PARDO_OK);
+    ck_assert_int_eq(l.n, want_calls);
+    bool seen[64] = {false};
+    int64_t covered = 0;
+    for (int c = 0; c < l.n; c++) {
+        if (want_calls == 1 && n > block) { /* one thread: one call over everything */
+            ck_assert(l.begin[c] == 0 && l.end[c] == n);
+            covered = n;
+            continue;
+        }
+        int idx = (int)(l.begin[c] / block);
+        ck_assert_int_eq(l.begin[c], idx * block);
+        ck_assert_int_eq(l.end[c], idx * block + block < n ? idx * block + block : n);
+        ck_assert(!seen[idx]);
+        seen[idx] = true;
+        covered += l.end[c] - l.begin[c];
+    }
+    ck_assert_int_eq(covered, n);
+}
+
+START_TEST(parallel_for_blocks_hands_out_whole_blocks) {
+    configure(4);
+    check_blocks(4, 100, 8, 13); /* 12 blocks of 8 and one of 4, on whichever threads ask */
+    check_blocks(2, 64, 64, 1);  /* one block: one call */
+    check_blocks(1, 100, 8, 1);  /* one thread: one call over everything */
+    check_blocks(4, 0, 8, 0);
+    pardo_status st;
+    pardo_kernel_ctx ctx = {.nthreads = 4, .st = &st};
+    range_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ck_assert_int_eq(pardo_parallel_for_blocks(&ctx, 10, 0, log_range, &l), PARDO_EINVAL);
+    ck_assert_int_eq(pardo_parallel_for_blocks(&ctx, -1, 4, log_range, &l), PARDO_EINVAL);
+    ck_assert_int_eq(l.n, 0);
+}
+END_TEST
+
 START_TEST(parallel_for_splits_ggml_way) {
     configure(4);
     check_split(1, 10, 1, 10); /* one thread: one call over everything */
@@ -363,6 +404,7 @@ Suite *make_thread_pool_suite(void) {
     tcase_add_test(core, fork_gives_the_child_a_fresh_pool);
     tcase_add_test(core, shutdown_then_resize);
     tcase_add_test(core, parallel_for_splits_ggml_way);
+    tcase_add_test(core, parallel_for_blocks_hands_out_whole_blocks);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, err_configure_bad_sizes);
