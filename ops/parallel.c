@@ -462,7 +462,7 @@ typedef struct pd_job {
     atomic_int failed;   // the first part that failed, or -1
 } pd_job;
 
-/* Part i's output `k` from its scope to its arrays' part i. */
+/* Part i's output `k` from its scope to part i of its tensor_array. */
 static int hand_on(pd_job *j, int i, int k, pardo_status *st) {
     pd_state *s = j->s;
     pardo_tensor *t = pardo_scope_take(s->parts[i].scope, s->outs[k].var);
@@ -472,13 +472,13 @@ static int hand_on(pd_job *j, int i, int k, pardo_status *st) {
     return PARDO_OK;
 }
 
-/* pardo_block_run.after_op of a part: the outputs no later op names go to the arrays now, where the early
- * stage reads them (pardo_early_progress says how far the part got once they are there). */
 typedef struct pd_part_run {
     pd_job *j;
     int part;
 } pd_part_run;
 
+/* pardo_block_run.after_op of a part: the outputs no later op names go to the arrays now, where the early
+ * stage reads them (pardo_early_progress says how far the part got once they are there). */
 static int hand_on_after(void *arg, int index, pardo_status *st) {
     const pd_part_run *pr = arg;
     const pd_state *s = pr->j->s;
@@ -547,7 +547,7 @@ static void pd_part_fn(void *arg, int64_t i) {
     int64_t t0 = j->flow ? pardo_trace_ticks() : 0;
     int rc = pd_run_part(j, (int)i, st);
     if (j->flow) trace_part(j, (int)i, t0, rc, st);
-    if (rc == PARDO_OK && j->early) pardo_early_part_ended(j->early, (int)i);
+    if (rc == PARDO_OK && j->early) pardo_early_part_ended(j->early);
     if (rc == PARDO_OK || rc == PARDO_ECANCELED) return;
     st->code = rc;
     int none = -1;

@@ -900,8 +900,7 @@ static int early_claim(pardo_early *e) {
     return -1;
 }
 
-void pardo_early_part_ended(pardo_early *e, int part) {
-    (void)part;
+void pardo_early_part_ended(pardo_early *e) {
     atomic_fetch_sub_explicit(&e->running, 1, memory_order_acq_rel); /* the last to end runs nothing: the stage */
     pardo_executor *ex = e->ex;
     const pardo_stage_plan *plan = &ex->plans[0];

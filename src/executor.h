@@ -118,10 +118,10 @@ pardo_early *pardo_executor_early_begin(pardo_executor *ex, int block, int index
 /* Part `part`'s progress counter (pardo_block_run.progress). */
 atomic_int *pardo_early_progress(pardo_early *e, int part);
 
-/* On the thread that ran part `part`, once it ended: while another part
+/* On the thread that ran a part, once the part ended: while another part
  * still runs, runs the stage's chains every part has progressed far enough
  * for (their failures are the stage's, reported after the parts). */
-void pardo_early_part_ended(pardo_early *e, int part);
+void pardo_early_part_ended(pardo_early *e);
 
 /* After the join, on the forking thread. */
 void pardo_executor_early_end(pardo_early *e);

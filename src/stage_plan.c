@@ -39,7 +39,8 @@ static int plan_early(const pardo_program *p, int b, pardo_stage_plan *plan, par
     const pardo_block *blk = &p->blocks[b];
     plan->early_pd = -1;
     int a = 1;
-    while (a < blk->n_ops && !(plan->n_chains[a] > 0 && strcmp(blk->ops[a - 1].type, "parallel_do") == 0)) a++;
+    /* a stage of one chain runs as plain ops (the executor's block loop), where nothing is passed over */
+    while (a < blk->n_ops && !(plan->n_chains[a] > 1 && strcmp(blk->ops[a - 1].type, "parallel_do") == 0)) a++;
     if (a >= blk->n_ops) return PARDO_OK;
     const pardo_op *pd = &blk->ops[a - 1];
     int64_t pbi;

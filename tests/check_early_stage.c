@@ -57,6 +57,29 @@ START_TEST(plan_says_what_each_chain_waits_for) {
     ck_assert_int_eq(plan.early_need[plan.chain[7]], INT_MAX); /* yp: handed on when the part ends */
     ck_assert_int_eq(plan.early_need[plan.chain[8]], 6);       /* lsum: op 5 */
     pardo_stage_plan_clear(&plan);
+    pardo_program_free(p);
+    /* a stage of one chain runs as plain ops: nothing early */
+    p = test_program("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                     "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 4], \"role\": \"feed\"},"
+                     "\"w\": {\"dtype\": \"float64\", \"shape\": [4], \"role\": \"param\", \"value\": [1, 2, 3, 4]},"
+                     "\"lr\": {\"dtype\": \"float64\", \"shape\": [], \"value\": [0.25]},"
+                     "\"xs\": {\"dtype\": \"float64\", \"shape\": [-1, 4], \"kind\": \"tensor_array\"}},"
+                     "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+                     "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\"], \"out\": [\"gs\"],"
+                     " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"g\": \"gs\"}}},"
+                     "{\"op\": \"merge\", \"in\": [\"gs\"], \"out\": [\"gm\"], \"attrs\": {\"mode\": \"mean\"}},"
+                     "{\"op\": \"sgd\", \"in\": [\"w\", \"gm\", \"lr\"], \"out\": [\"w\"], \"role\": \"optimize\"}]},"
+                     "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+                     "{\"op\": \"mul\", \"in\": [\"xp\", \"w\"], \"out\": [\"h\"]},"
+                     "{\"op\": \"reduce_sum\", \"in\": [\"h\"], \"out\": [\"g\"], "
+                     "\"attrs\": {\"axes\": [0], \"keepdims\": false}}]}]}",
+                     "one.json");
+    ck_assert_msg(pardo_stage_plan_build(p, 0, &plan, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_int_eq(plan.n_chains[2], 1);
+    ck_assert_int_eq(plan.early_pd, -1);
+    pardo_stage_plan_clear(&plan);
+    pardo_program_free(p);
+    p = test_program(early_text, "early.json");
     /* a part that runs a block of its own: nothing early */
     pardo_status ignored;
     ck_assert_int_eq(pardo_op_set_attr(&p->blocks[1].ops[4], "block", pardo_value_new_number(1), &ignored), PARDO_OK);
@@ -116,13 +139,13 @@ START_TEST(chains_run_once_every_part_is_far_enough) {
     ck_assert_ptr_nonnull(e);
     atomic_store(pardo_early_progress(e, 0), 6);
     atomic_store(pardo_early_progress(e, 1), 4);
-    pardo_early_part_ended(e, 0);
+    pardo_early_part_ended(e);
     for (int i = 0; i < 4; i++) {
         ck_assert_double_eq_tol(get(ex, "w1", i), w1[i] - 0.25 * g1[i], 1e-12);
         ck_assert(get(ex, "w2", i) == w2[i]);
     }
     atomic_store(pardo_early_progress(e, 1), 6);
-    pardo_early_part_ended(e, 1); /* the last: the stage's, not its */
+    pardo_early_part_ended(e); /* the last: the stage's, not its */
     for (int i = 0; i < 4; i++) ck_assert(get(ex, "w2", i) == w2[i]);
     pardo_executor_early_end(e);
     /* not from another op, nor on one thread */
@@ -133,7 +156,7 @@ START_TEST(chains_run_once_every_part_is_far_enough) {
     atomic_store(pardo_early_progress(e, 0), 6);
     atomic_store(pardo_early_progress(e, 1), 6);
     atomic_store(&stop, 1);
-    pardo_early_part_ended(e, 0);
+    pardo_early_part_ended(e);
     pardo_executor_early_end(e);
     for (int i = 0; i < 4; i++) ck_assert_double_eq_tol(get(ex, "w1", i), w1[i] - 0.25 * g1[i], 1e-12);
     pardo_executor_free(ex);
