@@ -91,7 +91,9 @@ typedef struct pardo_block_run {
 
 /* As pardo_executor_run_block, with a stop flag checked at every op
  * boundary (an op that started finishes). Thread-safe for distinct scopes
- * whose shared ancestors nobody writes meanwhile, as parallel_do's parts. */
+ * whose shared ancestors nobody writes meanwhile, as parallel_do's parts
+ * (the early stage writes a var of the root scope only once no op of the
+ * part block left to run names it). */
 int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *scope, const pardo_block_run *run,
                                   pardo_status *st);
 
