@@ -2,11 +2,13 @@
  * split cuts a tensor into a tensor_array of parts, parallel_do runs a block
  * once per part on the thread pool, merge joins the parts again.
  *
- * Parts are copies, not views: pardo tensors own contiguous storage, and a
- * copy is one memcpy per part along axis 0 (one per outer row along another
- * axis), small next to the block a part runs. The copies are reused from
- * run to run, as are parallel_do's child scopes and everything in them, so
- * the steady state allocates nothing. */
+ * Parts along axis 0 are views of the input's rows (pardo_tensor_view_of: no
+ * copy; each part holds the input) where no op can write them: every
+ * parallel_do that binds them leaves its part var unwritten, and no other
+ * op writes the array. Otherwise, and along another axis, parts are copies
+ * (one memcpy per part, one per outer row along another axis). Parts are
+ * reused from run to run, as are parallel_do's child scopes and everything
+ * in them, so the steady state allocates nothing. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +85,52 @@ static void split_copy(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* True when no op of p can write the parts of block b's tensor_array
+ * `array` (split op `self` fills it from `input`) or the input under them:
+ * no other op of b writes the array or the input (an in-place op would
+ * write through the views), and every parallel_do of b binding the array
+ * through parts_in runs a block that neither writes the part var nor runs
+ * blocks of its own. */
+static bool parts_read_only(const pardo_program *p, int b, int self, const char *input, const char *array) {
+    const pardo_block *blk = &p->blocks[b];
+    for (int i = 0; i < blk->n_ops; i++) {
+        const pardo_op *op = &blk->ops[i];
+        if (i != self && (pardo_op_writes(op, array) || pardo_op_writes(op, input))) return false;
+        const pardo_value *pin = strcmp(op->type, "parallel_do") == 0 ? pardo_attr(op, "parts_in") : NULL;
+        int64_t pb = -1;
+        pardo_status ignored;
+        for (int k = 0; pin && k < pin->n; k++) {
+            if (pin->items[k].kind != PARDO_V_STRING || strcmp(pin->items[k].string, array) != 0) continue;
+            if (pardo_attr_int(op, "block", -1, &pb, &ignored) != PARDO_OK || pb <= 0 || pb >= p->n_blocks)
+                return false;
+            const pardo_block *part = &p->blocks[pb];
+            for (int q = 0; q < part->n_ops; q++)
+                if (pardo_op_writes(&part->ops[q], pin->keys[k]) || pardo_attr(&part->ops[q], "block")) return false;
+        }
+    }
+    return true;
+}
+
+/* What split keeps in its op state: whether its parts may be views. */
+typedef struct split_state {
+    bool views;
+} split_state;
+
+/* Whether this split's parts may be views of its input (decided on the first run). */
+static bool split_views(pardo_kernel_ctx *ctx) {
+    pardo_op_state *slot = ctx->exec ? pardo_executor_op_state(ctx->exec, ctx->block, ctx->op_index) : NULL;
+    if (!slot) return false;
+    if (!slot->data) {
+        split_state *k = calloc(1, sizeof(*k));
+        if (!k) return false;
+        k->views = parts_read_only(pardo_executor_program(ctx->exec), ctx->block, ctx->op_index, ctx->op->in[0],
+                                   ctx->op->out[0]);
+        slot->data = k;
+        slot->free_fn = free;
+    }
+    return ((const split_state *)slot->data)->views;
+}
+
 /* Below this many bytes a split copies on the calling thread. */
 #define SPLIT_PAR_MIN_BYTES (64 * 1024)
 
@@ -105,18 +153,25 @@ static int split_cpu(pardo_kernel_ctx *ctx) {
     outer_inner(x, ax, &j.outer, &inner);
     j.row_bytes = (size_t)inner * pardo_dtype_size(x->dtype);
     j.src = pardo_tensor_data(x);
+    const bool views = j.outer == 1 && split_views(ctx);
+    int64_t start = 0; /* part i's first row */
     for (int i = 0; i < n; i++) {
         int64_t shape[PARDO_MAX_DIMS];
         memcpy(shape, x->shape, sizeof shape);
         shape[ax] = j.base + (i < j.rem); /* larger parts first */
         pardo_tensor *p = pardo_tensor_array_part(a, i);
-        if (!(p && atomic_load(&p->refs) == 1 && p->dtype == x->dtype &&
+        /* a view is never written: where parts are copies now, it is replaced */
+        if (!(p && atomic_load(&p->refs) == 1 && p->dtype == x->dtype && (views || !p->base) &&
               pardo_shape_equal(p->ndim, p->shape, x->ndim, shape))) {
             if (!(p = pardo_tensor_new(x->dtype, x->ndim, shape, ctx->st))) return ctx->st->code;
             pardo_tensor_array_set_part(a, i, p);
         }
-        if (!pardo_tensor_mutable_cpu(p, ctx->st)) return ctx->st->code;
+        if (views ? pardo_tensor_view_of(p, x, start * inner, ctx->st) != PARDO_OK
+                  : !pardo_tensor_mutable_cpu(p, ctx->st))
+            return ctx->st->code;
+        start += shape[ax];
     }
+    if (views) return PARDO_OK;
     if (x->nbytes < SPLIT_PAR_MIN_BYTES) {
         split_copy(&j, 0, n);
         return PARDO_OK;

@@ -126,7 +126,8 @@ void pardo_tensor_release(pardo_tensor *t) {
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
         for (int i = 0; i < t->n_parts; i++) pardo_tensor_release(t->parts[i]);
         free(t->parts);
-        pardo_tensor_bytes_adjust(-(int64_t)t->nbytes);
+        if (t->base) pardo_tensor_release(t->base);
+        else pardo_tensor_bytes_adjust(-(int64_t)t->nbytes);
         pardo_synced_mem_free(t->mem);
         free(t);
     }
@@ -143,6 +144,23 @@ void *pardo_tensor_mutable_cpu(pardo_tensor *t, pardo_status *st) {
 void *pardo_tensor_data(const pardo_tensor *t) {
     PARDO_ASSERT(t->mem->head == PARDO_MEM_HEAD_AT_CPU || t->mem->head == PARDO_MEM_SYNCED);
     return t->mem->cpu_ptr;
+}
+
+int pardo_tensor_view_of(pardo_tensor *t, pardo_tensor *base, int64_t offset, pardo_status *st) {
+    if (t->is_array || base->is_array || t == base || t->dtype != base->dtype || offset < 0 ||
+        offset > base->numel - t->numel)
+        return pardo_errorf(st, PARDO_EINVAL, "tensor view: %s[%lld] at %lld of %s[%lld]", pardo_dtype_name(t->dtype),
+                            (long long)t->numel, (long long)offset, pardo_dtype_name(base->dtype),
+                            (long long)base->numel);
+    if (t->numel == 0) return PARDO_OK; /* nothing to read: keeps its own (empty) buffer */
+    const char *data = pardo_tensor_cpu(base, st);
+    if (!data) return st->code;
+    pardo_tensor_retain(base);
+    if (t->base) pardo_tensor_release(t->base);
+    else pardo_tensor_bytes_adjust(-(int64_t)t->nbytes); /* its bytes are base's now */
+    t->base = base;
+    pardo_synced_mem_set_cpu_data(t->mem, (void *)(data + (size_t)offset * pardo_dtype_size(t->dtype)));
+    return PARDO_OK;
 }
 
 int pardo_tensor_copy(pardo_tensor *dst, pardo_tensor *src, pardo_status *st) {

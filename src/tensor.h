@@ -72,6 +72,8 @@ typedef struct pardo_tensor {
     int n_parts;                   // tensor_array: parts in use
     int cap_parts;                 // tensor_array: slots allocated in parts
     struct pardo_tensor **parts;   // tensor_array: n_parts tensors, one reference each (NULL while unset); owned
+    struct pardo_tensor *base;     // a view (pardo_tensor_view_of): the tensor whose host memory it reads, one
+                                   // reference; NULL otherwise
 } pardo_tensor;
 
 /* A new tensor with one reference and lazily allocated storage (zeros on
@@ -98,6 +100,15 @@ void *pardo_tensor_mutable_cpu(pardo_tensor *t, pardo_status *st);
 /* Host data of a tensor whose host copy is known current (kernels, after the
  * executor made it so); asserts that it is. Writable; does not move the head. */
 void *pardo_tensor_data(const pardo_tensor *t);
+
+/* Makes t a view of base: t's host data becomes base's from element
+ * `offset` on (t->numel elements; same dtype, base contiguous as every
+ * tensor is), with no copy; t drops its own buffer and holds a reference
+ * to base (released when t is freed or viewed elsewhere). For split's parts
+ * (ops/parallel.c). The caller keeps writes away from t: its data is
+ * base's. A view's bytes count once, as base's (pardo_tensor_bytes_in_use).
+ * PARDO_EINVAL for arrays, another dtype or a range past base. */
+int pardo_tensor_view_of(pardo_tensor *t, pardo_tensor *base, int64_t offset, pardo_status *st);
 
 /* Copies src's elements into dst (same dtype and numel). */
 int pardo_tensor_copy(pardo_tensor *dst, pardo_tensor *src, pardo_status *st);

@@ -130,6 +130,12 @@ START_TEST(big_split_copies_on_the_pool) {
             for (int q = 0; q < n; q++) {
                 const int64_t part_len = len / n + (q < len % n); /* larger parts first */
                 const pardo_tensor *t = a->parts[q];
+                if (ax == 0) { /* rows: views of this run's x, nothing copied */
+                    ck_assert_ptr_eq(t->base, x);
+                    ck_assert_ptr_eq(pardo_tensor_data(t), (char *)pardo_tensor_data(x) + start * COLS * 4);
+                } else { /* columns: copies */
+                    ck_assert_ptr_null(t->base);
+                }
                 ck_assert_int_eq(t->shape[ax], part_len);
                 ck_assert_int_eq(t->shape[1 - ax], shape[1 - ax]);
                 for (int64_t i = 0; i < t->shape[0]; i++)
@@ -140,8 +146,55 @@ START_TEST(big_split_copies_on_the_pool) {
                     }
                 start += part_len;
             }
-            pardo_tensor_release(x);
+            pardo_tensor_release(x); /* the executor and the views hold it until the next run's split */
         }
+        pardo_executor_free(ex);
+        pardo_program_free(p);
+    }
+}
+END_TEST
+
+/* Where an op may write a part or the input under it, parts are copies:
+ * a part block applying relu to its slice in place, and block 0 applying
+ * it to x after the split. x stays as fed, the parts as x was. */
+START_TEST(split_copies_where_parts_may_be_written) {
+    pool_size(2);
+    static const char *const texts[] = {
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"role\": \"feed\"},"
+        "\"xs\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"kind\": \"tensor_array\"}},"
+        "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+        "{\"op\": \"parallel_do\", \"in\": [\"xs\"], \"out\": [\"ys\"], \"attrs\": {\"block\": 1, "
+        "\"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"xp\": \"ys\"}}},"
+        "{\"op\": \"merge\", \"in\": [\"ys\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"concat\"}}]},"
+        "{\"parent\": 0, \"vars\": {}, \"ops\": [{\"op\": \"relu\", \"in\": [\"xp\"], \"out\": [\"xp\"]}]}]}",
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"role\": \"feed\"},"
+        "\"xs\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"kind\": \"tensor_array\"}},"
+        "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+        "{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"x\"]},"
+        "{\"op\": \"parallel_do\", \"in\": [\"xs\"], \"out\": [\"ys\"], \"attrs\": {\"block\": 1, "
+        "\"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"h\": \"ys\"}}},"
+        "{\"op\": \"merge\", \"in\": [\"ys\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"concat\"}}]},"
+        "{\"parent\": 0, \"vars\": {}, \"ops\": [{\"op\": \"scale\", \"in\": [\"xp\"], \"out\": [\"h\"], "
+        "\"attrs\": {\"scale\": 1}}]}]}",
+    };
+    for (int c = 0; c < 2; c++) {
+        pardo_program *p = test_program(texts[c], "written.json");
+        pardo_executor *ex = test_executor(p, 2);
+        int64_t shape[2] = {5, 3};
+        double v[15];
+        for (int i = 0; i < 15; i++) v[i] = i % 2 ? -i : i;
+        pardo_tensor *x = test_tensor_from(PARDO_F64, 2, shape, v);
+        feed(ex, "x", x);
+        run(ex);
+        const pardo_tensor *a = fetch(ex, "xs"), *y = fetch(ex, "y");
+        for (int q = 0; q < 2; q++) ck_assert_ptr_null(a->parts[q]->base);
+        for (int i = 0; i < 15; i++) {
+            if (c == 0) ck_assert_double_eq(pardo_tensor_get_f64(x, i), v[i]); /* the part's relu left x alone */
+            ck_assert_double_eq(pardo_tensor_get_f64(y, i), c == 0 && v[i] < 0 ? 0 : v[i]);
+        }
+        pardo_tensor_release(x);
         pardo_executor_free(ex);
         pardo_program_free(p);
     }
@@ -783,6 +836,7 @@ Suite *make_parallel_suite(void) {
     tcase_add_test(core, fixed_parts_give_bitwise_the_same_at_any_thread_count);
     tcase_add_test(core, split_sizes_and_axis);
     tcase_add_test(core, big_split_copies_on_the_pool);
+    tcase_add_test(core, split_copies_where_parts_may_be_written);
     tcase_add_test(core, inference_types_parts_and_sub_block_vars);
     tcase_add_test(core, steady_state_reuses_parts_scopes_and_outputs);
     tcase_add_test(core, stress_100000_parallel_do_calls);

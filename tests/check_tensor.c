@@ -1,4 +1,4 @@
-/* check_tensor.c - dtypes, shapes, reference counting, copies. */
+/* check_tensor.c - dtypes, shapes, reference counting, copies, views. */
 #include <check.h>
 #include <string.h>
 
@@ -120,6 +120,55 @@ START_TEST(bad_arguments) {
 }
 END_TEST
 
+/* A view reads its base's data from the offset on with no copy, holds the
+ * base (one reference) until it is freed or viewed elsewhere, and counts
+ * no bytes of its own; bad views are refused. */
+START_TEST(views_read_their_base_and_hold_it) {
+    pardo_status st;
+    int64_t bs[] = {4, 3}, vs[] = {2, 3};
+    pardo_tensor *base = pardo_tensor_new_cpu(PARDO_F32, 2, bs, &st);
+    pardo_tensor *other = pardo_tensor_new_cpu(PARDO_F32, 2, bs, &st);
+    for (int64_t i = 0; i < 12; i++) {
+        pardo_tensor_set_f64(base, i, (double)i);
+        pardo_tensor_set_f64(other, i, (double)(100 + i));
+    }
+    const int64_t before = pardo_tensor_bytes_in_use();
+    pardo_tensor *v = pardo_tensor_new(PARDO_F32, 2, vs, &st);
+    ck_assert_int_eq(pardo_tensor_bytes_in_use(), before + 24);
+    ck_assert_int_eq(pardo_tensor_view_of(v, base, 3, &st), PARDO_OK); /* rows 1 and 2 */
+    ck_assert_int_eq(pardo_tensor_bytes_in_use(), before);
+    ck_assert_int_eq(atomic_load(&base->refs), 2);
+    ck_assert_ptr_eq(pardo_tensor_data(v), (float *)pardo_tensor_data(base) + 3);
+    for (int64_t i = 0; i < 6; i++) ck_assert_double_eq(pardo_tensor_get_f64(v, i), (double)(3 + i));
+    ck_assert_int_eq(pardo_tensor_view_of(v, other, 6, &st), PARDO_OK); /* elsewhere: base let go */
+    ck_assert_int_eq(atomic_load(&base->refs), 1);
+    ck_assert_int_eq(atomic_load(&other->refs), 2);
+    ck_assert_double_eq(pardo_tensor_get_f64(v, 0), 106);
+    pardo_tensor_release(other); /* the view keeps it alive */
+    ck_assert_double_eq(pardo_tensor_get_f64(v, 5), 111);
+    pardo_tensor_release(v);
+    ck_assert_int_eq(pardo_tensor_bytes_in_use(), before - 48);
+    /* refused: past the end, another dtype, an array, itself */
+    pardo_tensor *w = pardo_tensor_new(PARDO_F32, 2, vs, &st), *d = pardo_tensor_new(PARDO_F64, 2, vs, &st);
+    ck_assert_int_eq(pardo_tensor_view_of(w, base, 7, &st), PARDO_EINVAL);
+    ck_assert_int_eq(pardo_tensor_view_of(w, base, -1, &st), PARDO_EINVAL);
+    ck_assert_int_eq(pardo_tensor_view_of(d, base, 0, &st), PARDO_EINVAL);
+    ck_assert_int_eq(pardo_tensor_view_of(w, w, 0, &st), PARDO_EINVAL);
+    pardo_tensor *arr = pardo_tensor_array_new(PARDO_F32, &st);
+    ck_assert_int_eq(pardo_tensor_view_of(arr, base, 0, &st), PARDO_EINVAL);
+    ck_assert_ptr_null(w->base);
+    int64_t none[] = {0, 3};
+    pardo_tensor *empty = pardo_tensor_new(PARDO_F32, 2, none, &st);
+    ck_assert_int_eq(pardo_tensor_view_of(empty, base, 12, &st), PARDO_OK); /* nothing to read */
+    ck_assert_ptr_null(empty->base);
+    pardo_tensor_release(empty);
+    pardo_tensor_release(arr);
+    pardo_tensor_release(w);
+    pardo_tensor_release(d);
+    pardo_tensor_release(base);
+}
+END_TEST
+
 Suite *make_tensor_suite(void) {
     Suite *s = suite_create("tensor");
     TCase *tc = tcase_create("Core");
@@ -129,6 +178,7 @@ Suite *make_tensor_suite(void) {
     tcase_add_test(tc, zero_size_and_scalar);
     tcase_add_test(tc, set_get_convert_each_dtype);
     tcase_add_test(tc, copy_and_clone);
+    tcase_add_test(tc, views_read_their_base_and_hold_it);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("Errors");
     tcase_add_test(te, bad_arguments);
