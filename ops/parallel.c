@@ -116,9 +116,12 @@ typedef struct split_state {
     bool views;
 } split_state;
 
-/* Whether this split's parts may be views of its input (decided on the first run). */
+/* Whether this split's parts may be views of its input (decided on the
+ * first run). Block 0 only: there one thread runs the op at a time (a
+ * split inside a part block would share its op state between parts). */
 static bool split_views(pardo_kernel_ctx *ctx) {
-    pardo_op_state *slot = ctx->exec ? pardo_executor_op_state(ctx->exec, ctx->block, ctx->op_index) : NULL;
+    pardo_op_state *slot =
+        ctx->exec && ctx->block == 0 ? pardo_executor_op_state(ctx->exec, ctx->block, ctx->op_index) : NULL;
     if (!slot) return false;
     if (!slot->data) {
         split_state *k = calloc(1, sizeof(*k));
