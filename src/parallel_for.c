@@ -1,36 +1,8 @@
-/* parallel_for.c - pardo_parallel_for (op.h): a kernel's loop split ggml's
- * way over the shared thread pool. */
+/* parallel_for.c - pardo_parallel_for and pardo_parallel_for_blocks (op.h):
+ * a kernel's loop split over the shared thread pool, ggml's way (one chunk
+ * per thread) or in fixed blocks handed out as threads ask. */
 #include "op.h"
 #include "thread_pool.h"
-
-typedef struct chunk_job {
-    void (*fn)(void *arg, int64_t begin, int64_t end);
-    void *arg;
-    int64_t n, dr; // items, items per chunk
-} chunk_job;
-
-static void run_chunk(void *p, int64_t c) {
-    const chunk_job *j = p;
-    int64_t begin = j->dr * c, end = begin + j->dr < j->n ? begin + j->dr : j->n;
-    if (begin < end) j->fn(j->arg, begin, end);
-}
-
-int pardo_parallel_for(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end), void *arg) {
-    if (n < 0) return pardo_errorf(ctx->st, PARDO_EINVAL, "parallel_for over %lld items", (long long)n);
-    int nth = ctx->nthreads;
-    if (nth > 1) {
-        int size = pardo_thread_pool_size();
-        if (nth > size) nth = size;
-    }
-    if (nth <= 1 || n <= 1) {
-        if (n > 0) fn(arg, 0, n);
-        return PARDO_OK;
-    }
-    chunk_job j = {fn, arg, n, (n + nth - 1) / nth};
-    int64_t chunks = (n + j.dr - 1) / j.dr;
-    pardo_thread_pool_for(nth, chunks, run_chunk, &j);
-    return PARDO_OK;
-}
 
 typedef struct block_job {
     void (*fn)(void *arg, int64_t begin, int64_t end);
@@ -44,22 +16,40 @@ static void run_block(void *p, int64_t b) {
     j->fn(j->arg, begin, end);
 }
 
-int pardo_parallel_for_blocks(pardo_kernel_ctx *ctx, int64_t n, int64_t block,
-                              void (*fn)(void *arg, int64_t begin, int64_t end), void *arg) {
-    if (n < 0 || block < 1)
-        return pardo_errorf(ctx->st, PARDO_EINVAL, "parallel_for over %lld items in blocks of %lld", (long long)n,
-                            (long long)block);
-    const int64_t blocks = (n + block - 1) / block;
+/* The threads a kernel's loop may use: ctx->nthreads, at most the pool's size. */
+static int loop_threads(const pardo_kernel_ctx *ctx) {
     int nth = ctx->nthreads;
     if (nth > 1) {
         int size = pardo_thread_pool_size();
         if (nth > size) nth = size;
     }
-    if (nth <= 1 || blocks <= 1) {
+    return nth;
+}
+
+/* fn over [0, n) in blocks of `block` items on up to nth threads; one call on
+ * the calling thread when nth <= 1 or everything fits one block. */
+static void run_blocks(int nth, int64_t n, int64_t block, void (*fn)(void *arg, int64_t begin, int64_t end),
+                       void *arg) {
+    if (nth <= 1 || n <= block) {
         if (n > 0) fn(arg, 0, n);
-        return PARDO_OK;
+        return;
     }
     block_job j = {fn, arg, n, block};
-    pardo_thread_pool_for(nth, blocks, run_block, &j);
+    pardo_thread_pool_for(nth, (n + block - 1) / block, run_block, &j);
+}
+
+int pardo_parallel_for(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end), void *arg) {
+    if (n < 0) return pardo_errorf(ctx->st, PARDO_EINVAL, "parallel_for over %lld items", (long long)n);
+    const int nth = loop_threads(ctx);
+    run_blocks(nth, n, nth > 1 ? (n + nth - 1) / nth : n, fn, arg); /* ggml's dr: one chunk per thread */
+    return PARDO_OK;
+}
+
+int pardo_parallel_for_blocks(pardo_kernel_ctx *ctx, int64_t n, int64_t block,
+                              void (*fn)(void *arg, int64_t begin, int64_t end), void *arg) {
+    if (n < 0 || block < 1)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "parallel_for over %lld items in blocks of %lld", (long long)n,
+                            (long long)block);
+    run_blocks(loop_threads(ctx), n, block, fn, arg);
     return PARDO_OK;
 }
