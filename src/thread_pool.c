@@ -75,17 +75,29 @@ int pardo_thread_pool_configure(int nthreads, pardo_status *st) {
     return rc;
 }
 
+/* Takes the task at *link (prev: the one before it, NULL for the head) out
+ * of the queue; call with pool.mu held. */
+static void unlink_task(pardo_pool_task **link, pardo_pool_task *prev) {
+    pardo_pool_task *t = *link;
+    *link = t->next;
+    if (pool.tail == t) pool.tail = prev;
+    t->queued = false;
+    atomic_fetch_sub_explicit(&pool.queued, 1, memory_order_relaxed);
+}
+
+/* Takes one run of the task at *link (prev as unlink_task): out of the
+ * queue once nobody else is wanted for it. Call with pool.mu held. */
+static pardo_pool_task *take_run(pardo_pool_task **link, pardo_pool_task *prev) {
+    pardo_pool_task *t = *link;
+    if (--t->wanted == 0) unlink_task(link, prev);
+    return t;
+}
+
 /* Takes one run of the head task; call with pool.mu held and a task queued. */
 static void take_head(void (**fn)(void *), void **arg) {
-    pardo_pool_task *t = pool.head;
+    pardo_pool_task *t = take_run(&pool.head, NULL);
     *fn = t->fn;
     *arg = t->arg;
-    if (--t->wanted == 0) {
-        pool.head = t->next;
-        if (!pool.head) pool.tail = NULL;
-        t->queued = false;
-        atomic_fetch_sub_explicit(&pool.queued, 1, memory_order_relaxed);
-    }
 }
 
 static void *worker_main(void *index) {
@@ -187,12 +199,9 @@ static int cancel(pardo_pool_task *t) {
             prev = *link;
             link = &(*link)->next;
         }
-        *link = t->next;
-        if (pool.tail == t) pool.tail = prev;
+        unlink_task(link, prev);
         left = t->wanted;
         t->wanted = 0;
-        t->queued = false;
-        atomic_fetch_sub_explicit(&pool.queued, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&pool.mu);
     return left;
@@ -239,18 +248,11 @@ static void for_helper(void *p) {
 static for_job *take_helper_run(void) {
     for_job *j = NULL;
     pthread_mutex_lock(&pool.mu);
-    for (pardo_pool_task **link = &pool.head, *prev = NULL; *link; prev = *link, link = &(*link)->next) {
-        pardo_pool_task *t = *link;
-        if (t->fn != for_helper) continue;
-        j = t->arg;
-        if (--t->wanted == 0) {
-            *link = t->next;
-            if (pool.tail == t) pool.tail = prev;
-            t->queued = false;
-            atomic_fetch_sub_explicit(&pool.queued, 1, memory_order_relaxed);
+    for (pardo_pool_task **link = &pool.head, *prev = NULL; *link; prev = *link, link = &(*link)->next)
+        if ((*link)->fn == for_helper) {
+            j = take_run(link, prev)->arg;
+            break;
         }
-        break;
-    }
     pthread_mutex_unlock(&pool.mu);
     return j;
 }
