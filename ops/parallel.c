@@ -412,13 +412,12 @@ typedef struct pd_binding {
     int slot;          // index into the op's in (parts_in) or out (parts_out)
     pardo_dtype dtype; // parts_out: the tensor_array's dtype
     int publish_at;    // parts_out: the last op of the block that names var, after which the part hands it
-                       // on; -1: when the part ends (no op names it, or past the first 64 outputs)
+                       // on; -1: when the part ends (no op names it)
 } pd_binding;
 
 typedef struct pd_part {
-    pardo_scope *scope;  // child of the calling scope; its tensors are reused from run to run
-    pardo_status st;     // this part's error
-    uint64_t handed_on;  // bit k: parts_out k already went to its array this run
+    pardo_scope *scope; // child of the calling scope; its tensors are reused from run to run
+    pardo_status st;    // this part's error
 } pd_part;
 
 /* What the kernel keeps across runs of one parallel_do (pardo_op_state). */
@@ -479,7 +478,7 @@ static pd_state *pd_state_new(pardo_kernel_ctx *ctx) {
         const pardo_var *v = pardo_program_lookup_var(prog, ctx->block, pout->items[k].string, NULL);
         PARDO_ASSERT(v);
         s->outs[k].dtype = v->type.dtype;
-        s->outs[k].publish_at = k < 64 ? pardo_block_last_use(&prog->blocks[s->block], s->outs[k].var) : -1;
+        s->outs[k].publish_at = pardo_block_last_use(&prog->blocks[s->block], s->outs[k].var);
     }
     return s;
 oom:
@@ -526,7 +525,6 @@ static int hand_on(pd_job *j, int i, int k, pardo_status *st) {
     pardo_tensor *t = pardo_scope_take(s->parts[i].scope, s->outs[k].var);
     if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "block %d left '%s' without a value", s->block, s->outs[k].var);
     pardo_tensor_array_set_part(j->ctx->out[s->outs[k].slot], i, t);
-    if (k < 64) s->parts[i].handed_on |= (uint64_t)1 << k;
     return PARDO_OK;
 }
 
@@ -568,13 +566,12 @@ static int pd_run_part(pd_job *j, int i, pardo_status *st) {
         if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "part %d of '%s' is unset", i, ctx->op->in[s->ins[k].slot]);
         if ((rc = pardo_scope_set(scope, s->ins[k].var, t, st)) != PARDO_OK) return rc;
     }
-    s->parts[i].handed_on = 0;
     pd_part_run pr = {j, i};
     pardo_block_run run = {.nthreads = 1, .stop = &j->stop, .cpu_only = true, .after_op = hand_on_after,
                            .after_arg = &pr, .progress = j->early ? pardo_early_progress(j->early, i) : NULL};
     rc = pardo_executor_run_block_with(ctx->exec, s->block, scope, &run, st);
-    for (int k = 0; rc == PARDO_OK && k < s->n_outs; k++)
-        if (!(k < 64 && s->parts[i].handed_on >> k & 1)) rc = hand_on(j, i, k, st);
+    for (int k = 0; rc == PARDO_OK && k < s->n_outs; k++) /* a block that ran to its end handed on the others */
+        if (s->outs[k].publish_at < 0) rc = hand_on(j, i, k, st);
     for (int k = 0; k < s->n_ins; k++) /* unbind the slices, so split can reuse them */
         pardo_tensor_release(pardo_scope_take(scope, s->ins[k].var));
     return rc;

@@ -851,7 +851,6 @@ static bool early_room(pardo_early *e, int nparts, int n_chains) {
 
 pardo_early *pardo_executor_early_begin(pardo_executor *ex, int block, int index, pardo_scope *scope, int nthreads,
                                         pardo_tensor *const *outs, int n_out, int nparts, const atomic_int *stop) {
-    if (ex->early) ex->early->active = false;
     const pardo_stage_plan *plan = &ex->plans[0];
     if (block != 0 || scope != ex->root || nthreads < 2 || nparts < 2 || ex->steps == 0 || !ex->planned[0] ||
         plan->early_pd != index || ex->opt.device != PARDO_DEVICE_CPU)

@@ -23,11 +23,9 @@ static void need_past(const pardo_block *pb, const char *name, int *need) {
     if (last + 1 > *need) *need = last + 1;
 }
 
-/* The part var a parallel_do's parts_out publishes as its output `array`,
- * or NULL; also NULL past its first 64 entries, which a part hands on only
- * when it ends (ops/parallel.c). */
+/* The part var a parallel_do's parts_out publishes as its output `array`, or NULL. */
 static const char *part_var_of(const pardo_value *parts_out, const char *array) {
-    for (int k = 0; parts_out && k < parts_out->n && k < 64; k++)
+    for (int k = 0; parts_out && k < parts_out->n; k++)
         if (parts_out->items[k].kind == PARDO_V_STRING && strcmp(parts_out->items[k].string, array) == 0)
             return parts_out->keys[k];
     return NULL;
