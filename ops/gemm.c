@@ -99,19 +99,40 @@ UKERNEL(uk_c_f64_half, , double, double, 1, 4, 4, S_ZERO, S_LOAD, S_LOAD, S_STOR
 
 #if GEMM_X86
 #define AVX512 __attribute__((target("avx512f")))
-UKERNEL(uk_avx512_f32, AVX512, float, __m512, 16, 12, 2, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
-        _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
-UKERNEL(uk_avx512_f32_half, AVX512, float, __m512, 16, 12, 1, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
-        _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
-/* 6 x 64: fewer rows of A to stream (6 broadcasts and 4 loads per 24 multiply-adds), for A read along its rows */
-UKERNEL(uk_avx512_f32w, AVX512, float, __m512, 16, 6, 4, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
-        _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
-UKERNEL(uk_avx512_f32w_half, AVX512, float, __m512, 16, 6, 2, _mm512_setzero_ps(), _mm512_load_ps, _mm512_loadu_ps,
-        _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
-UKERNEL(uk_avx512_f64, AVX512, double, __m512d, 8, 12, 2, _mm512_setzero_pd(), _mm512_load_pd, _mm512_loadu_pd,
-        _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
-UKERNEL(uk_avx512_f64_half, AVX512, double, __m512d, 8, 12, 1, _mm512_setzero_pd(), _mm512_load_pd, _mm512_loadu_pd,
-        _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
+/* uk512_f32_MRxNV: MR rows by NV vectors of 16 floats (uk512_f64_: of 8 doubles) */
+#define UK512_F32(MR, NV)                                                                                              \
+    UKERNEL(uk512_f32_##MR##x##NV, AVX512, float, __m512, 16, MR, NV, _mm512_setzero_ps(), _mm512_load_ps,             \
+            _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+#define UK512_F64(MR, NV)                                                                                              \
+    UKERNEL(uk512_f64_##MR##x##NV, AVX512, double, __m512d, 8, MR, NV, _mm512_setzero_pd(), _mm512_load_pd,            \
+            _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
+/* 12 x 32 (its half 12 x 16); 6 x 64 (half 6 x 32): fewer rows of A to stream (6 broadcasts and 4 loads per 24
+ * multiply-adds), for A read along its rows; and the short kernels of 4, 2 and 1 rows (6 below 12) that a last
+ * row panel of fewer than mr rows is made of */
+UK512_F32(12, 2)
+UK512_F32(12, 1)
+UK512_F32(6, 4)
+UK512_F32(6, 2)
+UK512_F32(6, 1)
+UK512_F32(4, 4)
+UK512_F32(4, 2)
+UK512_F32(4, 1)
+UK512_F32(2, 4)
+UK512_F32(2, 2)
+UK512_F32(2, 1)
+UK512_F32(1, 4)
+UK512_F32(1, 2)
+UK512_F32(1, 1)
+UK512_F64(12, 2)
+UK512_F64(12, 1)
+UK512_F64(6, 2)
+UK512_F64(6, 1)
+UK512_F64(4, 2)
+UK512_F64(4, 1)
+UK512_F64(2, 2)
+UK512_F64(2, 1)
+UK512_F64(1, 2)
+UK512_F64(1, 1)
 
 #define AVX2 __attribute__((target("avx2,fma")))
 UKERNEL(uk_avx2_f32, AVX2, float, __m256, 8, 6, 2, _mm256_setzero_ps(), _mm256_load_ps, _mm256_loadu_ps,
@@ -131,28 +152,56 @@ typedef struct gemm_arch {
     int kc;                    // most rows of op(B) per K block (a panel of kc x nr stays in L1)
     ukernel_fn full_r, half_r; // A along rows (csa 1); half reads the first nr / 2 columns of a panel
     ukernel_fn full_c, half_c; // A down columns (rsa 1)
-    bool simd;                 // an instruction-set kernel (not plain C)
+    /* [half][rows]: kernels of fewer rows than mr (of 1, 2, 4 and 6 rows, see short_rows) that a last row panel
+     * of fewer than mr rows is cut into; without them (tail_r[0][1] NULL) it overlaps the panel above */
+    ukernel_fn tail_r[2][MR_MAX], tail_c[2][MR_MAX];
+    bool simd; // an instruction-set kernel (not plain C)
 } gemm_arch;
 
 static const gemm_arch arch_c[2] = {
-    {"own plain C 4x8", 4, 8, 256, uk_c_f32_r, uk_c_f32_half_r, uk_c_f32_c, uk_c_f32_half_c, false},
-    {"own plain C 4x8", 4, 8, 256, uk_c_f64_r, uk_c_f64_half_r, uk_c_f64_c, uk_c_f64_half_c, false},
+    {"own plain C 4x8", 4, 8, 256, uk_c_f32_r, uk_c_f32_half_r, uk_c_f32_c, uk_c_f32_half_c, .simd = false},
+    {"own plain C 4x8", 4, 8, 256, uk_c_f64_r, uk_c_f64_half_r, uk_c_f64_c, uk_c_f64_half_c, .simd = false},
 };
 #if GEMM_X86
+/* the short kernels of one width: [rows] for 1, 2, 4 and (below 12) 6 rows, A along rows (_r) or down columns (_c) */
+#define TAILS4(PFX, NV, V) {[1] = PFX##_1x##NV##V, [2] = PFX##_2x##NV##V, [4] = PFX##_4x##NV##V}
+#define TAILS6(PFX, NV, V) {[1] = PFX##_1x##NV##V, [2] = PFX##_2x##NV##V, [4] = PFX##_4x##NV##V, [6] = PFX##_6x##NV##V}
 static const gemm_arch arch_avx512[2] = {
-    {"own avx512f 12x32 (6x64 for A along rows and N >= 64)", 12, 32, 256, uk_avx512_f32_r, uk_avx512_f32_half_r,
-     uk_avx512_f32_c, uk_avx512_f32_half_c, true},
-    {"own avx512f 12x16", 12, 16, 256, uk_avx512_f64_r, uk_avx512_f64_half_r, uk_avx512_f64_c, uk_avx512_f64_half_c,
-     true},
+    {"own avx512f 12x32 (6x64 for A along rows and N >= 64)", 12, 32, 256, uk512_f32_12x2_r, uk512_f32_12x1_r,
+     uk512_f32_12x2_c, uk512_f32_12x1_c, .tail_r = {TAILS6(uk512_f32, 2, _r), TAILS6(uk512_f32, 1, _r)},
+     .tail_c = {TAILS6(uk512_f32, 2, _c), TAILS6(uk512_f32, 1, _c)}, .simd = true},
+    {"own avx512f 12x16", 12, 16, 256, uk512_f64_12x2_r, uk512_f64_12x1_r, uk512_f64_12x2_c, uk512_f64_12x1_c,
+     .tail_r = {TAILS6(uk512_f64, 2, _r), TAILS6(uk512_f64, 1, _r)},
+     .tail_c = {TAILS6(uk512_f64, 2, _c), TAILS6(uk512_f64, 1, _c)}, .simd = true},
 };
 static const gemm_arch arch_avx512_wide = {
-    "own avx512f 6x64",    6,   64, 128, uk_avx512_f32w_r, uk_avx512_f32w_half_r, uk_avx512_f32w_c,
-    uk_avx512_f32w_half_c, true};
+    "own avx512f 6x64", 6, 64, 128, uk512_f32_6x4_r, uk512_f32_6x2_r, uk512_f32_6x4_c, uk512_f32_6x2_c,
+    .tail_r = {TAILS4(uk512_f32, 4, _r), TAILS4(uk512_f32, 2, _r)},
+    .tail_c = {TAILS4(uk512_f32, 4, _c), TAILS4(uk512_f32, 2, _c)}, .simd = true};
 static const gemm_arch arch_avx2[2] = {
-    {"own avx2+fma 6x16", 6, 16, 256, uk_avx2_f32_r, uk_avx2_f32_half_r, uk_avx2_f32_c, uk_avx2_f32_half_c, true},
-    {"own avx2+fma 6x8", 6, 8, 256, uk_avx2_f64_r, uk_avx2_f64_half_r, uk_avx2_f64_c, uk_avx2_f64_half_c, true},
+    {"own avx2+fma 6x16", 6, 16, 256, uk_avx2_f32_r, uk_avx2_f32_half_r, uk_avx2_f32_c, uk_avx2_f32_half_c,
+     .simd = true},
+    {"own avx2+fma 6x8", 6, 8, 256, uk_avx2_f64_r, uk_avx2_f64_half_r, uk_avx2_f64_c, uk_avx2_f64_half_c,
+     .simd = true},
 };
 #endif
+
+/* The rows of the first short kernel a last row panel of h < mr rows is cut into: the most of 6, 4, 2 and 1
+ * that fit (each short kernel sums an element's terms as the full one does, so the bits are the same); 0 where
+ * the arch has none. */
+static int64_t short_rows(const gemm_arch *ar, int64_t h) {
+    if (!ar->tail_r[0][1]) return 0;
+    static const int64_t sizes[] = {6, 4, 2, 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i] <= h && sizes[i] < ar->mr) return sizes[i];
+    return 0;
+}
+
+/* The kernel for a tile of `rows` rows (mr or a short one), half width or full, A down its columns or along rows. */
+static ukernel_fn kernel_for(const gemm_arch *ar, int64_t rows, bool half, bool down) {
+    if (rows == ar->mr) return down ? (half ? ar->half_c : ar->full_c) : (half ? ar->half_r : ar->full_r);
+    return down ? ar->tail_c[half][rows] : ar->tail_r[half][rows];
+}
 
 typedef enum { PICK_DEFAULT, PICK_OWN, PICK_BLAS } gemm_pick;
 
@@ -410,9 +459,19 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
                 cp[i * ldc + q] = add ? cp[i * ldc + q] + tile[(i + sh) * NR_MAX + q] : tile[(i + sh) * NR_MAX + q];   \
     }                                                                                                                  \
                                                                                                                        \
-    /* Rows [r0, r1) of C (r0 a multiple of mr) from the packed op(B). A short last row panel starts sh rows           \
-     * higher, overlapping the panel above (the same sums; only its own rows are written), so it needs no              \
-     * padding unless A has fewer than mr rows in all. */                                                              \
+    /* A short row panel (h < mr rows, row r of A at ap + r * ra) cut into short kernels (short_rows). */            \
+    static void cut_##SFX(const gemm_arch *ar, bool half, bool down, int64_t kcb, const T *ap, int64_t ra, int64_t ca,  \
+                          const T *bp, int64_t bs, T *cp, int64_t ldc, int64_t h, int64_t w, int64_t kw, bool add) {   \
+        for (int64_t off = 0, s; off < h; off += s) {                                                                  \
+            s = short_rows(ar, h - off);                                                                               \
+            tile_##SFX(kernel_for(ar, s, half, down), kcb, ap + off * ra, ra, ca, bp, bs, cp + off * ldc, ldc, s, s,   \
+                       0, w, kw, add);                                                                                 \
+        }                                                                                                              \
+    }                                                                                                                  \
+                                                                                                                       \
+    /* Rows [r0, r1) of C (r0 a multiple of mr) from the packed op(B). A short last row panel is cut into short        \
+     * kernels where the arch has them; else it starts sh rows higher, overlapping the panel above (the same sums;     \
+     * only its own rows are written), so it needs no padding unless A has fewer than mr rows in all. */               \
     static void rows_##SFX(const gemm_job *j, int64_t r0, int64_t r1) {                                                \
         const pardo_gemm *g = j->g;                                                                                    \
         const gemm_arch *ar = j->arch;                                                                                 \
@@ -433,8 +492,10 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
                     /* A read down its columns (or tiny): pack each row panel, one contiguous stream, and sweep every  \
                      * column panel with it in L1 */                                                                   \
                     for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
-                        const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = g->m < mr ? 0 : mr - h;                    \
-                        const int64_t rows = g->m < mr ? g->m : mr, top = i0 - sh;                                     \
+                        const int64_t h = ie - i0 < mr ? ie - i0 : mr;                                                 \
+                        const bool cut = h < mr && short_rows(ar, h) > 0;                                              \
+                        const int64_t sh = g->m < mr || cut ? 0 : mr - h, rows = g->m < mr || cut ? h : mr;            \
+                        const int64_t top = i0 - sh;                                                                   \
                         for (int64_t p = 0; p < kcb; p++) {                                                            \
                             T *d = ap + p * mr;                                                                        \
                             if (g->ta)                                                                                 \
@@ -446,8 +507,12 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
                         for (int64_t jp = 0; jp < j->np; jp++) {                                                       \
                             const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                           \
                             const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                              \
-                            tile_##SFX(kw == nr ? ar->full_c : ar->half_c, kcb, ap, 1, mr, bblock + jp * pstep, bs,    \
-                                       c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                 \
+                            if (cut)                                                                                   \
+                                cut_##SFX(ar, kw < nr, true, kcb, ap, 1, mr, bblock + jp * pstep, bs, c + i0 * ldc + j0,   \
+                                          ldc, h, w, kw, add);                                                         \
+                            else                                                                                       \
+                                tile_##SFX(kernel_for(ar, mr, kw < nr, true), kcb, ap, 1, mr, bblock + jp * pstep, bs, \
+                                           c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                             \
                         }                                                                                              \
                     }                                                                                                  \
                     if (kb == j->nkb - 1) epilogue_rows(g, ic, ie);                                                    \
@@ -458,12 +523,15 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
                 for (int64_t jp = 0; jp < j->np; jp++) {                                                               \
                     const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                                   \
                     const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                                      \
-                    const ukernel_fn uk =                                                                              \
-                        kw == nr ? (g->ta ? ar->full_c : ar->full_r) : (g->ta ? ar->half_c : ar->half_r);              \
+                    const ukernel_fn uk = kernel_for(ar, mr, kw < nr, g->ta);                                          \
                     for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
                         const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = mr - h;                                    \
-                        tile_##SFX(uk, kcb, a + (i0 - sh) * rsa + p0 * csa, rsa, csa, bblock + jp * pstep, bs,         \
-                                   c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                     \
+                        if (h < mr && short_rows(ar, h) > 0)                                                           \
+                            cut_##SFX(ar, kw < nr, g->ta, kcb, a + i0 * rsa + p0 * csa, rsa, csa, bblock + jp * pstep, \
+                                      bs, c + i0 * ldc + j0, ldc, h, w, kw, add);                                      \
+                        else                                                                                           \
+                            tile_##SFX(uk, kcb, a + (i0 - sh) * rsa + p0 * csa, rsa, csa, bblock + jp * pstep, bs,     \
+                                       c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                 \
                     }                                                                                                  \
                 }                                                                                                      \
                 if (kb == j->nkb - 1) epilogue_rows(g, ic, ie);                                                        \

@@ -216,6 +216,46 @@ START_TEST(two_threads_give_the_same_bits) {
 }
 END_TEST
 
+/* A last row panel of fewer rows than the kernel's tile is cut into short
+ * kernels (6, 4, 2, 1 rows): every remainder of the 12- and 6-row tiles,
+ * against the naive loop; and the rows it computes come out the bits the
+ * full tile gives the same rows of a taller product. */
+START_TEST(short_row_panels) {
+    for (int t = 0; t < 4; t++)
+        for (int64_t m = 1; m <= 26; m++) {
+            check_one(PARDO_GEMM_OWN, 1, PARDO_F32, m, 70, 257, t & 1, t & 2, m % 2, m % 3 == 0);
+            check_one(PARDO_GEMM_OWN, 1, PARDO_F32, m, 33, 3, t & 1, t & 2, 0, m % 3 == 1);
+            check_one(PARDO_GEMM_OWN, 1, PARDO_F64, m, 17, 257, t & 1, t & 2, 1, m % 3 == 2);
+        }
+    const pardo_dtype dts[2] = {PARDO_F32, PARDO_F64};
+    const int64_t tall = 60, ns2[2] = {70, 33};
+    for (int t = 0; t < 16; t++) {
+        const pardo_dtype dt = dts[t / 8];
+        const int64_t n = ns2[(t / 4) % 2];
+        prod p = prod_make(dt, tall, n, 300, t & 1, t & 2, 0, false, 7);
+        pardo_status st;
+        ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
+        const size_t es = dt == PARDO_F32 ? sizeof(float) : sizeof(double);
+        void *c = malloc((size_t)(tall * n) * es);
+        for (int64_t m = 49; m < tall; m++) { /* the first m rows of A (columns when transposed: same lda) */
+            pardo_gemm g = p.g;
+            g.m = m;
+            g.c = c;
+            g.ldc = n;
+            ck_assert_msg(run(PARDO_GEMM_OWN, 1, &g, &st) == PARDO_OK, "%s", st.msg);
+            for (int64_t i = 0; i < m; i++)
+                ck_assert_msg(memcmp((char *)c + (size_t)(i * n) * es, (char *)p.c + (size_t)(i * p.g.ldc) * es,
+                                     (size_t)n * es) == 0,
+                              "%s m %lld n %lld ta %d tb %d: row %lld differs from the %lld-row product's",
+                              pardo_dtype_name(dt), (long long)m, (long long)n, t & 1, (t & 2) != 0, (long long)i,
+                              (long long)tall);
+        }
+        free(c);
+        prod_free(&p);
+    }
+}
+END_TEST
+
 /* The epilogue (bias along rows, then relu, then relu_grad's mask through
  * y) gives bitwise what the plain product then the add, relu and relu_grad
  * arithmetic give, on every path: own kernel in float32 and float64, one
@@ -498,6 +538,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, blas_against_naive);
     tcase_add_test(core, large_products_and_k_blocks);
     tcase_add_test(core, two_threads_give_the_same_bits);
+    tcase_add_test(core, short_row_panels);
     tcase_add_test(core, empty_sizes);
     tcase_add_test(core, few_rows_read_b_in_place);
     tcase_add_test(core, few_rows_against_transposed_b);
