@@ -411,6 +411,26 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
     else epilogue_f64(g, r0, r1);
 }
 
+/* A row panel of A in the packed path: it computes rows [i0, i0 + h) of C; rows [top, top + rows) of op(A) are
+ * packed (zeros after them up to mr); cut: into short kernels; sh: rows of the panel above it overlaps. */
+typedef struct a_panel {
+    int64_t i0, h, sh, top, rows;
+    bool cut;
+} a_panel;
+
+/* The row panels of rows [ic, ie) of an m-row product (ic a multiple of mr), into pan; returns how many. */
+static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, a_panel *pan) {
+    const int64_t mr = ar->mr;
+    int64_t q = 0;
+    for (int64_t i0 = ic; i0 < ie; i0 += mr, q++) {
+        const int64_t h = ie - i0 < mr ? ie - i0 : mr;
+        const bool cut = h < mr && short_rows(ar, h) > 0;
+        const int64_t sh = m < mr || cut ? 0 : mr - h;
+        pan[q] = (a_panel){.i0 = i0, .h = h, .sh = sh, .top = i0 - sh, .rows = m < mr || cut ? h : mr, .cut = cut};
+    }
+    return q;
+}
+
 /* Defines the packing and the sweep over rows for element type T. */
 #define GEMM_DRIVER(SFX, T)                                                                                            \
     /* Packs panel jp of op(B) for every K block. */                                                                   \
@@ -478,7 +498,7 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
         const int64_t mr = ar->mr, nr = ar->nr, ldc = g->ldc;                                                          \
         const T *a = g->a;                                                                                             \
         T *c = g->c;                                                                                                   \
-        T ap[MR_MAX * KC_MAX] __attribute__((aligned(64))); /* a row panel of A packed [p][mr] */                      \
+        T ap[MC_ROWS * KC_MAX] __attribute__((aligned(64))); /* a block's row panels of A packed [panel][p][mr] */     \
         for (int64_t kb = j->kb0; kb < j->kb1; kb++) {                                                                 \
             const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
             const bool add = g->accumulate || kb > 0;                                                                  \
@@ -489,30 +509,40 @@ static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
             for (int64_t ic = r0; ic < r1; ic += MC_ROWS) {                                                            \
                 const int64_t ie = ic + MC_ROWS < r1 ? ic + MC_ROWS : r1;                                              \
                 if (g->m < mr || (j->np > 1 && g->ta)) {                                                               \
-                    /* A read down its columns (or tiny): pack each row panel, one contiguous stream, and sweep every  \
-                     * column panel with it in L1 */                                                                   \
-                    for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
-                        const int64_t h = ie - i0 < mr ? ie - i0 : mr;                                                 \
-                        const bool cut = h < mr && short_rows(ar, h) > 0;                                              \
-                        const int64_t sh = g->m < mr || cut ? 0 : mr - h, rows = g->m < mr || cut ? h : mr;            \
-                        const int64_t top = i0 - sh;                                                                   \
-                        for (int64_t p = 0; p < kcb; p++) {                                                            \
-                            T *d = ap + p * mr;                                                                        \
-                            if (g->ta)                                                                                 \
-                                memcpy(d, a + (p0 + p) * g->lda + top, (size_t)rows * sizeof(T));                      \
+                    /* A read down its columns (or tiny): pack the block's row panels (panel q's [p][mr] at ap + q *   \
+                     * mr * kcb; down columns, a stored row of A at a time, so the reads run along it), then sweep     \
+                     * every column panel with each in L1 */                                                           \
+                    a_panel pan[MC_ROWS];                                                                              \
+                    const int64_t npan = a_panels(ar, g->m, ic, ie, pan);                                              \
+                    for (int64_t p = 0; p < kcb && g->ta; p++) {                                                       \
+                        const T *src = a + (p0 + p) * g->lda;                                                          \
+                        for (int64_t q = 0; q < npan; q++) {                                                           \
+                            T *d = ap + q * mr * kcb + p * mr;                                                         \
+                            if (pan[q].rows == MR_MAX) /* a copy of known size: inline moves, not a call */            \
+                                memcpy(d, src + pan[q].top, MR_MAX * sizeof(T));                                       \
                             else                                                                                       \
-                                for (int64_t i = 0; i < rows; i++) d[i] = a[(top + i) * g->lda + p0 + p];              \
-                            for (int64_t i = rows; i < mr; i++) d[i] = 0;                                              \
+                                memcpy(d, src + pan[q].top, (size_t)pan[q].rows * sizeof(T));                          \
+                            for (int64_t i = pan[q].rows; i < mr; i++) d[i] = 0;                                       \
                         }                                                                                              \
+                    }                                                                                                  \
+                    for (int64_t q = 0; q < npan && !g->ta; q++)                                                       \
+                        for (int64_t p = 0; p < kcb; p++) {                                                            \
+                            T *d = ap + q * mr * kcb + p * mr;                                                         \
+                            for (int64_t i = 0; i < pan[q].rows; i++) d[i] = a[(pan[q].top + i) * g->lda + p0 + p];    \
+                            for (int64_t i = pan[q].rows; i < mr; i++) d[i] = 0;                                       \
+                        }                                                                                              \
+                    for (int64_t q = 0; q < npan; q++) {                                                               \
+                        const T *aq = ap + q * mr * kcb;                                                               \
+                        T *cq = c + pan[q].i0 * ldc;                                                                   \
                         for (int64_t jp = 0; jp < j->np; jp++) {                                                       \
                             const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                           \
                             const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                              \
-                            if (cut)                                                                                   \
-                                cut_##SFX(ar, kw < nr, true, kcb, ap, 1, mr, bblock + jp * pstep, bs, c + i0 * ldc + j0,   \
-                                          ldc, h, w, kw, add);                                                         \
+                            if (pan[q].cut)                                                                            \
+                                cut_##SFX(ar, kw < nr, true, kcb, aq, 1, mr, bblock + jp * pstep, bs, cq + j0, ldc,    \
+                                          pan[q].h, w, kw, add);                                                       \
                             else                                                                                       \
-                                tile_##SFX(kernel_for(ar, mr, kw < nr, true), kcb, ap, 1, mr, bblock + jp * pstep, bs, \
-                                           c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                             \
+                                tile_##SFX(kernel_for(ar, mr, kw < nr, true), kcb, aq, 1, mr, bblock + jp * pstep, bs, \
+                                           cq + j0, ldc, mr, pan[q].h, pan[q].sh, w, kw, add);                         \
                         }                                                                                              \
                     }                                                                                                  \
                     if (kb == j->nkb - 1) epilogue_rows(g, ic, ie);                                                    \
