@@ -39,17 +39,28 @@
 #define PAR_MIN_MACS (1 << 19) // products smaller than this many multiply-adds run on one thread
 #define PACK_STACK 32768       // bytes: a packed op(B) this small lives on the stack
 
+/* The epilogue of one tile, applied as the last K block's sums are stored (the same arithmetic as the add,
+ * relu and relu_grad ops, so the bits match theirs): C += bias along the row, then relu, then relu_grad's mask
+ * through y. Pointers at the tile's first column (y: its first element, rows ldc apart, like C's). */
+typedef struct tile_ep {
+    const void *bias; // or NULL
+    bool relu;
+    const void *y; // or NULL
+} tile_ep;
+
 /* An mr x (nv * lanes) tile: C[i][j] (+)= sum_p a(i, p) b(p, j) over p < kc,
- * a(i, p) = a[i * rsa + p * csa], b(p, j) = b[p * bs + j]; add: C += sum. */
+ * a(i, p) = a[i * rsa + p * csa], b(p, j) = b[p * bs + j]; add: C += sum;
+ * then the epilogue ep (NULL: none). */
 typedef void (*ukernel_fn)(int64_t kc, const void *a, int64_t rsa, int64_t csa, const void *b, int64_t bs, void *c,
-                           int64_t ldc, bool add);
+                           int64_t ldc, bool add, const tile_ep *ep);
 
 /* Defines NAME, the micro-kernel for elements T held in vectors V of LANES:
  * MR rows by NV vectors of accumulators, loads and stores through the
- * macros given (unaligned C; the packed panels are 64-byte aligned). */
-#define UKERNEL1(NAME, ATTR, T, V, LANES, MR, NV, ZERO, LOAD, LOADU, STOREU, SET1, FMA, ADD, RSA, CSA)                 \
+ * macros given (unaligned C; the packed panels are 64-byte aligned); RELU
+ * and YMASK (x where y > 0, else 0) for the epilogue. */
+#define UKERNEL1(NAME, ATTR, T, V, LANES, MR, NV, ZERO, LOAD, LOADU, STOREU, SET1, FMA, ADD, RELU, YMASK, RSA, CSA)    \
     ATTR static void NAME(int64_t kc, const void *va, int64_t rsa, int64_t csa, const void *vb, int64_t bs, void *vc,  \
-                          int64_t ldc, bool add) {                                                                     \
+                          int64_t ldc, bool add, const tile_ep *ep) {                                                  \
         const T *restrict a = va, *restrict b = vb;                                                                    \
         T *restrict c = vc;                                                                                            \
         (void)rsa;                                                                                                     \
@@ -65,7 +76,18 @@ typedef void (*ukernel_fn)(int64_t kc, const void *a, int64_t rsa, int64_t csa, 
                 _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) acc[i][v] = FMA(av, bv[v], acc[i][v]);            \
             }                                                                                                          \
         }                                                                                                              \
-        if (add) {                                                                                                     \
+        if (ep) {                                                                                                      \
+            const T *bias = ep->bias, *y = ep->y;                                                                      \
+            for (int i = 0; i < MR; i++)                                                                               \
+                _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {                                                 \
+                    T *cp = c + i * ldc + v * LANES;                                                                   \
+                    V x = add ? ADD(LOADU(cp), acc[i][v]) : acc[i][v];                                                 \
+                    if (bias) x = ADD(x, LOADU(bias + v * LANES));                                                     \
+                    if (ep->relu) x = RELU(x);                                                                         \
+                    if (y) x = YMASK(x, LOADU(y + i * ldc + v * LANES));                                               \
+                    STOREU(cp, x);                                                                                     \
+                }                                                                                                      \
+        } else if (add) {                                                                                              \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                      \
                 _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {                                                 \
                 T *cp = c + i * ldc + v * LANES;                                                                       \
@@ -92,20 +114,29 @@ typedef void (*ukernel_fn)(int64_t kc, const void *a, int64_t rsa, int64_t csa, 
 #define S_SET1(x) (x)
 #define S_FMA(x, y, z) ((z) + (x) * (y))
 #define S_ADD(x, y) ((x) + (y))
-UKERNEL(uk_c_f32, , float, float, 1, 4, 8, S_ZERO, S_LOAD, S_LOAD, S_STORE, S_SET1, S_FMA, S_ADD)
-UKERNEL(uk_c_f32_half, , float, float, 1, 4, 4, S_ZERO, S_LOAD, S_LOAD, S_STORE, S_SET1, S_FMA, S_ADD)
-UKERNEL(uk_c_f64, , double, double, 1, 4, 8, S_ZERO, S_LOAD, S_LOAD, S_STORE, S_SET1, S_FMA, S_ADD)
-UKERNEL(uk_c_f64_half, , double, double, 1, 4, 4, S_ZERO, S_LOAD, S_LOAD, S_STORE, S_SET1, S_FMA, S_ADD)
+#define S_RELU(x) ((x) < 0 ? 0 : (x))
+#define S_YMASK(x, y) ((y) > 0 ? (x) : 0)
+#define S_OPS S_ZERO, S_LOAD, S_LOAD, S_STORE, S_SET1, S_FMA, S_ADD, S_RELU, S_YMASK
+UKERNEL(uk_c_f32, , float, float, 1, 4, 8, S_OPS)
+UKERNEL(uk_c_f32_half, , float, float, 1, 4, 4, S_OPS)
+UKERNEL(uk_c_f64, , double, double, 1, 4, 8, S_OPS)
+UKERNEL(uk_c_f64_half, , double, double, 1, 4, 4, S_OPS)
 
 #if GEMM_X86
 #define AVX512 __attribute__((target("avx512f")))
+/* relu as max(0, x): x where 0 > x is false, so NaN and -0 are kept as the relu op keeps them; the mask: x where
+ * y > 0 (ordered: not for NaN), else +0 */
+#define RELU512_PS(x) _mm512_max_ps(_mm512_setzero_ps(), x)
+#define RELU512_PD(x) _mm512_max_pd(_mm512_setzero_pd(), x)
+#define YMASK512_PS(x, y) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_GT_OQ), x)
+#define YMASK512_PD(x, y) _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(y, _mm512_setzero_pd(), _CMP_GT_OQ), x)
 /* uk512_f32_MRxNV: MR rows by NV vectors of 16 floats (uk512_f64_: of 8 doubles) */
 #define UK512_F32(MR, NV)                                                                                              \
     UKERNEL(uk512_f32_##MR##x##NV, AVX512, float, __m512, 16, MR, NV, _mm512_setzero_ps(), _mm512_load_ps,             \
-            _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+            _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, RELU512_PS, YMASK512_PS)
 #define UK512_F64(MR, NV)                                                                                              \
     UKERNEL(uk512_f64_##MR##x##NV, AVX512, double, __m512d, 8, MR, NV, _mm512_setzero_pd(), _mm512_load_pd,            \
-            _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
+            _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, RELU512_PD, YMASK512_PD)
 /* 12 x 32 (its half 12 x 16); 6 x 64 (half 6 x 32): fewer rows of A to stream (6 broadcasts and 4 loads per 24
  * multiply-adds), for A read along its rows; and the short kernels of 4, 2 and 1 rows (6 below 12) that a last
  * row panel of fewer than mr rows is made of */
@@ -135,14 +166,20 @@ UK512_F64(1, 2)
 UK512_F64(1, 1)
 
 #define AVX2 __attribute__((target("avx2,fma")))
-UKERNEL(uk_avx2_f32, AVX2, float, __m256, 8, 6, 2, _mm256_setzero_ps(), _mm256_load_ps, _mm256_loadu_ps,
-        _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
-UKERNEL(uk_avx2_f32_half, AVX2, float, __m256, 8, 6, 1, _mm256_setzero_ps(), _mm256_load_ps, _mm256_loadu_ps,
-        _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
-UKERNEL(uk_avx2_f64, AVX2, double, __m256d, 4, 6, 2, _mm256_setzero_pd(), _mm256_load_pd, _mm256_loadu_pd,
-        _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd)
-UKERNEL(uk_avx2_f64_half, AVX2, double, __m256d, 4, 6, 1, _mm256_setzero_pd(), _mm256_load_pd, _mm256_loadu_pd,
-        _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd)
+#define RELU256_PS(x) _mm256_max_ps(_mm256_setzero_ps(), x)
+#define RELU256_PD(x) _mm256_max_pd(_mm256_setzero_pd(), x)
+#define YMASK256_PS(x, y) _mm256_and_ps(x, _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ))
+#define YMASK256_PD(x, y) _mm256_and_pd(x, _mm256_cmp_pd(y, _mm256_setzero_pd(), _CMP_GT_OQ))
+#define AVX2_PS                                                                                                        \
+    _mm256_setzero_ps(), _mm256_load_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps,          \
+        _mm256_add_ps, RELU256_PS, YMASK256_PS
+#define AVX2_PD                                                                                                        \
+    _mm256_setzero_pd(), _mm256_load_pd, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd,          \
+        _mm256_add_pd, RELU256_PD, YMASK256_PD
+UKERNEL(uk_avx2_f32, AVX2, float, __m256, 8, 6, 2, AVX2_PS)
+UKERNEL(uk_avx2_f32_half, AVX2, float, __m256, 8, 6, 1, AVX2_PS)
+UKERNEL(uk_avx2_f64, AVX2, double, __m256d, 4, 6, 2, AVX2_PD)
+UKERNEL(uk_avx2_f64_half, AVX2, double, __m256d, 4, 6, 1, AVX2_PD)
 #endif
 
 /* One instruction set's kernels for one dtype. */
@@ -379,36 +416,48 @@ typedef struct gemm_job {
     bool direct;      // B read in place (row stride ldb) instead of packed: see gemm_own
 } gemm_job;
 
-/* The epilogue on rows [r0, r1) of C: C += bias along the rows, then relu,
- * then the relu_grad mask; the same arithmetic as the add, relu and
- * relu_grad ops, so the bits match theirs. */
-#define EPILOGUE_ROWS(SFX, T)                                                                                          \
-    static void epilogue_##SFX(const pardo_gemm *g, int64_t r0, int64_t r1) {                                         \
-        const T *restrict bias = g->bias;                                                                              \
-        for (int64_t i = r0; i < r1; i++) {                                                                            \
-            T *restrict row = (T *)g->c + i * g->ldc;                                                                  \
-            if (bias && g->relu)                                                                                       \
-                for (int64_t q = 0; q < g->n; q++) {                                                                   \
-                    const T v = row[q] + bias[q];                                                                      \
-                    row[q] = v < 0 ? (T)0 : v;                                                                         \
-                }                                                                                                      \
-            else if (bias)                                                                                             \
-                for (int64_t q = 0; q < g->n; q++) row[q] = row[q] + bias[q];                                          \
-            else if (g->relu)                                                                                          \
-                for (int64_t q = 0; q < g->n; q++) row[q] = row[q] < 0 ? (T)0 : row[q];                                \
-            if (g->relu_y) {                                                                                           \
-                const T *restrict y = (const T *)g->relu_y + i * g->ldc;                                               \
-                for (int64_t q = 0; q < g->n; q++) row[q] = y[q] > 0 ? row[q] : (T)0;                                  \
+/* The epilogue on n elements of a row of C: += bias, then relu, then the relu_grad mask through y (bias and y
+ * at the same columns; either NULL: none); the same arithmetic as the add, relu and relu_grad ops, so the bits
+ * match theirs. The kernels apply it as they store a tile (tile_ep); this is for what they do not. */
+#define EPILOGUE_SPAN(SFX, T)                                                                                          \
+    static void epilogue_span_##SFX(T *restrict row, const T *restrict bias, bool relu, const T *restrict y,          \
+                                    int64_t n) {                                                                       \
+        if (bias && relu)                                                                                              \
+            for (int64_t q = 0; q < n; q++) {                                                                          \
+                const T v = row[q] + bias[q];                                                                          \
+                row[q] = v < 0 ? (T)0 : v;                                                                             \
             }                                                                                                          \
-        }                                                                                                              \
+        else if (bias)                                                                                                 \
+            for (int64_t q = 0; q < n; q++) row[q] = row[q] + bias[q];                                                 \
+        else if (relu)                                                                                                 \
+            for (int64_t q = 0; q < n; q++) row[q] = row[q] < 0 ? (T)0 : row[q];                                       \
+        if (y)                                                                                                         \
+            for (int64_t q = 0; q < n; q++) row[q] = y[q] > 0 ? row[q] : (T)0;                                         \
     }
-EPILOGUE_ROWS(f32, float)
-EPILOGUE_ROWS(f64, double)
+EPILOGUE_SPAN(f32, float)
+EPILOGUE_SPAN(f64, double)
 
+/* The epilogue on rows [r0, r1) of C (products the kernels' tiles do not end: BLAS's, the swapped one's, K 0). */
 static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
     if (!g->bias && !g->relu && !g->relu_y) return;
-    if (g->dtype == PARDO_F32) epilogue_f32(g, r0, r1);
-    else epilogue_f64(g, r0, r1);
+    for (int64_t i = r0; i < r1; i++) {
+        if (g->dtype == PARDO_F32)
+            epilogue_span_f32((float *)g->c + i * g->ldc, g->bias, g->relu,
+                              g->relu_y ? (const float *)g->relu_y + i * g->ldc : NULL, g->n);
+        else
+            epilogue_span_f64((double *)g->c + i * g->ldc, g->bias, g->relu,
+                              g->relu_y ? (const double *)g->relu_y + i * g->ldc : NULL, g->n);
+    }
+}
+
+/* The epilogue of g's tile at row i0, column j0 (in ep), or NULL when g has none. */
+static const tile_ep *tile_ep_at(const pardo_gemm *g, int64_t i0, int64_t j0, tile_ep *ep) {
+    if (!g->bias && !g->relu && !g->relu_y) return NULL;
+    const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
+    ep->bias = g->bias ? (const char *)g->bias + (size_t)j0 * es : NULL;
+    ep->relu = g->relu;
+    ep->y = g->relu_y ? (const char *)g->relu_y + (size_t)(i0 * g->ldc + j0) * es : NULL;
+    return ep;
 }
 
 /* A row panel of A in the packed path: it computes rows [i0, i0 + h) of C; rows [top, top + rows) of op(A) are
@@ -463,29 +512,36 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
         }                                                                                                              \
     }                                                                                                                  \
                                                                                                                        \
-    /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, or through the tile buffer             \
-     * when the tile is short (h < mr rows, of which the first sh are the panel above's and not written) or            \
-     * narrow (w < the kernel's kw columns). */                                                                        \
+    /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, then the epilogue ep (NULL: none),  \
+     * or through the tile buffer when the tile is short (h < mr rows, of which the first sh are the panel above's and \
+     * not written) or narrow (w < the kernel's kw columns). */                                                        \
     static void tile_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca, const T *bp, int64_t bs,   \
-                           T *cp, int64_t ldc, int64_t mr, int64_t h, int64_t sh, int64_t w, int64_t kw, bool add) {   \
+                           T *cp, int64_t ldc, int64_t mr, int64_t h, int64_t sh, int64_t w, int64_t kw, bool add,     \
+                           const tile_ep *ep) {                                                                        \
         if (h == mr && w == kw) {                                                                                      \
-            uk(kcb, ap, ra, ca, bp, bs, cp, ldc, add);                                                                 \
+            uk(kcb, ap, ra, ca, bp, bs, cp, ldc, add, ep);                                                             \
             return;                                                                                                    \
         }                                                                                                              \
         T tile[MR_MAX * NR_MAX] __attribute__((aligned(64)));                                                          \
-        uk(kcb, ap, ra, ca, bp, bs, tile, NR_MAX, false);                                                              \
-        for (int64_t i = 0; i < h; i++)                                                                                \
+        uk(kcb, ap, ra, ca, bp, bs, tile, NR_MAX, false, NULL);                                                        \
+        for (int64_t i = 0; i < h; i++) {                                                                              \
             for (int64_t q = 0; q < w; q++)                                                                            \
                 cp[i * ldc + q] = add ? cp[i * ldc + q] + tile[(i + sh) * NR_MAX + q] : tile[(i + sh) * NR_MAX + q];   \
+            if (ep)                                                                                                    \
+                epilogue_span_##SFX(cp + i * ldc, ep->bias, ep->relu, ep->y ? (const T *)ep->y + i * ldc : NULL, w);   \
+        }                                                                                                              \
     }                                                                                                                  \
                                                                                                                        \
     /* A short row panel (h < mr rows, row r of A at ap + r * ra) cut into short kernels (short_rows). */            \
     static void cut_##SFX(const gemm_arch *ar, bool half, bool down, int64_t kcb, const T *ap, int64_t ra, int64_t ca,  \
-                          const T *bp, int64_t bs, T *cp, int64_t ldc, int64_t h, int64_t w, int64_t kw, bool add) {   \
+                          const T *bp, int64_t bs, T *cp, int64_t ldc, int64_t h, int64_t w, int64_t kw, bool add,     \
+                          const tile_ep *ep) {                                                                         \
         for (int64_t off = 0, s; off < h; off += s) {                                                                  \
             s = short_rows(ar, h - off);                                                                               \
+            tile_ep e;                                                                                                 \
+            if (ep) e = (tile_ep){ep->bias, ep->relu, ep->y ? (const T *)ep->y + off * ldc : NULL};                    \
             tile_##SFX(kernel_for(ar, s, half, down), kcb, ap + off * ra, ra, ca, bp, bs, cp + off * ldc, ldc, s, s,   \
-                       0, w, kw, add);                                                                                 \
+                       0, w, kw, add, ep ? &e : NULL);                                                                 \
         }                                                                                                              \
     }                                                                                                                  \
                                                                                                                        \
@@ -501,7 +557,7 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
         T ap[MC_ROWS * KC_MAX] __attribute__((aligned(64))); /* a block's row panels of A packed [panel][p][mr] */     \
         for (int64_t kb = j->kb0; kb < j->kb1; kb++) {                                                                 \
             const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
-            const bool add = g->accumulate || kb > 0;                                                                  \
+            const bool add = g->accumulate || kb > 0, last = kb == j->nkb - 1; /* last: the tiles end with the epilogue */ \
             /* panel jp of this K block starts at bblock + jp * pstep, its rows bs apart */                            \
             const T *bblock =                                                                                          \
                 j->direct ? (const T *)g->b + p0 * g->ldb : (const T *)j->bpack + (p0 * j->np * nr - j->boff);         \
@@ -537,15 +593,16 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
                         for (int64_t jp = 0; jp < j->np; jp++) {                                                       \
                             const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                           \
                             const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                              \
+                            tile_ep e;                                                                                 \
+                            const tile_ep *ep = last ? tile_ep_at(g, pan[q].i0, j0, &e) : NULL;                        \
                             if (pan[q].cut)                                                                            \
                                 cut_##SFX(ar, kw < nr, true, kcb, aq, 1, mr, bblock + jp * pstep, bs, cq + j0, ldc,    \
-                                          pan[q].h, w, kw, add);                                                       \
+                                          pan[q].h, w, kw, add, ep);                                                   \
                             else                                                                                       \
                                 tile_##SFX(kernel_for(ar, mr, kw < nr, true), kcb, aq, 1, mr, bblock + jp * pstep, bs, \
-                                           cq + j0, ldc, mr, pan[q].h, pan[q].sh, w, kw, add);                         \
+                                           cq + j0, ldc, mr, pan[q].h, pan[q].sh, w, kw, add, ep);                     \
                         }                                                                                              \
                     }                                                                                                  \
-                    if (kb == j->nkb - 1) epilogue_rows(g, ic, ie);                                                    \
                     continue;                                                                                          \
                 }                                                                                                      \
                 /* A read in place; a column panel of B stays in L1 over the block's row panels */                     \
@@ -556,15 +613,16 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
                     const ukernel_fn uk = kernel_for(ar, mr, kw < nr, g->ta);                                          \
                     for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
                         const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = mr - h;                                    \
+                        tile_ep e;                                                                                     \
+                        const tile_ep *ep = last ? tile_ep_at(g, i0, j0, &e) : NULL;                                   \
                         if (h < mr && short_rows(ar, h) > 0)                                                           \
                             cut_##SFX(ar, kw < nr, g->ta, kcb, a + i0 * rsa + p0 * csa, rsa, csa, bblock + jp * pstep, \
-                                      bs, c + i0 * ldc + j0, ldc, h, w, kw, add);                                      \
+                                      bs, c + i0 * ldc + j0, ldc, h, w, kw, add, ep);                                  \
                         else                                                                                           \
                             tile_##SFX(uk, kcb, a + (i0 - sh) * rsa + p0 * csa, rsa, csa, bblock + jp * pstep, bs,     \
-                                       c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add);                                 \
+                                       c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add, ep);                             \
                     }                                                                                                  \
                 }                                                                                                      \
-                if (kb == j->nkb - 1) epilogue_rows(g, ic, ie);                                                        \
             }                                                                                                          \
         }                                                                                                              \
     }

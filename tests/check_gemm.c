@@ -152,6 +152,9 @@ END_TEST
 START_TEST(own_against_naive_float64) { sweep(PARDO_GEMM_OWN, PARDO_F64, 1); }
 END_TEST
 
+static void epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta,
+                          bool tb, bool with_bias, bool relu, bool mask);
+
 START_TEST(every_instruction_set) {
     /* the kernels this CPU can run besides the one it picks: AVX2+FMA and plain C (and the SIMD transposes off) */
     pardo_status st;
@@ -164,6 +167,10 @@ START_TEST(every_instruction_set) {
         pool_size(2);
         same_bits(PARDO_GEMM_OWN, PARDO_F32, 257, 130, 300, false, true, false);
         same_bits(PARDO_GEMM_OWN, PARDO_F64, 131, 67, 260, true, false, true);
+        for (int mask = 0; mask < 2; mask++) { /* each kernel's epilogue */
+            epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F32, 29, 70, 300, false, false, true, true, mask);
+            epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F64, 31, 67, 60, true, false, true, mask == 0, mask);
+        }
     }
     ck_assert_int_eq(pardo_gemm_force_isa("auto", &st), PARDO_OK);
     ck_assert_int_eq(pardo_gemm_force_isa("sse9", &st), PARDO_ENOTSUP);
@@ -302,7 +309,9 @@ static void epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, in
                 if (mask) want = ((double *)y)[at] > 0 ? want : 0.0;
             }
             masked += mask && !(get(dt, y, at) > 0) && want == 0;
-            ck_assert_msg(get(dt, p.c, at) == want, "%s m %lld n %lld k %lld: C[%lld, %lld] = %.9g, expected %.9g",
+            const float wantf = (float)want;
+            ck_assert_msg(memcmp((char *)p.c + (size_t)at * es, dt == PARDO_F32 ? (const void *)&wantf : &want, es) == 0,
+                          "%s m %lld n %lld k %lld: C[%lld, %lld] = %.9g, expected the bits of %.9g",
                           pardo_dtype_name(dt), (long long)m, (long long)n, (long long)k, (long long)i, (long long)j,
                           get(dt, p.c, at), want);
         }
