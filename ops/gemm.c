@@ -38,6 +38,7 @@
 #define NR_MAX 64              // largest kernel tile, columns
 #define PAR_MIN_MACS (1 << 19) // products smaller than this many multiply-adds run on one thread
 #define PACK_STACK 32768       // bytes: a packed op(B) this small lives on the stack
+#define NARROW_COLS 16         // products of fewer columns waste most of a tile's lanes (gemm_swapped)
 
 /* The epilogue of one tile, applied as the last K block's sums are stored (the same arithmetic as the add,
  * relu and relu_grad ops, so the bits match theirs): C += bias along the row, then relu, then relu_grad's mask
@@ -654,10 +655,14 @@ static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g);
 
 /* Few rows of C against a transposed B ([n, k] as stored): packing op(B)
  * would transpose all of B for a handful of rows. C^T = op(B)^T op(A)^T has
- * n rows and packs only op(A)^T, small; its result goes through a
- * per-thread buffer and is transposed into C. The choice depends on the
- * shape alone, so a product's bits do not depend on the thread count. Not
- * for accumulate (its K blocks would be added to C in another order). */
+ * n rows and packs only op(A)^T, small. Likewise few columns (fewer than
+ * NARROW_COLS, a 10-class layer's weight gradient A^T dY) from a
+ * transposed A: the kernels would fill a tile's lanes with zeros, where
+ * C^T = dY^T A has few rows, its wide B (A itself) read in place. The
+ * result goes through a per-thread buffer and is transposed into C. The
+ * choice depends on the shape alone, so a product's bits do not depend on
+ * the thread count. Not for accumulate (its K blocks would be added to C in
+ * another order). */
 static int gemm_swapped(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
     const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
     void *t = buf_get(BUF_SWAP, (size_t)(g->n * g->m) * es);
@@ -826,7 +831,9 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
     pardo_kernel_ctx one = *ctx;
     if ((double)g->m * (double)g->n * (double)g->k < (double)PAR_MIN_MACS) one.nthreads = 1;
     if (blas) return gemm_blas(&one, g);
-    /* few rows against a transposed B: the swapped product */
-    if (g->tb && !g->accumulate && g->m <= DIRECT_MAX_ROWS && g->n >= 4 * g->m) return gemm_swapped(&one, g);
+    /* few rows against a transposed B, or few columns from a transposed A: the swapped product */
+    if (!g->accumulate && ((g->tb && g->m <= DIRECT_MAX_ROWS && g->n >= 4 * g->m) ||
+                           (g->ta && !g->tb && g->n < NARROW_COLS && g->m >= 4 * g->n)))
+        return gemm_swapped(&one, g);
     return gemm_own(&one, g);
 }

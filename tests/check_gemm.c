@@ -334,6 +334,7 @@ START_TEST(epilogue_matches_add_relu_and_relu_grad) {
             epilogue_case(PARDO_GEMM_OWN, th, PARDO_F64, 131, 67, 260, true, false, true, true, mask);
             epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 5, 7, 0, false, false, true, true, mask); /* an empty sum */
             epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 5, 70, 300, false, true, true, true, mask); /* swapped */
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 200, 10, 64, true, false, true, true, mask); /* swapped */
             /* the mask alone, as matmul_grad's dA carries it */
             epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 256, 512, 10, false, true, false, false, mask);
             epilogue_case(PARDO_GEMM_OWN, th, PARDO_F64, 40, 96, 33, false, true, false, false, mask);
@@ -440,30 +441,45 @@ START_TEST(few_rows_read_b_in_place) {
 }
 END_TEST
 
-/* A few rows against a transposed B run as the swapped product C^T = B A^T
- * (ops/gemm.c): against the naive loop, and the same bits on 1 and 2
- * threads. */
+/* A product run as the swapped product C^T = op(B)^T op(A)^T (ops/gemm.c):
+ * against the naive loop, and the same bits on 1 and 2 threads. */
+static void swapped_case(pardo_dtype d, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+    const size_t es = d == PARDO_F64 ? sizeof(double) : sizeof(float);
+    prod p = prod_make(d, m, n, k, ta, tb, 1, false, (uint64_t)(7 + ta + 2 * tb + m + n));
+    pardo_status st;
+    ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
+    prod_check(&p, "swapped");
+    void *one = malloc((size_t)(m * p.g.ldc) * es);
+    ck_assert_ptr_nonnull(one);
+    memcpy(one, p.c, (size_t)(m * p.g.ldc) * es);
+    ck_assert_msg(run(PARDO_GEMM_OWN, 2, &p.g, &st) == PARDO_OK, "%s", st.msg);
+    for (int64_t i = 0; i < m; i++)
+        ck_assert(memcmp((char *)one + (size_t)(i * p.g.ldc) * es, (char *)p.c + (size_t)(i * p.g.ldc) * es,
+                         (size_t)p.g.n * es) == 0);
+    free(one);
+    prod_free(&p);
+}
+
+/* A few rows against a transposed B. */
 START_TEST(few_rows_against_transposed_b) {
     pool_size(2);
     for (int dt = 0; dt < 2; dt++)
         for (int ta = 0; ta < 2; ta++)
-            for (int64_t m = 1; m <= 48; m += 47) {
-                const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
-                const size_t es = dt ? sizeof(double) : sizeof(float);
-                prod p = prod_make(d, m, 300, 520, ta, true, 1, false, (uint64_t)(7 + ta + dt + m));
-                pardo_status st;
-                ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
-                prod_check(&p, "swapped");
-                void *one = malloc((size_t)(m * p.g.ldc) * es);
-                ck_assert_ptr_nonnull(one);
-                memcpy(one, p.c, (size_t)(m * p.g.ldc) * es);
-                ck_assert_msg(run(PARDO_GEMM_OWN, 2, &p.g, &st) == PARDO_OK, "%s", st.msg);
-                for (int64_t i = 0; i < m; i++)
-                    ck_assert(memcmp((char *)one + (size_t)(i * p.g.ldc) * es, (char *)p.c + (size_t)(i * p.g.ldc) * es,
-                                     (size_t)p.g.n * es) == 0);
-                free(one);
-                prod_free(&p);
-            }
+            for (int64_t m = 1; m <= 48; m += 47) swapped_case(dt ? PARDO_F64 : PARDO_F32, m, 300, 520, ta, true);
+}
+END_TEST
+
+/* A few columns from a transposed A (a 10-class layer's weight gradient
+ * A^T dY): its wide B is A itself, read in place or packed. */
+START_TEST(few_columns_from_transposed_a) {
+    pool_size(2);
+    for (int dt = 0; dt < 2; dt++) {
+        const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
+        swapped_case(d, 512, 10, 300, true, false); /* B read in place: 10 rows, whole panels */
+        swapped_case(d, 784, 10, 256, true, false); /* 784 columns: B packed, a short panel */
+        swapped_case(d, 60, 15, 33, true, false);
+        swapped_case(d, 700, 1, 5, true, false);
+    }
 }
 END_TEST
 
@@ -551,6 +567,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, empty_sizes);
     tcase_add_test(core, few_rows_read_b_in_place);
     tcase_add_test(core, few_rows_against_transposed_b);
+    tcase_add_test(core, few_columns_from_transposed_a);
     tcase_add_test(core, epilogue_matches_add_relu_and_relu_grad);
     tcase_add_test(core, kept_b_is_read_only_while_current);
     tcase_add_test(core, matmul_op_at_two_threads);
