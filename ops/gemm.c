@@ -653,16 +653,70 @@ static void row_items(void *arg, int64_t begin, int64_t end) {
 
 static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g);
 
-/* Few rows of C against a transposed B ([n, k] as stored): packing op(B)
- * would transpose all of B for a handful of rows. C^T = op(B)^T op(A)^T has
- * n rows and packs only op(A)^T, small. Likewise few columns (fewer than
- * NARROW_COLS, a 10-class layer's weight gradient A^T dY) from a
- * transposed A: the kernels would fill a tile's lanes with zeros, where
- * C^T = dY^T A has few rows, its wide B (A itself) read in place. The
- * result goes through a per-thread buffer and is transposed into C. The
- * choice depends on the shape alone, so a product's bits do not depend on
- * the thread count. Not for accumulate (its K blocks would be added to C in
- * another order). */
+/* The own kernels for a product of dtype, A transposed or not, n columns. */
+static const gemm_arch *arch_for(pardo_dtype dtype, bool ta, int64_t n) {
+    const gemm_arch *ar = &own_arch[dtype == PARDO_F64];
+#if GEMM_X86
+    /* measured: 6x64 is 3-9% faster where A is read along its rows and the product is wide; 12x32 (12x16 tiles
+     * for N <= 16) where A is packed down its columns or N is narrow. The pick depends on the shape alone. */
+    if (ar == &arch_avx512[0] && !ta && n >= 64) ar = &arch_avx512_wide;
+#endif
+    return ar;
+}
+
+/* Rows [i0, i1) of C from t = C^T ([n, m], rows m apart), then their epilogue: 16 x 16 blocks in registers where
+ * the rows are 16 and AVX-512 runs, else element by element. */
+static void swap_rows(const pardo_gemm *g, const void *t, int64_t i0, int64_t i1) {
+    int64_t jdone = 0;
+#if GEMM_X86
+    if (g->dtype == PARDO_F32 && i1 - i0 == 16 && own_arch == arch_avx512)
+        for (; jdone + 16 <= g->n; jdone += 16)
+            tr16_f32((const float *)t + jdone * g->m + i0, g->m, (float *)g->c + i0 * g->ldc + jdone, g->ldc);
+#endif
+    for (int64_t i = i0; i < i1; i++) {
+        if (g->dtype == PARDO_F32)
+            for (int64_t j = jdone; j < g->n; j++) ((float *)g->c)[i * g->ldc + j] = ((const float *)t)[j * g->m + i];
+        else
+            for (int64_t j = jdone; j < g->n; j++) ((double *)g->c)[i * g->ldc + j] = ((const double *)t)[j * g->m + i];
+    }
+    epilogue_rows(g, i0, i1);
+}
+
+typedef struct swap_job {
+    const pardo_gemm *g;
+    const void *t; // C^T
+} swap_job;
+
+/* Items are blocks of 16 rows of C. */
+static void swap_items(void *arg, int64_t begin, int64_t end) {
+    const swap_job *sj = arg;
+    for (int64_t b = begin; b < end; b++) swap_rows(sj->g, sj->t, b * 16, b * 16 + 16 < sj->g->m ? b * 16 + 16 : sj->g->m);
+}
+
+/* True when g runs cheaper as the swapped product C^T = op(B)^T op(A)^T (gemm_swapped), never from the thread
+ * count (so that a product's bits do not depend on it): op(B) transposed ([n, k] as stored), which packing
+ * would transpose whole, where the swapped product transposes less: A (m x k, unless A is stored transposed) and
+ * its result (m x n) -- a handful of rows, or a part's few rows against a square weight (dY W^T of a parallel_do
+ * part); or few columns (fewer than NARROW_COLS, a 10-class layer's weight gradient A^T dY) from a transposed A,
+ * where the kernels would fill a tile's lanes with zeros and C^T = dY^T A has few rows and its wide B (A itself)
+ * read in place. Not for accumulate (its K blocks would be added to C in another order). The choice depends on
+ * the shape and on whether B is kept packed (pardo_gemm.b_packed, the same for every run of an op). */
+static bool swap_pays(const pardo_gemm *g) {
+    if (g->accumulate) return false;
+    if (g->tb) {
+        if (g->m <= DIRECT_MAX_ROWS && g->n >= 4 * g->m) return true;
+        /* by the transposes: only where both ways block K alike, so the bits are the same either way (an element's
+         * terms summed in the same order; the swapped kernel multiplies b a for a b), and not where B is kept
+         * packed from run to run (pardo_gemm_packed: no packing to save) */
+        const double swapped = (double)g->m * (double)((g->ta ? 0 : g->k) + g->n), packed = (double)g->n * (double)g->k;
+        return !g->b_packed && 4 * swapped < 3 * packed &&
+               arch_for(g->dtype, g->ta, g->n)->kc == arch_for(g->dtype, false, g->m)->kc;
+    }
+    return g->ta && g->n < NARROW_COLS && g->m >= 4 * g->n;
+}
+
+/* g as the swapped product (swap_pays): C^T into a per-thread buffer, then transposed into C (its rows split over
+ * the threads), each block of rows given the epilogue as it lands. */
 static int gemm_swapped(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
     const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
     void *t = buf_get(BUF_SWAP, (size_t)(g->n * g->m) * es);
@@ -672,14 +726,8 @@ static int gemm_swapped(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
                     .lda = g->ldb, .b = g->a, .ldb = g->lda, .c = t, .ldc = g->m};
     int rc = gemm_own(ctx, &s);
     if (rc != PARDO_OK) return rc;
-    for (int64_t i = 0; i < g->m; i++) {
-        if (g->dtype == PARDO_F32)
-            for (int64_t j = 0; j < g->n; j++) ((float *)g->c)[i * g->ldc + j] = ((const float *)t)[j * g->m + i];
-        else
-            for (int64_t j = 0; j < g->n; j++) ((double *)g->c)[i * g->ldc + j] = ((const double *)t)[j * g->m + i];
-    }
-    epilogue_rows(g, 0, g->m);
-    return PARDO_OK;
+    swap_job sj = {.g = g, .t = t};
+    return pardo_parallel_for(ctx, (g->m + 15) / 16, swap_items, &sj);
 }
 
 void pardo_gemm_packed_clear(pardo_gemm_packed *p) {
@@ -724,12 +772,7 @@ static bool kept_b(pardo_kernel_ctx *ctx, const pardo_gemm *g, gemm_job *j, size
 }
 
 static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
-    const gemm_arch *ar = &own_arch[g->dtype == PARDO_F64];
-#if GEMM_X86
-    /* measured: 6x64 is 3-9% faster where A is read along its rows and the product is wide; 12x32 (12x16 tiles
-     * for N <= 16) where A is packed down its columns or N is narrow. The pick depends on the shape alone. */
-    if (ar == &arch_avx512[0] && !g->ta && g->n >= 64) ar = &arch_avx512_wide;
-#endif
+    const gemm_arch *ar = arch_for(g->dtype, g->ta, g->n);
     const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
     gemm_job j = {.g = g, .arch = ar, .np = (g->n + ar->nr - 1) / ar->nr};
     j.nkb = (g->k + ar->kc - 1) / ar->kc;
@@ -831,9 +874,6 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
     pardo_kernel_ctx one = *ctx;
     if ((double)g->m * (double)g->n * (double)g->k < (double)PAR_MIN_MACS) one.nthreads = 1;
     if (blas) return gemm_blas(&one, g);
-    /* few rows against a transposed B, or few columns from a transposed A: the swapped product */
-    if (!g->accumulate && ((g->tb && g->m <= DIRECT_MAX_ROWS && g->n >= 4 * g->m) ||
-                           (g->ta && !g->tb && g->n < NARROW_COLS && g->m >= 4 * g->n)))
-        return gemm_swapped(&one, g);
+    if (swap_pays(g)) return gemm_swapped(&one, g);
     return gemm_own(&one, g);
 }

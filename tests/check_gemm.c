@@ -469,6 +469,40 @@ START_TEST(few_rows_against_transposed_b) {
 }
 END_TEST
 
+/* A part's rows against a square weight, transposed (dY W^T in a
+ * parallel_do part): swapped where that transposes less, with the bits of
+ * the product run unswapped (as it is where B is kept packed). */
+START_TEST(part_rows_against_transposed_weight) {
+    pool_size(2);
+    const int64_t ms2[3] = {128, 100, 64};
+    for (int dt = 0; dt < 2; dt++)
+        for (int i = 0; i < 3; i++) {
+            const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
+            const size_t es = dt ? sizeof(double) : sizeof(float);
+            const int64_t m = ms2[i];
+            swapped_case(d, m, 512, 512, false, true);
+            prod p = prod_make(d, m, 512, 512, false, true, 1, false, 5);
+            pardo_status st;
+            ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
+            void *plain = malloc((size_t)(m * p.g.ldc) * es);
+            ck_assert_ptr_nonnull(plain);
+            pardo_gemm g = p.g;
+            pardo_gemm_packed kept = {0}; /* seen once: packed as usual, not swapped */
+            g.c = plain;
+            g.b_packed = &kept;
+            ck_assert_msg(run(PARDO_GEMM_OWN, 1, &g, &st) == PARDO_OK, "%s", st.msg);
+            for (int64_t r = 0; r < m; r++)
+                ck_assert_msg(memcmp((char *)plain + (size_t)(r * p.g.ldc) * es, (char *)p.c + (size_t)(r * p.g.ldc) * es,
+                                     (size_t)p.g.n * es) == 0,
+                              "%s m %lld: row %lld differs swapped and not", pardo_dtype_name(d), (long long)m,
+                              (long long)r);
+            pardo_gemm_packed_clear(&kept);
+            free(plain);
+            prod_free(&p);
+        }
+}
+END_TEST
+
 /* A few columns from a transposed A (a 10-class layer's weight gradient
  * A^T dY): its wide B is A itself, read in place or packed. */
 START_TEST(few_columns_from_transposed_a) {
@@ -568,6 +602,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, few_rows_read_b_in_place);
     tcase_add_test(core, few_rows_against_transposed_b);
     tcase_add_test(core, few_columns_from_transposed_a);
+    tcase_add_test(core, part_rows_against_transposed_weight);
     tcase_add_test(core, epilogue_matches_add_relu_and_relu_grad);
     tcase_add_test(core, kept_b_is_read_only_while_current);
     tcase_add_test(core, matmul_op_at_two_threads);
