@@ -79,7 +79,7 @@ typedef void (*ukernel_fn)(int64_t kc, const void *a, int64_t rsa, int64_t csa, 
         }                                                                                                              \
         if (ep) {                                                                                                      \
             const T *bias = ep->bias, *y = ep->y;                                                                      \
-            for (int i = 0; i < MR; i++)                                                                               \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                      \
                 _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {                                                 \
                     T *cp = c + i * ldc + v * LANES;                                                                   \
                     V x = add ? ADD(LOADU(cp), acc[i][v]) : acc[i][v];                                                 \
