@@ -407,6 +407,8 @@ static int sce_grad_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
+enum { SCE_ROW_EXPS = 256 }; /* rows of at most this many classes compute each exp once */
+
 /* Defines NAME: dlogits (type T, [n, c]) = g_r * (softmax(x_r) - onehot(label_r))
  * per row r, g_r the gradient reaching row r's loss (dloss[r] for none,
  * dloss[0] for sum, dloss[0] / n for mean). PARDO_ERUNTIME for a label
@@ -427,10 +429,15 @@ static int sce_grad_infer(pardo_infer_ctx *ctx) {
             double mx = (double)row[0];                                                                                \
             for (int64_t j = 1; j < c; j++)                                                                            \
                 if ((double)row[j] > mx) mx = (double)row[j];                                                          \
-            double s = 0;                                                                                              \
-            for (int64_t j = 0; j < c; j++) s += exp((double)row[j] - mx);                                             \
+            double s = 0, e[SCE_ROW_EXPS]; /* a short row's exps, kept for the second pass (the same values) */     \
+            const bool keep = c <= SCE_ROW_EXPS;                                                                       \
+            for (int64_t j = 0; j < c; j++) {                                                                          \
+                const double ej = exp((double)row[j] - mx);                                                            \
+                if (keep) e[j] = ej;                                                                                   \
+                s += ej;                                                                                               \
+            }                                                                                                          \
             for (int64_t j = 0; j < c; j++)                                                                            \
-                drow[j] = (T)(g * (exp((double)row[j] - mx) / s - (j == lab ? 1.0 : 0.0)));                            \
+                drow[j] = (T)(g * ((keep ? e[j] : exp((double)row[j] - mx)) / s - (j == lab ? 1.0 : 0.0)));            \
         }                                                                                                              \
         return PARDO_OK;                                                                                               \
     }
