@@ -284,6 +284,15 @@ int pardo_gemm_force_isa(const char *isa, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* True when the own kernels are AVX-512's (gemm_narrow.c's may run too). */
+static bool own_is_avx512(void) {
+#if GEMM_X86
+    return own_arch == arch_avx512;
+#else
+    return false;
+#endif
+}
+
 static bool use_blas(pardo_gemm_impl impl) {
     pthread_once(&setup_once, setup);
     if (impl == PARDO_GEMM_BLAS) return true;
@@ -874,6 +883,8 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
     pardo_kernel_ctx one = *ctx;
     if ((double)g->m * (double)g->n * (double)g->k < (double)PAR_MIN_MACS) one.nthreads = 1;
     if (blas) return gemm_blas(&one, g);
+    int rc;
+    if (own_is_avx512() && pardo_gemm_narrow(&one, g, &rc)) return rc;
     if (swap_pays(g)) return gemm_swapped(&one, g);
     return gemm_own(&one, g);
 }

@@ -94,6 +94,12 @@ int pardo_gemm_force_isa(const char *isa, pardo_status *st);
 /* True when pardo was built with a CBLAS library (BLAS=1). */
 bool pardo_gemm_blas_compiled(void);
 
+/* Internal, ops/gemm_narrow.c: g as dot products along K where it has few
+ * columns (a 10-class layer's Y = H W: float32, A not transposed, no
+ * accumulate, at most 12 columns), with *rc its status; false where it does
+ * not apply. For the own kernel where it runs AVX-512. */
+bool pardo_gemm_narrow(pardo_kernel_ctx *ctx, const pardo_gemm *g, int *rc);
+
 /* Internal, ops/gemm_blas.c: rows [m0, m1) of g's C through CBLAS on the
  * calling thread (PARDO_ENOTSUP without BLAS); and the library's name. */
 int pardo_gemm_blas_rows(const pardo_gemm *g, int64_t m0, int64_t m1, pardo_status *st);

@@ -469,6 +469,26 @@ START_TEST(few_rows_against_transposed_b) {
 }
 END_TEST
 
+/* Products of 1 to 12 columns from A as stored (a 10-class layer's Y = H W,
+ * a regression head's one column) run as dot products along K
+ * (ops/gemm_narrow.c, AVX-512): against the naive loop for K below, at and
+ * past a vector, rows around the kernels' 2 to 6, B stored either way,
+ * the epilogue; and the same bits on 1 and 2 threads. */
+START_TEST(narrow_products) {
+    pool_size(2);
+    const int64_t ks2[4] = {5, 16, 300, 784};
+    for (int64_t n = 1; n <= 13; n++)
+        for (int c = 0; c < 4; c++)
+            for (int tb = 0; tb < 2; tb++) {
+                const int64_t m = 16 + (n * 7 + c) % 11; /* 16 to 26 rows: every remainder of 2 to 6 */
+                check_one(PARDO_GEMM_OWN, 1, PARDO_F32, m, n, ks2[c], false, tb, c % 2, false);
+                if (c == 2) same_bits(PARDO_GEMM_OWN, PARDO_F32, 100 + n, n, ks2[c], false, tb, false);
+            }
+    for (int mask = 0; mask < 2; mask++)
+        epilogue_case(PARDO_GEMM_OWN, 2, PARDO_F32, 256, 10, 512, false, false, true, true, mask);
+}
+END_TEST
+
 /* A part's rows against a square weight, transposed (dY W^T in a
  * parallel_do part): swapped where that transposes less, with the bits of
  * the product run unswapped (as it is where B is kept packed). */
@@ -603,6 +623,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, few_rows_against_transposed_b);
     tcase_add_test(core, few_columns_from_transposed_a);
     tcase_add_test(core, part_rows_against_transposed_weight);
+    tcase_add_test(core, narrow_products);
     tcase_add_test(core, epilogue_matches_add_relu_and_relu_grad);
     tcase_add_test(core, kept_b_is_read_only_while_current);
     tcase_add_test(core, matmul_op_at_two_threads);
