@@ -660,7 +660,7 @@ static void row_items(void *arg, int64_t begin, int64_t end) {
         rows_f64(j, r0, r1);
 }
 
-static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g);
+static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g, int kc);
 
 /* The own kernels for a product of dtype, A transposed or not, n columns. */
 static const gemm_arch *arch_for(pardo_dtype dtype, bool ta, int64_t n) {
@@ -714,12 +714,10 @@ static bool swap_pays(const pardo_gemm *g) {
     if (g->accumulate) return false;
     if (g->tb) {
         if (g->m <= DIRECT_MAX_ROWS && g->n >= 4 * g->m) return true;
-        /* by the transposes: only where both ways block K alike, so the bits are the same either way (an element's
-         * terms summed in the same order; the swapped kernel multiplies b a for a b), and not where B is kept
-         * packed from run to run (pardo_gemm_packed: no packing to save) */
+        /* by the transposes, but not where B is kept packed from run to run (pardo_gemm_packed: no packing to
+         * save; the bits are the same either way) */
         const double swapped = (double)g->m * (double)((g->ta ? 0 : g->k) + g->n), packed = (double)g->n * (double)g->k;
-        return !g->b_packed && 4 * swapped < 3 * packed &&
-               arch_for(g->dtype, g->ta, g->n)->kc == arch_for(g->dtype, false, g->m)->kc;
+        return !g->b_packed && 4 * swapped < 3 * packed;
     }
     return g->ta && g->n < NARROW_COLS && g->m >= 4 * g->n;
 }
@@ -733,7 +731,9 @@ static int gemm_swapped(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
                                 (long long)g->n, (long long)g->m);
     pardo_gemm s = {.dtype = g->dtype, .ta = !g->tb, .tb = !g->ta, .m = g->n, .n = g->m, .k = g->k, .a = g->b,
                     .lda = g->ldb, .b = g->a, .ldb = g->lda, .c = t, .ldc = g->m};
-    int rc = gemm_own(ctx, &s);
+    /* K blocked as g's own kernels would block it: each element's terms summed in the same order (the swapped
+     * kernel multiplies b a for a b), so the bits are the unswapped product's */
+    int rc = gemm_own(ctx, &s, arch_for(g->dtype, g->ta, g->n)->kc);
     if (rc != PARDO_OK) return rc;
     swap_job sj = {.g = g, .t = t};
     return pardo_parallel_for(ctx, (g->m + 15) / 16, swap_items, &sj);
@@ -780,11 +780,13 @@ static bool kept_b(pardo_kernel_ctx *ctx, const pardo_gemm *g, gemm_job *j, size
     return true;
 }
 
-static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g) {
+/* g on the own kernels, K in blocks of at most kc rows (0: the kernels' own). */
+static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g, int kc) {
     const gemm_arch *ar = arch_for(g->dtype, g->ta, g->n);
     const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
     gemm_job j = {.g = g, .arch = ar, .np = (g->n + ar->nr - 1) / ar->nr};
-    j.nkb = (g->k + ar->kc - 1) / ar->kc;
+    if (kc <= 0) kc = ar->kc;
+    j.nkb = (g->k + kc - 1) / kc;
     j.kc = (g->k + j.nkb - 1) / j.nkb;
     const int64_t mp = (g->m + ar->mr - 1) / ar->mr;
     const bool one = ctx->nthreads <= 1 || mp <= 1;
@@ -886,5 +888,5 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
     int rc;
     if (own_is_avx512() && pardo_gemm_narrow(&one, g, &rc)) return rc;
     if (swap_pays(g)) return gemm_swapped(&one, g);
-    return gemm_own(&one, g);
+    return gemm_own(&one, g, 0);
 }

@@ -6,8 +6,10 @@
  * rows of C over the thread pool (pardo_parallel_for); inside a parallel_do
  * part (nthreads 1) everything runs on the calling thread.
  *
- * Every element of C comes out the same bits whatever the thread count: the
- * split never changes the order in which an element's terms are summed.
+ * Every element of C comes out the same bits whatever the thread count and
+ * whatever the number of rows (a parallel_do part's share of a batch, or
+ * the whole batch): neither the split nor the path a shape takes changes
+ * the order in which an element's terms are summed.
  * The packed copy of op(B) lives in a per-thread buffer made on first use
  * and grown to the largest product seen: no allocation in the steady state. */
 #ifndef PARDO_GEMM_H

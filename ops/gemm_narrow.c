@@ -16,7 +16,6 @@
 
 #define NARROW_MAX_COLS 12   // columns this path takes at most (measured: 16 run faster through the tiles)
 #define NARROW_MAX_BT 16384  // floats of op(B)^T it packs on the stack at most (12 columns x K 1300)
-#define NARROW_MIN_ROWS 16   // fewer rows run through the tiles (nothing to gain)
 #define NARROW_ROWS_ITEM 16  // rows per item handed to the pool
 #define AVX512 __attribute__((target("avx512f")))
 
@@ -139,8 +138,9 @@ bool pardo_gemm_narrow(pardo_kernel_ctx *ctx, const pardo_gemm *g, int *rc) {
     /* op(B)^T packed, its rows a line more than a multiple of 16 apart: rows 2 KiB apart would share the few
      * L1 sets those addresses map to, and evict one another as the kernels stream them side by side */
     const int64_t ldt = (g->k + 15) / 16 * 16 + 16;
-    if (g->dtype != PARDO_F32 || g->ta || g->accumulate || g->n > NARROW_MAX_COLS || g->m < NARROW_MIN_ROWS ||
-        g->n * ldt > NARROW_MAX_BT)
+    /* never by the rows: a product's rows come out the same bits however many there are (a parallel_do part's
+     * share of a batch, the whole batch) */
+    if (g->dtype != PARDO_F32 || g->ta || g->accumulate || g->n > NARROW_MAX_COLS || g->n * ldt > NARROW_MAX_BT)
         return false;
     float bt[NARROW_MAX_BT] __attribute__((aligned(64)));
     const float *b = g->b;
