@@ -447,8 +447,7 @@ typedef struct gemm_job {
 EPILOGUE_SPAN(f32, float)
 EPILOGUE_SPAN(f64, double)
 
-/* The epilogue on rows [r0, r1) of C (products the kernels' tiles do not end: BLAS's, the swapped one's, K 0). */
-static void epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
+void pardo_gemm_epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
     if (!g->bias && !g->relu && !g->relu_y) return;
     for (int64_t i = r0; i < r1; i++) {
         if (g->dtype == PARDO_F32)
@@ -555,15 +554,31 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
         }                                                                                                              \
     }                                                                                                                  \
                                                                                                                        \
+    /* Row panel pn of C by the column panel from column j0, w wide: the short kernels where pn is cut, else one     \
+     * tile of mr rows whose first sh are the panel above's; A from pn's top row at at (strides ra, ca), the panel of  \
+     * B at bp (rows bs apart); on the last K block (last) the tiles end with the epilogue. */                         \
+    static void panel_##SFX(const pardo_gemm *g, const gemm_arch *ar, const a_panel *pn, bool down, int64_t kcb,       \
+                            const T *at, int64_t ra, int64_t ca, const T *bp, int64_t bs, int64_t j0, int64_t w,       \
+                            bool add, bool last) {                                                                     \
+        const int64_t nr = ar->nr, kw = w <= nr / 2 ? nr / 2 : nr;                                                     \
+        tile_ep e;                                                                                                     \
+        const tile_ep *ep = last ? tile_ep_at(g, pn->i0, j0, &e) : NULL;                                               \
+        T *cp = (T *)g->c + pn->i0 * g->ldc + j0;                                                                      \
+        if (pn->cut)                                                                                                   \
+            cut_##SFX(ar, kw < nr, down, kcb, at, ra, ca, bp, bs, cp, g->ldc, pn->h, w, kw, add, ep);                  \
+        else                                                                                                           \
+            tile_##SFX(kernel_for(ar, ar->mr, kw < nr, down), kcb, at, ra, ca, bp, bs, cp, g->ldc, ar->mr, pn->h,      \
+                       pn->sh, w, kw, add, ep);                                                                        \
+    }                                                                                                                  \
+                                                                                                                       \
     /* Rows [r0, r1) of C (r0 a multiple of mr) from the packed op(B). A short last row panel is cut into short        \
      * kernels where the arch has them; else it starts sh rows higher, overlapping the panel above (the same sums;     \
      * only its own rows are written), so it needs no padding unless A has fewer than mr rows in all. */               \
     static void rows_##SFX(const gemm_job *j, int64_t r0, int64_t r1) {                                                \
         const pardo_gemm *g = j->g;                                                                                    \
         const gemm_arch *ar = j->arch;                                                                                 \
-        const int64_t mr = ar->mr, nr = ar->nr, ldc = g->ldc;                                                          \
+        const int64_t mr = ar->mr, nr = ar->nr;                                                                        \
         const T *a = g->a;                                                                                             \
-        T *c = g->c;                                                                                                   \
         T ap[MC_ROWS * KC_MAX] __attribute__((aligned(64))); /* a block's row panels of A packed [panel][p][mr] */     \
         for (int64_t kb = j->kb0; kb < j->kb1; kb++) {                                                                 \
             const int64_t p0 = kb * j->kc, kcb = g->k - p0 < j->kc ? g->k - p0 : j->kc;                                \
@@ -597,41 +612,23 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
                             for (int64_t i = 0; i < pan[q].rows; i++) d[i] = a[(pan[q].top + i) * g->lda + p0 + p];    \
                             for (int64_t i = pan[q].rows; i < mr; i++) d[i] = 0;                                       \
                         }                                                                                              \
-                    for (int64_t q = 0; q < npan; q++) {                                                               \
-                        const T *aq = ap + q * mr * kcb;                                                               \
-                        T *cq = c + pan[q].i0 * ldc;                                                                   \
+                    for (int64_t q = 0; q < npan; q++)                                                                 \
                         for (int64_t jp = 0; jp < j->np; jp++) {                                                       \
                             const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                           \
-                            const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                              \
-                            tile_ep e;                                                                                 \
-                            const tile_ep *ep = last ? tile_ep_at(g, pan[q].i0, j0, &e) : NULL;                        \
-                            if (pan[q].cut)                                                                            \
-                                cut_##SFX(ar, kw < nr, true, kcb, aq, 1, mr, bblock + jp * pstep, bs, cq + j0, ldc,    \
-                                          pan[q].h, w, kw, add, ep);                                                   \
-                            else                                                                                       \
-                                tile_##SFX(kernel_for(ar, mr, kw < nr, true), kcb, aq, 1, mr, bblock + jp * pstep, bs, \
-                                           cq + j0, ldc, mr, pan[q].h, pan[q].sh, w, kw, add, ep);                     \
+                            panel_##SFX(g, ar, &pan[q], true, kcb, ap + q * mr * kcb, 1, mr, bblock + jp * pstep, bs,  \
+                                        j0, w, add, last);                                                             \
                         }                                                                                              \
-                    }                                                                                                  \
                     continue;                                                                                          \
                 }                                                                                                      \
                 /* A read in place; a column panel of B stays in L1 over the block's row panels */                     \
                 const int64_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;                                      \
+                a_panel pan[MC_ROWS];                                                                                  \
+                const int64_t npan = a_panels(ar, g->m, ic, ie, pan);                                                  \
                 for (int64_t jp = 0; jp < j->np; jp++) {                                                               \
                     const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                                   \
-                    const int64_t kw = w <= nr / 2 ? nr / 2 : nr;                                                      \
-                    const ukernel_fn uk = kernel_for(ar, mr, kw < nr, g->ta);                                          \
-                    for (int64_t i0 = ic; i0 < ie; i0 += mr) {                                                         \
-                        const int64_t h = ie - i0 < mr ? ie - i0 : mr, sh = mr - h;                                    \
-                        tile_ep e;                                                                                     \
-                        const tile_ep *ep = last ? tile_ep_at(g, i0, j0, &e) : NULL;                                   \
-                        if (h < mr && short_rows(ar, h) > 0)                                                           \
-                            cut_##SFX(ar, kw < nr, g->ta, kcb, a + i0 * rsa + p0 * csa, rsa, csa, bblock + jp * pstep, \
-                                      bs, c + i0 * ldc + j0, ldc, h, w, kw, add, ep);                                  \
-                        else                                                                                           \
-                            tile_##SFX(uk, kcb, a + (i0 - sh) * rsa + p0 * csa, rsa, csa, bblock + jp * pstep, bs,     \
-                                       c + i0 * ldc + j0, ldc, mr, h, sh, w, kw, add, ep);                             \
-                    }                                                                                                  \
+                    for (int64_t q = 0; q < npan; q++)                                                                 \
+                        panel_##SFX(g, ar, &pan[q], g->ta, kcb, a + pan[q].top * rsa + p0 * csa, rsa, csa,             \
+                                    bblock + jp * pstep, bs, j0, w, add, last);                                        \
                 }                                                                                                      \
             }                                                                                                          \
         }                                                                                                              \
@@ -678,7 +675,7 @@ static const gemm_arch *arch_for(pardo_dtype dtype, bool ta, int64_t n) {
 static void swap_rows(const pardo_gemm *g, const void *t, int64_t i0, int64_t i1) {
     int64_t jdone = 0;
 #if GEMM_X86
-    if (g->dtype == PARDO_F32 && i1 - i0 == 16 && own_arch == arch_avx512)
+    if (g->dtype == PARDO_F32 && i1 - i0 == 16 && own_is_avx512())
         for (; jdone + 16 <= g->n; jdone += 16)
             tr16_f32((const float *)t + jdone * g->m + i0, g->m, (float *)g->c + i0 * g->ldc + jdone, g->ldc);
 #endif
@@ -688,7 +685,7 @@ static void swap_rows(const pardo_gemm *g, const void *t, int64_t i0, int64_t i1
         else
             for (int64_t j = jdone; j < g->n; j++) ((double *)g->c)[i * g->ldc + j] = ((const double *)t)[j * g->m + i];
     }
-    epilogue_rows(g, i0, i1);
+    pardo_gemm_epilogue_rows(g, i0, i1);
 }
 
 typedef struct swap_job {
@@ -848,7 +845,7 @@ static void blas_items(void *arg, int64_t begin, int64_t end) {
             if (atomic_exchange(&j->failed, 1) == 0) j->st = st;
             continue;
         }
-        epilogue_rows(j->g, m0, m1);
+        pardo_gemm_epilogue_rows(j->g, m0, m1);
     }
 }
 
@@ -879,7 +876,7 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
         const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
         for (int64_t i = 0; !g->accumulate && i < g->m; i++)
             memset((char *)g->c + (size_t)(i * g->ldc) * es, 0, (size_t)g->n * es);
-        epilogue_rows(g, 0, g->m);
+        pardo_gemm_epilogue_rows(g, 0, g->m);
         return PARDO_OK;
     }
     pardo_kernel_ctx one = *ctx;

@@ -96,6 +96,13 @@ int pardo_gemm_force_isa(const char *isa, pardo_status *st);
 /* True when pardo was built with a CBLAS library (BLAS=1). */
 bool pardo_gemm_blas_compiled(void);
 
+/* Internal, ops/gemm.c: g's epilogue (bias along the rows, then relu, then
+ * relu_grad's mask through relu_y; the arithmetic of the add, relu and
+ * relu_grad ops) on rows [r0, r1) of C, for the paths whose kernels do not
+ * apply it as they store (BLAS's, the swapped product's, the dot products',
+ * an empty sum's). */
+void pardo_gemm_epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1);
+
 /* Internal, ops/gemm_narrow.c: g as dot products along K where it has few
  * columns (a 10-class layer's Y = H W: float32, A not transposed, no
  * accumulate, at most 12 columns), with *rc its status; false where it does

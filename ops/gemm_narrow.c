@@ -105,13 +105,12 @@ typedef struct narrow_job {
     int64_t ldt;
 } narrow_job;
 
-/* Items are blocks of NARROW_ROWS_ITEM rows of C: their dot products, then their epilogue (the arithmetic of
- * the add, relu and relu_grad ops, as gemm.c's). */
+/* Items are blocks of NARROW_ROWS_ITEM rows of C: their dot products, then their epilogue. */
 static void narrow_items(void *arg, int64_t begin, int64_t end) {
     const narrow_job *j = arg;
     const pardo_gemm *g = j->g;
     const int64_t n = g->n;
-    const float *a = g->a, *bias = g->bias, *ys = g->relu_y;
+    const float *a = g->a;
     float *c = g->c;
     const int step = dots[n].rows;
     for (int64_t b = begin; b < end; b++) {
@@ -120,17 +119,7 @@ static void narrow_items(void *arg, int64_t begin, int64_t end) {
         for (; r + step <= r1; r += step)
             dots[n].many(a + r * g->lda, g->lda, j->bt, j->ldt, g->k, c + r * g->ldc, g->ldc);
         for (; r < r1; r++) dots[n].one(a + r * g->lda, g->lda, j->bt, j->ldt, g->k, c + r * g->ldc, g->ldc);
-        for (r = r0; r < r1 && (bias || g->relu || ys); r++) {
-            float *row = c + r * g->ldc;
-            const float *y = ys ? ys + r * g->ldc : NULL;
-            for (int64_t q = 0; q < n; q++) {
-                float v = row[q];
-                if (bias) v = v + bias[q];
-                if (g->relu) v = v < 0 ? 0.0f : v;
-                if (y) v = y[q] > 0 ? v : 0.0f;
-                row[q] = v;
-            }
-        }
+        pardo_gemm_epilogue_rows(g, r0, r1);
     }
 }
 
