@@ -592,7 +592,8 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
                 if (g->m < mr || (j->np > 1 && g->ta)) {                                                               \
                     /* A read down its columns (or tiny): pack the block's row panels (panel q's [p][mr] at ap + q *   \
                      * mr * kcb; down columns, a stored row of A at a time, so the reads run along it), then sweep     \
-                     * every column panel with each in L1 */                                                           \
+                     * them with each column panel of B in L1 (measured: 3% faster than each row panel in L1 across   \
+                     * the column panels where K is a part's 128 rows; the same at 256) */                             \
                     a_panel pan[MC_ROWS];                                                                              \
                     const int64_t npan = a_panels(ar, g->m, ic, ie, pan);                                              \
                     for (int64_t p = 0; p < kcb && g->ta; p++) {                                                       \
@@ -612,12 +613,12 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
                             for (int64_t i = 0; i < pan[q].rows; i++) d[i] = a[(pan[q].top + i) * g->lda + p0 + p];    \
                             for (int64_t i = pan[q].rows; i < mr; i++) d[i] = 0;                                       \
                         }                                                                                              \
-                    for (int64_t q = 0; q < npan; q++)                                                                 \
-                        for (int64_t jp = 0; jp < j->np; jp++) {                                                       \
-                            const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                           \
+                    for (int64_t jp = 0; jp < j->np; jp++) {                                                           \
+                        const int64_t j0 = jp * nr, w = g->n - j0 < nr ? g->n - j0 : nr;                               \
+                        for (int64_t q = 0; q < npan; q++)                                                             \
                             panel_##SFX(g, ar, &pan[q], true, kcb, ap + q * mr * kcb, 1, mr, bblock + jp * pstep, bs,  \
                                         j0, w, add, last);                                                             \
-                        }                                                                                              \
+                    }                                                                                                  \
                     continue;                                                                                          \
                 }                                                                                                      \
                 /* A read in place; a column panel of B stays in L1 over the block's row panels */                     \
