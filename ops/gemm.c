@@ -186,13 +186,15 @@ UKERNEL(uk_avx2_f64_half, AVX2, double, __m256d, 4, 6, 1, AVX2_PD)
 /* One instruction set's kernels for one dtype. */
 typedef struct gemm_arch {
     const char *name;          // for pardo_gemm_describe
-    int mr, nr;                // tile of the full kernel; the half kernel is mr x nr / 2
+    int mr, nr;                // tile of the full kernel; the half kernel is mr x nr / 2, the quarter mr x nr / 4
     int kc;                    // most rows of op(B) per K block (a panel of kc x nr stays in L1)
     ukernel_fn full_r, half_r; // A along rows (csa 1); half reads the first nr / 2 columns of a panel
     ukernel_fn full_c, half_c; // A down columns (rsa 1)
-    /* [half][rows]: kernels of fewer rows than mr (of 1, 2, 4 and 6 rows, see short_rows) that a last row panel
-     * of fewer than mr rows is cut into; without them (tail_r[0][1] NULL) it overlaps the panel above */
-    ukernel_fn tail_r[2][MR_MAX], tail_c[2][MR_MAX];
+    ukernel_fn quarter_r, quarter_c; // the first nr / 4 columns (a last panel that narrow), or NULL: half
+    /* [width][rows] (width: WIDTH_FULL, _HALF or _QUARTER): kernels of fewer rows than mr (of 1, 2, 4 and 6 rows,
+     * see short_rows) that a last row panel of fewer than mr rows is cut into; without them (tail_r[0][1] NULL) it
+     * overlaps the panel above */
+    ukernel_fn tail_r[3][MR_MAX], tail_c[3][MR_MAX];
     bool simd; // an instruction-set kernel (not plain C)
 } gemm_arch;
 
@@ -214,8 +216,9 @@ static const gemm_arch arch_avx512[2] = {
 };
 static const gemm_arch arch_avx512_wide = {
     "own avx512f 6x64", 6, 64, 128, uk512_f32_6x4_r, uk512_f32_6x2_r, uk512_f32_6x4_c, uk512_f32_6x2_c,
-    .tail_r = {TAILS4(uk512_f32, 4, _r), TAILS4(uk512_f32, 2, _r)},
-    .tail_c = {TAILS4(uk512_f32, 4, _c), TAILS4(uk512_f32, 2, _c)}, .simd = true};
+    uk512_f32_6x1_r, uk512_f32_6x1_c,
+    .tail_r = {TAILS4(uk512_f32, 4, _r), TAILS4(uk512_f32, 2, _r), TAILS4(uk512_f32, 1, _r)},
+    .tail_c = {TAILS4(uk512_f32, 4, _c), TAILS4(uk512_f32, 2, _c), TAILS4(uk512_f32, 1, _c)}, .simd = true};
 static const gemm_arch arch_avx2[2] = {
     {"own avx2+fma 6x16", 6, 16, 256, uk_avx2_f32_r, uk_avx2_f32_half_r, uk_avx2_f32_c, uk_avx2_f32_half_c,
      .simd = true},
@@ -235,10 +238,22 @@ static int64_t short_rows(const gemm_arch *ar, int64_t h) {
     return 0;
 }
 
-/* The kernel for a tile of `rows` rows (mr or a short one), half width or full, A down its columns or along rows. */
-static ukernel_fn kernel_for(const gemm_arch *ar, int64_t rows, bool half, bool down) {
-    if (rows == ar->mr) return down ? (half ? ar->half_c : ar->full_c) : (half ? ar->half_r : ar->full_r);
-    return down ? ar->tail_c[half][rows] : ar->tail_r[half][rows];
+/* A kernel's width: its columns are nr >> width. */
+enum { WIDTH_FULL, WIDTH_HALF, WIDTH_QUARTER };
+
+/* The narrowest kernel width of ar that covers a column panel w wide (each sums an element's terms as the full
+ * kernel does: the same bits). */
+static int width_for(const gemm_arch *ar, int64_t w) {
+    return w <= ar->nr / 4 && ar->quarter_r ? WIDTH_QUARTER : w <= ar->nr / 2 ? WIDTH_HALF : WIDTH_FULL;
+}
+
+/* The kernel for a tile of `rows` rows (mr or a short one) of the given width, A down its columns or along rows. */
+static ukernel_fn kernel_for(const gemm_arch *ar, int64_t rows, int width, bool down) {
+    if (rows == ar->mr) {
+        if (width == WIDTH_QUARTER) return down ? ar->quarter_c : ar->quarter_r;
+        return down ? (width == WIDTH_HALF ? ar->half_c : ar->full_c) : (width == WIDTH_HALF ? ar->half_r : ar->full_r);
+    }
+    return down ? ar->tail_c[width][rows] : ar->tail_r[width][rows];
 }
 
 typedef enum { PICK_DEFAULT, PICK_OWN, PICK_BLAS } gemm_pick;
@@ -542,14 +557,14 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
     }                                                                                                                  \
                                                                                                                        \
     /* A short row panel (h < mr rows, row r of A at ap + r * ra) cut into short kernels (short_rows). */            \
-    static void cut_##SFX(const gemm_arch *ar, bool half, bool down, int64_t kcb, const T *ap, int64_t ra, int64_t ca,  \
+    static void cut_##SFX(const gemm_arch *ar, int width, bool down, int64_t kcb, const T *ap, int64_t ra, int64_t ca,  \
                           const T *bp, int64_t bs, T *cp, int64_t ldc, int64_t h, int64_t w, int64_t kw, bool add,     \
                           const tile_ep *ep) {                                                                         \
         for (int64_t off = 0, s; off < h; off += s) {                                                                  \
             s = short_rows(ar, h - off);                                                                               \
             tile_ep e;                                                                                                 \
             if (ep) e = (tile_ep){ep->bias, ep->relu, ep->y ? (const T *)ep->y + off * ldc : NULL};                    \
-            tile_##SFX(kernel_for(ar, s, half, down), kcb, ap + off * ra, ra, ca, bp, bs, cp + off * ldc, ldc, s, s,   \
+            tile_##SFX(kernel_for(ar, s, width, down), kcb, ap + off * ra, ra, ca, bp, bs, cp + off * ldc, ldc, s, s,  \
                        0, w, kw, add, ep ? &e : NULL);                                                                 \
         }                                                                                                              \
     }                                                                                                                  \
@@ -560,14 +575,15 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
     static void panel_##SFX(const pardo_gemm *g, const gemm_arch *ar, const a_panel *pn, bool down, int64_t kcb,       \
                             const T *at, int64_t ra, int64_t ca, const T *bp, int64_t bs, int64_t j0, int64_t w,       \
                             bool add, bool last) {                                                                     \
-        const int64_t nr = ar->nr, kw = w <= nr / 2 ? nr / 2 : nr;                                                     \
+        const int width = width_for(ar, w);                                                                            \
+        const int64_t kw = ar->nr >> width;                                                                            \
         tile_ep e;                                                                                                     \
         const tile_ep *ep = last ? tile_ep_at(g, pn->i0, j0, &e) : NULL;                                               \
         T *cp = (T *)g->c + pn->i0 * g->ldc + j0;                                                                      \
         if (pn->cut)                                                                                                   \
-            cut_##SFX(ar, kw < nr, down, kcb, at, ra, ca, bp, bs, cp, g->ldc, pn->h, w, kw, add, ep);                  \
+            cut_##SFX(ar, width, down, kcb, at, ra, ca, bp, bs, cp, g->ldc, pn->h, w, kw, add, ep);                    \
         else                                                                                                           \
-            tile_##SFX(kernel_for(ar, ar->mr, kw < nr, down), kcb, at, ra, ca, bp, bs, cp, g->ldc, ar->mr, pn->h,      \
+            tile_##SFX(kernel_for(ar, ar->mr, width, down), kcb, at, ra, ca, bp, bs, cp, g->ldc, ar->mr, pn->h,        \
                        pn->sh, w, kw, add, ep);                                                                        \
     }                                                                                                                  \
                                                                                                                        \

@@ -263,6 +263,39 @@ START_TEST(short_row_panels) {
 }
 END_TEST
 
+/* A last column panel of at most a quarter of the 6 x 64 tile (16 columns) runs the 6 x 16 kernel: against the
+ * naive loop, and the same bits as those columns inside a wider product, where the full kernel makes them. */
+START_TEST(quarter_width_panels) {
+    const int64_t ns_[] = {65, 72, 80, 144, 784};
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof ns_ / sizeof ns_[0]; i++) {
+            check_one(PARDO_GEMM_OWN, 1, PARDO_F32, 13, ns_[i], 300, false, t, (int64_t)i % 2, i % 3 == 1);
+            check_one(PARDO_GEMM_OWN, 1, PARDO_F32, 256, ns_[i], 5, false, t, 0, false);
+        }
+    for (int t = 0; t < 2; t++) {
+        const int64_t wide = 128, m = 29;
+        prod p = prod_make(PARDO_F32, m, wide, 300, false, t, 0, false, 11);
+        pardo_status st;
+        ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
+        for (int64_t n = 65; n <= 80; n += 15) { /* B's first n columns (rows when transposed), ldb as before */
+            float *c = malloc(sizeof(float) * (size_t)(m * n));
+            ck_assert(c);
+            pardo_gemm g = p.g;
+            g.n = n;
+            g.c = c;
+            g.ldc = n;
+            ck_assert_msg(run(PARDO_GEMM_OWN, 1, &g, &st) == PARDO_OK, "%s", st.msg);
+            for (int64_t r = 0; r < m; r++)
+                ck_assert_msg(memcmp(c + r * n, (float *)p.c + r * wide, sizeof(float) * (size_t)n) == 0,
+                              "tb %d n %lld: row %lld differs from the %lld-column product's", t, (long long)n,
+                              (long long)r, (long long)wide);
+            free(c);
+        }
+        prod_free(&p);
+    }
+}
+END_TEST
+
 /* A row of C comes out the same bits whatever the row count (a parallel_do
  * part's share of a batch against the whole batch), on every path a shape
  * may take: the tiles, the dot products of few columns, the swapped
@@ -661,6 +694,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, part_rows_against_transposed_weight);
     tcase_add_test(core, narrow_products);
     tcase_add_test(core, rows_do_not_depend_on_the_row_count);
+    tcase_add_test(core, quarter_width_panels);
     tcase_add_test(core, epilogue_matches_add_relu_and_relu_grad);
     tcase_add_test(core, kept_b_is_read_only_while_current);
     tcase_add_test(core, matmul_op_at_two_threads);
