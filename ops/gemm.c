@@ -138,9 +138,9 @@ UKERNEL(uk_c_f64_half, , double, double, 1, 4, 4, S_OPS)
 #define UK512_F64(MR, NV)                                                                                              \
     UKERNEL(uk512_f64_##MR##x##NV, AVX512, double, __m512d, 8, MR, NV, _mm512_setzero_pd(), _mm512_load_pd,            \
             _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, RELU512_PD, YMASK512_PD)
-/* 12 x 32 (its half 12 x 16); 6 x 64 (half 6 x 32): fewer rows of A to stream (6 broadcasts and 4 loads per 24
- * multiply-adds), for A read along its rows; and the short kernels of 4, 2 and 1 rows (6 below 12) that a last
- * row panel of fewer than mr rows is made of */
+/* 12 x 32 (its half 12 x 16); 6 x 64 (half 6 x 32, quarter 6 x 16): fewer rows of A to stream (6 broadcasts and
+ * 4 loads per 24 multiply-adds), for A read along its rows; and the short kernels of 4, 2 and 1 rows (6 below 12)
+ * that a last row panel of fewer than mr rows is made of */
 UK512_F32(12, 2)
 UK512_F32(12, 1)
 UK512_F32(6, 4)
@@ -183,47 +183,49 @@ UKERNEL(uk_avx2_f64, AVX2, double, __m256d, 4, 6, 2, AVX2_PD)
 UKERNEL(uk_avx2_f64_half, AVX2, double, __m256d, 4, 6, 1, AVX2_PD)
 #endif
 
+/* A kernel's width: its columns are nr >> width. */
+enum { WIDTH_FULL, WIDTH_HALF, WIDTH_QUARTER };
+
 /* One instruction set's kernels for one dtype. */
 typedef struct gemm_arch {
     const char *name;          // for pardo_gemm_describe
-    int mr, nr;                // tile of the full kernel; the half kernel is mr x nr / 2, the quarter mr x nr / 4
-    int kc;                    // most rows of op(B) per K block (a panel of kc x nr stays in L1)
-    ukernel_fn full_r, half_r; // A along rows (csa 1); half reads the first nr / 2 columns of a panel
-    ukernel_fn full_c, half_c; // A down columns (rsa 1)
-    ukernel_fn quarter_r, quarter_c; // the first nr / 4 columns (a last panel that narrow), or NULL: half
-    /* [width][rows] (width: WIDTH_FULL, _HALF or _QUARTER): kernels of fewer rows than mr (of 1, 2, 4 and 6 rows,
-     * see short_rows) that a last row panel of fewer than mr rows is cut into; without them (tail_r[0][1] NULL) it
+    int mr, nr; // tile of the full kernel
+    int kc;     // most rows of op(B) per K block (a panel of kc x nr stays in L1)
+    /* [width][rows]: the kernels reading the first nr >> width columns of a panel (width WIDTH_FULL, _HALF or
+     * _QUARTER; no quarter kernels, NULL: the half ones serve) for mr rows, and for fewer (1, 2, 4 and 6 rows, see
+     * short_rows) that a last row panel of fewer than mr rows is cut into; without those (tile_r[0][1] NULL) it
      * overlaps the panel above */
-    ukernel_fn tail_r[3][MR_MAX], tail_c[3][MR_MAX];
-    bool simd; // an instruction-set kernel (not plain C)
+    ukernel_fn tile_r[3][MR_MAX + 1]; // A along rows (csa 1)
+    ukernel_fn tile_c[3][MR_MAX + 1]; // A down columns (rsa 1)
+    bool simd;                        // an instruction-set kernel (not plain C)
 } gemm_arch;
 
+/* the mr-row kernels of full and half width, PFX##SFX and PFX##_half##SFX (no short ones) */
+#define FULL_HALF(MR, PFX, SFX) {{[MR] = PFX##SFX}, {[MR] = PFX##_half##SFX}}
 static const gemm_arch arch_c[2] = {
-    {"own plain C 4x8", 4, 8, 256, uk_c_f32_r, uk_c_f32_half_r, uk_c_f32_c, uk_c_f32_half_c, .simd = false},
-    {"own plain C 4x8", 4, 8, 256, uk_c_f64_r, uk_c_f64_half_r, uk_c_f64_c, uk_c_f64_half_c, .simd = false},
+    {"own plain C 4x8", 4, 8, 256, FULL_HALF(4, uk_c_f32, _r), FULL_HALF(4, uk_c_f32, _c), .simd = false},
+    {"own plain C 4x8", 4, 8, 256, FULL_HALF(4, uk_c_f64, _r), FULL_HALF(4, uk_c_f64, _c), .simd = false},
 };
 #if GEMM_X86
-/* the short kernels of one width: [rows] for 1, 2, 4 and (below 12) 6 rows, A along rows (_r) or down columns (_c) */
-#define TAILS4(PFX, NV, V) {[1] = PFX##_1x##NV##V, [2] = PFX##_2x##NV##V, [4] = PFX##_4x##NV##V}
-#define TAILS6(PFX, NV, V) {[1] = PFX##_1x##NV##V, [2] = PFX##_2x##NV##V, [4] = PFX##_4x##NV##V, [6] = PFX##_6x##NV##V}
+/* the kernels of one width (NV vectors): [rows] for 1, 2, 4 and 6 rows (12: and 12), A along rows (V _r) or down
+ * columns (_c) */
+#define ROWS6(PFX, NV, V) {[1] = PFX##_1x##NV##V, [2] = PFX##_2x##NV##V, [4] = PFX##_4x##NV##V, [6] = PFX##_6x##NV##V}
+#define ROWS12(PFX, NV, V)                                                                                             \
+    {[1] = PFX##_1x##NV##V, [2] = PFX##_2x##NV##V, [4] = PFX##_4x##NV##V, [6] = PFX##_6x##NV##V,                      \
+     [12] = PFX##_12x##NV##V}
 static const gemm_arch arch_avx512[2] = {
-    {"own avx512f 12x32 (6x64 for A along rows and N >= 64)", 12, 32, 256, uk512_f32_12x2_r, uk512_f32_12x1_r,
-     uk512_f32_12x2_c, uk512_f32_12x1_c, .tail_r = {TAILS6(uk512_f32, 2, _r), TAILS6(uk512_f32, 1, _r)},
-     .tail_c = {TAILS6(uk512_f32, 2, _c), TAILS6(uk512_f32, 1, _c)}, .simd = true},
-    {"own avx512f 12x16", 12, 16, 256, uk512_f64_12x2_r, uk512_f64_12x1_r, uk512_f64_12x2_c, uk512_f64_12x1_c,
-     .tail_r = {TAILS6(uk512_f64, 2, _r), TAILS6(uk512_f64, 1, _r)},
-     .tail_c = {TAILS6(uk512_f64, 2, _c), TAILS6(uk512_f64, 1, _c)}, .simd = true},
+    {"own avx512f 12x32 (6x64 for A along rows and N >= 64)", 12, 32, 256,
+     {ROWS12(uk512_f32, 2, _r), ROWS12(uk512_f32, 1, _r)}, {ROWS12(uk512_f32, 2, _c), ROWS12(uk512_f32, 1, _c)},
+     .simd = true},
+    {"own avx512f 12x16", 12, 16, 256, {ROWS12(uk512_f64, 2, _r), ROWS12(uk512_f64, 1, _r)},
+     {ROWS12(uk512_f64, 2, _c), ROWS12(uk512_f64, 1, _c)}, .simd = true},
 };
 static const gemm_arch arch_avx512_wide = {
-    "own avx512f 6x64", 6, 64, 128, uk512_f32_6x4_r, uk512_f32_6x2_r, uk512_f32_6x4_c, uk512_f32_6x2_c,
-    uk512_f32_6x1_r, uk512_f32_6x1_c,
-    .tail_r = {TAILS4(uk512_f32, 4, _r), TAILS4(uk512_f32, 2, _r), TAILS4(uk512_f32, 1, _r)},
-    .tail_c = {TAILS4(uk512_f32, 4, _c), TAILS4(uk512_f32, 2, _c), TAILS4(uk512_f32, 1, _c)}, .simd = true};
+    "own avx512f 6x64", 6, 64, 128, {ROWS6(uk512_f32, 4, _r), ROWS6(uk512_f32, 2, _r), ROWS6(uk512_f32, 1, _r)},
+    {ROWS6(uk512_f32, 4, _c), ROWS6(uk512_f32, 2, _c), ROWS6(uk512_f32, 1, _c)}, .simd = true};
 static const gemm_arch arch_avx2[2] = {
-    {"own avx2+fma 6x16", 6, 16, 256, uk_avx2_f32_r, uk_avx2_f32_half_r, uk_avx2_f32_c, uk_avx2_f32_half_c,
-     .simd = true},
-    {"own avx2+fma 6x8", 6, 8, 256, uk_avx2_f64_r, uk_avx2_f64_half_r, uk_avx2_f64_c, uk_avx2_f64_half_c,
-     .simd = true},
+    {"own avx2+fma 6x16", 6, 16, 256, FULL_HALF(6, uk_avx2_f32, _r), FULL_HALF(6, uk_avx2_f32, _c), .simd = true},
+    {"own avx2+fma 6x8", 6, 8, 256, FULL_HALF(6, uk_avx2_f64, _r), FULL_HALF(6, uk_avx2_f64, _c), .simd = true},
 };
 #endif
 
@@ -231,29 +233,23 @@ static const gemm_arch arch_avx2[2] = {
  * that fit (each short kernel sums an element's terms as the full one does, so the bits are the same); 0 where
  * the arch has none. */
 static int64_t short_rows(const gemm_arch *ar, int64_t h) {
-    if (!ar->tail_r[0][1]) return 0;
+    if (!ar->tile_r[WIDTH_FULL][1]) return 0;
     static const int64_t sizes[] = {6, 4, 2, 1};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i] <= h && sizes[i] < ar->mr) return sizes[i];
     return 0;
 }
 
-/* A kernel's width: its columns are nr >> width. */
-enum { WIDTH_FULL, WIDTH_HALF, WIDTH_QUARTER };
-
 /* The narrowest kernel width of ar that covers a column panel w wide (each sums an element's terms as the full
  * kernel does: the same bits). */
 static int width_for(const gemm_arch *ar, int64_t w) {
-    return w <= ar->nr / 4 && ar->quarter_r ? WIDTH_QUARTER : w <= ar->nr / 2 ? WIDTH_HALF : WIDTH_FULL;
+    if (w <= ar->nr / 4 && ar->tile_r[WIDTH_QUARTER][ar->mr]) return WIDTH_QUARTER;
+    return w <= ar->nr / 2 ? WIDTH_HALF : WIDTH_FULL;
 }
 
 /* The kernel for a tile of `rows` rows (mr or a short one) of the given width, A down its columns or along rows. */
 static ukernel_fn kernel_for(const gemm_arch *ar, int64_t rows, int width, bool down) {
-    if (rows == ar->mr) {
-        if (width == WIDTH_QUARTER) return down ? ar->quarter_c : ar->quarter_r;
-        return down ? (width == WIDTH_HALF ? ar->half_c : ar->full_c) : (width == WIDTH_HALF ? ar->half_r : ar->full_r);
-    }
-    return down ? ar->tail_c[width][rows] : ar->tail_r[width][rows];
+    return down ? ar->tile_c[width][rows] : ar->tile_r[width][rows];
 }
 
 typedef enum { PICK_DEFAULT, PICK_OWN, PICK_BLAS } gemm_pick;
