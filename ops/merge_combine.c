@@ -30,11 +30,14 @@ enum { TILE = 512 };
         }                                                                                  \
     } while (0)
 
-/* Floats: accumulate in double; a plain mean divides by n at the end. */
+double pardo_merge_exact_inverse(int n) { return n > 0 && (n & (n - 1)) == 0 ? 1.0 / n : 0; }
+
+/* Floats: accumulate in double; a plain mean divides by n at the end (multiplies by 1/n where that is exact). */
 #define DEFINE_COMBINE_FLOAT(NAME, T)                                                      \
     PARDO_SIMD_CLONES static void NAME(const pardo_merge_args *m, int64_t begin, int64_t end) {             \
         T *restrict y = m->y;                                                              \
         const bool divide = m->mode == PARDO_MERGE_MEAN && !m->w;                          \
+        const double inv = pardo_merge_exact_inverse(m->n);                                \
         double acc[TILE];                                                                  \
         for (int64_t t0 = begin; t0 < end; t0 += TILE) {                                   \
             int64_t len = end - t0 < TILE ? end - t0 : TILE;                               \
@@ -46,7 +49,9 @@ enum { TILE = 512 };
                 COMBINE_LOOPS(acc, (double)x, len, w, m->mode, first);                     \
                 first = false;                                                             \
             }                                                                              \
-            if (divide)                                                                    \
+            if (divide && inv != 0)                                                        \
+                for (int64_t e = 0; e < len; e++) y[t0 + e] = (T)(acc[e] * inv);           \
+            else if (divide)                                                               \
                 for (int64_t e = 0; e < len; e++) y[t0 + e] = (T)(acc[e] / m->n);          \
             else                                                                           \
                 for (int64_t e = 0; e < len; e++) y[t0 + e] = (T)acc[e];                   \

@@ -130,7 +130,9 @@ enum { OPT_MERGE_TILE = 512 };
  * its weight, plus each next part times its own, divided by div when div
  * is not 0, rounded to float) and then of sgd_f32, so the bits are theirs;
  * MERGED_LANES elements at a time held in registers, where the merge op
- * goes through a tile in memory. x and w: the nx parts that count (nonzero
+ * goes through a tile in memory; a mean over a power of two of parts
+ * multiplies by its exact inverse instead of dividing (the same bits,
+ * pardo_merge_exact_inverse). x and w: the nx parts that count (nonzero
  * weight), in order. p and po may be the same (in place). */
 enum { MERGED_LANES = 16 };
 #define SGD_MERGED_LANES(I, L, G_OF)                                                                                   \
@@ -145,11 +147,16 @@ enum { MERGED_LANES = 16 };
         }                                                                                                              \
     } while (0)
 #define MERGED_MEAN(a) ((a) / div)
+#define MERGED_SCALED(a) ((a) * inv)
 #define MERGED_SUM(a) (a)
 PARDO_SIMD_CLONES static void sgd_merged_f32(int64_t n, const float *p, const float *const *x, const double *w, int nx,
                                              double div, double lr, float *po) {
     int64_t i = 0;
-    if (div != 0) {
+    const double inv = div != 0 && div == (int)div ? pardo_merge_exact_inverse((int)div) : 0;
+    if (inv != 0) {
+        for (; i + MERGED_LANES <= n; i += MERGED_LANES) SGD_MERGED_LANES(i, MERGED_LANES, MERGED_SCALED);
+        SGD_MERGED_LANES(i, n - i, MERGED_SCALED);
+    } else if (div != 0) {
         for (; i + MERGED_LANES <= n; i += MERGED_LANES) SGD_MERGED_LANES(i, MERGED_LANES, MERGED_MEAN);
         SGD_MERGED_LANES(i, n - i, MERGED_MEAN);
     } else {
@@ -159,6 +166,7 @@ PARDO_SIMD_CLONES static void sgd_merged_f32(int64_t n, const float *p, const fl
 }
 #undef SGD_MERGED_LANES
 #undef MERGED_MEAN
+#undef MERGED_SCALED
 #undef MERGED_SUM
 
 /* The sgd of j over [begin, end) in one pass (sgd_merged_f32) where its

@@ -757,17 +757,20 @@ START_TEST(fused_ops_keep_their_trace_events) {
 }
 END_TEST
 
-/* A float32 merge of two parts fused into the sgd that reads it (one pass,
- * no tile: sgd_merged_f32) for a plain mean, a sum and a weighted mean of
- * unequal parts, and with an empty part (weight 0, its mean over no rows
- * NaN: skipped, as the merge skips it): the same param as the two ops one
- * by one. 37 elements: whole lanes and a tail. */
+/* A float32 merge of parts fused into the sgd that reads it (one pass,
+ * no tile: sgd_merged_f32) for a plain mean (over 2 and 4 parts: times the
+ * exact inverse; over 3: a divide), a sum and a weighted mean of unequal
+ * parts, and with an empty part (weight 0, its mean over no rows NaN:
+ * skipped, as the merge skips it): the same param as the two ops one by
+ * one. 37 elements: whole lanes and a tail. */
 START_TEST(merge_update_fusion_without_weights) {
     static const struct {
         const char *mode;
         bool weighted; // weight_by the parts' rows
         int64_t rows;
-    } cases[] = {{"mean", false, 5}, {"sum", false, 5}, {"mean", true, 5}, {"mean", true, 1}};
+        int parts;
+    } cases[] = {{"mean", false, 5, 2}, {"sum", false, 5, 2}, {"mean", true, 5, 2},
+                 {"mean", true, 1, 2},  {"mean", false, 6, 3}, {"mean", false, 8, 4}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const bool weighted = cases[c].weighted;
         char json[2048];
@@ -778,7 +781,7 @@ START_TEST(merge_update_fusion_without_weights) {
                  " \"init\": {\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 3}},"
                  "\"lr\": {\"dtype\": \"float32\", \"shape\": [], \"value\": [0.1]},"
                  "\"xs\": {\"dtype\": \"float32\", \"shape\": [-1, 37], \"kind\": \"tensor_array\"}},"
-                 "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
+                 "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": %d}},"
                  "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\"], \"out\": [\"gs\"],"
                  " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"g\": \"gs\"}}},"
                  "{\"op\": \"merge\", \"in\": %s, \"out\": [\"gm\"], \"attrs\": {\"mode\": \"%s\"%s}},"
@@ -787,7 +790,8 @@ START_TEST(merge_update_fusion_without_weights) {
                  "{\"op\": \"mul\", \"in\": [\"xp\", \"w\"], \"out\": [\"h\"]},"
                  "{\"op\": \"reduce_mean\", \"in\": [\"h\"], \"out\": [\"g\"], "
                  "\"attrs\": {\"axes\": [0], \"keepdims\": false}}]}]}",
-                 weighted ? "[\"gs\", \"xs\"]" : "[\"gs\"]", cases[c].mode, weighted ? ", \"weight_by\": \"xs\"" : "");
+                 cases[c].parts, weighted ? "[\"gs\", \"xs\"]" : "[\"gs\"]", cases[c].mode,
+                 weighted ? ", \"weight_by\": \"xs\"" : "");
         pardo_program *p = test_program(json, "merged.json");
         pardo_fusion f[4];
         pardo_fusion_plan(p, 0, NULL, 0, f);
@@ -808,8 +812,8 @@ START_TEST(merge_update_fusion_without_weights) {
         for (int64_t i = 0; i < 37; i++) /* it did update, every element */
             ck_assert(pardo_tensor_get_f64(got[1], i) != pardo_tensor_get_f64(w0, i));
         char what[64];
-        snprintf(what, sizeof what, "%s%s, %lld rows", cases[c].mode, weighted ? " weighted" : "",
-                 (long long)cases[c].rows);
+        snprintf(what, sizeof what, "%s%s, %lld rows in %d parts", cases[c].mode, weighted ? " weighted" : "",
+                 (long long)cases[c].rows, cases[c].parts);
         assert_same_bits(&got[0], &got[1], 1, params, what); /* releases got */
         pardo_tensor_release(w0);
         pardo_executor_free(fresh);

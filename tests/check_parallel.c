@@ -5,6 +5,7 @@
  * 100,000 parallel_do calls; a failing part stopping the others; and every
  * load-time error validate gives the parallel ops. */
 #include <check.h>
+#include <float.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -827,12 +828,64 @@ START_TEST(merge_combine_matches_naive) {
 }
 END_TEST
 
+/* A plain float mean over a power of two of parts multiplies by the exact inverse (pardo_merge_exact_inverse)
+ * instead of dividing: bit for bit the divide of a naive loop over values of every magnitude (the largest and
+ * smallest floats, subnormals, signed zeros, infinities), float32 and float64, for 2, 4 and 8 parts, and over 3
+ * and 6 (a divide: a multiply by an inexact 1/3 differs from it in float64's last bit; rounded to float32 it
+ * would hardly ever show, so the choice itself is asserted too). */
+START_TEST(mean_over_a_power_of_two_is_the_divide) {
+    enum { MAXP = 8, LEN = 515 };
+    static const float special[] = {FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 1e-45f, -1e-45f, 3e-39f, 0.0f, -0.0f,
+                                    1.0f,    -1.0f,    0.1f,    INFINITY, 1e30f,  -7e-20f};
+    const int nspecial = (int)(sizeof special / sizeof special[0]);
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
+    static const int counts[] = {2, 4, 8, 3, 6};
+    static double vals[MAXP][LEN];
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        test_rng r = {5};
+        pardo_status st;
+        int64_t shape[1] = {LEN};
+        pardo_tensor *parts[MAXP], *y = pardo_tensor_new_cpu(dts[d], 1, shape, &st);
+        const void *data[MAXP];
+        const double *rows[MAXP];
+        for (int p = 0; p < MAXP; p++) {
+            parts[p] = pardo_tensor_new_cpu(dts[d], 1, shape, &st);
+            for (int64_t i = 0; i < LEN; i++) {
+                /* a special value, or a random one scaled by 2^-140 .. 2^120 */
+                double v = test_rng_next(&r) % 3 == 0
+                               ? (double)special[test_rng_next(&r) % (uint64_t)nspecial]
+                               : ldexp(test_rng_uniform(&r, -1, 1), (int)(test_rng_next(&r) % 261) - 140);
+                if (dts[d] == PARDO_F32) v = (float)v;
+                vals[p][i] = v;
+                pardo_tensor_set_f64(parts[p], i, v);
+            }
+            data[p] = pardo_tensor_data(parts[p]);
+            rows[p] = vals[p];
+        }
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            const int n = counts[c];
+            ck_assert(pardo_merge_exact_inverse(n) == ((n & (n - 1)) == 0 ? 1.0 / n : 0));
+            pardo_merge_args a = {dts[d], PARDO_MERGE_MEAN, data, n, NULL, pardo_tensor_data(y), NULL};
+            pardo_merge_combine(&a, 0, LEN);
+            for (int64_t i = 0; i < LEN; i++) {
+                const double got = pardo_tensor_get_f64(y, i), want = naive_merge(dts[d], PARDO_MERGE_MEAN, rows, n, NULL, i);
+                ck_assert_msg(memcmp(&got, &want, sizeof want) == 0 || (isnan(got) && isnan(want)),
+                              "%s, %d parts [%lld]: %a vs %a", pardo_dtype_name(dts[d]), n, (long long)i, got, want);
+            }
+        }
+        for (int p = 0; p < MAXP; p++) pardo_tensor_release(parts[p]);
+        pardo_tensor_release(y);
+    }
+}
+END_TEST
+
 Suite *make_parallel_suite(void) {
     Suite *s = suite_create("parallel");
     TCase *core = tcase_create("Core");
     tcase_set_timeout(core, 300);
     tcase_add_test(core, merge_modes_match_single_thread);
     tcase_add_test(core, merge_combine_matches_naive);
+    tcase_add_test(core, mean_over_a_power_of_two_is_the_divide);
     tcase_add_test(core, fixed_parts_give_bitwise_the_same_at_any_thread_count);
     tcase_add_test(core, split_sizes_and_axis);
     tcase_add_test(core, big_split_copies_on_the_pool);
