@@ -554,18 +554,20 @@ START_TEST(narrow_products) {
 END_TEST
 
 /* A part's rows against a square weight, transposed (dY W^T in a
- * parallel_do part): swapped where that transposes less, with the bits of
- * the product run unswapped (as it is where B is kept packed). */
+ * parallel_do part), and a batch against a wider one (fc1's dX = dY W1^T,
+ * 256 x 784 from K 512: transposing dY and the result moves 331,776
+ * elements, packing W1^T 401,408): swapped where that transposes less, with
+ * the bits of the product run unswapped (as it is where B is kept packed). */
 START_TEST(part_rows_against_transposed_weight) {
     pool_size(2);
-    const int64_t ms2[3] = {128, 100, 64};
+    static const int64_t shapes[4][3] = {{128, 512, 512}, {100, 512, 512}, {64, 512, 512}, {256, 784, 512}};
     for (int dt = 0; dt < 2; dt++)
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
             const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
             const size_t es = dt ? sizeof(double) : sizeof(float);
-            const int64_t m = ms2[i];
-            swapped_case(d, m, 512, 512, false, true);
-            prod p = prod_make(d, m, 512, 512, false, true, 1, false, 5);
+            const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+            swapped_case(d, m, n, k, false, true);
+            prod p = prod_make(d, m, n, k, false, true, 1, false, 5);
             pardo_status st;
             ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
             void *plain = malloc((size_t)(m * p.g.ldc) * es);
