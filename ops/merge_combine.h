@@ -41,17 +41,17 @@ typedef struct pardo_merge_args {
  * on the range split nor on which thread ran it. */
 void pardo_merge_combine(const pardo_merge_args *m, int64_t begin, int64_t end);
 
+/* The factor 1/n where dividing a double by n is multiplying it by 1/n bit for bit: n a power of two (1/n exact:
+ * both round the same real value, subnormals and signs included); 0 otherwise (divide). A divide costs 16 cycles a
+ * vector of 8 doubles: with its data in cache a plain mean was bound by that rather than by memory. */
+double pardo_merge_exact_inverse(int n);
+
 /* Checks the inputs of the merge op in ctx (its tensor_array A, weight_by)
  * for an elementwise mode and fills *m (y NULL) with part_data (room for
  * cap parts) and w (room for PARDO_MERGE_MAX_WEIGHTED weights) as its storage. PARDO_ENOTSUP
  * for concat or more than cap parts; the op's own errors otherwise. For
  * the merge kernel, and for the executor, which hands m to an optimizer
  * that merges its gradient as it updates (pardo_kernel_ctx.grad_merge). */
-/* The factor 1/n where dividing a double by n is multiplying it by 1/n bit for bit: n a power of two (1/n exact:
- * both round the same real value, subnormals and signs included); 0 otherwise (divide). A divide costs 16 cycles a
- * vector of 8 doubles, which made a plain mean's merge arithmetic-bound instead of memory-bound. */
-double pardo_merge_exact_inverse(int n);
-
 int pardo_merge_prepare(pardo_kernel_ctx *ctx, pardo_merge_args *m, const void **part_data, int cap, double *w);
 
 #endif
