@@ -660,6 +660,17 @@ static void pack_items(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* Items are blocks of MC_ROWS rows (a multiple of every mr), the blocks rows_ sweeps one at a time: run one
+ * after the other they are rows_ over all rows. */
+static void block_items(void *arg, int64_t begin, int64_t end) {
+    const gemm_job *j = arg;
+    const int64_t r0 = begin * MC_ROWS, r1 = end * MC_ROWS < j->g->m ? end * MC_ROWS : j->g->m;
+    if (j->g->dtype == PARDO_F32)
+        rows_f32(j, r0, r1);
+    else
+        rows_f64(j, r0, r1);
+}
+
 /* Items are row panels of mr rows. */
 static void row_items(void *arg, int64_t begin, int64_t end) {
     const gemm_job *j = arg;
@@ -821,13 +832,17 @@ static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g, int kc) {
     void *buf = bytes <= sizeof small ? (void *)small : buf_get(BUF_PACK, bytes);
     if (!buf) return pardo_errorf(ctx->st, PARDO_ENOMEM, "cannot allocate %zu bytes to pack a matrix product", bytes);
     if (one) { /* pack each K block just before it is used, so it is still in L2 */
+        const int64_t nblocks = (g->m + MC_ROWS - 1) / MC_ROWS;
         for (int64_t kb = 0; kb < j.nkb; kb++) {
             j.kb0 = kb;
             j.kb1 = kb + 1;
             j.bpack = buf;
             j.boff = kb * j.kc * j.np * ar->nr; /* block kb lands at buf */
             pack_items(&j, 0, j.np);
-            row_items(&j, 0, mp);
+            /* the row blocks in order, some maybe on an idle thread (a parallel_do part's product, helped by the
+             * thread of a part that ended first); the same tiles and sums either way */
+            int rc = pardo_parallel_for_idle(ctx, nblocks, block_items, &j);
+            if (rc != PARDO_OK) return rc;
         }
         return PARDO_OK;
     }
@@ -894,7 +909,10 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
         return PARDO_OK;
     }
     pardo_kernel_ctx one = *ctx;
-    if ((double)g->m * (double)g->n * (double)g->k < (double)PAR_MIN_MACS) one.nthreads = 1;
+    if ((double)g->m * (double)g->n * (double)g->k < (double)PAR_MIN_MACS) {
+        one.nthreads = 1;
+        one.idle_help = false;
+    }
     if (blas) return gemm_blas(&one, g);
     int rc;
     if (own_is_avx512() && pardo_gemm_narrow(&one, g, &rc)) return rc;

@@ -69,6 +69,8 @@ typedef struct pardo_kernel_ctx {
     pardo_status *st;
     pardo_device_kind device;
     int nthreads;           // threads the kernel may use (1 inside a parallel_do part)
+    bool idle_help;         // nthreads 1 in a parallel_do part: pardo_parallel_for_idle may share a loop with
+                            // pool threads that have nothing else to do (a part that ended first)
     bool training;          // dropout and the like are active
     uint64_t step;          // index of this run of the block (0, 1, ...)
     struct pardo_executor *exec; // the executor running the op (borrowed); parallel_do runs its block through it
@@ -184,6 +186,16 @@ pardo_tensor *pardo_kernel_output_array(pardo_kernel_ctx *ctx, int i, pardo_dtyp
  * for n < 0. No allocation. */
 int pardo_parallel_for(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end),
                        void *arg);
+
+/* fn(arg, i, i + 1) for each item i of [0, n), in increasing order on the
+ * calling thread; where ctx->idle_help (a kernel inside a parallel_do part)
+ * pool threads that are awake with nothing to do take items too (the
+ * thread of a part that ended first helps the part still running; none is
+ * woken for it), else all run inline. For loops whose items are few and
+ * big (a product's row blocks) and give the same result on any thread.
+ * PARDO_OK, or PARDO_EINVAL for n < 0. No allocation. */
+int pardo_parallel_for_idle(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end),
+                            void *arg);
 
 /* As pardo_parallel_for, but in blocks of `block` items (the last may be
  * shorter) handed out one at a time to whichever thread asks next: a

@@ -567,7 +567,8 @@ static int pd_run_part(pd_job *j, int i, pardo_status *st) {
         if ((rc = pardo_scope_set(scope, s->ins[k].var, t, st)) != PARDO_OK) return rc;
     }
     pd_part_run pr = {j, i};
-    pardo_block_run run = {.nthreads = 1, .stop = &j->stop, .cpu_only = true, .after_op = hand_on_after,
+    pardo_block_run run = {.nthreads = 1, .stop = &j->stop, .cpu_only = true, .idle_help = true,
+                           .after_op = hand_on_after,
                            .after_arg = &pr, .progress = j->early ? pardo_early_progress(j->early, i) : NULL};
     rc = pardo_executor_run_block_with(ctx->exec, s->block, scope, &run, st);
     for (int k = 0; rc == PARDO_OK && k < s->n_outs; k++) /* a block that ran to its end handed on the others */

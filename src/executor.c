@@ -478,7 +478,8 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
         }
     }
     pardo_kernel_ctx ctx = {.op = op, .n_in = op->n_in, .in = in, .n_out = op->n_out, .out = out, .st = st,
-                            .device = dev, .nthreads = run->nthreads, .training = ex->opt.training, .step = ex->steps,
+                            .device = dev, .nthreads = run->nthreads, .idle_help = run->idle_help && run->nthreads == 1,
+                            .training = ex->opt.training, .step = ex->steps,
                             .exec = ex, .scope = scope, .block = block, .op_index = index,
                             .nparts_default = ex->opt.nthreads, .grad_merge = grad_merge};
     rc = dev == PARDO_DEVICE_CUDA && !grad_merge ? op->def->cuda(&ctx) : op->def->cpu(&ctx);

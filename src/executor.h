@@ -82,6 +82,7 @@ typedef struct pardo_block_run {
     int nthreads;           // threads kernels may use (>= 1; 1 inside a parallel_do part)
     const atomic_int *stop; // may be NULL; read before each op: nonzero stops the run with PARDO_ECANCELED
     bool cpu_only;          // CPU kernels even when the executor runs on CUDA (parallel_do parts)
+    bool idle_help;         // with nthreads 1: big kernel loops may take help from idle pool threads (parts)
     /* may be NULL: called once op `index` has run (or ran fused into an earlier one), in order; an error
      * ends the run (parallel_do hands a part's outputs on here once no later op names them) */
     int (*after_op)(void *arg, int index, pardo_status *st);

@@ -1,6 +1,7 @@
-/* parallel_for.c - pardo_parallel_for and pardo_parallel_for_blocks (op.h):
- * a kernel's loop split over the shared thread pool, ggml's way (one chunk
- * per thread) or in fixed blocks handed out as threads ask. */
+/* parallel_for.c - pardo_parallel_for, pardo_parallel_for_blocks and
+ * pardo_parallel_for_idle (op.h): a kernel's loop split over the shared
+ * thread pool, ggml's way (one chunk per thread), in fixed blocks handed out
+ * as threads ask, or item by item to the threads that are idle. */
 #include "op.h"
 #include "thread_pool.h"
 
@@ -51,5 +52,27 @@ int pardo_parallel_for_blocks(pardo_kernel_ctx *ctx, int64_t n, int64_t block,
         return pardo_errorf(ctx->st, PARDO_EINVAL, "parallel_for over %lld items in blocks of %lld", (long long)n,
                             (long long)block);
     run_blocks(loop_threads(ctx), n, block, fn, arg);
+    return PARDO_OK;
+}
+
+typedef struct idle_job {
+    void (*fn)(void *arg, int64_t begin, int64_t end);
+    void *arg;
+} idle_job;
+
+static void run_one(void *p, int64_t i) {
+    const idle_job *j = p;
+    j->fn(j->arg, i, i + 1);
+}
+
+int pardo_parallel_for_idle(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end),
+                            void *arg) {
+    if (n < 0) return pardo_errorf(ctx->st, PARDO_EINVAL, "parallel_for over %lld items", (long long)n);
+    if (!ctx->idle_help || n <= 1 || pardo_thread_pool_size() <= 1) {
+        for (int64_t i = 0; i < n; i++) fn(arg, i, i + 1);
+        return PARDO_OK;
+    }
+    idle_job j = {fn, arg};
+    pardo_thread_pool_for_idle(pardo_thread_pool_size(), n, run_one, &j);
     return PARDO_OK;
 }

@@ -172,8 +172,8 @@ static void start_pool(void) {
 
 static void ensure_started(void) { pthread_once(&start_once, start_pool); }
 
-/* Appends t (wanted set) and wakes up to `wanted` blocked workers. */
-static void enqueue(pardo_pool_task *t) {
+/* Appends t (wanted set) and, with wake, wakes up to `wanted` blocked workers. */
+static void enqueue(pardo_pool_task *t, bool wake_blocked) {
     pthread_mutex_lock(&pool.mu);
     t->next = NULL;
     t->queued = true;
@@ -181,7 +181,7 @@ static void enqueue(pardo_pool_task *t) {
     else pool.head = t;
     pool.tail = t;
     atomic_fetch_add_explicit(&pool.queued, 1, memory_order_relaxed);
-    int wake = t->wanted < pool.idle ? t->wanted : pool.idle;
+    int wake = !wake_blocked ? 0 : t->wanted < pool.idle ? t->wanted : pool.idle;
     if (wake == pool.idle && wake > 1) pthread_cond_broadcast(&pool.cv);
     else
         for (int i = 0; i < wake; i++) pthread_cond_signal(&pool.cv);
@@ -216,7 +216,7 @@ void pardo_thread_pool_submit(pardo_pool_task *t, void (*fn)(void *arg), void *a
     t->fn = fn;
     t->arg = arg;
     t->wanted = 1;
-    enqueue(t);
+    enqueue(t, true);
 }
 
 typedef struct for_job {
@@ -275,7 +275,8 @@ static void wait_helping(for_job *j, uint64_t spin_ns) {
     pardo_blocking_counter_wait(&j->helpers);
 }
 
-void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg) {
+/* pardo_thread_pool_for, and with !wake_blocked pardo_thread_pool_for_idle. */
+static void pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg, bool wake_blocked) {
     if (n <= 0) return;
     ensure_started();
     int64_t w = width;
@@ -294,7 +295,7 @@ void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i
     j.task.fn = for_helper;
     j.task.arg = &j;
     j.task.wanted = (int)w - 1;
-    enqueue(&j.task);
+    enqueue(&j.task, wake_blocked);
     const uint64_t t0 = pardo_now_ns();
     run_items(&j);
     const uint64_t worked_ns = pardo_now_ns() - t0;
@@ -302,6 +303,14 @@ void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i
     if (unclaimed > 0) pardo_blocking_counter_decrement_by(&j.helpers, unclaimed);
     wait_helping(&j, pardo_spin_budget(worked_ns));
     pardo_blocking_counter_destroy(&j.helpers);
+}
+
+void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg) {
+    pool_for(width, n, fn, arg, true);
+}
+
+void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg) {
+    pool_for(width, n, fn, arg, false);
 }
 
 void pardo_thread_pool_shutdown(void) {

@@ -66,6 +66,15 @@ void pardo_thread_pool_submit(pardo_pool_task *t, void (*fn)(void *arg), void *a
  * allocation. May be called from a pool worker. Starts the pool if needed. */
 void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
 
+/* As pardo_thread_pool_for, but it wakes no blocked worker: only threads
+ * already awake with nothing to do take items (a worker spinning for work,
+ * a fork's caller waiting for its helpers: the thread of a parallel_do part
+ * that ended first), so a loop inside a part gets help from a core that
+ * would idle, and never a thread woken for it. With nobody idle the caller
+ * runs every item, in order, for the cost of queueing and cancelling one
+ * task (two uncontended mutex sections). */
+void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
+
 /* Stops and joins the workers after they finish the queued tasks; the pool
  * returns to not started (configure may size it anew; the next use starts
  * it). For tests and tools that want a clean exit. Not thread-safe: nothing

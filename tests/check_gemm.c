@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check_suites.h"
 #include "gemm.h"
@@ -553,6 +554,60 @@ START_TEST(narrow_products) {
 }
 END_TEST
 
+/* A parallel_do part's product (nthreads 1, idle_help) while the pool's other
+ * thread has nothing to do: that thread takes row blocks of it
+ * (pardo_parallel_for_idle), and the result is the unhelped product's, bit
+ * for bit, and right against the naive loop. Shapes of the MLP's part: the
+ * forward product (A read along rows), the weight gradient (A packed down
+ * its columns), the swapped dX. */
+typedef struct helped_prod {
+    prod *p;
+    pardo_status st;
+    int rc;
+} helped_prod;
+
+static void helped_item(void *arg, int64_t i) {
+    helped_prod *h = arg;
+    struct timespec ts = {0, 5000000}; /* both items sleep; the thread without the product then waits, awake */
+    nanosleep(&ts, NULL);
+    if (i != 1) return;
+    pardo_kernel_ctx ctx = {.st = &h->st, .nthreads = 1, .idle_help = true};
+    h->rc = pardo_gemm_run(&ctx, &h->p->g, PARDO_GEMM_OWN);
+}
+
+START_TEST(part_product_helped_by_an_idle_thread) {
+    pool_size(2);
+    static const struct {
+        int64_t m, n, k;
+        bool ta, tb;
+    } cases[] = {{128, 512, 784, false, false}, {784, 512, 128, true, false}, {128, 512, 512, false, true}};
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
+            const size_t es = dt ? sizeof(double) : sizeof(float);
+            prod p = prod_make(d, cases[c].m, cases[c].n, cases[c].k, cases[c].ta, cases[c].tb, 1, false, 11);
+            pardo_status st;
+            ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
+            const size_t bytes = (size_t)(p.g.m * p.g.ldc) * es;
+            void *alone = malloc(bytes);
+            ck_assert_ptr_nonnull(alone);
+            memcpy(alone, p.c, bytes);
+            for (int64_t r = 0; r < p.g.m; r++) /* a row the helped run leaves unwritten shows */
+                for (int64_t q = 0; q < p.g.n; q++) set(d, p.c, r * p.g.ldc + q, -7.0);
+            helped_prod h = {.p = &p, .rc = -1};
+            pardo_thread_pool_for(2, 2, helped_item, &h);
+            ck_assert_msg(h.rc == PARDO_OK, "%s", h.st.msg);
+            prod_check(&p, "helped");
+            for (int64_t r = 0; r < p.g.m; r++)
+                ck_assert_msg(memcmp((char *)alone + (size_t)(r * p.g.ldc) * es, (char *)p.c + (size_t)(r * p.g.ldc) * es,
+                                     (size_t)p.g.n * es) == 0,
+                              "%s case %zu: row %lld differs helped and alone", pardo_dtype_name(d), c, (long long)r);
+            free(alone);
+            prod_free(&p);
+        }
+}
+END_TEST
+
 /* A part's rows against a square weight, transposed (dY W^T in a
  * parallel_do part), and a batch against a wider one (fc1's dX = dY W1^T,
  * 256 x 784 from K 512: transposing dY and the result moves 331,776
@@ -689,6 +744,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, few_rows_against_transposed_b);
     tcase_add_test(core, few_columns_from_transposed_a);
     tcase_add_test(core, part_rows_against_transposed_weight);
+    tcase_add_test(core, part_product_helped_by_an_idle_thread);
     tcase_add_test(core, narrow_products);
     tcase_add_test(core, rows_do_not_depend_on_the_row_count);
     tcase_add_test(core, quarter_width_panels);

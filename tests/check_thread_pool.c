@@ -1,6 +1,7 @@
 /* check_thread_pool.c - the singleton pool: sizing, lazy start, fork reset,
- * every item run exactly once, never more threads than configured, an idle
- * pool that burns no CPU, pardo_parallel_for's ggml split, and errors. Check
+ * every item run exactly once, never more threads than configured, a loop
+ * that only idle threads help (pardo_thread_pool_for_idle), an idle pool
+ * that burns no CPU, pardo_parallel_for's ggml split, and errors. Check
  * forks each test, so each starts with a fresh pool (that is what the
  * pthread_atfork reset is for). */
 #include <check.h>
@@ -207,6 +208,56 @@ START_TEST(waiting_caller_helps_other_forks) {
 }
 END_TEST
 
+/* pardo_thread_pool_for_idle: help only from threads already awake with
+ * nothing to do. A blocked worker is not woken (every item on the caller, in
+ * order); a fork's caller waiting in its join takes items. */
+typedef struct idle_log {
+    pthread_t caller;
+    atomic_int next;       // order in which items ran
+    int order[8];          // item i ran next-th
+    atomic_int on_caller;  // items the caller ran
+    atomic_int elsewhere;  // items another thread ran
+} idle_log;
+
+static void idle_item(void *arg, int64_t i) {
+    idle_log *l = arg;
+    l->order[i] = atomic_fetch_add(&l->next, 1);
+    atomic_fetch_add(pthread_equal(pthread_self(), l->caller) ? &l->on_caller : &l->elsewhere, 1);
+    sleep_ms(6);
+}
+
+START_TEST(idle_fork_wakes_nobody) {
+    configure(2);
+    static atomic_int hits[4];
+    count_job warm = {.hits = hits};
+    pardo_thread_pool_for(2, 4, count_item, &warm); /* starts the pool */
+    sleep_ms(100);                                  /* past the worker's spin: it blocks */
+    idle_log l = {.caller = pthread_self()};
+    pardo_thread_pool_for_idle(2, 8, idle_item, &l);
+    ck_assert_int_eq(atomic_load(&l.on_caller), 8);
+    for (int i = 0; i < 8; i++) ck_assert_int_eq(l.order[i], i);
+}
+END_TEST
+
+/* The outer fork's caller runs item 0 for 40 ms, then waits for item 1 in
+ * its helping join; item 1, on the worker, forks an idle loop of 8 items of
+ * 6 ms at 10 ms (nobody idle then: the worker runs them alone), and the
+ * caller, once waiting, takes some of what is left. */
+static void idle_outer_item(void *arg, int64_t i) {
+    sleep_ms(i == 0 ? 40 : 10);
+    if (i == 1) pardo_thread_pool_for_idle(2, 8, idle_item, arg);
+}
+
+START_TEST(idle_fork_takes_a_waiting_thread) {
+    configure(2);
+    idle_log l = {.caller = pthread_self()};
+    pardo_thread_pool_for(2, 2, idle_outer_item, &l);
+    ck_assert_int_eq(atomic_load(&l.on_caller) + atomic_load(&l.elsewhere), 8);
+    ck_assert_int_gt(atomic_load(&l.on_caller), 0); /* the waiting caller helped the worker's loop */
+    ck_assert_int_gt(atomic_load(&l.elsewhere), 0);
+}
+END_TEST
+
 static double cpu_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -396,6 +447,8 @@ Suite *make_thread_pool_suite(void) {
     tcase_add_test(core, size_from_environment);
     tcase_add_test(core, every_item_runs_once);
     tcase_add_test(core, waiting_caller_helps_other_forks);
+    tcase_add_test(core, idle_fork_wakes_nobody);
+    tcase_add_test(core, idle_fork_takes_a_waiting_thread);
     tcase_add_test(core, never_more_threads_than_configured);
     tcase_add_test(core, submit_runs_on_a_worker);
     tcase_add_test(core, size_one_runs_inline);
