@@ -172,7 +172,7 @@ static void start_pool(void) {
 
 static void ensure_started(void) { pthread_once(&start_once, start_pool); }
 
-/* Appends t (wanted set) and, with wake, wakes up to `wanted` blocked workers. */
+/* Appends t (wanted set) and, with wake_blocked, wakes up to `wanted` blocked workers. */
 static void enqueue(pardo_pool_task *t, bool wake_blocked) {
     pthread_mutex_lock(&pool.mu);
     t->next = NULL;
