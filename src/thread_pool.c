@@ -30,6 +30,9 @@ static struct {
     int n_workers;                // workers running
     pthread_t workers[PARDO_MAX_THREADS];
     _Alignas(PARDO_CACHE_LINE) atomic_int queued; // tasks in the queue, read by spinning workers
+    /* threads awake with nothing to do that take a queued helper task: workers spinning for work, forks'
+     * callers in a helping join; pardo_thread_pool_for_idle queues nothing while there are none */
+    _Alignas(PARDO_CACHE_LINE) atomic_int idle_awake;
     _Alignas(PARDO_CACHE_LINE) atomic_bool started;
 } pool = {.mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -111,8 +114,10 @@ static void *worker_main(void *index) {
             /* spin before blocking: a fork that comes soon finds us awake */
             pthread_mutex_unlock(&pool.mu);
             pardo_spin sp = {.budget = pardo_spin_budget(worked_ns)};
+            atomic_fetch_add_explicit(&pool.idle_awake, 1, memory_order_relaxed);
             while (atomic_load_explicit(&pool.queued, memory_order_relaxed) == 0 && pardo_spin_step(&sp)) {
             }
+            atomic_fetch_sub_explicit(&pool.idle_awake, 1, memory_order_relaxed);
             pthread_mutex_lock(&pool.mu);
             if (pool.head || pool.stopping) break;
             pool.idle++;
@@ -152,6 +157,7 @@ static void reset_in_child(void) {
     pool.n_workers = 0;
     pool.size = 0;
     atomic_store(&pool.queued, 0);
+    atomic_store(&pool.idle_awake, 0);
     atomic_store(&pool.started, false);
 }
 
@@ -263,6 +269,8 @@ static for_job *take_helper_run(void) {
  * part's thread, done, helps instead of idling), then blocks. */
 static void wait_helping(for_job *j, uint64_t spin_ns) {
     pardo_spin sp = {.budget = spin_ns};
+    if (pardo_blocking_counter_done(&j->helpers)) return;
+    atomic_fetch_add_explicit(&pool.idle_awake, 1, memory_order_relaxed);
     while (!pardo_blocking_counter_done(&j->helpers)) {
         for_job *other = atomic_load_explicit(&pool.queued, memory_order_relaxed) > 0 ? take_helper_run() : NULL;
         if (other) {
@@ -272,6 +280,7 @@ static void wait_helping(for_job *j, uint64_t spin_ns) {
             break;
         }
     }
+    atomic_fetch_sub_explicit(&pool.idle_awake, 1, memory_order_relaxed);
     pardo_blocking_counter_wait(&j->helpers);
 }
 
@@ -310,8 +319,14 @@ void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i
 }
 
 void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg) {
+    if (atomic_load_explicit(&pool.idle_awake, memory_order_relaxed) == 0) { /* nobody to help: no queue traffic */
+        for (int64_t i = 0; i < n; i++) fn(arg, i);
+        return;
+    }
     pool_for(width, n, fn, arg, false);
 }
+
+int pardo_thread_pool_idle_awake(void) { return atomic_load_explicit(&pool.idle_awake, memory_order_relaxed); }
 
 void pardo_thread_pool_shutdown(void) {
     if (!atomic_load(&pool.started)) return;

@@ -70,10 +70,16 @@ void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i
  * already awake with nothing to do take items (a worker spinning for work,
  * a fork's caller waiting for its helpers: the thread of a parallel_do part
  * that ended first), so a loop inside a part gets help from a core that
- * would idle, and never a thread woken for it. With nobody idle the caller
- * runs every item, in order, for the cost of queueing and cancelling one
- * task (two uncontended mutex sections). */
+ * would idle, and never a thread woken for it. With nobody idle when it
+ * starts, the caller runs every item, in order, and queues nothing (so a
+ * part's products do not keep the pool's lock from a worker on its way to
+ * the part meant for it). */
 void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
+
+/* Threads awake with nothing to do right now (spinning for work, or waiting
+ * in a fork's helping join): who pardo_thread_pool_for_idle's items may go
+ * to. A snapshot, for tests and the loop above. */
+int pardo_thread_pool_idle_awake(void);
 
 /* Stops and joins the workers after they finish the queued tasks; the pool
  * returns to not started (configure may size it anew; the next use starts

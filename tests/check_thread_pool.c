@@ -210,7 +210,8 @@ END_TEST
 
 /* pardo_thread_pool_for_idle: help only from threads already awake with
  * nothing to do. A blocked worker is not woken (every item on the caller, in
- * order); a fork's caller waiting in its join takes items. */
+ * order, and nothing queued: pardo_thread_pool_idle_awake is 0); a thread
+ * waiting in a join, or spinning for work, takes items. */
 typedef struct idle_log {
     pthread_t caller;
     atomic_int next;       // order in which items ran
@@ -232,6 +233,7 @@ START_TEST(idle_fork_wakes_nobody) {
     count_job warm = {.hits = hits};
     pardo_thread_pool_for(2, 4, count_item, &warm); /* starts the pool */
     sleep_ms(100);                                  /* past the worker's spin: it blocks */
+    ck_assert_int_eq(pardo_thread_pool_idle_awake(), 0);
     idle_log l = {.caller = pthread_self()};
     pardo_thread_pool_for_idle(2, 8, idle_item, &l);
     ck_assert_int_eq(atomic_load(&l.on_caller), 8);
@@ -239,22 +241,38 @@ START_TEST(idle_fork_wakes_nobody) {
 }
 END_TEST
 
-/* The outer fork's caller runs item 0 for 40 ms, then waits for item 1 in
- * its helping join; item 1, on the worker, forks an idle loop of 8 items of
- * 6 ms at 10 ms (nobody idle then: the worker runs them alone), and the
- * caller, once waiting, takes some of what is left. */
+/* True once some thread is awake with nothing to do; false after 100 ms
+ * (a tight poll: that state lasts at most 2 ms, a waiter's spin). */
+static bool someone_idle_within_100ms(void) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (pardo_thread_pool_idle_awake() > 0) return true;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < 0.1);
+    return false;
+}
+
+/* The outer fork's items: one returns after 20 ms and its thread waits (in
+ * the helping join, or spinning for work); the other, once it sees that,
+ * forks an idle loop of 8 items of 6 ms, and the waiting thread takes some.
+ * On a loaded machine the poll can miss the waiter's spin: up to 20 tries. */
 static void idle_outer_item(void *arg, int64_t i) {
-    sleep_ms(i == 0 ? 40 : 10);
-    if (i == 1) pardo_thread_pool_for_idle(2, 8, idle_item, arg);
+    sleep_ms(i == 0 ? 20 : 5);
+    if (i == 1 && someone_idle_within_100ms()) pardo_thread_pool_for_idle(2, 8, idle_item, arg);
 }
 
 START_TEST(idle_fork_takes_a_waiting_thread) {
     configure(2);
-    idle_log l = {.caller = pthread_self()};
-    pardo_thread_pool_for(2, 2, idle_outer_item, &l);
-    ck_assert_int_eq(atomic_load(&l.on_caller) + atomic_load(&l.elsewhere), 8);
-    ck_assert_int_gt(atomic_load(&l.on_caller), 0); /* the waiting caller helped the worker's loop */
-    ck_assert_int_gt(atomic_load(&l.elsewhere), 0);
+    bool helped = false;
+    for (int attempt = 0; attempt < 20 && !helped; attempt++) {
+        idle_log l = {.caller = pthread_self()};
+        pardo_thread_pool_for(2, 2, idle_outer_item, &l);
+        const int here = atomic_load(&l.on_caller), there = atomic_load(&l.elsewhere);
+        ck_assert(here + there == 0 || here + there == 8);
+        helped = here > 0 && there > 0; /* both threads ran some: the idle one helped */
+    }
+    ck_assert_msg(helped, "in 20 tries no idle thread took an item");
 }
 END_TEST
 
