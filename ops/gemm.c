@@ -660,25 +660,23 @@ static void pack_items(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Items are blocks of MC_ROWS rows (a multiple of every mr), the blocks rows_ sweeps one at a time: run one
- * after the other they are rows_ over all rows. */
-static void block_items(void *arg, int64_t begin, int64_t end) {
-    const gemm_job *j = arg;
-    const int64_t r0 = begin * MC_ROWS, r1 = end * MC_ROWS < j->g->m ? end * MC_ROWS : j->g->m;
+/* Rows [begin * unit, end * unit) of C (clipped to m), unit a multiple of mr. */
+static void rows_in_units(const gemm_job *j, int64_t unit, int64_t begin, int64_t end) {
+    const int64_t r0 = begin * unit, r1 = end * unit < j->g->m ? end * unit : j->g->m;
     if (j->g->dtype == PARDO_F32)
         rows_f32(j, r0, r1);
     else
         rows_f64(j, r0, r1);
 }
 
+/* Items are blocks of MC_ROWS rows (a multiple of every mr), the blocks rows_ sweeps one at a time: run one
+ * after the other they are rows_ over all rows. */
+static void block_items(void *arg, int64_t begin, int64_t end) { rows_in_units(arg, MC_ROWS, begin, end); }
+
 /* Items are row panels of mr rows. */
 static void row_items(void *arg, int64_t begin, int64_t end) {
     const gemm_job *j = arg;
-    const int64_t mr = j->arch->mr, r0 = begin * mr, r1 = end * mr < j->g->m ? end * mr : j->g->m;
-    if (j->g->dtype == PARDO_F32)
-        rows_f32(j, r0, r1);
-    else
-        rows_f64(j, r0, r1);
+    rows_in_units(j, j->arch->mr, begin, end);
 }
 
 static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g, int kc);
@@ -729,8 +727,8 @@ static void swap_items(void *arg, int64_t begin, int64_t end) {
  * its result (m x n) -- a handful of rows, a part's few rows against a square weight (dY W^T of a parallel_do
  * part), or a batch against a wider weight (dY W^T of a 784-input layer: measured 2% faster swapped; a tie, as a
  * batch of 256 against a square 512 weight, stays unswapped); or few columns (fewer than NARROW_COLS, a 10-class
- * layer's weight gradient A^T dY) from a transposed A, where the kernels would fill a tile's lanes with zeros and C^T = dY^T A has few rows and its wide B (A itself)
- * read in place. Not for accumulate (its K blocks would be added to C in another order). The choice depends on
+ * layer's weight gradient A^T dY) from a transposed A, where the kernels would fill a tile's lanes with zeros and
+ * C^T = dY^T A has few rows and its wide B (A itself) read in place. Not for accumulate (its K blocks would be added to C in another order). The choice depends on
  * the shape and on whether B is kept packed (pardo_gemm.b_packed, the same for every run of an op). */
 static bool swap_pays(const pardo_gemm *g) {
     if (g->accumulate) return false;

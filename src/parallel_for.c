@@ -68,11 +68,8 @@ static void run_one(void *p, int64_t i) {
 int pardo_parallel_for_idle(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t begin, int64_t end),
                             void *arg) {
     if (n < 0) return pardo_errorf(ctx->st, PARDO_EINVAL, "parallel_for over %lld items", (long long)n);
-    if (!ctx->idle_help || n <= 1 || pardo_thread_pool_size() <= 1) {
-        for (int64_t i = 0; i < n; i++) fn(arg, i, i + 1);
-        return PARDO_OK;
-    }
     idle_job j = {fn, arg};
-    pardo_thread_pool_for_idle(pardo_thread_pool_size(), n, run_one, &j);
+    /* width 1 where the kernel may not be helped: the pool runs every item inline, in order */
+    pardo_thread_pool_for_idle(ctx->idle_help ? pardo_thread_pool_size() : 1, n, run_one, &j);
     return PARDO_OK;
 }

@@ -319,7 +319,8 @@ void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i
 }
 
 void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg) {
-    if (atomic_load_explicit(&pool.idle_awake, memory_order_relaxed) == 0) { /* nobody to help: no queue traffic */
+    /* nobody to help (or allowed to): no queue traffic, and no pool started for it */
+    if (width <= 1 || n <= 1 || atomic_load_explicit(&pool.idle_awake, memory_order_relaxed) == 0) {
         for (int64_t i = 0; i < n; i++) fn(arg, i);
         return;
     }

@@ -71,9 +71,9 @@ void pardo_thread_pool_for(int width, int64_t n, void (*fn)(void *arg, int64_t i
  * a fork's caller waiting for its helpers: the thread of a parallel_do part
  * that ended first), so a loop inside a part gets help from a core that
  * would idle, and never a thread woken for it. With nobody idle when it
- * starts, the caller runs every item, in order, and queues nothing (so a
- * part's products do not keep the pool's lock from a worker on its way to
- * the part meant for it). */
+ * starts (or width 1), the caller runs every item, in order, queues nothing
+ * and starts no pool (so a part's products do not keep the pool's lock
+ * from a worker on its way to the part meant for it). */
 void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
 
 /* Threads awake with nothing to do right now (spinning for work, or waiting

@@ -571,12 +571,7 @@ static void helped_item(void *arg, int64_t i) {
     struct timespec ts = {0, 5000000}; /* both items sleep; the thread without the product then waits, awake */
     nanosleep(&ts, NULL);
     if (i != 1) return;
-    struct timespec t0, t; /* until it does (a tight poll; at most 100 ms, then the product runs alone) */
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    while (pardo_thread_pool_idle_awake() == 0 &&
-           (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < 0.1);
+    test_someone_idle_within_100ms(); /* until it does (else, after 100 ms, the product runs alone) */
     pardo_kernel_ctx ctx = {.st = &h->st, .nthreads = 1, .idle_help = true};
     h->rc = pardo_gemm_run(&ctx, &h->p->g, PARDO_GEMM_OWN);
 }

@@ -15,6 +15,7 @@
 
 #include "check_suites.h"
 #include "op.h"
+#include "test_util.h"
 #include "thread_pool.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -241,25 +242,13 @@ START_TEST(idle_fork_wakes_nobody) {
 }
 END_TEST
 
-/* True once some thread is awake with nothing to do; false after 100 ms
- * (a tight poll: that state lasts at most 2 ms, a waiter's spin). */
-static bool someone_idle_within_100ms(void) {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do {
-        if (pardo_thread_pool_idle_awake() > 0) return true;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < 0.1);
-    return false;
-}
-
 /* The outer fork's items: one returns after 20 ms and its thread waits (in
  * the helping join, or spinning for work); the other, once it sees that,
  * forks an idle loop of 8 items of 6 ms, and the waiting thread takes some.
  * On a loaded machine the poll can miss the waiter's spin: up to 20 tries. */
 static void idle_outer_item(void *arg, int64_t i) {
     sleep_ms(i == 0 ? 20 : 5);
-    if (i == 1 && someone_idle_within_100ms()) pardo_thread_pool_for_idle(2, 8, idle_item, arg);
+    if (i == 1 && test_someone_idle_within_100ms()) pardo_thread_pool_for_idle(2, 8, idle_item, arg);
 }
 
 START_TEST(idle_fork_takes_a_waiting_thread) {

@@ -2,6 +2,7 @@
 #include "test_util.h"
 
 #include "npy.h"
+#include "thread_pool.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 uint64_t test_rng_next(test_rng *r) {
@@ -130,4 +132,14 @@ pardo_type test_type(pardo_dtype dt, int nd, const int64_t *shape) {
     pardo_type t = {.dtype = dt, .ndim = nd};
     if (nd > 0) memcpy(t.shape, shape, sizeof(int64_t) * (size_t)nd);
     return t;
+}
+
+bool test_someone_idle_within_100ms(void) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (pardo_thread_pool_idle_awake() > 0) return true;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < 0.1);
+    return false;
 }

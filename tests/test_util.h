@@ -4,6 +4,7 @@
 #define PARDO_TEST_UTIL_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,5 +59,10 @@ void test_dir_remove(const char *dir);
 
 /* Writes n bytes to path; fails the test on error. */
 void test_write_file(const char *path, const void *data, size_t n);
+
+/* True once some pool thread is awake with nothing to do
+ * (pardo_thread_pool_idle_awake), false after 100 ms: a tight poll, since
+ * that state lasts at most a waiter's spin (2 ms). */
+bool test_someone_idle_within_100ms(void);
 
 #endif
