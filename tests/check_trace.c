@@ -101,12 +101,13 @@ static double end_of(const cJSON *e) { return num(e, "ts") + num(e, "dur"); }
 
 /* ---- Core ---- */
 
-START_TEST(mlp_trace_has_every_op_parts_on_two_threads_and_consistent_nesting) {
-    pool_size(2);
+/* Traces `steps` steps of p (2 parts) on a fresh executor at 2 threads and
+ * checks every op event, part, flow, stage and thread name; returns whether
+ * the parts ran on two threads. */
+static bool check_mlp_trace(const pardo_program *p, int steps) {
+    const int parts = 2;
     pardo_status st;
-    pardo_program *p = mlp_train(2);
     pardo_executor *ex = mlp_executor(p, 2, 2048, false);
-    const int steps = 4, parts = 2;
     ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
     for (int s = 0; s < steps; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
     char *text = NULL;
@@ -200,7 +201,6 @@ START_TEST(mlp_trace_has_every_op_parts_on_two_threads_and_consistent_nesting) {
         }
         ck_assert_int_eq(inside, n1);
     }
-    ck_assert_msg(two_threads, "every part ran on one thread");
     /* every block 1 op lies inside a part on its thread */
     cJSON_ArrayForEach(e, events) {
         if (!is(e, "X", "op") || num(get(e, "args"), "block") != 1) continue;
@@ -217,12 +217,26 @@ START_TEST(mlp_trace_has_every_op_parts_on_two_threads_and_consistent_nesting) {
         main_named |= strcmp(str(get(e, "args"), "name"), "main") == 0;
         pool_named |= strcmp(str(get(e, "args"), "name"), "pool-1") == 0;
     }
-    ck_assert(main_named && pool_named);
+    ck_assert(main_named);
+    ck_assert(pool_named || !two_threads);
     free(seen0);
     free(seen1);
     cJSON_Delete(doc);
     free(text);
     pardo_executor_free(ex);
+    return two_threads;
+}
+
+START_TEST(mlp_trace_has_every_op_parts_on_two_threads_and_consistent_nesting) {
+    pool_size(2);
+    pardo_program *p = mlp_train(2);
+    /* The caller claims part 0 and the woken worker part 1, unless the OS runs the worker only after the
+     * caller's first part is done: then the caller claims both. A loaded machine (CI's two CPUs) can do that
+     * on every step of a trace, so a trace on one thread is checked like any other and the test traces
+     * again, up to 20 times; parts that never reach the pool's worker still fail it. */
+    bool two_threads = false;
+    for (int attempt = 0; attempt < 20 && !two_threads; attempt++) two_threads = check_mlp_trace(p, 4);
+    ck_assert_msg(two_threads, "every part of 20 traces ran on one thread");
     pardo_program_free(p);
 }
 END_TEST
