@@ -167,12 +167,14 @@ START_TEST(forks_nest_without_deadlock) {
 }
 END_TEST
 
-/* The helping join: item 0 (the caller) ends after 10 ms; item 1 (the
- * worker) forks two of its own, runs the first for 60 ms and asks for a
- * helper for the second: the caller, waiting for item 1, runs it. */
+/* The helping join: item 0 (the caller) returns once the worker, in item 1,
+ * has forked two of its own and runs the first; that first waits (5 s at
+ * most) until the second has run, which only a thread other than the worker
+ * can do: the caller, waiting for item 1, runs it. Handshakes, not sleeps,
+ * so a loaded machine cannot reorder them. */
 typedef struct helped_job {
     pthread_t caller;
-    atomic_int outer_started;    // the worker took item 1
+    atomic_int nested_started;   // the worker runs the nested fork's first item: its second is queued
     atomic_int second_on_caller; // 1: the nested fork's second item ran on the caller; 0: elsewhere; -1: not yet
 } helped_job;
 
@@ -183,17 +185,19 @@ static void sleep_ms(long ms) {
 
 static void nested_slow_item(void *arg, int64_t i) {
     helped_job *j = arg;
-    if (i == 0) sleep_ms(60);
-    else atomic_store(&j->second_on_caller, pthread_equal(pthread_self(), j->caller) ? 1 : 0);
+    if (i == 0) {
+        atomic_store(&j->nested_started, 1);
+        for (int w = 0; w < 5000 && atomic_load(&j->second_on_caller) < 0; w++) sleep_ms(1);
+    } else {
+        atomic_store(&j->second_on_caller, pthread_equal(pthread_self(), j->caller) ? 1 : 0);
+    }
 }
 
 static void outer_item(void *arg, int64_t i) {
     helped_job *j = arg;
-    if (i == 0) { /* until the worker has item 1 (at most 2 s), then 10 ms more */
-        for (int w = 0; w < 2000 && !atomic_load(&j->outer_started); w++) sleep_ms(1);
-        sleep_ms(10);
+    if (i == 0) { /* until the worker's nested fork is queued (at most 5 s) */
+        for (int w = 0; w < 5000 && !atomic_load(&j->nested_started); w++) sleep_ms(1);
     } else {
-        atomic_store(&j->outer_started, 1);
         pardo_thread_pool_for(2, 2, nested_slow_item, arg);
     }
 }
@@ -201,7 +205,7 @@ static void outer_item(void *arg, int64_t i) {
 START_TEST(waiting_caller_helps_other_forks) {
     configure(2);
     helped_job j = {.caller = pthread_self()};
-    atomic_init(&j.outer_started, 0);
+    atomic_init(&j.nested_started, 0);
     atomic_init(&j.second_on_caller, -1);
     pardo_thread_pool_for(2, 2, outer_item, &j);
     const int second_on_caller = atomic_load(&j.second_on_caller);
@@ -233,7 +237,8 @@ START_TEST(idle_fork_wakes_nobody) {
     static atomic_int hits[4];
     count_job warm = {.hits = hits};
     pardo_thread_pool_for(2, 4, count_item, &warm); /* starts the pool */
-    sleep_ms(100);                                  /* past the worker's spin: it blocks */
+    /* past the worker's spin: it blocks (polled, 5 s at most: a loaded machine may run its spin late) */
+    for (int w = 0; w < 5000 && pardo_thread_pool_idle_awake() > 0; w++) sleep_ms(1);
     ck_assert_int_eq(pardo_thread_pool_idle_awake(), 0);
     idle_log l = {.caller = pthread_self()};
     pardo_thread_pool_for_idle(2, 8, idle_item, &l);
