@@ -143,11 +143,17 @@ expect "summary of a failed run" 0 -- trace summary "$T/f/t.json"
 has "summary of a failed run" "$T/out" "failed"
 
 # ---- interrupted: SIGINT -> exit 130, the trace written first ----
+# On the digits' 1,438 rows (the MLP's 64 inputs, 10 classes), steps slow enough that a trace of a fraction of a
+# second stays tens of MB (mlp_x's 16 rows make ~300 MB a second). The signal goes once the run's pool has its
+# second thread (/proc/PID/task: the steps have begun, or are about to) and 0.3 s more, however late a loaded
+# machine starts the process.
 mkdir -p "$T/i"
-"$PARDO" run "$T/train.json" $FEEDS --steps 100000000 --threads 2 --fetch loss --trace "$T/i/t.json" \
-    >"$T/i.out" 2>"$T/i.err" &
+"$PARDO" run "$T/train.json" --feed x=graphs/data/digits_train_x.npy --feed y=graphs/data/digits_train_y.npy \
+    --steps 100000000 --threads 2 --fetch loss --trace "$T/i/t.json" >"$T/i.out" 2>"$T/i.err" &
 pid=$!
-sleep 1
+i=0
+while [ "$(ls "/proc/$pid/task" 2>/dev/null | wc -l)" -lt 2 ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+sleep 0.3
 kill -INT $pid
 wait $pid
 rc=$?
