@@ -728,8 +728,9 @@ static void swap_items(void *arg, int64_t begin, int64_t end) {
  * part), or a batch against a wider weight (dY W^T of a 784-input layer: measured 2% faster swapped; a tie, as a
  * batch of 256 against a square 512 weight, stays unswapped); or few columns (fewer than NARROW_COLS, a 10-class
  * layer's weight gradient A^T dY) from a transposed A, where the kernels would fill a tile's lanes with zeros and
- * C^T = dY^T A has few rows and its wide B (A itself) read in place. Not for accumulate (its K blocks would be added to C in another order). The choice depends on
- * the shape and on whether B is kept packed (pardo_gemm.b_packed, the same for every run of an op). */
+ * C^T = dY^T A has few rows and its wide B (A itself) read in place. Not for accumulate (its K blocks would be
+ * added to C in another order). The choice depends on the shape and on whether B is kept packed
+ * (pardo_gemm.b_packed, the same for every run of an op). */
 static bool swap_pays(const pardo_gemm *g) {
     if (g->accumulate) return false;
     if (g->tb) {

@@ -224,10 +224,6 @@ START_TEST(two_threads_give_the_same_bits) {
 }
 END_TEST
 
-/* A last row panel of fewer rows than the kernel's tile is cut into short
- * kernels (6, 4, 2, 1 rows): every remainder of the 12- and 6-row tiles,
- * against the naive loop; and the rows it computes come out the bits the
- * full tile gives the same rows of a taller product. */
 /* The product of p's first m rows of op(A) by the first n columns of op(B) (the same strides), on one thread,
  * gives the bits p's product (already run) has there. */
 static void same_bits_as_part(const prod *p, int64_t m, int64_t n) {
@@ -250,6 +246,10 @@ static void same_bits_as_part(const prod *p, int64_t m, int64_t n) {
     free(c);
 }
 
+/* A last row panel of fewer rows than the kernel's tile is cut into short
+ * kernels (6, 4, 2, 1 rows): every remainder of the 12- and 6-row tiles,
+ * against the naive loop; and the rows it computes come out the bits the
+ * full tile gives the same rows of a taller product. */
 START_TEST(short_row_panels) {
     for (int t = 0; t < 4; t++)
         for (int64_t m = 1; m <= 26; m++) {
@@ -600,8 +600,8 @@ START_TEST(part_product_helped_by_an_idle_thread) {
             ck_assert_msg(h.rc == PARDO_OK, "%s", h.st.msg);
             prod_check(&p, "helped");
             for (int64_t r = 0; r < p.g.m; r++)
-                ck_assert_msg(memcmp((char *)alone + (size_t)(r * p.g.ldc) * es, (char *)p.c + (size_t)(r * p.g.ldc) * es,
-                                     (size_t)p.g.n * es) == 0,
+                ck_assert_msg(memcmp((char *)alone + (size_t)(r * p.g.ldc) * es,
+                                     (char *)p.c + (size_t)(r * p.g.ldc) * es, (size_t)p.g.n * es) == 0,
                               "%s case %zu: row %lld differs helped and alone", pardo_dtype_name(d), c, (long long)r);
             free(alone);
             prod_free(&p);

@@ -868,7 +868,8 @@ START_TEST(mean_over_a_power_of_two_is_the_divide) {
             pardo_merge_args a = {dts[d], PARDO_MERGE_MEAN, data, n, NULL, pardo_tensor_data(y), NULL};
             pardo_merge_combine(&a, 0, LEN);
             for (int64_t i = 0; i < LEN; i++) {
-                const double got = pardo_tensor_get_f64(y, i), want = naive_merge(dts[d], PARDO_MERGE_MEAN, rows, n, NULL, i);
+                const double got = pardo_tensor_get_f64(y, i),
+                             want = naive_merge(dts[d], PARDO_MERGE_MEAN, rows, n, NULL, i);
                 ck_assert_msg(memcmp(&got, &want, sizeof want) == 0 || (isnan(got) && isnan(want)),
                               "%s, %d parts [%lld]: %a vs %a", pardo_dtype_name(dts[d]), n, (long long)i, got, want);
             }
