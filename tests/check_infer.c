@@ -1,6 +1,7 @@
 /* check_infer.c - the validate and infer_shapes passes: inferred types, and
  * an error with file, line, block, op and var for each kind of mistake. */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check_suites.h"
@@ -74,6 +75,28 @@ START_TEST(arity_and_attrs) {
 }
 END_TEST
 
+/* An op whose inputs are all optional, given fewer than its schema lists (found by fuzzing: add_grad with no
+ * inputs read past the op's input list): the inputs it leaves out are read as absent, like "". */
+START_TEST(trailing_optional_inputs_left_out) {
+    const char *none[] = {"add_grad", "sub_grad", NULL};
+    for (const char *const *op = none; *op; op++) {
+        char text[512];
+        snprintf(text, sizeof text, HEAD X_W "}, \"ops\": [{\"op\": \"%s\", \"in\": [], \"out\": [\"da\", \"db\"]}]}]}",
+                 *op);
+        expect_error(text, PARDO_EINVAL, (const char *[]){"t.json:1:", *op, "input 0 'A' is left out", "dC", NULL});
+        snprintf(text, sizeof text, HEAD X_W "}, \"ops\": [{\"op\": \"%s\", \"in\": [\"x\"], \"out\": [\"da\"]}]}]}", *op);
+        expect_error(text, PARDO_EINVAL, (const char *[]){"input 1 'B' is left out", "dC", NULL});
+    }
+    /* given dC, the left-out operands take its type */
+    pardo_program *p = test_program(HEAD X_W "}, \"ops\": [{\"op\": \"add_grad\", \"in\": [\"\", \"\", \"\", \"x\"], "
+                                    "\"out\": [\"da\"]}]}]}",
+                                    "t.json");
+    const pardo_var *da = pardo_block_find_var(&p->blocks[0], "da");
+    ck_assert(da && da->type.dtype == PARDO_F32 && da->type.ndim == 2 && da->type.shape[1] == 4);
+    pardo_program_free(p);
+}
+END_TEST
+
 START_TEST(unknown_and_unwritten_vars) {
     expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w2\"], \"out\": [\"h\"]}]}]}",
                  PARDO_ENOTFOUND, (const char *[]){"t.json:1:", "unknown var 'w2'", NULL});
@@ -115,6 +138,7 @@ Suite *make_infer_suite(void) {
     tcase_add_test(te, declared_output_must_agree);
     tcase_add_test(te, unknown_op_lists_known);
     tcase_add_test(te, arity_and_attrs);
+    tcase_add_test(te, trailing_optional_inputs_left_out);
     tcase_add_test(te, unknown_and_unwritten_vars);
     tcase_add_test(te, dtype_errors_name_the_op);
     tcase_add_test(te, positions_point_at_the_op);

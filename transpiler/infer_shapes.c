@@ -55,8 +55,11 @@ static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
     if (op->n_in > 64 || op->n_out > 16)
         return pardo_errorf(st, PARDO_EINVAL, "too many inputs or outputs (%d, %d; at most 64 and 16)", op->n_in,
                             op->n_out);
+    /* inputs past the op's own up to its schema's arity are absent (NULL), as the executor gives kernels them:
+     * an op that leaves out trailing optional inputs is read like one that passes them as "" */
+    const int n_slots = op->n_in > op->def->n_inputs ? op->n_in : op->def->n_inputs;
+    for (int k = 0; k < n_slots && k < 64; k++) in_ptrs[k] = NULL;
     for (int k = 0; k < op->n_in; k++) {
-        in_ptrs[k] = NULL;
         if (!op->in[k][0]) continue;
         const pardo_var *v = pardo_program_lookup_var(p, b, op->in[k], NULL);
         PARDO_ASSERT(v != NULL); /* validate checked it */
