@@ -134,7 +134,9 @@ static int reshape_target(const pardo_op *op, int x_nd, const int64_t *x_shape, 
             y->shape[i] = x_nd >= 0 ? x_shape[i] : -1;
         } else {
             y->shape[i] = s[i];
-            out_known *= s[i];
+            if (__builtin_mul_overflow(out_known, s[i], &out_known))
+                return pardo_errorf(st, PARDO_EINVAL, "attr 'shape' %s has more elements than fit in 64 bits",
+                                    pardo_shape_str(n, s, sy, sizeof sy));
         }
     }
     if (x_nd < 0) return PARDO_OK;
@@ -149,7 +151,7 @@ static int reshape_target(const pardo_op *op, int x_nd, const int64_t *x_shape, 
     /* copied dims stand on both sides, so they cancel out of the count */
     int64_t in_rest = 1;
     for (int d = 0; d < x_nd && in_rest >= 0; d++)
-        if (!copied[d]) in_rest = x_shape[d] < 0 ? -1 : in_rest * x_shape[d];
+        if (!copied[d] && (x_shape[d] < 0 || __builtin_mul_overflow(in_rest, x_shape[d], &in_rest))) in_rest = -1;
     if (in_rest < 0) return PARDO_OK; /* a run-time dim: the -1 stays unknown */
     if (infer_at >= 0 && in_rest % out_known == 0) {
         y->shape[infer_at] = in_rest / out_known;

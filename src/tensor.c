@@ -45,6 +45,16 @@ int64_t pardo_shape_numel(int ndim, const int64_t *shape) {
     return n;
 }
 
+bool pardo_shape_fits(int ndim, const int64_t *shape) {
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] <= 0) continue; /* 0: an empty tensor; -1: known at run time */
+        if (numel > INT64_MAX / 16 / shape[i]) return false;
+        numel *= shape[i];
+    }
+    return true;
+}
+
 char *pardo_shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
     if (n == 0) return buf;
     if (ndim < 0) {
@@ -74,18 +84,16 @@ pardo_tensor *pardo_tensor_new(pardo_dtype dtype, int ndim, const int64_t *shape
         pardo_errorf(st, PARDO_EINVAL, "tensor: rank %d is outside 0..%d", ndim, PARDO_MAX_DIMS);
         return NULL;
     }
-    int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) {
+    for (int i = 0; i < ndim; i++)
         if (shape[i] < 0) {
             pardo_errorf(st, PARDO_EINVAL, "tensor: dim %d is %lld, expected a size >= 0", i, (long long)shape[i]);
             return NULL;
         }
-        if (shape[i] > 0 && numel > INT64_MAX / 16 / shape[i]) {
-            pardo_errorf(st, PARDO_EINVAL, "tensor: shape is too large");
-            return NULL;
-        }
-        numel *= shape[i];
+    if (!pardo_shape_fits(ndim, shape)) {
+        pardo_errorf(st, PARDO_EINVAL, "tensor: shape is too large");
+        return NULL;
     }
+    const int64_t numel = pardo_shape_numel(ndim, shape);
     pardo_tensor *t = calloc(1, sizeof(*t));
     if (!t) {
         pardo_errorf(st, PARDO_ENOMEM, "tensor: out of memory");

@@ -50,6 +50,10 @@ typedef struct pardo_type {
 /* Element count of a shape (1 for a scalar); -1 when a dim is -1. */
 int64_t pardo_shape_numel(int ndim, const int64_t *shape);
 
+/* True when a tensor of this shape can exist: the product of its known sizes (-1 dims skipped), times 16 bytes
+ * (the widest dtype, with room), fits in int64. Shape inference refuses a shape that does not. */
+bool pardo_shape_fits(int ndim, const int64_t *shape);
+
 /* Writes "[2, 3]" (or "[-1, 64]", "[?]" for unknown rank) into buf; returns buf. */
 char *pardo_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
 

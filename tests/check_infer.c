@@ -97,6 +97,23 @@ START_TEST(trailing_optional_inputs_left_out) {
 }
 END_TEST
 
+/* Attr shapes whose element count overflows int64 (found by fuzzing: reshape's product of sizes overflowed) are
+ * refused at inference, before any kernel sizes a tensor from them. */
+START_TEST(shapes_too_large) {
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"reshape\", \"in\": [\"x\"], \"out\": [\"y\"], "
+                 "\"attrs\": {\"shape\": [2147483648, 1, 2147483648, 1, 3]}}]}]}",
+                 PARDO_EINVAL, (const char *[]){"(reshape)", "attr 'shape'", "more elements than fit in 64 bits", NULL});
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"fill\", \"in\": [], \"out\": [\"y\"], "
+                 "\"attrs\": {\"shape\": [4294967296, 4294967296, 2]}}]}]}",
+                 PARDO_ESHAPE, (const char *[]){"(fill)", "var 'y' would be [4294967296, 4294967296, 2]", NULL});
+    /* an outer product of two huge vectors: each fits, their broadcast does not */
+    expect_error(HEAD "\"a\": {\"dtype\": \"float32\", \"shape\": [4294967296, 1], \"role\": \"feed\"}, "
+                 "\"b\": {\"dtype\": \"float32\", \"shape\": [1, 4294967296], \"role\": \"feed\"}}, \"ops\": ["
+                 "{\"op\": \"mul\", \"in\": [\"a\", \"b\"], \"out\": [\"y\"]}]}]}",
+                 PARDO_ESHAPE, (const char *[]){"(mul)", "more elements than fit in 64 bits", NULL});
+}
+END_TEST
+
 START_TEST(unknown_and_unwritten_vars) {
     expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w2\"], \"out\": [\"h\"]}]}]}",
                  PARDO_ENOTFOUND, (const char *[]){"t.json:1:", "unknown var 'w2'", NULL});
@@ -139,6 +156,7 @@ Suite *make_infer_suite(void) {
     tcase_add_test(te, unknown_op_lists_known);
     tcase_add_test(te, arity_and_attrs);
     tcase_add_test(te, trailing_optional_inputs_left_out);
+    tcase_add_test(te, shapes_too_large);
     tcase_add_test(te, unknown_and_unwritten_vars);
     tcase_add_test(te, dtype_errors_name_the_op);
     tcase_add_test(te, positions_point_at_the_op);

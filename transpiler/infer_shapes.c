@@ -82,6 +82,11 @@ static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
         PARDO_ASSERT(v != NULL);
         if (out_types[k].dtype == PARDO_DTYPE_UNKNOWN)
             return pardo_errorf(st, PARDO_ESHAPE, "output %d: inference left the dtype of '%s' unknown", k, v->name);
+        if (out_types[k].ndim > 0 && !pardo_shape_fits(out_types[k].ndim, out_types[k].shape)) {
+            char sh[128];
+            return pardo_errorf(st, PARDO_ESHAPE, "output %d: var '%s' would be %s, more elements than fit in 64 bits",
+                                k, v->name, pardo_shape_str(out_types[k].ndim, out_types[k].shape, sh, sizeof sh));
+        }
         if ((rc = bind_output(v, &out_types[k], k, st)) != PARDO_OK) return rc;
     }
     return PARDO_OK;
