@@ -4,7 +4,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "device.h"
+#include "gemm.h"
 #include "op.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: pardo COMMAND [ARGS]\n"
@@ -30,8 +33,21 @@ static const char usage[] =
     "  trace timeline TRACE -o FILE.svg\n"
     "                   draw a trace: one lane per thread, ops coloured by type\n"
     "\n"
-    "'pardo COMMAND --help' describes a command. Exit status: 0 ok, 1 the run failed,\n"
+    "'pardo COMMAND --help' describes a command; 'pardo --version' prints the version and what\n"
+    "this build runs products with. Exit status: 0 ok, 1 the run failed,\n"
     "2 bad usage or a bad input file, 130 stopped by SIGINT or SIGTERM.\n";
+
+/* `pardo --version`: the version, then the build's parts (the matrix product this CPU gets, BLAS, CUDA);
+ * starts no CUDA runtime. */
+static int print_version(void) {
+    printf("pardo %s\n", PARDO_VERSION);
+    printf("matmul: %s (float32, on this CPU)\n", pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
+    printf("BLAS: %s\n", pardo_gemm_blas_compiled() ? "built in (opened on first use; PARDO_GEMM=blas picks it)"
+                                                     : "not built in (make BLAS=1)");
+    printf("CUDA: %s\n", pardo_device_compiled() ? "built in (--device cuda looks for a GPU at run time)"
+                                                 : "not built in (nvcc was not found at build time)");
+    return CLI_OK;
+}
 
 int main(int argc, char **argv) {
     pardo_status st;
@@ -49,6 +65,7 @@ int main(int argc, char **argv) {
         fputs(usage, stdout);
         return CLI_OK;
     }
+    if (strcmp(cmd, "--version") == 0) return print_version();
     static const struct {
         const char *name;
         int (*fn)(int, char **);

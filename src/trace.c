@@ -28,10 +28,8 @@
 
 #include "file_io.h"
 #include "thread_pool.h"
+#include "version.h"
 
-#ifndef PARDO_VERSION
-#define PARDO_VERSION "0.1.0"
-#endif
 
 #define NAME_MAX_LEN 48  // bytes of a thread name, NUL included
 #define STACK_MAX 32     // open pardo_trace_begin spans per thread

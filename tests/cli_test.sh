@@ -21,6 +21,11 @@ MY=graphs/data/mlp_y.npy
 # ---- happy paths -------------------------------------------------------
 expect "help" 0 -- --help
 stdout_has "help" "commands:"
+stdout_has "help" "pardo --version"
+expect "version" 0 -- --version
+stdout_has "version" "pardo 0.1.0"
+stdout_has "version" "matmul: own"
+stdout_has "version" "CUDA: "
 for c in run check ops dot; do
     expect "$c --help" 0 -- $c --help
     stdout_has "$c --help" "usage: pardo $c"
