@@ -6,6 +6,8 @@
 #   make demo       build, run the example graphs, train an MLP on the handwritten digits (>= 95% held out)
 #   make bench      build the bench drivers and run tools/bench/run: pardo against PyTorch, ONNX Runtime and
 #                   OpenBLAS (BENCH_ARGS=--quick for a short check; see tools/bench/run --help)
+#   make fuzz       build build-asan/pardo and feed it broken graphs, feeds, checkpoints, traces and command
+#                   lines (tools/fuzz/fuzz.py, Debian's python3-numpy; FUZZ_ARGS="--iterations N --seed S")
 # Switches: CUDA=0|1 (default: 1 where nvcc is found), BLAS=0|1 (default: 1 where pkg-config finds openblas),
 #           SANITIZE=address,undefined|thread,
 #           WERROR=1 (warnings are errors; CI sets it).
@@ -92,7 +94,7 @@ BIN      := $(BUILD)/pardo
 TEST_BIN := $(BUILD)/check_pardo
 BENCH_BINS := $(BUILD)/tools/bench/bench_threads $(BUILD)/tools/bench/bench_pardo $(BUILD)/tools/bench/bench_gemm
 
-.PHONY: all test unit cli asan tsan demo bench clean deps
+.PHONY: all test unit cli asan tsan demo bench fuzz clean deps
 all: $(BIN) $(LIB)
 
 deps:
@@ -172,6 +174,14 @@ demo: $(BIN)
 BENCH_ARGS ?=
 bench: $(BENCH_BINS) $(BIN)
 	tools/bench/run --build $(BUILD) $(BENCH_ARGS)
+
+# Fuzzing, not a test (make test never runs it): fails when a case crashes, hangs, trips a sanitizer or fails
+# without exit status 2 on bad input; the cases it finds land in build/fuzz-findings (see tools/fuzz/fuzz.py).
+FUZZ_ARGS ?=
+FUZZ_PYTHON ?= /usr/bin/python3
+fuzz:
+	$(MAKE) SANITIZE=address,undefined OPT=-O1 build-asan$(SUFFIX)/pardo
+	$(FUZZ_PYTHON) tools/fuzz/fuzz.py --pardo build-asan$(SUFFIX)/pardo $(FUZZ_ARGS)
 
 clean:
 	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda \
