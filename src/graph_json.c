@@ -287,7 +287,6 @@ static int parse_shape(const ctx *x, jcur var, const char *where, pardo_var *v) 
     int n = cJSON_GetArraySize(s.c);
     if (n > PARDO_MAX_DIMS) return fail_val(x, s, where, "\"shape\" has %d dims, at most %d allowed", n, PARDO_MAX_DIMS);
     int d = 0;
-    int64_t numel = 1;
     for (jcur e = first_child(x, s); e.c && d < n; e = next_sibling(x, e), d++) {
         int64_t size;
         if (!cJSON_IsNumber(e.c))
@@ -296,9 +295,9 @@ static int parse_shape(const ctx *x, jcur var, const char *where, pardo_var *v) 
             return fail_val(x, e, where, "shape[%d] is %g, expected an integer >= 0, or -1 for a run-time size", d,
                             e.c->valuedouble);
         v->type.shape[d] = size;
-        if (size >= 0 && numel >= 0 && __builtin_mul_overflow(numel, size, &numel))
-            return fail_val(x, s, where, "\"shape\" has more elements than fit in 64 bits");
     }
+    if (!pardo_shape_fits(n, v->type.shape))
+        return fail_val(x, s, where, "\"shape\" has more elements than fit in 64 bits");
     v->type.ndim = n;
     return PARDO_OK;
 }

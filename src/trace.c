@@ -30,7 +30,6 @@
 #include "thread_pool.h"
 #include "version.h"
 
-
 #define NAME_MAX_LEN 48  // bytes of a thread name, NUL included
 #define STACK_MAX 32     // open pardo_trace_begin spans per thread
 #define USER_ARGS_MAX 16 // args kept per user span

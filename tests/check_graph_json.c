@@ -726,6 +726,9 @@ START_TEST(test_err_shape) {
                  "[1, 1", "var 's'", "9 dims, at most 8");
     EXPECT_ERROR(graph_with("        \"s\": {\"dtype\": \"float32\", \"shape\": [4294967296, 4294967296]}", RELU_OP),
                  "[4294967296", "var 's'", "64 bits");
+    /* 2^60 elements fit in int64, their bytes do not: the same rule as shape inference and the tensors */
+    EXPECT_ERROR(graph_with("        \"s\": {\"dtype\": \"float32\", \"shape\": [-1, 1073741824, 1073741824]}", RELU_OP),
+                 "[-1", "var 's'", "64 bits");
 }
 END_TEST
 
