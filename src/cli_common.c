@@ -92,6 +92,11 @@ int cli_trace_finish(const char *path, bool profile, const char *graph, const ch
     char *json = NULL;
     size_t n = 0;
     int rc = CLI_OK;
+    if (pardo_trace_full_at_s() >= 0)
+        fprintf(stderr, "pardo: warning: trace%s%s: recording stopped %.3f s into the run, when its event records "
+                "reached %zu MiB (PARDO_TRACE_MAX_MB sets the limit); the %ld events after that are not in it\n",
+                path ? " " : "", path ? path : "", pardo_trace_full_at_s(), pardo_trace_max_bytes() >> 20,
+                pardo_trace_dropped());
     if (pardo_trace_json(&info, &json, &n, &st) != PARDO_OK) {
         cli_print_error(&st);
         rc = CLI_FAILED;

@@ -36,7 +36,8 @@ static const char run_help[] =
     "                        (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
     "  --device cpu|cuda[:K] run ops that have a CUDA kernel on GPU K (default cpu)\n"
     "  --trace FILE          write a Chrome trace of the steps (Perfetto, chrome://tracing, pardo trace),\n"
-    "                        also when the run fails or is interrupted\n"
+    "                        also when the run fails or is interrupted; recording stops at\n"
+    "                        $PARDO_TRACE_MAX_MB MiB of events (default 16, about 150 MB of JSON)\n"
     "  --profile             print the trace's summary tables on stderr at the end (no file)\n";
 
 #define MAX_ITEMS 256
@@ -255,7 +256,7 @@ static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex)
     sigaction(SIGTERM, &sa, NULL);
     if ((a->trace || a->profile) && pardo_trace_start(&st) != PARDO_OK) {
         cli_print_error(&st);
-        return CLI_FAILED;
+        return st.code == PARDO_EINVAL ? CLI_BAD_INPUT : CLI_FAILED; /* a bad $PARDO_TRACE_MAX_MB */
     }
     for (long s = 0; s < a->steps && !stop_requested; s++) {
         if (pardo_executor_run(ex, &st) != PARDO_OK) {

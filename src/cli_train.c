@@ -56,7 +56,8 @@ static const char train_help[] =
     "                        eval_accuracy, samples_per_s, seconds\n"
     "  --loss NAME           the loss var (default: the output of the op with role loss)\n"
     "  --trace FILE          write a Chrome trace of the training (ops, parts, stages, loader batches),\n"
-    "                        also when the run fails or is stopped\n"
+    "                        also when the run fails or is stopped; recording stops at\n"
+    "                        $PARDO_TRACE_MAX_MB MiB of events (default 16, about 150 MB of JSON)\n"
     "  --profile             print the trace's summary tables on stderr at the end (no file)\n"
     "Progress goes to stderr, the final figures to stdout. SIGINT or SIGTERM stops after\n"
     "the current step and writes the --save checkpoint (exit status 130).\n";
@@ -641,7 +642,7 @@ static int run_training(trainer *t) {
     if (a->trace || a->profile) { /* the inputs are good: trace from here, however the run ends */
         if (pardo_trace_start(&st) != PARDO_OK) {
             cli_print_error(&st);
-            return CLI_FAILED;
+            return st.code == PARDO_EINVAL ? CLI_BAD_INPUT : CLI_FAILED; /* a bad $PARDO_TRACE_MAX_MB */
         }
         t->tracing = true;
     }

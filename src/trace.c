@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 #define STACK_MAX 32     // open pardo_trace_begin spans per thread
 #define USER_ARGS_MAX 16 // args kept per user span
 #define CHUNK_BYTES (128 * 1024)
+#define DEFAULT_MAX_MB 16 // event records a trace keeps (about 9 times as much JSON): $PARDO_TRACE_MAX_MB
 #define SHAPE_CACHE 256 // ops whose last shapes a thread remembers (a power of two)
 #define MAX_IO 128      // tensors of one op record (inputs and outputs)
 
@@ -144,6 +146,12 @@ static int64_t start_ns;       // the trace's t = 0, CLOCK_MONOTONIC ns
 static int64_t start_tick;     // pardo_trace_ticks at start_ns
 static double tick_ns = 1.0;   // ns per tick, calibrated when the trace is written
 static atomic_long n_created, n_dropped;
+/* The trace's memory limit: chunks (mapped bytes) are made while they stay within max_bytes; the first that
+ * would not sets full, from then on every event is dropped (a clean cut), and full_tick is when. */
+static size_t max_bytes = (size_t)DEFAULT_MAX_MB << 20;
+static atomic_size_t mapped_bytes;
+static atomic_bool full;
+static atomic_llong full_tick;
 
 typedef struct shape_slot {
     const pardo_op *op;
@@ -183,8 +191,16 @@ void pardo_trace_set_thread_name(const char *name) {
 static chunk *chunk_new(size_t need) {
     size_t cap = need > CHUNK_BYTES ? need : CHUNK_BYTES;
     size_t map = (sizeof(chunk) + cap + 4095) & ~(size_t)4095;
+    if (atomic_fetch_add(&mapped_bytes, map) + map > max_bytes) { /* past the limit: the trace is full */
+        atomic_fetch_sub(&mapped_bytes, map);
+        if (!atomic_exchange(&full, true)) atomic_store(&full_tick, pardo_trace_ticks());
+        return NULL;
+    }
     void *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (p == MAP_FAILED) return NULL;
+    if (p == MAP_FAILED) {
+        atomic_fetch_sub(&mapped_bytes, map);
+        return NULL;
+    }
     chunk *c = p;
     c->next = NULL;
     c->used = 0;
@@ -193,7 +209,10 @@ static chunk *chunk_new(size_t need) {
     return c;
 }
 
-static void chunk_free(chunk *c) { munmap(c, c->map); }
+static void chunk_free(chunk *c) {
+    atomic_fetch_sub(&mapped_bytes, c->map);
+    munmap(c, c->map);
+}
 
 /* The calling thread's buffer in this trace, made on first use (its first
  * chunk one of those made at start, while there are some); NULL when out
@@ -230,9 +249,13 @@ static trace_buf *my_buf(void) {
 }
 
 /* n bytes (rounded up to 8) at the end of the calling thread's buffer b;
- * NULL (the event dropped) when out of memory. */
+ * NULL (the event dropped) when out of memory or once the trace is full. */
 static void *buf_alloc(trace_buf *b, size_t n) {
     n = (n + 7) & ~(size_t)7;
+    if (atomic_load_explicit(&full, memory_order_relaxed)) {
+        atomic_fetch_add(&n_dropped, 1);
+        return NULL;
+    }
     chunk *c = b->tail;
     if (c->cap - c->used < n) {
         chunk *d = chunk_new(n);
@@ -304,9 +327,27 @@ static void calibrate(void) {
 static int64_t ns_at(int64_t tick) { return start_ns + llround((double)(tick - start_tick) * tick_ns); }
 static int64_t ns_of(int64_t ticks) { return llround((double)ticks * tick_ns); }
 
+/* $PARDO_TRACE_MAX_MB in bytes (DEFAULT_MAX_MB when unset); PARDO_EINVAL when it is not a whole number >= 1. */
+static int limit_from_env(size_t *bytes, pardo_status *st) {
+    const char *v = getenv("PARDO_TRACE_MAX_MB");
+    *bytes = (size_t)DEFAULT_MAX_MB << 20;
+    if (!v || !*v) return PARDO_OK;
+    char *end;
+    errno = 0;
+    long long mb = strtoll(v, &end, 10);
+    if (*end || errno || mb < 1 || mb > (1LL << 30))
+        return pardo_errorf(st, PARDO_EINVAL, "trace: PARDO_TRACE_MAX_MB is '%s', expected megabytes of event records, "
+                            "a whole number from 1 to 1073741824 (default %d)", v, DEFAULT_MAX_MB);
+    *bytes = (size_t)mb << 20;
+    return PARDO_OK;
+}
+
 int pardo_trace_start(pardo_status *st) {
     if (atomic_load(&pardo_trace_enabled)) return pardo_errorf(st, PARDO_EINVAL, "trace: a trace is already recording");
+    size_t limit;
+    if (limit_from_env(&limit, st) != PARDO_OK) return st->code;
     pardo_trace_reset();
+    max_bytes = limit;
     atomic_store(&pardo_trace_tsc, tsc_usable());
     if (!tls.name[0]) copy_name(tls.name, "main");
     /* memory first (populating a chunk takes a while): the controlling
@@ -365,6 +406,15 @@ void pardo_trace_reset(void) {
     }
     /* every thread's buffer is now stale: the next trace's generation differs */
     atomic_fetch_add(&generation, 1);
+    atomic_store(&full, false);
+    atomic_store(&n_dropped, 0);
+}
+
+size_t pardo_trace_max_bytes(void) { return max_bytes; }
+
+double pardo_trace_full_at_s(void) {
+    if (!atomic_load(&full)) return -1;
+    return (double)(ns_at(atomic_load(&full_tick)) - start_ns) / 1e9;
 }
 
 /* ---- recording ---- */
@@ -1030,10 +1080,14 @@ int pardo_trace_json(const pardo_trace_info *info, char **out, size_t *len, pard
         sb_puts(&b, ",\"status\":");
         sb_str(&b, info->status);
     }
-    sb_printf(&b,
-              ",\"clock\":\"CLOCK_MONOTONIC\",\"ticks\":\"%s\",\"start_ns\":%lld,\"dropped_events\":%ld},"
-              "\n\"traceEvents\":[",
+    sb_printf(&b, ",\"clock\":\"CLOCK_MONOTONIC\",\"ticks\":\"%s\",\"start_ns\":%lld,\"dropped_events\":%ld",
               atomic_load(&pardo_trace_tsc) ? "tsc" : "monotonic", (long long)start_ns, pardo_trace_dropped());
+    sb_printf(&b, ",\"max_bytes\":%zu", max_bytes);
+    if (atomic_load(&full)) {
+        sb_puts(&b, ",\"full_at_us\":");
+        sb_ns_as_us(&b, ns_at(atomic_load(&full_tick)) - start_ns);
+    }
+    sb_puts(&b, "},\n\"traceEvents\":[");
     sb_printf(&b, "\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", pid);
     char pname[300];
     snprintf(pname, sizeof pname, "pardo%s%s%s%s", info && info->command ? " " : "",

@@ -61,8 +61,10 @@ static inline int64_t pardo_trace_ticks(void) {
 /* Starts a new trace: drops any events kept from an earlier one, names the
  * calling thread "main" unless it has a name, picks the tick clock (the TSC
  * where the kernel's clocksource is "tsc", unless $PARDO_TRACE_CLOCK is
- * "monotonic"), and turns recording on. PARDO_EINVAL when a trace is
- * already recording. Not thread-safe (the controlling thread, see above). */
+ * "monotonic"), reads the memory limit ($PARDO_TRACE_MAX_MB, below), and
+ * turns recording on. PARDO_EINVAL when a trace is already recording or
+ * the limit is not a number. Not thread-safe (the controlling thread, see
+ * above). */
 int pardo_trace_start(pardo_status *st);
 
 /* Turns recording off; the events are kept for pardo_trace_write. Calls
@@ -96,8 +98,16 @@ int pardo_trace_write(const char *path, const pardo_trace_info *info, pardo_stat
  * a test's way to see that a run with tracing off allocated none. */
 long pardo_trace_buffers_created(void);
 
-/* Events dropped because a buffer could not grow (out of memory). */
+/* Events of the current (or last) trace dropped: a buffer could not grow (out of memory), or the trace was
+ * full (below). */
 long pardo_trace_dropped(void);
+
+/* A trace keeps at most this many bytes of event records in memory ($PARDO_TRACE_MAX_MB megabytes, read by
+ * pardo_trace_start; default 16, which writes as about 150 MB of JSON): when the next chunk would pass it, the
+ * trace is full and every later event is dropped, so a long run's trace is its first part, cut cleanly.
+ * pardo_trace_full_at_s: seconds from the start to the cut, or -1 while the trace is not full. */
+size_t pardo_trace_max_bytes(void);
+double pardo_trace_full_at_s(void);
 
 /* Names the calling thread in traces ("pool-1", "loader"): copied (at most
  * 47 bytes kept) into thread-local storage; no allocation, cheap, callable

@@ -59,9 +59,10 @@ static bool num_of(const cJSON *o, const char *key, double *out) {
     return true;
 }
 
+/* A number as an integer; dflt when absent or out of int64's range (a cast would be undefined). */
 static long long int_of(const cJSON *o, const char *key, long long dflt) {
     double d;
-    return num_of(o, key, &d) ? (long long)d : dflt;
+    return num_of(o, key, &d) && d > -9.2e18 && d < 9.2e18 ? (long long)d : dflt;
 }
 
 /* The thread with id tid (added when new); -1 when out of memory. */
@@ -154,6 +155,7 @@ int pardo_trace_model_parse(const char *text, size_t len, const char *source, pa
         return oom(st, source);
     }
     m->steps = -1;
+    m->full_at_us = -1;
     int rc = PARDO_OK, cap_threads = 0;
     char *buf = malloc(len + 1);
     if (!buf) {
@@ -188,6 +190,8 @@ int pardo_trace_model_parse(const char *text, size_t len, const char *source, pa
             m->threads_opt = (int)int_of(other, "threads", 0);
             m->steps = (long)int_of(other, "steps", -1);
             m->status = str_of(other, "status");
+            m->dropped = (long)int_of(other, "dropped_events", 0);
+            if (!num_of(other, "full_at_us", &m->full_at_us)) m->full_at_us = -1;
         }
     }
     if (!cJSON_IsArray(events)) {

@@ -63,6 +63,8 @@ typedef struct pardo_trace_model {
     int threads_opt;             // otherData.threads, or 0
     long steps;                  // otherData.steps, or -1
     const char *status;          // otherData.status, or NULL
+    long dropped;                // otherData.dropped_events, or 0
+    double full_at_us;           // otherData.full_at_us: where recording stopped at its memory limit, or -1
     struct cJSON *doc;           // the parsed file, owned
     char **owned;                // strings the model made, owned
     int n_owned, cap_owned;

@@ -275,6 +275,9 @@ void pardo_trace_stats_print(FILE *f, const pardo_trace_model *m, const pardo_tr
         fputc(')', f);
     }
     fputs("\n", f);
+    if (m->full_at_us >= 0)
+        fprintf(f, "recording stopped %.3f s into the run, at its memory limit (PARDO_TRACE_MAX_MB): the %ld events "
+                "after it are not in the trace\n", m->full_at_us / 1e6, m->dropped);
     if (s->n_types) {
         fputs("\nper op type (a parallel_do's time includes its parts' ops)\n", f);
         print_stat_table(f, "op type", s->types, s->n_types, false);

@@ -450,6 +450,55 @@ START_TEST(write_is_atomic_and_readable) {
 }
 END_TEST
 
+/* A trace past its memory limit ($PARDO_TRACE_MAX_MB) keeps its first part, cut cleanly: every event kept ends
+ * by the cut (give or take an event another thread was storing then), later ones are dropped and counted, the
+ * run goes on, and the file says where the cut was. */
+START_TEST(full_trace_keeps_its_first_part) {
+    pool_size(2);
+    pardo_status st;
+    pardo_program *p = mlp_train(2);
+    pardo_executor *ex = mlp_executor(p, 2, 64, false);
+    setenv("PARDO_TRACE_MAX_MB", "1", 1);
+    ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
+    ck_assert_uint_eq(pardo_trace_max_bytes(), 1u << 20);
+    int steps = 0;
+    while (pardo_trace_full_at_s() < 0 && steps < 100000) {
+        ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+        steps++;
+    }
+    ck_assert_msg(pardo_trace_full_at_s() >= 0, "1 MiB of records held %d steps", steps);
+    for (int s = 0; s < 20; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_int_gt(pardo_trace_dropped(), 0);
+    char *text = NULL;
+    size_t len = 0;
+    cJSON *doc = take_trace(&text, &len);
+    const cJSON *other = get(doc, "otherData");
+    ck_assert_double_eq(num(other, "max_bytes"), 1 << 20);
+    ck_assert_int_gt((long)num(other, "dropped_events"), 0);
+    const double cut = num(other, "full_at_us");
+    ck_assert(cut > 0);
+    const cJSON *e;
+    int ops = 0;
+    cJSON_ArrayForEach(e, get(doc, "traceEvents")) {
+        if (!is(e, "X", "op")) continue;
+        ops++;
+        ck_assert_msg(end_of(e) <= cut + 1000, "an op ending at %.1f us, after the cut at %.1f", end_of(e), cut);
+    }
+    ck_assert_int_gt(ops, 100);
+    cJSON_Delete(doc);
+    free(text);
+    /* the next trace starts empty, with the default limit */
+    unsetenv("PARDO_TRACE_MAX_MB");
+    ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
+    ck_assert_uint_eq(pardo_trace_max_bytes(), 16u << 20);
+    ck_assert(pardo_trace_full_at_s() < 0 && pardo_trace_dropped() == 0);
+    pardo_trace_stop();
+    pardo_trace_reset();
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+}
+END_TEST
+
 /* ---- Errors ---- */
 
 static const char div_graph[] = "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
@@ -537,6 +586,19 @@ static void expect_bad(const char *text, const char *words) {
     ck_assert_msg(strstr(st.msg, "bad.json") && strstr(st.msg, words), "'%s' lacks '%s'", st.msg, words);
 }
 
+START_TEST(bad_memory_limit_is_an_error) {
+    pardo_status st;
+    const char *bad[] = {"0", "-5", "12abc", "lots", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("PARDO_TRACE_MAX_MB", bad[i], 1);
+        ck_assert_int_eq(pardo_trace_start(&st), PARDO_EINVAL);
+        ck_assert_msg(strstr(st.msg, "PARDO_TRACE_MAX_MB") && strstr(st.msg, bad[i]), "%s", st.msg);
+        ck_assert(!pardo_trace_on());
+    }
+    unsetenv("PARDO_TRACE_MAX_MB");
+}
+END_TEST
+
 START_TEST(bad_trace_files_name_the_file_and_what_was_expected) {
     expect_bad("", "empty file");
     expect_bad("not json", "not valid JSON");
@@ -585,12 +647,14 @@ Suite *make_trace_suite(void) {
     tcase_add_test(core, spans_of_ones_own_from_another_thread);
     tcase_add_test(core, tracing_off_creates_no_buffer);
     tcase_add_test(core, write_is_atomic_and_readable);
+    tcase_add_test(core, full_trace_keeps_its_first_part);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_set_timeout(errors, 60);
     tcase_add_test(errors, failing_run_ends_the_trace_at_the_failing_op);
     tcase_add_test(errors, failing_part_is_in_the_trace_with_its_error);
     tcase_add_test(errors, start_twice_is_an_error);
+    tcase_add_test(errors, bad_memory_limit_is_an_error);
     tcase_add_test(errors, bad_trace_files_name_the_file_and_what_was_expected);
     suite_add_tcase(s, errors);
     return s;

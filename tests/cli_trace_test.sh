@@ -162,6 +162,24 @@ has "interrupted trace" "$T/i/t.json" '"status":"interrupted"'
 no_temp "interrupted run" "$T/i"
 expect "summary of an interrupted run" 0 -- trace summary "$T/i/t.json"
 
+# ---- a trace past its memory limit: the run goes on, the trace is its first part, and says so ----
+mkdir -p "$T/m"
+(PARDO_TRACE_MAX_MB=1 "$PARDO" run "$T/train.json" --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy \
+    --steps 3000 --threads 2 --fetch loss --trace "$T/m/t.json" >"$T/out" 2>"$T/err")
+rc=$?
+if [ "$rc" = 0 ]; then ok; else bad "trace past its limit: exit $rc: $(cat "$T/err")"; fi
+has "trace past its limit" "$T/err" "recording stopped"
+has "trace past its limit" "$T/err" "PARDO_TRACE_MAX_MB"
+has "trace past its limit" "$T/m/t.json" '"full_at_us":'
+has "trace past its limit" "$T/out" "loss: float32 []"
+expect "summary of a trace past its limit" 0 -- trace summary "$T/m/t.json"
+has "summary of a trace past its limit" "$T/out" "recording stopped"
+(PARDO_TRACE_MAX_MB=lots "$PARDO" run "$T/train.json" $FEEDS --threads 2 --trace "$T/m/bad.json" >"$T/out" 2>"$T/err")
+rc=$?
+if [ "$rc" = 2 ]; then ok; else bad "a bad PARDO_TRACE_MAX_MB: exit $rc, expected 2"; fi
+has "a bad PARDO_TRACE_MAX_MB" "$T/err" "PARDO_TRACE_MAX_MB is 'lots'"
+no_file "a bad PARDO_TRACE_MAX_MB" "$T/m/bad.json"
+
 # ---- errors: exit 2 naming the file and what was expected ----
 expect "summary of a graph" 2 "graphs/mlp.json" "traceEvents" -- trace summary graphs/mlp.json
 head -c 3000 "$T/r/t.json" >"$T/half.json"
