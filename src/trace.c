@@ -187,13 +187,16 @@ void pardo_trace_set_thread_name(const char *name) {
 
 /* A chunk for at least `need` bytes, its pages populated at once: one
  * mapping call instead of a page fault every 4 KiB on the hot path (which
- * cost about 2 us each on the machine this was measured on). */
-static chunk *chunk_new(size_t need) {
+ * cost about 2 us each on the machine this was measured on). NULL when
+ * out of memory or past the limit, which makes the trace full; a first
+ * chunk made at start for a pool thread (first) is only made within half
+ * the limit, and one refused does not make the trace full. */
+static chunk *chunk_new(size_t need, bool first) {
     size_t cap = need > CHUNK_BYTES ? need : CHUNK_BYTES;
     size_t map = (sizeof(chunk) + cap + 4095) & ~(size_t)4095;
-    if (atomic_fetch_add(&mapped_bytes, map) + map > max_bytes) { /* past the limit: the trace is full */
+    if (atomic_fetch_add(&mapped_bytes, map) + map > (first ? max_bytes / 2 : max_bytes)) {
         atomic_fetch_sub(&mapped_bytes, map);
-        if (!atomic_exchange(&full, true)) atomic_store(&full_tick, pardo_trace_ticks());
+        if (!first && !atomic_exchange(&full, true)) atomic_store(&full_tick, pardo_trace_ticks());
         return NULL;
     }
     void *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -227,7 +230,7 @@ static trace_buf *my_buf(void) {
     if (c) spare = c->next;
     pthread_mutex_unlock(&reg_mu);
     if (c) c->next = NULL;
-    else if (!(c = chunk_new(0))) {
+    else if (!(c = chunk_new(0, false))) {
         free(b);
         return NULL;
     }
@@ -258,7 +261,7 @@ static void *buf_alloc(trace_buf *b, size_t n) {
     }
     chunk *c = b->tail;
     if (c->cap - c->used < n) {
-        chunk *d = chunk_new(n);
+        chunk *d = chunk_new(n, false);
         if (!d) {
             atomic_fetch_add(&n_dropped, 1);
             return NULL;
@@ -355,7 +358,7 @@ int pardo_trace_start(pardo_status *st) {
      * worker, so that a thread's first event does not wait for one */
     trace_buf *b = my_buf();
     for (int i = 1; i < pardo_thread_pool_size() && i <= 64; i++) { /* more threads make theirs when they start */
-        chunk *c = chunk_new(0);
+        chunk *c = chunk_new(0, true);
         if (!c) break;
         pthread_mutex_lock(&reg_mu);
         c->next = spare;

@@ -487,6 +487,16 @@ START_TEST(full_trace_keeps_its_first_part) {
     ck_assert_int_gt(ops, 100);
     cJSON_Delete(doc);
     free(text);
+    /* a small limit and many pool threads: the first chunks made at start take at most half of it, and a
+     * trace is not full before its first event */
+    pool_size(24);
+    ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
+    ck_assert(pardo_trace_full_at_s() < 0);
+    pardo_trace_complete("a", "user", 0, 1, NULL, 0);
+    ck_assert(pardo_trace_full_at_s() < 0 && pardo_trace_dropped() == 0);
+    pardo_trace_stop();
+    pardo_trace_reset();
+    pool_size(2);
     /* the next trace starts empty, with the default limit */
     unsetenv("PARDO_TRACE_MAX_MB");
     ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
