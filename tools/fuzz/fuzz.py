@@ -14,7 +14,8 @@ Three kinds of cases, taken in turn:
             a header byte changed); run through check, dot, run (with a trace
             and a checkpoint), sometimes train and transpile + run; then the
             checkpoint and the trace, cut short or with a byte changed, read
-            back by run --load and trace summary / timeline.
+            back by run --load and trace summary / timeline; train's own
+            checkpoint (maybe damaged) resumed with train --load.
   generate  a graph of 1 to 4 random ops from `pardo ops` (random dtypes,
             shapes with 0-size and huge dims, attrs of every kind), through
             check, dot, run and transpile + run.
@@ -245,13 +246,22 @@ def case_mutate(rng, runner, corpus, work):
             ["run", "g.json", "--steps", str(rng.choice([1, 2])), "--threads", str(rng.choice([1, 2, 3])),
              "--trace", "tr.json", "--save", "ck.safetensors"] + feeds]
     if rng.random() < 0.3:
-        cmds.append(["train", "g.json", "--batch-size", str(rng.choice([1, 2, 3, 5])), "--threads", "2"] +
-                    seeds.feed_args("--data", files))
+        train = ["train", "g.json", "--batch-size", str(rng.choice([1, 2, 3, 5])), "--threads", "2",
+                 "--epochs", str(rng.choice([1, 2])), "--save", "tck.safetensors"] + seeds.feed_args("--data", files)
+        if rng.random() < 0.5:
+            train += seeds.feed_args("--eval", files) + rng.choice([[], ["--shuffle", "--seed", "3"], ["--drop-last"]])
+        cmds.append(train)
+        if rng.random() < 0.5:  # resume from its checkpoint, maybe damaged first (read_back does that for run's)
+            cmds.append(train[:train.index("--save")] + ["--epochs", "3", "--load", "tck.safetensors"] +
+                        seeds.feed_args("--data", files))
     if rng.random() < 0.3:
         cmds.append(["transpile", "g.json", "-o", "t.json", "--parts", str(rng.choice([1, 2, 3])), "--backward",
                      "loss", "--optimizer", rng.choice(["sgd", "momentum", "adam"])])
         cmds.append(["run", "t.json", "--threads", "2"] + feeds)
     for c in cmds:
+        if "--load" in c and c[0] == "train" and os.path.exists(os.path.join(work, "tck.safetensors")) and \
+                rng.random() < 0.5:
+            damage_file(rng, os.path.join(work, "tck.safetensors"), header=200 if rng.random() < 0.5 else 0)
         bad, err, rc = runner.run(c, work)
         if bad:
             return bad, c, err
