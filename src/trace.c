@@ -15,9 +15,9 @@
  * time, where an op's name and args are formatted once per shapes block. */
 #include "trace.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
