@@ -127,8 +127,9 @@ enum { OPT_MERGE_TILE = 512 };
 
 /* sgd on a float32 gradient merged from parts, in one pass: element by
  * element the arithmetic of pardo_merge_combine (in double: part 0 times
- * its weight, plus each next part times its own, divided by div when div
- * is not 0, rounded to float) and then of sgd_f32, so the bits are theirs;
+ * its weight, plus each next part times its own, divided by mean_of, the
+ * part count, when it is not 0 (0: a sum), rounded to float) and then of
+ * sgd_f32, so the bits are theirs;
  * MERGED_LANES elements at a time held in registers, where the merge op
  * goes through a tile in memory; a mean over a power of two of parts
  * multiplies by its exact inverse instead of dividing (the same bits,
@@ -146,17 +147,17 @@ enum { MERGED_LANES = 16 };
             po[(I) + k] = (float)((double)p[(I) + k] - lr * (double)g);                                                \
         }                                                                                                              \
     } while (0)
-#define MERGED_MEAN(a) ((a) / div)
+#define MERGED_MEAN(a) ((a) / (double)mean_of)
 #define MERGED_SCALED(a) ((a) * inv)
 #define MERGED_SUM(a) (a)
 PARDO_SIMD_CLONES static void sgd_merged_f32(int64_t n, const float *p, const float *const *x, const double *w, int nx,
-                                             double div, double lr, float *po) {
+                                             int mean_of, double lr, float *po) {
     int64_t i = 0;
-    const double inv = div != 0 && div == (int)div ? pardo_merge_exact_inverse((int)div) : 0;
+    const double inv = pardo_merge_exact_inverse(mean_of);
     if (inv != 0) {
         for (; i + MERGED_LANES <= n; i += MERGED_LANES) SGD_MERGED_LANES(i, MERGED_LANES, MERGED_SCALED);
         SGD_MERGED_LANES(i, n - i, MERGED_SCALED);
-    } else if (div != 0) {
+    } else if (mean_of != 0) {
         for (; i + MERGED_LANES <= n; i += MERGED_LANES) SGD_MERGED_LANES(i, MERGED_LANES, MERGED_MEAN);
         SGD_MERGED_LANES(i, n - i, MERGED_MEAN);
     } else {
@@ -184,8 +185,8 @@ static bool sgd_merged(const opt_job *j, int64_t begin, int64_t end) {
         w[nx++] = m->w ? m->w[q] : 1.0;
     }
     if (nx == 0) return false;
-    const double div = m->mode == PARDO_MERGE_MEAN && !m->w ? (double)m->n : 0;
-    sgd_merged_f32(end - begin, (const float *)j->p + begin, x, w, nx, div, j->lr, (float *)j->po + begin);
+    const int mean_of = m->mode == PARDO_MERGE_MEAN && !m->w ? m->n : 0;
+    sgd_merged_f32(end - begin, (const float *)j->p + begin, x, w, nx, mean_of, j->lr, (float *)j->po + begin);
     return true;
 }
 
