@@ -416,6 +416,17 @@ void pardo_executor_pool_put(pardo_executor *ex, const pardo_scope *scope, pardo
     else pardo_tensor_release(t);
 }
 
+/* The kernel context of op `index` of `block` as `run` runs it: its place, the threads and idle help its loops
+ * may use, the executor's mode and step, on the CPU. Every kernel call of the executor starts from it (run_op, the
+ * fused chains); callers add the tensors, and the device or merge where theirs differ. */
+static pardo_kernel_ctx kernel_ctx(pardo_executor *ex, int block, int index, pardo_scope *scope,
+                                   const pardo_block_run *run, pardo_status *st) {
+    return (pardo_kernel_ctx){.op = &ex->prog->blocks[block].ops[index], .st = st, .device = PARDO_DEVICE_CPU,
+                              .nthreads = run->nthreads, .idle_help = run->idle_help && run->nthreads == 1,
+                              .training = ex->opt.training, .step = ex->steps, .exec = ex, .scope = scope,
+                              .block = block, .op_index = index, .nparts_default = ex->opt.nthreads};
+}
+
 /* Runs op `index` of block. When a trace is on, *ready (may be NULL) is when
  * the op became ready, and gets its end. Inside a stage (in_stage) the temps
  * the op read last are left for run_stage to free: chains run in any order.
@@ -477,11 +488,9 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
             out[k] = pardo_scope_take(scope, op->out[k]);
         }
     }
-    pardo_kernel_ctx ctx = {.op = op, .n_in = op->n_in, .in = in, .n_out = op->n_out, .out = out, .st = st,
-                            .device = dev, .nthreads = run->nthreads, .idle_help = run->idle_help && run->nthreads == 1,
-                            .training = ex->opt.training, .step = ex->steps,
-                            .exec = ex, .scope = scope, .block = block, .op_index = index,
-                            .nparts_default = ex->opt.nthreads, .grad_merge = grad_merge};
+    pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
+    ctx.n_in = op->n_in, ctx.in = in, ctx.n_out = op->n_out, ctx.out = out;
+    ctx.device = dev, ctx.grad_merge = grad_merge;
     rc = dev == PARDO_DEVICE_CUDA && !grad_merge ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
     for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
         if (op->out[k][0]) rc = check_output(pl->out_vars[k], op, k, out[k], st);
@@ -549,10 +558,8 @@ static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scop
     pardo_tensor *in[2] = {pardo_tensor_retain(a), pardo_tensor_retain(b)}, *out = NULL;
     pardo_tensor_retain(bias);
     out = pardo_scope_take(scope, last->out[0]);
-    pardo_kernel_ctx ctx = {.op = mm, .n_in = 2, .in = in, .n_out = 1, .out = &out, .st = st,
-                            .device = PARDO_DEVICE_CPU, .nthreads = run->nthreads, .training = ex->opt.training,
-                            .step = ex->steps, .exec = ex, .scope = scope, .block = block, .op_index = index,
-                            .nparts_default = ex->opt.nthreads};
+    pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
+    ctx.n_in = 2, ctx.in = in, ctx.n_out = 1, ctx.out = &out;
     int rc = pardo_matmul_epilogue_cpu(&ctx, bias, f.len == 2);
     if (rc == PARDO_ENOTSUP) { /* nothing written: put the output back and run the ops one by one */
         if (out) rc = pardo_scope_set_move(scope, last->out[0], out, st);
@@ -621,10 +628,8 @@ static int run_fused_grad(pardo_executor *ex, int block, int index, pardo_scope 
     pardo_tensor_retain(y);
     out[0] = pardo_scope_take(scope, dest);
     if (g->n_out > 1 && g->out[1][0]) out[1] = pardo_scope_take(scope, g->out[1]);
-    pardo_kernel_ctx ctx = {.op = g, .n_in = g->n_in, .in = in, .n_out = g->n_out, .out = out, .st = st,
-                            .device = PARDO_DEVICE_CPU, .nthreads = run->nthreads, .training = ex->opt.training,
-                            .step = ex->steps, .exec = ex, .scope = scope, .block = block, .op_index = index,
-                            .nparts_default = ex->opt.nthreads};
+    pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
+    ctx.n_in = g->n_in, ctx.in = in, ctx.n_out = g->n_out, ctx.out = out;
     rc = pardo_matmul_grad_relu_cpu(&ctx, y);
     if (rc == PARDO_ENOTSUP) { /* nothing written: put the outputs back and run the ops one by one */
         rc = out[0] ? pardo_scope_set_move(scope, dest, out[0], st) : PARDO_OK;
@@ -643,9 +648,8 @@ static int run_fused_grad(pardo_executor *ex, int block, int index, pardo_scope 
         pardo_tensor *ain[4] = {NULL, NULL, NULL, pardo_scope_find(scope, dest)}, *aout[2] = {NULL, NULL};
         ain[f.bias] = pardo_scope_find(scope, add->in[f.bias]);
         aout[f.bias] = pardo_scope_take(scope, add->out[f.bias]);
-        pardo_kernel_ctx actx = {.op = add, .n_in = 4, .in = ain, .n_out = 2, .out = aout, .st = st,
-                                 .device = PARDO_DEVICE_CPU, .nthreads = run->nthreads, .exec = ex, .scope = scope,
-                                 .block = block, .op_index = ai, .skip_out = 1u << fill};
+        pardo_kernel_ctx actx = kernel_ctx(ex, block, ai, scope, run, st);
+        actx.n_in = 4, actx.in = ain, actx.n_out = 2, actx.out = aout, actx.skip_out = 1u << fill;
         failed_op = ai;
         rc = ain[f.bias] ? add->def->cpu(&actx)
                          : pardo_errorf(st, PARDO_ENOTFOUND, "input %d: var '%s' has no value at run time", f.bias,

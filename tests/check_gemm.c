@@ -559,7 +559,8 @@ END_TEST
  * (pardo_parallel_for_idle), and the result is the unhelped product's, bit
  * for bit, and right against the naive loop. Shapes of the MLP's part: the
  * forward product (A read along rows), the weight gradient (A packed down
- * its columns), the swapped dX. */
+ * its columns), the swapped dX; each also with the epilogue the executor's
+ * fused chains give it (bias and relu; relu_grad's mask), bit for bit. */
 typedef struct helped_prod {
     prod *p;
     pardo_status st;
@@ -583,29 +584,43 @@ START_TEST(part_product_helped_by_an_idle_thread) {
         bool ta, tb;
     } cases[] = {{128, 512, 784, false, false}, {784, 512, 128, true, false}, {128, 512, 512, false, true}};
     for (int dt = 0; dt < 2; dt++)
-        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-            const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
-            const size_t es = dt ? sizeof(double) : sizeof(float);
-            prod p = prod_make(d, cases[c].m, cases[c].n, cases[c].k, cases[c].ta, cases[c].tb, 1, false, 11);
-            pardo_status st;
-            ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
-            const size_t bytes = (size_t)(p.g.m * p.g.ldc) * es;
-            void *alone = malloc(bytes);
-            ck_assert_ptr_nonnull(alone);
-            memcpy(alone, p.c, bytes);
-            for (int64_t r = 0; r < p.g.m; r++) /* a row the helped run leaves unwritten shows */
-                for (int64_t q = 0; q < p.g.n; q++) set(d, p.c, r * p.g.ldc + q, -7.0);
-            helped_prod h = {.p = &p, .rc = -1};
-            pardo_thread_pool_for(2, 2, helped_item, &h);
-            ck_assert_msg(h.rc == PARDO_OK, "%s", h.st.msg);
-            prod_check(&p, "helped");
-            for (int64_t r = 0; r < p.g.m; r++)
-                ck_assert_msg(memcmp((char *)alone + (size_t)(r * p.g.ldc) * es,
-                                     (char *)p.c + (size_t)(r * p.g.ldc) * es, (size_t)p.g.n * es) == 0,
-                              "%s case %zu: row %lld differs helped and alone", pardo_dtype_name(d), c, (long long)r);
-            free(alone);
-            prod_free(&p);
-        }
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            for (int epi = 0; epi < 2; epi++) {
+                const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
+                const size_t es = dt ? sizeof(double) : sizeof(float);
+                prod p = prod_make(d, cases[c].m, cases[c].n, cases[c].k, cases[c].ta, cases[c].tb, 1, false, 11);
+                void *bias = calloc((size_t)p.g.n, es), *y = calloc((size_t)(p.g.m * p.g.ldc), es);
+                ck_assert(bias && y);
+                for (int64_t j = 0; j < p.g.n; j++) set(d, bias, j, 0.01 * (double)(j % 13) - 0.06);
+                for (int64_t i = 0; i < p.g.m * p.g.ldc; i++) set(d, y, i, i % 3 == 0 ? -1.0 : 1.0);
+                if (epi && c == 0) { /* the forward chain: matmul -> add -> relu */
+                    p.g.bias = bias;
+                    p.g.relu = true;
+                } else if (epi) { /* the backward chain: matmul_grad -> relu_grad */
+                    p.g.relu_y = y;
+                }
+                pardo_status st;
+                ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
+                const size_t bytes = (size_t)(p.g.m * p.g.ldc) * es;
+                void *alone = malloc(bytes);
+                ck_assert_ptr_nonnull(alone);
+                memcpy(alone, p.c, bytes);
+                for (int64_t r = 0; r < p.g.m; r++) /* a row the helped run leaves unwritten shows */
+                    for (int64_t q = 0; q < p.g.n; q++) set(d, p.c, r * p.g.ldc + q, -7.0);
+                helped_prod h = {.p = &p, .rc = -1};
+                pardo_thread_pool_for(2, 2, helped_item, &h);
+                ck_assert_msg(h.rc == PARDO_OK, "%s", h.st.msg);
+                if (!epi) prod_check(&p, "helped"); /* the epilogue's own reference is epilogue_case's */
+                for (int64_t r = 0; r < p.g.m; r++)
+                    ck_assert_msg(memcmp((char *)alone + (size_t)(r * p.g.ldc) * es,
+                                         (char *)p.c + (size_t)(r * p.g.ldc) * es, (size_t)p.g.n * es) == 0,
+                                  "%s case %zu%s: row %lld differs helped and alone", pardo_dtype_name(d), c,
+                                  epi ? " with its epilogue" : "", (long long)r);
+                free(alone);
+                free(bias);
+                free(y);
+                prod_free(&p);
+            }
 }
 END_TEST
 
