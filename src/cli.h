@@ -27,7 +27,13 @@ int pardo_cli_trace(int argc, char **argv);
  * --profile`. Returns an exit status (1 when it cannot). */
 int cli_trace_profile(FILE *f, const char *json, size_t len, const char *name);
 
-/* Ends a trace started with pardo_trace_start for `pardo run` or `pardo
+/* Starts the trace of `pardo run` or `pardo train` (--trace, --profile):
+ * CLI_OK when recording; else the error printed and CLI_BAD_INPUT for a
+ * bad $PARDO_TRACE_MAX_MB (the only PARDO_EINVAL a fresh start gives),
+ * CLI_FAILED otherwise. */
+int cli_trace_start(void);
+
+/* Ends a trace started with cli_trace_start for `pardo run` or `pardo
  * train`: writes it to `path` atomically (when not NULL) and prints the
  * summary tables on stderr when `profile`; otherData names the graph, the
  * command, threads, steps and status ("ok", "failed", "interrupted"). Resets

@@ -83,6 +83,14 @@ pardo_program *cli_load_checked(const char *path) {
     return p;
 }
 
+int cli_trace_start(void) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    if (pardo_trace_start(&st) == PARDO_OK) return CLI_OK;
+    cli_print_error(&st);
+    return st.code == PARDO_EINVAL ? CLI_BAD_INPUT : CLI_FAILED;
+}
+
 int cli_trace_finish(const char *path, bool profile, const char *graph, const char *command, int threads, long steps,
                      const char *status) {
     pardo_trace_stop();

@@ -254,10 +254,7 @@ static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    if ((a->trace || a->profile) && pardo_trace_start(&st) != PARDO_OK) {
-        cli_print_error(&st);
-        return st.code == PARDO_EINVAL ? CLI_BAD_INPUT : CLI_FAILED; /* a bad $PARDO_TRACE_MAX_MB */
-    }
+    if ((a->trace || a->profile) && (rc = cli_trace_start()) != CLI_OK) return rc;
     for (long s = 0; s < a->steps && !stop_requested; s++) {
         if (pardo_executor_run(ex, &st) != PARDO_OK) {
             cli_print_error(&st);

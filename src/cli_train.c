@@ -640,10 +640,8 @@ static int run_training(trainer *t) {
     }
     pardo_progress_init(&t->progress, stderr, isatty(STDERR_FILENO), a->epochs);
     if (a->trace || a->profile) { /* the inputs are good: trace from here, however the run ends */
-        if (pardo_trace_start(&st) != PARDO_OK) {
-            cli_print_error(&st);
-            return st.code == PARDO_EINVAL ? CLI_BAD_INPUT : CLI_FAILED; /* a bad $PARDO_TRACE_MAX_MB */
-        }
+        const int rc = cli_trace_start();
+        if (rc != CLI_OK) return rc;
         t->tracing = true;
     }
 

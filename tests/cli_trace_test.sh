@@ -179,6 +179,12 @@ rc=$?
 if [ "$rc" = 2 ]; then ok; else bad "a bad PARDO_TRACE_MAX_MB: exit $rc, expected 2"; fi
 has "a bad PARDO_TRACE_MAX_MB" "$T/err" "PARDO_TRACE_MAX_MB is 'lots'"
 no_file "a bad PARDO_TRACE_MAX_MB" "$T/m/bad.json"
+(PARDO_TRACE_MAX_MB=0 "$PARDO" train "$T/train.json" --data x=graphs/data/mlp_x.npy --data y=graphs/data/mlp_y.npy \
+    --batch-size 8 --epochs 1 --trace "$T/m/bad.json" >"$T/out" 2>"$T/err")
+rc=$?
+if [ "$rc" = 2 ]; then ok; else bad "train with a bad PARDO_TRACE_MAX_MB: exit $rc, expected 2"; fi
+has "train with a bad PARDO_TRACE_MAX_MB" "$T/err" "PARDO_TRACE_MAX_MB is '0'"
+no_file "train with a bad PARDO_TRACE_MAX_MB" "$T/m/bad.json"
 
 # ---- errors: exit 2 naming the file and what was expected ----
 expect "summary of a graph" 2 "graphs/mlp.json" "traceEvents" -- trace summary graphs/mlp.json
