@@ -167,15 +167,17 @@ START_TEST(forks_nest_without_deadlock) {
 }
 END_TEST
 
-/* The helping join: item 0 (the caller) returns once the worker, in item 1,
- * has forked two of its own and runs the first; that first waits (5 s at
- * most) until the second has run, which only a thread other than the worker
- * can do: the caller, waiting for item 1, runs it. Handshakes, not sleeps,
- * so a loaded machine cannot reorder them. */
+/* The helping join: the caller's item returns once the worker, in the
+ * other item, has forked two of its own and runs one of them; that one waits
+ * (5 s at most) until the other has run, which only a thread other than the
+ * worker can do: the caller, waiting for the worker's item, runs it. Roles go
+ * by thread, not by item index: which thread claims item 0 first is a race
+ * (a spinning worker may take it before the caller does). Handshakes, not
+ * sleeps, so a loaded machine cannot reorder them. */
 typedef struct helped_job {
     pthread_t caller;
-    atomic_int nested_started;   // the worker runs the nested fork's first item: its second is queued
-    atomic_int second_on_caller; // 1: the nested fork's second item ran on the caller; 0: elsewhere; -1: not yet
+    atomic_int nested_started;   // the worker runs a nested item: the nested fork's other item is queued
+    atomic_int second_on_caller; // 1: the nested fork's other item ran on the caller; 0: elsewhere; -1: not yet
 } helped_job;
 
 static void sleep_ms(long ms) {
@@ -184,9 +186,9 @@ static void sleep_ms(long ms) {
 }
 
 static void nested_slow_item(void *arg, int64_t i) {
+    (void)i;
     helped_job *j = arg;
-    if (i == 0) {
-        atomic_store(&j->nested_started, 1);
+    if (!atomic_exchange(&j->nested_started, 1)) { /* the first item taken: the worker's, which forked */
         for (int w = 0; w < 5000 && atomic_load(&j->second_on_caller) < 0; w++) sleep_ms(1);
     } else {
         atomic_store(&j->second_on_caller, pthread_equal(pthread_self(), j->caller) ? 1 : 0);
@@ -194,8 +196,9 @@ static void nested_slow_item(void *arg, int64_t i) {
 }
 
 static void outer_item(void *arg, int64_t i) {
+    (void)i;
     helped_job *j = arg;
-    if (i == 0) { /* until the worker's nested fork is queued (at most 5 s) */
+    if (pthread_equal(pthread_self(), j->caller)) { /* until the worker's nested fork is queued (at most 5 s) */
         for (int w = 0; w < 5000 && !atomic_load(&j->nested_started); w++) sleep_ms(1);
     } else {
         pardo_thread_pool_for(2, 2, nested_slow_item, arg);
