@@ -96,6 +96,13 @@ int pardo_gemm_force_isa(const char *isa, pardo_status *st);
 /* True when pardo was built with a CBLAS library (BLAS=1). */
 bool pardo_gemm_blas_compiled(void);
 
+/* True when the own blocked kernels run g (no kept op(B)) on nthreads threads
+ * split by column panels, each thread packing only its own panels of op(B),
+ * rather than by rows over one packed op(B); the bits are the same either way.
+ * (A product pardo_gemm_run sends elsewhere, BLAS, narrow or swapped, is not
+ * split this way whatever this says.) For tests and benchmarks. */
+bool pardo_gemm_splits_columns(const pardo_gemm *g, int nthreads);
+
 /* Internal, ops/gemm.c: g's epilogue (bias along the rows, then relu, then
  * relu_grad's mask through relu_y; the arithmetic of the add, relu and
  * relu_grad ops) on rows [r0, r1) of C, for the paths whose kernels do not

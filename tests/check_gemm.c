@@ -224,6 +224,44 @@ START_TEST(two_threads_give_the_same_bits) {
 }
 END_TEST
 
+/* A product that 2 threads split by column panels (each packing its own
+ * panels of op(B)): the bits of 1 thread, the reference, padding untouched. */
+static void column_split_case(pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool acc,
+                              int64_t pad) {
+    prod p = prod_make(dt, m, n, k, ta, tb, pad, acc, 5), q = prod_make(dt, m, n, k, ta, tb, pad, acc, 5);
+    ck_assert_msg(pardo_gemm_splits_columns(&q.g, 2), "m %lld n %lld k %lld: expected a split by column panels",
+                  (long long)m, (long long)n, (long long)k);
+    pardo_status st;
+    ck_assert_msg(run(PARDO_GEMM_OWN, 1, &p.g, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(run(PARDO_GEMM_OWN, 2, &q.g, &st) == PARDO_OK, "%s", st.msg);
+    const size_t es = dt == PARDO_F32 ? sizeof(float) : sizeof(double);
+    ck_assert_msg(memcmp(p.c, q.c, (size_t)(m * q.g.ldc) * es) == 0,
+                  "%s m %lld n %lld k %lld ta %d tb %d: split by column panels differs from 1 thread",
+                  pardo_dtype_name(dt), (long long)m, (long long)n, (long long)k, ta, tb);
+    prod_check(&q, "column panels");
+    prod_free(&p);
+    prod_free(&q);
+}
+
+START_TEST(column_panels_split_over_threads) {
+    pool_size(2);
+    column_split_case(PARDO_F32, 192, 512, 300, false, false, false, 0); /* 6x64: 8 panels, 3 K blocks */
+    column_split_case(PARDO_F32, 192, 512, 300, false, true, true, 3);   /* B packed by transposing; C += */
+    column_split_case(PARDO_F32, 256, 512, 200, true, false, false, 1);  /* A down its columns: 12x32, 16 panels */
+    column_split_case(PARDO_F32, 100, 500, 160, false, false, false, 0); /* a last panel 52 columns wide */
+    column_split_case(PARDO_F64, 120, 64, 260, false, false, true, 0);   /* 12x16: 4 panels, 2 K blocks */
+    /* and where it splits by rows: panels that do not share out evenly, too few rows, a short K, one thread */
+    const int64_t rows_only[][3] = {{256, 784, 512}, {64, 512, 512}, {256, 512, 64}};
+    for (size_t i = 0; i < sizeof rows_only / sizeof rows_only[0]; i++) {
+        pardo_gemm g = {.dtype = PARDO_F32, .m = rows_only[i][0], .n = rows_only[i][1], .k = rows_only[i][2]};
+        ck_assert_msg(!pardo_gemm_splits_columns(&g, 2), "m %lld n %lld k %lld: expected a split by rows",
+                      (long long)g.m, (long long)g.n, (long long)g.k);
+    }
+    pardo_gemm g = {.dtype = PARDO_F32, .m = 256, .n = 512, .k = 784};
+    ck_assert(!pardo_gemm_splits_columns(&g, 1));
+}
+END_TEST
+
 /* The product of p's first m rows of op(A) by the first n columns of op(B) (the same strides), on one thread,
  * gives the bits p's product (already run) has there. */
 static void same_bits_as_part(const prod *p, int64_t m, int64_t n) {
@@ -394,6 +432,7 @@ START_TEST(epilogue_matches_add_relu_and_relu_grad) {
         const int th = t + 1;
         for (int mask = 0; mask < 2; mask++) {
             epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 97, 70, 300, false, false, true, true, mask);
+            epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 128, 256, 200, false, false, true, true, mask); /* columns */
             epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 13, 64, 64, false, false, true, false, mask);
             epilogue_case(PARDO_GEMM_OWN, th, PARDO_F32, 25, 33, 257, true, true, false, true, mask);
             epilogue_case(PARDO_GEMM_OWN, th, PARDO_F64, 131, 67, 260, true, false, true, true, mask);
@@ -754,6 +793,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, blas_against_naive);
     tcase_add_test(core, large_products_and_k_blocks);
     tcase_add_test(core, two_threads_give_the_same_bits);
+    tcase_add_test(core, column_panels_split_over_threads);
     tcase_add_test(core, short_row_panels);
     tcase_add_test(core, empty_sizes);
     tcase_add_test(core, few_rows_read_b_in_place);
