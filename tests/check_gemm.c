@@ -156,6 +156,9 @@ END_TEST
 static void epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta,
                           bool tb, bool with_bias, bool relu, bool mask);
 
+static void column_split_case(pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool acc,
+                              int64_t pad);
+
 START_TEST(every_instruction_set) {
     /* the kernels this CPU can run besides the one it picks: AVX2+FMA and plain C (and the SIMD transposes off) */
     pardo_status st;
@@ -168,6 +171,8 @@ START_TEST(every_instruction_set) {
         pool_size(2);
         same_bits(PARDO_GEMM_OWN, PARDO_F32, 257, 130, 300, false, true, false);
         same_bits(PARDO_GEMM_OWN, PARDO_F64, 131, 67, 260, true, false, true);
+        column_split_case(PARDO_F32, 192, 508, 300, false, true, false, 1);
+        column_split_case(PARDO_F64, 120, 64, 260, true, false, true, 0);
         for (int mask = 0; mask < 2; mask++) { /* each kernel's epilogue */
             epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F32, 29, 70, 300, false, false, true, true, mask);
             epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F64, 31, 67, 60, true, false, true, mask == 0, mask);
@@ -248,10 +253,11 @@ START_TEST(column_panels_split_over_threads) {
     column_split_case(PARDO_F32, 192, 512, 300, false, false, false, 0); /* 6x64: 8 panels, 3 K blocks */
     column_split_case(PARDO_F32, 192, 512, 300, false, true, true, 3);   /* B packed by transposing; C += */
     column_split_case(PARDO_F32, 256, 512, 200, true, false, false, 1);  /* A down its columns: 12x32, 16 panels */
-    column_split_case(PARDO_F32, 100, 500, 160, false, false, false, 0); /* a last panel 52 columns wide */
+    column_split_case(PARDO_F32, 100, 508, 160, false, false, false, 0); /* a last panel narrower than nr */
     column_split_case(PARDO_F64, 120, 64, 260, false, false, true, 0);   /* 12x16: 4 panels, 2 K blocks */
-    /* and where it splits by rows: panels that do not share out evenly, too few rows, a short K, one thread */
-    const int64_t rows_only[][3] = {{256, 784, 512}, {64, 512, 512}, {256, 512, 64}};
+    /* and where it splits by rows: panels that do not share out evenly (an odd count for nr 8 to 64), too few
+     * rows, a short K, one thread */
+    const int64_t rows_only[][3] = {{256, 520, 512}, {64, 512, 512}, {256, 512, 64}};
     for (size_t i = 0; i < sizeof rows_only / sizeof rows_only[0]; i++) {
         pardo_gemm g = {.dtype = PARDO_F32, .m = rows_only[i][0], .n = rows_only[i][1], .k = rows_only[i][2]};
         ck_assert_msg(!pardo_gemm_splits_columns(&g, 2), "m %lld n %lld k %lld: expected a split by rows",
