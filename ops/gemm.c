@@ -684,6 +684,18 @@ static void row_items(void *arg, int64_t begin, int64_t end) {
 
 static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g, int kc);
 
+/* Packs K block kb of op(B)'s panels [begin, end) into buf and sets j's
+ * pass to that block alone, read from buf (a buffer of one block's panels
+ * [begin, end), used just after packing, while it is still in L2). */
+static void pack_block(gemm_job *j, int64_t kb, int64_t begin, int64_t end, void *buf) {
+    const int64_t nr = j->arch->nr, p0 = kb * j->kc, kcb = j->g->k - p0 < j->kc ? j->g->k - p0 : j->kc;
+    j->kb0 = kb;
+    j->kb1 = kb + 1;
+    j->bpack = buf;
+    j->boff = p0 * j->np * nr + begin * kcb * nr; /* panel `begin` of block kb lands at buf */
+    pack_items(j, begin, end);
+}
+
 /* Items are column panels: all rows of C for panels [begin, end), their
  * panels of op(B) packed by this thread, a K block at a time, into its own
  * buffer (BUF_COLS: the item never waits, so nothing else on this thread
@@ -693,20 +705,14 @@ static void col_items(void *arg, int64_t begin, int64_t end) {
     gemm_job *shared = arg;
     gemm_job j = {.g = shared->g, .arch = shared->arch, .np = shared->np, .kc = shared->kc, .nkb = shared->nkb,
                   .jp0 = begin, .jp1 = end};
-    const int64_t nr = j.arch->nr;
     const size_t es = j.g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
-    void *buf = buf_get(BUF_COLS, (size_t)j.kc * (size_t)(end - begin) * (size_t)nr * es);
+    void *buf = buf_get(BUF_COLS, (size_t)j.kc * (size_t)(end - begin) * (size_t)j.arch->nr * es);
     if (!buf) {
         atomic_store(&shared->oom, true);
         return;
     }
     for (int64_t kb = 0; kb < j.nkb; kb++) {
-        const int64_t p0 = kb * j.kc, kcb = j.g->k - p0 < j.kc ? j.g->k - p0 : j.kc;
-        j.kb0 = kb;
-        j.kb1 = kb + 1;
-        j.bpack = buf;
-        j.boff = p0 * j.np * nr + begin * kcb * nr; /* panel `begin` of block kb lands at buf */
-        pack_items(&j, begin, end);
+        pack_block(&j, kb, begin, end, buf);
         rows_in_units(&j, j.g->m, 0, 1);
     }
 }
@@ -717,10 +723,9 @@ static void col_items(void *arg, int64_t begin, int64_t end) {
  * rows packs op(B) once and has every thread read all of it, half from
  * another core. Measured at 2 threads: four of the five MLP products it
  * takes 5 to 9% faster (fc1 dW1 the same), the training step's
- * single-thread graph 3 to 8%. Only
- * where the panels share out evenly, the rows are enough to reuse each
- * packed block (MC_ROWS) and K is long enough for packing to matter
- * (COLS_MIN_K). */
+ * single-thread graph 3 to 8%. Only where the panels share out evenly, the
+ * rows are enough to reuse each packed block (MC_ROWS) and K is long
+ * enough for packing to matter (COLS_MIN_K). */
 static bool split_columns(const pardo_gemm *g, int64_t np, int nthreads) {
     return nthreads > 1 && g->m >= MC_ROWS && g->k >= COLS_MIN_K && np >= 2 * nthreads && np % nthreads == 0;
 }
@@ -885,11 +890,7 @@ static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g, int kc) {
     if (one) { /* pack each K block just before it is used, so it is still in L2 */
         const int64_t nblocks = (g->m + MC_ROWS - 1) / MC_ROWS;
         for (int64_t kb = 0; kb < j.nkb; kb++) {
-            j.kb0 = kb;
-            j.kb1 = kb + 1;
-            j.bpack = buf;
-            j.boff = kb * j.kc * j.np * ar->nr; /* block kb lands at buf */
-            pack_items(&j, 0, j.np);
+            pack_block(&j, kb, 0, j.np, buf);
             /* the row blocks in order, some maybe on an idle thread (a parallel_do part's product, helped by the
              * thread of a part that ended first); the same tiles and sums either way */
             int rc = pardo_parallel_for_idle(ctx, nblocks, block_items, &j);
