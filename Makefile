@@ -73,17 +73,18 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Isrc -Iops -Iops/cuda -Itra
 LDFLAGS += -pthread $(SAN_FLAGS)
 LDLIBS  += -lm
 
-LIB_SRC := $(sort $(filter-out src/main.c src/device_cuda.c src/device_none.c,$(wildcard src/*.c)) \
+# src/ is in rooms by concern (core, exec, io, trace, train, cli: see ARCHITECTURE.md), one folder deep.
+LIB_SRC := $(sort $(filter-out src/cli/main.c src/core/device_cuda.c src/core/device_none.c,$(wildcard src/*/*.c)) \
              $(wildcard ops/*.c) $(wildcard transpiler/*.c))
 CU_SRC  :=
 ifeq ($(CUDA),1)
-  LIB_SRC += src/device_cuda.c $(wildcard ops/cuda/*.c)
+  LIB_SRC += src/core/device_cuda.c $(wildcard ops/cuda/*.c)
   CU_SRC  := $(wildcard ops/cuda/*.cu)
   CUDA_CFLAGS = -I$(CUDA_HOME)/include
   LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
   NVCCFLAGS ?= -O2 -std=c++17 -gencode arch=compute_75,code=[compute_75,sm_75] -gencode arch=compute_90,code=sm_90 -Isrc -Iops -MMD -MP --compiler-options -fPIC,-Wall
 else
-  LIB_SRC += src/device_none.c
+  LIB_SRC += src/core/device_none.c
 endif
 TEST_SRC := $(wildcard tests/check_*.c) $(filter-out tests/check_%,$(wildcard tests/*.c))
 
@@ -100,7 +101,7 @@ all: $(BIN) $(LIB)
 deps:
 	@pkg-config --exists libcjson check || tools/install-deps.sh
 
-$(BUILD)/src/device_cuda.o: CFLAGS += $(CUDA_CFLAGS)
+$(BUILD)/src/core/device_cuda.o: CFLAGS += $(CUDA_CFLAGS)
 $(BUILD)/ops/gemm_blas.o: CFLAGS += $(BLAS_CFLAGS)
 # The kernels' loops are vectorised at the default -O2 too (GCC's -O2 cost model leaves loops with run-time trip
 # counts scalar); vectorising elementwise loops does not change a float result. OPT=-O0/-O1 builds are left alone.
@@ -124,7 +125,7 @@ $(LIB): $(LIB_OBJ)
 	@echo "  AR    $@"
 	$(Q)ar rcs $@ $^
 
-$(BIN): $(BUILD)/src/main.o $(LIB)
+$(BIN): $(BUILD)/src/cli/main.o $(LIB)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
@@ -187,4 +188,4 @@ clean:
 	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda \
 	      build-noblas build-asan-noblas build-tsan-noblas build-nocuda-noblas build-asan-nocuda-noblas build-tsan-nocuda-noblas
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BENCH_BINS:=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/cli/main.d $(BENCH_BINS:=.d)

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph.h"
+#include "core/graph.h"
 #include "op.h"
 
 char *pardo_grad_op_type(const char *type, char *buf, size_t n) {

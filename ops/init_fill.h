@@ -18,9 +18,9 @@
 
 #include <stdint.h>
 
-#include "graph.h"
-#include "status.h"
-#include "tensor.h"
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 /* Checks that init can fill a tensor of dtype dt and shape (ndim, shape):
  * a known fill, constant for any dtype (in range for ints), random fills for float32/float64

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "status.h"
-#include "tensor.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 /* The broadcast of two concrete shapes a and b, for a kernel that writes the
  * output in row-major order. After planning, the output is `nd` merged dims

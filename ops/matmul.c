@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "executor.h"
+#include "exec/executor.h"
 #include "gemm.h"
 #include "kernel_util.h"
 #include "op.h"

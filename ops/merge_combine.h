@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "op.h"
-#include "tensor.h"
+#include "core/tensor.h"
 
 typedef enum pardo_merge_mode {
     PARDO_MERGE_MEAN,

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "graph.h"
-#include "status.h"
-#include "tensor.h"
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 typedef enum pardo_attr_type {
     PARDO_ATTR_INT = 0,
@@ -210,7 +210,7 @@ int pardo_parallel_for_blocks(pardo_kernel_ctx *ctx, int64_t n, int64_t block,
  * along its last dim (bias NULL: none), then relu when asked; the bits are
  * those of matmul, add and relu run one after another. The executor runs
  * it in place of such a chain whose intermediates nobody else reads
- * (src/fusion_plan.h). ctx is matmul's (its op, inputs A and B, output Y).
+ * (src/exec/fusion_plan.h). ctx is matmul's (its op, inputs A and B, output Y).
  * PARDO_ENOTSUP with nothing written when bias is not a [N] of Y's dtype
  * (or B is a vector): the caller then runs the ops one by one. */
 int pardo_matmul_epilogue_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *bias, bool relu);
@@ -219,7 +219,7 @@ int pardo_matmul_epilogue_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *bias, b
  * would make it from dA and relu_y (the relu's output Y), dA = relu_y > 0 ?
  * dA : 0, applied to each block of rows while in cache; the bits are those
  * of the two ops one after another. The executor runs it in place of such
- * a chain whose dA nobody else reads (src/fusion_plan.h). ctx is
+ * a chain whose dA nobody else reads (src/exec/fusion_plan.h). ctx is
  * matmul_grad's, its output 0 the masked dA's tensor. PARDO_ENOTSUP with
  * nothing written when relu_y is not of A's dtype and shape, dY is absent
  * or the product has batch dims: the caller then runs the ops one by one. */

@@ -14,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "executor.h"
+#include "exec/executor.h"
 #include "merge_combine.h"
 #include "op.h"
-#include "scope.h"
-#include "thread_pool.h"
-#include "trace.h"
+#include "core/scope.h"
+#include "exec/thread_pool.h"
+#include "trace/trace.h"
 
 /* Element counts before and after dim ax, in elements. */
 static void outer_inner(const pardo_tensor *t, int ax, int64_t *outer, int64_t *inner) {

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "graph.h"
-#include "status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 typedef struct pardo_window2d {
     int64_t kernel[2];   // taps along H and W; -1 while unknown (inference)

@@ -6,10 +6,10 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "blocking_counter.h"
-#include "spin.h"
+#include "exec/blocking_counter.h"
+#include "exec/spin.h"
 #include "check_suites.h"
-#include "thread_pool.h"
+#include "exec/thread_pool.h"
 
 START_TEST(zero_returns_at_once) {
     pardo_blocking_counter c;

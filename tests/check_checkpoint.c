@@ -7,7 +7,7 @@
 
 #include "check_suites.h"
 #include "graph_test_util.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 
 static const char graph[] =

@@ -8,8 +8,8 @@
 #include <time.h>
 
 #include "check_suites.h"
-#include "coordinator.h"
-#include "task.h"
+#include "exec/coordinator.h"
+#include "exec/task.h"
 
 static double now_s(void) {
     struct timespec ts;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check_suites.h"
-#include "device.h"
+#include "core/device.h"
 #include "graph_test_util.h"
 #include "test_util.h"
 

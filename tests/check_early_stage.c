@@ -9,9 +9,9 @@
 
 #include "check_suites.h"
 #include "graph_test_util.h"
-#include "stage_plan.h"
+#include "exec/stage_plan.h"
 #include "test_util.h"
-#include "thread_pool.h"
+#include "exec/thread_pool.h"
 
 /* Two params updated from parts' gradients. Block 1: g2 (ops 0-1) before g1
  * (ops 2-3), then op 4 reads w2 again (its update must wait for it); yp is

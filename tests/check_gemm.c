@@ -14,8 +14,8 @@
 #include "gemm.h"
 #include "op_test_util.h"
 #include "test_util.h"
-#include "thread_pool.h"
-#include "value_json.h"
+#include "exec/thread_pool.h"
+#include "core/value_json.h"
 
 static void pool_size(int n) {
     pardo_status st;

@@ -1,4 +1,4 @@
-/* check_graph_json.c - loading and saving graph files (src/graph_json.h).
+/* check_graph_json.c - loading and saving graph files (src/io/graph_json.h).
  * Positions are checked against a naive line/column count of where a marker
  * string sits in the test's own text. */
 #include <check.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check_suites.h"
-#include "graph_json.h"
+#include "io/graph_json.h"
 #include "test_util.h"
 
 /* ---- helpers ---- */

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "check_suites.h"
-#include "loader.h"
-#include "npy.h"
+#include "train/loader.h"
+#include "io/npy.h"
 #include "test_util.h"
 
 #define ROWS 10

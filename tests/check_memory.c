@@ -15,12 +15,12 @@
 #include "graph_test_util.h"
 #include "op_test_util.h"
 #include "pass.h"
-#include "fusion_plan.h"
-#include "release_plan.h"
-#include "tensor_pool.h"
+#include "exec/fusion_plan.h"
+#include "exec/release_plan.h"
+#include "exec/tensor_pool.h"
 #include "test_util.h"
-#include "thread_pool.h"
-#include "trace.h"
+#include "exec/thread_pool.h"
+#include "trace/trace.h"
 
 static const char mlp_text[] =
     "{\"pardo\": 1, \"blocks\": [{\"vars\": {"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check_suites.h"
-#include "npy.h"
+#include "io/npy.h"
 #include "test_util.h"
 
 /* ---- helpers ---------------------------------------------------------- */

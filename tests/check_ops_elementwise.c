@@ -14,7 +14,7 @@
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
-#include "thread_pool.h"
+#include "exec/thread_pool.h"
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -11,8 +11,8 @@
 #include "check_suites.h"
 #include "op_test_util.h"
 #include "test_util.h"
-#include "thread_pool.h"
-#include "value_json.h"
+#include "exec/thread_pool.h"
+#include "core/value_json.h"
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -15,7 +15,7 @@
 #include "graph_test_util.h"
 #include "merge_combine.h"
 #include "test_util.h"
-#include "thread_pool.h"
+#include "exec/thread_pool.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1

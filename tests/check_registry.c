@@ -7,8 +7,8 @@
 
 #include "check_suites.h"
 #include "op.h"
-#include "value.h"
-#include "value_json.h"
+#include "core/value.h"
+#include "core/value_json.h"
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "check_suites.h"
-#include "npy.h"
-#include "safetensors.h"
+#include "io/npy.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 
 /* ---- helpers ---------------------------------------------------------- */

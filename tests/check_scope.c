@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check_suites.h"
-#include "scope.h"
+#include "core/scope.h"
 
 static pardo_tensor *scalar(double v) {
     pardo_status st;

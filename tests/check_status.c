@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check_suites.h"
-#include "status.h"
+#include "core/status.h"
 
 START_TEST(errorf_sets_code_and_message) {
     pardo_status st;

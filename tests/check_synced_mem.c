@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check_suites.h"
-#include "device.h"
-#include "synced_mem.h"
+#include "core/device.h"
+#include "core/synced_mem.h"
 
 static bool have_gpu(const char *test) {
     if (pardo_device_count() > 0) return true;

@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "check_suites.h"
-#include "task.h"
-#include "thread_pool.h"
+#include "exec/task.h"
+#include "exec/thread_pool.h"
 
 static double now_s(void) {
     struct timespec ts;

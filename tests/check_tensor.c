@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check_suites.h"
-#include "tensor.h"
+#include "core/tensor.h"
 #include "test_util.h"
 
 START_TEST(dtype_names_and_sizes) {

@@ -16,7 +16,7 @@
 #include "check_suites.h"
 #include "op.h"
 #include "test_util.h"
-#include "thread_pool.h"
+#include "exec/thread_pool.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1

@@ -1,5 +1,5 @@
-/* check_trace.c - execution traces (src/trace.c) and what `pardo trace`
- * makes of them (src/trace_read.c, trace_summary.c, trace_svg.c): a trace
+/* check_trace.c - execution traces (src/trace/trace.c) and what `pardo trace`
+ * makes of them (src/trace/trace_read.c, trace_summary.c, trace_svg.c): a trace
  * of graphs/mlp.json transpiled for 2 parts (backward, adam, multi_cpu) run
  * at 2 threads has one event per op executed, parts on two threads, parts
  * inside their parallel_do and a part's ops inside the part, flows that
@@ -17,13 +17,13 @@
 #include <string.h>
 
 #include "check_suites.h"
-#include "graph_json.h"
+#include "io/graph_json.h"
 #include "graph_test_util.h"
 #include "pass.h"
 #include "test_util.h"
-#include "thread_pool.h"
-#include "trace.h"
-#include "trace_report.h"
+#include "exec/thread_pool.h"
+#include "trace/trace.h"
+#include "trace/trace_report.h"
 
 #define TOL 0.0021 /* us: ts and dur are each rounded to 1 ns */
 

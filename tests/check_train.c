@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "check_suites.h"
-#include "eval_program.h"
+#include "train/eval_program.h"
 #include "graph_test_util.h"
 #include "pass.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "test_util.h"
-#include "train_state.h"
+#include "train/train_state.h"
 
 /* A classifier: 4 features, 3 classes; ROLE is the loss op's role. */
 #define CLASSIFIER(ROLE)                                                                                               \

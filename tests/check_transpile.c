@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "check_suites.h"
-#include "graph_json.h"
+#include "io/graph_json.h"
 #include "graph_test_util.h"
 #include "pass.h"
-#include "stage_plan.h"
+#include "exec/stage_plan.h"
 #include "test_util.h"
 
 static const char *const params[] = {"w1", "b1", "w2", "b2"};

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "check_suites.h"
-#include "value.h"
-#include "value_json.h"
+#include "core/value.h"
+#include "core/value_json.h"
 
 START_TEST(parse_and_query) {
     pardo_status st;

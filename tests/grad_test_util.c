@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "op_test_util.h"
-#include "scope.h"
+#include "core/scope.h"
 #include "test_util.h"
-#include "value_json.h"
+#include "core/value_json.h"
 
 #define MAX_IO 16
 

@@ -4,7 +4,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "graph_json.h"
+#include "io/graph_json.h"
 #include "pass.h"
 
 int test_program_status(const char *text, const char *path, pardo_program **out, pardo_status *st) {

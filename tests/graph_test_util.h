@@ -3,8 +3,8 @@
 #ifndef PARDO_GRAPH_TEST_UTIL_H
 #define PARDO_GRAPH_TEST_UTIL_H
 
-#include "executor.h"
-#include "graph.h"
+#include "exec/executor.h"
+#include "core/graph.h"
 #include "pass.h"
 
 /* The ops of block 0 of a one-hidden-layer MLP as JSON text to embed in a

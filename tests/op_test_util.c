@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "value_json.h"
+#include "core/value_json.h"
 
 static void make_op(pardo_op *op, const char *type, const char *attrs_json, int n_in, int n_out) {
     static char *in_names[16], *out_names[16];

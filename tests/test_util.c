@@ -1,8 +1,8 @@
 /* test_util.c - helpers for the Check suites (see test_util.h). */
 #include "test_util.h"
 
-#include "npy.h"
-#include "thread_pool.h"
+#include "io/npy.h"
+#include "exec/thread_pool.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 /* A small deterministic generator (splitmix64) for test data. */
 typedef struct test_rng {

@@ -18,12 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "executor.h"
-#include "graph_json.h"
-#include "npy.h"
+#include "exec/executor.h"
+#include "io/graph_json.h"
+#include "io/npy.h"
 #include "pass.h"
-#include "thread_pool.h"
-#include "trace.h"
+#include "exec/thread_pool.h"
+#include "trace/trace.h"
 
 static double now_us(void) { return (double)pardo_trace_now_ns() / 1e3; }
 

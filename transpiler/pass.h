@@ -4,8 +4,8 @@
 #ifndef PARDO_PASS_H
 #define PARDO_PASS_H
 
-#include "graph.h"
-#include "status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 typedef enum pardo_optimizer_kind {
     PARDO_OPTIMIZER_NONE = 0,

@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "gemm.h"
-#include "thread_pool.h"
+#include "exec/thread_pool.h"
 #ifdef BENCH_OPENBLAS
 #include <cblas.h>
 #endif

@@ -26,12 +26,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "executor.h"
+#include "exec/executor.h"
 #include "gemm.h"
-#include "graph_json.h"
+#include "io/graph_json.h"
 #include "pass.h"
-#include "thread_pool.h"
-#include "trace.h"
+#include "exec/thread_pool.h"
+#include "trace/trace.h"
 
 static void die(const char *what, const pardo_status *st) {
     fprintf(stderr, "bench_pardo: %s: %s\n", what, st ? st->msg : "");

@@ -19,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "executor.h"
-#include "graph_json.h"
+#include "exec/executor.h"
+#include "io/graph_json.h"
 #include "pass.h"
-#include "thread_pool.h"
+#include "exec/thread_pool.h"
 
 static double now_us(void) {
     struct timespec ts;

@@ -1,0 +1,79 @@
+/* cli.h - the subcommands of the pardo binary (src/cli/cli_*.c) and the helpers
+ * they share. Each command takes argc/argv after its own name and returns
+ * the process exit status: 0 success, 1 the run failed, 2 bad usage or a bad
+ * input file, 130 stopped by a signal (SPEC section 3). */
+#ifndef PARDO_CLI_H
+#define PARDO_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "core/graph.h"
+#include "core/status.h"
+
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_BAD_INPUT = 2, CLI_INTERRUPTED = 130 };
+
+int pardo_cli_run(int argc, char **argv);
+int pardo_cli_check(int argc, char **argv);
+int pardo_cli_ops(int argc, char **argv);
+int pardo_cli_dot(int argc, char **argv);
+int pardo_cli_transpile(int argc, char **argv);
+int pardo_cli_train(int argc, char **argv);
+int pardo_cli_trace(int argc, char **argv);
+
+/* Prints the summary tables of a Chrome trace held in memory (json, len
+ * bytes; borrowed), named `name` in the heading, to f: `pardo run
+ * --profile`. Returns an exit status (1 when it cannot). */
+int cli_trace_profile(FILE *f, const char *json, size_t len, const char *name);
+
+/* Starts the trace of `pardo run` or `pardo train` (--trace, --profile):
+ * CLI_OK when recording; else the error printed and CLI_BAD_INPUT for a
+ * bad $PARDO_TRACE_MAX_MB (the only PARDO_EINVAL a fresh start gives),
+ * CLI_FAILED otherwise. */
+int cli_trace_start(void);
+
+/* Ends a trace started with cli_trace_start for `pardo run` or `pardo
+ * train`: writes it to `path` atomically (when not NULL) and prints the
+ * summary tables on stderr when `profile`; otherData names the graph, the
+ * command, threads, steps and status ("ok", "failed", "interrupted"). Resets
+ * the trace. Returns CLI_OK or CLI_FAILED (the error printed). Call before
+ * the program is freed. */
+int cli_trace_finish(const char *path, bool profile, const char *graph, const char *command, int threads, long steps,
+                     const char *status);
+
+/* Prints "pardo CMD: message" and a hint to use --help on stderr; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints "pardo: " and st's message on stderr. */
+void cli_print_error(const pardo_status *st);
+
+/* True when arg is -h or --help. */
+bool cli_is_help(const char *arg);
+
+/* Parses a decimal integer in [lo, hi] given to `flag`; on failure prints a
+ * usage error for cmd and returns false. */
+bool cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, long hi, long *out);
+
+/* Parses a finite decimal number in [lo, hi] given to `flag`; on failure
+ * prints a usage error for cmd and returns false. */
+bool cli_parse_double(const char *cmd, const char *flag, const char *text, double lo, double hi, double *out);
+
+/* Loads the graph at path and runs the check passes (validate, infer shapes).
+ * On failure prints the error and returns NULL; the caller frees with
+ * pardo_program_free. */
+pardo_program *cli_load_checked(const char *path);
+
+/* What run and train do first: sizes the thread pool to `threads`, then
+ * loads and checks the graph at path (cli_load_checked). On failure prints
+ * the error and returns NULL; the caller frees with pardo_program_free. */
+pardo_program *cli_start(long threads, const char *path);
+
+/* Takes the value of flag argv[*i] ("--flag VALUE" or "--flag=VALUE"):
+ * returns it and advances *i, or prints a usage error and returns NULL. */
+const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const char *flag);
+
+/* True when argv[i] is `flag` or starts with "flag=". */
+bool cli_flag_is(const char *arg, const char *flag);
+
+#endif

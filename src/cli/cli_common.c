@@ -1,0 +1,135 @@
+/* cli_common.c - helpers shared by the subcommands (see cli.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/file_io.h"
+#include "exec/thread_pool.h"
+#include "trace/trace.h"
+#include "io/graph_json.h"
+#include "pass.h"
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "pardo %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'pardo %s --help')\n", cmd);
+    return CLI_BAD_INPUT;
+}
+
+void cli_print_error(const pardo_status *st) { fprintf(stderr, "pardo: %s\n", st->msg); }
+
+bool cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+bool cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || !end || end == text || *end || v < lo || v > hi) {
+        cli_usage_error(cmd, "%s expects an integer from %ld to %ld, got '%s'", flag, lo, hi, text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_double(const char *cmd, const char *flag, const char *text, double lo, double hi, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || !end || end == text || *end || !(v >= lo && v <= hi)) {
+        cli_usage_error(cmd, "%s expects a number from %g to %g, got '%s'", flag, lo, hi, text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_flag_is(const char *arg, const char *flag) {
+    size_t n = strlen(flag);
+    return strncmp(arg, flag, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const char *flag) {
+    const char *arg = argv[*i];
+    size_t n = strlen(flag);
+    if (arg[n] == '=') return arg + n + 1;
+    if (*i + 1 >= argc) {
+        cli_usage_error(cmd, "%s needs a value", flag);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+pardo_program *cli_load_checked(const char *path) {
+    pardo_status st;
+    pardo_program *p = NULL;
+    pardo_status_clear(&st);
+    if (pardo_graph_load(path, &p, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return NULL;
+    }
+    pardo_pass_options opt = {0};
+    if (pardo_pass_check(p, &opt, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        pardo_program_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+int cli_trace_start(void) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    if (pardo_trace_start(&st) == PARDO_OK) return CLI_OK;
+    cli_print_error(&st);
+    return st.code == PARDO_EINVAL ? CLI_BAD_INPUT : CLI_FAILED;
+}
+
+int cli_trace_finish(const char *path, bool profile, const char *graph, const char *command, int threads, long steps,
+                     const char *status) {
+    pardo_trace_stop();
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_trace_info info = {.graph = graph, .command = command, .threads = threads, .steps = steps, .status = status};
+    char *json = NULL;
+    size_t n = 0;
+    int rc = CLI_OK;
+    if (pardo_trace_full_at_s() >= 0)
+        fprintf(stderr, "pardo: warning: trace%s%s: recording stopped %.3f s into the run, when its event records "
+                "reached %zu MiB (PARDO_TRACE_MAX_MB sets the limit); the %ld events after that are not in it\n",
+                path ? " " : "", path ? path : "", pardo_trace_full_at_s(), pardo_trace_max_bytes() >> 20,
+                pardo_trace_dropped());
+    if (pardo_trace_json(&info, &json, &n, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        rc = CLI_FAILED;
+    } else {
+        pardo_file_part part = {json, n};
+        if (path && pardo_file_write_atomic(path, &part, 1, &st) != PARDO_OK) {
+            cli_print_error(&st);
+            rc = CLI_FAILED;
+        }
+        if (profile) {
+            fflush(stdout);
+            if (cli_trace_profile(stderr, json, n, "--profile") != CLI_OK) rc = CLI_FAILED;
+        }
+    }
+    free(json);
+    pardo_trace_reset();
+    return rc;
+}
+
+pardo_program *cli_start(long threads, const char *path) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    if (pardo_thread_pool_configure((int)threads, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return NULL;
+    }
+    return cli_load_checked(path);
+}

@@ -1,0 +1,323 @@
+/* cli_run.c - `pardo run`: load and check a graph, bind feeds, params and
+ * state, run block 0 N times, then print and save the fetched vars and an
+ * optional checkpoint. Nothing is written unless every step succeeded (or
+ * a signal stopped the run between steps, when only --save is written),
+ * except the --trace file, which is written however the run ends. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "exec/executor.h"
+#include "io/file_io.h"
+#include "io/npy.h"
+#include "io/safetensors.h"
+#include "core/tensor_print.h"
+#include "exec/thread_pool.h"
+#include "trace/trace.h"
+
+static const char run_help[] =
+    "usage: pardo run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
+    "                 [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
+    "                 [--trace FILE] [--profile]\n"
+    "\n"
+    "Runs block 0 of GRAPH N times (default 1) and prints the fetched vars.\n"
+    "  --feed NAME=FILE.npy  bind feed var NAME to a .npy array (every feed var needs one)\n"
+    "  --fetch NAME          print var NAME after the last step (default: the vars no op reads)\n"
+    "  --out DIR             also save each fetched var as DIR/NAME.npy\n"
+    "  --load CKPT           start params and state from a safetensors checkpoint\n"
+    "  --save CKPT           write params and state to a safetensors checkpoint at the end\n"
+    "  --steps N             run N steps (default 1)\n"
+    "  --threads N           threads to use: the thread pool's size and parallel_do's parts\n"
+    "                        (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
+    "  --device cpu|cuda[:K] run ops that have a CUDA kernel on GPU K (default cpu)\n"
+    "  --trace FILE          write a Chrome trace of the steps (Perfetto, chrome://tracing, pardo trace),\n"
+    "                        also when the run fails or is interrupted; recording stops at\n"
+    "                        $PARDO_TRACE_MAX_MB MiB of events (default 16, about 150 MB of JSON)\n"
+    "  --profile             print the trace's summary tables on stderr at the end (no file)\n";
+
+#define MAX_ITEMS 256
+
+typedef struct run_args {
+    const char *graph;
+    const char *feed_name[MAX_ITEMS];
+    const char *feed_file[MAX_ITEMS];
+    int n_feeds;
+    const char *fetch[MAX_ITEMS];
+    int n_fetch;
+    const char *out_dir, *load, *save, *trace;
+    bool profile;
+    long steps, threads;
+    pardo_device_kind device;
+    int device_index;
+} run_args;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig) {
+    (void)sig;
+    if (stop_requested) _exit(CLI_INTERRUPTED); /* second signal: leave now; files are renamed into place atomically */
+    stop_requested = 1;
+}
+
+static bool parse_device(const char *text, run_args *a) {
+    if (strcmp(text, "cpu") == 0) {
+        a->device = PARDO_DEVICE_CPU;
+        return true;
+    }
+    if (strncmp(text, "cuda", 4) == 0 && (text[4] == '\0' || text[4] == ':')) {
+        long k = 0;
+        if (text[4] == ':' && !cli_parse_int("run", "--device cuda:K", text + 5, 0, 1023, &k)) return false;
+        a->device = PARDO_DEVICE_CUDA;
+        a->device_index = (int)k;
+        return true;
+    }
+    cli_usage_error("run", "--device expects cpu, cuda or cuda:K, got '%s'", text);
+    return false;
+}
+
+/* Returns -1 when the arguments are fine, else the exit status. */
+static int parse_args(int argc, char **argv, run_args *a) {
+    memset(a, 0, sizeof(*a));
+    a->steps = 1;
+    a->threads = pardo_thread_pool_size(); /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i], *v;
+        if (cli_is_help(arg)) {
+            fputs(run_help, stdout);
+            return CLI_OK;
+        } else if (cli_flag_is(arg, "--feed")) {
+            if (!(v = cli_flag_value("run", argc, argv, &i, "--feed"))) return CLI_BAD_INPUT;
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v || !eq[1]) return cli_usage_error("run", "--feed expects NAME=FILE.npy, got '%s'", v);
+            if (a->n_feeds == MAX_ITEMS) return cli_usage_error("run", "at most %d --feed", MAX_ITEMS);
+            a->feed_name[a->n_feeds] = v;
+            a->feed_file[a->n_feeds++] = eq + 1;
+        } else if (cli_flag_is(arg, "--fetch")) {
+            if (!(v = cli_flag_value("run", argc, argv, &i, "--fetch"))) return CLI_BAD_INPUT;
+            if (a->n_fetch == MAX_ITEMS) return cli_usage_error("run", "at most %d --fetch", MAX_ITEMS);
+            a->fetch[a->n_fetch++] = v;
+        } else if (cli_flag_is(arg, "--out")) {
+            if (!(a->out_dir = cli_flag_value("run", argc, argv, &i, "--out"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--load")) {
+            if (!(a->load = cli_flag_value("run", argc, argv, &i, "--load"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--save")) {
+            if (!(a->save = cli_flag_value("run", argc, argv, &i, "--save"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--trace")) {
+            if (!(a->trace = cli_flag_value("run", argc, argv, &i, "--trace"))) return CLI_BAD_INPUT;
+        } else if (strcmp(arg, "--profile") == 0) {
+            a->profile = true;
+        } else if (cli_flag_is(arg, "--steps")) {
+            if (!(v = cli_flag_value("run", argc, argv, &i, "--steps")) ||
+                !cli_parse_int("run", "--steps", v, 1, 1000000000L, &a->steps))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--threads")) {
+            if (!(v = cli_flag_value("run", argc, argv, &i, "--threads")) ||
+                !cli_parse_int("run", "--threads", v, 1, PARDO_MAX_THREADS, &a->threads))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--device")) {
+            if (!(v = cli_flag_value("run", argc, argv, &i, "--device")) || !parse_device(v, a)) return CLI_BAD_INPUT;
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            return cli_usage_error("run", "unknown flag '%s'", arg);
+        } else if (!a->graph) {
+            a->graph = arg;
+        } else {
+            return cli_usage_error("run", "unexpected argument '%s' (one GRAPH only)", arg);
+        }
+    }
+    if (!a->graph) return cli_usage_error("run", "missing GRAPH");
+    return -1;
+}
+
+/* Feeds every --feed file; returns an exit status or -1. */
+static int bind_feeds(pardo_executor *ex, const run_args *a) {
+    pardo_status st;
+    for (int i = 0; i < a->n_feeds; i++) {
+        char name[256];
+        size_t len = (size_t)(a->feed_file[i] - 1 - a->feed_name[i]);
+        if (len >= sizeof name) return cli_usage_error("run", "--feed name is too long");
+        memcpy(name, a->feed_name[i], len);
+        name[len] = '\0';
+        pardo_tensor *t = NULL;
+        pardo_status_clear(&st);
+        if (pardo_npy_read(a->feed_file[i], &t, &st) != PARDO_OK ||
+            pardo_executor_feed(ex, name, t, a->feed_file[i], &st) != PARDO_OK) {
+            pardo_tensor_release(t);
+            cli_print_error(&st);
+            return CLI_BAD_INPUT;
+        }
+        pardo_tensor_release(t);
+    }
+    return -1;
+}
+
+/* The default fetch list: vars of block 0 that some op writes and no op reads. */
+static void default_fetches(const pardo_program *p, run_args *a) {
+    const pardo_block *b = &p->blocks[0];
+    for (int i = 0; i < b->n_ops; i++)
+        for (int o = 0; o < b->ops[i].n_out; o++) {
+            const char *name = b->ops[i].out[o];
+            bool read = false, listed = false;
+            for (int j = 0; j < b->n_ops && !read; j++)
+                for (int k = 0; k < b->ops[j].n_in && !read; k++) read = strcmp(b->ops[j].in[k], name) == 0;
+            for (int f = 0; f < a->n_fetch && !listed; f++) listed = strcmp(a->fetch[f], name) == 0;
+            if (!read && !listed && a->n_fetch < MAX_ITEMS) a->fetch[a->n_fetch++] = name;
+        }
+}
+
+/* Replaces characters that cannot stand in a file name. */
+static void file_name_for(const char *var, char *buf, size_t n) {
+    snprintf(buf, n, "%s", var);
+    for (char *c = buf; *c; c++)
+        if (*c == '/' || *c == '\\') *c = '_';
+}
+
+static int write_outputs(pardo_executor *ex, const run_args *a) {
+    pardo_status st;
+    if (mkdir(a->out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "pardo: --out %s: cannot create the folder: %s\n", a->out_dir, strerror(errno));
+        return CLI_FAILED;
+    }
+    for (int f = 0; f < a->n_fetch; f++) {
+        char file[512], path[4096];
+        file_name_for(a->fetch[f], file, sizeof file);
+        pardo_tensor *t = pardo_executor_fetch(ex, a->fetch[f]);
+        /* a tensor_array is saved one file per part: DIR/NAME.partI.npy */
+        for (int i = 0; i < (t->is_array ? t->n_parts : 1); i++) {
+            if (t->is_array) snprintf(path, sizeof path, "%s/%s.part%d.npy", a->out_dir, file, i);
+            else snprintf(path, sizeof path, "%s/%s.npy", a->out_dir, file);
+            pardo_status_clear(&st);
+            if (pardo_npy_write(path, t->is_array ? t->parts[i] : t, &st) != PARDO_OK) {
+                cli_print_error(&st);
+                return CLI_FAILED;
+            }
+        }
+    }
+    return CLI_OK;
+}
+
+static int save_checkpoint(pardo_executor *ex, const char *path) {
+    pardo_status st;
+    pardo_tensor_list l;
+    pardo_tensor_list_init(&l);
+    pardo_status_clear(&st);
+    int rc = pardo_executor_collect_state(ex, &l, &st);
+    if (rc == PARDO_OK) rc = pardo_safetensors_write(path, &l, &st);
+    pardo_tensor_list_clear(&l);
+    if (rc != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_FAILED;
+    }
+    return CLI_OK;
+}
+
+static int finish_trace(const run_args *a, pardo_executor *ex, const char *status) {
+    if (!a->trace && !a->profile) return CLI_OK;
+    return cli_trace_finish(a->trace, a->profile, a->graph, "run", (int)a->threads,
+                            (long)pardo_executor_steps(ex), status);
+}
+
+/* Everything after a successfully parsed command line. */
+static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    int rc;
+    pardo_tensor_list ckpt;
+    pardo_tensor_list_init(&ckpt);
+    if (a->load && pardo_safetensors_read(a->load, &ckpt, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_BAD_INPUT;
+    }
+    rc = pardo_executor_init_vars(ex, a->load ? &ckpt : NULL, a->load, &st);
+    pardo_tensor_list_clear(&ckpt);
+    if (rc != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_BAD_INPUT;
+    }
+    if ((rc = bind_feeds(ex, a)) >= 0) return rc;
+    if (pardo_executor_check_feeds(ex, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_BAD_INPUT;
+    }
+    if (a->n_fetch == 0) default_fetches(prog, a);
+    for (int f = 0; f < a->n_fetch; f++)
+        if (!pardo_program_lookup_var(prog, 0, a->fetch[f], NULL))
+            return cli_usage_error("run", "--fetch %s: %s has no var '%s' in block 0", a->fetch[f], a->graph,
+                                   a->fetch[f]);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if ((a->trace || a->profile) && (rc = cli_trace_start()) != CLI_OK) return rc;
+    for (long s = 0; s < a->steps && !stop_requested; s++) {
+        if (pardo_executor_run(ex, &st) != PARDO_OK) {
+            cli_print_error(&st);
+            finish_trace(a, ex, "failed");
+            return CLI_FAILED;
+        }
+    }
+    if (stop_requested) {
+        fprintf(stderr, "pardo: stopped after %llu steps\n", (unsigned long long)pardo_executor_steps(ex));
+        rc = finish_trace(a, ex, "interrupted");
+        if (a->save && save_checkpoint(ex, a->save) != CLI_OK) return CLI_FAILED;
+        return rc == CLI_OK ? CLI_INTERRUPTED : rc;
+    }
+    if (finish_trace(a, ex, "ok") != CLI_OK) return CLI_FAILED;
+    for (int f = 0; f < a->n_fetch; f++) {
+        pardo_tensor *t = pardo_executor_fetch(ex, a->fetch[f]);
+        bool unset = !t;
+        for (int i = 0; t && t->is_array && i < t->n_parts; i++) unset |= !t->parts[i];
+        if (unset) {
+            fprintf(stderr, "pardo: --fetch %s: the var has no value after the run\n", a->fetch[f]);
+            return CLI_FAILED;
+        }
+        for (int i = 0; i < (t->is_array ? t->n_parts : 1); i++) { /* a tensor_array prints a line per part */
+            pardo_tensor *part = t->is_array ? t->parts[i] : t;
+            char name[300];
+            if (t->is_array) snprintf(name, sizeof name, "%s[%d]", a->fetch[f], i);
+            else snprintf(name, sizeof name, "%s", a->fetch[f]);
+            if (!pardo_tensor_cpu(part, &st)) {
+                cli_print_error(&st);
+                return CLI_FAILED;
+            }
+            pardo_tensor_print(stdout, name, part, 8);
+        }
+    }
+    if (a->out_dir && (rc = write_outputs(ex, a)) != CLI_OK) return rc;
+    if (a->save && (rc = save_checkpoint(ex, a->save)) != CLI_OK) return rc;
+    return CLI_OK;
+}
+
+int pardo_cli_run(int argc, char **argv) {
+    run_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0) return rc;
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_program *prog = cli_start(a.threads, a.graph);
+    if (!prog) return CLI_BAD_INPUT;
+    bool training = false;
+    for (int i = 0; i < prog->blocks[0].n_ops; i++)
+        training |= prog->blocks[0].ops[i].role == PARDO_OP_OPTIMIZE || prog->blocks[0].ops[i].role == PARDO_OP_BACKWARD;
+    if (a.n_fetch == 0) default_fetches(prog, &a);
+    /* temporaries are freed after their last reader and their buffers reused; the fetched vars stay */
+    pardo_exec_options opt = {.nthreads = (int)a.threads, .training = training, .device = a.device,
+                              .device_index = a.device_index, .release_temps = true, .keep = a.fetch,
+                              .n_keep = a.n_fetch};
+    pardo_executor *ex = NULL;
+    if (pardo_executor_new(prog, &opt, &ex, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        pardo_program_free(prog);
+        return CLI_BAD_INPUT;
+    }
+    rc = run_graph(&a, prog, ex);
+    pardo_executor_free(ex);
+    pardo_program_free(prog);
+    return rc;
+}

@@ -1,0 +1,751 @@
+/* cli_train.c - `pardo train`: runs a training graph over .npy data sets
+ * for some epochs. A loader (src/train/loader.h) gathers each batch on its own
+ * thread two batches ahead, in file order or a seeded shuffle per epoch;
+ * the training loop feeds it to the graph and runs one step; a Coordinator
+ * joins the two, so an error on either side stops both and the first error
+ * is the one reported. After each epoch: an evaluation on the --eval sets
+ * (the graph without its backward and optimize ops, src/train/eval_program.h),
+ * a progress line, a --log line and a --save checkpoint holding the params,
+ * the optimizer state and where the run is (src/train/train_state.h), so --load
+ * resumes it bit for bit, mid-epoch too. SIGINT or SIGTERM: the step in
+ * flight finishes, the checkpoint is written, exit 130; a second signal
+ * leaves at once (checkpoints are renamed into place, never torn). */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "trace/trace.h"
+#include "exec/coordinator.h"
+#include "train/eval_program.h"
+#include "exec/executor.h"
+#include "train/loader.h"
+#include "io/npy_map.h"
+#include "train/progress.h"
+#include "io/safetensors.h"
+#include "exec/task.h"
+#include "exec/thread_pool.h"
+#include "train/train_state.h"
+
+static const char train_help[] =
+    "usage: pardo train GRAPH --data NAME=FILE.npy... --batch-size B [--epochs E]\n"
+    "                   [--shuffle] [--seed S] [--drop-last] [--eval NAME=FILE.npy]...\n"
+    "                   [--threads N] [--load CKPT] [--save CKPT] [--log FILE.jsonl] [--loss NAME]\n"
+    "                   [--trace FILE] [--profile]\n"
+    "\n"
+    "Trains GRAPH, a training graph (one with optimize ops, as `pardo transpile\n"
+    "--backward LOSS --optimizer adam` writes), one step per batch of the data.\n"
+    "  --data NAME=FILE.npy  the rows of feed var NAME (every feed needs one; all with the same rows)\n"
+    "  --batch-size B        rows per step; an epoch's last batch may have fewer\n"
+    "  --epochs E            train until E epochs are done, counting a --load checkpoint's (default 1)\n"
+    "  --shuffle             a new order of the rows every epoch ...\n"
+    "  --seed S              ... from this seed (default 0): the same seed, the same orders\n"
+    "  --drop-last           drop an epoch's last batch when it is short\n"
+    "  --eval NAME=FILE.npy  after each epoch, the mean loss (and the accuracy, for a classifier's\n"
+    "                        logits and labels) over these rows, without updating the params\n"
+    "  --threads N           threads to use (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
+    "  --load CKPT           start from a checkpoint: params, optimizer state and, if it has them,\n"
+    "                        the epoch and batch it stopped at\n"
+    "  --save CKPT           write a checkpoint after each epoch, at the end, and when stopped\n"
+    "  --log FILE.jsonl      append one JSON object per epoch: epoch, loss, eval_loss,\n"
+    "                        eval_accuracy, samples_per_s, seconds\n"
+    "  --loss NAME           the loss var (default: the output of the op with role loss)\n"
+    "  --trace FILE          write a Chrome trace of the training (ops, parts, stages, loader batches),\n"
+    "                        also when the run fails or is stopped; recording stops at\n"
+    "                        $PARDO_TRACE_MAX_MB MiB of events (default 16, about 150 MB of JSON)\n"
+    "  --profile             print the trace's summary tables on stderr at the end (no file)\n"
+    "Progress goes to stderr, the final figures to stdout. SIGINT or SIGTERM stops after\n"
+    "the current step and writes the --save checkpoint (exit status 130).\n";
+
+#define MAX_ITEMS 64
+#define JOIN_GRACE_S 10.0 /* how long the loader may take to stop once asked */
+
+typedef struct named_file {
+    char name[256];
+    const char *file;
+} named_file;
+
+typedef struct train_args {
+    const char *graph;
+    named_file data[MAX_ITEMS];
+    int n_data;
+    named_file eval[MAX_ITEMS];
+    int n_eval;
+    long batch_size, epochs, threads, seed;
+    bool shuffle, drop_last, seed_given;
+    const char *load, *save, *log, *loss, *trace;
+    bool profile;
+} train_args;
+
+/* Signals seen: the first asks for a stop, the second leaves at once. */
+static atomic_int signals_seen;
+
+static void on_signal(int sig) {
+    (void)sig;
+    if (atomic_fetch_add(&signals_seen, 1) > 0) _exit(CLI_INTERRUPTED);
+}
+
+static bool stop_signalled(void) { return atomic_load(&signals_seen) > 0; }
+
+/* Parses NAME=FILE for `flag` into list; returns false after a usage error. */
+static bool add_named(const char *flag, const char *v, named_file *list, int *n) {
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1]) {
+        cli_usage_error("train", "%s expects NAME=FILE.npy, got '%s'", flag, v);
+        return false;
+    }
+    size_t len = (size_t)(eq - v);
+    if (len >= sizeof list[0].name) {
+        cli_usage_error("train", "%s: the name is too long", flag);
+        return false;
+    }
+    if (*n == MAX_ITEMS) {
+        cli_usage_error("train", "at most %d %s", MAX_ITEMS, flag);
+        return false;
+    }
+    for (int i = 0; i < *n; i++)
+        if (strlen(list[i].name) == len && strncmp(list[i].name, v, len) == 0) {
+            cli_usage_error("train", "%s %.*s is given twice", flag, (int)len, v);
+            return false;
+        }
+    memcpy(list[*n].name, v, len);
+    list[*n].name[len] = '\0';
+    list[*n].file = eq + 1;
+    ++*n;
+    return true;
+}
+
+/* Returns -1 when the arguments are fine, else the exit status. */
+static int parse_args(int argc, char **argv, train_args *a) {
+    memset(a, 0, sizeof(*a));
+    a->epochs = 1;
+    a->threads = pardo_thread_pool_size(); /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i], *v;
+        if (cli_is_help(arg)) {
+            fputs(train_help, stdout);
+            return CLI_OK;
+        } else if (cli_flag_is(arg, "--data")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--data")) ||
+                !add_named("--data", v, a->data, &a->n_data))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--eval")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--eval")) ||
+                !add_named("--eval", v, a->eval, &a->n_eval))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--batch-size")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--batch-size")) ||
+                !cli_parse_int("train", "--batch-size", v, 1, 1L << 40, &a->batch_size))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--epochs")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--epochs")) ||
+                !cli_parse_int("train", "--epochs", v, 1, 1000000000L, &a->epochs))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--seed")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--seed")) ||
+                !cli_parse_int("train", "--seed", v, 0, LONG_MAX, &a->seed))
+                return CLI_BAD_INPUT;
+            a->seed_given = true;
+        } else if (cli_flag_is(arg, "--threads")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--threads")) ||
+                !cli_parse_int("train", "--threads", v, 1, PARDO_MAX_THREADS, &a->threads))
+                return CLI_BAD_INPUT;
+        } else if (strcmp(arg, "--shuffle") == 0) {
+            a->shuffle = true;
+        } else if (strcmp(arg, "--drop-last") == 0) {
+            a->drop_last = true;
+        } else if (cli_flag_is(arg, "--load")) {
+            if (!(a->load = cli_flag_value("train", argc, argv, &i, "--load"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--save")) {
+            if (!(a->save = cli_flag_value("train", argc, argv, &i, "--save"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--log")) {
+            if (!(a->log = cli_flag_value("train", argc, argv, &i, "--log"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--loss")) {
+            if (!(a->loss = cli_flag_value("train", argc, argv, &i, "--loss"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--trace")) {
+            if (!(a->trace = cli_flag_value("train", argc, argv, &i, "--trace"))) return CLI_BAD_INPUT;
+        } else if (strcmp(arg, "--profile") == 0) {
+            a->profile = true;
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            return cli_usage_error("train", "unknown flag '%s'", arg);
+        } else if (!a->graph) {
+            a->graph = arg;
+        } else {
+            return cli_usage_error("train", "unexpected argument '%s' (one GRAPH only)", arg);
+        }
+    }
+    if (!a->graph) return cli_usage_error("train", "missing GRAPH");
+    if (a->n_data == 0) return cli_usage_error("train", "missing --data NAME=FILE.npy");
+    if (a->batch_size == 0) return cli_usage_error("train", "missing --batch-size B");
+    if (a->seed_given && !a->shuffle) return cli_usage_error("train", "--seed needs --shuffle");
+    return -1;
+}
+
+/* One data set: the files of each feed, mapped, and the loader over them. */
+typedef struct data_set {
+    const char *flag;        // "--data" or "--eval", for messages
+    const named_file *files; // borrowed from the args
+    int n;
+    pardo_npy_map *maps[MAX_ITEMS]; // owned
+    pardo_loader *loader;           // owned
+    pardo_task_group *group;        // the loader's; owned
+} data_set;
+
+static void data_set_free(data_set *d) {
+    pardo_loader_free(d->loader);
+    pardo_task_group_free(d->group);
+    for (int i = 0; i < d->n; i++) pardo_npy_map_close(d->maps[i]);
+}
+
+/* Maps the files of d and checks them against the feeds of block 0 of p:
+ * every file feeds a feed var, every feed var has a file. Then makes the
+ * loader and checks its batch tensors against the vars through `ex` (the
+ * executor's own checks, which name the file). Returns -1 or an exit status. */
+static int data_set_open(data_set *d, const pardo_program *p, pardo_executor *ex, const pardo_loader_options *opt) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    const pardo_block *b0 = &p->blocks[0];
+    for (int i = 0; i < d->n; i++) {
+        const pardo_var *v = pardo_block_find_var(b0, d->files[i].name);
+        if (!v || v->role != PARDO_VAR_FEED) {
+            fprintf(stderr, "pardo: %s %s=%s: %s has no feed var '%s'%s%s\n", d->flag, d->files[i].name,
+                    d->files[i].file, p->path, d->files[i].name, v ? "; it is a " : "",
+                    v ? pardo_var_role_name(v->role) : "");
+            return CLI_BAD_INPUT;
+        }
+        if (pardo_npy_map_open(d->files[i].file, &d->maps[i], &st) != PARDO_OK) {
+            cli_print_error(&st);
+            return CLI_BAD_INPUT;
+        }
+    }
+    for (int i = 0; i < b0->n_vars; i++) {
+        const pardo_var *v = &b0->vars[i];
+        bool given = false;
+        for (int k = 0; k < d->n && !given; k++) given = strcmp(d->files[k].name, v->name) == 0;
+        if (v->role == PARDO_VAR_FEED && !given) {
+            fprintf(stderr, "pardo: %s: feed var '%s' has no data: pass %s %s=FILE.npy\n", p->path, v->name, d->flag,
+                    v->name);
+            return CLI_BAD_INPUT;
+        }
+    }
+    pardo_loader_source src[MAX_ITEMS];
+    for (int i = 0; i < d->n; i++) src[i] = (pardo_loader_source){d->files[i].name, d->maps[i]};
+    if (!(d->group = pardo_task_group_new())) {
+        fprintf(stderr, "pardo: out of memory\n");
+        return CLI_FAILED;
+    }
+    if (pardo_loader_new(src, d->n, opt, &d->loader, &st) != PARDO_OK) {
+        fprintf(stderr, "pardo: %s: %s\n", d->flag, st.msg);
+        return st.code == PARDO_ENOMEM ? CLI_FAILED : CLI_BAD_INPUT;
+    }
+    /* the batch tensors (full, and the last short batch) against the feed vars */
+    int64_t rows = pardo_loader_rows(d->loader), bs = opt->batch_size;
+    int64_t shapes[2] = {bs, opt->drop_last ? 0 : rows % bs};
+    for (int s = 0; s < 2; s++) {
+        pardo_tensor *const *t = shapes[s] ? pardo_loader_probe(d->loader, shapes[s]) : NULL;
+        for (int i = 0; t && i < d->n; i++)
+            if (pardo_executor_feed(ex, d->files[i].name, t[i], d->files[i].file, &st) != PARDO_OK) {
+                cli_print_error(&st);
+                return CLI_BAD_INPUT;
+            }
+    }
+    return -1;
+}
+
+/* The evaluation side: the graph without backward and optimize ops, its
+ * executor, which shares the training executor's params while it runs. */
+typedef struct evaluator {
+    pardo_program *prog; // owned
+    pardo_executor *ex;  // owned
+    data_set data;
+    const char *loss;   // borrowed from prog
+    const char *logits; // borrowed from prog; NULL: no accuracy
+    int labels;         // index of the labels' file in data, or -1
+} evaluator;
+
+typedef struct eval_result {
+    double loss;     // mean over the rows
+    int64_t correct; // rows whose argmax is the label
+    int64_t rows;
+    bool stopped; // a signal came first
+} eval_result;
+
+/* Everything the training loop works with. */
+typedef struct trainer {
+    const train_args *a;
+    const pardo_program *prog;
+    pardo_executor *ex;
+    pardo_loss_info li;
+    data_set data;
+    evaluator ev;
+    bool has_eval;
+    pardo_coordinator *coord;
+    pardo_train_state state; // where the run is (what a checkpoint records)
+    FILE *log;
+    pardo_progress progress;
+    pardo_epoch_stats last; // the last epoch's figures
+    bool have_last;
+    bool last_trained;   // last holds a training loss (not only an evaluation of a loaded checkpoint)
+    int64_t steps_run;   // by this process
+    double seconds;      // of training and evaluation in this process
+    double step_seconds; // of training alone (loader waits and steps)
+    int64_t samples;     // rows trained in this process
+    bool tracing;        // --trace or --profile started a trace (ended by cli_trace_finish)
+} trainer;
+
+static int save_checkpoint(trainer *t) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_tensor_list l;
+    pardo_tensor_list_init(&l);
+    int rc = pardo_executor_collect_state(t->ex, &l, &st);
+    if (rc == PARDO_OK) rc = pardo_train_state_save(&t->state, &l, &st);
+    if (rc == PARDO_OK) rc = pardo_safetensors_write(t->a->save, &l, &st);
+    pardo_tensor_list_clear(&l);
+    if (rc != PARDO_OK) {
+        pardo_progress_break(&t->progress);
+        cli_print_error(&st);
+        return CLI_FAILED;
+    }
+    return CLI_OK;
+}
+
+/* The scalar value of the loss var after a run of ex. */
+static int read_loss(pardo_executor *ex, const char *name, double *out, pardo_status *st) {
+    pardo_tensor *t = pardo_executor_fetch(ex, name);
+    if (!t || t->is_array) return pardo_errorf(st, PARDO_ERUNTIME, "the loss '%s' has no value after the step", name);
+    if (t->numel != 1 || !pardo_dtype_is_float(t->dtype))
+        return pardo_errorf(st, PARDO_ERUNTIME, "the loss '%s' is a %s of %lld elements, expected a float scalar", name,
+                            pardo_dtype_name(t->dtype), (long long)t->numel);
+    if (!pardo_tensor_cpu(t, st)) return st->code;
+    *out = pardo_tensor_get_f64(t, 0);
+    return PARDO_OK;
+}
+
+static int feed_batch(pardo_executor *ex, const data_set *d, const pardo_batch *b, pardo_status *st) {
+    for (int i = 0; i < d->n; i++)
+        if (pardo_executor_feed(ex, d->files[i].name, b->tensors[i], d->files[i].file, st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
+/* Rows of batch b whose logits' argmax is the label. */
+static int count_correct(evaluator *ev, const pardo_batch *b, int64_t *correct, pardo_status *st) {
+    pardo_tensor *lg = pardo_executor_fetch(ev->ex, ev->logits), *lb = b->tensors[ev->labels];
+    if (!lg || lg->is_array || lg->ndim != 2 || lg->shape[0] != b->rows)
+        return pardo_errorf(st, PARDO_ERUNTIME, "the logits '%s' are not [%lld, C] after the evaluation step",
+                            ev->logits, (long long)b->rows);
+    if (!pardo_tensor_cpu(lg, st) || !pardo_tensor_cpu(lb, st)) return st->code;
+    int64_t c = lg->shape[1];
+    for (int64_t r = 0; r < b->rows; r++) {
+        int64_t best = 0;
+        double top = pardo_tensor_get_f64(lg, r * c);
+        for (int64_t k = 1; k < c; k++) {
+            double v = pardo_tensor_get_f64(lg, r * c + k);
+            if (v > top) top = v, best = k;
+        }
+        *correct += best == (int64_t)pardo_tensor_get_f64(lb, r);
+    }
+    return PARDO_OK;
+}
+
+/* Binds (or, with bind false, unbinds) the training executor's params and
+ * state in the evaluation executor: shared tensors, no copies. */
+static int share_params(trainer *t, bool bind, pardo_status *st) {
+    const pardo_block *b0 = &t->ev.prog->blocks[0];
+    pardo_scope *s = pardo_executor_scope(t->ev.ex);
+    for (int i = 0; i < b0->n_vars; i++) {
+        const pardo_var *v = &b0->vars[i];
+        if (v->role != PARDO_VAR_PARAM && v->role != PARDO_VAR_STATE) continue;
+        if (!bind) {
+            pardo_tensor_release(pardo_scope_take(s, v->name));
+            continue;
+        }
+        pardo_tensor *p = pardo_executor_fetch(t->ex, v->name);
+        if (p && pardo_scope_set(s, v->name, p, st) != PARDO_OK) return st->code;
+    }
+    return PARDO_OK;
+}
+
+/* One pass over the eval set. Returns PARDO_OK (r->stopped when a signal
+ * came) or the first error, with the coordinator told. */
+static int evaluate(trainer *t, eval_result *r, pardo_status *st) {
+    evaluator *ev = &t->ev;
+    memset(r, 0, sizeof(*r));
+    double sum = 0;
+    int rc = share_params(t, true, st);
+    if (rc == PARDO_OK) rc = pardo_loader_start(ev->data.loader, ev->data.group, t->coord, 0, 0, 1, st);
+    int64_t n = pardo_loader_batches(ev->data.loader);
+    for (int64_t i = 0; rc == PARDO_OK && i < n; i++) {
+        if (stop_signalled()) {
+            r->stopped = true;
+            break;
+        }
+        const pardo_batch *b;
+        if ((rc = pardo_loader_next(ev->data.loader, &b, st)) != PARDO_OK) break;
+        double loss = 0;
+        if ((rc = feed_batch(ev->ex, &ev->data, b, st)) == PARDO_OK &&
+            (rc = pardo_executor_run(ev->ex, st)) == PARDO_OK &&
+            (rc = read_loss(ev->ex, ev->loss, &loss, st)) == PARDO_OK && ev->logits)
+            rc = count_correct(ev, b, &r->correct, st);
+        if (rc == PARDO_OK) {
+            sum += loss * (double)b->rows;
+            r->rows += b->rows;
+        } else if (rc != PARDO_ECANCELED) {
+            pardo_status_prefix(st, "evaluating: ");
+            pardo_coordinator_request_stop(t->coord, st);
+        }
+        pardo_loader_release(ev->data.loader, b);
+    }
+    pardo_loader_stop(ev->data.loader);
+    pardo_status jst;
+    pardo_status_clear(&jst);
+    pardo_loader_join(ev->data.loader, &jst);
+    pardo_status ust;
+    share_params(t, false, &ust);
+    r->loss = r->rows ? sum / (double)r->rows : 0;
+    return rc;
+}
+
+/* Trains epochs state.epoch .. epochs - 1 from batch state.batch. Returns
+ * PARDO_OK, or the code that stopped it (the coordinator holds the error). */
+static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
+    const train_args *a = t->a;
+    data_set *d = &t->data;
+    int64_t n_batches = pardo_loader_batches(d->loader);
+    int rc = pardo_loader_start(d->loader, d->group, t->coord, t->state.epoch, t->state.batch, a->epochs, st);
+    if (rc != PARDO_OK) return rc;
+    while (t->state.epoch < a->epochs) {
+        int64_t e = t->state.epoch;
+        double t0 = pardo_now_s();
+        int64_t rows_run = 0;
+        pardo_progress_epoch_begin(&t->progress, e + 1, n_batches, t->state.batch);
+        while (t->state.batch < n_batches) {
+            if (stop_signalled()) { /* the summary counts this epoch's part */
+                t->samples += rows_run;
+                t->step_seconds += pardo_now_s() - t0;
+                t->seconds += pardo_now_s() - t0;
+                *stopped = true;
+                return PARDO_OK;
+            }
+            const pardo_batch *b;
+            if ((rc = pardo_loader_next(d->loader, &b, st)) != PARDO_OK) return rc;
+            PARDO_ASSERT(b->epoch == e && b->index == t->state.batch);
+            double loss = 0;
+            if ((rc = feed_batch(t->ex, d, b, st)) == PARDO_OK && (rc = pardo_executor_run(t->ex, st)) == PARDO_OK)
+                rc = read_loss(t->ex, t->li.loss, &loss, st);
+            int64_t rows = b->rows;
+            pardo_loader_release(d->loader, b);
+            if (rc != PARDO_OK) {
+                pardo_coordinator_request_stop(t->coord, st); /* the loader stops too */
+                return rc;
+            }
+            t->state.step++;
+            t->steps_run++;
+            t->state.batch++;
+            t->state.loss_sum += loss * (double)rows;
+            t->state.rows += rows;
+            rows_run += rows;
+            pardo_progress_batch(&t->progress, t->state.batch, t->state.loss_sum / (double)t->state.rows, rows_run);
+        }
+        double t_train = pardo_now_s() - t0;
+        pardo_epoch_stats s = {.epoch = e + 1,
+                               .epochs = a->epochs,
+                               .loss = t->state.loss_sum / (double)t->state.rows,
+                               .samples_per_s = t_train > 0 ? (double)rows_run / t_train : 0};
+        t->samples += rows_run;
+        t->step_seconds += t_train;
+        t->state.epoch++;
+        t->state.batch = 0;
+        t->state.loss_sum = 0;
+        t->state.rows = 0;
+        if (t->has_eval) {
+            eval_result r;
+            if ((rc = evaluate(t, &r, st)) != PARDO_OK) return rc;
+            if (r.stopped) {
+                *stopped = true;
+                return PARDO_OK;
+            }
+            s.has_eval = true;
+            s.eval_loss = r.loss;
+            s.has_accuracy = t->ev.logits != NULL;
+            s.eval_accuracy = r.rows ? (double)r.correct / (double)r.rows : 0;
+        }
+        s.seconds = pardo_now_s() - t0;
+        t->seconds += s.seconds;
+        pardo_progress_epoch_end(&t->progress, &s);
+        t->last = s;
+        t->have_last = true;
+        t->last_trained = true;
+        if (t->log && pardo_train_log_write(t->log, a->log, &s, st) != PARDO_OK) {
+            pardo_coordinator_request_stop(t->coord, st);
+            return st->code;
+        }
+        if (a->save && save_checkpoint(t) != CLI_OK) {
+            rc = pardo_errorf(st, PARDO_EIO, "%s: the checkpoint was not written", a->save);
+            pardo_coordinator_request_stop(t->coord, st);
+            return rc;
+        }
+    }
+    return PARDO_OK;
+}
+
+/* Loads --load: params and state into ex, the counters into t->state.
+ * Returns -1 or an exit status. */
+static int load_checkpoint(trainer *t, int64_t n_batches) {
+    const train_args *a = t->a;
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_tensor_list ckpt;
+    pardo_tensor_list_init(&ckpt);
+    bool found = false;
+    int rc = a->load ? pardo_safetensors_read(a->load, &ckpt, &st) : PARDO_OK;
+    if (rc == PARDO_OK && a->load) rc = pardo_train_state_load(&ckpt, a->load, &t->state, &found, &st);
+    if (rc == PARDO_OK) rc = pardo_executor_init_vars(t->ex, a->load ? &ckpt : NULL, a->load, &st);
+    pardo_tensor_list_clear(&ckpt);
+    if (rc != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_BAD_INPUT;
+    }
+    pardo_train_state *s = &t->state;
+    if (!found) {
+        memset(s, 0, sizeof(*s));
+    } else if (s->batch > 0) { /* stopped mid-epoch: the same batches must follow */
+        if (s->batch_size != a->batch_size || s->shuffle != a->shuffle ||
+            (a->shuffle && s->seed != (uint64_t)a->seed)) {
+            fprintf(stderr,
+                    "pardo: %s: stopped in epoch %lld after batch %lld of a run with --batch-size %lld%s; resume "
+                    "it with the same --batch-size, --shuffle and --seed\n",
+                    a->load, (long long)s->epoch + 1, (long long)s->batch, (long long)s->batch_size,
+                    s->shuffle ? " --shuffle" : "");
+            return CLI_BAD_INPUT;
+        }
+        if (s->batch >= n_batches) {
+            fprintf(stderr,
+                    "pardo: %s: stopped after batch %lld of epoch %lld, but an epoch of this data has %lld "
+                    "batches\n",
+                    a->load, (long long)s->batch, (long long)s->epoch + 1, (long long)n_batches);
+            return CLI_BAD_INPUT;
+        }
+    }
+    s->batch_size = a->batch_size;
+    s->shuffle = a->shuffle;
+    s->seed = (uint64_t)a->seed;
+    if (s->step > 0 && pardo_executor_set_steps(t->ex, (uint64_t)s->step, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_FAILED;
+    }
+    return -1;
+}
+
+/* Builds the evaluator: program, executor, data. Returns -1 or an exit status. */
+static int open_evaluator(trainer *t, const pardo_loader_options *train_opt) {
+    const train_args *a = t->a;
+    evaluator *ev = &t->ev;
+    pardo_status st;
+    pardo_status_clear(&st);
+    if (pardo_eval_program_build(t->prog, &t->li, &ev->prog, &ev->logits, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_BAD_INPUT;
+    }
+    ev->loss = pardo_block_find_var(&ev->prog->blocks[0], t->li.loss)->name;
+    /* temporaries freed after their last reader (and matmul + bias + relu fused); the loss and logits stay */
+    const char *keep[] = {ev->loss, ev->logits};
+    pardo_exec_options eo = {.nthreads = (int)a->threads, .training = false, .release_temps = true, .keep = keep,
+                             .n_keep = 2};
+    if (pardo_executor_new(ev->prog, &eo, &ev->ex, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_BAD_INPUT;
+    }
+    /* constants from their values; params and state are the training executor's (share_params) */
+    pardo_tensor_list shared;
+    pardo_tensor_list_init(&shared);
+    int rc = pardo_executor_collect_state(t->ex, &shared, &st);
+    if (rc == PARDO_OK) rc = pardo_executor_init_vars(ev->ex, &shared, "the training state", &st);
+    pardo_tensor_list_clear(&shared);
+    if (rc == PARDO_OK) rc = share_params(t, false, &st);
+    if (rc != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_FAILED;
+    }
+    pardo_loader_options opt = *train_opt;
+    opt.shuffle = false;
+    opt.drop_last = false;
+    opt.name = "eval loader";
+    ev->data = (data_set){.flag = "--eval", .files = a->eval, .n = a->n_eval};
+    int code = data_set_open(&ev->data, ev->prog, ev->ex, &opt);
+    if (code >= 0) return code;
+    ev->labels = -1;
+    for (int i = 0; ev->logits && t->li.labels && i < a->n_eval; i++)
+        if (strcmp(a->eval[i].name, t->li.labels) == 0) ev->labels = i;
+    if (ev->labels < 0) ev->logits = NULL;
+    return -1;
+}
+
+static void close_evaluator(evaluator *ev) {
+    data_set_free(&ev->data);
+    pardo_executor_free(ev->ex);
+    pardo_program_free(ev->prog);
+}
+
+/* The final figures on stdout. */
+static void print_summary(const trainer *t) {
+    printf("trained %lld steps in %.2f s, evaluation included (%.0f samples/s in the steps); %lld/%ld epochs done\n",
+           (long long)t->steps_run, t->seconds, t->step_seconds > 0 ? (double)t->samples / t->step_seconds : 0,
+           (long long)t->state.epoch, t->a->epochs);
+    if (!t->have_last) return;
+    if (t->last_trained) printf("loss: %.6f\n", t->last.loss);
+    if (t->last.has_eval) printf("eval_loss: %.6f\n", t->last.eval_loss);
+    if (t->last.has_eval && t->last.has_accuracy) printf("eval_accuracy: %.4f\n", t->last.eval_accuracy);
+}
+
+/* Maps the first error of the run to an exit status: a failed step (or
+ * evaluation, log, checkpoint) is 1; a loader's error is 2 when it is
+ * about its input. */
+static int error_status(const pardo_status *first, const pardo_status *trainer_st) {
+    if (first->code == trainer_st->code && strcmp(first->msg, trainer_st->msg) == 0) return CLI_FAILED;
+    return first->code == PARDO_EPARSE || first->code == PARDO_ESHAPE || first->code == PARDO_EINVAL ? CLI_BAD_INPUT
+                                                                                                     : CLI_FAILED;
+}
+
+static int run_training(trainer *t) {
+    const train_args *a = t->a;
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_loader_options opt = {.batch_size = a->batch_size,
+                                .shuffle = a->shuffle,
+                                .seed = (uint64_t)a->seed,
+                                .drop_last = a->drop_last,
+                                .capacity = 2,
+                                .name = "loader"};
+    t->data = (data_set){.flag = "--data", .files = a->data, .n = a->n_data};
+    int code = data_set_open(&t->data, t->prog, t->ex, &opt);
+    if (code >= 0) return code;
+    if ((code = load_checkpoint(t, pardo_loader_batches(t->data.loader))) >= 0) return code;
+    if (a->n_eval > 0) {
+        t->has_eval = true;
+        if ((code = open_evaluator(t, &opt)) >= 0) return code;
+    }
+    if (a->log && !(t->log = fopen(a->log, "a"))) {
+        fprintf(stderr, "pardo: --log %s: cannot open: %s\n", a->log, strerror(errno));
+        return CLI_FAILED;
+    }
+    if (!(t->coord = pardo_coordinator_new())) {
+        fprintf(stderr, "pardo: out of memory\n");
+        return CLI_FAILED;
+    }
+    pardo_progress_init(&t->progress, stderr, isatty(STDERR_FILENO), a->epochs);
+    if (a->trace || a->profile) { /* the inputs are good: trace from here, however the run ends */
+        const int rc = cli_trace_start();
+        if (rc != CLI_OK) return rc;
+        t->tracing = true;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    int id;
+    bool stopped = false;
+    int rc = pardo_coordinator_register(t->coord, "training loop", &id, &st);
+    if (rc == PARDO_OK) {
+        if (t->state.epoch < a->epochs) rc = train_epochs(t, &stopped, &st);
+        pardo_coordinator_done(t->coord, id);
+    }
+    /* stop and join the loader, then take the first error of either side */
+    pardo_loader_stop(t->data.loader);
+    pardo_status jst, first;
+    pardo_status_clear(&jst);
+    pardo_status_clear(&first);
+    pardo_loader_join(t->data.loader, &jst);
+    int first_rc = pardo_coordinator_join(t->coord, JOIN_GRACE_S, &first);
+    pardo_progress_break(&t->progress);
+    if (first_rc != PARDO_OK) {
+        cli_print_error(&first);
+        return error_status(&first, &st);
+    }
+    if (rc != PARDO_OK) { /* an error the coordinator did not hear of (registering) */
+        cli_print_error(&st);
+        return CLI_FAILED;
+    }
+    if (stopped) {
+        fprintf(stderr, "pardo: stopped in epoch %lld after batch %lld (%lld steps in all)\n",
+                (long long)t->state.epoch + 1, (long long)t->state.batch, (long long)t->state.step);
+        if (a->save && save_checkpoint(t) != CLI_OK) return CLI_FAILED;
+        print_summary(t);
+        return CLI_INTERRUPTED;
+    }
+    if (t->has_eval && !t->have_last) { /* nothing left to train: evaluate what was loaded */
+        eval_result r;
+        if (evaluate(t, &r, &st) != PARDO_OK) {
+            cli_print_error(&st);
+            return CLI_FAILED;
+        }
+        t->last = (pardo_epoch_stats){.epoch = t->state.epoch,
+                                      .has_eval = !r.stopped,
+                                      .eval_loss = r.loss,
+                                      .has_accuracy = t->ev.logits != NULL,
+                                      .eval_accuracy = r.rows ? (double)r.correct / (double)r.rows : 0};
+        t->have_last = true;
+    }
+    if (a->save && t->steps_run == 0 && save_checkpoint(t) != CLI_OK) return CLI_FAILED;
+    print_summary(t);
+    return CLI_OK;
+}
+
+int pardo_cli_train(int argc, char **argv) {
+    train_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0) return rc;
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_program *prog = cli_start(a.threads, a.graph);
+    if (!prog) return CLI_BAD_INPUT;
+    trainer t;
+    memset(&t, 0, sizeof t);
+    t.a = &a;
+    t.prog = prog;
+    if (!pardo_program_trains(prog)) {
+        fprintf(stderr,
+                "pardo: %s: no op has role \"optimize\", so training would change nothing; make a training "
+                "graph with 'pardo transpile GRAPH -o OUT --backward LOSS --optimizer adam'\n",
+                a.graph);
+        pardo_program_free(prog);
+        return CLI_BAD_INPUT;
+    }
+    if (pardo_loss_find(prog, a.loss, &t.li, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        pardo_program_free(prog);
+        return CLI_BAD_INPUT;
+    }
+    /* temporaries freed after their last reader (and matmul + bias + relu fused); the loss stays */
+    const char *keep[] = {t.li.loss};
+    pardo_exec_options opt = {.nthreads = (int)a.threads, .training = true, .release_temps = true, .keep = keep,
+                              .n_keep = 1};
+    if (pardo_executor_new(prog, &opt, &t.ex, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        pardo_program_free(prog);
+        return CLI_BAD_INPUT;
+    }
+    rc = run_training(&t);
+    if (t.tracing) {
+        const char *status = rc == CLI_OK ? "ok" : rc == CLI_INTERRUPTED ? "interrupted" : "failed";
+        if (cli_trace_finish(a.trace, a.profile, a.graph, "train", (int)a.threads, (long)t.state.step, status) != CLI_OK &&
+            rc == CLI_OK)
+            rc = CLI_FAILED;
+    }
+    /* the loaders first (they join their producers), then what they used */
+    data_set_free(&t.data);
+    if (t.has_eval) close_evaluator(&t.ev);
+    pardo_coordinator_free(t.coord);
+    if (t.log) fclose(t.log);
+    pardo_executor_free(t.ex);
+    pardo_program_free(prog);
+    return rc;
+}

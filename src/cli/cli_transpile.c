@@ -1,0 +1,119 @@
+/* cli_transpile.c - `pardo transpile`: autodiff, optimizer and the multi-CPU
+ * rewrite (transpiler/), written as a graph file that `pardo check` accepts. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/graph_json.h"
+#include "pass.h"
+
+static const char transpile_help[] =
+    "usage: pardo transpile GRAPH -o OUT [--parts N] [--backward LOSS]\n"
+    "                       [--optimizer sgd|momentum|adam] [--lr X] [--mu X] [--nesterov]\n"
+    "                       [--beta1 X] [--beta2 X] [--epsilon X]\n"
+    "\n"
+    "Rewrites a single-thread graph into a data-parallel one and writes it to OUT:\n"
+    "every feed is split into parts (X -> X@PARTS), one parallel_do runs the forward,\n"
+    "loss and backward ops on each part, the gradients and the loss are merged back\n"
+    "(mean weighted by each part's rows) under their own names, then the optimizer\n"
+    "runs. An inference graph gets its outputs concatenated (or averaged, without a\n"
+    "batch dim).\n"
+    "  -o OUT             the graph file to write (written whole or not at all)\n"
+    "  --parts N          parts per batch (default 0: the thread count at run time)\n"
+    "  --backward LOSS    first append the gradient ops of the scalar LOSS (V@GRAD)\n"
+    "  --optimizer NAME   then one sgd, momentum or adam update per param (torch.optim's equations)\n"
+    "  --lr X             learning rate (default 0.01)\n"
+    "  --mu X, --nesterov momentum coefficient (0.9) and Nesterov's update\n"
+    "  --beta1 X, --beta2 X, --epsilon X   adam (0.9, 0.999, 1e-8)\n";
+
+typedef struct transpile_args {
+    const char *graph, *out;
+    pardo_pass_options opt;
+    bool lr_given;
+} transpile_args;
+
+static bool number_flag(const char *arg, const char *flag, int argc, char **argv, int *i, double lo, double hi,
+                        double *out, bool *matched) {
+    if (!cli_flag_is(arg, flag)) return true;
+    *matched = true;
+    const char *v = cli_flag_value("transpile", argc, argv, i, flag);
+    return v && cli_parse_double("transpile", flag, v, lo, hi, out);
+}
+
+/* Returns -1 when the arguments are fine, else the exit status. */
+static int parse_args(int argc, char **argv, transpile_args *a) {
+    memset(a, 0, sizeof(*a));
+    a->opt = pardo_pass_defaults();
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i], *v;
+        bool matched = false;
+        if (cli_is_help(arg)) {
+            fputs(transpile_help, stdout);
+            return CLI_OK;
+        }
+        if (!number_flag(arg, "--lr", argc, argv, &i, 0, 1e9, &a->opt.lr, &matched) ||
+            !number_flag(arg, "--mu", argc, argv, &i, 0, 1, &a->opt.mu, &matched) ||
+            !number_flag(arg, "--beta1", argc, argv, &i, 0, 0.999999999, &a->opt.beta1, &matched) ||
+            !number_flag(arg, "--beta2", argc, argv, &i, 0, 0.999999999, &a->opt.beta2, &matched) ||
+            !number_flag(arg, "--epsilon", argc, argv, &i, 0, 1, &a->opt.epsilon, &matched))
+            return CLI_BAD_INPUT;
+        if (matched) {
+            a->lr_given |= cli_flag_is(arg, "--lr");
+            continue;
+        }
+        if (strcmp(arg, "-o") == 0 || cli_flag_is(arg, "--out")) {
+            if (!(a->out = cli_flag_value("transpile", argc, argv, &i, strcmp(arg, "-o") == 0 ? "-o" : "--out")))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--parts")) {
+            long n;
+            if (!(v = cli_flag_value("transpile", argc, argv, &i, "--parts")) ||
+                !cli_parse_int("transpile", "--parts", v, 0, 4096, &n))
+                return CLI_BAD_INPUT;
+            a->opt.parts = (int)n;
+        } else if (cli_flag_is(arg, "--backward")) {
+            if (!(a->opt.loss = cli_flag_value("transpile", argc, argv, &i, "--backward"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--optimizer")) {
+            if (!(v = cli_flag_value("transpile", argc, argv, &i, "--optimizer"))) return CLI_BAD_INPUT;
+            if (!pardo_optimizer_parse(v, &a->opt.optimizer))
+                return cli_usage_error("transpile", "--optimizer expects sgd, momentum or adam, got '%s'", v);
+        } else if (strcmp(arg, "--nesterov") == 0) {
+            a->opt.nesterov = true;
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            return cli_usage_error("transpile", "unknown flag '%s'", arg);
+        } else if (!a->graph) {
+            a->graph = arg;
+        } else {
+            return cli_usage_error("transpile", "unexpected argument '%s' (one GRAPH only)", arg);
+        }
+    }
+    if (!a->graph) return cli_usage_error("transpile", "missing GRAPH");
+    if (!a->out) return cli_usage_error("transpile", "missing -o OUT");
+    if (a->lr_given && a->opt.optimizer == PARDO_OPTIMIZER_NONE)
+        return cli_usage_error("transpile", "--lr needs --optimizer");
+    if (a->opt.nesterov && a->opt.optimizer != PARDO_OPTIMIZER_MOMENTUM)
+        return cli_usage_error("transpile", "--nesterov needs --optimizer momentum");
+    return -1;
+}
+
+int pardo_cli_transpile(int argc, char **argv) {
+    transpile_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0) return rc;
+    pardo_program *p = cli_load_checked(a.graph);
+    if (!p) return CLI_BAD_INPUT;
+    pardo_status st;
+    pardo_status_clear(&st);
+    if ((a.opt.loss && pardo_pass_backward(p, &a.opt, &st) != PARDO_OK) ||
+        (a.opt.optimizer != PARDO_OPTIMIZER_NONE && pardo_pass_optimizer(p, &a.opt, &st) != PARDO_OK) ||
+        pardo_pass_multi_cpu(p, &a.opt, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        pardo_program_free(p);
+        return CLI_BAD_INPUT;
+    }
+    rc = pardo_graph_save(p, a.out, &st) == PARDO_OK ? CLI_OK : CLI_FAILED;
+    if (rc != CLI_OK) cli_print_error(&st);
+    else fprintf(stderr, "pardo: wrote %s (%d ops in block 0, %d in block 1)\n", a.out, p->blocks[0].n_ops,
+                 p->n_blocks > 1 ? p->blocks[1].n_ops : 0);
+    pardo_program_free(p);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/* main.c - the pardo command line: checks the op registry, then dispatches
+ * to the subcommand in src/cli/cli_<command>.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/device.h"
+#include "gemm.h"
+#include "op.h"
+#include "cli/version.h"
+
+static const char usage[] =
+    "usage: pardo COMMAND [ARGS]\n"
+    "\n"
+    "pardo runs op graphs stored as JSON on CPU threads (and a CUDA GPU where one exists).\n"
+    "\n"
+    "commands:\n"
+    "  run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
+    "            [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
+    "            [--trace FILE] [--profile]\n"
+    "                   run block 0 of a graph N times and print or save the fetched vars\n"
+    "  train GRAPH --data NAME=FILE.npy... --batch-size B [--epochs E] [--shuffle] [--seed S]\n"
+    "            [--drop-last] [--eval NAME=FILE.npy]... [--threads N] [--load CKPT] [--save CKPT]\n"
+    "            [--log FILE.jsonl] [--loss NAME]\n"
+    "                   train a training graph on .npy data sets, epoch by epoch, with evaluation\n"
+    "  transpile GRAPH -o OUT [--parts N] [--backward LOSS] [--optimizer sgd|momentum|adam] [--lr X]\n"
+    "                   append gradients and an optimizer, and rewrite for many CPU threads\n"
+    "  check GRAPH      validate a graph; print its ops, vars, param count and inferred shapes\n"
+    "  ops [OP]         list the ops, or one op's inputs, outputs and attrs\n"
+    "  dot GRAPH        print the graph as Graphviz dot\n"
+    "  trace summary TRACE [--top N] [--csv]\n"
+    "                   per op type, per op, per thread and per parallel_do tables of a trace\n"
+    "  trace timeline TRACE -o FILE.svg\n"
+    "                   draw a trace: one lane per thread, ops coloured by type\n"
+    "\n"
+    "'pardo COMMAND --help' describes a command; 'pardo --version' prints the version and what\n"
+    "this build runs products with. Exit status: 0 ok, 1 the run failed,\n"
+    "2 bad usage or a bad input file, 130 stopped by SIGINT or SIGTERM.\n";
+
+/* `pardo --version`: the version, then the build's parts (the matrix product this CPU gets, BLAS, CUDA);
+ * starts no CUDA runtime. */
+static int print_version(void) {
+    printf("pardo %s\n", PARDO_VERSION);
+    printf("matmul: %s (float32, on this CPU)\n", pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
+    printf("BLAS: %s\n", pardo_gemm_blas_compiled() ? "built in (opened on first use; PARDO_GEMM=blas picks it)"
+                                                     : "not built in (make BLAS=1)");
+    printf("CUDA: %s\n", pardo_device_compiled() ? "built in (--device cuda looks for a GPU at run time)"
+                                                 : "not built in (nvcc was not found at build time)");
+    return CLI_OK;
+}
+
+int main(int argc, char **argv) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    if (pardo_registry_check(&st) != PARDO_OK) {
+        fprintf(stderr, "pardo: internal error: %s\n", st.msg);
+        return CLI_FAILED;
+    }
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return CLI_BAD_INPUT;
+    }
+    const char *cmd = argv[1];
+    if (cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) return print_version();
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } commands[] = {
+        {"run", pardo_cli_run},
+        {"check", pardo_cli_check},
+        {"ops", pardo_cli_ops},
+        {"dot", pardo_cli_dot},
+        {"transpile", pardo_cli_transpile},
+        {"train", pardo_cli_train},
+        {"trace", pardo_cli_trace},
+    };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
+    fprintf(stderr, "pardo: unknown command '%s' (expected run, train, transpile, check, ops, dot or trace)\n\n%s",
+            cmd, usage);
+    return CLI_BAD_INPUT;
+}

@@ -1,0 +1,1020 @@
+/* executor.c - sequential execution of blocks (see executor.h). */
+#include "exec/executor.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/device.h"
+#include "init_fill.h"
+#include "exec/fusion_plan.h"
+#include "merge_combine.h"
+#include "exec/release_plan.h"
+#include "exec/stage_plan.h"
+#include "exec/tensor_pool.h"
+#include "exec/thread_pool.h"
+#include "trace/trace.h"
+
+#define MAX_OP_IO 64
+
+/* What the executor finds once per op, the program being fixed from its
+ * creation on. */
+typedef struct op_plan {
+    const pardo_var **out_vars; // output k's var, for the run-time type check (NULL for ""); owned
+    uint64_t inplace;           // bit k: output k names one of the op's inputs (its tensor is shared, not taken)
+    int *root_entry;            // block 0: the root scope's entry of input k at [k], of output k at [n_in + k];
+                                // -1 until resolved (a name not bound yet stays unresolved); owned
+    int *release_entry;         // block 0 with release_temps: root entries of the vars dead after this op
+                                // (release.names[release.first[i]..]), -1 until resolved; owned
+    pardo_fusion fusion;        // with release_temps: the ops after this one that run fused into it
+} op_plan;
+
+struct pardo_executor {
+    const pardo_program *prog; // borrowed
+    pardo_exec_options opt;
+    pardo_scope *root;         // block 0's vars, owned
+    uint64_t steps;            // completed runs of block 0
+    pardo_op_state **states;   // per block, per op: kernel state (pardo_executor_op_state); owned
+    pardo_stage_plan *plans;   // per block: ops that may run at once (stage_plan.h); built on first run; owned
+    op_plan **ops;             // [block][op]: what each op's runs look up once; owned
+    bool *planned;             // per block: plans[b] is built
+    bool pooling;              // opt.release_temps: block 0's dead temps go to pool
+    pardo_release_plan release; // which temps die after which op of block 0
+    pardo_tensor_pool pool;    // their tensors, for later outputs; owned
+    pardo_early *early;        // block 0's early stage (pardo_executor_early_begin), made on first use; owned
+};
+
+struct pardo_early {
+    pardo_executor *ex;
+    int n_parts, cap_parts;
+    atomic_int *progress;   // per part: ops of the part block it has finished this run
+    atomic_int running;     // parts not yet ended
+    const atomic_int *stop; // nonzero once a part failed: nothing more runs early
+    int nthreads;           // the parallel_do's: an early chain's ops split over them (a part that ends helps)
+    int n_chains, cap_chains;
+    atomic_int *claimed;    // per chain of the stage: taken by a thread this run
+    bool *done;             // per chain: ran early this run (read by run_stage after the join)
+    bool active;            // this run of block 0 opened the early stage: run_stage passes over what it ran
+};
+
+/* Fills op i of block b's plan: its output vars, which outputs are in place,
+ * and (block 0) room for its root scope entries. PARDO_ENOMEM on failure. */
+static int plan_op(const pardo_program *p, int b, int i, op_plan *pl) {
+    const pardo_op *op = &p->blocks[b].ops[i];
+    PARDO_ASSERT(op->n_in <= MAX_OP_IO && op->n_out <= MAX_OP_IO);
+    if (!(pl->out_vars = calloc((size_t)op->n_out + 1, sizeof(*pl->out_vars)))) return PARDO_ENOMEM;
+    for (int k = 0; k < op->n_out; k++) {
+        if (!op->out[k][0]) continue;
+        pl->out_vars[k] = pardo_program_lookup_var(p, b, op->out[k], NULL);
+        for (int j = 0; j < op->n_in; j++)
+            if (strcmp(op->in[j], op->out[k]) == 0) pl->inplace |= (uint64_t)1 << k;
+    }
+    if (b != 0) return PARDO_OK;
+    int n = op->n_in + op->n_out;
+    if (!(pl->root_entry = malloc(sizeof(int) * (size_t)(n + 1)))) return PARDO_ENOMEM;
+    for (int k = 0; k < n; k++) pl->root_entry[k] = -1;
+    return PARDO_OK;
+}
+
+/* Room for the root entries of the vars block 0's ops free (release_temps). */
+static int plan_releases(pardo_executor *ex, pardo_status *st) {
+    for (int i = 0; i < ex->release.n_ops; i++) {
+        int n = ex->release.count[i];
+        if (n == 0) continue;
+        op_plan *pl = &ex->ops[0][i];
+        if (!(pl->release_entry = malloc(sizeof(int) * (size_t)n)))
+            return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning block 0's memory");
+        for (int k = 0; k < n; k++) pl->release_entry[k] = -1;
+    }
+    return PARDO_OK;
+}
+
+/* Which op chains of each block run fused (fusion_plan.h). */
+static int plan_fusions(pardo_executor *ex, const pardo_exec_options *opt, pardo_status *st) {
+    for (int b = 0; b < ex->prog->n_blocks; b++) {
+        int n = ex->prog->blocks[b].n_ops;
+        pardo_fusion *f = calloc((size_t)n + 1, sizeof(*f));
+        if (!f) return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning fused ops");
+        pardo_fusion_plan(ex->prog, b, opt->keep, opt->n_keep, f);
+        for (int i = 0; i < n; i++) ex->ops[b][i].fusion = f[i];
+        free(f);
+    }
+    return PARDO_OK;
+}
+
+int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pardo_executor **out,
+                       pardo_status *st) {
+    *out = NULL;
+    pardo_executor *ex = calloc(1, sizeof(*ex));
+    if (!ex) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    ex->prog = p;
+    ex->opt = *opt;
+    if (ex->opt.nthreads < 1) ex->opt.nthreads = 1;
+    if (!(ex->root = pardo_scope_new(NULL)) || !(ex->states = calloc((size_t)p->n_blocks + 1, sizeof(*ex->states))) ||
+        !(ex->plans = calloc((size_t)p->n_blocks + 1, sizeof(*ex->plans))) ||
+        !(ex->planned = calloc((size_t)p->n_blocks + 1, sizeof(*ex->planned)))) {
+        pardo_executor_free(ex);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    }
+    if (!(ex->ops = calloc((size_t)p->n_blocks + 1, sizeof(*ex->ops)))) {
+        pardo_executor_free(ex);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    }
+    for (int b = 0; b < p->n_blocks; b++) {
+        if (!(ex->states[b] = calloc((size_t)p->blocks[b].n_ops + 1, sizeof(*ex->states[b]))) ||
+            !(ex->ops[b] = calloc((size_t)p->blocks[b].n_ops + 1, sizeof(*ex->ops[b])))) {
+            pardo_executor_free(ex);
+            return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        }
+        for (int i = 0; i < p->blocks[b].n_ops; i++)
+            if (plan_op(p, b, i, &ex->ops[b][i]) != PARDO_OK) {
+                pardo_executor_free(ex);
+                return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+            }
+    }
+    pardo_tensor_pool_init(&ex->pool);
+    ex->opt.keep = NULL; /* borrowed only while the executor is made */
+    ex->opt.n_keep = 0;
+    if (opt->release_temps && (pardo_release_plan_build(p, opt->keep, opt->n_keep, &ex->release, st) != PARDO_OK ||
+                               plan_releases(ex, st) != PARDO_OK)) {
+        pardo_executor_free(ex);
+        return st->code;
+    }
+    ex->pooling = opt->release_temps;
+    if (ex->pooling && plan_fusions(ex, opt, st) != PARDO_OK) {
+        pardo_executor_free(ex);
+        return st->code;
+    }
+    if (ex->opt.device == PARDO_DEVICE_CUDA) {
+        int n = pardo_device_count();
+        if (n == 0) {
+            pardo_device_note_cpu_fallback(pardo_device_compiled() ? "no CUDA device found"
+                                                                   : "pardo was built without CUDA");
+            ex->opt.device = PARDO_DEVICE_CPU;
+        } else if (ex->opt.device_index < 0 || ex->opt.device_index >= n) {
+            int idx = ex->opt.device_index;
+            pardo_executor_free(ex);
+            return pardo_errorf(st, PARDO_EINVAL, "--device cuda:%d: there are %d CUDA devices (0..%d)", idx, n, n - 1);
+        } else if (pardo_device_set(ex->opt.device_index, st) != PARDO_OK) {
+            pardo_executor_free(ex);
+            return st->code;
+        }
+    }
+    *out = ex;
+    return PARDO_OK;
+}
+
+void pardo_executor_free(pardo_executor *ex) {
+    if (!ex) return;
+    for (int b = 0; ex->states && b < ex->prog->n_blocks; b++) {
+        for (int i = 0; ex->states[b] && i < ex->prog->blocks[b].n_ops; i++)
+            if (ex->states[b][i].free_fn) ex->states[b][i].free_fn(ex->states[b][i].data);
+        free(ex->states[b]);
+    }
+    free(ex->states);
+    for (int b = 0; ex->ops && b < ex->prog->n_blocks; b++) {
+        for (int i = 0; ex->ops[b] && i < ex->prog->blocks[b].n_ops; i++) {
+            free((void *)ex->ops[b][i].out_vars);
+            free(ex->ops[b][i].root_entry);
+            free(ex->ops[b][i].release_entry);
+        }
+        free(ex->ops[b]);
+    }
+    free(ex->ops);
+    for (int b = 0; ex->plans && b < ex->prog->n_blocks; b++) pardo_stage_plan_clear(&ex->plans[b]);
+    free(ex->plans);
+    free(ex->planned);
+    if (ex->early) {
+        free(ex->early->progress);
+        free(ex->early->claimed);
+        free(ex->early->done);
+        free(ex->early);
+    }
+    pardo_release_plan_clear(&ex->release);
+    pardo_tensor_pool_clear(&ex->pool);
+    pardo_scope_free(ex->root);
+    free(ex);
+}
+
+pardo_op_state *pardo_executor_op_state(pardo_executor *ex, int block, int index) {
+    if (block < 0 || block >= ex->prog->n_blocks || index < 0 || index >= ex->prog->blocks[block].n_ops) return NULL;
+    return &ex->states[block][index];
+}
+
+int pardo_executor_nthreads(const pardo_executor *ex) { return ex->opt.nthreads; }
+const pardo_program *pardo_executor_program(const pardo_executor *ex) { return ex->prog; }
+
+pardo_scope *pardo_executor_scope(pardo_executor *ex) { return ex->root; }
+pardo_device_kind pardo_executor_device(const pardo_executor *ex) { return ex->opt.device; }
+uint64_t pardo_executor_steps(const pardo_executor *ex) { return ex->steps; }
+
+static char *type_str(const pardo_type *t, char *buf, size_t n) {
+    char shape[160];
+    snprintf(buf, n, "%s %s", pardo_dtype_name(t->dtype), pardo_shape_str(t->ndim, t->shape, shape, sizeof shape));
+    return buf;
+}
+
+/* True when t has v's dtype and a shape matching v's (-1 dims match any size). */
+static bool tensor_fits(const pardo_tensor *t, const pardo_type *ty) {
+    if (t->dtype != ty->dtype) return false;
+    if (ty->ndim < 0) return true;
+    if (t->ndim != ty->ndim) return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (ty->shape[d] != -1 && ty->shape[d] != t->shape[d]) return false;
+    return true;
+}
+
+static int var_error(const pardo_executor *ex, const pardo_var *v, pardo_status *st) {
+    char where[512];
+    pardo_var_where(ex->prog, 0, v, where, sizeof where);
+    return pardo_status_prefix(st, "%s: ", where);
+}
+
+static pardo_tensor *constant_tensor(const pardo_var *v, pardo_status *st) {
+    if (pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
+        pardo_errorf(st, PARDO_EINVAL, "has a value but a run-time (-1) dim; give its full shape");
+        return NULL;
+    }
+    pardo_tensor *t = pardo_tensor_new_cpu(v->type.dtype, v->type.ndim, v->type.shape, st);
+    if (!t) return NULL;
+    if (t->numel != v->n_value) {
+        pardo_errorf(st, PARDO_ESHAPE, "value has %lld elements, its shape needs %lld", (long long)v->n_value,
+                     (long long)t->numel);
+        pardo_tensor_release(t);
+        return NULL;
+    }
+    for (int64_t i = 0; i < t->numel; i++) pardo_tensor_set_f64(t, i, v->value[i]);
+    return t;
+}
+
+static pardo_tensor *initial_tensor(const pardo_var *v, pardo_status *st) {
+    if (pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
+        pardo_errorf(st, PARDO_EINVAL, "is a %s with a run-time (-1) dim; a %s needs its full shape",
+                     pardo_var_role_name(v->role), pardo_var_role_name(v->role));
+        return NULL;
+    }
+    pardo_tensor *t = pardo_tensor_new_cpu(v->type.dtype, v->type.ndim, v->type.shape, st);
+    if (t && pardo_init_fill(t, &v->init, st) != PARDO_OK) {
+        pardo_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+int pardo_executor_init_vars(pardo_executor *ex, const pardo_tensor_list *ckpt, const char *ckpt_name,
+                             pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[0];
+    char a[200], b[200];
+    for (int i = 0; i < blk->n_vars; i++) {
+        const pardo_var *v = &blk->vars[i];
+        if (!v->declared || v->kind != PARDO_VAR_TENSOR) continue;
+        bool stateful = v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE;
+        pardo_tensor *t = NULL;
+        pardo_tensor *saved = (stateful && ckpt) ? pardo_tensor_list_find(ckpt, v->name) : NULL;
+        if (saved) {
+            if (!tensor_fits(saved, &v->type) || pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
+                pardo_type ty = pardo_tensor_type(saved);
+                pardo_errorf(st, PARDO_ESHAPE, "%s: entry '%s' is %s, but the graph declares %s", ckpt_name, v->name,
+                             type_str(&ty, a, sizeof a), type_str(&v->type, b, sizeof b));
+                return var_error(ex, v, st);
+            }
+            t = pardo_tensor_retain(saved);
+        } else if (v->value) {
+            t = constant_tensor(v, st);
+        } else if (stateful && v->init.fill != PARDO_FILL_NONE) {
+            if (ckpt && v->role == PARDO_VAR_PARAM)
+                fprintf(stderr, "pardo: warning: %s has no entry '%s'; the param keeps its init (%s)\n", ckpt_name,
+                        v->name, pardo_fill_name(v->init.fill));
+            t = initial_tensor(v, st);
+        } else if (stateful) {
+            pardo_errorf(st, PARDO_ENOTFOUND, "%s '%s' has no init and no value%s%s", pardo_var_role_name(v->role),
+                         v->name, ckpt ? ", and is not in " : " (give one, or --load a checkpoint that has it)",
+                         ckpt ? ckpt_name : "");
+            return var_error(ex, v, st);
+        } else {
+            continue; /* feeds and temps get tensors at run time */
+        }
+        if (!t) return var_error(ex, v, st);
+        if (pardo_scope_set_move(ex->root, v->name, t, st) != PARDO_OK) return st->code;
+    }
+    return PARDO_OK;
+}
+
+int pardo_executor_feed(pardo_executor *ex, const char *name, pardo_tensor *t, const char *source,
+                        pardo_status *st) {
+    const pardo_var *v = pardo_block_find_var(&ex->prog->blocks[0], name);
+    char a[200], b[200];
+    if (!v || !v->declared)
+        return pardo_errorf(st, PARDO_ENOTFOUND, "%s: the graph has no var '%s' to feed", source, name);
+    if (v->role != PARDO_VAR_FEED)
+        return pardo_errorf(st, PARDO_EINVAL, "%s: var '%s' is a %s, not a feed", source, name,
+                            pardo_var_role_name(v->role));
+    if (!tensor_fits(t, &v->type)) {
+        pardo_type ty = pardo_tensor_type(t);
+        return pardo_errorf(st, PARDO_ESHAPE, "%s: feed '%s' is %s, but the graph declares %s", source, name,
+                            type_str(&ty, a, sizeof a), type_str(&v->type, b, sizeof b));
+    }
+    return pardo_scope_set(ex->root, name, t, st);
+}
+
+int pardo_executor_check_feeds(pardo_executor *ex, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[0];
+    char a[200];
+    for (int i = 0; i < blk->n_vars; i++) {
+        const pardo_var *v = &blk->vars[i];
+        if (v->role == PARDO_VAR_FEED && !pardo_scope_find_local(ex->root, v->name)) {
+            pardo_errorf(st, PARDO_ENOTFOUND, "missing feed '%s' (%s): pass --feed %s=FILE.npy", v->name,
+                         type_str(&v->type, a, sizeof a), v->name);
+            return var_error(ex, v, st);
+        }
+    }
+    return PARDO_OK;
+}
+
+static int sync_one(pardo_tensor *t, pardo_device_kind dev, pardo_status *st) {
+    const void *p = dev == PARDO_DEVICE_CUDA ? pardo_synced_mem_gpu_data(t->mem, st)
+                                             : pardo_synced_mem_cpu_data(t->mem, st);
+    return p ? PARDO_OK : st->code;
+}
+
+/* Makes input tensors current on the op's device (a tensor_array's parts). */
+static int sync_inputs(pardo_tensor **in, int n, pardo_device_kind dev, pardo_status *st) {
+    for (int k = 0; k < n; k++) {
+        if (!in[k]) continue;
+        if (!in[k]->is_array) {
+            if (sync_one(in[k], dev, st) != PARDO_OK) return st->code;
+            continue;
+        }
+        for (int i = 0; i < in[k]->n_parts; i++)
+            if (in[k]->parts[i] && sync_one(in[k]->parts[i], dev, st) != PARDO_OK) return st->code;
+    }
+    return PARDO_OK;
+}
+
+/* Checks that output k fits its var's (declared or inferred) type. */
+static int check_output(const pardo_var *v, const pardo_op *op, int k, const pardo_tensor *t, pardo_status *st) {
+    char a[200], b[200];
+    if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "the kernel produced no output %d ('%s')", k, op->out[k]);
+    if (v && (v->kind == PARDO_VAR_TENSOR_ARRAY) != t->is_array)
+        return pardo_errorf(st, PARDO_ERUNTIME, "output '%s' is a %s at run time, but the graph says %s", op->out[k],
+                            t->is_array ? "tensor_array" : "tensor", pardo_var_kind_name(v->kind));
+    if (v && t->is_array) {
+        if (t->dtype == v->type.dtype) return PARDO_OK;
+        return pardo_errorf(st, PARDO_ESHAPE, "output '%s' is a tensor_array of %s at run time, but the graph says %s",
+                            op->out[k], pardo_dtype_name(t->dtype), pardo_dtype_name(v->type.dtype));
+    }
+    if (!v || tensor_fits(t, &v->type)) return PARDO_OK;
+    pardo_type ty = pardo_tensor_type(t);
+    return pardo_errorf(st, PARDO_ESHAPE, "output '%s' is %s at run time, but the graph says %s", op->out[k],
+                        type_str(&ty, a, sizeof a), type_str(&v->type, b, sizeof b));
+}
+
+/* Records op `index`'s run in the trace: started at t0, ready since *ready
+ * (which becomes its end), outputs out (NULL when it failed). */
+static void trace_op(pardo_executor *ex, int block, int index, int64_t *ready, int64_t t0, pardo_tensor **in,
+                     pardo_tensor **out, const pardo_status *st) {
+    const pardo_op *op = &ex->prog->blocks[block].ops[index];
+    pardo_trace_op r = {.op = op, .block = block, .index = index, .ready = ready && *ready ? *ready : t0, .t0 = t0,
+                        .t1 = pardo_trace_ticks(), .in = in, .n_in = op->n_in, .out = out, .n_out = op->n_out,
+                        .error = out ? NULL : st->msg};
+    pardo_trace_record_op(&r);
+    if (ready) *ready = r.t1;
+}
+
+/* Frees the root scope's temps that ops [first, last] of block read last
+ * (block 0 in the root scope only): their tensors go to the pool for later
+ * outputs (release_plan.h). */
+static void release_dead(pardo_executor *ex, int block, const pardo_scope *scope, int first, int last) {
+    if (!ex->pooling || block != 0 || scope != ex->root) return;
+    for (int i = first; i <= last; i++) {
+        op_plan *pl = &ex->ops[0][i];
+        if (!pl->release_entry) continue; /* nothing dies after op i */
+        const char **names = &ex->release.names[ex->release.first[i]];
+        for (int k = 0; k < ex->release.count[i]; k++) {
+            int *e = &pl->release_entry[k];
+            if (*e < 0 && (*e = pardo_scope_entry(ex->root, names[k])) < 0) continue;
+            pardo_tensor_pool_put(&ex->pool, pardo_scope_entry_take(ex->root, *e));
+        }
+    }
+}
+
+/* True when ops with a CUDA kernel run on the GPU in this run (not in a
+ * parallel_do part, which runs on the CPU). */
+static bool on_gpu(const pardo_executor *ex, const pardo_block_run *run) {
+    return !run->cpu_only && ex->opt.device == PARDO_DEVICE_CUDA;
+}
+
+pardo_tensor *pardo_executor_pool_take(pardo_executor *ex, const pardo_scope *scope, pardo_dtype dtype, int ndim,
+                                       const int64_t *shape) {
+    if (!ex || !ex->pooling || scope != ex->root) return NULL;
+    return pardo_tensor_pool_take(&ex->pool, dtype, ndim, shape);
+}
+
+void pardo_executor_pool_put(pardo_executor *ex, const pardo_scope *scope, pardo_tensor *t) {
+    if (ex && ex->pooling && scope == ex->root) pardo_tensor_pool_put(&ex->pool, t);
+    else pardo_tensor_release(t);
+}
+
+/* The kernel context of op `index` of `block` as `run` runs it: its place, the threads and idle help its loops
+ * may use, the executor's mode and step, on the CPU. Every kernel call of the executor starts from it (run_op, the
+ * fused chains); callers add the tensors, and the device or merge where theirs differ. */
+static pardo_kernel_ctx kernel_ctx(pardo_executor *ex, int block, int index, pardo_scope *scope,
+                                   const pardo_block_run *run, pardo_status *st) {
+    return (pardo_kernel_ctx){.op = &ex->prog->blocks[block].ops[index], .st = st, .device = PARDO_DEVICE_CPU,
+                              .nthreads = run->nthreads, .idle_help = run->idle_help && run->nthreads == 1,
+                              .training = ex->opt.training, .step = ex->steps, .exec = ex, .scope = scope,
+                              .block = block, .op_index = index, .nparts_default = ex->opt.nthreads};
+}
+
+/* Runs op `index` of block. When a trace is on, *ready (may be NULL) is when
+ * the op became ready, and gets its end. Inside a stage (in_stage) the temps
+ * the op read last are left for run_stage to free: chains run in any order.
+ * grad_merge (an optimizer update fused with the merge of its gradient, see
+ * run_merge_update) stands for input 1, which is then not looked up. */
+static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
+                  bool in_stage, const pardo_merge_args *grad_merge, int64_t *ready, pardo_status *st) {
+    const pardo_op *op = &ex->prog->blocks[block].ops[index];
+    pardo_tensor *in[MAX_OP_IO], *out[MAX_OP_IO];
+    int rc = PARDO_OK;
+    bool tracing = pardo_trace_on(), traced = false;
+    int64_t t0 = tracing ? pardo_trace_ticks() : 0;
+    PARDO_ASSERT(op->def);
+    /* only the slots the op or its def can name are cleared (absent optional
+     * ones read as NULL): zeroing all 2 x 64 costs more than a small kernel */
+    int n_in_slots = op->n_in > op->def->n_inputs ? op->n_in : op->def->n_inputs,
+        n_out_slots = op->n_out > op->def->n_outputs ? op->n_out : op->def->n_outputs;
+    memset(in, 0, sizeof(*in) * (size_t)(n_in_slots < MAX_OP_IO ? n_in_slots : MAX_OP_IO));
+    memset(out, 0, sizeof(*out) * (size_t)(n_out_slots < MAX_OP_IO ? n_out_slots : MAX_OP_IO));
+    op_plan *pl = &ex->ops[block][index];
+    /* block 0 in the root scope: names resolved to entries once (the root has no parent to fall back to) */
+    int *entry = block == 0 && scope == ex->root ? pl->root_entry : NULL;
+    pardo_device_kind dev = on_gpu(ex, run) && op->def->cuda ? PARDO_DEVICE_CUDA : PARDO_DEVICE_CPU;
+    for (int k = 0; k < op->n_in; k++) {
+        if (!op->in[k][0] || (grad_merge && k == 1)) continue; /* a merged gradient is never bound */
+        pardo_tensor *t;
+        if (entry) {
+            if (entry[k] < 0) entry[k] = pardo_scope_entry(scope, op->in[k]);
+            t = entry[k] < 0 ? NULL : pardo_scope_entry_get(scope, entry[k]);
+        } else {
+            t = pardo_scope_find(scope, op->in[k]);
+        }
+        if (!t) {
+            rc = pardo_errorf(st, PARDO_ENOTFOUND, "input %d: var '%s' has no value at run time", k, op->in[k]);
+            goto done;
+        }
+        in[k] = pardo_tensor_retain(t);
+    }
+    if ((rc = sync_inputs(in, op->n_in, dev, st)) != PARDO_OK) goto done;
+    for (int k = 0; k < op->n_out; k++) {
+        /* hand the output's current tensor to the kernel for reuse: moved out
+         * of the scope when only the scope holds it, shared when the op also
+         * reads it (in-place ops) */
+        bool inplace = pl->inplace >> k & 1;
+        int *e = entry ? &entry[op->n_in + k] : NULL;
+        if (!op->out[k][0]) {
+            out[k] = NULL; /* left out by the graph: the kernel skips it */
+        } else if (e) {
+            if (*e < 0 && (*e = pardo_scope_reserve(scope, op->out[k], st)) < 0) {
+                rc = st->code;
+                goto done;
+            }
+            out[k] = inplace ? pardo_tensor_retain(pardo_scope_entry_get(scope, *e))
+                             : pardo_scope_entry_take(scope, *e);
+        } else if (inplace) {
+            pardo_tensor *t = pardo_scope_find(scope, op->out[k]);
+            out[k] = t ? pardo_tensor_retain(t) : NULL;
+        } else {
+            out[k] = pardo_scope_take(scope, op->out[k]);
+        }
+    }
+    pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
+    ctx.n_in = op->n_in, ctx.in = in, ctx.n_out = op->n_out, ctx.out = out;
+    ctx.device = dev, ctx.grad_merge = grad_merge;
+    rc = dev == PARDO_DEVICE_CUDA && !grad_merge ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
+    for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
+        if (op->out[k][0]) rc = check_output(pl->out_vars[k], op, k, out[k], st);
+    if (tracing && rc == PARDO_OK) { /* before the outputs move into the scope */
+        trace_op(ex, block, index, ready, t0, in, out, st);
+        traced = true;
+    }
+    for (int k = 0; k < op->n_out; k++) {
+        if (rc == PARDO_OK && op->out[k][0]) {
+            if (entry) pardo_scope_entry_set_move(scope, entry[op->n_in + k], out[k]);
+            else rc = pardo_scope_set_move(scope, op->out[k], out[k], st);
+            out[k] = NULL;
+        }
+        pardo_tensor_release(out[k]);
+    }
+done:
+    if (rc != PARDO_OK) {
+        char where[512];
+        pardo_op_where(ex->prog, block, index, where, sizeof where);
+        pardo_status_prefix(st, "%s: ", where);
+        if (tracing && !traced) trace_op(ex, block, index, ready, t0, in, NULL, st);
+    }
+    for (int k = 0; k < op->n_in; k++) pardo_tensor_release(in[k]);
+    if (rc == PARDO_OK && !in_stage) release_dead(ex, block, scope, index, index);
+    return rc;
+}
+
+/* Trace events of zero length, now, for the n ops at indices ops[] that ran
+ * inside another op's kernel (SPEC: one event per op run; fused ops need
+ * not stand next to each other): their inputs as bound in scope (an
+ * intermediate that was never stored is absent), and `last_out` as the last
+ * one's output (NULL: absent). */
+static void trace_fused_away(pardo_executor *ex, int block, const int *ops, int n, pardo_scope *scope,
+                             pardo_tensor *last_out) {
+    for (int j = 0; j < n; j++) {
+        const int i = ops[j];
+        const pardo_op *op = &ex->prog->blocks[block].ops[i];
+        pardo_tensor *in[MAX_OP_IO] = {0}, *out[MAX_OP_IO] = {0};
+        for (int k = 0; k < op->n_in && k < MAX_OP_IO; k++)
+            if (op->in[k][0]) in[k] = pardo_scope_find(scope, op->in[k]);
+        if (j == n - 1 && op->n_out > 0) out[0] = last_out;
+        int64_t now = pardo_trace_ticks();
+        pardo_trace_op r = {.op = op, .block = block, .index = i, .ready = now, .t0 = now, .t1 = now, .in = in,
+                            .n_in = op->n_in, .out = out, .n_out = op->n_out};
+        pardo_trace_record_op(&r);
+    }
+}
+
+/* Runs op `index` (a matmul with a fused chain, on the CPU: run_fusable
+ * checks) of block with the add [and relu] after it as one kernel
+ * (fusion_plan.h). *ran is false when it did not: its bias does not fit an
+ * epilogue at run time (then nothing was changed and the ops run one by
+ * one). */
+static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
+                     int64_t *ready, bool *ran, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[block];
+    const pardo_fusion f = ex->ops[block][index].fusion;
+    *ran = false;
+    const pardo_op *mm = &blk->ops[index], *add = &blk->ops[f.follow[0]], *last = &blk->ops[f.follow[f.len - 1]];
+    bool tracing = pardo_trace_on();
+    int64_t t0 = tracing ? pardo_trace_ticks() : 0;
+    pardo_tensor *a = pardo_scope_find(scope, mm->in[0]), *b = pardo_scope_find(scope, mm->in[1]),
+                 *bias = pardo_scope_find(scope, add->in[f.bias]);
+    if (!a || !b || !bias) return PARDO_OK; /* the ops one by one say which is missing */
+    pardo_tensor *in[2] = {pardo_tensor_retain(a), pardo_tensor_retain(b)}, *out = NULL;
+    pardo_tensor_retain(bias);
+    out = pardo_scope_take(scope, last->out[0]);
+    pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
+    ctx.n_in = 2, ctx.in = in, ctx.n_out = 1, ctx.out = &out;
+    int rc = pardo_matmul_epilogue_cpu(&ctx, bias, f.len == 2);
+    if (rc == PARDO_ENOTSUP) { /* nothing written: put the output back and run the ops one by one */
+        if (out) rc = pardo_scope_set_move(scope, last->out[0], out, st);
+        else rc = PARDO_OK;
+        out = NULL;
+    } else {
+        *ran = true;
+        if (rc == PARDO_OK) rc = check_output(ex->ops[block][f.follow[f.len - 1]].out_vars[0], last, 0, out, st);
+        if (tracing && rc == PARDO_OK) {
+            trace_op(ex, block, index, ready, t0, in, &out, st);
+            trace_fused_away(ex, block, f.follow, f.len, scope, out);
+        }
+        if (rc == PARDO_OK) {
+            rc = pardo_scope_set_move(scope, last->out[0], out, st);
+            out = NULL;
+        }
+        if (rc != PARDO_OK) {
+            char where[512];
+            pardo_op_where(ex->prog, block, rc == PARDO_ESHAPE ? f.follow[f.len - 1] : index, where, sizeof where);
+            pardo_status_prefix(st, "%s: ", where);
+        }
+    }
+    pardo_tensor_release(out);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+    pardo_tensor_release(bias);
+    if (*ran && rc == PARDO_OK) release_dead(ex, block, scope, index, index); /* the others free where they stand */
+    return rc;
+}
+
+/* Binds block's var `name` (output k of op `index`) to *t after checking
+ * it against the var's type; *t moves into the scope (NULL after). */
+static int bind_output(pardo_executor *ex, int block, int index, int k, pardo_scope *scope, pardo_tensor **t,
+                       pardo_status *st) {
+    const pardo_op *op = &ex->prog->blocks[block].ops[index];
+    int rc = check_output(ex->ops[block][index].out_vars[k], op, k, *t, st);
+    if (rc == PARDO_OK) {
+        rc = pardo_scope_set_move(scope, op->out[k], *t, st);
+        *t = NULL;
+    }
+    return rc;
+}
+
+/* Runs op `index` (a matmul_grad) of block with the relu_grad [and
+ * add_grad] after it as one kernel (fusion_plan.h): dA leaves through the
+ * relu_grad mask into relu_grad's output, or with add_grad straight into
+ * the add's gradient that is dC itself, and the bias's gradient is then
+ * summed from it by add_grad's kernel. *ran as run_fused. */
+static int run_fused_grad(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
+                          int64_t *ready, bool *ran, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[block];
+    const pardo_fusion f = ex->ops[block][index].fusion;
+    const int ai = f.follow[1]; /* add_grad's index (with len 2) */
+    const pardo_op *g = &blk->ops[index], *relu = &blk->ops[f.follow[0]], *add = f.len == 2 ? &blk->ops[ai] : NULL;
+    const int fill = 1 - f.bias, dest_op = f.follow[f.len - 1], dest_k = add ? fill : 0; /* where the masked dA goes */
+    const char *dest = blk->ops[dest_op].out[dest_k];
+    bool tracing = pardo_trace_on();
+    int64_t t0 = tracing ? pardo_trace_ticks() : 0;
+    pardo_tensor *in[4] = {NULL, NULL, NULL, NULL}, *out[2] = {NULL, NULL}, *y = pardo_scope_find(scope, relu->in[1]);
+    int rc = PARDO_OK;
+    if (!y || g->n_in > 4 || g->n_out > 2) return PARDO_OK; /* the ops one by one say what is wrong */
+    for (int k = 0; k < g->n_in; k++)
+        if (g->in[k][0] && !(in[k] = pardo_scope_find(scope, g->in[k]))) return PARDO_OK;
+    for (int k = 0; k < g->n_in; k++)
+        if (in[k]) pardo_tensor_retain(in[k]);
+    pardo_tensor_retain(y);
+    out[0] = pardo_scope_take(scope, dest);
+    if (g->n_out > 1 && g->out[1][0]) out[1] = pardo_scope_take(scope, g->out[1]);
+    pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
+    ctx.n_in = g->n_in, ctx.in = in, ctx.n_out = g->n_out, ctx.out = out;
+    rc = pardo_matmul_grad_relu_cpu(&ctx, y);
+    if (rc == PARDO_ENOTSUP) { /* nothing written: put the outputs back and run the ops one by one */
+        rc = out[0] ? pardo_scope_set_move(scope, dest, out[0], st) : PARDO_OK;
+        out[0] = NULL;
+        if (rc == PARDO_OK && out[1]) rc = pardo_scope_set_move(scope, g->out[1], out[1], st);
+        out[1] = NULL;
+        goto done;
+    }
+    *ran = true;
+    int failed_op = index;
+    if (rc == PARDO_OK && tracing) trace_op(ex, block, index, ready, t0, in, out, st);
+    if (rc == PARDO_OK && out[1]) rc = bind_output(ex, block, index, 1, scope, &out[1], st);
+    if (rc == PARDO_OK) failed_op = dest_op, rc = bind_output(ex, block, dest_op, dest_k, scope, &out[0], st);
+    if (rc == PARDO_OK && add && add->out[f.bias][0]) { /* the bias's gradient: add_grad without its dC copy */
+        const int64_t t1 = tracing ? pardo_trace_ticks() : 0;
+        pardo_tensor *ain[4] = {NULL, NULL, NULL, pardo_scope_find(scope, dest)}, *aout[2] = {NULL, NULL};
+        ain[f.bias] = pardo_scope_find(scope, add->in[f.bias]);
+        aout[f.bias] = pardo_scope_take(scope, add->out[f.bias]);
+        pardo_kernel_ctx actx = kernel_ctx(ex, block, ai, scope, run, st);
+        actx.n_in = 4, actx.in = ain, actx.n_out = 2, actx.out = aout, actx.skip_out = 1u << fill;
+        failed_op = ai;
+        rc = ain[f.bias] ? add->def->cpu(&actx)
+                         : pardo_errorf(st, PARDO_ENOTFOUND, "input %d: var '%s' has no value at run time", f.bias,
+                                        add->in[f.bias]);
+        if (rc == PARDO_OK && tracing) {
+            trace_fused_away(ex, block, f.follow, 1, scope, NULL);
+            int64_t r1 = t1;
+            trace_op(ex, block, ai, &r1, t1, ain, aout, st);
+        }
+        if (rc == PARDO_OK) rc = bind_output(ex, block, ai, f.bias, scope, &aout[f.bias], st);
+        pardo_tensor_release(aout[f.bias]);
+    } else if (rc == PARDO_OK && tracing) {
+        trace_fused_away(ex, block, f.follow, f.len, scope, pardo_scope_find(scope, dest));
+    }
+    if (rc != PARDO_OK) {
+        char where[512];
+        pardo_op_where(ex->prog, block, failed_op, where, sizeof where);
+        pardo_status_prefix(st, "%s: ", where);
+    }
+done:
+    pardo_tensor_release(out[0]);
+    pardo_tensor_release(out[1]);
+    for (int k = 0; k < g->n_in; k++) pardo_tensor_release(in[k]);
+    pardo_tensor_release(y);
+    if (*ran && rc == PARDO_OK) release_dead(ex, block, scope, index, index); /* the others free where they stand */
+    return rc;
+}
+
+/* Runs update op `index` of block with the merge of its gradient (op
+ * `merge`, skipped where it stood) inside it: the update combines the parts
+ * a tile at a time (fusion_plan.h). Where the merge cannot be prepared or
+ * its parts do not have the param's dtype and shape, the merge and then the
+ * update run one by one, and they say what is wrong. */
+static int run_merge_update(pardo_executor *ex, int block, int merge, int index, pardo_scope *scope,
+                            const pardo_block_run *run, bool in_stage, int64_t *ready, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[block];
+    const pardo_op *mop = &blk->ops[merge], *up = &blk->ops[index];
+    pardo_tensor *arr = pardo_scope_find(scope, mop->in[0]);
+    const bool has_w = mop->n_in > 1 && mop->in[1][0];
+    pardo_tensor *w = has_w ? pardo_scope_find(scope, mop->in[1]) : NULL;
+    const pardo_tensor *param = pardo_scope_find(scope, up->in[0]);
+    pardo_tensor *min[2] = {arr, w};
+    pardo_status ignored;
+    pardo_kernel_ctx mctx = {.op = mop, .n_in = mop->n_in < 2 ? mop->n_in : 2, .in = min, .st = &ignored,
+                             .scope = scope, .exec = ex, .block = block, .op_index = merge};
+    const void *parts[PARDO_MERGE_STACK_PARTS];
+    double weights[PARDO_MERGE_MAX_WEIGHTED];
+    pardo_merge_args m;
+    bool fits = arr && arr->is_array && param && !param->is_array && (!has_w || w) && !on_gpu(ex, run) &&
+                pardo_merge_prepare(&mctx, &m, parts, PARDO_MERGE_STACK_PARTS, weights) == PARDO_OK &&
+                m.first->dtype == param->dtype &&
+                pardo_shape_equal(m.first->ndim, m.first->shape, param->ndim, param->shape);
+    if (!fits) {
+        int rc = run_op(ex, block, merge, scope, run, in_stage, NULL, NULL, st);
+        return rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
+    }
+    if (pardo_trace_on()) trace_fused_away(ex, block, &merge, 1, scope, NULL);
+    return run_op(ex, block, index, scope, run, in_stage, &m, ready, st);
+}
+
+/* The ops of one run of a block that already ran inside an earlier op's
+ * kernel (fusion_plan.h): the block's loop passes over them. A chain fuses
+ * only while there is room here; ops of stages never fuse this way. */
+enum { MAX_FUSED_AHEAD = 8 };
+typedef struct fused_ahead {
+    int n;
+    int at[MAX_FUSED_AHEAD];
+} fused_ahead;
+
+/* True (and forgets it) when op `index` already ran fused. */
+static bool ran_ahead(fused_ahead *fa, int index) {
+    for (int k = 0; fa && k < fa->n; k++)
+        if (fa->at[k] == index) {
+            fa->at[k] = fa->at[--fa->n];
+            return true;
+        }
+    return false;
+}
+
+/* Runs op `index` as the fusion plan says: a matmul (matmul_grad) with the
+ * ops fused into it, which then go into *fa for the block's loop to pass
+ * over (those that ran ahead are passed over here); a merge fused into a
+ * later update not at all (the update runs it); that update with it; any
+ * other op on its own. fa is NULL inside a stage (its ops do not fuse so). */
+static int run_fusable(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
+                       bool in_stage, int64_t *ready, fused_ahead *fa, pardo_status *st) {
+    const pardo_fusion f = ex->ops[block][index].fusion;
+    if (f.update) return PARDO_OK;
+    if (ran_ahead(fa, index)) {
+        if (!in_stage) release_dead(ex, block, scope, index, index);
+        return PARDO_OK;
+    }
+    if (f.merge) return run_merge_update(ex, block, f.merge - 1, index, scope, run, in_stage, ready, st);
+    bool fused = false;
+    int rc = f.len == 0 || on_gpu(ex, run) || !fa || fa->n + f.len > MAX_FUSED_AHEAD ? PARDO_OK
+             : strcmp(ex->prog->blocks[block].ops[index].type, "matmul_grad") == 0
+                 ? run_fused_grad(ex, block, index, scope, run, ready, &fused, st)
+                 : run_fused(ex, block, index, scope, run, ready, &fused, st);
+    for (int k = 0; fused && k < f.len; k++) fa->at[fa->n++] = f.follow[k];
+    return fused || rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
+}
+
+/* One stage's chains (see stage_plan.h). */
+typedef struct stage_run {
+    pardo_executor *ex;
+    int block, first, end;
+    pardo_scope *scope;
+    const pardo_block_run *run;   // nthreads: 1 for chains run as tasks, the block's for big chains
+    const int *which;             // chain of task k (NULL: chain k itself)
+    pardo_status *status;         // per chain
+    int *failed_at;               // per chain: the op that failed, or -1
+    int64_t t0;                   // trace ticks at the stage's start (0 when no trace is on)
+} stage_run;
+
+static void run_chain(void *arg, int64_t k) {
+    stage_run *s = arg;
+    const pardo_stage_plan *plan = &s->ex->plans[s->block];
+    int c = s->which ? s->which[k] : (int)k;
+    int64_t ready = s->t0; /* a chain's first op is ready at the stage's start, the next at its predecessor's end */
+    for (int i = s->first; i < s->end; i++) {
+        if (plan->chain[i] != c) continue;
+        if (run_fusable(s->ex, s->block, i, s->scope, s->run, true, &ready, NULL, &s->status[c]) != PARDO_OK) {
+            s->failed_at[c] = i;
+            return;
+        }
+    }
+}
+
+/* A chain that writes at least this many elements runs its ops one at a time
+ * on all threads (each splits its elements over the pool): one big param
+ * (784 x 512) would otherwise hold one thread while the others sit idle. */
+enum { STAGE_BIG_CHAIN = 1 << 16 };
+
+/* Runs the stage starting at op `first`: its big chains one after another,
+ * each op on all threads, then the small chains as tasks on the pool (a
+ * chain's ops keep their order; chains share no var they write). The error
+ * of the failed op with the lowest index is the stage's. */
+static int run_stage(pardo_executor *ex, int block, int first, pardo_scope *scope, const pardo_block_run *r,
+                     pardo_status *st) {
+    const pardo_stage_plan *plan = &ex->plans[block];
+    const pardo_block *blk = &ex->prog->blocks[block];
+    int n = plan->n_chains[first], end = plan->stage_end[first], n_small = 0;
+    /* chains that ran early (pardo_early) are passed over; their failures stand */
+    const bool *ran = ex->early && ex->early->active && block == 0 && first == plan->early_pd + 1 ? ex->early->done
+                                                                                                  : NULL;
+    for (int c = 0; c < n; c++) {
+        if (!ran || !ran[c]) plan->failed_at[c] = -1;
+        plan->elements[c] = 0;
+    }
+    for (int i = first; i < end; i++) { /* every name is bound from the second run on: sizes are known */
+        const pardo_tensor *t = blk->ops[i].n_out > 0 ? pardo_scope_find(scope, blk->ops[i].out[0]) : NULL;
+        if (t && !t->is_array) plan->elements[plan->chain[i]] += t->numel;
+    }
+    pardo_block_run one = *r;
+    one.nthreads = 1;
+    stage_run s = {.ex = ex, .block = block, .first = first, .end = end, .scope = scope, .run = r,
+                   .status = plan->status, .failed_at = plan->failed_at};
+    bool tracing = pardo_trace_on();
+    if (tracing) s.t0 = pardo_trace_ticks();
+    for (int c = 0; c < n; c++) {
+        if (ran && ran[c]) continue;
+        if (plan->elements[c] < STAGE_BIG_CHAIN) plan->small[n_small++] = c;
+        else run_chain(&s, c);
+    }
+    if (ran) ex->early->active = false;
+    s.run = &one;
+    s.which = plan->small;
+    if (n_small > 0) {
+        ex->pool.shared = true; /* the chains' outputs take from it on several threads */
+        pardo_thread_pool_for(r->nthreads < n_small ? r->nthreads : n_small, n_small, run_chain, &s);
+        ex->pool.shared = false;
+    }
+    if (tracing) pardo_trace_record_stage(block, first, s.end, n, s.t0, pardo_trace_ticks());
+    int worst = -1;
+    for (int c = 0; c < n; c++)
+        if (plan->failed_at[c] >= 0 && (worst < 0 || plan->failed_at[c] < plan->failed_at[worst])) worst = c;
+    if (worst < 0) { /* chains ran in any order: what died in the stage is freed after all of it */
+        release_dead(ex, block, scope, first, end - 1);
+        return PARDO_OK;
+    }
+    *st = plan->status[worst];
+    return st->code;
+}
+
+/* Grows e's per-part and per-chain arrays; false when out of memory. */
+static bool early_room(pardo_early *e, int nparts, int n_chains) {
+    if (nparts > e->cap_parts) {
+        atomic_int *p = realloc(e->progress, (size_t)nparts * sizeof(*p));
+        if (!p) return false;
+        e->progress = p;
+        e->cap_parts = nparts;
+    }
+    if (n_chains > e->cap_chains) {
+        atomic_int *c = realloc(e->claimed, (size_t)n_chains * sizeof(*c));
+        if (!c) return false;
+        e->claimed = c;
+        bool *d = realloc(e->done, (size_t)n_chains * sizeof(*d));
+        if (!d) return false;
+        e->done = d;
+        e->cap_chains = n_chains;
+    }
+    return true;
+}
+
+pardo_early *pardo_executor_early_begin(pardo_executor *ex, int block, int index, pardo_scope *scope, int nthreads,
+                                        pardo_tensor *const *outs, int n_out, int nparts, const atomic_int *stop) {
+    const pardo_stage_plan *plan = &ex->plans[0];
+    if (block != 0 || scope != ex->root || nthreads < 2 || nparts < 2 || ex->steps == 0 || !ex->planned[0] ||
+        plan->early_pd != index || ex->opt.device != PARDO_DEVICE_CPU)
+        return NULL;
+    const int first = index + 1, n = plan->n_chains[first];
+    bool any = false;
+    for (int c = 0; c < n; c++) any |= plan->early_need[c] != INT_MAX;
+    if (!any) return NULL;
+    if (!ex->early && !(ex->early = calloc(1, sizeof(*ex->early)))) return NULL;
+    pardo_early *e = ex->early;
+    if (!early_room(e, nparts, n)) return NULL; /* runs without: the stage does it all */
+    pardo_status ignored;
+    for (int k = 0; k < n_out; k++) /* the stage's merges find the parts' arrays where they will be after the op */
+        if (ex->prog->blocks[0].ops[index].out[k][0] &&
+            pardo_scope_set(scope, ex->prog->blocks[0].ops[index].out[k], outs[k], &ignored) != PARDO_OK)
+            return NULL;
+    e->ex = ex;
+    e->n_parts = nparts;
+    e->n_chains = n;
+    e->stop = stop;
+    e->nthreads = nthreads;
+    for (int k = 0; k < nparts; k++) atomic_init(&e->progress[k], 0);
+    atomic_init(&e->running, nparts);
+    for (int c = 0; c < n; c++) {
+        atomic_init(&e->claimed[c], 0);
+        e->done[c] = false;
+        plan->failed_at[c] = -1;
+    }
+    e->active = true;
+    ex->pool.shared = true; /* early chains may take outputs from it on several threads */
+    return e;
+}
+
+atomic_int *pardo_early_progress(pardo_early *e, int part) { return &e->progress[part]; }
+
+/* A chain every part has progressed far enough for, claimed for the caller; -1 when none. */
+static int early_claim(pardo_early *e) {
+    const int *need = e->ex->plans[0].early_need;
+    for (int c = 0; c < e->n_chains; c++) {
+        if (need[c] == INT_MAX || atomic_load_explicit(&e->claimed[c], memory_order_relaxed)) continue;
+        bool ready = true;
+        for (int k = 0; ready && k < e->n_parts; k++)
+            ready = atomic_load_explicit(&e->progress[k], memory_order_acquire) >= need[c];
+        if (ready && !atomic_exchange_explicit(&e->claimed[c], 1, memory_order_relaxed)) return c;
+    }
+    return -1;
+}
+
+void pardo_early_part_ended(pardo_early *e) {
+    atomic_fetch_sub_explicit(&e->running, 1, memory_order_acq_rel); /* the last to end runs nothing: the stage */
+    pardo_executor *ex = e->ex;
+    const pardo_stage_plan *plan = &ex->plans[0];
+    const int first = plan->early_pd + 1;
+    pardo_block_run one = {.nthreads = e->nthreads};
+    stage_run s = {.ex = ex, .block = 0, .first = first, .end = plan->stage_end[first], .scope = ex->root,
+                   .run = &one, .status = plan->status, .failed_at = plan->failed_at};
+    while (!atomic_load_explicit(e->stop, memory_order_acquire) &&
+           atomic_load_explicit(&e->running, memory_order_acquire) > 0) {
+        const int c = early_claim(e);
+        if (c < 0) return;
+        s.t0 = pardo_trace_on() ? pardo_trace_ticks() : 0;
+        run_chain(&s, c);
+        e->done[c] = true;
+    }
+}
+
+void pardo_executor_early_end(pardo_early *e) {
+    if (e) e->ex->pool.shared = false;
+}
+
+int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *scope, const pardo_block_run *run,
+                                  pardo_status *st) {
+    if (block < 0 || block >= ex->prog->n_blocks)
+        return pardo_errorf(st, PARDO_EINVAL, "no block %d (the program has %d)", block, ex->prog->n_blocks);
+    pardo_block_run r = *run;
+    if (r.nthreads < 1) r.nthreads = 1;
+    const pardo_block *blk = &ex->prog->blocks[block];
+    /* merges and optimizer updates of different params run at once, from the
+     * second run on (the first binds every name, so later runs only re-bind) */
+    bool stages = r.nthreads > 1 && scope == ex->root && ex->steps > 0;
+    if (stages && !ex->planned[block]) {
+        if (pardo_stage_plan_build(ex->prog, block, &ex->plans[block], st) != PARDO_OK) return st->code;
+        ex->planned[block] = true;
+    }
+    /* trace: an op is ready when the one before it (or a stage) ends, the first at the block's start */
+    int64_t ready = pardo_trace_on() ? pardo_trace_ticks() : 0;
+    fused_ahead fa = {0};
+    if (ex->early && block == 0 && scope == ex->root) ex->early->active = false;
+    int told = 0; /* ops handed to r.after_op and r.progress so far */
+    for (int i = 0; i < blk->n_ops; i++) {
+        if (r.stop && atomic_load_explicit(r.stop, memory_order_acquire))
+            return pardo_errorf(st, PARDO_ECANCELED, "block %d stopped before op %d", block, i);
+        int rc;
+        if (stages && ex->plans[block].n_chains[i] > 1) {
+            rc = run_stage(ex, block, i, scope, &r, st);
+            i = ex->plans[block].stage_end[i] - 1;
+            if (ready) ready = pardo_trace_ticks();
+        } else {
+            const pardo_fusion *f = &ex->ops[block][i].fusion;
+            rc = !fa.n && !f->len && !f->update && !f->merge /* most ops: nothing fused here */
+                     ? run_op(ex, block, i, scope, &r, false, NULL, &ready, st)
+                     : run_fusable(ex, block, i, scope, &r, false, &ready, &fa, st);
+        }
+        if (rc != PARDO_OK) return rc;
+        for (; told <= i && (r.after_op || r.progress); told++) {
+            if (r.after_op && (rc = r.after_op(r.after_arg, told, st)) != PARDO_OK) return rc;
+            if (r.progress) atomic_store_explicit(r.progress, told + 1, memory_order_release);
+        }
+    }
+    return PARDO_OK;
+}
+
+int pardo_executor_run_block(pardo_executor *ex, int block, pardo_scope *scope, int nthreads, pardo_status *st) {
+    pardo_block_run r = {.nthreads = nthreads};
+    return pardo_executor_run_block_with(ex, block, scope, &r, st);
+}
+
+int pardo_executor_run(pardo_executor *ex, pardo_status *st) {
+    int rc = pardo_executor_check_feeds(ex, st);
+    if (rc == PARDO_OK) rc = pardo_executor_run_block(ex, 0, ex->root, ex->opt.nthreads, st);
+    if (rc == PARDO_OK) ex->steps++;
+    return rc;
+}
+
+pardo_tensor *pardo_executor_fetch(pardo_executor *ex, const char *name) {
+    return pardo_scope_find_local(ex->root, name);
+}
+
+int pardo_executor_collect_state(pardo_executor *ex, pardo_tensor_list *out, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[0];
+    for (int i = 0; i < blk->n_vars; i++) {
+        const pardo_var *v = &blk->vars[i];
+        if (v->role != PARDO_VAR_PARAM && v->role != PARDO_VAR_STATE) continue;
+        pardo_tensor *t = pardo_scope_find_local(ex->root, v->name);
+        if (!t) continue;
+        if (!pardo_tensor_cpu(t, st)) return st->code;
+        if (pardo_tensor_list_add(out, v->name, t, st) != PARDO_OK) return st->code;
+    }
+    return PARDO_OK;
+}
+
+int pardo_executor_set_steps(pardo_executor *ex, uint64_t steps, pardo_status *st) {
+    /* Parallel stages run only once every name block 0 writes is bound (from
+     * the second run on, see run_block_with): binding a new name inserts
+     * into the root scope, which stages running at once must not do. So
+     * reserve those names now (bound, then taken: the scope keeps them),
+     * for a first run that counts from steps > 0. */
+    const pardo_block *blk = &ex->prog->blocks[0];
+    pardo_tensor *placeholder = pardo_tensor_new(PARDO_F32, 0, NULL, st);
+    if (!placeholder) return st->code;
+    int rc = PARDO_OK;
+    for (int i = 0; rc == PARDO_OK && i < blk->n_ops; i++)
+        for (int k = 0; rc == PARDO_OK && k < blk->ops[i].n_out; k++) {
+            const char *name = blk->ops[i].out[k];
+            if (!name[0] || pardo_scope_find_local(ex->root, name)) continue;
+            if ((rc = pardo_scope_set(ex->root, name, placeholder, st)) == PARDO_OK)
+                pardo_tensor_release(pardo_scope_take(ex->root, name));
+        }
+    pardo_tensor_release(placeholder);
+    if (rc == PARDO_OK) ex->steps = steps;
+    return rc;
+}

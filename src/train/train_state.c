@@ -1,0 +1,78 @@
+/* train_state.c - the counters of `pardo train` in a checkpoint (see train_state.h). */
+#include "train/train_state.h"
+
+#include <string.h>
+
+enum { F_EPOCH, F_BATCH, F_STEP, F_BATCH_SIZE, F_SHUFFLE, F_SEED, F_LOSS_SUM, F_ROWS, F_COUNT };
+
+static const struct {
+    const char *name;
+    pardo_dtype dtype;
+} fields[F_COUNT] = {
+    {"pardo@epoch", PARDO_I64},      {"pardo@batch", PARDO_I64},   {"pardo@step", PARDO_I64},
+    {"pardo@batch_size", PARDO_I64}, {"pardo@shuffle", PARDO_I64}, {"pardo@seed", PARDO_I64},
+    {"pardo@loss_sum", PARDO_F64},   {"pardo@rows", PARDO_I64},
+};
+
+static int add_scalar(pardo_tensor_list *l, int f, int64_t iv, double dv, pardo_status *st) {
+    pardo_tensor *t = pardo_tensor_new_cpu(fields[f].dtype, 0, NULL, st);
+    if (!t) return st->code;
+    if (fields[f].dtype == PARDO_I64) *(int64_t *)pardo_tensor_data(t) = iv;
+    else *(double *)pardo_tensor_data(t) = dv;
+    int rc = pardo_tensor_list_add(l, fields[f].name, t, st);
+    pardo_tensor_release(t);
+    return rc;
+}
+
+int pardo_train_state_save(const pardo_train_state *s, pardo_tensor_list *l, pardo_status *st) {
+    int64_t v[F_COUNT] = {s->epoch, s->batch, s->step, s->batch_size, s->shuffle, (int64_t)s->seed, 0, s->rows};
+    for (int f = 0; f < F_COUNT; f++) {
+        int rc = add_scalar(l, f, v[f], s->loss_sum, st);
+        if (rc != PARDO_OK) return rc;
+    }
+    return PARDO_OK;
+}
+
+int pardo_train_state_load(const pardo_tensor_list *l, const char *ckpt, pardo_train_state *s, bool *found,
+                           pardo_status *st) {
+    memset(s, 0, sizeof(*s));
+    *found = false;
+    pardo_tensor *t[F_COUNT];
+    int present = 0;
+    for (int f = 0; f < F_COUNT; f++) present += (t[f] = pardo_tensor_list_find(l, fields[f].name)) != NULL;
+    if (present == 0) return PARDO_OK;
+    int64_t v[F_COUNT] = {0};
+    for (int f = 0; f < F_COUNT; f++) {
+        if (!t[f])
+            return pardo_errorf(st, PARDO_EPARSE, "%s: has some of the training counters but not '%s'", ckpt,
+                                fields[f].name);
+        if (t[f]->dtype != fields[f].dtype || t[f]->numel != 1)
+            return pardo_errorf(st, PARDO_EPARSE, "%s: entry '%s' must be a %s scalar", ckpt, fields[f].name,
+                                pardo_dtype_name(fields[f].dtype));
+        const void *p = pardo_tensor_cpu(t[f], st);
+        if (!p) return pardo_status_prefix(st, "%s: ", ckpt);
+        if (fields[f].dtype == PARDO_F64) {
+            memcpy(&s->loss_sum, p, sizeof s->loss_sum);
+            continue;
+        }
+        memcpy(&v[f], p, sizeof v[f]);
+        if (v[f] < 0 && f != F_SEED)
+            return pardo_errorf(st, PARDO_EPARSE, "%s: entry '%s' is %lld, expected 0 or more", ckpt, fields[f].name,
+                                (long long)v[f]);
+    }
+    if (v[F_BATCH_SIZE] < 1)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: entry 'pardo@batch_size' is %lld, expected 1 or more", ckpt,
+                            (long long)v[F_BATCH_SIZE]);
+    if (v[F_SHUFFLE] > 1)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: entry 'pardo@shuffle' is %lld, expected 0 or 1", ckpt,
+                            (long long)v[F_SHUFFLE]);
+    s->epoch = v[F_EPOCH];
+    s->batch = v[F_BATCH];
+    s->step = v[F_STEP];
+    s->batch_size = v[F_BATCH_SIZE];
+    s->shuffle = v[F_SHUFFLE] == 1;
+    s->seed = (uint64_t)v[F_SEED];
+    s->rows = v[F_ROWS];
+    *found = true;
+    return PARDO_OK;
+}
