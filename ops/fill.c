@@ -4,7 +4,7 @@
  * every run. */
 #include <stdint.h>
 
-#include "init_fill.h"
+#include "core/init_fill.h"
 #include "op.h"
 
 static const pardo_arg_def y_out[] = {{"Y", "the filled tensor", false, false}};

@@ -39,6 +39,11 @@ bool pardo_grad_operand_fills_output(const pardo_grad_request *req, const char *
 
 int pardo_grad_wired(const pardo_grad_request *req, pardo_block *blk, uint64_t drop_in, uint64_t drop_out,
                      pardo_status *st) {
+    return pardo_grad_wired_n(req, blk, drop_in, drop_out, -1, st);
+}
+
+int pardo_grad_wired_n(const pardo_grad_request *req, pardo_block *blk, uint64_t drop_in, uint64_t drop_out,
+                       int n_fwd_in, pardo_status *st) {
     const pardo_op *fwd = req->fwd;
     char type[128], name[256] = "";
     pardo_grad_op_type(fwd->type, type, sizeof type);
@@ -53,7 +58,7 @@ int pardo_grad_wired(const pardo_grad_request *req, pardo_block *blk, uint64_t d
      * op's arity (conv2d without a bias, layer_norm without Mean) */
     const pardo_op_def *def = fwd->def ? fwd->def : pardo_op_lookup(fwd->type);
     bool variadic = def && def->n_inputs > 0 && def->inputs[def->n_inputs - 1].variadic;
-    int pad_in = def && !variadic && n_in < def->n_inputs ? def->n_inputs : n_in;
+    int pad_in = n_fwd_in >= 0 ? n_fwd_in : def && !variadic && n_in < def->n_inputs ? def->n_inputs : n_in;
     int pad_out = def && n_out < def->n_outputs ? def->n_outputs : n_out;
     pardo_op *g = pardo_block_add_op(blk, type, st);
     if (!g) {

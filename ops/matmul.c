@@ -5,14 +5,21 @@
  * the last two dims of an operand before the product; they need that
  * operand to have rank >= 2. Each product goes through ops/gemm.h (the own
  * packed kernel, or BLAS), its rows split over the threads of block 0.
+ * An optional third input, a bias, is added to the product (broadcast to
+ * Y's shape), and attr activation "relu" applies relu after it: the form
+ * the fusion pass (transpiler/fuse.c) gives matmul -> add -> relu, run as
+ * one GEMM whose epilogue adds the bias and applies relu to each row block
+ * while it is in cache (a [N] bias; any other bias shape after the
+ * product), with the bits of the ops one after another.
  * matmul_grad: dA and dB, summed over the batches an operand was broadcast
- * to. */
+ * to; optionally dA leaves through the mask of a relu whose output is
+ * input 4 (relu_grad fused in) and the bias gradient of an add before that
+ * relu (input 5, the bias) is output 2 (add_grad fused in). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/executor.h"
 #include "gemm.h"
 #include "kernel_util.h"
 #include "op.h"
@@ -20,11 +27,13 @@
 static const pardo_arg_def ab_in[] = {
     {"A", "left operand [..., M, K] (or [K])", false, false},
     {"B", "right operand [..., K, N] (or [K])", false, false},
+    {"bias", "added to the product, broadcast to Y's shape (\"\" or left out: none)", true, false},
 };
 static const pardo_arg_def y_out[] = {{"Y", "product [broadcast batch..., M, N]", false, false}};
 static const pardo_attr_def matmul_attrs[] = {
     {"transpose_a", PARDO_ATTR_BOOL, "false", "use A with its last two dims swapped"},
     {"transpose_b", PARDO_ATTR_BOOL, "false", "use B with its last two dims swapped"},
+    {"activation", PARDO_ATTR_STRING, "\"none\"", "applied after the bias: \"none\" or \"relu\""},
 };
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
 
@@ -40,6 +49,17 @@ static int matmul_attrs_get(const pardo_op *op, bool *ta, bool *tb, pardo_status
     int rc = pardo_attr_bool(op, "transpose_a", false, ta, st);
     if (rc == PARDO_OK) rc = pardo_attr_bool(op, "transpose_b", false, tb, st);
     return rc;
+}
+
+/* The activation attr: relu or none; PARDO_EINVAL for any other word. */
+static int matmul_activation(const pardo_op *op, bool *relu, pardo_status *st) {
+    const char *act;
+    int rc = pardo_attr_string(op, "activation", "none", &act, st);
+    if (rc != PARDO_OK) return rc;
+    *relu = strcmp(act, "relu") == 0;
+    if (!*relu && strcmp(act, "none") != 0)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'activation' is \"%s\", expected \"none\" or \"relu\"", act);
+    return PARDO_OK;
 }
 
 /* Reads M, K, N off the shapes, or PARDO_ESHAPE / PARDO_EINVAL when a rank
@@ -99,6 +119,28 @@ static void mm_out_tail(const mm_dims *d, int64_t *shape, int *nd) {
     if (!d->b_vec) shape[(*nd)++] = d->n;
 }
 
+/* The bias (input 2), where given: Y's dtype, broadcasting to Y's shape
+ * without growing it. */
+static int bias_infer(pardo_infer_ctx *ctx, const pardo_type *y) {
+    bool relu;
+    int rc = matmul_activation(ctx->op, &relu, ctx->st);
+    const pardo_type *bias = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    if (rc != PARDO_OK || !bias) return rc;
+    char sb[128], sy[128];
+    if (bias->dtype != y->dtype)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'bias' has dtype %s, expected %s like the product",
+                            pardo_dtype_name(bias->dtype), pardo_dtype_name(y->dtype));
+    if (bias->ndim < 0 || y->ndim < 0) return PARDO_OK;
+    pardo_type z;
+    bool fits = bias->ndim <= y->ndim && pardo_broadcast_types(y, bias, &z, ctx->st) == PARDO_OK && z.ndim == y->ndim;
+    for (int k = 0; fits && k < y->ndim; k++) fits = y->shape[k] < 0 || z.shape[k] == y->shape[k];
+    if (!fits)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'bias' has shape %s, which does not broadcast to the "
+                            "product's %s", pardo_shape_str(bias->ndim, bias->shape, sb, sizeof sb),
+                            pardo_shape_str(y->ndim, y->shape, sy, sizeof sy));
+    return PARDO_OK;
+}
+
 static int matmul_infer(pardo_infer_ctx *ctx) {
     const pardo_type *a = ctx->in[0], *b = ctx->in[1];
     bool ta, tb;
@@ -112,7 +154,7 @@ static int matmul_infer(pardo_infer_ctx *ctx) {
     y->dtype = a->dtype;
     if (a->ndim < 0 || b->ndim < 0) {
         y->ndim = -1;
-        return PARDO_OK;
+        return bias_infer(ctx, y);
     }
     mm_dims d;
     if ((rc = mm_dims_get(a->ndim, a->shape, b->ndim, b->shape, ta, tb, &d, ctx->st)) != PARDO_OK) return rc;
@@ -130,7 +172,7 @@ static int matmul_infer(pardo_infer_ctx *ctx) {
     }
     y->dtype = a->dtype;
     mm_out_tail(&d, y->shape, &y->ndim);
-    return PARDO_OK;
+    return bias_infer(ctx, y);
 }
 
 /* One product C[m, n] = op(A) op(B) of contiguous matrices of dtype dt
@@ -207,13 +249,14 @@ static void kept_state_free(void *p) {
  * place), where one thread runs the op at a time (not in a parallel_do's
  * parts, which share the op). NULL where none is kept. */
 static pardo_gemm_packed *kept_b(pardo_kernel_ctx *ctx, const pardo_tensor *b) {
-    if (!ctx->exec || ctx->block != 0 || ctx->device != PARDO_DEVICE_CPU || b->ndim != 2 || !b->mem) return NULL;
-    pardo_op_state *slot = pardo_executor_op_state(ctx->exec, ctx->block, ctx->op_index);
-    if (!slot || (slot->data && slot->free_fn != kept_state_free)) return NULL;
+    if (!ctx->state || !ctx->prog || ctx->block != 0 || ctx->device != PARDO_DEVICE_CPU || b->ndim != 2 || !b->mem)
+        return NULL;
+    pardo_op_state *slot = ctx->state;
+    if ( (slot->data && slot->free_fn != kept_state_free)) return NULL;
     if (!slot->data) {
         kept_state *k = calloc(1, sizeof(*k));
         if (!k) return NULL;
-        const pardo_var *v = pardo_program_lookup_var(pardo_executor_program(ctx->exec), 0, ctx->op->in[1], NULL);
+        const pardo_var *v = pardo_program_lookup_var(ctx->prog, 0, ctx->op->in[1], NULL);
         k->eligible = v && (v->role == PARDO_VAR_PARAM || (v->role == PARDO_VAR_TEMP && v->value));
         slot->data = k;
         slot->free_fn = kept_state_free;
@@ -251,39 +294,98 @@ static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epi
     return PARDO_OK;
 }
 
-static int matmul_cpu(pardo_kernel_ctx *ctx) {
-    mm_plan p;
-    int rc = mm_plan_make(ctx, ctx->in[0], ctx->in[1], &p);
-    return rc != PARDO_OK ? rc : matmul_forward(ctx, &p, NULL);
+/* Y += bias broadcast to Y's shape, then relu where asked: the arithmetic
+ * of the add and relu ops, for a bias the GEMM's epilogue does not take. */
+static int add_bias_after(pardo_kernel_ctx *ctx, pardo_tensor *y, const pardo_tensor *bias, bool relu) {
+    pardo_bcast2 p;
+    int rc = pardo_bcast2_plan(y->ndim, y->shape, bias->ndim, bias->shape, &p, ctx->st);
+    if (rc == PARDO_OK && !pardo_shape_equal(p.ndim, p.shape, y->ndim, y->shape)) {
+        char sb[128], sy[128];
+        rc = pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'bias' has shape %s, which does not broadcast to the "
+                          "product's %s", pardo_shape_str(bias->ndim, bias->shape, sb, sizeof sb),
+                          pardo_shape_str(y->ndim, y->shape, sy, sizeof sy));
+    }
+    if (rc != PARDO_OK || y->numel == 0) return rc;
+    const int inner = p.nd - 1;
+    const int64_t n = p.dims[inner], sb = p.sb[inner];
+    pardo_odo o;
+    pardo_odo_init(&o, inner, p.dims, p.sa, p.sb);
+    for (int64_t base = 0; base < p.numel; base += n, pardo_odo_next(&o)) {
+        if (y->dtype == PARDO_F32) {
+            float *py = (float *)pardo_tensor_data(y) + base;
+            const float *pb = (const float *)pardo_tensor_data(bias) + o.off[1];
+            for (int64_t i = 0; i < n; i++) {
+                const float v = py[i] + pb[i * sb];
+                py[i] = relu && v < 0 ? 0.0f : v;
+            }
+        } else {
+            double *py = (double *)pardo_tensor_data(y) + base;
+            const double *pb = (const double *)pardo_tensor_data(bias) + o.off[1];
+            for (int64_t i = 0; i < n; i++) {
+                const double v = py[i] + pb[i * sb];
+                py[i] = relu && v < 0 ? 0.0 : v;
+            }
+        }
+    }
+    return PARDO_OK;
 }
 
-int pardo_matmul_epilogue_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *bias, bool relu) {
+/* relu applied to Y in place: the relu op's arithmetic (NaN kept). */
+static void relu_in_place(pardo_tensor *y) {
+    if (y->dtype == PARDO_F32) {
+        float *p = pardo_tensor_data(y);
+        for (int64_t i = 0; i < y->numel; i++) p[i] = p[i] < 0 ? 0.0f : p[i];
+    } else {
+        double *p = pardo_tensor_data(y);
+        for (int64_t i = 0; i < y->numel; i++) p[i] = p[i] < 0 ? 0.0 : p[i];
+    }
+}
+
+/* Y = act(op(A) op(B) + bias): a [N] bias of Y's dtype (and relu) go into
+ * the GEMM's epilogue; any other bias is added after the product. */
+static int matmul_cpu(pardo_kernel_ctx *ctx) {
     mm_plan p;
+    bool relu;
+    const pardo_tensor *bias = ctx->n_in > 2 ? ctx->in[2] : NULL;
     int rc = mm_plan_make(ctx, ctx->in[0], ctx->in[1], &p);
+    if (rc == PARDO_OK) rc = matmul_activation(ctx->op, &relu, ctx->st);
     if (rc != PARDO_OK) return rc;
-    /* the add must be bias along Y's last dim and nothing else: a [N] of Y's dtype, Y with an N dim */
-    if (bias && (p.d.b_vec || bias->is_array || bias->dtype != ctx->in[0]->dtype || bias->ndim != 1 ||
-                 bias->shape[0] != p.d.n))
-        return pardo_errorf(ctx->st, PARDO_ENOTSUP, "the bias does not fit an epilogue of this product");
-    mm_epilogue ep = {bias ? pardo_tensor_data(bias) : NULL, relu};
-    return matmul_forward(ctx, &p, &ep);
+    if (bias && (bias->is_array || bias->dtype != ctx->in[0]->dtype))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'bias' is %s %s, expected a tensor of %s like A",
+                            bias->is_array ? "a tensor_array of" : "a tensor of", pardo_dtype_name(bias->dtype),
+                            pardo_dtype_name(ctx->in[0]->dtype));
+    const bool in_epilogue = !bias || (!p.d.b_vec && bias->ndim == 1 && bias->shape[0] == p.d.n);
+    mm_epilogue ep = {in_epilogue && bias ? pardo_tensor_data(bias) : NULL, relu && in_epilogue};
+    if ((rc = matmul_forward(ctx, &p, &ep)) != PARDO_OK || in_epilogue) return rc;
+    pardo_tensor *y = ctx->out[0];
+    if (bias) return add_bias_after(ctx, y, bias, relu);
+    relu_in_place(y);
+    return PARDO_OK;
 }
 
 /* matmul_grad reads A, B and dY, never Y: leave Y out, so that Y can be
  * freed after its forward readers. */
 static int matmul_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
-    return pardo_grad_wired(req, blk, 0, 1, st);
+    const pardo_op *f = req->fwd;
+    bool relu;
+    int rc = matmul_activation(f, &relu, st);
+    if (rc != PARDO_OK) return rc;
+    if (relu || (f->n_in > 2 && f->in[2][0]))
+        return pardo_errorf(st, PARDO_ENOTSUP, "matmul with a bias input or an activation has no gradient: write "
+                            "matmul, add and relu (pardo run and pardo train fuse them after autodiff)");
+    return pardo_grad_wired_n(req, blk, 0, 1, 2, st); /* matmul_grad's layout: A, B, Y, dY */
 }
 
 const pardo_op_def pardo_op_matmul = {
     .type = "matmul",
-    .doc = "Y = A @ B like numpy.matmul (1-D, 2-D, batched N-D with broadcast batch dims; float32, float64)",
+    .doc = "Y = act(A @ B + bias) like numpy.matmul (1-D, 2-D, batched N-D with broadcast batch dims; bias and relu "
+           "optional; float32, float64)",
     .inputs = ab_in,
-    .n_inputs = 2,
+    .n_inputs = 3,
     .outputs = y_out,
     .n_outputs = 1,
     .attrs = matmul_attrs,
-    .n_attrs = 2,
+    .n_attrs = 3,
     .infer = matmul_infer,
     .cpu = matmul_cpu,
     .grad = matmul_grad_build,
@@ -296,16 +398,26 @@ static const pardo_arg_def grad_in[] = {
     {"B", "the forward input B", false, false},
     {"Y", "the forward output (not read: the backward pass leaves it out, \"\")", true, false},
     {"dY", "gradient of Y (\"\": zeros)", true, false},
+    {"relu_y", "the output of a relu whose input A is: dA leaves through its mask, relu_y > 0 ? dA : 0 (relu_grad "
+               "fused in; \"\": none)", true, false},
+    {"bias", "the bias of an add whose output relu read: output 2 is its gradient, the masked dA summed to its "
+             "shape (add_grad fused in; needs relu_y; \"\": none)", true, false},
 };
 static const pardo_arg_def grad_out[] = {
-    {"dA", "gradient of A, A's dtype and shape", true, false},
+    {"dA", "gradient of A, A's dtype and shape (masked by relu_y where given)", true, false},
     {"dB", "gradient of B, B's dtype and shape", true, false},
+    {"dbias", "gradient of input 5 'bias', its dtype and shape", true, false},
 };
 
 static int matmul_grad_infer(pardo_infer_ctx *ctx) {
-    const pardo_type *a = ctx->in[0], *b = ctx->in[1], *dy = ctx->n_in > 3 ? ctx->in[3] : NULL;
-    bool ta, tb;
+    const pardo_type *a = ctx->in[0], *b = ctx->in[1], *dy = ctx->n_in > 3 ? ctx->in[3] : NULL,
+                     *ry = ctx->n_in > 4 ? ctx->in[4] : NULL, *bias = ctx->n_in > 5 ? ctx->in[5] : NULL;
+    bool ta, tb, relu;
     int rc = matmul_attrs_get(ctx->op, &ta, &tb, ctx->st);
+    if (rc == PARDO_OK) rc = matmul_activation(ctx->op, &relu, ctx->st);
+    if (rc == PARDO_OK && relu)
+        rc = pardo_errorf(ctx->st, PARDO_EINVAL, "attr 'activation' is \"relu\": matmul_grad is the gradient of a "
+                          "matmul without one (a relu after A's producer is input 4 'relu_y')");
     if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 0, a, "input 0 'A'", ctx->st);
     if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 1, b, "input 1 'B'", ctx->st);
     if (rc == PARDO_OK) rc = pardo_expect_dtype(a, "input 0 'A'", float_dtypes, 2, ctx->st);
@@ -314,8 +426,19 @@ static int matmul_grad_infer(pardo_infer_ctx *ctx) {
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs 'B' and 'dY' have dtypes %s and %s, expected %s like 'A'",
                             pardo_dtype_name(b->dtype), dy ? pardo_dtype_name(dy->dtype) : "(absent)",
                             pardo_dtype_name(a->dtype));
+    if (ry && ry->dtype != a->dtype)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 4 'relu_y' has dtype %s, expected %s like 'A'",
+                            pardo_dtype_name(ry->dtype), pardo_dtype_name(a->dtype));
+    if (bias && (!ry || bias->dtype != a->dtype))
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "input 5 'bias' %s", !ry ? "needs input 4 'relu_y'"
+                                                                            : "has another dtype than 'A'");
     ctx->out[0] = *a;
     if (ctx->n_out > 1) ctx->out[1] = *b;
+    if (ctx->n_out > 2) {
+        if (!bias && pardo_op_wants_output(ctx->op, 2))
+            return pardo_errorf(ctx->st, PARDO_EINVAL, "output 2 'dbias' needs input 5 'bias'");
+        if (bias) ctx->out[2] = *bias;
+    }
     return PARDO_OK;
 }
 
@@ -339,14 +462,48 @@ static int mm_grad(pardo_kernel_ctx *ctx, pardo_dtype dt, const void *a, const v
     return rc;
 }
 
-/* matmul_grad's kernel; with relu_y, dA leaves through relu_grad's mask
- * (pardo_matmul_grad_relu_cpu), which fits only where relu_y is a tensor
- * of A's dtype and shape, dY is given and there is one product (PARDO_ENOTSUP
- * otherwise, before anything is written). */
-static int matmul_grad_run(pardo_kernel_ctx *ctx, const pardo_tensor *relu_y) {
-    pardo_tensor *a = ctx->in[0], *b = ctx->in[1], *dy = ctx->n_in > 3 ? ctx->in[3] : NULL;
-    const bool want_a = pardo_kernel_wants_output(ctx, 0), want_b = pardo_kernel_wants_output(ctx, 1);
-    if (!want_a && !want_b && !relu_y) return PARDO_OK;
+/* dA = relu_y > 0 ? dA : 0, relu_grad's arithmetic, for the products whose
+ * GEMM epilogue does not take the mask (batch dims, no dY). */
+static void relu_mask_after(pardo_tensor *da, const pardo_tensor *relu_y) {
+    if (da->dtype == PARDO_F32) {
+        float *d = pardo_tensor_data(da);
+        const float *y = pardo_tensor_data(relu_y);
+        for (int64_t i = 0; i < da->numel; i++) d[i] = y[i] > 0 ? d[i] : 0.0f;
+    } else {
+        double *d = pardo_tensor_data(da);
+        const double *y = pardo_tensor_data(relu_y);
+        for (int64_t i = 0; i < da->numel; i++) d[i] = y[i] > 0 ? d[i] : 0.0;
+    }
+}
+
+/* What follows the products: relu_y's mask on dA where the GEMM did not
+ * apply it, then the bias's gradient (output 2) summed from dA. */
+static int finish_grad(pardo_kernel_ctx *ctx, pardo_tensor *da, const pardo_tensor *relu_y, const pardo_tensor *bias,
+                       bool masked) {
+    if (da && relu_y && !masked) relu_mask_after(da, relu_y);
+    if (!bias || !pardo_kernel_wants_output(ctx, 2)) return PARDO_OK;
+    pardo_tensor *dbias = pardo_kernel_output(ctx, 2, bias->dtype, bias->ndim, bias->shape);
+    if (!dbias) return ctx->st->code;
+    if (da->numel == 0) {
+        pardo_tensor_zero(dbias);
+        return PARDO_OK;
+    }
+    return pardo_sum_to_shape(da->dtype, pardo_tensor_data(da), da->ndim, da->shape, pardo_tensor_data(dbias),
+                              bias->ndim, bias->shape, 1.0, ctx->st);
+}
+
+/* matmul_grad's kernel: dA and dB; with relu_y (input 4), dA leaves through
+ * relu_grad's mask, in the GEMM's epilogue where there is one product and
+ * dY is given, after it otherwise; with bias (input 5), output 2 is the
+ * masked dA summed to the bias's shape, as add_grad sums it. */
+static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *a = ctx->in[0], *b = ctx->in[1], *dy = ctx->n_in > 3 ? ctx->in[3] : NULL,
+                 *relu_y = ctx->n_in > 4 ? ctx->in[4] : NULL, *bias = ctx->n_in > 5 ? ctx->in[5] : NULL;
+    const bool want_a = pardo_kernel_wants_output(ctx, 0), want_b = pardo_kernel_wants_output(ctx, 1),
+               want_bias = bias && pardo_kernel_wants_output(ctx, 2);
+    if (!want_a && !want_b && !want_bias) return PARDO_OK;
+    if (want_bias && !want_a)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "output 2 'dbias' is summed from output 0 'dA': name it too");
     mm_plan p;
     int rc = mm_plan_make(ctx, a, b, &p);
     if (rc != PARDO_OK) return rc;
@@ -359,9 +516,17 @@ static int matmul_grad_run(pardo_kernel_ctx *ctx, const pardo_tensor *relu_y) {
     /* each batch of Y adds its share into the A and B batches it came from;
      * with no batch dims there is one product, written without zeroing first */
     const bool one = p.batch.numel == 1 && p.d.a_batch_nd == 0 && p.d.b_batch_nd == 0;
-    if (relu_y && (!want_a || !dy || !one || relu_y->is_array || relu_y->dtype != a->dtype ||
-                   !pardo_shape_equal(relu_y->ndim, relu_y->shape, a->ndim, a->shape)))
-        return pardo_errorf(ctx->st, PARDO_ENOTSUP, "relu_grad's Y does not fit an epilogue of dA");
+    if (relu_y && (relu_y->is_array || relu_y->dtype != a->dtype ||
+                   !pardo_shape_equal(relu_y->ndim, relu_y->shape, a->ndim, a->shape))) {
+        char s1[128], s2[128];
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 4 'relu_y' is %s %s, expected %s %s like 'A'",
+                            pardo_dtype_name(relu_y->dtype), pardo_shape_str(relu_y->ndim, relu_y->shape, s1, sizeof s1),
+                            pardo_dtype_name(a->dtype), pardo_shape_str(a->ndim, a->shape, s2, sizeof s2));
+    }
+    if (want_bias && (bias->is_array || bias->dtype != a->dtype))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 5 'bias' is not a tensor of %s like 'A'",
+                            pardo_dtype_name(a->dtype));
+    const bool masked_in_gemm = relu_y && dy && one;
     pardo_tensor *da = want_a ? pardo_kernel_output(ctx, 0, a->dtype, a->ndim, a->shape) : NULL;
     if (want_a && !da) return ctx->st->code;
     pardo_tensor *db = want_b ? pardo_kernel_output(ctx, 1, b->dtype, b->ndim, b->shape) : NULL;
@@ -370,7 +535,7 @@ static int matmul_grad_run(pardo_kernel_ctx *ctx, const pardo_tensor *relu_y) {
         if (da) pardo_tensor_zero(da);
         if (db) pardo_tensor_zero(db);
     }
-    if (!dy) return PARDO_OK;
+    if (!dy) return finish_grad(ctx, da, relu_y, bias, false);
 
     const int64_t m = p.d.m, n = p.d.n, k = p.d.ka, a_mat = m * k, b_mat = k * n, y_mat = m * n;
     const size_t es = pardo_dtype_size(a->dtype);
@@ -382,16 +547,10 @@ static int matmul_grad_run(pardo_kernel_ctx *ctx, const pardo_tensor *relu_y) {
         const size_t ao = (size_t)(o.off[0] * a_mat) * es, bo = (size_t)(o.off[1] * b_mat) * es;
         if ((rc = mm_grad(ctx, a->dtype, pa + ao, pb + bo, pg + (size_t)(i * y_mat) * es, pda ? pda + ao : NULL,
                           pdb ? pdb + bo : NULL, m, n, k, p.ta, p.tb, !one,
-                          relu_y ? pardo_tensor_data(relu_y) : NULL)) != PARDO_OK)
+                          masked_in_gemm ? pardo_tensor_data(relu_y) : NULL)) != PARDO_OK)
             return rc;
     }
-    return PARDO_OK;
-}
-
-static int matmul_grad_cpu(pardo_kernel_ctx *ctx) { return matmul_grad_run(ctx, NULL); }
-
-int pardo_matmul_grad_relu_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *relu_y) {
-    return matmul_grad_run(ctx, relu_y);
+    return finish_grad(ctx, da, relu_y, bias, masked_in_gemm);
 }
 
 const pardo_op_def pardo_op_matmul_grad = {
@@ -399,11 +558,11 @@ const pardo_op_def pardo_op_matmul_grad = {
     .doc = "dA = dY B^T, dB = A^T dY (transposes, 1-D operands and broadcast batch dims undone; gradient of matmul; "
            "float32, float64)",
     .inputs = grad_in,
-    .n_inputs = 4,
+    .n_inputs = 6,
     .outputs = grad_out,
-    .n_outputs = 2,
+    .n_outputs = 3,
     .attrs = matmul_attrs,
-    .n_attrs = 2,
+    .n_attrs = 3,
     .infer = matmul_grad_infer,
     .cpu = matmul_grad_cpu,
 };

@@ -46,12 +46,16 @@ void pardo_merge_combine(const pardo_merge_args *m, int64_t begin, int64_t end);
  * vector of 8 doubles: with its data in cache a plain mean was bound by that rather than by memory. */
 double pardo_merge_exact_inverse(int n);
 
-/* Checks the inputs of the merge op in ctx (its tensor_array A, weight_by)
- * for an elementwise mode and fills *m (y NULL) with part_data (room for
- * cap parts) and w (room for PARDO_MERGE_MAX_WEIGHTED weights) as its storage. PARDO_ENOTSUP
- * for concat or more than cap parts; the op's own errors otherwise. For
- * the merge kernel, and for the executor, which hands m to an optimizer
- * that merges its gradient as it updates (pardo_kernel_ctx.grad_merge). */
-int pardo_merge_prepare(pardo_kernel_ctx *ctx, pardo_merge_args *m, const void **part_data, int cap, double *w);
+/* Checks the tensor_array a (named a_name in messages) for an elementwise
+ * mode and fills *m (y NULL) with part_data (room for cap parts) and w (room
+ * for PARDO_MERGE_MAX_WEIGHTED weights) as its storage; with weight_by
+ * non-empty the mean is weighted by the parts of weights (the split named
+ * weight_by; NULL: it has no value, an error). PARDO_ENOTSUP for concat or
+ * more than cap parts; PARDO_ESHAPE for parts of unequal types. For the
+ * merge kernel, and for the optimizers, which merge a tensor_array
+ * gradient as they update (the fusion pass's merge -> update). */
+int pardo_merge_prepare_parts(pardo_kernel_ctx *ctx, const pardo_tensor *a, const char *a_name, pardo_merge_mode mode,
+                              const pardo_tensor *weights, const char *weight_by, pardo_merge_args *m,
+                              const void **part_data, int cap, double *w);
 
 #endif

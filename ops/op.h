@@ -58,6 +58,14 @@ typedef enum pardo_device_kind {
 struct pardo_executor;
 struct pardo_scope;
 
+/* State a kernel keeps across runs of one op (a kept packed weight,
+ * parallel_do's child scopes): data is the kernel's, freed with
+ * free_fn(data) when the executor is freed. */
+typedef struct pardo_op_state {
+    void *data;
+    void (*free_fn)(void *data);
+} pardo_op_state;
+
 /* What a kernel gets for one run of one op. Inputs are current on the
  * kernel's device. Outputs are made with pardo_kernel_output. */
 typedef struct pardo_kernel_ctx {
@@ -77,11 +85,8 @@ typedef struct pardo_kernel_ctx {
     struct pardo_scope *scope;   // the scope the op runs in (borrowed; read-only for kernels)
     int block, op_index;         // where the op is in the program
     int nparts_default;          // parts when split's attr parts is 0: the run's thread count
-    /* sgd, momentum and adam: when set, input 1 (grad) is absent and is this
-     * merge of parts instead (ops/merge_combine.h), combined a tile at a time
-     * as the update runs: the executor's fused merge -> update (borrowed) */
-    const struct pardo_merge_args *grad_merge;
-    uint64_t skip_out; // bit i: output i is made by a fused op elsewhere; the kernel leaves it as if unnamed
+    const struct pardo_program *prog; // the program the op is in (borrowed)
+    pardo_op_state *state;       // this op's state slot across runs (owned by the executor; NULL outside one)
 } pardo_kernel_ctx;
 
 typedef int (*pardo_infer_fn)(pardo_infer_ctx *ctx);
@@ -118,6 +123,7 @@ typedef struct pardo_op_def {
     bool inplace;                     // the kernel is correct when an output is the same tensor as an input
     pardo_grad_fn grad;               // builds the gradient ops; NULL: not differentiable
     unsigned array_in;                // bit k: input k must be a tensor_array (the last bit covers repeats)
+    unsigned array_ok;                // bit k: input k may be a tensor or a tensor_array (the kernel takes both)
     unsigned array_out;               // bit k: output k is a tensor_array (kind of the var validate adds)
     bool variadic_out;                // the last output may repeat (parallel_do)
 } pardo_op_def;
@@ -140,6 +146,12 @@ int pardo_grad_standard(const pardo_grad_request *req, pardo_block *blk, pardo_s
  * (pardo_exec_options.release_temps). */
 int pardo_grad_wired(const pardo_grad_request *req, pardo_block *blk, uint64_t drop_in, uint64_t drop_out,
                      pardo_status *st);
+
+/* As pardo_grad_wired, with exactly n_fwd_in forward inputs passed (those
+ * past the op's own list as ""; -1: the schema's arity as there): for a T
+ * whose schema grew optional inputs that T_grad's layout predates. */
+int pardo_grad_wired_n(const pardo_grad_request *req, pardo_block *blk, uint64_t drop_in, uint64_t drop_out,
+                       int n_fwd_in, pardo_status *st);
 
 /* Builds T_grad with T's input 0 left out (bit 0 of drop_in): for unary ops
  * whose gradient reads only Y and dY (UNARY_GRAD_OP_FROM_Y). */
@@ -167,8 +179,7 @@ pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtyp
                                   const int64_t *shape);
 
 /* False when the graph leaves output i out ("", an input gradient nobody
- * needs) or a fused op makes it elsewhere (ctx->skip_out): the kernel may
- * skip computing it and must not ask for its tensor. */
+ * needs): the kernel may skip computing it and must not ask for its tensor. */
 bool pardo_kernel_wants_output(const pardo_kernel_ctx *ctx, int i);
 
 /* Gives output i a tensor_array of n parts of dtype elem: the array the
@@ -205,25 +216,6 @@ int pardo_parallel_for_idle(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *a
  * optimizer update). */
 int pardo_parallel_for_blocks(pardo_kernel_ctx *ctx, int64_t n, int64_t block,
                               void (*fn)(void *arg, int64_t begin, int64_t end), void *arg);
-
-/* matmul's CPU kernel with an epilogue: Y = op(A) op(B), then Y += bias
- * along its last dim (bias NULL: none), then relu when asked; the bits are
- * those of matmul, add and relu run one after another. The executor runs
- * it in place of such a chain whose intermediates nobody else reads
- * (src/exec/fusion_plan.h). ctx is matmul's (its op, inputs A and B, output Y).
- * PARDO_ENOTSUP with nothing written when bias is not a [N] of Y's dtype
- * (or B is a vector): the caller then runs the ops one by one. */
-int pardo_matmul_epilogue_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *bias, bool relu);
-
-/* matmul_grad's CPU kernel with relu_grad after it: dA leaves as relu_grad
- * would make it from dA and relu_y (the relu's output Y), dA = relu_y > 0 ?
- * dA : 0, applied to each block of rows while in cache; the bits are those
- * of the two ops one after another. The executor runs it in place of such
- * a chain whose dA nobody else reads (src/exec/fusion_plan.h). ctx is
- * matmul_grad's, its output 0 the masked dA's tensor. PARDO_ENOTSUP with
- * nothing written when relu_y is not of A's dtype and shape, dY is absent
- * or the product has batch dims: the caller then runs the ops one by one. */
-int pardo_matmul_grad_relu_cpu(pardo_kernel_ctx *ctx, const pardo_tensor *relu_y);
 
 /* The registry. Lookup by type name; NULL when unknown. Thread-safe (read-only). */
 const pardo_op_def *pardo_op_lookup(const char *type);

@@ -15,8 +15,15 @@
  * must have the param's dtype and shape. Element updates run in double and
  * are stored in the param's dtype. The kernels read element i of every input
  * before writing element i of any output, so outputs may be the inputs'
- * tensors (.inplace). Optimizers have no gradient. */
+ * tensors (.inplace). Optimizers have no gradient.
+ *
+ * grad may also be a tensor_array of parts (the form the fusion pass,
+ * transpiler/fuse.c, gives merge -> update): its parts are combined as the
+ * merge op would (attr grad_merge: mean, weighted by the split named by the
+ * last input weight_by where given, or sum) a tile at a time as the update
+ * runs, with the bits of merge then update. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernel_util.h"
@@ -38,11 +45,116 @@ static int opt_check(const pardo_type *const *in, const int *same, const char *c
     return rc;
 }
 
-/* The run-time types of a kernel's n inputs into types and ptrs. */
-static void opt_types(const pardo_kernel_ctx *ctx, int n, pardo_type *types, const pardo_type **ptrs) {
+/* The gradient a kernel updates with: a tensor's data, or a tensor_array's
+ * parts merged as the update runs (m), or, past PARDO_MERGE_STACK_PARTS
+ * parts, merged first into a tensor the op keeps (opt_scratch). */
+typedef struct opt_grad {
+    const void *data;  // the gradient's elements; NULL where merged (m)
+    bool merged;       // m holds the parts to merge
+    pardo_merge_args m;
+    const void *parts[PARDO_MERGE_STACK_PARTS]; // m's part pointers
+    double w[PARDO_MERGE_MAX_WEIGHTED];         // m's weights
+    pardo_type type;   // the gradient's type (its parts')
+} opt_grad;
+
+/* What an update keeps for a gradient of more parts than it merges on the
+ * stack: the merged tensor and room for the part pointers. */
+typedef struct opt_scratch {
+    pardo_tensor *merged;
+    const void **parts;
+    int cap;
+} opt_scratch;
+
+static void opt_scratch_free(void *p) {
+    opt_scratch *s = p;
+    if (!s) return;
+    pardo_tensor_release(s->merged);
+    free(s->parts);
+    free(s);
+}
+
+/* The scratch in the op's state slot (made on first use); NULL with st
+ * filled when there is no slot or no memory. */
+static opt_scratch *opt_scratch_of(pardo_kernel_ctx *ctx, int n_parts) {
+    pardo_op_state *slot = ctx->state;
+    if (!slot || (slot->data && slot->free_fn != opt_scratch_free)) {
+        pardo_errorf(ctx->st, PARDO_ENOTSUP, "a gradient of %d parts is merged in the op's state, which this run "
+                     "does not give", n_parts);
+        return NULL;
+    }
+    if (!slot->data) {
+        if (!(slot->data = calloc(1, sizeof(opt_scratch)))) goto oom;
+        slot->free_fn = opt_scratch_free;
+    }
+    opt_scratch *s = slot->data;
+    if (s->cap < n_parts) {
+        const void **p = realloc(s->parts, sizeof(*p) * (size_t)n_parts);
+        if (!p) goto oom;
+        s->parts = p;
+        s->cap = n_parts;
+    }
+    return s;
+oom:
+    pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory merging %d parts", n_parts);
+    return NULL;
+}
+
+/* Fills g from input 1 (and, for a tensor_array, attr grad_merge and input
+ * weight_at, the optional weight_by). */
+static int opt_grad_prepare(pardo_kernel_ctx *ctx, int weight_at, opt_grad *g) {
+    const pardo_tensor *t = ctx->in[1];
+    g->merged = false;
+    if (!t->is_array) {
+        g->data = pardo_tensor_data(t);
+        g->type = pardo_tensor_type(t);
+        return PARDO_OK;
+    }
+    const char *how;
+    int rc = pardo_attr_string(ctx->op, "grad_merge", "mean", &how, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    const pardo_merge_mode mode = strcmp(how, "sum") == 0 ? PARDO_MERGE_SUM : PARDO_MERGE_MEAN;
+    if (mode == PARDO_MERGE_MEAN && strcmp(how, "mean") != 0)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "attr 'grad_merge' is \"%s\", expected \"mean\" or \"sum\"", how);
+    const char *wb = ctx->op->n_in > weight_at ? ctx->op->in[weight_at] : "";
+    const pardo_tensor *weights = ctx->n_in > weight_at ? ctx->in[weight_at] : NULL;
+    if (wb[0] && mode != PARDO_MERGE_MEAN)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "input %d 'weight_by' weights a mean; attr 'grad_merge' is sum",
+                            weight_at);
+    if (t->n_parts <= PARDO_MERGE_STACK_PARTS) {
+        rc = pardo_merge_prepare_parts(ctx, t, ctx->op->in[1], mode, weights, wb, &g->m, g->parts,
+                                       PARDO_MERGE_STACK_PARTS, g->w);
+        if (rc != PARDO_OK) return rc;
+        g->merged = true;
+        g->data = NULL;
+        g->type = pardo_tensor_type(g->m.first);
+        return PARDO_OK;
+    }
+    /* more parts than an update merges as it runs: merged first, as the merge op would, into a kept tensor */
+    opt_scratch *s = opt_scratch_of(ctx, t->n_parts);
+    if (!s) return ctx->st->code;
+    pardo_merge_args m;
+    if ((rc = pardo_merge_prepare_parts(ctx, t, ctx->op->in[1], mode, weights, wb, &m, s->parts, s->cap, g->w)) !=
+        PARDO_OK)
+        return rc;
+    if (!s->merged || s->merged->dtype != m.first->dtype ||
+        !pardo_shape_equal(s->merged->ndim, s->merged->shape, m.first->ndim, m.first->shape)) {
+        pardo_tensor_release(s->merged);
+        if (!(s->merged = pardo_tensor_new_cpu(m.first->dtype, m.first->ndim, m.first->shape, ctx->st)))
+            return ctx->st->code;
+    }
+    m.y = pardo_tensor_data(s->merged);
+    pardo_merge_combine(&m, 0, s->merged->numel);
+    g->data = m.y;
+    g->type = pardo_tensor_type(s->merged);
+    return PARDO_OK;
+}
+
+/* The run-time types of a kernel's n inputs into types and ptrs; the
+ * gradient's from g. */
+static void opt_types(const pardo_kernel_ctx *ctx, const opt_grad *g, int n, pardo_type *types,
+                      const pardo_type **ptrs) {
     for (int k = 0; k < n; k++) {
-        /* a merged gradient has its parts' type */
-        types[k] = pardo_tensor_type(k == 1 && ctx->grad_merge ? ctx->grad_merge->first : ctx->in[k]);
+        types[k] = k == 1 ? g->type : pardo_tensor_type(ctx->in[k]);
         ptrs[k] = &types[k];
     }
 }
@@ -244,31 +356,38 @@ static void opt_range(void *arg, int64_t begin, int64_t end) {
 
 enum { OPT_PARALLEL_MIN = 1 << 15 }; /* elements: below this a fork costs more than it saves */
 
-/* The gradient's data, or NULL where the executor fused the merge of its
- * parts into the update (ctx->grad_merge stands for it, opt_run takes it). */
-static const void *opt_grad(const pardo_kernel_ctx *ctx) {
-    return ctx->grad_merge ? NULL : pardo_tensor_data(ctx->in[1]);
-}
-
 /* Runs j over the param's n elements, on the kernel's threads when n is
- * big, in blocks of OPT_PARALLEL_MIN elements handed out as threads ask. */
-static int opt_run(pardo_kernel_ctx *ctx, opt_job *j, int64_t n) {
+ * big, in blocks of OPT_PARALLEL_MIN elements handed out as threads ask;
+ * the gradient's parts merged as it goes where g says so. */
+static int opt_run(pardo_kernel_ctx *ctx, const opt_grad *g, opt_job *j, int64_t n) {
     pardo_kernel_ctx one = *ctx;
     if (n < OPT_PARALLEL_MIN) one.nthreads = 1;
-    j->merge = ctx->grad_merge;
+    j->merge = g->merged ? &g->m : NULL;
     return pardo_parallel_for_blocks(&one, n, OPT_PARALLEL_MIN, opt_range, j);
 }
+
+/* What every update takes besides its own: the optional last input and
+ * the attr of a tensor_array gradient. */
+#define OPT_WEIGHT_BY_IN                                                                                               \
+    {"weight_by", "with grad a tensor_array: the split whose parts' sizes weight the mean (as merge's weight_by; "   \
+                  "\"\" or left out: a plain mean)", true, false}
+#define OPT_GRAD_MERGE_ATTR                                                                                            \
+    {"grad_merge", PARDO_ATTR_STRING, "\"mean\"", "with grad a tensor_array of parts: how they combine, mean or sum"}
 
 static const pardo_arg_def opt_param_out = {"param", "the updated param (name the input var: updated in place)", false,
                                             false};
 
 /* ---- sgd ---- */
 
+#define OPT_GRAD_IN {"grad", "its gradient, param's dtype and shape (or a tensor_array of parts, merged)", false, false}
+
 static const pardo_arg_def sgd_in[] = {
     {"param", "the param (float32 or float64)", false, false},
-    {"grad", "its gradient, param's dtype and shape", false, false},
+    OPT_GRAD_IN,
     {"lr", "learning rate, float scalar ([] or [1])", false, false},
+    OPT_WEIGHT_BY_IN,
 };
+static const pardo_attr_def sgd_attrs[] = {OPT_GRAD_MERGE_ATTR};
 static const int sgd_same[] = {1};
 static const char *const sgd_names[] = {"input 1 'grad'"};
 
@@ -283,36 +402,43 @@ static int sgd_cpu(pardo_kernel_ctx *ctx) {
     const pardo_type *tp[3];
     pardo_tensor *out[1];
     static const int in_of[] = {0};
-    opt_types(ctx, 3, types, tp);
-    int rc = opt_check(tp, sgd_same, sgd_names, 1, 2, ctx->st);
+    opt_grad g;
+    int rc = opt_grad_prepare(ctx, 3, &g);
+    if (rc != PARDO_OK) return rc;
+    opt_types(ctx, &g, 3, types, tp);
+    rc = opt_check(tp, sgd_same, sgd_names, 1, 2, ctx->st);
     if (rc == PARDO_OK) rc = opt_outputs(ctx, in_of, 1, out);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0];
     opt_job j = {.kind = OPT_SGD, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = opt_grad(ctx), .po = pardo_tensor_data(out[0]),
-                 .lr = pardo_tensor_get_f64(ctx->in[2], 0)};
-    return opt_run(ctx, &j, p->numel);
+                 .g = g.data, .po = pardo_tensor_data(out[0]), .lr = pardo_tensor_get_f64(ctx->in[2], 0)};
+    return opt_run(ctx, &g, &j, p->numel);
 }
 
 const pardo_op_def pardo_op_sgd = {
     .type = "sgd",
     .doc = "param -= lr * grad, in place (torch.optim.SGD)",
     .inputs = sgd_in,
-    .n_inputs = 3,
+    .n_inputs = 4,
     .outputs = &opt_param_out,
     .n_outputs = 1,
+    .attrs = sgd_attrs,
+    .n_attrs = 1,
     .infer = sgd_infer,
     .cpu = sgd_cpu,
     .inplace = true,
+    .array_ok = 2u,
+    .array_in = 1u << 3, /* weight_by */
 };
 
 /* ---- momentum ---- */
 
 static const pardo_arg_def momentum_in[] = {
     {"param", "the param (float32 or float64)", false, false},
-    {"grad", "its gradient, param's dtype and shape", false, false},
+    OPT_GRAD_IN,
     {"velocity", "momentum buffer (state, zeros at first), param's dtype and shape", false, false},
     {"lr", "learning rate, float scalar ([] or [1])", false, false},
+    OPT_WEIGHT_BY_IN,
 };
 static const pardo_arg_def momentum_out[] = {
     {"param", "the updated param (name the input var: updated in place)", false, false},
@@ -321,6 +447,7 @@ static const pardo_arg_def momentum_out[] = {
 static const pardo_attr_def momentum_attrs[] = {
     {"mu", PARDO_ATTR_FLOAT, "0.9", "momentum factor"},
     {"nesterov", PARDO_ATTR_BOOL, "false", "Nesterov momentum: step along grad + mu * velocity"},
+    OPT_GRAD_MERGE_ATTR,
 };
 static const int momentum_same[] = {1, 2};
 static const char *const momentum_names[] = {"input 1 'grad'", "input 2 'velocity'"};
@@ -344,8 +471,11 @@ static int momentum_cpu(pardo_kernel_ctx *ctx) {
     static const int in_of[] = {0, 2};
     double mu;
     bool nesterov;
-    opt_types(ctx, 4, types, tp);
-    int rc = pardo_attr_float(ctx->op, "mu", 0.9, &mu, ctx->st);
+    opt_grad g;
+    int rc = opt_grad_prepare(ctx, 4, &g);
+    if (rc != PARDO_OK) return rc;
+    opt_types(ctx, &g, 4, types, tp);
+    rc = pardo_attr_float(ctx->op, "mu", 0.9, &mu, ctx->st);
     if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "nesterov", false, &nesterov, ctx->st);
     if (rc == PARDO_OK) rc = opt_check(tp, momentum_same, momentum_names, 2, 3, ctx->st);
     if (rc == PARDO_OK) rc = opt_outputs(ctx, in_of, ctx->n_out < 2 ? ctx->n_out : 2, out);
@@ -353,35 +483,38 @@ static int momentum_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *p = ctx->in[0];
     void *vo = ctx->n_out > 1 && out[1] ? pardo_tensor_data(out[1]) : NULL;
     opt_job j = {.kind = OPT_MOMENTUM, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = opt_grad(ctx), .s1 = pardo_tensor_data(ctx->in[2]),
+                 .g = g.data, .s1 = pardo_tensor_data(ctx->in[2]),
                  .po = pardo_tensor_data(out[0]), .o1 = vo, .lr = pardo_tensor_get_f64(ctx->in[3], 0), .mu = mu,
                  .nesterov = nesterov};
-    return opt_run(ctx, &j, p->numel);
+    return opt_run(ctx, &g, &j, p->numel);
 }
 
 const pardo_op_def pardo_op_momentum = {
     .type = "momentum",
     .doc = "SGD with momentum, in place (torch.optim.SGD, dampening 0): v = mu v + g; param -= lr * (v or g + mu v)",
     .inputs = momentum_in,
-    .n_inputs = 4,
+    .n_inputs = 5,
     .outputs = momentum_out,
     .n_outputs = 2,
     .attrs = momentum_attrs,
-    .n_attrs = 2,
+    .n_attrs = 3,
     .infer = momentum_infer,
     .cpu = momentum_cpu,
     .inplace = true,
+    .array_ok = 2u,
+    .array_in = 1u << 4, /* weight_by */
 };
 
 /* ---- adam ---- */
 
 static const pardo_arg_def adam_in[] = {
     {"param", "the param (float32 or float64)", false, false},
-    {"grad", "its gradient, param's dtype and shape", false, false},
+    OPT_GRAD_IN,
     {"m", "first moment (state, zeros at first), param's dtype and shape", false, false},
     {"v", "second moment (state, zeros at first), param's dtype and shape", false, false},
     {"step", "steps taken so far (state, int64 or float scalar, 0 at first)", false, false},
     {"lr", "learning rate, float scalar ([] or [1])", false, false},
+    OPT_WEIGHT_BY_IN,
 };
 static const pardo_arg_def adam_out[] = {
     {"param", "the updated param (name the input var: updated in place)", false, false},
@@ -393,6 +526,7 @@ static const pardo_attr_def adam_attrs[] = {
     {"beta1", PARDO_ATTR_FLOAT, "0.9", "decay of the first moment, in [0, 1)"},
     {"beta2", PARDO_ATTR_FLOAT, "0.999", "decay of the second moment, in [0, 1)"},
     {"epsilon", PARDO_ATTR_FLOAT, "1e-08", "added to the denominator, >= 0"},
+    OPT_GRAD_MERGE_ATTR,
 };
 static const int adam_same[] = {1, 2, 3};
 static const char *const adam_names[] = {"input 1 'grad'", "input 2 'm'", "input 3 'v'"};
@@ -431,8 +565,11 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *out[4] = {NULL, NULL, NULL, NULL};
     static const int in_of[] = {0, 2, 3, 4};
     double b1, b2, eps;
-    opt_types(ctx, 6, types, tp);
-    int rc = adam_check(ctx->op, tp, &b1, &b2, &eps, ctx->st);
+    opt_grad g;
+    int rc = opt_grad_prepare(ctx, 6, &g);
+    if (rc != PARDO_OK) return rc;
+    opt_types(ctx, &g, 6, types, tp);
+    rc = adam_check(ctx->op, tp, &b1, &b2, &eps, ctx->st);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0], *step = ctx->in[4];
     const double t = pardo_tensor_get_f64(step, 0) + 1, lr = pardo_tensor_get_f64(ctx->in[5], 0);
@@ -441,11 +578,11 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
     if ((rc = opt_outputs(ctx, in_of, ctx->n_out < 4 ? ctx->n_out : 4, out)) != PARDO_OK) return rc;
     const double step_size = lr / (1 - pow(b1, t)), bc2_sqrt = sqrt(1 - pow(b2, t));
     opt_job j = {.kind = OPT_ADAM, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = opt_grad(ctx), .s1 = pardo_tensor_data(ctx->in[2]),
+                 .g = g.data, .s1 = pardo_tensor_data(ctx->in[2]),
                  .s2 = pardo_tensor_data(ctx->in[3]), .po = pardo_tensor_data(out[0]),
                  .o1 = out[1] ? pardo_tensor_data(out[1]) : NULL, .o2 = out[2] ? pardo_tensor_data(out[2]) : NULL,
                  .lr = step_size, .b1 = b1, .b2 = b2, .eps = eps, .bc2_sqrt = bc2_sqrt};
-    if ((rc = opt_run(ctx, &j, p->numel)) != PARDO_OK) return rc;
+    if ((rc = opt_run(ctx, &g, &j, p->numel)) != PARDO_OK) return rc;
     if (out[3]) pardo_tensor_set_f64(out[3], 0, t);
     return PARDO_OK;
 }
@@ -454,12 +591,14 @@ const pardo_op_def pardo_op_adam = {
     .type = "adam",
     .doc = "Adam, in place (torch.optim.Adam): bias-corrected moments m, v; param -= lr m_hat / (sqrt(v_hat) + eps)",
     .inputs = adam_in,
-    .n_inputs = 6,
+    .n_inputs = 7,
     .outputs = adam_out,
     .n_outputs = 4,
     .attrs = adam_attrs,
-    .n_attrs = 3,
+    .n_attrs = 4,
     .infer = adam_infer,
     .cpu = adam_cpu,
     .inplace = true,
+    .array_ok = 2u,
+    .array_in = 1u << 6, /* weight_by */
 };

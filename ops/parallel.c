@@ -286,9 +286,9 @@ static int merge_concat(pardo_kernel_ctx *ctx, const pardo_tensor *a, int ax) {
 }
 
 /* Per-part weights of a weighted mean: part i's share of the split's
- * elements (its rows over all rows, the other dims being equal). */
-static int merge_weights(pardo_kernel_ctx *ctx, const char *weight_by, int n, double *w) {
-    const pardo_tensor *wa = (ctx->n_in > 1 && ctx->in[1]) ? ctx->in[1] : pardo_scope_find(ctx->scope, weight_by);
+ * elements (its rows over all rows, the other dims being equal). wa is the
+ * split's tensor_array named weight_by (NULL: it has no value). */
+static int merge_weights(pardo_kernel_ctx *ctx, const pardo_tensor *wa, const char *weight_by, int n, double *w) {
     if (!wa) return pardo_errorf(ctx->st, PARDO_ENOTFOUND, "weight_by '%s' has no value at run time", weight_by);
     if (!wa->is_array)
         return pardo_errorf(ctx->st, PARDO_EINVAL, "weight_by '%s' is a tensor, expected a tensor_array", weight_by);
@@ -309,42 +309,57 @@ static int merge_weights(pardo_kernel_ctx *ctx, const char *weight_by, int n, do
 
 enum { MERGE_PARALLEL_MIN = 1 << 15 };
 
-int pardo_merge_prepare(pardo_kernel_ctx *ctx, pardo_merge_args *m, const void **part_data, int cap, double *w) {
+static const char *merge_mode_name(pardo_merge_mode mode) {
+    return mode == PARDO_MERGE_MEAN ? "mean" : mode == PARDO_MERGE_SUM ? "sum" : mode == PARDO_MERGE_MAX ? "max" : "min";
+}
+
+int pardo_merge_prepare_parts(pardo_kernel_ctx *ctx, const pardo_tensor *a, const char *a_name, pardo_merge_mode mode,
+                              const pardo_tensor *weights, const char *weight_by, pardo_merge_args *m,
+                              const void **part_data, int cap, double *w) {
+    int n = a->n_parts, rc;
+    if (n == 0) return pardo_errorf(ctx->st, PARDO_ERUNTIME, "tensor_array '%s' has no parts", a_name);
+    for (int p = 0; p < n; p++)
+        if (!a->parts[p]) return pardo_errorf(ctx->st, PARDO_ERUNTIME, "tensor_array '%s': part %d is unset", a_name, p);
+    const pardo_tensor *p0 = a->parts[0];
+    if (mode == PARDO_MERGE_CONCAT) return pardo_errorf(ctx->st, PARDO_ENOTSUP, "concat is not elementwise");
+    if (n > cap) return pardo_errorf(ctx->st, PARDO_ENOTSUP, "%d parts (room for %d)", n, cap);
+    for (int p = 1; p < n; p++) {
+        if (a->parts[p]->dtype != p0->dtype)
+            return pardo_errorf(ctx->st, PARDO_ESHAPE, "mode %s combines parts elementwise: part %d of '%s' is %s but "
+                                "part 0 is %s", merge_mode_name(mode), p, a_name, pardo_dtype_name(a->parts[p]->dtype),
+                                pardo_dtype_name(p0->dtype));
+        if (!pardo_shape_equal(a->parts[p]->ndim, a->parts[p]->shape, p0->ndim, p0->shape)) {
+            char s0[160], s1[160];
+            return pardo_errorf(ctx->st, PARDO_ESHAPE, "mode %s combines parts elementwise: part %d is %s but part 0 is %s",
+                                merge_mode_name(mode), p,
+                                pardo_shape_str(a->parts[p]->ndim, a->parts[p]->shape, s1, sizeof s1),
+                                pardo_shape_str(p0->ndim, p0->shape, s0, sizeof s0));
+        }
+    }
+    if (weight_by[0]) {
+        if (n > PARDO_MERGE_MAX_WEIGHTED)
+            return pardo_errorf(ctx->st, PARDO_ENOTSUP, "a weighted mean of %d parts (at most %d)", n,
+                                PARDO_MERGE_MAX_WEIGHTED);
+        if ((rc = merge_weights(ctx, weights, weight_by, n, w)) != PARDO_OK) return rc;
+    }
+    for (int p = 0; p < n; p++) part_data[p] = pardo_tensor_data(a->parts[p]);
+    *m = (pardo_merge_args){p0->dtype, mode, part_data, n, weight_by[0] ? w : NULL, NULL, p0};
+    return PARDO_OK;
+}
+
+/* The merge op's inputs and attrs as pardo_merge_prepare_parts takes them
+ * (weight_by's array: input 1 where given, else looked up by name). */
+static int merge_prepare(pardo_kernel_ctx *ctx, pardo_merge_args *m, const void **part_data, int cap, double *w) {
     const pardo_tensor *a = ctx->in[0];
     pardo_merge_mode mode;
     int ax;
     const char *wb;
-    int n = a->n_parts;
-    if (n == 0) return pardo_errorf(ctx->st, PARDO_ERUNTIME, "tensor_array '%s' has no parts", ctx->op->in[0]);
-    for (int p = 0; p < n; p++)
-        if (!a->parts[p])
-            return pardo_errorf(ctx->st, PARDO_ERUNTIME, "tensor_array '%s': part %d is unset", ctx->op->in[0], p);
-    const pardo_tensor *p0 = a->parts[0];
-    int rc = merge_attrs_get(ctx->op, p0->ndim, &mode, &ax, &wb, ctx->st);
+    if (a->n_parts == 0) return pardo_errorf(ctx->st, PARDO_ERUNTIME, "tensor_array '%s' has no parts", ctx->op->in[0]);
+    int rc = merge_attrs_get(ctx->op, a->parts[0] ? a->parts[0]->ndim : -1, &mode, &ax, &wb, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (mode == PARDO_MERGE_CONCAT) return pardo_errorf(ctx->st, PARDO_ENOTSUP, "concat is not elementwise");
-    if (n > cap) return pardo_errorf(ctx->st, PARDO_ENOTSUP, "%d parts (room for %d)", n, cap);
-    for (int p = 1; p < n; p++)
-        if (!pardo_shape_equal(a->parts[p]->ndim, a->parts[p]->shape, p0->ndim, p0->shape)) {
-            char s0[160], s1[160];
-            return pardo_errorf(ctx->st, PARDO_ESHAPE,
-                                "mode %s combines parts elementwise: part %d is %s but part 0 is %s",
-                                mode == PARDO_MERGE_MEAN  ? "mean"
-                                : mode == PARDO_MERGE_SUM ? "sum"
-                                : mode == PARDO_MERGE_MAX ? "max"
-                                                          : "min",
-                                p, pardo_shape_str(a->parts[p]->ndim, a->parts[p]->shape, s1, sizeof s1),
-                                pardo_shape_str(p0->ndim, p0->shape, s0, sizeof s0));
-        }
-    if (wb[0]) {
-        if (n > PARDO_MERGE_MAX_WEIGHTED)
-            return pardo_errorf(ctx->st, PARDO_ENOTSUP, "a weighted mean of %d parts (at most %d)", n,
-                                PARDO_MERGE_MAX_WEIGHTED);
-        if ((rc = merge_weights(ctx, wb, n, w)) != PARDO_OK) return rc;
-    }
-    for (int p = 0; p < n; p++) part_data[p] = pardo_tensor_data(a->parts[p]);
-    *m = (pardo_merge_args){p0->dtype, mode, part_data, n, wb[0] ? w : NULL, NULL, p0};
-    return PARDO_OK;
+    const pardo_tensor *weights =
+        !wb[0] ? NULL : ctx->n_in > 1 && ctx->in[1] ? ctx->in[1] : pardo_scope_find(ctx->scope, wb);
+    return pardo_merge_prepare_parts(ctx, a, ctx->op->in[0], mode, weights, wb, m, part_data, cap, w);
 }
 
 static int merge_cpu(pardo_kernel_ctx *ctx) {
@@ -360,7 +375,7 @@ static int merge_cpu(pardo_kernel_ctx *ctx) {
         return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory merging %d parts", n);
     double w[PARDO_MERGE_MAX_WEIGHTED];
     pardo_merge_args m;
-    int rc = pardo_merge_prepare(ctx, &m, parts, n > PARDO_MERGE_STACK_PARTS ? n : PARDO_MERGE_STACK_PARTS, w);
+    int rc = merge_prepare(ctx, &m, parts, n > PARDO_MERGE_STACK_PARTS ? n : PARDO_MERGE_STACK_PARTS, w);
     pardo_tensor *y = NULL;
     if (rc == PARDO_OK && !(y = pardo_kernel_output(ctx, 0, m.first->dtype, m.first->ndim, m.first->shape)))
         rc = ctx->st->code;

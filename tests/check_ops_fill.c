@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check_suites.h"
-#include "init_fill.h"
+#include "core/init_fill.h"
 #include "op_test_util.h"
 #include "test_util.h"
 

@@ -38,6 +38,7 @@
     X(executor)         \
     X(cuda)             \
     X(memory)           \
+    X(fuse)             \
     X(checkpoint)       \
     X(blocking_counter) \
     X(thread_pool)      \

@@ -22,6 +22,8 @@ typedef struct pardo_pass_options {
     bool nesterov;                  // momentum: Nesterov update
     double beta1, beta2, epsilon;   // adam (torch defaults 0.9, 0.999, 1e-8)
     int parts;                      // multi_cpu: parts per batch; 0: the run's thread count
+    const char *const *keep;        // fuse: vars the caller fetches (never fused away); borrowed
+    int n_keep;
 } pardo_pass_options;
 
 /* Options with every default set (no loss, no optimizer, lr 0.01, mu 0.9,
@@ -79,6 +81,19 @@ int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_
  * writes a param) is an error naming it, and so is a graph that is already
  * transpiled. Re-runs validate and infer_shapes. */
 int pardo_pass_multi_cpu(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
+
+/* The fusion pass (transpiler/fuse.c): rewrites matmul -> add (a [N]
+ * bias) [-> relu] into matmul with a bias input and attr activation,
+ * matmul_grad -> relu_grad [-> add_grad] into matmul_grad with inputs
+ * relu_y [and bias] and output dbias, and merge (mean, sum) -> sgd /
+ * momentum / adam into the update taking the parts' tensor_array as its
+ * gradient, wherever the chain's intermediates are temporaries no other op,
+ * attr or opt->keep names; drops the temps no op names any more and re-runs
+ * validate and infer_shapes. The results are the bits of the unfused
+ * graph. `pardo run` and `pardo train` apply it on the CPU unless
+ * --no-fuse; `pardo check --fused` prints its result. Requires
+ * pardo_pass_check first. */
+int pardo_pass_fuse(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
 
 /* validate, then infer_shapes: what `pardo check` and `pardo run` do after loading. */
 int pardo_pass_check(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);

@@ -201,7 +201,7 @@ static int check_array_io(const pardo_program *p, int b, const pardo_op *op, par
             if (want && !is)
                 return pardo_errorf(st, PARDO_EINVAL, "input %d: var '%s' is a tensor, but %s reads a tensor_array "
                                     "(the output of split or parallel_do)", k, v->name, op->type);
-            if (!want && is)
+            if (!want && is && !slot_bit(d->array_ok, k, d->n_inputs))
                 return pardo_errorf(st, PARDO_EINVAL, "input %d: var '%s' is a tensor_array; %s reads tensors "
                                     "(merge the parts first)", k, v->name, op->type);
         }

@@ -64,6 +64,12 @@ bool cli_parse_double(const char *cmd, const char *flag, const char *text, doubl
  * pardo_program_free. */
 pardo_program *cli_load_checked(const char *path);
 
+/* The fusion pass (pardo_pass_fuse) over p, keeping the n_keep vars named
+ * in keep (the fetched ones): what run and train do before they make their
+ * executors, unless --no-fuse. On failure prints the error and returns
+ * CLI_BAD_INPUT; CLI_OK otherwise. */
+int cli_fuse(pardo_program *p, const char *const *keep, int n_keep);
+
 /* What run and train do first: sizes the thread pool to `threads`, then
  * loads and checks the graph at path (cli_load_checked). On failure prints
  * the error and returns NULL; the caller frees with pardo_program_free. */

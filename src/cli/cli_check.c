@@ -6,10 +6,13 @@
 #include "cli/cli.h"
 
 static const char check_help[] =
-    "usage: pardo check GRAPH\n"
+    "usage: pardo check GRAPH [--fused]\n"
     "\n"
     "Loads GRAPH, checks it (keys, op types, attrs, vars, shapes and dtypes) and prints\n"
     "each block's vars with their inferred types, its ops, and the parameter count.\n"
+    "  --fused  print the graph as pardo run and pardo train run it on the CPU: after the fusion\n"
+    "           pass (matmul with its bias and relu, matmul_grad with relu_grad's mask and the bias\n"
+    "           gradient, updates merging their gradient's parts)\n"
     "Exit status 2 with a message naming the file, line, block, op and var on the first error.\n";
 
 static void print_type(const pardo_var *v) {
@@ -52,10 +55,15 @@ static void print_op(const pardo_program *p, int b, int i) {
 
 int pardo_cli_check(int argc, char **argv) {
     const char *path = NULL;
+    bool fused = false;
     for (int i = 0; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             fputs(check_help, stdout);
             return CLI_OK;
+        }
+        if (strcmp(argv[i], "--fused") == 0) {
+            fused = true;
+            continue;
         }
         if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("check", "unknown flag '%s'", argv[i]);
         if (path) return cli_usage_error("check", "unexpected argument '%s' (one GRAPH only)", argv[i]);
@@ -64,6 +72,10 @@ int pardo_cli_check(int argc, char **argv) {
     if (!path) return cli_usage_error("check", "missing GRAPH");
     pardo_program *p = cli_load_checked(path);
     if (!p) return CLI_BAD_INPUT;
+    if (fused && cli_fuse(p, NULL, 0) != CLI_OK) {
+        pardo_program_free(p);
+        return CLI_BAD_INPUT;
+    }
     long long n_params = 0, param_elems = 0, bytes = 0;
     printf("%s: graph '%s', %d block%s\n", path, p->name ? p->name : "", p->n_blocks, p->n_blocks == 1 ? "" : "s");
     for (int b = 0; b < p->n_blocks; b++) {

@@ -124,6 +124,17 @@ int cli_trace_finish(const char *path, bool profile, const char *graph, const ch
     return rc;
 }
 
+int cli_fuse(pardo_program *p, const char *const *keep, int n_keep) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.keep = keep;
+    opt.n_keep = n_keep;
+    if (pardo_pass_fuse(p, &opt, &st) == PARDO_OK) return CLI_OK;
+    cli_print_error(&st);
+    return CLI_BAD_INPUT;
+}
+
 pardo_program *cli_start(long threads, const char *path) {
     pardo_status st;
     pardo_status_clear(&st);

@@ -23,7 +23,7 @@
 static const char run_help[] =
     "usage: pardo run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
     "                 [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
-    "                 [--trace FILE] [--profile]\n"
+    "                 [--no-fuse] [--trace FILE] [--profile]\n"
     "\n"
     "Runs block 0 of GRAPH N times (default 1) and prints the fetched vars.\n"
     "  --feed NAME=FILE.npy  bind feed var NAME to a .npy array (every feed var needs one)\n"
@@ -35,6 +35,9 @@ static const char run_help[] =
     "  --threads N           threads to use: the thread pool's size and parallel_do's parts\n"
     "                        (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
     "  --device cpu|cuda[:K] run ops that have a CUDA kernel on GPU K (default cpu)\n"
+    "  --no-fuse             run the ops as the graph has them (by default on the CPU, matmul -> add -> relu,\n"
+    "                        the backward products' relu and bias gradients and merge -> update run fused,\n"
+    "                        with the same results: pardo check --fused shows the rewritten graph)\n"
     "  --trace FILE          write a Chrome trace of the steps (Perfetto, chrome://tracing, pardo trace),\n"
     "                        also when the run fails or is interrupted; recording stops at\n"
     "                        $PARDO_TRACE_MAX_MB MiB of events (default 16, about 150 MB of JSON)\n"
@@ -50,7 +53,7 @@ typedef struct run_args {
     const char *fetch[MAX_ITEMS];
     int n_fetch;
     const char *out_dir, *load, *save, *trace;
-    bool profile;
+    bool profile, no_fuse;
     long steps, threads;
     pardo_device_kind device;
     int device_index;
@@ -111,6 +114,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             if (!(a->trace = cli_flag_value("run", argc, argv, &i, "--trace"))) return CLI_BAD_INPUT;
         } else if (strcmp(arg, "--profile") == 0) {
             a->profile = true;
+        } else if (strcmp(arg, "--no-fuse") == 0) {
+            a->no_fuse = true;
         } else if (cli_flag_is(arg, "--steps")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--steps")) ||
                 !cli_parse_int("run", "--steps", v, 1, 1000000000L, &a->steps))
@@ -165,7 +170,9 @@ static void default_fetches(const pardo_program *p, run_args *a) {
             for (int j = 0; j < b->n_ops && !read; j++)
                 for (int k = 0; k < b->ops[j].n_in && !read; k++) read = strcmp(b->ops[j].in[k], name) == 0;
             for (int f = 0; f < a->n_fetch && !listed; f++) listed = strcmp(a->fetch[f], name) == 0;
-            if (!read && !listed && a->n_fetch < MAX_ITEMS) a->fetch[a->n_fetch++] = name;
+            /* the var's own copy of the name, which outlives the ops (the fusion pass rewrites them) */
+            const pardo_var *v = pardo_block_find_var(b, name);
+            if (!read && !listed && a->n_fetch < MAX_ITEMS) a->fetch[a->n_fetch++] = v ? v->name : name;
         }
 }
 
@@ -306,6 +313,10 @@ int pardo_cli_run(int argc, char **argv) {
     for (int i = 0; i < prog->blocks[0].n_ops; i++)
         training |= prog->blocks[0].ops[i].role == PARDO_OP_OPTIMIZE || prog->blocks[0].ops[i].role == PARDO_OP_BACKWARD;
     if (a.n_fetch == 0) default_fetches(prog, &a);
+    if (!a.no_fuse && a.device == PARDO_DEVICE_CPU && cli_fuse(prog, a.fetch, a.n_fetch) != CLI_OK) {
+        pardo_program_free(prog);
+        return CLI_BAD_INPUT;
+    }
     /* temporaries are freed after their last reader and their buffers reused; the fetched vars stay */
     pardo_exec_options opt = {.nthreads = (int)a.threads, .training = training, .device = a.device,
                               .device_index = a.device_index, .release_temps = true, .keep = a.fetch,

@@ -36,7 +36,7 @@ static const char train_help[] =
     "usage: pardo train GRAPH --data NAME=FILE.npy... --batch-size B [--epochs E]\n"
     "                   [--shuffle] [--seed S] [--drop-last] [--eval NAME=FILE.npy]...\n"
     "                   [--threads N] [--load CKPT] [--save CKPT] [--log FILE.jsonl] [--loss NAME]\n"
-    "                   [--trace FILE] [--profile]\n"
+    "                   [--no-fuse] [--trace FILE] [--profile]\n"
     "\n"
     "Trains GRAPH, a training graph (one with optimize ops, as `pardo transpile\n"
     "--backward LOSS --optimizer adam` writes), one step per batch of the data.\n"
@@ -55,6 +55,9 @@ static const char train_help[] =
     "  --log FILE.jsonl      append one JSON object per epoch: epoch, loss, eval_loss,\n"
     "                        eval_accuracy, samples_per_s, seconds\n"
     "  --loss NAME           the loss var (default: the output of the op with role loss)\n"
+    "  --no-fuse             run the ops as the graph has them (by default matmul -> add -> relu, the\n"
+    "                        backward products' relu and bias gradients and merge -> update run fused,\n"
+    "                        with the same results: pardo check --fused shows the rewritten graph)\n"
     "  --trace FILE          write a Chrome trace of the training (ops, parts, stages, loader batches),\n"
     "                        also when the run fails or is stopped; recording stops at\n"
     "                        $PARDO_TRACE_MAX_MB MiB of events (default 16, about 150 MB of JSON)\n"
@@ -79,7 +82,7 @@ typedef struct train_args {
     long batch_size, epochs, threads, seed;
     bool shuffle, drop_last, seed_given;
     const char *load, *save, *log, *loss, *trace;
-    bool profile;
+    bool profile, no_fuse;
 } train_args;
 
 /* Signals seen: the first asks for a stop, the second leaves at once. */
@@ -169,6 +172,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
             if (!(a->loss = cli_flag_value("train", argc, argv, &i, "--loss"))) return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--trace")) {
             if (!(a->trace = cli_flag_value("train", argc, argv, &i, "--trace"))) return CLI_BAD_INPUT;
+        } else if (strcmp(arg, "--no-fuse") == 0) {
+            a->no_fuse = true;
         } else if (strcmp(arg, "--profile") == 0) {
             a->profile = true;
         } else if (arg[0] == '-' && arg[1] != '\0') {
@@ -553,7 +558,7 @@ static int open_evaluator(trainer *t, const pardo_loader_options *train_opt) {
         return CLI_BAD_INPUT;
     }
     ev->loss = pardo_block_find_var(&ev->prog->blocks[0], t->li.loss)->name;
-    /* temporaries freed after their last reader (and matmul + bias + relu fused); the loss and logits stay */
+    /* temporaries freed after their last reader; the loss and logits stay */
     const char *keep[] = {ev->loss, ev->logits};
     pardo_exec_options eo = {.nthreads = (int)a->threads, .training = false, .release_temps = true, .keep = keep,
                              .n_keep = 2};
@@ -724,7 +729,21 @@ int pardo_cli_train(int argc, char **argv) {
         pardo_program_free(prog);
         return CLI_BAD_INPUT;
     }
-    /* temporaries freed after their last reader (and matmul + bias + relu fused); the loss stays */
+    /* matmul + bias + relu and the others fused (the loss and the classifier's logits and labels stay), then the
+     * loss found again in the rewritten program; temporaries freed after their last reader */
+    if (!a.no_fuse) {
+        const char *keep_fused[] = {t.li.loss, t.li.logits, t.li.labels};
+        int n_keep = t.li.logits ? (t.li.labels ? 3 : 2) : 1;
+        if (cli_fuse(prog, keep_fused, n_keep) != CLI_OK) {
+            pardo_program_free(prog);
+            return CLI_BAD_INPUT;
+        }
+        if (pardo_loss_find(prog, a.loss, &t.li, &st) != PARDO_OK) {
+            cli_print_error(&st);
+            pardo_program_free(prog);
+            return CLI_BAD_INPUT;
+        }
+    }
     const char *keep[] = {t.li.loss};
     pardo_exec_options opt = {.nthreads = (int)a.threads, .training = true, .release_temps = true, .keep = keep,
                               .n_keep = 1};

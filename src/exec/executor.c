@@ -7,9 +7,7 @@
 #include <string.h>
 
 #include "core/device.h"
-#include "init_fill.h"
-#include "exec/fusion_plan.h"
-#include "merge_combine.h"
+#include "core/init_fill.h"
 #include "exec/release_plan.h"
 #include "exec/stage_plan.h"
 #include "exec/tensor_pool.h"
@@ -27,7 +25,6 @@ typedef struct op_plan {
                                 // -1 until resolved (a name not bound yet stays unresolved); owned
     int *release_entry;         // block 0 with release_temps: root entries of the vars dead after this op
                                 // (release.names[release.first[i]..]), -1 until resolved; owned
-    pardo_fusion fusion;        // with release_temps: the ops after this one that run fused into it
 } op_plan;
 
 struct pardo_executor {
@@ -90,19 +87,6 @@ static int plan_releases(pardo_executor *ex, pardo_status *st) {
     return PARDO_OK;
 }
 
-/* Which op chains of each block run fused (fusion_plan.h). */
-static int plan_fusions(pardo_executor *ex, const pardo_exec_options *opt, pardo_status *st) {
-    for (int b = 0; b < ex->prog->n_blocks; b++) {
-        int n = ex->prog->blocks[b].n_ops;
-        pardo_fusion *f = calloc((size_t)n + 1, sizeof(*f));
-        if (!f) return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning fused ops");
-        pardo_fusion_plan(ex->prog, b, opt->keep, opt->n_keep, f);
-        for (int i = 0; i < n; i++) ex->ops[b][i].fusion = f[i];
-        free(f);
-    }
-    return PARDO_OK;
-}
-
 int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pardo_executor **out,
                        pardo_status *st) {
     *out = NULL;
@@ -142,10 +126,6 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
         return st->code;
     }
     ex->pooling = opt->release_temps;
-    if (ex->pooling && plan_fusions(ex, opt, st) != PARDO_OK) {
-        pardo_executor_free(ex);
-        return st->code;
-    }
     if (ex->opt.device == PARDO_DEVICE_CUDA) {
         int n = pardo_device_count();
         if (n == 0) {
@@ -417,23 +397,21 @@ void pardo_executor_pool_put(pardo_executor *ex, const pardo_scope *scope, pardo
 }
 
 /* The kernel context of op `index` of `block` as `run` runs it: its place, the threads and idle help its loops
- * may use, the executor's mode and step, on the CPU. Every kernel call of the executor starts from it (run_op, the
- * fused chains); callers add the tensors, and the device or merge where theirs differ. */
+ * may use, the executor's mode and step, its state slot, on the CPU; run_op adds the tensors and the device. */
 static pardo_kernel_ctx kernel_ctx(pardo_executor *ex, int block, int index, pardo_scope *scope,
                                    const pardo_block_run *run, pardo_status *st) {
     return (pardo_kernel_ctx){.op = &ex->prog->blocks[block].ops[index], .st = st, .device = PARDO_DEVICE_CPU,
                               .nthreads = run->nthreads, .idle_help = run->idle_help && run->nthreads == 1,
                               .training = ex->opt.training, .step = ex->steps, .exec = ex, .scope = scope,
-                              .block = block, .op_index = index, .nparts_default = ex->opt.nthreads};
+                              .block = block, .op_index = index, .nparts_default = ex->opt.nthreads,
+                              .prog = ex->prog, .state = &ex->states[block][index]};
 }
 
 /* Runs op `index` of block. When a trace is on, *ready (may be NULL) is when
  * the op became ready, and gets its end. Inside a stage (in_stage) the temps
- * the op read last are left for run_stage to free: chains run in any order.
- * grad_merge (an optimizer update fused with the merge of its gradient, see
- * run_merge_update) stands for input 1, which is then not looked up. */
+ * the op read last are left for run_stage to free: chains run in any order. */
 static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
-                  bool in_stage, const pardo_merge_args *grad_merge, int64_t *ready, pardo_status *st) {
+                  bool in_stage, int64_t *ready, pardo_status *st) {
     const pardo_op *op = &ex->prog->blocks[block].ops[index];
     pardo_tensor *in[MAX_OP_IO], *out[MAX_OP_IO];
     int rc = PARDO_OK;
@@ -451,7 +429,7 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
     int *entry = block == 0 && scope == ex->root ? pl->root_entry : NULL;
     pardo_device_kind dev = on_gpu(ex, run) && op->def->cuda ? PARDO_DEVICE_CUDA : PARDO_DEVICE_CPU;
     for (int k = 0; k < op->n_in; k++) {
-        if (!op->in[k][0] || (grad_merge && k == 1)) continue; /* a merged gradient is never bound */
+        if (!op->in[k][0]) continue;
         pardo_tensor *t;
         if (entry) {
             if (entry[k] < 0) entry[k] = pardo_scope_entry(scope, op->in[k]);
@@ -490,8 +468,8 @@ static int run_op(pardo_executor *ex, int block, int index, pardo_scope *scope, 
     }
     pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
     ctx.n_in = op->n_in, ctx.in = in, ctx.n_out = op->n_out, ctx.out = out;
-    ctx.device = dev, ctx.grad_merge = grad_merge;
-    rc = dev == PARDO_DEVICE_CUDA && !grad_merge ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
+    ctx.device = dev;
+    rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
     for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
         if (op->out[k][0]) rc = check_output(pl->out_vars[k], op, k, out[k], st);
     if (tracing && rc == PARDO_OK) { /* before the outputs move into the scope */
@@ -518,240 +496,6 @@ done:
     return rc;
 }
 
-/* Trace events of zero length, now, for the n ops at indices ops[] that ran
- * inside another op's kernel (SPEC: one event per op run; fused ops need
- * not stand next to each other): their inputs as bound in scope (an
- * intermediate that was never stored is absent), and `last_out` as the last
- * one's output (NULL: absent). */
-static void trace_fused_away(pardo_executor *ex, int block, const int *ops, int n, pardo_scope *scope,
-                             pardo_tensor *last_out) {
-    for (int j = 0; j < n; j++) {
-        const int i = ops[j];
-        const pardo_op *op = &ex->prog->blocks[block].ops[i];
-        pardo_tensor *in[MAX_OP_IO] = {0}, *out[MAX_OP_IO] = {0};
-        for (int k = 0; k < op->n_in && k < MAX_OP_IO; k++)
-            if (op->in[k][0]) in[k] = pardo_scope_find(scope, op->in[k]);
-        if (j == n - 1 && op->n_out > 0) out[0] = last_out;
-        int64_t now = pardo_trace_ticks();
-        pardo_trace_op r = {.op = op, .block = block, .index = i, .ready = now, .t0 = now, .t1 = now, .in = in,
-                            .n_in = op->n_in, .out = out, .n_out = op->n_out};
-        pardo_trace_record_op(&r);
-    }
-}
-
-/* Runs op `index` (a matmul with a fused chain, on the CPU: run_fusable
- * checks) of block with the add [and relu] after it as one kernel
- * (fusion_plan.h). *ran is false when it did not: its bias does not fit an
- * epilogue at run time (then nothing was changed and the ops run one by
- * one). */
-static int run_fused(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
-                     int64_t *ready, bool *ran, pardo_status *st) {
-    const pardo_block *blk = &ex->prog->blocks[block];
-    const pardo_fusion f = ex->ops[block][index].fusion;
-    *ran = false;
-    const pardo_op *mm = &blk->ops[index], *add = &blk->ops[f.follow[0]], *last = &blk->ops[f.follow[f.len - 1]];
-    bool tracing = pardo_trace_on();
-    int64_t t0 = tracing ? pardo_trace_ticks() : 0;
-    pardo_tensor *a = pardo_scope_find(scope, mm->in[0]), *b = pardo_scope_find(scope, mm->in[1]),
-                 *bias = pardo_scope_find(scope, add->in[f.bias]);
-    if (!a || !b || !bias) return PARDO_OK; /* the ops one by one say which is missing */
-    pardo_tensor *in[2] = {pardo_tensor_retain(a), pardo_tensor_retain(b)}, *out = NULL;
-    pardo_tensor_retain(bias);
-    out = pardo_scope_take(scope, last->out[0]);
-    pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
-    ctx.n_in = 2, ctx.in = in, ctx.n_out = 1, ctx.out = &out;
-    int rc = pardo_matmul_epilogue_cpu(&ctx, bias, f.len == 2);
-    if (rc == PARDO_ENOTSUP) { /* nothing written: put the output back and run the ops one by one */
-        if (out) rc = pardo_scope_set_move(scope, last->out[0], out, st);
-        else rc = PARDO_OK;
-        out = NULL;
-    } else {
-        *ran = true;
-        if (rc == PARDO_OK) rc = check_output(ex->ops[block][f.follow[f.len - 1]].out_vars[0], last, 0, out, st);
-        if (tracing && rc == PARDO_OK) {
-            trace_op(ex, block, index, ready, t0, in, &out, st);
-            trace_fused_away(ex, block, f.follow, f.len, scope, out);
-        }
-        if (rc == PARDO_OK) {
-            rc = pardo_scope_set_move(scope, last->out[0], out, st);
-            out = NULL;
-        }
-        if (rc != PARDO_OK) {
-            char where[512];
-            pardo_op_where(ex->prog, block, rc == PARDO_ESHAPE ? f.follow[f.len - 1] : index, where, sizeof where);
-            pardo_status_prefix(st, "%s: ", where);
-        }
-    }
-    pardo_tensor_release(out);
-    pardo_tensor_release(in[0]);
-    pardo_tensor_release(in[1]);
-    pardo_tensor_release(bias);
-    if (*ran && rc == PARDO_OK) release_dead(ex, block, scope, index, index); /* the others free where they stand */
-    return rc;
-}
-
-/* Binds block's var `name` (output k of op `index`) to *t after checking
- * it against the var's type; *t moves into the scope (NULL after). */
-static int bind_output(pardo_executor *ex, int block, int index, int k, pardo_scope *scope, pardo_tensor **t,
-                       pardo_status *st) {
-    const pardo_op *op = &ex->prog->blocks[block].ops[index];
-    int rc = check_output(ex->ops[block][index].out_vars[k], op, k, *t, st);
-    if (rc == PARDO_OK) {
-        rc = pardo_scope_set_move(scope, op->out[k], *t, st);
-        *t = NULL;
-    }
-    return rc;
-}
-
-/* Runs op `index` (a matmul_grad) of block with the relu_grad [and
- * add_grad] after it as one kernel (fusion_plan.h): dA leaves through the
- * relu_grad mask into relu_grad's output, or with add_grad straight into
- * the add's gradient that is dC itself, and the bias's gradient is then
- * summed from it by add_grad's kernel. *ran as run_fused. */
-static int run_fused_grad(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
-                          int64_t *ready, bool *ran, pardo_status *st) {
-    const pardo_block *blk = &ex->prog->blocks[block];
-    const pardo_fusion f = ex->ops[block][index].fusion;
-    const int ai = f.follow[1]; /* add_grad's index (with len 2) */
-    const pardo_op *g = &blk->ops[index], *relu = &blk->ops[f.follow[0]], *add = f.len == 2 ? &blk->ops[ai] : NULL;
-    const int fill = 1 - f.bias, dest_op = f.follow[f.len - 1], dest_k = add ? fill : 0; /* where the masked dA goes */
-    const char *dest = blk->ops[dest_op].out[dest_k];
-    bool tracing = pardo_trace_on();
-    int64_t t0 = tracing ? pardo_trace_ticks() : 0;
-    pardo_tensor *in[4] = {NULL, NULL, NULL, NULL}, *out[2] = {NULL, NULL}, *y = pardo_scope_find(scope, relu->in[1]);
-    int rc = PARDO_OK;
-    if (!y || g->n_in > 4 || g->n_out > 2) return PARDO_OK; /* the ops one by one say what is wrong */
-    for (int k = 0; k < g->n_in; k++)
-        if (g->in[k][0] && !(in[k] = pardo_scope_find(scope, g->in[k]))) return PARDO_OK;
-    for (int k = 0; k < g->n_in; k++)
-        if (in[k]) pardo_tensor_retain(in[k]);
-    pardo_tensor_retain(y);
-    out[0] = pardo_scope_take(scope, dest);
-    if (g->n_out > 1 && g->out[1][0]) out[1] = pardo_scope_take(scope, g->out[1]);
-    pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
-    ctx.n_in = g->n_in, ctx.in = in, ctx.n_out = g->n_out, ctx.out = out;
-    rc = pardo_matmul_grad_relu_cpu(&ctx, y);
-    if (rc == PARDO_ENOTSUP) { /* nothing written: put the outputs back and run the ops one by one */
-        rc = out[0] ? pardo_scope_set_move(scope, dest, out[0], st) : PARDO_OK;
-        out[0] = NULL;
-        if (rc == PARDO_OK && out[1]) rc = pardo_scope_set_move(scope, g->out[1], out[1], st);
-        out[1] = NULL;
-        goto done;
-    }
-    *ran = true;
-    int failed_op = index;
-    if (rc == PARDO_OK && tracing) trace_op(ex, block, index, ready, t0, in, out, st);
-    if (rc == PARDO_OK && out[1]) rc = bind_output(ex, block, index, 1, scope, &out[1], st);
-    if (rc == PARDO_OK) failed_op = dest_op, rc = bind_output(ex, block, dest_op, dest_k, scope, &out[0], st);
-    if (rc == PARDO_OK && add && add->out[f.bias][0]) { /* the bias's gradient: add_grad without its dC copy */
-        const int64_t t1 = tracing ? pardo_trace_ticks() : 0;
-        pardo_tensor *ain[4] = {NULL, NULL, NULL, pardo_scope_find(scope, dest)}, *aout[2] = {NULL, NULL};
-        ain[f.bias] = pardo_scope_find(scope, add->in[f.bias]);
-        aout[f.bias] = pardo_scope_take(scope, add->out[f.bias]);
-        pardo_kernel_ctx actx = kernel_ctx(ex, block, ai, scope, run, st);
-        actx.n_in = 4, actx.in = ain, actx.n_out = 2, actx.out = aout, actx.skip_out = 1u << fill;
-        failed_op = ai;
-        rc = ain[f.bias] ? add->def->cpu(&actx)
-                         : pardo_errorf(st, PARDO_ENOTFOUND, "input %d: var '%s' has no value at run time", f.bias,
-                                        add->in[f.bias]);
-        if (rc == PARDO_OK && tracing) {
-            trace_fused_away(ex, block, f.follow, 1, scope, NULL);
-            int64_t r1 = t1;
-            trace_op(ex, block, ai, &r1, t1, ain, aout, st);
-        }
-        if (rc == PARDO_OK) rc = bind_output(ex, block, ai, f.bias, scope, &aout[f.bias], st);
-        pardo_tensor_release(aout[f.bias]);
-    } else if (rc == PARDO_OK && tracing) {
-        trace_fused_away(ex, block, f.follow, f.len, scope, pardo_scope_find(scope, dest));
-    }
-    if (rc != PARDO_OK) {
-        char where[512];
-        pardo_op_where(ex->prog, block, failed_op, where, sizeof where);
-        pardo_status_prefix(st, "%s: ", where);
-    }
-done:
-    pardo_tensor_release(out[0]);
-    pardo_tensor_release(out[1]);
-    for (int k = 0; k < g->n_in; k++) pardo_tensor_release(in[k]);
-    pardo_tensor_release(y);
-    if (*ran && rc == PARDO_OK) release_dead(ex, block, scope, index, index); /* the others free where they stand */
-    return rc;
-}
-
-/* Runs update op `index` of block with the merge of its gradient (op
- * `merge`, skipped where it stood) inside it: the update combines the parts
- * a tile at a time (fusion_plan.h). Where the merge cannot be prepared or
- * its parts do not have the param's dtype and shape, the merge and then the
- * update run one by one, and they say what is wrong. */
-static int run_merge_update(pardo_executor *ex, int block, int merge, int index, pardo_scope *scope,
-                            const pardo_block_run *run, bool in_stage, int64_t *ready, pardo_status *st) {
-    const pardo_block *blk = &ex->prog->blocks[block];
-    const pardo_op *mop = &blk->ops[merge], *up = &blk->ops[index];
-    pardo_tensor *arr = pardo_scope_find(scope, mop->in[0]);
-    const bool has_w = mop->n_in > 1 && mop->in[1][0];
-    pardo_tensor *w = has_w ? pardo_scope_find(scope, mop->in[1]) : NULL;
-    const pardo_tensor *param = pardo_scope_find(scope, up->in[0]);
-    pardo_tensor *min[2] = {arr, w};
-    pardo_status ignored;
-    pardo_kernel_ctx mctx = {.op = mop, .n_in = mop->n_in < 2 ? mop->n_in : 2, .in = min, .st = &ignored,
-                             .scope = scope, .exec = ex, .block = block, .op_index = merge};
-    const void *parts[PARDO_MERGE_STACK_PARTS];
-    double weights[PARDO_MERGE_MAX_WEIGHTED];
-    pardo_merge_args m;
-    bool fits = arr && arr->is_array && param && !param->is_array && (!has_w || w) && !on_gpu(ex, run) &&
-                pardo_merge_prepare(&mctx, &m, parts, PARDO_MERGE_STACK_PARTS, weights) == PARDO_OK &&
-                m.first->dtype == param->dtype &&
-                pardo_shape_equal(m.first->ndim, m.first->shape, param->ndim, param->shape);
-    if (!fits) {
-        int rc = run_op(ex, block, merge, scope, run, in_stage, NULL, NULL, st);
-        return rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
-    }
-    if (pardo_trace_on()) trace_fused_away(ex, block, &merge, 1, scope, NULL);
-    return run_op(ex, block, index, scope, run, in_stage, &m, ready, st);
-}
-
-/* The ops of one run of a block that already ran inside an earlier op's
- * kernel (fusion_plan.h): the block's loop passes over them. A chain fuses
- * only while there is room here; ops of stages never fuse this way. */
-enum { MAX_FUSED_AHEAD = 8 };
-typedef struct fused_ahead {
-    int n;
-    int at[MAX_FUSED_AHEAD];
-} fused_ahead;
-
-/* True (and forgets it) when op `index` already ran fused. */
-static bool ran_ahead(fused_ahead *fa, int index) {
-    for (int k = 0; fa && k < fa->n; k++)
-        if (fa->at[k] == index) {
-            fa->at[k] = fa->at[--fa->n];
-            return true;
-        }
-    return false;
-}
-
-/* Runs op `index` as the fusion plan says: a matmul (matmul_grad) with the
- * ops fused into it, which then go into *fa for the block's loop to pass
- * over (those that ran ahead are passed over here); a merge fused into a
- * later update not at all (the update runs it); that update with it; any
- * other op on its own. fa is NULL inside a stage (its ops do not fuse so). */
-static int run_fusable(pardo_executor *ex, int block, int index, pardo_scope *scope, const pardo_block_run *run,
-                       bool in_stage, int64_t *ready, fused_ahead *fa, pardo_status *st) {
-    const pardo_fusion f = ex->ops[block][index].fusion;
-    if (f.update) return PARDO_OK;
-    if (ran_ahead(fa, index)) {
-        if (!in_stage) release_dead(ex, block, scope, index, index);
-        return PARDO_OK;
-    }
-    if (f.merge) return run_merge_update(ex, block, f.merge - 1, index, scope, run, in_stage, ready, st);
-    bool fused = false;
-    int rc = f.len == 0 || on_gpu(ex, run) || !fa || fa->n + f.len > MAX_FUSED_AHEAD ? PARDO_OK
-             : strcmp(ex->prog->blocks[block].ops[index].type, "matmul_grad") == 0
-                 ? run_fused_grad(ex, block, index, scope, run, ready, &fused, st)
-                 : run_fused(ex, block, index, scope, run, ready, &fused, st);
-    for (int k = 0; fused && k < f.len; k++) fa->at[fa->n++] = f.follow[k];
-    return fused || rc != PARDO_OK ? rc : run_op(ex, block, index, scope, run, in_stage, NULL, ready, st);
-}
-
 /* One stage's chains (see stage_plan.h). */
 typedef struct stage_run {
     pardo_executor *ex;
@@ -771,7 +515,7 @@ static void run_chain(void *arg, int64_t k) {
     int64_t ready = s->t0; /* a chain's first op is ready at the stage's start, the next at its predecessor's end */
     for (int i = s->first; i < s->end; i++) {
         if (plan->chain[i] != c) continue;
-        if (run_fusable(s->ex, s->block, i, s->scope, s->run, true, &ready, NULL, &s->status[c]) != PARDO_OK) {
+        if (run_op(s->ex, s->block, i, s->scope, s->run, true, &ready, &s->status[c]) != PARDO_OK) {
             s->failed_at[c] = i;
             return;
         }
@@ -942,7 +686,6 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
     }
     /* trace: an op is ready when the one before it (or a stage) ends, the first at the block's start */
     int64_t ready = pardo_trace_on() ? pardo_trace_ticks() : 0;
-    fused_ahead fa = {0};
     if (ex->early && block == 0 && scope == ex->root) ex->early->active = false;
     int told = 0; /* ops handed to r.after_op and r.progress so far */
     for (int i = 0; i < blk->n_ops; i++) {
@@ -954,10 +697,7 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
             i = ex->plans[block].stage_end[i] - 1;
             if (ready) ready = pardo_trace_ticks();
         } else {
-            const pardo_fusion *f = &ex->ops[block][i].fusion;
-            rc = !fa.n && !f->len && !f->update && !f->merge /* most ops: nothing fused here */
-                     ? run_op(ex, block, i, scope, &r, false, NULL, &ready, st)
-                     : run_fusable(ex, block, i, scope, &r, false, &ready, &fa, st);
+            rc = run_op(ex, block, i, scope, &r, false, &ready, st);
         }
         if (rc != PARDO_OK) return rc;
         for (; told <= i && (r.after_op || r.progress); told++) {

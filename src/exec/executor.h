@@ -129,13 +129,6 @@ void pardo_early_part_ended(pardo_early *e);
 /* After the join, on the forking thread. */
 void pardo_executor_early_end(pardo_early *e);
 
-/* State a kernel keeps across runs of one op (parallel_do's child scopes):
- * data is the kernel's, freed with free_fn(data) when the executor is freed. */
-typedef struct pardo_op_state {
-    void *data;
-    void (*free_fn)(void *data);
-} pardo_op_state;
-
 /* The state slot of op `index` of block `block` (zeroed at first), owned by
  * the executor; NULL for an index outside the program. Only the op's own
  * kernel uses its slot. */

@@ -30,7 +30,7 @@ pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtyp
 }
 
 bool pardo_kernel_wants_output(const pardo_kernel_ctx *ctx, int i) {
-    return i >= 0 && i < ctx->n_out && ctx->op->out[i][0] != '\0' && !(ctx->skip_out >> i & 1);
+    return i >= 0 && i < ctx->n_out && ctx->op->out[i][0] != '\0';
 }
 
 pardo_tensor *pardo_kernel_output_array(pardo_kernel_ctx *ctx, int i, pardo_dtype elem, int n) {

@@ -11,6 +11,7 @@
  *   bench_pardo infer GRAPH [--threads N] [--parts P] ...   forward only; P >= 1: parts
  *   bench_pardo chain [--ops N] [--steps S] ...    a chain of N adds on a 16-element
  *       float32 tensor; the JSON line also gives us_per_op.
+ *   --no-fuse (any mode): leave the fusion pass out, as `pardo run --no-fuse` does
  *   --trace FILE (any mode): also record the timed steps as a Chrome trace
  *       (`pardo trace summary FILE` shows where the time went).
  *
@@ -95,8 +96,13 @@ int main(int argc, char **argv) {
         graph = argv[i++];
     }
     const char *trace = NULL;
+    bool fuse = true;
     for (; i < argc; i++) {
         int *dst = NULL;
+        if (strcmp(argv[i], "--no-fuse") == 0) {
+            fuse = false;
+            continue;
+        }
         if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) {
             trace = argv[++i];
             continue;
@@ -151,6 +157,10 @@ int main(int argc, char **argv) {
     char name[32];
     snprintf(name, sizeof name, "a%d", nops - 1);
     const char *fetch = train ? "loss" : chain ? name : "probs";
+    /* as `pardo run` does: the fusion pass, keeping the fetched var */
+    opt.keep = &fetch;
+    opt.n_keep = 1;
+    if (fuse && pardo_pass_fuse(p, &opt, &st) != PARDO_OK) die("fuse", &st);
     /* as `pardo run` does: temporaries freed after their last reader, the fetched var kept */
     pardo_exec_options eo = {.nthreads = threads, .training = train, .device = PARDO_DEVICE_CPU,
                              .release_temps = true, .keep = &fetch, .n_keep = 1};

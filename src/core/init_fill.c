@@ -1,5 +1,5 @@
 /* init_fill.c - deterministic tensor fills from a pardo_init (see init_fill.h). */
-#include "init_fill.h"
+#include "core/init_fill.h"
 
 #include <math.h>
 #include <stdbool.h>

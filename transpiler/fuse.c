@@ -1,0 +1,366 @@
+/* fuse.c - the fusion pass (pass.h, pardo_pass_fuse): op chains become one
+ * op that carries its epilogue, as ONNX Runtime's graph transformers make
+ * FusedMatMul / FusedGemm, so the executor stays generic and runs ops:
+ *
+ *   matmul -> add (a [N] bias) [-> relu]  => matmul(A, B, bias) {activation: relu}
+ *   matmul_grad -> relu_grad [-> add_grad] (dA through relu's mask, then the
+ *       add's gradient, whose left-out operand's gradient is dC itself)
+ *                                          => matmul_grad(A, B, Y, dY, relu_y, bias) -> (dZ, dB, dbias)
+ *   merge (mean or sum) -> sgd / momentum / adam taking it as its gradient
+ *                                          => the update with grad the parts' tensor_array
+ *                                             (attr grad_merge, input weight_by)
+ *
+ * A chain fuses only where its intermediates are temporaries nobody else
+ * can see: no other op of any block reads or writes them, no attr names
+ * them (a parallel_do's parts_out), and the caller does not keep them
+ * (opt->keep: the vars it fetches). relu_grad and add_grad may stand further
+ * down, past ops that share no var one of them writes (an optimizer update
+ * placed after w2's last use): they move up into the matmul_grad. The
+ * fused ops compute the same bits as the chains one by one (their kernels
+ * use the same arithmetic, ops/matmul.c and ops/optimizer.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/value.h"
+#include "op.h"
+#include "pass.h"
+
+/* Which chain starts at each op (computed on the block before it changes). */
+typedef struct fusion {
+    int len;       // ops fused into this matmul: 0 (none), 1 (the add) or 2 (add, relu); into this matmul_grad:
+                   // 1 (relu_grad) or 2 (relu_grad, add_grad)
+    int follow[2]; // their indices, in order
+    int bias;      // the add's (add_grad's) input that is the bias (0 or 1)
+    int update;    // this merge is taken into the update at index update - 1 (0: not fused)
+    int merge;     // this update takes the merge at index merge - 1 (0: not fused)
+} fusion;
+
+/* True when the parallel_do that runs block b binds `name` to a part
+ * (a key of its parts_in or parts_out: keys there are that block's vars). */
+static bool binds_part(const pardo_program *p, int b, const char *name) {
+    int rb, ri;
+    if (!pardo_block_runner(p, b, &rb, &ri)) return false;
+    const pardo_value *attrs = p->blocks[rb].ops[ri].attrs;
+    return pardo_value_get(pardo_value_get(attrs, "parts_in"), name) ||
+           pardo_value_get(pardo_value_get(attrs, "parts_out"), name);
+}
+
+/* True when the var `name` of block b is a temporary that exactly one op
+ * (block b's `writer`) writes and exactly one (`reader`, once) reads, that
+ * no attr value names, that no parallel_do binds to a part (parts_in,
+ * parts_out), and that the caller does not keep. Ops of a block where the
+ * name means a var of its own (a child block's `w@GRAD`) do not count. */
+static bool private_temp(const pardo_program *p, int b, const char *name, int writer, int reader,
+                         const char *const *keep, int n_keep) {
+    int owner = -1;
+    const pardo_var *v = pardo_program_lookup_var(p, b, name, &owner);
+    if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value) return false;
+    if (pardo_name_listed(keep, n_keep, name) || binds_part(p, b, name)) return false;
+    for (int bb = 0; bb < p->n_blocks; bb++) {
+        int seen_as = -1; /* another block's ops name our var only where the name resolves to it there */
+        if (bb != b && (!pardo_program_lookup_var(p, bb, name, &seen_as) || seen_as != b)) continue;
+        for (int i = 0; i < p->blocks[bb].n_ops; i++) {
+            const pardo_op *op = &p->blocks[bb].ops[i];
+            int reads = pardo_op_reads(op, name), writes = pardo_op_writes(op, name);
+            bool mine = bb == b && (i == writer || i == reader);
+            if (mine ? (reads != (i == reader) || writes != (i == writer)) : (reads || writes)) return false;
+            if (pardo_value_names(op->attrs, name)) return false;
+        }
+    }
+    return true;
+}
+
+static bool is_update(const char *type) {
+    return strcmp(type, "sgd") == 0 || strcmp(type, "momentum") == 0 || strcmp(type, "adam") == 0;
+}
+
+/* A merge of mode mean or sum (what an update merges as it runs). */
+static bool elementwise_mean_or_sum(const pardo_op *m) {
+    const pardo_value *mode = m->attrs ? pardo_value_get(m->attrs, "mode") : NULL;
+    return mode && mode->kind == PARDO_V_STRING && (strcmp(mode->string, "mean") == 0 || strcmp(mode->string, "sum") == 0);
+}
+
+/* True when no op between i and j writes the merge's tensor_array or its
+ * weight_by (the update reads them where the merge stood). */
+static bool parts_unchanged_between(const pardo_block *blk, int i, int j, const pardo_op *m) {
+    for (int x = i + 1; x < j; x++)
+        for (int k = 0; k < m->n_in && k < 2; k++)
+            if (m->in[k][0] && pardo_op_writes(&blk->ops[x], m->in[k])) return false;
+    return true;
+}
+
+/* merge -> update: a merge whose output only an optimizer update reads, as
+ * its gradient (input 1), and that nothing else can see; the update must
+ * leave its weight_by slot free (its inputs stop before it). */
+static void plan_merge_updates(const pardo_program *p, int b, const char *const *keep, int n_keep,
+                               fusion *fuse) {
+    const pardo_block *blk = &p->blocks[b];
+    for (int i = 0; i < blk->n_ops; i++) {
+        const pardo_op *m = &blk->ops[i];
+        if (strcmp(m->type, "merge") || m->n_out != 1 || !m->out[0][0] || m->n_in < 1 || !elementwise_mean_or_sum(m))
+            continue;
+        const char *g = m->out[0];
+        for (int j = i + 1; j < blk->n_ops; j++) {
+            const pardo_op *u = &blk->ops[j];
+            if (!pardo_op_reads(u, g)) continue;
+            /* the first reader: an update taking g as its gradient, and nothing else reads or writes g */
+            if (is_update(u->type) && u->n_in > 1 && strcmp(u->in[1], g) == 0 && pardo_op_reads(u, g) == 1 &&
+                u->def && u->n_in < u->def->n_inputs && private_temp(p, b, g, i, j, keep, n_keep) &&
+                parts_unchanged_between(blk, i, j, m)) {
+                fuse[i].update = j + 1;
+                fuse[j].merge = i + 1;
+            }
+            break;
+        }
+    }
+}
+
+/* The first op after index `from` of block b that reads `name`, if it
+ * shares no var one of them writes with any op between `from` and it (but
+ * those listed in `moved`, which run before it anyway): it can then run
+ * right after op `from`. -1 otherwise. */
+static int hoistable_reader(const pardo_block *blk, int from, const char *name, const int *moved, int n_moved) {
+    for (int j = from + 1; j < blk->n_ops; j++) {
+        if (!pardo_op_reads(&blk->ops[j], name)) continue;
+        for (int x = from + 1; x < j; x++) {
+            bool skip = false;
+            for (int m = 0; m < n_moved; m++) skip |= moved[m] == x;
+            if (!skip && pardo_ops_conflict(&blk->ops[x], &blk->ops[j])) return -1;
+        }
+        return j;
+    }
+    return -1;
+}
+
+/* matmul_grad at index i -> relu_grad [-> add_grad]: relu_grad reads
+ * matmul_grad's dA as its dY and nothing else does; add_grad takes
+ * relu_grad's output (read by nobody else) as its dC, one of its operands
+ * is left out (its gradient is dC itself: the fused dA goes there) and the
+ * other is the bias. Ops between them stay where they are if they share no
+ * var one of them writes with the ops moved up. Fills f (len 0: none). */
+static void plan_grad_chain(const pardo_program *p, int b, int i, const char *const *keep, int n_keep,
+                            fusion *f) {
+    const pardo_block *blk = &p->blocks[b];
+    const pardo_op *g = &blk->ops[i];
+    if (strcmp(g->type, "matmul_grad") || g->n_out < 1 || !g->out[0][0]) return;
+    const char *d = g->out[0];
+    const int ri = hoistable_reader(blk, i, d, NULL, 0);
+    if (ri < 0) return;
+    const pardo_op *r = &blk->ops[ri];
+    if (strcmp(r->type, "relu_grad") || r->n_in < 3 || r->n_out != 1 || !r->out[0][0]) return;
+    const char *y = r->in[1], *z = r->out[0];
+    if (strcmp(r->in[2], d) || !y[0] || pardo_op_writes(g, y) || pardo_op_reads(g, z) || strcmp(z, y) == 0 ||
+        !private_temp(p, b, d, i, ri, keep, n_keep))
+        return;
+    f->len = 1;
+    f->follow[0] = ri;
+    const int moved[1] = {ri}, ai = hoistable_reader(blk, i, z, moved, 1);
+    if (ai < 0) return;
+    const pardo_op *a = &blk->ops[ai];
+    if (strcmp(a->type, "add_grad") || a->n_in != 4 || a->n_out != 2 || strcmp(a->in[3], z) ||
+        !a->in[0][0] == !a->in[1][0] || strcmp(a->in[2], z) == 0)
+        return;
+    const int fill = a->in[0][0] ? 1 : 0; /* the left-out operand: its gradient is dC */
+    const char *h = a->out[fill], *db = a->out[1 - fill];
+    if (!h[0] || pardo_op_reads(g, h) || strcmp(h, y) == 0 || pardo_op_reads(g, db) || strcmp(db, y) == 0 ||
+        strcmp(h, db) == 0 || !private_temp(p, b, z, ri, ai, keep, n_keep))
+        return;
+    f->len = 2;
+    f->follow[1] = ai;
+    f->bias = 1 - fill;
+}
+
+/* True when the add's bias is a [N] of the product's dtype, N its last dim,
+ * as inferred (the GEMM epilogue's case; the rewrite keeps the add as it
+ * is otherwise, whose broadcast may grow the product's shape). */
+static bool bias_fits_epilogue(const pardo_program *p, int b, const pardo_op *mm, const char *bias) {
+    const pardo_var *vb = pardo_program_lookup_var(p, b, bias, NULL),
+                    *vy = pardo_program_lookup_var(p, b, mm->out[0], NULL);
+    if (!vb || !vy || vb->kind != PARDO_VAR_TENSOR || vb->type.dtype != vy->type.dtype) return false;
+    const pardo_type *tb = &vb->type, *ty = &vy->type;
+    return tb->ndim == 1 && ty->ndim >= 2 && tb->shape[0] > 0 && ty->shape[ty->ndim - 1] == tb->shape[0];
+}
+
+/* Fills fuse[0..n_ops) for block b of p. */
+static void plan_block(const pardo_program *p, int b, const char *const *keep, int n_keep, fusion *fuse) {
+    const pardo_block *blk = &p->blocks[b];
+    for (int i = 0; i < blk->n_ops; i++) fuse[i] = (fusion){0};
+    plan_merge_updates(p, b, keep, n_keep, fuse);
+    for (int i = 0; i + 1 < blk->n_ops; i++) {
+        const pardo_op *mm = &blk->ops[i], *add = &blk->ops[i + 1];
+        if (strcmp(mm->type, "matmul_grad") == 0) {
+            if (mm->n_in <= 4 && mm->n_out <= 2) plan_grad_chain(p, b, i, keep, n_keep, &fuse[i]);
+            continue;
+        }
+        if (strcmp(mm->type, "matmul") || mm->n_in != 2 || mm->n_out != 1 || pardo_attr(mm, "activation") ||
+            strcmp(add->type, "add") || add->n_in != 2 || add->n_out != 1)
+            continue;
+        const char *h = mm->out[0];
+        int at = strcmp(add->in[0], h) == 0 ? 0 : strcmp(add->in[1], h) == 0 ? 1 : -1;
+        if (at < 0 || strcmp(add->in[1 - at], h) == 0 || !private_temp(p, b, h, i, i + 1, keep, n_keep)) continue;
+        /* the bias and the result must not be the product's inputs (the fused kernel reads A and B to the end) */
+        const char *bias = add->in[1 - at], *z = add->out[0];
+        if (!bias[0] || pardo_op_reads(mm, z) || strcmp(bias, z) == 0 || !bias_fits_epilogue(p, b, mm, bias)) continue;
+        fuse[i].len = 1;
+        fuse[i].follow[0] = i + 1;
+        fuse[i].bias = 1 - at;
+        if (i + 2 < blk->n_ops) {
+            const pardo_op *relu = &blk->ops[i + 2];
+            if (strcmp(relu->type, "relu") == 0 && relu->n_in == 1 && relu->n_out == 1 &&
+                strcmp(relu->in[0], z) == 0 && !pardo_op_reads(mm, relu->out[0]) &&
+                strcmp(relu->out[0], bias) != 0 && private_temp(p, b, z, i + 1, i + 2, keep, n_keep))
+                fuse[i].len = 2, fuse[i].follow[1] = i + 2;
+        }
+        i += fuse[i].len;
+    }
+}
+
+
+/* Copies src's type, name, role, position and attrs into a new op of blk;
+ * its inputs and outputs are the caller's. NULL with st filled on failure. */
+static pardo_op *new_op_like(pardo_block *blk, const pardo_op *src, pardo_status *st) {
+    pardo_op *op = pardo_block_add_op(blk, src->type, st);
+    if (!op) return NULL;
+    op->role = src->role, op->line = src->line, op->col = src->col;
+    if ((src->name && !(op->name = strdup(src->name))) || (src->attrs && !(op->attrs = pardo_value_clone(src->attrs)))) {
+        pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing ops");
+        return NULL;
+    }
+    return op;
+}
+
+static int add_names(pardo_op *op, bool out, const char *const *names, int n, pardo_status *st) {
+    for (int k = 0; k < n; k++)
+        if ((out ? pardo_op_add_output(op, names[k], st) : pardo_op_add_input(op, names[k], st)) != PARDO_OK)
+            return st->code;
+    return PARDO_OK;
+}
+
+/* matmul(A, B) with the add's bias [and relu]: Y is the chain's last output. */
+static int emit_matmul(pardo_block *to, const pardo_block *blk, int i, const fusion *f, pardo_status *st) {
+    const pardo_op *mm = &blk->ops[i], *add = &blk->ops[f->follow[0]], *last = &blk->ops[f->follow[f->len - 1]];
+    pardo_op *op = new_op_like(to, mm, st);
+    if (!op) return st->code;
+    const char *in[3] = {mm->in[0], mm->in[1], add->in[f->bias]};
+    if (add_names(op, false, in, 3, st) != PARDO_OK || add_names(op, true, (const char *const *)last->out, 1, st))
+        return st->code;
+    return f->len == 2 ? pardo_op_set_attr(op, "activation", pardo_value_new_string("relu"), st) : PARDO_OK;
+}
+
+/* matmul_grad with relu_grad's mask [and add_grad's bias gradient]: dA goes
+ * where the chain's last op put it. */
+static int emit_matmul_grad(pardo_block *to, const pardo_block *blk, int i, const fusion *f, pardo_status *st) {
+    const pardo_op *g = &blk->ops[i], *relu = &blk->ops[f->follow[0]];
+    const pardo_op *add = f->len == 2 ? &blk->ops[f->follow[1]] : NULL;
+    pardo_op *op = new_op_like(to, g, st);
+    if (!op) return st->code;
+    const char *in[6] = {"", "", "", "", relu->in[1], add ? add->in[f->bias] : ""};
+    for (int k = 0; k < g->n_in && k < 4; k++) in[k] = g->in[k];
+    const int fill = 1 - f->bias;
+    const char *out[3] = {add ? add->out[fill] : relu->out[0], g->n_out > 1 ? g->out[1] : "",
+                          add ? add->out[f->bias] : ""};
+    if (add_names(op, false, in, add ? 6 : 5, st) != PARDO_OK || add_names(op, true, out, add ? 3 : 2, st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+/* The update with the merge's tensor_array as its gradient: inputs as the
+ * update's, grad replaced, weight_by last (the merge's input 1, or its
+ * attr), attr grad_merge the merge's mode. */
+static int emit_update(pardo_block *to, const pardo_block *blk, int j, const fusion *f, pardo_status *st) {
+    const pardo_op *u = &blk->ops[j], *m = &blk->ops[f->merge - 1];
+    pardo_op *op = new_op_like(to, u, st);
+    if (!op) return st->code;
+    const pardo_value *wb_attr = m->attrs ? pardo_value_get(m->attrs, "weight_by") : NULL;
+    const char *wb = m->n_in > 1 && m->in[1][0] ? m->in[1]
+                     : wb_attr && wb_attr->kind == PARDO_V_STRING ? wb_attr->string
+                                                                  : "";
+    for (int k = 0; k < u->def->n_inputs - 1; k++)
+        if (pardo_op_add_input(op, k == 1 ? m->in[0] : k < u->n_in ? u->in[k] : "", st) != PARDO_OK) return st->code;
+    if ((wb[0] && pardo_op_add_input(op, wb, st) != PARDO_OK) ||
+        add_names(op, true, (const char *const *)u->out, u->n_out, st) != PARDO_OK)
+        return st->code;
+    const pardo_value *mode = pardo_value_get(m->attrs, "mode");
+    return pardo_op_set_attr(op, "grad_merge", pardo_value_new_string(mode->string), st);
+}
+
+/* True when some op of p names `name` (an input, output or attr) where it
+ * means block b's var. */
+static bool named_anywhere(const pardo_program *p, int b, const char *name) {
+    for (int bb = 0; bb < p->n_blocks; bb++) {
+        int owner = -1;
+        if (bb != b && (!pardo_program_lookup_var(p, bb, name, &owner) || owner != b)) continue;
+        for (int i = 0; i < p->blocks[bb].n_ops; i++) {
+            const pardo_op *op = &p->blocks[bb].ops[i];
+            if (pardo_op_reads(op, name) || pardo_op_writes(op, name) || pardo_value_names(op->attrs, name))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Rewrites block b's chains; *n_fused counts the ops taken into others. */
+static int fuse_block(pardo_program *p, int b, const pardo_pass_options *opt, int *n_fused, pardo_status *st) {
+    pardo_block *blk = &p->blocks[b];
+    const int n = blk->n_ops;
+    fusion *fuse = calloc((size_t)n + 1, sizeof(*fuse));
+    bool *gone = calloc((size_t)n + 1, sizeof(*gone));
+    pardo_block to = {.parent = blk->parent};
+    int rc = PARDO_OK;
+    if (!fuse || !gone) {
+        rc = pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing block %d", b);
+        goto done;
+    }
+    plan_block(p, b, opt->keep, opt->n_keep, fuse);
+    int taken = 0;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < fuse[i].len; k++) gone[fuse[i].follow[k]] = true;
+        if (fuse[i].update) gone[i] = true;
+    }
+    for (int i = 0; i < n; i++) taken += gone[i];
+    if (taken == 0) goto done;
+    for (int i = 0; rc == PARDO_OK && i < n; i++) {
+        const pardo_op *op = &blk->ops[i];
+        if (gone[i]) continue;
+        if (fuse[i].len) rc = strcmp(op->type, "matmul") == 0 ? emit_matmul(&to, blk, i, &fuse[i], st)
+                                                               : emit_matmul_grad(&to, blk, i, &fuse[i], st);
+        else if (fuse[i].merge) rc = emit_update(&to, blk, i, &fuse[i], st);
+        else rc = pardo_block_add_op_copy(&to, op, st) ? PARDO_OK : st->code;
+    }
+    if (rc != PARDO_OK) goto done;
+    /* the new ops take the block's place; the old ones are freed with `to` */
+    pardo_op *ops = blk->ops;
+    const int cap = blk->cap_ops;
+    blk->ops = to.ops, blk->n_ops = to.n_ops, blk->cap_ops = to.cap_ops;
+    to.ops = ops, to.n_ops = n, to.cap_ops = cap;
+    *n_fused += taken;
+done:
+    pardo_block_clear(&to);
+    free(fuse);
+    free(gone);
+    return rc;
+}
+
+/* Drops the inferred temps of block b that no op names any more (the
+ * chains' intermediates); declared vars stay. */
+static void drop_dead_temps(pardo_program *p, int b) {
+    pardo_block *blk = &p->blocks[b];
+    int w = 0;
+    for (int r = 0; r < blk->n_vars; r++) {
+        pardo_var *v = &blk->vars[r];
+        if (!v->declared && v->role == PARDO_VAR_TEMP && !v->value && !named_anywhere(p, b, v->name)) {
+            free(v->name);
+            continue;
+        }
+        blk->vars[w++] = *v;
+    }
+    blk->n_vars = w;
+}
+
+int pardo_pass_fuse(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
+    int fused = 0, rc = PARDO_OK;
+    for (int b = 0; rc == PARDO_OK && b < p->n_blocks; b++) rc = fuse_block(p, b, opt, &fused, st);
+    if (rc != PARDO_OK || fused == 0) return rc;
+    for (int b = 0; b < p->n_blocks; b++) drop_dead_temps(p, b);
+    return pardo_pass_check(p, opt, st);
+}
