@@ -1,6 +1,7 @@
 /* gemm.h - the matrix product under matmul and matmul_grad: C = op(A) op(B)
  * or C += op(A) op(B) on row-major float32 or float64 matrices, through the
- * own packed, register-blocked kernel (ops/gemm.c: AVX-512, AVX2+FMA or
+ * own packed, register-blocked kernel (ops/gemm.c the drivers, gemm_pack.c
+ * the packing, gemm_kernels.c the micro-kernels: AVX-512, AVX2+FMA or
  * plain C, picked once from the CPU) or through a CBLAS library when pardo
  * was built with BLAS=1 (ops/gemm_blas.c). Ops run from block 0 split the
  * rows of C over the thread pool (pardo_parallel_for); inside a parallel_do

@@ -1,7 +1,7 @@
 /* gemm_narrow.c - float32 products of a few columns (a 10-class output
- * layer, Y = H W) as dot products along K: the tiles of gemm.c fill the 16
- * lanes of a vector with 10 columns and broadcast an element of A for
- * every 10 multiply-adds, where here each lane runs along K, a row of A
+ * layer, Y = H W) as dot products along K: the tiles of gemm_kernels.c
+ * fill the 16 lanes of a vector with 10 columns and broadcast an element of
+ * A for every 10 multiply-adds, where here each lane runs along K, a row of A
  * against a row of op(B)^T, every lane useful; each element's 16 partial
  * sums are added in a fixed tree (the same for every row, so the bits do
  * not depend on the thread count or on which rows a thread was given).

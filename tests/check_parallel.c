@@ -1,9 +1,10 @@
 /* check_parallel.c - split, merge and parallel_do (SPEC section 2): a
  * hand-written split / parallel_do / merge graph against the single-thread
  * graph for every merge mode at 1, 2 and 4 threads, uneven splits included;
- * inference of tensor_arrays and sub-block vars; reuse in the steady state;
- * 100,000 parallel_do calls; a failing part stopping the others; and every
- * load-time error validate gives the parallel ops. */
+ * splits on the pool and where parts may be written; inference of
+ * tensor_arrays and sub-block vars; reuse in the steady state; 100,000
+ * parallel_do calls; merge's arithmetic against a naive loop.
+ * check_parallel_errors.c has the errors. */
 #include <check.h>
 #include <float.h>
 #include <malloc.h>
@@ -15,7 +16,6 @@
 #include "graph_test_util.h"
 #include "merge_combine.h"
 #include "test_util.h"
-#include "exec/thread_pool.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
@@ -23,28 +23,6 @@
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1
 #endif
-
-static void pool_size(int n) {
-    pardo_status st;
-    if (pardo_thread_pool_started() && pardo_thread_pool_size() != n) pardo_thread_pool_shutdown();
-    ck_assert_msg(pardo_thread_pool_configure(n, &st) == PARDO_OK, "%s", st.msg);
-}
-
-static void feed(pardo_executor *ex, const char *name, pardo_tensor *t) {
-    pardo_status st;
-    ck_assert_msg(pardo_executor_feed(ex, name, t, "test", &st) == PARDO_OK, "feed %s: %s", name, st.msg);
-}
-
-static void run(pardo_executor *ex) {
-    pardo_status st;
-    ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "run: %s", st.msg);
-}
-
-static pardo_tensor *fetch(pardo_executor *ex, const char *name) {
-    pardo_tensor *t = pardo_executor_fetch(ex, name);
-    ck_assert_msg(t != NULL, "no value for '%s'", name);
-    return t;
-}
 
 /* ---- the same numbers as the single-thread graph ---- */
 
@@ -103,7 +81,7 @@ static void assert_close_or_nan(const pardo_tensor *a, const pardo_tensor *b, do
  * element lands where a naive loop puts it, and a second run into the
  * reused parts does the same. */
 START_TEST(big_split_copies_on_the_pool) {
-    pool_size(2);
+    test_pool_size(2);
     enum { ROWS = 301, COLS = 70 }; /* 84 KB of int32 */
     static const int cases[][2] = {{0, 2}, {0, 5}, {1, 3}, {-1, 7}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -122,9 +100,9 @@ START_TEST(big_split_copies_on_the_pool) {
         for (int run_ = 0; run_ < 2; run_++) {
             for (int i = 0; i < ROWS * COLS; i++) v[i] = i + run_;
             pardo_tensor *x = test_tensor_from(PARDO_I32, 2, shape, v);
-            feed(ex, "x", x);
-            run(ex);
-            const pardo_tensor *a = fetch(ex, "xa");
+            test_feed(ex, "x", x);
+            test_run(ex);
+            const pardo_tensor *a = test_fetch(ex, "xa");
             ck_assert_int_eq(a->n_parts, n);
             const int64_t len = shape[ax];
             int64_t start = 0;
@@ -159,7 +137,7 @@ END_TEST
  * a part block applying relu to its slice in place, and block 0 applying
  * it to x after the split. x stays as fed, the parts as x was. */
 START_TEST(split_copies_where_parts_may_be_written) {
-    pool_size(2);
+    test_pool_size(2);
     static const char *const texts[] = {
         "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
         "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"role\": \"feed\"},"
@@ -187,9 +165,9 @@ START_TEST(split_copies_where_parts_may_be_written) {
         double v[15];
         for (int i = 0; i < 15; i++) v[i] = i % 2 ? -i : i;
         pardo_tensor *x = test_tensor_from(PARDO_F64, 2, shape, v);
-        feed(ex, "x", x);
-        run(ex);
-        const pardo_tensor *a = fetch(ex, "xs"), *y = fetch(ex, "y");
+        test_feed(ex, "x", x);
+        test_run(ex);
+        const pardo_tensor *a = test_fetch(ex, "xs"), *y = test_fetch(ex, "y");
         for (int q = 0; q < 2; q++) ck_assert_ptr_null(a->parts[q]->base);
         for (int i = 0; i < 15; i++) {
             if (c == 0) ck_assert_double_eq(pardo_tensor_get_f64(x, i), v[i]); /* the part's relu left x alone */
@@ -211,16 +189,16 @@ static void compare_modes(int rows, int parts, int threads, pardo_executor **kee
     pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -2, 2);
     pardo_program *ps = test_program(single_text, "single.json"), *pp = parallel_program(parts);
     pardo_executor *es = test_executor(ps, 1), *ep = test_executor(pp, threads);
-    feed(es, "x", x);
-    feed(ep, "x", x);
-    run(es);
-    run(ep);
+    test_feed(es, "x", x);
+    test_feed(ep, "x", x);
+    test_run(es);
+    test_run(ep);
     char what[128];
     snprintf(what, sizeof what, "%d rows, parts %d, %d threads", rows, parts, threads);
-    const pardo_tensor *y = fetch(es, "y");
-    test_assert_close(fetch(ep, "y_cat"), y, 0, 1e-12);               /* concat */
-    test_assert_close(fetch(ep, "m_mean"), fetch(es, "m"), 0, 1e-12); /* mean weighted by rows */
-    test_assert_close(fetch(ep, "s_sum"), fetch(es, "s"), 0, 1e-12);  /* sum */
+    const pardo_tensor *y = test_fetch(es, "y");
+    test_assert_close(test_fetch(ep, "y_cat"), y, 0, 1e-12);               /* concat */
+    test_assert_close(test_fetch(ep, "m_mean"), test_fetch(es, "m"), 0, 1e-12); /* mean weighted by rows */
+    test_assert_close(test_fetch(ep, "s_sum"), test_fetch(es, "s"), 0, 1e-12);  /* sum */
     /* max, min and the plain mean of the per-part sums and means: a naive loop */
     int n = parts ? parts : threads;
     int64_t start = 0;
@@ -240,10 +218,10 @@ static void compare_modes(int rows, int parts, int threads, pardo_executor **kee
     pardo_tensor *want_max = test_tensor_from(PARDO_F64, 1, &two, mx),
                  *want_min = test_tensor_from(PARDO_F64, 1, &two, mn);
     pardo_tensor *want_mean = test_tensor_from(PARDO_F64, 1, &two, mean);
-    assert_close_or_nan(fetch(ep, "s_max"), want_max, 1e-12, what);
-    assert_close_or_nan(fetch(ep, "s_min"), want_min, 1e-12, what);
-    assert_close_or_nan(fetch(ep, "m_plain"), want_mean, 1e-12, what);
-    ck_assert_int_eq(fetch(ep, "ys")->n_parts, n);
+    assert_close_or_nan(test_fetch(ep, "s_max"), want_max, 1e-12, what);
+    assert_close_or_nan(test_fetch(ep, "s_min"), want_min, 1e-12, what);
+    assert_close_or_nan(test_fetch(ep, "m_plain"), want_mean, 1e-12, what);
+    ck_assert_int_eq(test_fetch(ep, "ys")->n_parts, n);
     pardo_tensor_release(want_max);
     pardo_tensor_release(want_min);
     pardo_tensor_release(want_mean);
@@ -259,7 +237,7 @@ static void compare_modes(int rows, int parts, int threads, pardo_executor **kee
 }
 
 START_TEST(merge_modes_match_single_thread) {
-    pool_size(4);
+    test_pool_size(4);
     const int threads[] = {1, 2, 4};
     for (int t = 0; t < 3; t++) {
         compare_modes(8, 0, threads[t], NULL); /* parts = thread count */
@@ -272,12 +250,12 @@ START_TEST(merge_modes_match_single_thread) {
 END_TEST
 
 START_TEST(fixed_parts_give_bitwise_the_same_at_any_thread_count) {
-    pool_size(4);
+    test_pool_size(4);
     pardo_executor *a, *b;
     compare_modes(11, 3, 1, &a);
     compare_modes(11, 3, 4, &b);
     const char *names[] = {"y_cat", "m_mean", "m_plain", "s_sum", "s_max", "s_min"};
-    for (int i = 0; i < 6; i++) test_assert_close(fetch(a, names[i]), fetch(b, names[i]), 0, 0);
+    for (int i = 0; i < 6; i++) test_assert_close(test_fetch(a, names[i]), test_fetch(b, names[i]), 0, 0);
     const pardo_program *pa = pardo_executor_program(a), *pb = pardo_executor_program(b);
     pardo_executor_free(a);
     pardo_executor_free(b);
@@ -287,7 +265,7 @@ START_TEST(fixed_parts_give_bitwise_the_same_at_any_thread_count) {
 END_TEST
 
 START_TEST(split_sizes_and_axis) {
-    pool_size(2);
+    test_pool_size(2);
     pardo_program *p = test_program(
         "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
         "\"x\": {\"dtype\": \"int32\", \"shape\": [2, -1], \"role\": \"feed\"}},"
@@ -304,9 +282,9 @@ START_TEST(split_sizes_and_axis) {
     double v[14];
     for (int i = 0; i < 14; i++) v[i] = i;
     pardo_tensor *x = test_tensor_from(PARDO_I32, 2, shape, v);
-    feed(ex, "x", x);
-    run(ex);
-    const pardo_tensor *a = fetch(ex, "xa");
+    test_feed(ex, "x", x);
+    test_run(ex);
+    const pardo_tensor *a = test_fetch(ex, "xa");
     ck_assert(a->is_array);
     ck_assert_int_eq(a->n_parts, 3);
     const int64_t cols[3] = {3, 2, 2}, first[3] = {0, 3, 5};
@@ -318,7 +296,7 @@ START_TEST(split_sizes_and_axis) {
             for (int c = 0; c < cols[p_]; c++)
                 ck_assert_int_eq((int)pardo_tensor_get_f64(part, r * cols[p_] + c), r * 7 + first[p_] + c);
     }
-    test_assert_close(fetch(ex, "back"), x, 0, 0);
+    test_assert_close(test_fetch(ex, "back"), x, 0, 0);
     pardo_tensor_release(x);
     pardo_executor_free(ex);
     pardo_program_free(p);
@@ -353,25 +331,25 @@ START_TEST(inference_types_parts_and_sub_block_vars) {
 END_TEST
 
 START_TEST(steady_state_reuses_parts_scopes_and_outputs) {
-    pool_size(2);
+    test_pool_size(2);
     pardo_program *p = parallel_program(2);
     pardo_executor *ex = test_executor(p, 2);
     test_rng r = {5};
     int64_t xs[2] = {9, 3};
     pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1);
-    feed(ex, "x", x);
-    run(ex);
-    const pardo_tensor *part0 = fetch(ex, "xs")->parts[0], *ys0 = fetch(ex, "ys")->parts[1];
-    const pardo_tensor *cat = fetch(ex, "y_cat"), *arr = fetch(ex, "ys");
-    for (int s = 0; s < 5; s++) run(ex);
-    ck_assert_ptr_eq(fetch(ex, "xs")->parts[0], part0); /* split's copies reused */
-    ck_assert_ptr_eq(fetch(ex, "ys"), arr);             /* the array */
-    ck_assert_ptr_eq(fetch(ex, "ys")->parts[1], ys0);   /* a part's output, moved back and forth */
-    ck_assert_ptr_eq(fetch(ex, "y_cat"), cat);
+    test_feed(ex, "x", x);
+    test_run(ex);
+    const pardo_tensor *part0 = test_fetch(ex, "xs")->parts[0], *ys0 = test_fetch(ex, "ys")->parts[1];
+    const pardo_tensor *cat = test_fetch(ex, "y_cat"), *arr = test_fetch(ex, "ys");
+    for (int s = 0; s < 5; s++) test_run(ex);
+    ck_assert_ptr_eq(test_fetch(ex, "xs")->parts[0], part0); /* split's copies reused */
+    ck_assert_ptr_eq(test_fetch(ex, "ys"), arr);             /* the array */
+    ck_assert_ptr_eq(test_fetch(ex, "ys")->parts[1], ys0);   /* a part's output, moved back and forth */
+    ck_assert_ptr_eq(test_fetch(ex, "y_cat"), cat);
 #ifndef UNDER_SANITIZER
     /* and nothing is allocated per step */
     struct mallinfo2 before = mallinfo2();
-    for (int s = 0; s < 200; s++) run(ex);
+    for (int s = 0; s < 200; s++) test_run(ex);
     struct mallinfo2 after = mallinfo2();
     ck_assert_msg(after.uordblks == before.uordblks, "the heap grew by %zu bytes over 200 steps",
                   after.uordblks - before.uordblks);
@@ -401,341 +379,21 @@ START_TEST(stress_100000_parallel_do_calls) {
 #else
     const int calls = 100000;
 #endif
-    pool_size(2);
+    test_pool_size(2);
     pardo_program *p = test_program(tiny_text, "tiny.json");
     pardo_executor *ex = test_executor(p, 2);
     int64_t xs[2] = {5, 2};
     pardo_tensor *x = test_tensor_from(PARDO_F32, 2, xs, (const double[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-    feed(ex, "x", x);
+    test_feed(ex, "x", x);
     pardo_status st;
     for (int i = 0; i < calls; i++)
         if (pardo_executor_run(ex, &st) != PARDO_OK) ck_abort_msg("call %d: %s", i, st.msg);
     ck_assert_int_eq(pardo_executor_steps(ex), calls);
-    const pardo_tensor *y = fetch(ex, "y");
+    const pardo_tensor *y = test_fetch(ex, "y");
     for (int i = 0; i < 10; i++) ck_assert_double_eq(pardo_tensor_get_f64(y, i), 2.0 * i + 1);
     pardo_tensor_release(x);
     pardo_executor_free(ex);
     pardo_program_free(p);
-}
-END_TEST
-
-/* ---- a failing part ---- */
-
-static const char div_text[] =
-    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
-    "\"a\": {\"dtype\": \"int32\", \"shape\": [-1], \"role\": \"feed\"},"
-    "\"b\": {\"dtype\": \"int32\", \"shape\": [-1], \"role\": \"feed\"}},"
-    "\"ops\": ["
-    "{\"op\": \"split\", \"in\": [\"a\"], \"out\": [\"as\"], \"attrs\": {\"parts\": 8}},"
-    "{\"op\": \"split\", \"in\": [\"b\"], \"out\": [\"bs\"], \"attrs\": {\"parts\": 8}},"
-    "{\"op\": \"parallel_do\", \"name\": \"pd\", \"in\": [\"as\", \"bs\"], \"out\": [\"qs\"],"
-    " \"attrs\": {\"block\": 1, \"parts_in\": {\"ap\": \"as\", \"bp\": \"bs\"}, \"parts_out\": {\"q\": \"qs\"}}},"
-    "{\"op\": \"merge\", \"in\": [\"qs\"], \"out\": [\"quot\"], \"attrs\": {\"mode\": \"concat\"}}]},"
-    "{\"parent\": 0, \"vars\": {}, \"ops\": ["
-    "{\"op\": \"div\", \"name\": \"ratio\", \"in\": [\"ap\", \"bp\"], \"out\": [\"q1\"]},"
-    "{\"op\": \"add\", \"in\": [\"q1\", \"q1\"], \"out\": [\"q2\"]},"
-    "{\"op\": \"sub\", \"in\": [\"q2\", \"q1\"], \"out\": [\"q\"]}]}]}";
-
-START_TEST(err_failing_part_stops_the_others) {
-    pool_size(4);
-    pardo_status st;
-    pardo_program *p = test_program(div_text, "div.json");
-    int64_t n = 16;
-    double av[16], bv[16], good[16];
-    for (int i = 0; i < 16; i++) {
-        av[i] = 10 * i;
-        bv[i] = (i == 6 || i == 7) ? 0 : 2; /* rows 6 and 7 are part 3 of 8 */
-        good[i] = 5;
-    }
-    pardo_tensor *a = test_tensor_from(PARDO_I32, 1, &n, av), *b = test_tensor_from(PARDO_I32, 1, &n, bv);
-    pardo_tensor *b_ok = test_tensor_from(PARDO_I32, 1, &n, good);
-    const int threads[] = {1, 2, 4, 8};
-    for (int t = 0; t < 4; t++) {
-        pardo_executor *ex = test_executor(p, threads[t]);
-        feed(ex, "a", a);
-        feed(ex, "b", b);
-        for (int rep = 0; rep < 20; rep++) {
-            ck_assert_int_eq(pardo_executor_run(ex, &st), PARDO_ERUNTIME);
-            ck_assert_msg(strstr(st.msg, "div.json:1:") && strstr(st.msg, "block 0, op 2 'pd' (parallel_do)") &&
-                              strstr(st.msg, "part 3 of 8 (block 1)") && strstr(st.msg, "block 1, op 0 'ratio' (div)"),
-                          "%d threads: %s", threads[t], st.msg);
-        }
-        ck_assert_int_eq(pardo_executor_steps(ex), 0);
-        ck_assert_ptr_null(pardo_executor_fetch(ex, "quot"));
-        /* the same executor runs again once the data is good */
-        feed(ex, "b", b_ok);
-        run(ex);
-        const pardo_tensor *q = fetch(ex, "quot");
-        for (int i = 0; i < 16; i++) ck_assert_int_eq((int)pardo_tensor_get_f64(q, i), 2 * i);
-        pardo_executor_free(ex);
-    }
-    pardo_tensor_release(a);
-    pardo_tensor_release(b);
-    pardo_tensor_release(b_ok);
-    pardo_program_free(p);
-}
-END_TEST
-
-START_TEST(err_stop_flag_stops_between_ops) {
-    pardo_status st;
-    pardo_program *p = test_program(div_text, "div.json");
-    pardo_executor *ex = test_executor(p, 1);
-    pardo_scope *child = pardo_scope_new(pardo_executor_scope(ex));
-    int64_t n = 2;
-    pardo_tensor *a = test_tensor_from(PARDO_I32, 1, &n, (const double[]){4, 6});
-    ck_assert_int_eq(pardo_scope_set(child, "ap", a, &st), PARDO_OK);
-    ck_assert_int_eq(pardo_scope_set(child, "bp", a, &st), PARDO_OK);
-    atomic_int stop = 1;
-    pardo_block_run r = {.nthreads = 1, .stop = &stop, .cpu_only = true};
-    ck_assert_int_eq(pardo_executor_run_block_with(ex, 1, child, &r, &st), PARDO_ECANCELED);
-    ck_assert_msg(strstr(st.msg, "block 1 stopped before op 0"), "%s", st.msg);
-    ck_assert_ptr_null(pardo_scope_find(child, "q1")); /* no op ran */
-    atomic_store(&stop, 0);
-    ck_assert_int_eq(pardo_executor_run_block_with(ex, 1, child, &r, &st), PARDO_OK);
-    ck_assert_double_eq(pardo_tensor_get_f64(pardo_scope_find(child, "q"), 1), 1);
-    pardo_tensor_release(a);
-    pardo_scope_free(child);
-    pardo_executor_free(ex);
-    pardo_program_free(p);
-}
-END_TEST
-
-/* Runs a graph once with feed x (float64 [rows, 3]); returns the code, st filled. */
-static int run_status(const char *text, int rows, pardo_status *st) {
-    pardo_program *p = test_program(text, "r.json");
-    pardo_executor *ex = test_executor(p, 2);
-    test_rng r = {1};
-    int64_t xs[2] = {rows, 3};
-    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1);
-    feed(ex, "x", x);
-    int rc = pardo_executor_run(ex, st);
-    pardo_tensor_release(x);
-    pardo_executor_free(ex);
-    pardo_program_free(p);
-    return rc;
-}
-
-#define X_FEED "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 3], \"role\": \"feed\"}"
-
-START_TEST(err_run_time_part_mismatches) {
-    pardo_status st;
-    /* sum of 7 rows over 3 parts: parts of different shapes */
-    ck_assert_int_eq(
-        run_status(
-            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
-            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 3}},"
-            "{\"op\": \"merge\", \"name\": \"m\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
-            7, &st),
-        PARDO_ESHAPE);
-    ck_assert_msg(strstr(st.msg, "'m' (merge)") && strstr(st.msg, "part 1 is [2, 3] but part 0 is [3, 3]"), "%s",
-                  st.msg);
-    /* two parts_in arrays with different part counts */
-    ck_assert_int_eq(
-        run_status(
-            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
-            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"a\"], \"attrs\": {\"parts\": 2}},"
-            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"b\"], \"attrs\": {\"parts\": 3}},"
-            "{\"op\": \"parallel_do\", \"in\": [\"a\", \"b\"], \"out\": [\"cs\"], \"attrs\": {\"block\": 1,"
-            " \"parts_in\": {\"ap\": \"a\", \"bp\": \"b\"}, \"parts_out\": {\"c\": \"cs\"}}}]},"
-            "{\"parent\": 0, \"vars\": {}, \"ops\": [{\"op\": \"add\", \"in\": [\"ap\", \"bp\"], \"out\": [\"c\"]}]}]}",
-            6, &st),
-        PARDO_ESHAPE);
-    ck_assert_msg(strstr(st.msg, "'b' has 3 parts but 'a' has 2"), "%s", st.msg);
-    /* a weighted mean whose split batch is empty */
-    ck_assert_int_eq(
-        run_status(
-            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
-            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 2}},"
-            "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"xs\"}}]}]}",
-            0, &st),
-        PARDO_EINVAL);
-    ck_assert_msg(strstr(st.msg, "the split batch is empty"), "%s", st.msg);
-}
-END_TEST
-
-/* ---- load-time errors ---- */
-
-static void expect_error(const char *text, int code, const char *const *words) {
-    pardo_status st;
-    int rc = test_program_status(text, "t.json", NULL, &st);
-    ck_assert_msg(rc == code, "expected code %d, got %d: %s", code, rc, st.msg);
-    for (; *words; words++) ck_assert_msg(strstr(st.msg, *words) != NULL, "message lacks '%s': %s", *words, st.msg);
-}
-
-#define HEAD                                                                                                                 \
-    "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", "                                                                   \
-    "\"w\": {\"dtype\": \"float64\", \"shape\": [3, 2], \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": [" \
-    "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]},"
-#define PD(in, attrs)                                                                                                  \
-    "{\"op\": \"parallel_do\", \"name\": \"outer\", \"in\": " in ", \"out\": [\"ys\"], \"attrs\": " attrs "}"
-#define STD_ATTRS "{\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"y\": \"ys\"}}"
-#define SUB(ops) "{\"parent\": 0, \"vars\": {}, \"ops\": [" ops "]}"
-#define MATMUL "{\"op\": \"matmul\", \"in\": [\"xp\", \"w\"], \"out\": [\"y\"]}"
-
-START_TEST(err_parallel_do_block_attr) {
-    expect_error(HEAD PD("[\"xs\", \"w\"]", "{\"block\": 0}") "]}]}", PARDO_EINVAL,
-                 (const char *[]){"t.json:1:", "'outer' (parallel_do)", "attr 'block' is 0", NULL});
-    expect_error(HEAD PD("[\"xs\", \"w\"]", "{\"block\": 4, \"parts_in\": {\"xp\": \"xs\"}}") "]}, " SUB(MATMUL) "]}",
-                 PARDO_EINVAL, (const char *[]){"attr 'block' is 4", "0..1", NULL});
-    /* block 2's parent is block 1, not the op's block 0 */
-    expect_error(
-        HEAD
-            PD("[\"xs\", \"w\"]", "{\"block\": 2, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"y\": \"ys\"}}") "]}, " SUB(
-                "") ", {\"parent\": 1, \"vars\": {}, \"ops\": [" MATMUL "]}]}",
-        PARDO_EINVAL, (const char *[]){"whose parent is block 1", "child of the op's block 0", NULL});
-    /* two parallel_dos on one block */
-    expect_error(
-        HEAD PD(
-            "[\"xs\", \"w\"]",
-            STD_ATTRS) ","
-                       "{\"op\": \"parallel_do\", \"name\": \"again\", \"in\": [\"xs\", \"w\"], \"out\": [\"zs\"], \"attrs\": " STD_ATTRS
-                       "}"
-                       "]}, " SUB(MATMUL) "]}",
-        PARDO_EINVAL, (const char *[]){"'again'", "block 1 is already run by block 0, op 1 'outer'", NULL});
-}
-END_TEST
-
-START_TEST(err_nested_parallel_do_names_both) {
-    expect_error(
-        HEAD PD(
-            "[\"xs\", \"w\"]",
-            STD_ATTRS) "]}, "
-                       "{\"parent\": 0, \"vars\": {}, \"ops\": [" MATMUL ","
-                       "{\"op\": \"split\", \"in\": [\"xp\"], \"out\": [\"inner_parts\"]},"
-                       "{\"op\": \"parallel_do\", \"name\": \"inner\", \"in\": [\"inner_parts\"], \"out\": [\"zs\"],"
-                       " \"attrs\": {\"block\": 2, \"parts_in\": {\"z\": \"inner_parts\"}, \"parts_out\": {\"z\": \"zs\"}}}]},"
-                       "{\"parent\": 1, \"vars\": {}, \"ops\": []}]}",
-        PARDO_EINVAL,
-        (const char *[]){"block 1, op 2 'inner' (parallel_do)", "nested parallel_do",
-                         "block 0, op 1 'outer' (parallel_do)", NULL});
-}
-END_TEST
-
-START_TEST(err_parallel_do_parts_and_lists) {
-    /* parts_in names a tensor */
-    expect_error(
-        HEAD PD(
-            "[\"x\", \"w\"]",
-            "{\"block\": 1, \"parts_in\": {\"xp\": \"x\"}, \"parts_out\": {\"y\": \"ys\"}}") "]}, " SUB(MATMUL) "]}",
-        PARDO_EINVAL, (const char *[]){"parts_in 'xp'", "'x' is a tensor, expected a tensor_array", NULL});
-    /* parts_in's array not in "in" */
-    expect_error(HEAD PD("[\"w\"]", STD_ATTRS) "]}, " SUB(MATMUL) "]}", PARDO_EINVAL,
-                 (const char *[]){"'outer'", "'xs' must be listed in \"in\"", NULL});
-    /* the block reads w, which "in" lacks */
-    expect_error(HEAD PD("[\"xs\"]", STD_ATTRS) "]}, " SUB(MATMUL) "]}", PARDO_EINVAL,
-                 (const char *[]){"'outer'", "block 1, op 0 (matmul) reads 'w' of block 0", "list it in \"in\"", NULL});
-    /* an output that no parts_out fills */
-    expect_error(
-        HEAD "{\"op\": \"parallel_do\", \"in\": [\"xs\", \"w\"], \"out\": [\"ys\", \"extra\"], \"attrs\": " STD_ATTRS
-             "}"
-             "]}, " SUB(MATMUL) "]}",
-        PARDO_EINVAL, (const char *[]){"output 1 'extra' is not a parts_out target", NULL});
-    /* parts_out names a var the block never writes */
-    expect_error(
-        HEAD PD(
-            "[\"xs\", \"w\"]",
-            "{\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"nope\": \"ys\"}}") "]}, " SUB(MATMUL) "]}",
-        PARDO_EINVAL, (const char *[]){"parts_out 'nope': no op of block 1 writes 'nope'", NULL});
-    /* parts_in must map to names */
-    expect_error(
-        HEAD PD("[\"xs\", \"w\"]",
-                "{\"block\": 1, \"parts_in\": {\"xp\": 3}, \"parts_out\": {\"y\": \"ys\"}}") "]}, " SUB(MATMUL) "]}",
-        PARDO_EINVAL, (const char *[]){"attr 'parts_in': 'xp' maps to number", NULL});
-    /* the block updates an enclosing var in place */
-    expect_error(HEAD PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, " SUB(
-                     MATMUL
-                     ", {\"op\": \"scale\", \"in\": [\"w\"], \"out\": [\"w\"], \"attrs\": {\"scale\": 0.5}}") "]}",
-                 PARDO_EINVAL,
-                 (const char *[]){"block 1, op 0 (matmul)", "'w' of block 0 is read here and written in block 1",
-                                  "read-only", NULL});
-    /* a part block declares a param */
-    expect_error(
-        HEAD PD(
-            "[\"xs\", \"w\"]",
-            STD_ATTRS) "]}, "
-                       "{\"parent\": 0, \"vars\": {\"v\": {\"dtype\": \"float64\", \"shape\": [2], \"role\": \"param\", "
-                       "\"init\": {\"fill\": \"normal\"}}}, \"ops\": [" MATMUL "]}]}",
-        PARDO_EINVAL, (const char *[]){"block 1, var 'v'", "declare param vars and constants in block 0", NULL});
-    /* the block reads one of its temps before writing it */
-    expect_error(HEAD PD("[\"xs\", \"w\"]",
-                         STD_ATTRS) "]}, " SUB("{\"op\": \"relu\", \"in\": [\"t\"], \"out\": [\"u\"]}, " MATMUL
-                                               ", {\"op\": \"relu\", \"in\": [\"y\"], \"out\": [\"t\"]}") "]}",
-                 PARDO_EINVAL, (const char *[]){"block 1, op 0 (relu)", "'t' of block 1 is read before", NULL});
-}
-END_TEST
-
-START_TEST(err_tensor_array_kinds) {
-    /* a tensor_array param */
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", \"ta\": {\"dtype\": \"float32\", \"shape\": [2], "
-                 "\"kind\": \"tensor_array\", \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": []}]}",
-                 PARDO_EINVAL, (const char *[]){"var 'ta'", "must be a temp", NULL});
-    /* an ordinary op reading a tensor_array */
-    expect_error(HEAD "{\"op\": \"relu\", \"name\": \"r\", \"in\": [\"xs\"], \"out\": [\"y\"]}]}]}", PARDO_EINVAL,
-                 (const char *[]){"'r' (relu)", "'xs' is a tensor_array; relu reads tensors", NULL});
-    /* merge of a tensor */
-    expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"x\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
-                 PARDO_EINVAL, (const char *[]){"'x' is a tensor, but merge reads a tensor_array", NULL});
-    /* split into a declared tensor */
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED
-                 ", \"t\": {\"dtype\": \"float64\", \"shape\": [-1, 3]}},"
-                 " \"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"t\"]}]}]}",
-                 PARDO_EINVAL, (const char *[]){"'t' is declared as a tensor, but split writes a tensor_array", NULL});
-}
-END_TEST
-
-START_TEST(err_split_and_merge_attrs) {
-    expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"median\"}}]}]}",
-                 PARDO_EINVAL, (const char *[]){"attr 'mode' is \"median\"", NULL});
-    expect_error(HEAD "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"]}]}]}", PARDO_EINVAL,
-                 (const char *[]){"attr 'mode' is required", NULL});
-    expect_error(
-        HEAD
-        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"zz\"}}]}]}",
-        PARDO_ENOTFOUND, (const char *[]){"attr 'weight_by': unknown var 'zz'", NULL});
-    expect_error(
-        HEAD
-        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"x\"}}]}]}",
-        PARDO_EINVAL, (const char *[]){"'x' is a tensor, expected the tensor_array a split wrote", NULL});
-    expect_error(
-        HEAD
-        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\", \"weight_by\": \"xs\"}}]}]}",
-        PARDO_EINVAL, (const char *[]){"'weight_by' weights a mean", NULL});
-    /* a declared tensor_array nobody wrote, read directly and as weight_by */
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {\"ta\": {\"dtype\": \"float32\", \"shape\": [-1], "
-                 "\"kind\": \"tensor_array\"}}, \"ops\": ["
-                 "{\"op\": \"merge\", \"in\": [\"ta\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"sum\"}}]}]}",
-                 PARDO_EINVAL, (const char *[]){"'ta' is read before any op writes it", NULL});
-    expect_error(
-        "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", \"later\": {\"dtype\": \"float64\", \"shape\": [-1, 3], "
-        "\"kind\": \"tensor_array\"}}, \"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]},"
-        "{\"op\": \"merge\", \"in\": [\"xs\"], \"out\": [\"y\"], \"attrs\": {\"mode\": \"mean\", \"weight_by\": \"later\"}},"
-        "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"later\"]}]}]}",
-        PARDO_EINVAL, (const char *[]){"tensor_array 'later' is read before any op writes it", NULL});
-    expect_error(
-        "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"k\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"}}, \"ops\": ["
-        "{\"op\": \"split\", \"in\": [\"k\"], \"out\": [\"ks\"]},"
-        "{\"op\": \"merge\", \"in\": [\"ks\"], \"out\": [\"m\"], \"attrs\": {\"mode\": \"mean\"}}]}]}",
-        PARDO_ESHAPE, (const char *[]){"mode mean needs float parts, got int64", NULL});
-    expect_error(
-        "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"s\": {\"dtype\": \"float32\", \"shape\": [], \"role\": \"feed\"}}, \"ops\": ["
-        "{\"op\": \"split\", \"in\": [\"s\"], \"out\": [\"ss\"]}]}]}",
-        PARDO_ESHAPE, (const char *[]){"cannot split a scalar", NULL});
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
-                 "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": -2}}]}]}",
-                 PARDO_EINVAL, (const char *[]){"attr 'parts' is -2", NULL});
-    expect_error("{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
-                 "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"axis\": 2}}]}]}",
-                 PARDO_EINVAL, (const char *[]){"axis", NULL});
-}
-END_TEST
-
-START_TEST(err_sub_block_inference_is_located) {
-    expect_error(
-        "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED ", "
-        "\"w\": {\"dtype\": \"float64\", \"shape\": [4, 2], \"role\": \"param\", \"init\": {\"fill\": \"normal\"}}}, \"ops\": ["
-        "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"]}," PD("[\"xs\", \"w\"]", STD_ATTRS) "]}, " SUB(
-            "{\"op\": \"matmul\", \"name\": \"fc\", \"in\": [\"xp\", \"w\"], \"out\": [\"y\"]}") "]}",
-        PARDO_ESHAPE, (const char *[]){"t.json:1:", "block 1, op 0 'fc' (matmul)", NULL});
 }
 END_TEST
 
@@ -895,17 +553,5 @@ Suite *make_parallel_suite(void) {
     tcase_add_test(core, steady_state_reuses_parts_scopes_and_outputs);
     tcase_add_test(core, stress_100000_parallel_do_calls);
     suite_add_tcase(s, core);
-    TCase *errors = tcase_create("Errors");
-    tcase_set_timeout(errors, 60);
-    tcase_add_test(errors, err_failing_part_stops_the_others);
-    tcase_add_test(errors, err_stop_flag_stops_between_ops);
-    tcase_add_test(errors, err_run_time_part_mismatches);
-    tcase_add_test(errors, err_parallel_do_block_attr);
-    tcase_add_test(errors, err_nested_parallel_do_names_both);
-    tcase_add_test(errors, err_parallel_do_parts_and_lists);
-    tcase_add_test(errors, err_tensor_array_kinds);
-    tcase_add_test(errors, err_split_and_merge_attrs);
-    tcase_add_test(errors, err_sub_block_inference_is_located);
-    suite_add_tcase(s, errors);
     return s;
 }

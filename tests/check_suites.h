@@ -14,6 +14,7 @@
     X(npy)              \
     X(safetensors)      \
     X(graph_json)       \
+    X(graph_json_errors)\
     X(registry)         \
     X(ops_elementwise)  \
     X(ops_activation)   \
@@ -45,6 +46,7 @@
     X(task)             \
     X(coordinator)      \
     X(parallel)         \
+    X(parallel_errors)  \
     X(early_stage)      \
     X(loader)           \
     X(train)            \

@@ -50,3 +50,19 @@ pardo_executor *test_executor(const pardo_program *p, int nthreads) {
     ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "init_vars: %s", st.msg);
     return ex;
 }
+
+void test_feed(pardo_executor *ex, const char *name, pardo_tensor *t) {
+    pardo_status st;
+    ck_assert_msg(pardo_executor_feed(ex, name, t, "test", &st) == PARDO_OK, "feed %s: %s", name, st.msg);
+}
+
+void test_run(pardo_executor *ex) {
+    pardo_status st;
+    ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "run: %s", st.msg);
+}
+
+pardo_tensor *test_fetch(pardo_executor *ex, const char *name) {
+    pardo_tensor *t = pardo_executor_fetch(ex, name);
+    ck_assert_msg(t != NULL, "no value for '%s'", name);
+    return t;
+}

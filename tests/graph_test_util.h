@@ -36,4 +36,10 @@ pardo_program *test_training_program(const char *text, const char *path, const c
 /* A CPU executor for p with vars initialised (no checkpoint); fails the test on error. */
 pardo_executor *test_executor(const pardo_program *p, int nthreads);
 
+/* pardo_executor_feed of t as var `name` (t retained by the executor), pardo_executor_run, and
+ * pardo_executor_fetch (borrowed); each fails the test on error (fetch: on no value). */
+void test_feed(pardo_executor *ex, const char *name, pardo_tensor *t);
+void test_run(pardo_executor *ex);
+pardo_tensor *test_fetch(pardo_executor *ex, const char *name);
+
 #endif

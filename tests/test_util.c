@@ -143,3 +143,9 @@ bool test_someone_idle_within_100ms(void) {
     } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < 0.1);
     return false;
 }
+
+void test_pool_size(int n) {
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != n) pardo_thread_pool_shutdown();
+    ck_assert_msg(pardo_thread_pool_configure(n, &st) == PARDO_OK, "%s", st.msg);
+}

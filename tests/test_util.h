@@ -65,4 +65,8 @@ void test_write_file(const char *path, const void *data, size_t n);
  * that state lasts at most a waiter's spin (2 ms). */
 bool test_someone_idle_within_100ms(void);
 
+/* Sizes the thread pool to n threads (shutting down a started pool of another size first); fails the test on
+ * error. */
+void test_pool_size(int n);
+
 #endif

@@ -1,24 +1,24 @@
-/* trace.c - per-thread event buffers, written once as Chrome trace JSON
- * (see trace.h; the format is README.md's "Traces").
+/* trace.c - the recording of a trace (see trace.h; the format is
+ * README.md's "Traces"): per-thread event buffers, their chunks and the
+ * memory limit, the tick clock, and the record functions; trace_write.c
+ * writes what they kept as Chrome trace JSON.
  *
  * Each recording thread owns a trace_buf: a list of chunks (mmap'd with
  * their pages populated, so that appending never page-faults) of
  * variable-size records - rec_op, rec_flow, rec_part, rec_stage, rec_user,
- * rec_mem - appended by that thread alone, without locks. A thread finds its
- * buffer through thread-local storage tagged with the trace's generation; a
- * thread whose tag is stale (its first event of this trace) makes a buffer
- * and links it into the global list under reg_mu, once per trace. Records
- * hold raw data: tick clock values, op pointers, and shapes, which an op's
- * record points at in an earlier record of the same op on the same thread
- * when they did not change (48 bytes an op in the steady state). The memory
- * counter is recorded only when it changed. All formatting happens at write
- * time, where an op's name and args are formatted once per shapes block. */
-#include "trace/trace.h"
+ * rec_mem (trace_internal.h) - appended by that thread alone, without
+ * locks. A thread finds its buffer through thread-local storage tagged with
+ * the trace's generation; a thread whose tag is stale (its first event of
+ * this trace) makes a buffer and links it into the global list under
+ * reg_mu, once per trace. Records hold raw data: tick clock values, op
+ * pointers, and shapes, which an op's record points at in an earlier record
+ * of the same op on the same thread when they did not change (48 bytes an
+ * op in the steady state). The memory counter is recorded only when it
+ * changed. All formatting happens at write time. */
+#include "trace/trace_internal.h"
 
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io/file_io.h"
 #include "exec/thread_pool.h"
-#include "cli/version.h"
 
-#define NAME_MAX_LEN 48  // bytes of a thread name, NUL included
 #define STACK_MAX 32     // open pardo_trace_begin spans per thread
 #define USER_ARGS_MAX 16 // args kept per user span
 #define CHUNK_BYTES (128 * 1024)
@@ -39,112 +36,15 @@
 #define SHAPE_CACHE 256 // ops whose last shapes a thread remembers (a power of two)
 #define MAX_IO 128      // tensors of one op record (inputs and outputs)
 
-enum { REC_OP = 1, REC_FLOW, REC_PART, REC_STAGE, REC_USER, REC_MEM };
-enum { F_ERROR = 1, F_LONG = 2 }; /* rec_op flags: an error string follows; 64-bit times follow */
-
-typedef struct rec_hdr {
-    uint8_t kind;
-    uint8_t flags;
-    uint16_t pad;
-    uint32_t size; // bytes of the whole record, a multiple of 8
-} rec_hdr;
-
-/* One tensor of a shapes block: ndim dims follow. */
-typedef struct rec_tensor {
-    int8_t dtype; // pardo_dtype, or -1 when absent
-    int8_t ndim;  // dims that follow (a tensor_array: its first part's), -1: none known
-    int16_t pad;
-    int32_t parts;  // tensor_array: its parts; -1: a plain tensor
-    int64_t nbytes; // bytes of data (a tensor_array: of all its parts)
-    int64_t dims[];
-} rec_tensor;
-
-/* The inputs and outputs of an op run: n_in + max(n_out, 0) rec_tensors follow. */
-typedef struct rec_shapes {
-    int16_t n_in, n_out; // n_out -1: the op failed (no outputs)
-    uint32_t size;       // bytes of the block, this header included
-} rec_shapes;
-
-/* An op run: 48 bytes in the steady state, where its shapes are those of
- * the op's last run on this thread and `shapes` points there. */
-typedef struct rec_op {
-    rec_hdr h;
-    const pardo_op *op;       // borrowed from the program
-    int64_t t0;               // ns
-    uint32_t dur, queued;     // ns; with F_LONG both saturate and int64 copies follow the record head
-    const rec_shapes *shapes; // in this record (after the head) or in an earlier one of this thread
-    int32_t block, index;
-} rec_op;
-
-/* Flows a parallel_do started: attached to the op's event at write time. */
-typedef struct rec_flow {
-    rec_hdr h;
-    const pardo_op *op;
-    uint64_t first; // flow ids first .. first + n - 1
-    int64_t ts;     // ns
-    int32_t n, pad;
-} rec_flow;
-
-typedef struct rec_part {
-    rec_hdr h;
-    const pardo_op *pd;
-    int32_t op_block, op_index, block, part, parts, err_len;
-    int64_t rows;
-    uint64_t flow;
-    int64_t t0, t1;
-} rec_part;
-
-typedef struct rec_stage {
-    rec_hdr h;
-    int32_t block, first, end, chains;
-    int64_t t0, t1;
-} rec_stage;
-
-/* name, cat, then n_args (key, value) pairs as NUL-terminated strings follow;
- * a number's value is stored as a string already ("%.17g"). */
-typedef struct rec_user {
-    rec_hdr h;
-    int64_t t0, t1;
-    int32_t n_args;
-    uint32_t str_mask; // bit i: arg i is a string (else a number)
-} rec_user;
-
-/* The tensor memory counter, when it changed since this thread's last sample. */
-typedef struct rec_mem {
-    rec_hdr h;
-    int64_t t;     // ns
-    int64_t bytes; // pardo_tensor_bytes_in_use
-} rec_mem;
-
-typedef struct chunk {
-    struct chunk *next;
-    size_t used, cap; // bytes of data
-    size_t map;       // bytes mapped, this header included
-    _Alignas(8) unsigned char data[];
-} chunk;
-
-typedef struct trace_buf {
-    struct trace_buf *next; // global list, in registration order
-    int order;              // registration order in this trace, from 0
-    long tid;               // kernel thread id
-    bool main;              // the thread that started the trace
-    char name[NAME_MAX_LEN];
-    chunk *head, *tail;
-    uint32_t flows; // flow ids made so far by this thread
-    int64_t mem;    // the last memory sample this thread recorded, -1: none
-} trace_buf;
-
 atomic_bool pardo_trace_enabled;
 atomic_bool pardo_trace_tsc;
+trace_clock pardo_trace_clock = {.tick_ns = 1.0};
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER; // guards bufs, n_bufs, spare
 static trace_buf *bufs, **bufs_tail = &bufs;
 static struct chunk *spare; // first chunks made at start for the threads that register later
 static int n_bufs;
 static atomic_uint generation; // bumped by each start and reset; thread-local buffers of another generation are stale
-static int64_t start_ns;       // the trace's t = 0, CLOCK_MONOTONIC ns
-static int64_t start_tick;     // pardo_trace_ticks at start_ns
-static double tick_ns = 1.0;   // ns per tick, calibrated when the trace is written
 static atomic_long n_created, n_dropped;
 /* The trace's memory limit: chunks (mapped bytes) are made while they stay within max_bytes; the first that
  * would not sets full, from then on every event is dropped (a clean cut), and full_tick is when. */
@@ -315,20 +215,15 @@ static bool tsc_usable(void) {
 #endif
 }
 
-/* Fixes tick_ns from the ticks and ns elapsed since the start (the tick clock
- * against CLOCK_MONOTONIC). */
-static void calibrate(void) {
+void pardo_trace_calibrate(void) {
+    trace_clock *c = &pardo_trace_clock;
     if (!atomic_load(&pardo_trace_tsc)) {
-        tick_ns = 1.0;
+        c->tick_ns = 1.0;
         return;
     }
     int64_t t = pardo_trace_ticks(), ns = pardo_trace_now_ns();
-    if (t > start_tick && ns > start_ns) tick_ns = (double)(ns - start_ns) / (double)(t - start_tick);
+    if (t > c->start_tick && ns > c->start_ns) c->tick_ns = (double)(ns - c->start_ns) / (double)(t - c->start_tick);
 }
-
-/* A tick as CLOCK_MONOTONIC ns, and a tick count as ns. */
-static int64_t ns_at(int64_t tick) { return start_ns + llround((double)(tick - start_tick) * tick_ns); }
-static int64_t ns_of(int64_t ticks) { return llround((double)ticks * tick_ns); }
 
 /* $PARDO_TRACE_MAX_MB in bytes (DEFAULT_MAX_MB when unset); PARDO_EINVAL when it is not a whole number >= 1. */
 static int limit_from_env(size_t *bytes, pardo_status *st) {
@@ -365,12 +260,12 @@ int pardo_trace_start(pardo_status *st) {
         spare = c;
         pthread_mutex_unlock(&reg_mu);
     }
-    start_ns = pardo_trace_now_ns();
-    start_tick = atomic_load(&pardo_trace_tsc) ? pardo_trace_ticks() : start_ns;
-    tick_ns = 1.0;
+    pardo_trace_clock.start_ns = pardo_trace_now_ns();
+    pardo_trace_clock.start_tick = atomic_load(&pardo_trace_tsc) ? pardo_trace_ticks() : pardo_trace_clock.start_ns;
+    pardo_trace_clock.tick_ns = 1.0;
     if (b) {
         b->main = true;
-        sample_mem(b, start_tick);
+        sample_mem(b, pardo_trace_clock.start_tick);
     }
     atomic_store_explicit(&pardo_trace_enabled, true, memory_order_release);
     return PARDO_OK;
@@ -379,7 +274,7 @@ int pardo_trace_start(pardo_status *st) {
 void pardo_trace_stop(void) {
     if (!atomic_load(&pardo_trace_enabled)) return;
     atomic_store_explicit(&pardo_trace_enabled, false, memory_order_release);
-    calibrate();
+    pardo_trace_calibrate();
 }
 
 void pardo_trace_reset(void) {
@@ -417,12 +312,23 @@ size_t pardo_trace_max_bytes(void) { return max_bytes; }
 
 double pardo_trace_full_at_s(void) {
     if (!atomic_load(&full)) return -1;
-    return (double)(ns_at(atomic_load(&full_tick)) - start_ns) / 1e9;
+    return (double)(ns_at(atomic_load(&full_tick)) - pardo_trace_clock.start_ns) / 1e9;
 }
 
-/* ---- recording ---- */
+bool pardo_trace_full_tick(int64_t *tick) {
+    if (!atomic_load(&full)) return false;
+    *tick = atomic_load(&full_tick);
+    return true;
+}
 
-static size_t tensor_rec_size(int ndim) { return sizeof(rec_tensor) + (size_t)(ndim > 0 ? ndim : 0) * sizeof(int64_t); }
+const trace_buf *pardo_trace_bufs_lock(void) {
+    pthread_mutex_lock(&reg_mu);
+    return bufs;
+}
+
+void pardo_trace_bufs_unlock(void) { pthread_mutex_unlock(&reg_mu); }
+
+/* ---- recording ---- */
 
 /* Writes t at p; returns the bytes used. */
 static size_t put_tensor(unsigned char *p, const pardo_tensor *t) {
@@ -658,500 +564,4 @@ void pardo_trace_end(const pardo_trace_arg *args, int n_args) {
     int d = --tls.depth;
     if (d < STACK_MAX)
         pardo_trace_complete(tls.open_name[d], tls.open_cat[d], tls.open_t0[d], pardo_trace_now_ns(), args, n_args);
-}
-
-/* ---- writing ---- */
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static bool sb_reserve(sbuf *b, size_t n) {
-    if (b->oom) return false;
-    if (b->len + n + 1 <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 1 << 16;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-        b->oom = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (!sb_reserve(b, n)) return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) {
-        sb_put(b, tmp, (size_t)n);
-        return;
-    }
-    if (!sb_reserve(b, (size_t)n)) return;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-/* A decimal integer (the writer's hot path: no printf). */
-static void sb_int(sbuf *b, long long v) {
-    char tmp[24], *e = tmp + sizeof tmp, *q = e;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do *--q = (char)('0' + u % 10);
-    while (u /= 10);
-    if (v < 0) *--q = '-';
-    sb_put(b, q, (size_t)(e - q));
-}
-
-/* ns as microseconds with three decimals, exactly ("%.3f" of ns / 1e3). */
-static void sb_ns_as_us(sbuf *b, int64_t ns) {
-    if (ns < 0) {
-        sb_put(b, "-", 1);
-        ns = -ns;
-    }
-    sb_int(b, ns / 1000);
-    char frac[4] = {'.', (char)('0' + ns % 1000 / 100), (char)('0' + ns % 100 / 10), (char)('0' + ns % 10)};
-    sb_put(b, frac, 4);
-}
-
-/* s as a JSON string, quotes included (NULL: null). */
-static void sb_str(sbuf *b, const char *s) {
-    if (!s) {
-        sb_puts(b, "null");
-        return;
-    }
-    sb_put(b, "\"", 1);
-    const char *run = s;
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c >= 0x20 && *c != '"' && *c != '\\') continue;
-        sb_put(b, run, (size_t)((const char *)c - run));
-        switch (*c) {
-        case '"': sb_puts(b, "\\\""); break;
-        case '\\': sb_puts(b, "\\\\"); break;
-        case '\n': sb_puts(b, "\\n"); break;
-        case '\t': sb_puts(b, "\\t"); break;
-        case '\r': sb_puts(b, "\\r"); break;
-        default: sb_printf(b, "\\u%04x", *c); break;
-        }
-        run = (const char *)c + 1;
-    }
-    sb_puts(b, run);
-    sb_put(b, "\"", 1);
-}
-
-static const char *op_label(const pardo_op *op) { return op->name && op->name[0] ? op->name : op->type; }
-
-/* The common head of an event:
- * {"name":..,"cat":..,"ph":..,"ts":..,["dur":..,]"pid":..,"tid":..
- * t0: CLOCK_MONOTONIC ns; dur: ns, < 0 for none. */
-static void event_head(sbuf *b, const char *name, const char *cat, const char *ph, int64_t t0, int64_t dur,
-                       const char *pid_tid) {
-    sb_puts(b, ",\n{\"name\":");
-    sb_str(b, name);
-    sb_puts(b, ",\"cat\":\"");
-    sb_puts(b, cat);
-    sb_puts(b, "\",\"ph\":\"");
-    sb_puts(b, ph);
-    sb_puts(b, "\",\"ts\":");
-    sb_ns_as_us(b, t0 - start_ns);
-    if (dur >= 0) {
-        sb_puts(b, ",\"dur\":");
-        sb_ns_as_us(b, dur);
-    }
-    sb_puts(b, pid_tid);
-}
-
-/* Writes one tensor as {"var":..,"dtype":..,"shape":[..],"bytes":..}; returns its record size. */
-static size_t write_tensor(sbuf *b, const unsigned char *p, const char *var, int64_t *nbytes) {
-    const rec_tensor *t = (const rec_tensor *)p;
-    if (t->dtype < 0) {
-        sb_puts(b, "null");
-        return tensor_rec_size(0);
-    }
-    sb_puts(b, "{\"var\":");
-    sb_str(b, var);
-    sb_puts(b, ",\"dtype\":\"");
-    sb_puts(b, pardo_dtype_name((pardo_dtype)t->dtype));
-    sb_puts(b, "\"");
-    if (t->parts >= 0) {
-        sb_puts(b, ",\"tensor_array\":");
-        sb_int(b, t->parts);
-    }
-    sb_puts(b, ",\"shape\":");
-    if (t->ndim < 0) {
-        sb_puts(b, "null");
-    } else {
-        sb_puts(b, "[");
-        for (int d = 0; d < t->ndim; d++) {
-            if (d) sb_puts(b, ",");
-            sb_int(b, t->dims[d]);
-        }
-        sb_puts(b, "]");
-    }
-    sb_puts(b, ",\"bytes\":");
-    sb_int(b, t->nbytes);
-    sb_puts(b, "}");
-    *nbytes += t->nbytes;
-    return tensor_rec_size(t->ndim);
-}
-
-/* The JSON of an op event that its runs with the same shapes share: its
- * head up to "ts": and its args up to bytes_written, made once per shapes
- * block (a shapes block belongs to one op) and copied for each run. */
-typedef struct frag {
-    const rec_shapes *key;
-    size_t head, head_len, args, args_len; // offsets and lengths in write_state.frags
-} frag;
-
-/* While writing: the flows of the parallel_do run not yet written and the
- * memory sample current at the op being written (per thread), and the
- * fragments made so far (the whole trace). */
-typedef struct write_state {
-    const rec_flow *flow;
-    int64_t mem;
-    frag *table; // open addressing on key, cap a power of two, NULL keys empty
-    size_t cap, used;
-    sbuf frags;
-} write_state;
-
-static size_t frag_slot(const write_state *ws, const rec_shapes *key) {
-    size_t i = (size_t)(((uintptr_t)key >> 3) * 0x9E3779B97F4A7C15ull) & (ws->cap - 1);
-    while (ws->table[i].key && ws->table[i].key != key) i = (i + 1) & (ws->cap - 1);
-    return i;
-}
-
-/* The fragments of o's event, made on first sight; NULL when out of memory. */
-static const frag *op_frag(sbuf *b, write_state *ws, const rec_op *o);
-
-static const frag *op_frag(sbuf *b, write_state *ws, const rec_op *o) {
-    if (ws->used * 2 >= ws->cap) { /* grow: rehash */
-        size_t old_cap = ws->cap;
-        frag *old = ws->table;
-        ws->cap = old_cap ? old_cap * 2 : 256;
-        if (!(ws->table = calloc(ws->cap, sizeof(*ws->table)))) {
-            ws->table = old;
-            ws->cap = old_cap;
-            b->oom = true;
-            return NULL;
-        }
-        for (size_t i = 0; i < old_cap; i++)
-            if (old[i].key) ws->table[frag_slot(ws, old[i].key)] = old[i];
-        free(old);
-    }
-    size_t i = frag_slot(ws, o->shapes);
-    frag *f = &ws->table[i];
-    if (f->key) return f;
-    const pardo_op *op = o->op;
-    sbuf *fb = &ws->frags;
-    f->key = o->shapes;
-    ws->used++;
-    f->head = fb->len;
-    sb_puts(fb, ",\n{\"name\":");
-    sb_str(fb, op_label(op));
-    sb_puts(fb, ",\"cat\":\"op\",\"ph\":\"X\",\"ts\":");
-    f->head_len = fb->len - f->head;
-    f->args = fb->len;
-    sb_puts(fb, ",\"args\":{\"op\":");
-    sb_str(fb, op->type);
-    sb_puts(fb, ",\"name\":");
-    sb_str(fb, op->name ? op->name : "");
-    sb_puts(fb, ",\"block\":");
-    sb_int(fb, o->block);
-    sb_puts(fb, ",\"index\":");
-    sb_int(fb, o->index);
-    sb_puts(fb, ",\"role\":\"");
-    sb_puts(fb, pardo_op_role_name(op->role));
-    const rec_shapes *sh = o->shapes;
-    const unsigned char *t = (const unsigned char *)sh + sizeof(rec_shapes);
-    int64_t in_bytes = 0, out_bytes = 0;
-    sb_puts(fb, "\",\"inputs\":[");
-    for (int k = 0; k < sh->n_in; k++) {
-        if (k) sb_puts(fb, ",");
-        t += write_tensor(fb, t, op->in[k], &in_bytes);
-    }
-    sb_puts(fb, "],\"outputs\":");
-    if (sh->n_out < 0) {
-        sb_puts(fb, "null");
-    } else {
-        sb_puts(fb, "[");
-        for (int k = 0; k < sh->n_out; k++) {
-            if (k) sb_puts(fb, ",");
-            t += write_tensor(fb, t, op->out[k], &out_bytes);
-        }
-        sb_puts(fb, "]");
-    }
-    sb_puts(fb, ",\"bytes_written\":");
-    sb_int(fb, out_bytes);
-    f->args_len = fb->len - f->args;
-    if (fb->oom) b->oom = true;
-    return fb->oom ? NULL : f;
-}
-
-static void write_op(sbuf *b, const rec_op *o, const char *pid_tid, write_state *ws) {
-    const pardo_op *op = o->op;
-    const unsigned char *p = (const unsigned char *)o + sizeof(rec_op);
-    int64_t dur = o->dur, queued = o->queued;
-    if (o->h.flags & F_LONG) {
-        const int64_t *ext = (const int64_t *)p;
-        dur = ext[0];
-        queued = ext[1];
-        p += 2 * sizeof(int64_t);
-    }
-    if (o->shapes == (const rec_shapes *)p) p += o->shapes->size;
-    p = (const unsigned char *)(((uintptr_t)p + 7) & ~(uintptr_t)7);
-    const frag *fr = op_frag(b, ws, o);
-    if (!fr) return;
-    sb_put(b, ws->frags.p + fr->head, fr->head_len);
-    sb_ns_as_us(b, ns_at(o->t0) - start_ns);
-    sb_puts(b, ",\"dur\":");
-    sb_ns_as_us(b, ns_of(dur));
-    sb_puts(b, pid_tid);
-    sb_put(b, ws->frags.p + fr->args, fr->args_len);
-    sb_puts(b, ",\"queued_us\":");
-    sb_ns_as_us(b, ns_of(queued));
-    sb_puts(b, ",\"mem_bytes\":");
-    sb_int(b, ws->mem);
-    const rec_flow *f = ws->flow && ws->flow->op == op ? ws->flow : NULL;
-    if (f) {
-        sb_puts(b, ",\"flow_first\":");
-        sb_int(b, (long long)f->first);
-        sb_puts(b, ",\"flows\":");
-        sb_int(b, f->n);
-        ws->flow = NULL;
-    }
-    if (o->h.flags & F_ERROR) {
-        sb_puts(b, ",\"error\":");
-        sb_str(b, (const char *)p);
-    }
-    sb_puts(b, "}}");
-    for (int i = 0; f && i < f->n; i++) {
-        event_head(b, "parallel_do", "flow", "s", ns_at(f->ts), -1, pid_tid);
-        sb_puts(b, ",\"id\":");
-        sb_int(b, (long long)(f->first + (uint64_t)i));
-        sb_puts(b, "}");
-    }
-}
-
-static void write_part(sbuf *b, const rec_part *o, const char *pid_tid) {
-    char name[32];
-    snprintf(name, sizeof name, "part %d", (int)o->part);
-    event_head(b, name, "part", "X", ns_at(o->t0), ns_of(o->t1 - o->t0), pid_tid);
-    sb_puts(b, ",\"args\":{\"parallel_do\":");
-    sb_str(b, op_label(o->pd));
-    sb_printf(b, ",\"op_block\":%d,\"op_index\":%d,\"block\":%d,\"part\":%d,\"parts\":%d", (int)o->op_block,
-              (int)o->op_index, (int)o->block, (int)o->part, (int)o->parts);
-    if (o->rows >= 0) sb_printf(b, ",\"rows\":%lld", (long long)o->rows);
-    sb_printf(b, ",\"flow\":%llu", (unsigned long long)o->flow);
-    if (o->err_len > 0) {
-        sb_puts(b, ",\"error\":");
-        sb_str(b, (const char *)o + sizeof(rec_part));
-    }
-    sb_puts(b, "}}");
-    if (o->flow) {
-        event_head(b, "parallel_do", "flow", "f", ns_at(o->t0), -1, pid_tid);
-        sb_printf(b, ",\"bp\":\"e\",\"id\":%llu}", (unsigned long long)o->flow);
-    }
-}
-
-static void write_stage(sbuf *b, const rec_stage *o, const char *pid_tid) {
-    event_head(b, "stage", "stage", "X", ns_at(o->t0), ns_of(o->t1 - o->t0), pid_tid);
-    sb_printf(b, ",\"args\":{\"block\":%d,\"first\":%d,\"end\":%d,\"chains\":%d}}", (int)o->block, (int)o->first,
-              (int)o->end, (int)o->chains);
-}
-
-static void write_user(sbuf *b, const rec_user *o, const char *pid_tid) {
-    const char *name = (const char *)o + sizeof(rec_user);
-    const char *cat = name + strlen(name) + 1;
-    sb_puts(b, ",\n{\"name\":");
-    sb_str(b, name);
-    sb_puts(b, ",\"cat\":");
-    sb_str(b, cat);
-    sb_puts(b, ",\"ph\":\"X\",\"ts\":");
-    sb_ns_as_us(b, o->t0 - start_ns);
-    sb_puts(b, ",\"dur\":");
-    sb_ns_as_us(b, o->t1 > o->t0 ? o->t1 - o->t0 : 0);
-    sb_puts(b, pid_tid);
-    sb_puts(b, ",\"args\":{");
-    const char *s = cat + strlen(cat) + 1;
-    for (int i = 0; i < o->n_args; i++) {
-        const char *key = s, *val = key + strlen(key) + 1;
-        s = val + strlen(val) + 1;
-        if (i) sb_puts(b, ",");
-        sb_str(b, key);
-        sb_puts(b, ":");
-        /* numbers JSON cannot spell (nan, inf) go as strings */
-        bool number = !(o->str_mask & (1u << i)) && strpbrk(val, "ni") == NULL;
-        if (number) sb_puts(b, val);
-        else sb_str(b, val);
-    }
-    sb_puts(b, "}}");
-}
-
-typedef struct mem_sample {
-    int64_t t;   // ns
-    int64_t mem; // bytes
-} mem_sample;
-
-static int cmp_sample(const void *a, const void *b) {
-    const mem_sample *x = a, *y = b;
-    return (x->t > y->t) - (x->t < y->t);
-}
-
-/* The memory counter track: every thread's samples in time order, less
- * those equal to the one before. */
-static void write_counter(sbuf *b, int pid) {
-    size_t n = 0, cap = 0;
-    mem_sample *s = NULL;
-    for (trace_buf *tb = bufs; tb; tb = tb->next)
-        for (chunk *c = tb->head; c; c = c->next)
-            for (size_t off = 0; off < c->used;) {
-                const rec_hdr *h = (const rec_hdr *)(c->data + off);
-                off += h->size;
-                if (h->kind != REC_MEM) continue;
-                if (n == cap) {
-                    size_t ncap = cap ? cap * 2 : 1024;
-                    mem_sample *ns = realloc(s, ncap * sizeof(*s));
-                    if (!ns) {
-                        b->oom = true;
-                        free(s);
-                        return;
-                    }
-                    s = ns;
-                    cap = ncap;
-                }
-                const rec_mem *m = (const rec_mem *)h;
-                s[n].t = m->t;
-                s[n++].mem = m->bytes;
-            }
-    if (n) qsort(s, n, sizeof(*s), cmp_sample);
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0 && s[i].mem == s[i - 1].mem) continue;
-        sb_puts(b, ",\n{\"name\":\"tensor memory\",\"cat\":\"memory\",\"ph\":\"C\",\"ts\":");
-        sb_ns_as_us(b, ns_at(s[i].t) - start_ns);
-        sb_printf(b, ",\"pid\":%d,\"args\":{\"bytes\":%lld}}", pid, (long long)s[i].mem);
-    }
-    free(s);
-}
-
-/* Where a thread sorts in viewers: main first, then pool-1, pool-2, ..., then the rest. */
-static int sort_index(const trace_buf *tb) {
-    int k;
-    char end;
-    if (tb->main) return 0;
-    if (sscanf(tb->name, "pool-%d%c", &k, &end) == 1 && k > 0) return k;
-    return 10000 + tb->order;
-}
-
-int pardo_trace_json(const pardo_trace_info *info, char **out, size_t *len, pardo_status *st) {
-    *out = NULL;
-    *len = 0;
-    sbuf b = {0};
-    int pid = (int)getpid();
-    if (atomic_load(&pardo_trace_enabled)) calibrate(); /* else pardo_trace_stop did */
-    pthread_mutex_lock(&reg_mu);
-    sb_puts(&b, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"pardo\":");
-    sb_str(&b, PARDO_VERSION);
-    if (info && info->command) {
-        sb_puts(&b, ",\"command\":");
-        sb_str(&b, info->command);
-    }
-    if (info && info->graph) {
-        sb_puts(&b, ",\"graph\":");
-        sb_str(&b, info->graph);
-    }
-    if (info && info->threads > 0) sb_printf(&b, ",\"threads\":%d", info->threads);
-    if (info && info->steps >= 0) sb_printf(&b, ",\"steps\":%ld", info->steps);
-    if (info && info->status) {
-        sb_puts(&b, ",\"status\":");
-        sb_str(&b, info->status);
-    }
-    sb_printf(&b, ",\"clock\":\"CLOCK_MONOTONIC\",\"ticks\":\"%s\",\"start_ns\":%lld,\"dropped_events\":%ld",
-              atomic_load(&pardo_trace_tsc) ? "tsc" : "monotonic", (long long)start_ns, pardo_trace_dropped());
-    sb_printf(&b, ",\"max_bytes\":%zu", max_bytes);
-    if (atomic_load(&full)) {
-        sb_puts(&b, ",\"full_at_us\":");
-        sb_ns_as_us(&b, ns_at(atomic_load(&full_tick)) - start_ns);
-    }
-    sb_puts(&b, "},\n\"traceEvents\":[");
-    sb_printf(&b, "\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", pid);
-    char pname[300];
-    snprintf(pname, sizeof pname, "pardo%s%s%s%s", info && info->command ? " " : "",
-             info && info->command ? info->command : "", info && info->graph ? " " : "",
-             info && info->graph ? info->graph : "");
-    sb_str(&b, pname);
-    sb_puts(&b, "}}");
-    for (trace_buf *tb = bufs; tb; tb = tb->next) {
-        char name[NAME_MAX_LEN + 16];
-        if (tb->name[0]) snprintf(name, sizeof name, "%s", tb->name);
-        else snprintf(name, sizeof name, "thread-%d", tb->order);
-        sb_printf(&b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%ld,\"args\":{\"name\":", pid,
-                  tb->tid);
-        sb_str(&b, name);
-        sb_puts(&b, "}}");
-        sb_printf(&b,
-                  ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%ld,"
-                  "\"args\":{\"sort_index\":%d}}",
-                  pid, tb->tid, sort_index(tb));
-    }
-    write_state ws = {0};
-    for (trace_buf *tb = bufs; tb; tb = tb->next) {
-        char pid_tid[64];
-        snprintf(pid_tid, sizeof pid_tid, ",\"pid\":%d,\"tid\":%ld", pid, tb->tid);
-        ws.flow = NULL;
-        ws.mem = 0; /* a thread's first op is preceded by a sample */
-        for (chunk *c = tb->head; c; c = c->next)
-            for (size_t off = 0; off < c->used;) {
-                const rec_hdr *h = (const rec_hdr *)(c->data + off);
-                off += h->size;
-                switch (h->kind) {
-                case REC_OP: write_op(&b, (const rec_op *)h, pid_tid, &ws); break;
-                case REC_FLOW: ws.flow = (const rec_flow *)h; break;
-                case REC_PART: write_part(&b, (const rec_part *)h, pid_tid); break;
-                case REC_STAGE: write_stage(&b, (const rec_stage *)h, pid_tid); break;
-                case REC_USER: write_user(&b, (const rec_user *)h, pid_tid); break;
-                case REC_MEM: ws.mem = ((const rec_mem *)h)->bytes; break;
-                default: PARDO_ASSERT(!"unknown trace record");
-                }
-            }
-    }
-    free(ws.table);
-    free(ws.frags.p);
-    write_counter(&b, pid);
-    pthread_mutex_unlock(&reg_mu);
-    sb_puts(&b, "\n]}\n");
-    if (b.oom) {
-        free(b.p);
-        return pardo_errorf(st, PARDO_ENOMEM, "trace: out of memory writing the trace");
-    }
-    *out = b.p;
-    *len = b.len;
-    return PARDO_OK;
-}
-
-int pardo_trace_write(const char *path, const pardo_trace_info *info, pardo_status *st) {
-    char *text = NULL;
-    size_t n = 0;
-    if (pardo_trace_json(info, &text, &n, st) != PARDO_OK) return pardo_status_prefix(st, "%s: ", path);
-    pardo_file_part part = {text, n};
-    int rc = pardo_file_write_atomic(path, &part, 1, st);
-    free(text);
-    return rc;
 }
