@@ -1,5 +1,5 @@
 /* trace.c - the recording of a trace (see trace.h; the format is
- * README.md's "Traces"): per-thread event buffers, their chunks and the
+ * TRACES.md): per-thread event buffers, their chunks and the
  * memory limit, the tick clock, and the record functions; trace_write.c
  * writes what they kept as Chrome trace JSON.
  *

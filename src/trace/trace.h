@@ -5,7 +5,7 @@
  * loader). Events go to per-thread buffers, appended without locks; each
  * thread registers its buffer once, under a mutex, on its first event. The
  * whole trace is written once, at the end, as Chrome Trace Event Format JSON
- * (README.md, "Traces", documents every field).
+ * (TRACES.md documents every field).
  *
  * Cost when off: every recording site tests pardo_trace_on(), one relaxed
  * load of a global flag; nothing is allocated and no clock is read.

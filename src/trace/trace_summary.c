@@ -1,6 +1,6 @@
 /* trace_summary.c - `pardo trace summary` and `pardo run --profile`: per op
  * type and per op duration tables, other spans, per-thread busy and idle
- * time, parallel_do efficiency (see trace_report.h; README.md "Traces"). */
+ * time, parallel_do efficiency (see trace_report.h; TRACES.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* trace_write.c - a recorded trace (trace.c's per-thread buffers) written
- * once as Chrome trace JSON (see trace.h; the format is README.md's
- * "Traces"): otherData (version, command, clock, limits), the process and
+ * once as Chrome trace JSON (see trace.h; the format is
+ * TRACES.md): otherData (version, command, clock, limits), the process and
  * thread names and sort order, every thread's records in order as events
  * (an op's name and args formatted once per shapes block and copied for
  * each run; a parallel_do's flows attached to its op's event), and the
