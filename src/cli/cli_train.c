@@ -704,6 +704,32 @@ static int run_training(trainer *t) {
     return CLI_OK;
 }
 
+/* Finds the loss (and the classifier's logits and labels) of prog, and,
+ * unless --no-fuse, runs the fusion pass keeping them, then finds them again
+ * in the rewritten program (li borrows from it). CLI_OK, or CLI_BAD_INPUT
+ * after printing the error. */
+static int find_loss_fused(pardo_program *prog, const train_args *a, pardo_loss_info *li) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pardo_loss_find(prog, a->loss, li, &st) != PARDO_OK) {
+            cli_print_error(&st);
+            return CLI_BAD_INPUT;
+        }
+        if (pass == 1 || a->no_fuse) return CLI_OK;
+        /* copies: the pass frees the ops whose names li may borrow */
+        char *keep[3] = {NULL, NULL, NULL};
+        const char *from[3] = {li->loss, li->logits, li->labels};
+        bool copied = true;
+        for (int k = 0; k < 3; k++) copied &= !from[k] || (keep[k] = strdup(from[k])) != NULL;
+        int rc = copied ? cli_fuse(prog, (const char *const *)keep, 3) : CLI_BAD_INPUT;
+        if (!copied) fprintf(stderr, "pardo: out of memory\n");
+        for (int k = 0; k < 3; k++) free(keep[k]);
+        if (rc != CLI_OK) return rc;
+    }
+    return CLI_OK;
+}
+
 int pardo_cli_train(int argc, char **argv) {
     train_args a;
     int rc = parse_args(argc, argv, &a);
@@ -724,25 +750,9 @@ int pardo_cli_train(int argc, char **argv) {
         pardo_program_free(prog);
         return CLI_BAD_INPUT;
     }
-    if (pardo_loss_find(prog, a.loss, &t.li, &st) != PARDO_OK) {
-        cli_print_error(&st);
+    if (find_loss_fused(prog, &a, &t.li) != CLI_OK) {
         pardo_program_free(prog);
         return CLI_BAD_INPUT;
-    }
-    /* matmul + bias + relu and the others fused (the loss and the classifier's logits and labels stay), then the
-     * loss found again in the rewritten program; temporaries freed after their last reader */
-    if (!a.no_fuse) {
-        const char *keep_fused[] = {t.li.loss, t.li.logits, t.li.labels};
-        int n_keep = t.li.logits ? (t.li.labels ? 3 : 2) : 1;
-        if (cli_fuse(prog, keep_fused, n_keep) != CLI_OK) {
-            pardo_program_free(prog);
-            return CLI_BAD_INPUT;
-        }
-        if (pardo_loss_find(prog, a.loss, &t.li, &st) != PARDO_OK) {
-            cli_print_error(&st);
-            pardo_program_free(prog);
-            return CLI_BAD_INPUT;
-        }
     }
     const char *keep[] = {t.li.loss};
     pardo_exec_options opt = {.nthreads = (int)a.threads, .training = true, .release_temps = true, .keep = keep,
