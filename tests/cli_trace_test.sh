@@ -72,6 +72,15 @@ has "summary --csv" "$T/out" "op_type,matmul,count,8"
 has "summary --csv" "$T/out" "parallel_do,b0:2 parts,efficiency,"
 has "summary --csv" "$T/out" "thread,main,busy_share,"
 if awk -F, 'NR > 1 && NF != 4 { exit 1 }' "$T/out"; then ok; else bad "csv rows without 4 fields: $(head -5 "$T/out")"; fi
+# values with fixed decimals: counts whole, microseconds to 3 places, shares to 6 (not 343.53099999999995)
+if awk -F, 'NR > 1 && $4 !~ /^-?[0-9]+(\.[0-9][0-9][0-9]|\.[0-9][0-9][0-9][0-9][0-9][0-9])?$/ { print; exit 1 }' "$T/out" >"$T/csv.bad"
+then ok; else bad "csv values without fixed decimals: $(cat "$T/csv.bad")"; fi
+if grep -qx 'op_type,matmul,count,8' "$T/out"; then ok; else bad "csv count not whole: $(grep op_type,matmul,count "$T/out")"; fi
+# long op names are not cut: the columns widen to the longest
+expect "summary --top 100" 0 -- trace summary "$T/r/t.json" --top 100
+if grep -qE ' softmax_cross_entropy_grad +softmax_cross_entropy_grad +[0-9]' "$T/out"; then ok; else
+    bad "summary cuts a long op name: $(grep softmax_cross "$T/out")"
+fi
 
 # ---- timeline: one well-formed SVG ----
 expect "timeline" 0 -- trace timeline "$T/r/t.json" -o "$T/r/t.svg"
