@@ -55,7 +55,9 @@ END_TEST
 
 START_TEST(unknown_op_lists_known) {
     expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmull\", \"name\": \"fc\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]}]}]}",
-                 PARDO_EINVAL, (const char *[]){"t.json:1:", "block 0, op 0 'fc' (matmull)", "unknown op type 'matmull'", "known types:", "matmul", NULL});
+                 PARDO_EINVAL, (const char *[]){"t.json:1:", "block 0, op 0 'fc' (matmull)", "unknown op type 'matmull'; did you mean matmul? (known types:", "matmul", NULL});
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"maxpool2d\", \"in\": [\"x\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"unknown op type 'maxpool2d'; did you mean max_pool2d? (known types:", NULL});
 }
 END_TEST
 

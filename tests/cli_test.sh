@@ -94,7 +94,7 @@ expect "truncated json" 2 "$T/g/trunc.json:" "invalid JSON" -- check "$T/g/trunc
 sed 's/"ops": \[/"opz": [/' graphs/mlp.json >"$T/g/key.json"
 expect "unknown key" 2 "$T/g/key.json:" "opz" -- check "$T/g/key.json"
 sed 's/"op": "relu"/"op": "relux"/' graphs/mlp.json >"$T/g/op.json"
-expect "unknown op" 2 "$T/g/op.json:" "relux" "block 0, op 2" "known types:" -- run "$T/g/op.json" --feed x=$MX --feed y=$MY --out "$T/o2"
+expect "unknown op" 2 "$T/g/op.json:" "relux" "block 0, op 2" "did you mean relu?" "known types:" -- run "$T/g/op.json" --feed x=$MX --feed y=$MY --out "$T/o2"
 no_file "unknown op" "$T/o2"
 sed 's/"in": \["z1"\]/"in": ["z9"]/' graphs/mlp.json >"$T/g/var.json"
 expect "unknown var" 2 "$T/g/var.json:" "z9" "block 0, op 2" -- check "$T/g/var.json"
@@ -138,6 +138,7 @@ expect "missing GRAPH" 2 "missing GRAPH" -- run
 expect "bad --fetch" 2 "no var 'nope'" -- run $G --feed x=$LX --feed y=$LY --fetch nope --out "$T/o8"
 no_file "bad --fetch" "$T/o8"
 expect "ops unknown" 2 "unknown op 'nope'" -- ops nope
+expect "ops unknown, near a known one" 2 "unknown op 'maxpool2d'; did you mean max_pool2d? (known ops:" -- ops maxpool2d
 expect "--feed without =" 2 "NAME=FILE.npy" -- run $G --feed x
 
 cli_finish
