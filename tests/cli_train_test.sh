@@ -152,6 +152,13 @@ stdout_has "trace summary of train" "parallel_do"
 stdout_has "trace summary of train" "pardo train"
 grep -q '"name": *"thread_name"' "$T/train.trace.json" && grep -q '"loader"' "$T/train.trace.json" && ok ||
     bad "the trace names no loader thread"
+# an evaluation per epoch: each one's loader thread is a lane of its own name, none named twice
+expect "train --eval --trace" 0 -- train "$G" $DATA $EVAL --batch-size 64 --epochs 2 --threads 2 --trace "$T/eval.trace.json"
+grep -o '"name": *"thread_name"[^}]*"args": *{"name": *"[^"]*"' "$T/eval.trace.json" | sed 's/.*"name": *"//; s/"$//' | sort >"$T/lanes"
+if [ -z "$(uniq -d "$T/lanes")" ] && grep -qx "eval loader, epoch 1" "$T/lanes" && grep -qx "eval loader, epoch 2" "$T/lanes"; then ok
+else bad "trace lanes named twice, or no eval loader's: $(cat "$T/lanes")"; fi
+expect "trace summary of train --eval" 0 -- trace summary "$T/eval.trace.json"
+stdout_has "trace summary of train --eval" "loader/eval loader "
 expect "train --profile" 0 "per op type" "adam" -- train "$G" $DATA --batch-size 64 --epochs 1 --profile
 expect "train --trace into a missing folder" 1 "$T/nope/t.json" -- train "$G" $DATA --batch-size 64 --trace "$T/nope/t.json"
 expect "failing train still traces" 1 -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 64 --trace "$T/fail.trace.json"

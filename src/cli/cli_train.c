@@ -266,6 +266,7 @@ typedef struct evaluator {
     const char *loss;   // borrowed from prog
     const char *logits; // borrowed from prog; NULL: no accuracy
     int labels;         // index of the labels' file in data, or -1
+    char lane[64];      // the producer's name for this evaluation ("eval loader, epoch 2"): a lane per epoch
 } evaluator;
 
 typedef struct eval_result {
@@ -378,6 +379,9 @@ static int evaluate(trainer *t, eval_result *r, pardo_status *st) {
     memset(r, 0, sizeof(*r));
     double sum = 0;
     int rc = share_params(t, true, st);
+    /* each evaluation's producer is a new thread: its own name, not a second "eval loader" lane in a trace */
+    snprintf(ev->lane, sizeof ev->lane, "eval loader, epoch %lld", (long long)t->state.epoch);
+    pardo_loader_set_lane(ev->data.loader, ev->lane);
     if (rc == PARDO_OK) rc = pardo_loader_start(ev->data.loader, ev->data.group, t->coord, 0, 0, 1, st);
     int64_t n = pardo_loader_batches(ev->data.loader);
     for (int64_t i = 0; rc == PARDO_OK && i < n; i++) {
