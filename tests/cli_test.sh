@@ -84,6 +84,39 @@ stdout_has "run fused a1" "a1: float32 [16, 32] = [2.04594, 0.875201, 0, 0, 0, 1
 expect "run --device cuda falls back" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --device cuda --fetch loss
 stdout_has "run --device cuda" "loss: float32 []"
 
+# ---- outputs that are not regular files: written through (as cp does), never replaced ----
+# through_fifo NAME TEXT ARGS...: pardo ARGS writes to the FIFO $T/fifo, which a reader empties; the reader gets
+# TEXT and the FIFO stays a FIFO
+through_fifo() {
+    name=$1 text=$2
+    shift 2
+    rm -f "$T/fifo" "$T/fifo.got"
+    mkfifo "$T/fifo"
+    timeout 20 cat "$T/fifo" >"$T/fifo.got" &
+    cat_pid=$!
+    expect "$name" 0 -- "$@"
+    wait $cat_pid
+    if [ -p "$T/fifo" ] && grep -aq -- "$text" "$T/fifo.got"; then ok; else
+        bad "$name: the FIFO was replaced or its reader got no '$text': $(ls -l "$T/fifo"; head -c 200 "$T/fifo.got" | tr -cd "[:print:]")"
+    fi
+}
+through_fifo "run --save FIFO" "data_offsets" run $G --feed x=$LX --feed y=$LY --steps 1 --save "$T/fifo"
+through_fifo "run --trace FIFO" "traceEvents" run $G --feed x=$LX --feed y=$LY --steps 1 --trace "$T/fifo"
+through_fifo "transpile -o FIFO" "parallel_do" transpile graphs/mlp.json -o "$T/fifo"
+# a device like /dev/null, made where we may (as root)
+if mknod "$T/null" c 1 3 2>/dev/null; then
+    expect "run --save DEVICE" 0 -- run $G --feed x=$LX --feed y=$LY --steps 1 --save "$T/null"
+    if [ -c "$T/null" ]; then ok; else bad "--save replaced the device node: $(ls -l "$T/null")"; fi
+    expect "transpile -o DEVICE" 0 -- transpile graphs/mlp.json -o "$T/null"
+    if [ -c "$T/null" ]; then ok; else bad "transpile -o replaced the device node: $(ls -l "$T/null")"; fi
+fi
+# a symbolic link stays one; its target gets the checkpoint
+mkdir -p "$T/ln"
+ln -s ck.safetensors "$T/ln/link.safetensors"
+expect "run --save LINK" 0 -- run $G --feed x=$LX --feed y=$LY --steps 1 --save "$T/ln/link.safetensors"
+if [ -L "$T/ln/link.safetensors" ] && [ -s "$T/ln/ck.safetensors" ]; then ok; else bad "--save replaced the link: $(ls -l "$T/ln")"; fi
+expect "run --load LINK" 0 -- run $G --feed x=$LX --feed y=$LY --load "$T/ln/link.safetensors" --fetch w
+
 # ---- bad input: exit 2, file and culprit named, nothing written --------
 mkdir -p "$T/g"
 printf '{"pardo": 1, "blocks": [{"vars": {}, "ops": [\n  {"op": "relu", "in": ["x"] "out": ["y"]}]}]}' >"$T/g/syntax.json"

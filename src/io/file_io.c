@@ -99,11 +99,63 @@ static void sync_parent_dir(const char *path) {
     free(dir);
 }
 
-int pardo_file_write_atomic(const char *path, const pardo_file_part *parts, int nparts, pardo_status *st) {
-    size_t plen = strlen(path);
+/* The file a write to path lands on: path with the symbolic links of its
+ * last component followed, as cp writes through a link (a link to a
+ * checkpoint stays a link, and its target is replaced). A new string the
+ * caller frees, or NULL with st filled. */
+static char *follow_links(const char *path, pardo_status *st) {
+    char *cur = strdup(path);
+    for (int hops = 0; cur; hops++) {
+        struct stat sb;
+        if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode)) return cur;
+        char target[4096];
+        ssize_t n = hops < 40 ? readlink(cur, target, sizeof target - 1) : -1;
+        if (n < 0) {
+            int e = hops < 40 ? errno : ELOOP;
+            pardo_errorf(st, PARDO_EIO, "%s: cannot follow the link %s: %s", path, cur, strerror(e));
+            free(cur);
+            return NULL;
+        }
+        target[n] = '\0';
+        const char *slash = strrchr(cur, '/');
+        int dir = target[0] != '/' && slash ? (int)(slash - cur) + 1 : 0; /* a relative target is in the link's folder */
+        char *next = malloc((size_t)dir + (size_t)n + 1);
+        if (next) {
+            memcpy(next, cur, (size_t)dir);
+            memcpy(next + dir, target, (size_t)n + 1);
+        }
+        free(cur);
+        cur = next;
+    }
+    pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", path);
+    return NULL;
+}
+
+/* Writes the parts straight into target, a FIFO, device or socket that
+ * exists (as cp does: a temporary file renamed over it would replace the
+ * node itself). Nothing to fsync or rename. */
+static int write_through(const char *path, const char *target, const pardo_file_part *parts, int nparts,
+                         pardo_status *st) {
+    int fd = open(target, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return pardo_errorf(st, PARDO_EIO, "%s: cannot open: %s", path, strerror(errno));
+    for (int i = 0; i < nparts; i++)
+        if (parts[i].n > 0 && write_all(fd, parts[i].data, parts[i].n) != 0) {
+            int e = errno;
+            close(fd);
+            return pardo_errorf(st, PARDO_EIO, "%s: cannot write: %s", path, strerror(e));
+        }
+    if (close(fd) != 0) return pardo_errorf(st, PARDO_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return PARDO_OK;
+}
+
+/* Writes the parts as a new file renamed over target (a regular file, a
+ * folder that makes the rename fail, or nothing yet). */
+static int write_replacing(const char *path, const char *target, const pardo_file_part *parts, int nparts,
+                           pardo_status *st) {
+    size_t plen = strlen(target);
     char *tmp = malloc(plen + sizeof(".tmpXXXXXX"));
     if (!tmp) return pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", path);
-    memcpy(tmp, path, plen);
+    memcpy(tmp, target, plen);
     memcpy(tmp + plen, ".tmpXXXXXX", sizeof(".tmpXXXXXX"));
     int fd = mkstemp(tmp);
     if (fd < 0) {
@@ -123,7 +175,7 @@ int pardo_file_write_atomic(const char *path, const pardo_file_part *parts, int 
     rc = close(fd);
     fd = -1;
     if (rc != 0) goto fail;
-    if (rename(tmp, path) != 0) {
+    if (rename(tmp, target) != 0) {
         int e = errno;
         unlink(tmp);
         pardo_errorf(st, PARDO_EIO, "%s: cannot rename %s into place: %s", path, tmp, strerror(e));
@@ -131,7 +183,7 @@ int pardo_file_write_atomic(const char *path, const pardo_file_part *parts, int 
         return PARDO_EIO;
     }
     free(tmp);
-    sync_parent_dir(path);
+    sync_parent_dir(target);
     return PARDO_OK;
 fail: {
     int e = errno;
@@ -141,4 +193,15 @@ fail: {
     free(tmp);
     return PARDO_EIO;
 }
+}
+
+int pardo_file_write_atomic(const char *path, const pardo_file_part *parts, int nparts, pardo_status *st) {
+    char *target = follow_links(path, st);
+    if (!target) return st->code;
+    struct stat sb;
+    int rc = stat(target, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)
+                 ? write_through(path, target, parts, nparts, st)
+                 : write_replacing(path, target, parts, nparts, st);
+    free(target);
+    return rc;
 }

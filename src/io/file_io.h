@@ -23,8 +23,11 @@ typedef struct pardo_file_part {
  * "PATH.tmpXXXXXX" in the same folder (mode 0666 less the umask), fsynced,
  * then renamed over path, and the folder fsynced (best effort). On any
  * failure the temporary file is removed, a previous file at path is left
- * untouched, and PARDO_EIO is returned with "PATH: ...: strerror". Thread-safe
- * for distinct paths. */
+ * untouched, and PARDO_EIO is returned with "PATH: ...: strerror". A symbolic
+ * link at path is followed (its target is replaced, the link kept); a target
+ * that exists and is neither a regular file nor a folder (a FIFO, a device
+ * such as /dev/null) is written through, as cp does, never replaced.
+ * Thread-safe for distinct paths. */
 int pardo_file_write_atomic(const char *path, const pardo_file_part *parts, int nparts, pardo_status *st);
 
 #endif
