@@ -1,13 +1,18 @@
 /* check_file_io.c - src/io/file_io.c: whole-file writes that replace a
- * regular file atomically, follow a symbolic link to its target, and write
- * through a FIFO or device rather than replace it (as cp does). */
+ * regular file atomically, follow a symbolic link to its target, write
+ * through a FIFO or device rather than replace it (as cp does), and leave
+ * nothing behind when killed part-way. */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check_suites.h"
@@ -125,6 +130,69 @@ START_TEST(follows_symbolic_links) {
 }
 END_TEST
 
+/* True once process pid has a file of folder dir open (its fds, read from /proc), false after 10 s. */
+static bool opens_a_file_in(pid_t pid, const char *dir) {
+    char fds[64], link[320], target[512];
+    size_t dl = strlen(dir);
+    snprintf(fds, sizeof fds, "/proc/%d/fd", (int)pid);
+    for (int tries = 0; tries < 100000; tries++) {
+        DIR *d = opendir(fds);
+        if (!d) return false;
+        bool found = false;
+        for (struct dirent *e; !found && (e = readdir(d));) {
+            snprintf(link, sizeof link, "%s/%s", fds, e->d_name);
+            ssize_t n = readlink(link, target, sizeof target - 1);
+            if (n > (ssize_t)dl && memcmp(target, dir, dl) == 0 && target[dl] == '/') found = true;
+        }
+        closedir(d);
+        if (found) return true;
+        usleep(100);
+    }
+    return false;
+}
+
+/* A process killed (SIGKILL) while it writes a 64 MiB checkpoint leaves nothing in the folder: the new file has no
+ * name until it is whole (O_TMPFILE), then it is the whole file. Where the folder's filesystem has no O_TMPFILE the
+ * named way is taken, which may leave a temporary file, and only the write itself is checked. */
+START_TEST(a_killed_write_leaves_nothing) {
+    char dir[64], path[128];
+    test_scratch_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/ck.safetensors", dir);
+    int probe = open(dir, O_TMPFILE | O_WRONLY, 0600);
+    bool unnamed = probe >= 0;
+    if (probe >= 0) close(probe);
+    enum { PART = 8 << 20, PARTS = 8 };
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char *zeros = calloc(1, PART);
+        pardo_file_part parts[PARTS];
+        for (int i = 0; i < PARTS; i++) parts[i] = (pardo_file_part){zeros, PART};
+        pardo_status st;
+        _exit(zeros && pardo_file_write_atomic(path, parts, PARTS, &st) == PARDO_OK ? 0 : 1);
+    }
+    bool seen = opens_a_file_in(pid, dir); /* the write has begun */
+    kill(pid, SIGKILL);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(seen || WIFEXITED(status));
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[384];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        ck_assert_int_eq(stat(p, &sb), 0);
+        if (unnamed || strcmp(e->d_name, "ck.safetensors") == 0)
+            ck_assert_msg(strcmp(e->d_name, "ck.safetensors") == 0 && sb.st_size == (off_t)PART * PARTS,
+                          "the killed write left %s of %lld bytes", e->d_name, (long long)sb.st_size);
+    }
+    closedir(d);
+    test_dir_remove(dir);
+}
+END_TEST
+
 Suite *make_file_io_suite(void) {
     Suite *s = suite_create("file_io");
     TCase *tc = tcase_create("Core");
@@ -132,6 +200,7 @@ Suite *make_file_io_suite(void) {
     tcase_add_test(tc, writes_through_a_fifo);
     tcase_add_test(tc, writes_through_a_device);
     tcase_add_test(tc, follows_symbolic_links);
+    tcase_add_test(tc, a_killed_write_leaves_nothing);
     suite_add_tcase(s, tc);
     return s;
 }

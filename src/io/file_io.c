@@ -1,12 +1,16 @@
-/* file_io.c - whole-file reads and temp-file-and-rename writes (see file_io.h). */
+/* file_io.c - whole-file reads and crash-safe whole-file writes (see file_io.h). */
 #include "io/file_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int pardo_file_read_all(const char *path, unsigned char **data, size_t *n, pardo_status *st) {
@@ -148,10 +152,17 @@ static int write_through(const char *path, const char *target, const pardo_file_
     return PARDO_OK;
 }
 
-/* Writes the parts as a new file renamed over target (a regular file, a
- * folder that makes the rename fail, or nothing yet). */
-static int write_replacing(const char *path, const char *target, const pardo_file_part *parts, int nparts,
-                           pardo_status *st) {
+static int write_parts(int fd, const pardo_file_part *parts, int nparts) {
+    for (int i = 0; i < nparts; i++)
+        if (parts[i].n > 0 && write_all(fd, parts[i].data, parts[i].n) != 0) return -1;
+    return 0;
+}
+
+/* Writes the parts as a named temporary file "TARGET.tmpXXXXXX" renamed over
+ * target: the way for a filesystem without O_TMPFILE (a crash leaves the
+ * temporary file behind). */
+static int write_named(const char *path, const char *target, const pardo_file_part *parts, int nparts,
+                       pardo_status *st) {
     size_t plen = strlen(target);
     char *tmp = malloc(plen + sizeof(".tmpXXXXXX"));
     if (!tmp) return pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", path);
@@ -167,8 +178,7 @@ static int write_replacing(const char *path, const char *target, const pardo_fil
     const char *what = "change the mode of";
     if (fchmod(fd, 0666 & ~current_umask()) != 0) goto fail;
     what = "write";
-    for (int i = 0; i < nparts; i++)
-        if (parts[i].n > 0 && write_all(fd, parts[i].data, parts[i].n) != 0) goto fail;
+    if (write_parts(fd, parts, nparts) != 0) goto fail;
     what = "fsync";
     if (fsync(fd) != 0) goto fail;
     what = "close";
@@ -193,6 +203,117 @@ fail: {
     free(tmp);
     return PARDO_EIO;
 }
+}
+
+/* Names the unnamed file fd: linkat through /proc/self/fd, else with
+ * AT_EMPTY_PATH (which needs CAP_DAC_READ_SEARCH). 0, or -1 with errno
+ * (EEXIST: name exists). */
+static int link_unnamed(int fd, const char *name) {
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0) return 0;
+    if (errno == EEXIST) return -1;
+    int e = errno;
+    if (linkat(fd, "", AT_FDCWD, name, AT_EMPTY_PATH) == 0) return 0;
+    if (errno != EEXIST) errno = e;
+    return -1;
+}
+
+/* Links fd as a fresh "TARGET.tmpXXXXXX" (written into tmp, of plen + 11
+ * bytes) and renames that over target: linkat cannot replace a file, and the
+ * name lasts only an instant. 0, or -1 with errno and *what the step. */
+static int link_over(int fd, const char *target, char *tmp, size_t plen, const char **what) {
+    static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static atomic_uint counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20);
+    memcpy(tmp, target, plen);
+    *what = "link";
+    for (int attempt = 0;; attempt++) {
+        x += 0x9e3779b97f4a7c15ull * (1 + atomic_fetch_add(&counter, 1)); /* splitmix64 */
+        uint64_t z = x;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        memcpy(tmp + plen, ".tmp", 4);
+        for (int i = 0; i < 6; i++, z /= 62) tmp[plen + 4 + i] = digits[z % 62];
+        tmp[plen + 10] = '\0';
+        if (link_unnamed(fd, tmp) == 0) break;
+        if (errno != EEXIST || attempt == 99) return -1;
+    }
+    *what = "rename";
+    if (rename(tmp, target) == 0) return 0;
+    int e = errno;
+    unlink(tmp);
+    errno = e;
+    return -1;
+}
+
+/* Writes the parts as an unnamed file in target's folder (O_TMPFILE, mode
+ * 0666 less the umask), fsynced, then given target's name (linked straight
+ * to it when there is no file there, else linked to a unique name renamed
+ * over it), so that a crash at any point leaves no temporary file. Sets
+ * *unsupported and changes nothing where the kernel, the filesystem or the
+ * process cannot do that (no O_TMPFILE, no /proc and no capability). */
+static int write_unnamed(const char *path, const char *target, const pardo_file_part *parts, int nparts,
+                         bool *unsupported, pardo_status *st) {
+    *unsupported = false;
+    const char *slash = strrchr(target, '/');
+    size_t plen = strlen(target);
+    char *dir = slash ? strndup(target, slash == target ? 1 : (size_t)(slash - target)) : strdup(".");
+    char *tmp = malloc(plen + sizeof(".tmpXXXXXX"));
+    if (!dir || !tmp) {
+        free(dir);
+        free(tmp);
+        return pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", path);
+    }
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    free(dir);
+    if (fd < 0) { /* EOPNOTSUPP, EISDIR (a kernel without O_TMPFILE), and errors the named way reports too */
+        free(tmp);
+        *unsupported = true;
+        return PARDO_OK;
+    }
+    struct stat sb;
+    const bool exists = lstat(target, &sb) == 0;
+    const char *what = "write";
+    int rc = -1;
+    if (write_parts(fd, parts, nparts) != 0) goto fail;
+    what = "fsync";
+    if (fsync(fd) != 0) goto fail;
+    what = "link";
+    rc = exists ? -1 : link_unnamed(fd, target);
+    if (rc != 0 && (exists || errno == EEXIST)) rc = link_over(fd, target, tmp, plen, &what);
+    if (rc != 0 && strcmp(what, "link") == 0 && errno != EEXIST) { /* no way to name it here: the named way */
+        close(fd);
+        free(tmp);
+        *unsupported = true;
+        return PARDO_OK;
+    }
+    if (rc != 0) goto fail;
+    close(fd); /* written and fsynced: nothing is lost at close */
+    free(tmp);
+    sync_parent_dir(target);
+    return PARDO_OK;
+fail: {
+    int e = errno;
+    close(fd);
+    if (strcmp(what, "rename") == 0)
+        pardo_errorf(st, PARDO_EIO, "%s: cannot rename %s into place: %s", path, tmp, strerror(e));
+    else pardo_errorf(st, PARDO_EIO, "%s: cannot %s the new file: %s", path, what, strerror(e));
+    free(tmp);
+    return PARDO_EIO;
+}
+}
+
+/* Writes the parts as a new file that replaces target (a regular file, a
+ * folder that makes the rename fail, or nothing yet). */
+static int write_replacing(const char *path, const char *target, const pardo_file_part *parts, int nparts,
+                           pardo_status *st) {
+    bool unsupported;
+    int rc = write_unnamed(path, target, parts, nparts, &unsupported, st);
+    return unsupported ? write_named(path, target, parts, nparts, st) : rc;
 }
 
 int pardo_file_write_atomic(const char *path, const pardo_file_part *parts, int nparts, pardo_status *st) {

@@ -19,11 +19,15 @@ typedef struct pardo_file_part {
     size_t n;  // bytes
 } pardo_file_part;
 
-/* Writes the nparts pieces, in order, as the file at path: to a temporary file
- * "PATH.tmpXXXXXX" in the same folder (mode 0666 less the umask), fsynced,
- * then renamed over path, and the folder fsynced (best effort). On any
- * failure the temporary file is removed, a previous file at path is left
- * untouched, and PARDO_EIO is returned with "PATH: ...: strerror". A symbolic
+/* Writes the nparts pieces, in order, as the file at path: to an unnamed file
+ * in the same folder (O_TMPFILE, mode 0666 less the umask), fsynced, then
+ * linked as path (where no file is there) or as a unique "PATH.tmpXXXXXX"
+ * renamed over path at once, and the folder fsynced (best effort); a crash
+ * or SIGKILL at any point leaves path its old self or the whole new file and
+ * nothing else. Where the filesystem lacks O_TMPFILE the temporary file is
+ * named from the start (mkstemp), and a crash may leave it behind. On any
+ * failure a previous file at path is left untouched, nothing is left behind,
+ * and PARDO_EIO is returned with "PATH: ...: strerror". A symbolic
  * link at path is followed (its target is replaced, the link kept); a target
  * that exists and is neither a regular file nor a folder (a FIFO, a device
  * such as /dev/null) is written through, as cp does, never replaced.
