@@ -1,7 +1,10 @@
 /* check_file_io.c - src/io/file_io.c: whole-file writes that replace a
  * regular file atomically, follow a symbolic link to its target, write
  * through a FIFO or device rather than replace it (as cp does), and leave
- * nothing behind when killed part-way. */
+ * nothing behind when killed part-way; reads that map a regular file and
+ * read a stream only as far as its format needs, so that the readers of
+ * .npy, checkpoints and traces refuse /dev/zero or a 2 GiB sparse file of
+ * zeros from their first bytes. */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,10 +16,15 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check_suites.h"
 #include "io/file_io.h"
+#include "io/npy.h"
+#include "io/npy_map.h"
+#include "io/safetensors.h"
+#include "trace/trace_report.h"
 #include "test_util.h"
 
 /* Fails the test unless path holds exactly the n bytes at want. */
@@ -193,6 +201,145 @@ START_TEST(a_killed_write_leaves_nothing) {
 }
 END_TEST
 
+/* ---- reads ---- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A regular file is mapped, not read; an empty one has no bytes; a folder is an error. */
+START_TEST(views_map_regular_files) {
+    char dir[64], path[128];
+    pardo_status st;
+    pardo_file_view v;
+    test_scratch_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/f.bin", dir);
+    test_write_file(path, "0123456789", 10);
+    ck_assert_int_eq(pardo_file_view_open(path, pardo_npy_stream_need, &v, &st), PARDO_OK);
+    ck_assert_ptr_nonnull(v.map);
+    ck_assert_uint_eq(v.n, 10);
+    ck_assert_int_eq(memcmp(v.data, "0123456789", 10), 0);
+    pardo_file_view_close(&v);
+    test_write_file(path, "", 0);
+    ck_assert_int_eq(pardo_file_view_open(path, NULL, &v, &st), PARDO_OK);
+    ck_assert_uint_eq(v.n, 0);
+    pardo_file_view_close(&v);
+    ck_assert_int_eq(pardo_file_view_open(dir, NULL, &v, &st), PARDO_EIO);
+    ck_assert_msg(strstr(st.msg, dir) && strstr(st.msg, "folder"), "%s", st.msg);
+    test_dir_remove(dir);
+}
+END_TEST
+
+/* "/proc/self/fd/N" of a pipe's read end that holds the n bytes at data (n within the pipe's buffer). */
+static const char *pipe_of(const void *data, size_t n, int *rd) {
+    static char path[64];
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    ck_assert_int_eq(write(fds[1], data, n), (ssize_t)n);
+    close(fds[1]);
+    *rd = fds[0];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    return path;
+}
+
+/* A .npy file, a checkpoint and a trace read from a pipe: the same as from a file; a byte more or less is an error. */
+START_TEST(streams_read_as_much_as_the_format_needs) {
+    pardo_status st;
+    size_t n;
+    int rd;
+    unsigned char *img = test_read_file(test_fixture("f8_3x4.npy"), &n);
+    pardo_tensor *t = NULL, *ref = test_npy_load("f8_3x4.npy");
+    ck_assert_msg(pardo_npy_read(pipe_of(img, n, &rd), &t, &st) == PARDO_OK, "%s", st.msg);
+    close(rd);
+    test_assert_close(t, ref, 0, 0);
+    pardo_tensor_release(t);
+    pardo_tensor_release(ref);
+    ck_assert_int_eq(pardo_npy_read(pipe_of(img, n - 1, &rd), &t, &st), PARDO_EPARSE);
+    close(rd);
+    ck_assert_msg(strstr(st.msg, "truncated"), "%s", st.msg);
+    unsigned char *more = malloc(n + 5);
+    memcpy(more, img, n);
+    memset(more + n, 0, 5);
+    ck_assert_int_eq(pardo_npy_read(pipe_of(more, n + 5, &rd), &t, &st), PARDO_EPARSE);
+    close(rd);
+    ck_assert_msg(strstr(st.msg, "expected the end of the file"), "%s", st.msg);
+    free(more);
+    free(img);
+
+    img = test_read_file(test_fixture("model.safetensors"), &n);
+    pardo_tensor_list a, b;
+    pardo_tensor_list_init(&a);
+    pardo_tensor_list_init(&b);
+    ck_assert_msg(pardo_safetensors_read(test_fixture("model.safetensors"), &a, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(pardo_safetensors_read(pipe_of(img, n, &rd), &b, &st) == PARDO_OK, "%s", st.msg);
+    close(rd);
+    ck_assert_int_eq(a.n, b.n);
+    for (int k = 0; k < a.n; k++) {
+        ck_assert_str_eq(a.names[k], b.names[k]);
+        test_assert_close(a.tensors[k], b.tensors[k], 0, 0);
+    }
+    pardo_tensor_list_clear(&a);
+    pardo_tensor_list_clear(&b);
+    ck_assert_int_eq(pardo_safetensors_read(pipe_of(img, n - 1, &rd), &b, &st), PARDO_EPARSE);
+    close(rd);
+    free(img);
+
+    const char *trace = "  {\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 2, \"tid\": 1}]}";
+    pardo_trace_model *m = NULL;
+    ck_assert_msg(pardo_trace_model_load(pipe_of(trace, strlen(trace), &rd), &m, &st) == PARDO_OK, "%s", st.msg);
+    close(rd);
+    ck_assert_int_eq(m->n_ev, 1);
+    pardo_trace_model_free(m);
+}
+END_TEST
+
+/* /dev/zero, endless, is refused by every reader at its first bytes, never read into memory. */
+START_TEST(readers_refuse_dev_zero_at_once) {
+    pardo_status st;
+    double t0 = now_s();
+    pardo_tensor *t = NULL;
+    ck_assert_int_eq(pardo_npy_read("/dev/zero", &t, &st), PARDO_EPARSE);
+    ck_assert_msg(strstr(st.msg, "/dev/zero: byte 0") && strstr(st.msg, "magic"), "%s", st.msg);
+    pardo_npy_map *nm = NULL;
+    ck_assert_int_eq(pardo_npy_map_open("/dev/zero", &nm, &st), PARDO_EPARSE);
+    pardo_tensor_list l;
+    pardo_tensor_list_init(&l);
+    ck_assert_int_eq(pardo_safetensors_read("/dev/zero", &l, &st), PARDO_EPARSE);
+    ck_assert_msg(strstr(st.msg, "/dev/zero: byte 8"), "%s", st.msg);
+    pardo_trace_model *m = NULL;
+    ck_assert_int_eq(pardo_trace_model_load("/dev/zero", &m, &st), PARDO_EPARSE);
+    ck_assert_msg(strstr(st.msg, "/dev/zero: byte 0") && !strstr(st.msg, "empty"), "%s", st.msg);
+    ck_assert_msg(now_s() - t0 < 5, "took %.1f s", now_s() - t0);
+}
+END_TEST
+
+/* A 2 GiB sparse file of zeros (truncate) is refused from its header, at once: mapped, not read. */
+START_TEST(readers_refuse_a_sparse_file_at_once) {
+    char dir[64], path[128];
+    pardo_status st;
+    test_scratch_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/big.npy", dir);
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, (off_t)2 << 30), 0);
+    close(fd);
+    double t0 = now_s();
+    pardo_tensor *t = NULL;
+    ck_assert_int_eq(pardo_npy_read(path, &t, &st), PARDO_EPARSE);
+    ck_assert_msg(strstr(st.msg, "byte 0") && strstr(st.msg, "magic"), "%s", st.msg);
+    pardo_tensor_list l;
+    pardo_tensor_list_init(&l);
+    ck_assert_int_eq(pardo_safetensors_read(path, &l, &st), PARDO_EPARSE);
+    pardo_trace_model *m = NULL;
+    ck_assert_int_eq(pardo_trace_model_load(path, &m, &st), PARDO_EPARSE);
+    ck_assert_msg(strstr(st.msg, "byte 0") && !strstr(st.msg, "empty"), "%s", st.msg);
+    ck_assert_msg(now_s() - t0 < 5, "took %.1f s", now_s() - t0);
+    test_dir_remove(dir);
+}
+END_TEST
+
 Suite *make_file_io_suite(void) {
     Suite *s = suite_create("file_io");
     TCase *tc = tcase_create("Core");
@@ -201,6 +348,12 @@ Suite *make_file_io_suite(void) {
     tcase_add_test(tc, writes_through_a_device);
     tcase_add_test(tc, follows_symbolic_links);
     tcase_add_test(tc, a_killed_write_leaves_nothing);
+    tcase_add_test(tc, views_map_regular_files);
+    tcase_add_test(tc, streams_read_as_much_as_the_format_needs);
     suite_add_tcase(s, tc);
+    TCase *te = tcase_create("Errors");
+    tcase_add_test(te, readers_refuse_dev_zero_at_once);
+    tcase_add_test(te, readers_refuse_a_sparse_file_at_once);
+    suite_add_tcase(s, te);
     return s;
 }

@@ -117,6 +117,29 @@ expect "run --save LINK" 0 -- run $G --feed x=$LX --feed y=$LY --steps 1 --save 
 if [ -L "$T/ln/link.safetensors" ] && [ -s "$T/ln/ck.safetensors" ]; then ok; else bad "--save replaced the link: $(ls -l "$T/ln")"; fi
 expect "run --load LINK" 0 -- run $G --feed x=$LX --feed y=$LY --load "$T/ln/link.safetensors" --fetch w
 
+# ---- inputs checked from their first bytes, never read whole first ----
+# expect_bounded NAME CODE WORD -- ARGS...: as expect, under bounded
+expect_bounded() {
+    name=$1 code=$2 word=$3
+    shift 4
+    bounded "$@"
+    if [ "$rc" = "$code" ] && grep -qF -- "$word" "$T/err"; then ok; else bad "$name: exit $rc, expected $code and '$word': $(cat "$T/err")"; fi
+}
+truncate -s 2G "$T/sparse.npy"
+expect_bounded "--feed /dev/zero" 2 "/dev/zero: byte 0: expected the .npy magic" -- run $G --feed x=/dev/zero --feed y=$LY --out "$T/z1"
+no_file "--feed /dev/zero" "$T/z1"
+expect_bounded "--feed a 2 GB sparse file" 2 "$T/sparse.npy: byte 0: expected the .npy magic" -- run $G --feed x="$T/sparse.npy" --feed y=$LY
+expect_bounded "--load /dev/zero" 2 "/dev/zero: byte 8" -- run $G --feed x=$LX --feed y=$LY --load /dev/zero --save "$T/z2.st"
+no_file "--load /dev/zero" "$T/z2.st"
+expect_bounded "--load a 2 GB sparse file" 2 "$T/sparse.npy: byte 8" -- run $G --feed x=$LX --feed y=$LY --load "$T/sparse.npy"
+rm -f "$T/sparse.npy"
+# a feed from a pipe: its header first, then the data it says
+cat $LX | "$PARDO" run $G --feed x=/dev/stdin --feed y=$LY --fetch loss >"$T/out" 2>"$T/err" && grep -q "^loss: float32 \[\]" "$T/out" && ok ||
+    bad "--feed from a pipe: $(cat "$T/err")"
+(cat $LX; printf 'x') | "$PARDO" run $G --feed x=/dev/stdin --feed y=$LY >"$T/out" 2>"$T/err"
+rc=$?
+if [ "$rc" = 2 ] && grep -q "expected the end of the file" "$T/err"; then ok; else bad "--feed from a pipe, a byte too many: exit $rc: $(cat "$T/err")"; fi
+
 # ---- bad input: exit 2, file and culprit named, nothing written --------
 mkdir -p "$T/g"
 printf '{"pardo": 1, "blocks": [{"vars": {}, "ops": [\n  {"op": "relu", "in": ["x"] "out": ["y"]}]}]}' >"$T/g/syntax.json"

@@ -204,6 +204,15 @@ no_file "timeline of a truncated trace" "$T/half.svg"
 expect "summary of a missing file" 2 "$T/missing.json" -- trace summary "$T/missing.json"
 : >"$T/empty.json"
 expect "summary of an empty file" 2 "$T/empty.json" "empty file" -- trace summary "$T/empty.json"
+# zeros are no trace (not an "empty" one), refused from their first byte: a 2 GB sparse file, and /dev/zero
+truncate -s 2G "$T/zeros.json"
+for f in "$T/zeros.json" /dev/zero; do
+    bounded trace summary "$f"
+    if [ "$rc" = 2 ] && grep -qF "$f: byte 0: found byte 0x00" "$T/err" && ! grep -q "empty" "$T/err"; then ok; else
+        bad "summary of zeros $f: exit $rc: $(cat "$T/err")"
+    fi
+done
+rm -f "$T/zeros.json"
 printf '{"traceEvents": [{"ph": "X", "ts": 1, "tid": 1}]}' >"$T/nodur.json"
 expect "an event without dur" 2 "$T/nodur.json" "traceEvents[0]" '"dur"' -- trace summary "$T/nodur.json"
 expect "timeline without -o" 2 "missing -o" -- trace timeline "$T/r/t.json"

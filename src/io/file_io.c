@@ -9,9 +9,108 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Bytes of physical memory (a stream longer than that cannot be held); SIZE_MAX where unknown. */
+static size_t memory_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0 || (unsigned long)pages > SIZE_MAX / (unsigned long)page) return SIZE_MAX;
+    return (size_t)pages * (size_t)page;
+}
+
+/* Reads a stream (a pipe, a device) into v->heap, as much as `need` asks
+ * for (everything where need is NULL), at most the physical memory. */
+static int read_stream(int fd, const char *path, pardo_file_need_fn need, pardo_file_view *v, pardo_status *st) {
+    const size_t limit = memory_bytes();
+    unsigned char *buf = NULL;
+    size_t len = 0, cap = 0, want = PARDO_FILE_ALL;
+    bool whole = false;
+    int rc = PARDO_OK;
+    if (need && (rc = need(NULL, 0, path, &want, &whole, st)) != PARDO_OK) goto fail;
+    for (;;) {
+        /* a byte past a whole file, for the format to report */
+        const size_t goal = whole && want != PARDO_FILE_ALL ? want + 1 : want;
+        if (goal != PARDO_FILE_ALL && len >= goal) {
+            if (whole) break;
+            if ((rc = need(buf, len, path, &want, &whole, st)) != PARDO_OK) goto fail;
+            if (!whole && want != PARDO_FILE_ALL && want <= len) break; /* it has seen enough */
+            continue;
+        }
+        if (goal != PARDO_FILE_ALL && goal > limit) {
+            rc = pardo_errorf(st, PARDO_ENOMEM, "%s: the file would be %zu bytes, more than fit in memory (%zu)",
+                              path, want, limit);
+            goto fail;
+        }
+        if (len == cap || (goal != PARDO_FILE_ALL && goal > cap)) {
+            size_t ncap = goal != PARDO_FILE_ALL ? goal : cap ? cap * 2 : 65536;
+            if (ncap > limit) ncap = limit;
+            if (ncap <= len) {
+                rc = pardo_errorf(st, PARDO_ENOMEM, "%s: more than %zu bytes, more than fit in memory", path, len);
+                goto fail;
+            }
+            unsigned char *nb = realloc(buf, ncap);
+            if (!nb) {
+                rc = pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory reading %zu bytes", path, ncap);
+                goto fail;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            rc = pardo_errorf(st, PARDO_EIO, "%s: cannot read: %s", path, strerror(errno));
+            goto fail;
+        }
+        if (r == 0) break; /* the end: short of what was wanted is the format's to report */
+        len += (size_t)r;
+        if (goal == PARDO_FILE_ALL && need && (rc = need(buf, len, path, &want, &whole, st)) != PARDO_OK) goto fail;
+    }
+    v->heap = buf;
+    v->data = buf;
+    v->n = len;
+    return PARDO_OK;
+fail:
+    free(buf);
+    return rc;
+}
+
+int pardo_file_view_open(const char *path, pardo_file_need_fn need, pardo_file_view *v, pardo_status *st) {
+    memset(v, 0, sizeof(*v));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return pardo_errorf(st, PARDO_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    int rc = PARDO_OK;
+    if (fstat(fd, &sb) != 0) {
+        rc = pardo_errorf(st, PARDO_EIO, "%s: cannot stat: %s", path, strerror(errno));
+    } else if (S_ISDIR(sb.st_mode)) {
+        rc = pardo_errorf(st, PARDO_EIO, "%s: cannot read a folder: %s", path, strerror(EISDIR));
+    } else if (S_ISREG(sb.st_mode) && sb.st_size > 0 && (uint64_t)sb.st_size <= SIZE_MAX) {
+        void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            v->map = p;
+            v->map_len = (size_t)sb.st_size;
+            v->data = p;
+            v->n = (size_t)sb.st_size;
+        } else {
+            rc = read_stream(fd, path, need, v, st); /* a file that cannot be mapped is read as it comes */
+        }
+    } else if (!S_ISREG(sb.st_mode)) {
+        rc = read_stream(fd, path, need, v, st);
+    }
+    close(fd);
+    return rc;
+}
+
+void pardo_file_view_close(pardo_file_view *v) {
+    if (!v) return;
+    if (v->map) munmap(v->map, v->map_len);
+    free(v->heap);
+    memset(v, 0, sizeof(*v));
+}
 
 int pardo_file_read_all(const char *path, unsigned char **data, size_t *n, pardo_status *st) {
     *data = NULL;
@@ -19,45 +118,18 @@ int pardo_file_read_all(const char *path, unsigned char **data, size_t *n, pardo
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return pardo_errorf(st, PARDO_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    size_t cap = 0;
-    if (fstat(fd, &sb) == 0) {
-        if (S_ISDIR(sb.st_mode)) {
-            close(fd);
-            return pardo_errorf(st, PARDO_EIO, "%s: cannot read: %s", path, strerror(EISDIR));
-        }
-        if (S_ISREG(sb.st_mode) && sb.st_size > 0) cap = (size_t)sb.st_size + 1;
-    }
-    if (cap == 0) cap = 4096;
-    unsigned char *buf = malloc(cap);
-    size_t len = 0;
-    if (!buf) goto oom;
-    for (;;) {
-        if (len == cap) {
-            size_t ncap = cap * 2;
-            unsigned char *nb = ncap > cap ? realloc(buf, ncap) : NULL;
-            if (!nb) goto oom;
-            buf = nb;
-            cap = ncap;
-        }
-        ssize_t r = read(fd, buf + len, cap - len);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return pardo_errorf(st, PARDO_EIO, "%s: cannot read: %s", path, strerror(e));
-        }
-        if (r == 0) break;
-        len += (size_t)r;
-    }
+    int rc;
+    pardo_file_view v = {0};
+    if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) rc = pardo_errorf(st, PARDO_EIO, "%s: cannot read a folder: %s",
+                                                                       path, strerror(EISDIR));
+    else rc = read_stream(fd, path, NULL, &v, st);
     close(fd);
-    *data = buf;
-    *n = len;
-    return PARDO_OK;
-oom:
-    free(buf);
-    close(fd);
-    return pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory reading the file", path);
+    if (rc == PARDO_OK) {
+        *data = v.heap ? v.heap : malloc(1);
+        *n = v.n;
+        if (!*data) rc = pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory reading the file", path);
+    }
+    return rc;
 }
 
 /* The process umask, read without changing it (umask(2) would race with other
