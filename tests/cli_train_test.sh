@@ -132,8 +132,13 @@ expect "eval without labels" 2 "--eval y=" -- train "$G" $DATA --eval x=$D/digit
 # labels out of range: softmax_cross_entropy fails inside a step; the loader stops too
 cp $D/digits_train_y.npy "$T/bad_y.npy"
 printf '\014' | dd of="$T/bad_y.npy" bs=1 seek=$((128 + 100 * 8)) conv=notrunc 2>/dev/null
-expect "label out of range" 1 "label 12" "softmax_cross_entropy" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 32 --epochs 3 --save "$T/e3.st"
+expect "label out of range" 1 "label 12" "softmax_cross_entropy" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 32 --epochs 3 --save "$T/e3.st" --log "$T/e3.jsonl"
 no_file "label out of range" "$T/e3.st"
+no_file "label out of range: no empty --log" "$T/e3.jsonl"
+# a log that had records keeps them when a later run fails before its first epoch
+printf '{"epoch": 1}\n' >"$T/kept.jsonl"
+expect "failing train, a log kept" 1 "label 12" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 32 --log "$T/kept.jsonl"
+if [ "$(cat "$T/kept.jsonl")" = '{"epoch": 1}' ]; then ok; else bad "the existing --log changed: $(cat "$T/kept.jsonl")"; fi
 expect "unknown flag" 2 "unknown flag '--frobnicate'" -- train "$G" $DATA --batch-size 32 --frobnicate
 expect "batch size 0" 2 "--batch-size expects an integer" -- train "$G" $DATA --batch-size 0
 expect "no batch size" 2 "missing --batch-size" -- train "$G" $DATA
