@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "check_suites.h"
@@ -25,6 +24,7 @@
 #include "io/npy_map.h"
 #include "io/safetensors.h"
 #include "trace/trace_report.h"
+#include "train/progress.h"
 #include "test_util.h"
 
 /* Fails the test unless path holds exactly the n bytes at want. */
@@ -38,6 +38,15 @@ static void assert_holds(const char *path, const char *want, size_t n) {
 static int write_text(const char *path, const char *text, pardo_status *st) {
     pardo_file_part parts[2] = {{text, 3}, {text + 3, strlen(text) - 3}};
     return pardo_file_write_atomic(path, parts, 2, st);
+}
+
+/* Fails the test unless path is still a node of kind (S_IFIFO, S_IFCHR) and alone in dir; then removes dir. */
+static void assert_node_kept(const char *dir, const char *path, mode_t kind) {
+    struct stat sb;
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert_msg((sb.st_mode & S_IFMT) == kind, "%s was replaced (mode %o)", path, (unsigned)sb.st_mode);
+    ck_assert_int_eq(test_dir_count(dir), 1);
+    test_dir_remove(dir);
 }
 
 /* A new file, then one replaced: the whole text, mode 0666 less the umask, nothing else in the folder. */
@@ -75,11 +84,7 @@ START_TEST(writes_through_a_fifo) {
     close(rd);
     ck_assert_int_eq(n, 16);
     ck_assert_int_eq(memcmp(got, "through the pipe", 16), 0);
-    struct stat sb;
-    ck_assert_int_eq(lstat(path, &sb), 0);
-    ck_assert_msg(S_ISFIFO(sb.st_mode), "the FIFO was replaced (mode %o)", (unsigned)sb.st_mode);
-    ck_assert_int_eq(test_dir_count(dir), 1);
-    test_dir_remove(dir);
+    assert_node_kept(dir, path, S_IFIFO);
 }
 END_TEST
 
@@ -94,11 +99,7 @@ START_TEST(writes_through_a_device) {
         return;
     }
     ck_assert_msg(write_text(path, "into the void", &st) == PARDO_OK, "%s", st.msg);
-    struct stat sb;
-    ck_assert_int_eq(lstat(path, &sb), 0);
-    ck_assert_msg(S_ISCHR(sb.st_mode), "the device was replaced (mode %o)", (unsigned)sb.st_mode);
-    ck_assert_int_eq(test_dir_count(dir), 1);
-    test_dir_remove(dir);
+    assert_node_kept(dir, path, S_IFCHR);
 }
 END_TEST
 
@@ -203,12 +204,6 @@ END_TEST
 
 /* ---- reads ---- */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A regular file is mapped, not read; an empty one has no bytes; a folder is an error. */
 START_TEST(views_map_regular_files) {
     char dir[64], path[128];
@@ -298,7 +293,7 @@ END_TEST
 /* /dev/zero, endless, is refused by every reader at its first bytes, never read into memory. */
 START_TEST(readers_refuse_dev_zero_at_once) {
     pardo_status st;
-    double t0 = now_s();
+    double t0 = pardo_now_s();
     pardo_tensor *t = NULL;
     ck_assert_int_eq(pardo_npy_read("/dev/zero", &t, &st), PARDO_EPARSE);
     ck_assert_msg(strstr(st.msg, "/dev/zero: byte 0") && strstr(st.msg, "magic"), "%s", st.msg);
@@ -311,7 +306,7 @@ START_TEST(readers_refuse_dev_zero_at_once) {
     pardo_trace_model *m = NULL;
     ck_assert_int_eq(pardo_trace_model_load("/dev/zero", &m, &st), PARDO_EPARSE);
     ck_assert_msg(strstr(st.msg, "/dev/zero: byte 0") && !strstr(st.msg, "empty"), "%s", st.msg);
-    ck_assert_msg(now_s() - t0 < 5, "took %.1f s", now_s() - t0);
+    ck_assert_msg(pardo_now_s() - t0 < 5, "took %.1f s", pardo_now_s() - t0);
 }
 END_TEST
 
@@ -325,7 +320,7 @@ START_TEST(readers_refuse_a_sparse_file_at_once) {
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(ftruncate(fd, (off_t)2 << 30), 0);
     close(fd);
-    double t0 = now_s();
+    double t0 = pardo_now_s();
     pardo_tensor *t = NULL;
     ck_assert_int_eq(pardo_npy_read(path, &t, &st), PARDO_EPARSE);
     ck_assert_msg(strstr(st.msg, "byte 0") && strstr(st.msg, "magic"), "%s", st.msg);
@@ -335,7 +330,7 @@ START_TEST(readers_refuse_a_sparse_file_at_once) {
     pardo_trace_model *m = NULL;
     ck_assert_int_eq(pardo_trace_model_load(path, &m, &st), PARDO_EPARSE);
     ck_assert_msg(strstr(st.msg, "byte 0") && !strstr(st.msg, "empty"), "%s", st.msg);
-    ck_assert_msg(now_s() - t0 < 5, "took %.1f s", now_s() - t0);
+    ck_assert_msg(pardo_now_s() - t0 < 5, "took %.1f s", pardo_now_s() - t0);
     test_dir_remove(dir);
 }
 END_TEST

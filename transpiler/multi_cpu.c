@@ -193,11 +193,13 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
     }
     for (int i = 0; i < pl->feeds.n; i++) {
         parts_name(pl->feeds.names[i], name, sizeof name);
-        if ((rc = declare_array(b0, name, &pardo_block_find_var(old, pl->feeds.names[i])->type, true, st)) != PARDO_OK) return rc;
+        const pardo_type *ty = &pardo_block_find_var(old, pl->feeds.names[i])->type;
+        if ((rc = declare_array(b0, name, ty, true, st)) != PARDO_OK) return rc;
     }
     for (int i = 0; i < pl->merged.n; i++) {
         parts_name(pl->merged.names[i], name, sizeof name);
-        if ((rc = declare_array(b0, name, &pardo_block_find_var(old, pl->merged.names[i])->type, false, st)) != PARDO_OK) return rc;
+        const pardo_type *ty = &pardo_block_find_var(old, pl->merged.names[i])->type;
+        if ((rc = declare_array(b0, name, ty, false, st)) != PARDO_OK) return rc;
     }
     /* block 0: splits */
     for (int i = 0; i < pl->feeds.n; i++) {

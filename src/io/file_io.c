@@ -194,7 +194,8 @@ static char *follow_links(const char *path, pardo_status *st) {
         }
         target[n] = '\0';
         const char *slash = strrchr(cur, '/');
-        int dir = target[0] != '/' && slash ? (int)(slash - cur) + 1 : 0; /* a relative target is in the link's folder */
+        /* a relative target is in the link's folder */
+        int dir = target[0] != '/' && slash ? (int)(slash - cur) + 1 : 0;
         char *next = malloc((size_t)dir + (size_t)n + 1);
         if (next) {
             memcpy(next, cur, (size_t)dir);

@@ -358,7 +358,8 @@ int pardo_npy_stream_need(const unsigned char *buf, size_t n, const char *path, 
     pardo_npy_info info;
     *whole = false;
     if (n < 8) { /* the magic and the version */
-        if (n && memcmp(buf, NPY_MAGIC, n < NPY_MAGIC_LEN ? n : NPY_MAGIC_LEN) != 0) return parse_head(buf, n, path, &info, st);
+        if (n && memcmp(buf, NPY_MAGIC, n < NPY_MAGIC_LEN ? n : NPY_MAGIC_LEN) != 0)
+            return parse_head(buf, n, path, &info, st); /* says what the magic lacks */
         *need = 8;
         return PARDO_OK;
     }

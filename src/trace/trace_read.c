@@ -155,7 +155,8 @@ static int check_start(const char *text, size_t len, const char *source, size_t 
     size_t i = 0;
     while (i < len && is_json_space((unsigned char)text[i])) i++;
     *at = i;
-    if (i == len) return pardo_errorf(st, PARDO_EPARSE, "%s: %s, " EXPECTED, source, len ? "only white space" : "empty file");
+    if (i == len)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: %s, " EXPECTED, source, len ? "only white space" : "empty file");
     unsigned char c = (unsigned char)text[i];
     if (strchr("{[\"-0123456789tfn", c) && c) return PARDO_OK; /* the parser says the rest */
     if (c > 0x20 && c < 0x7f)
