@@ -3,6 +3,8 @@
 #   make test       every Check suite and the CLI end-to-end tests
 #   make asan       the same tests built with address + undefined sanitizers (build-asan/)
 #   make tsan       the same tests built with the thread sanitizer (build-tsan/)
+#   make valgrind   the normal build's pardo under valgrind's memcheck (tools/valgrind.sh: a transpiled graph run
+#                   on 2 threads, a short `pardo train`, bad input), failing on any error or definite/possible leak
 #   make demo       build, run the example graphs, train an MLP on the handwritten digits (>= 95% held out)
 #   make bench      build the bench drivers and run tools/bench/run: pardo against PyTorch, ONNX Runtime and
 #                   OpenBLAS (BENCH_ARGS=--quick for a short check; see tools/bench/run --help)
@@ -95,7 +97,7 @@ BIN      := $(BUILD)/pardo
 TEST_BIN := $(BUILD)/check_pardo
 BENCH_BINS := $(BUILD)/tools/bench/bench_threads $(BUILD)/tools/bench/bench_pardo $(BUILD)/tools/bench/bench_gemm
 
-.PHONY: all test unit cli asan tsan demo bench fuzz clean deps
+.PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps
 all: $(BIN) $(LIB)
 
 deps:
@@ -167,6 +169,10 @@ asan:
 
 tsan:
 	$(MAKE) SANITIZE=thread OPT=-O1 test
+
+# Not part of make test (which needs no valgrind): the CPU-only runs of tools/valgrind.sh under memcheck.
+valgrind: $(BIN)
+	tools/valgrind.sh ./$(BIN)
 
 demo: $(BIN)
 	tools/demo.sh ./$(BIN)

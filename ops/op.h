@@ -231,6 +231,12 @@ int pardo_registry_check(pardo_status *st);
 /* Writes the known op names, comma separated, into buf; returns buf. */
 char *pardo_op_known_list(char *buf, size_t n);
 
+/* Writes into buf the known op names nearest to type by edit distance (case
+ * ignored, a swap of neighbours one edit), up to 3 joined by " or ", for a
+ * "did you mean" hint; "" when none is within a third of type's length
+ * (rounded up) in edits. Returns buf. Thread-safe. */
+char *pardo_op_nearest(const char *type, char *buf, size_t n);
+
 /* Helpers for inference functions (ops/infer_util.c). */
 
 /* Sets *out to the numpy broadcast of a and b; PARDO_ESHAPE naming both

@@ -1,5 +1,6 @@
 /* registry.c - the op table, built from op_list.h (see op.h). */
 #include <assert.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +51,52 @@ char *pardo_op_known_list(char *buf, size_t n) {
         int w = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", op_table[i]->type);
         if (w < 0) break;
         used += (size_t)w;
+    }
+    return buf;
+}
+
+/* The optimal string alignment distance between a and b (insertions,
+ * deletions, substitutions and swaps of neighbours count one; case is
+ * ignored); both at most NEAR_MAX letters. */
+enum { NEAR_MAX = 64 };
+
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    int d[NEAR_MAX + 1][NEAR_MAX + 1];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            int best = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+char *pardo_op_nearest(const char *type, char *buf, size_t n) {
+    if (n) buf[0] = '\0';
+    size_t len = type ? strlen(type) : 0;
+    if (len == 0 || len > NEAR_MAX || n == 0) return buf;
+    int dist[N_OPS], best = NEAR_MAX + 1;
+    for (int i = 0; i < N_OPS; i++) {
+        dist[i] = strlen(op_table[i]->type) <= NEAR_MAX ? edit_distance(type, op_table[i]->type) : NEAR_MAX + 1;
+        if (dist[i] < best) best = dist[i];
+    }
+    const int limit = (int)(len + 2) / 3; /* at most a third of the name's letters change (rounded up) */
+    if (best > limit) return buf;
+    size_t used = 0;
+    for (int i = 0, shown = 0; i < N_OPS && shown < 3 && used < n; i++) {
+        if (dist[i] != best) continue;
+        int w = snprintf(buf + used, n - used, "%s%s", shown ? " or " : "", op_table[i]->type);
+        if (w < 0) break;
+        used += (size_t)w;
+        shown++;
     }
     return buf;
 }

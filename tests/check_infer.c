@@ -55,7 +55,9 @@ END_TEST
 
 START_TEST(unknown_op_lists_known) {
     expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"matmull\", \"name\": \"fc\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]}]}]}",
-                 PARDO_EINVAL, (const char *[]){"t.json:1:", "block 0, op 0 'fc' (matmull)", "unknown op type 'matmull'", "known types:", "matmul", NULL});
+                 PARDO_EINVAL, (const char *[]){"t.json:1:", "block 0, op 0 'fc' (matmull)", "unknown op type 'matmull'; did you mean matmul? (known types:", "matmul", NULL});
+    expect_error(HEAD X_W "}, \"ops\": [{\"op\": \"maxpool2d\", \"in\": [\"x\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_EINVAL, (const char *[]){"unknown op type 'maxpool2d'; did you mean max_pool2d? (known types:", NULL});
 }
 END_TEST
 
@@ -133,6 +135,20 @@ START_TEST(dtype_errors_name_the_op) {
 }
 END_TEST
 
+/* Every op's shape error names its input vars and their types (the op's own message names only shapes). */
+START_TEST(shape_errors_name_the_inputs) {
+    expect_error(HEAD X_W ", \"w2\": {\"dtype\": \"float32\", \"shape\": [7, 2], \"role\": \"param\"}}, \"ops\": ["
+                 "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h1\"]},"
+                 "{\"op\": \"matmul\", \"name\": \"fc2\", \"in\": [\"h1\", \"w2\"], \"out\": [\"h2\"]}]}]}",
+                 PARDO_ESHAPE, (const char *[]){"block 0, op 1 'fc2' (matmul)", "inner dims differ",
+                                                "(inputs: h1 float32 [-1, 3], w2 float32 [7, 2])", NULL});
+    /* an output that disagrees with its declaration, and an absent optional input left out of the list */
+    expect_error(HEAD X_W ", \"h\": {\"dtype\": \"float32\", \"shape\": [-1, 5]}}, \"ops\": ["
+                 "{\"op\": \"add_grad\", \"in\": [\"\", \"\", \"\", \"x\"], \"out\": [\"h\"]}]}]}",
+                 PARDO_ESHAPE, (const char *[]){"var 'h' is declared", "(inputs: x float32 [-1, 4])", NULL});
+}
+END_TEST
+
 START_TEST(positions_point_at_the_op) {
     pardo_status st;
     const char *text = "{\"pardo\": 1, \"blocks\": [{\n"
@@ -159,6 +175,7 @@ Suite *make_infer_suite(void) {
     tcase_add_test(te, shapes_too_large);
     tcase_add_test(te, unknown_and_unwritten_vars);
     tcase_add_test(te, dtype_errors_name_the_op);
+    tcase_add_test(te, shape_errors_name_the_inputs);
     tcase_add_test(te, positions_point_at_the_op);
     suite_add_tcase(s, te);
     return s;

@@ -108,6 +108,32 @@ START_TEST(test_known_list) {
 }
 END_TEST
 
+/* The "did you mean" names: the nearest by edit distance (case ignored, a swap one edit), ties in table order,
+ * none where every name is far. */
+START_TEST(test_nearest_names) {
+    char buf[256];
+    ck_assert_str_eq(pardo_op_nearest("maxpool2d", buf, sizeof buf), "max_pool2d");
+    ck_assert_str_eq(pardo_op_nearest("MaxPool", buf, sizeof buf), "max_pool2d");
+    ck_assert_str_eq(pardo_op_nearest("matmull", buf, sizeof buf), "matmul");
+    ck_assert_str_eq(pardo_op_nearest("Relu", buf, sizeof buf), "relu");
+    ck_assert_str_eq(pardo_op_nearest("rleu", buf, sizeof buf), "relu");
+    ck_assert_str_eq(pardo_op_nearest("softmax_crossentropy", buf, sizeof buf), "softmax_cross_entropy");
+    ck_assert_str_eq(pardo_op_nearest("mull", buf, sizeof buf), "mul");
+    ck_assert_str_eq(pardo_op_nearest("xyzzyplugh", buf, sizeof buf), "");
+    ck_assert_str_eq(pardo_op_nearest("foo", buf, sizeof buf), "");
+    ck_assert_str_eq(pardo_op_nearest("", buf, sizeof buf), "");
+    /* two at the same distance, both named */
+    ck_assert_str_eq(pardo_op_nearest("qqq_pool2d", buf, sizeof buf), "max_pool2d or avg_pool2d");
+    char longname[300];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    ck_assert_str_eq(pardo_op_nearest(longname, buf, sizeof buf), "");
+    char small[4];
+    pardo_op_nearest("maxpool2d", small, sizeof small); /* truncates, stays terminated */
+    ck_assert_uint_lt(strlen(small), sizeof small);
+}
+END_TEST
+
 START_TEST(test_err_unknown_op_is_null) {
     /* an unknown name is not an error inside the registry: lookup returns
      * NULL and the caller lists the known ones */
@@ -123,6 +149,7 @@ Suite *make_registry_suite(void) {
     tcase_add_test(core, test_lookup);
     tcase_add_test(core, test_schemas_complete);
     tcase_add_test(core, test_known_list);
+    tcase_add_test(core, test_nearest_names);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_unknown_op_is_null);

@@ -11,6 +11,7 @@
     X(value)            \
     X(tensor)           \
     X(synced_mem)       \
+    X(file_io)          \
     X(npy)              \
     X(safetensors)      \
     X(graph_json)       \

@@ -185,6 +185,23 @@ START_TEST(written_graph_checks_and_reads_well) {
     ck_assert_msg(pardo_pass_check(q, &opt, &st) == PARDO_OK, "%s", st.msg);
     const char *names[] = {"x@PARTS", "y@PARTS", "w1@GRAD@PARTS", "loss@PARTS", "w1@MOMENT1", "w1@STEP"};
     for (int i = 0; i < 6; i++) ck_assert_msg(pardo_block_find_var(&q->blocks[0], names[i]), "no var %s", names[i]);
+    /* a merged gradient and its parts have the param's type (not a -1 for rows the parts do not have) */
+    for (int i = 0; i < 4; i++) {
+        char grad[64], parts[64];
+        snprintf(grad, sizeof grad, "%s@GRAD", params[i]);
+        snprintf(parts, sizeof parts, "%s@GRAD@PARTS", params[i]);
+        const pardo_var *w = pardo_block_find_var(&q->blocks[0], params[i]);
+        const char *merged[] = {grad, parts};
+        for (int k = 0; k < 2; k++) {
+            const pardo_var *g = pardo_block_find_var(&q->blocks[0], merged[k]);
+            ck_assert_msg(w && g, "no var %s or %s", params[i], merged[k]);
+            char ws[64], gs[64];
+            ck_assert_msg(g->type.dtype == w->type.dtype && g->type.ndim == w->type.ndim &&
+                              memcmp(g->type.shape, w->type.shape, sizeof(int64_t) * (size_t)w->type.ndim) == 0,
+                          "%s is %s, %s is %s", merged[k], pardo_shape_str(g->type.ndim, g->type.shape, gs, sizeof gs),
+                          params[i], pardo_shape_str(w->type.ndim, w->type.shape, ws, sizeof ws));
+        }
+    }
     ck_assert_int_eq(q->n_blocks, 2);
     ck_assert_str_eq(q->blocks[0].ops[0].type, "split");
     ck_assert_str_eq(q->blocks[0].ops[2].type, "parallel_do");

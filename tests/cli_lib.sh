@@ -4,6 +4,8 @@
 # scratch folder removed on exit), and gives:
 #   ok, bad MSG                     count a pass or a failure (printed)
 #   run_pardo ARGS...               pardo ARGS; status in $rc, output in $T/out and $T/err
+#   bounded ARGS...                 run_pardo ARGS in at most 20 s and 1 GiB of address space (where the
+#                                   binary runs under that: not the sanitizer builds, which reserve terabytes)
 #   expect NAME CODE WORD... -- ARGS...
 #                                   pardo ARGS exits CODE with every WORD in stderr
 #   stdout_has NAME TEXT            the last run's stdout contains TEXT
@@ -27,6 +29,15 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 run_pardo() {
     "$PARDO" "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+bounded() {
+    if (ulimit -v 1048576 && "$PARDO" --version) >/dev/null 2>&1; then
+        (ulimit -v 1048576 && exec timeout 20 "$PARDO" "$@") >"$T/out" 2>"$T/err"
+    else
+        timeout 20 "$PARDO" "$@" >"$T/out" 2>"$T/err"
+    fi
     rc=$?
 }
 

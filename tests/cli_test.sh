@@ -84,6 +84,62 @@ stdout_has "run fused a1" "a1: float32 [16, 32] = [2.04594, 0.875201, 0, 0, 0, 1
 expect "run --device cuda falls back" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --device cuda --fetch loss
 stdout_has "run --device cuda" "loss: float32 []"
 
+# ---- outputs that are not regular files: written through (as cp does), never replaced ----
+# through_fifo NAME TEXT ARGS...: pardo ARGS writes to the FIFO $T/fifo, which a reader empties; the reader gets
+# TEXT and the FIFO stays a FIFO
+through_fifo() {
+    name=$1 text=$2
+    shift 2
+    rm -f "$T/fifo" "$T/fifo.got"
+    mkfifo "$T/fifo"
+    timeout 20 cat "$T/fifo" >"$T/fifo.got" &
+    cat_pid=$!
+    expect "$name" 0 -- "$@"
+    wait $cat_pid
+    if [ -p "$T/fifo" ] && grep -aq -- "$text" "$T/fifo.got"; then ok; else
+        bad "$name: the FIFO was replaced or its reader got no '$text': $(ls -l "$T/fifo"; head -c 200 "$T/fifo.got" | tr -cd "[:print:]")"
+    fi
+}
+through_fifo "run --save FIFO" "data_offsets" run $G --feed x=$LX --feed y=$LY --steps 1 --save "$T/fifo"
+through_fifo "run --trace FIFO" "traceEvents" run $G --feed x=$LX --feed y=$LY --steps 1 --trace "$T/fifo"
+through_fifo "transpile -o FIFO" "parallel_do" transpile graphs/mlp.json -o "$T/fifo"
+# a device like /dev/null, made where we may (as root)
+if mknod "$T/null" c 1 3 2>/dev/null; then
+    expect "run --save DEVICE" 0 -- run $G --feed x=$LX --feed y=$LY --steps 1 --save "$T/null"
+    if [ -c "$T/null" ]; then ok; else bad "--save replaced the device node: $(ls -l "$T/null")"; fi
+    expect "transpile -o DEVICE" 0 -- transpile graphs/mlp.json -o "$T/null"
+    if [ -c "$T/null" ]; then ok; else bad "transpile -o replaced the device node: $(ls -l "$T/null")"; fi
+fi
+# a symbolic link stays one; its target gets the checkpoint
+mkdir -p "$T/ln"
+ln -s ck.safetensors "$T/ln/link.safetensors"
+expect "run --save LINK" 0 -- run $G --feed x=$LX --feed y=$LY --steps 1 --save "$T/ln/link.safetensors"
+if [ -L "$T/ln/link.safetensors" ] && [ -s "$T/ln/ck.safetensors" ]; then ok; else bad "--save replaced the link: $(ls -l "$T/ln")"; fi
+expect "run --load LINK" 0 -- run $G --feed x=$LX --feed y=$LY --load "$T/ln/link.safetensors" --fetch w
+
+# ---- inputs checked from their first bytes, never read whole first ----
+# expect_bounded NAME CODE WORD -- ARGS...: as expect, under bounded
+expect_bounded() {
+    name=$1 code=$2 word=$3
+    shift 4
+    bounded "$@"
+    if [ "$rc" = "$code" ] && grep -qF -- "$word" "$T/err"; then ok; else bad "$name: exit $rc, expected $code and '$word': $(cat "$T/err")"; fi
+}
+truncate -s 2G "$T/sparse.npy"
+expect_bounded "--feed /dev/zero" 2 "/dev/zero: byte 0: expected the .npy magic" -- run $G --feed x=/dev/zero --feed y=$LY --out "$T/z1"
+no_file "--feed /dev/zero" "$T/z1"
+expect_bounded "--feed a 2 GB sparse file" 2 "$T/sparse.npy: byte 0: expected the .npy magic" -- run $G --feed x="$T/sparse.npy" --feed y=$LY
+expect_bounded "--load /dev/zero" 2 "/dev/zero: byte 8" -- run $G --feed x=$LX --feed y=$LY --load /dev/zero --save "$T/z2.st"
+no_file "--load /dev/zero" "$T/z2.st"
+expect_bounded "--load a 2 GB sparse file" 2 "$T/sparse.npy: byte 8" -- run $G --feed x=$LX --feed y=$LY --load "$T/sparse.npy"
+rm -f "$T/sparse.npy"
+# a feed from a pipe: its header first, then the data it says
+cat $LX | "$PARDO" run $G --feed x=/dev/stdin --feed y=$LY --fetch loss >"$T/out" 2>"$T/err" && grep -q "^loss: float32 \[\]" "$T/out" && ok ||
+    bad "--feed from a pipe: $(cat "$T/err")"
+(cat $LX; printf 'x') | "$PARDO" run $G --feed x=/dev/stdin --feed y=$LY >"$T/out" 2>"$T/err"
+rc=$?
+if [ "$rc" = 2 ] && grep -q "expected the end of the file" "$T/err"; then ok; else bad "--feed from a pipe, a byte too many: exit $rc: $(cat "$T/err")"; fi
+
 # ---- bad input: exit 2, file and culprit named, nothing written --------
 mkdir -p "$T/g"
 printf '{"pardo": 1, "blocks": [{"vars": {}, "ops": [\n  {"op": "relu", "in": ["x"] "out": ["y"]}]}]}' >"$T/g/syntax.json"
@@ -94,7 +150,7 @@ expect "truncated json" 2 "$T/g/trunc.json:" "invalid JSON" -- check "$T/g/trunc
 sed 's/"ops": \[/"opz": [/' graphs/mlp.json >"$T/g/key.json"
 expect "unknown key" 2 "$T/g/key.json:" "opz" -- check "$T/g/key.json"
 sed 's/"op": "relu"/"op": "relux"/' graphs/mlp.json >"$T/g/op.json"
-expect "unknown op" 2 "$T/g/op.json:" "relux" "block 0, op 2" "known types:" -- run "$T/g/op.json" --feed x=$MX --feed y=$MY --out "$T/o2"
+expect "unknown op" 2 "$T/g/op.json:" "relux" "block 0, op 2" "did you mean relu?" "known types:" -- run "$T/g/op.json" --feed x=$MX --feed y=$MY --out "$T/o2"
 no_file "unknown op" "$T/o2"
 sed 's/"in": \["z1"\]/"in": ["z9"]/' graphs/mlp.json >"$T/g/var.json"
 expect "unknown var" 2 "$T/g/var.json:" "z9" "block 0, op 2" -- check "$T/g/var.json"
@@ -138,6 +194,7 @@ expect "missing GRAPH" 2 "missing GRAPH" -- run
 expect "bad --fetch" 2 "no var 'nope'" -- run $G --feed x=$LX --feed y=$LY --fetch nope --out "$T/o8"
 no_file "bad --fetch" "$T/o8"
 expect "ops unknown" 2 "unknown op 'nope'" -- ops nope
+expect "ops unknown, near a known one" 2 "unknown op 'maxpool2d'; did you mean max_pool2d? (known ops:" -- ops maxpool2d
 expect "--feed without =" 2 "NAME=FILE.npy" -- run $G --feed x
 
 cli_finish

@@ -72,6 +72,15 @@ has "summary --csv" "$T/out" "op_type,matmul,count,8"
 has "summary --csv" "$T/out" "parallel_do,b0:2 parts,efficiency,"
 has "summary --csv" "$T/out" "thread,main,busy_share,"
 if awk -F, 'NR > 1 && NF != 4 { exit 1 }' "$T/out"; then ok; else bad "csv rows without 4 fields: $(head -5 "$T/out")"; fi
+# values with fixed decimals: counts whole, microseconds to 3 places, shares to 6 (not 343.53099999999995)
+if awk -F, 'NR > 1 && $4 !~ /^-?[0-9]+(\.[0-9][0-9][0-9]|\.[0-9][0-9][0-9][0-9][0-9][0-9])?$/ { print; exit 1 }' "$T/out" >"$T/csv.bad"
+then ok; else bad "csv values without fixed decimals: $(cat "$T/csv.bad")"; fi
+if grep -qx 'op_type,matmul,count,8' "$T/out"; then ok; else bad "csv count not whole: $(grep op_type,matmul,count "$T/out")"; fi
+# long op names are not cut: the columns widen to the longest
+expect "summary --top 100" 0 -- trace summary "$T/r/t.json" --top 100
+if grep -qE ' softmax_cross_entropy_grad +softmax_cross_entropy_grad +[0-9]' "$T/out"; then ok; else
+    bad "summary cuts a long op name: $(grep softmax_cross "$T/out")"
+fi
 
 # ---- timeline: one well-formed SVG ----
 expect "timeline" 0 -- trace timeline "$T/r/t.json" -o "$T/r/t.svg"
@@ -195,6 +204,15 @@ no_file "timeline of a truncated trace" "$T/half.svg"
 expect "summary of a missing file" 2 "$T/missing.json" -- trace summary "$T/missing.json"
 : >"$T/empty.json"
 expect "summary of an empty file" 2 "$T/empty.json" "empty file" -- trace summary "$T/empty.json"
+# zeros are no trace (not an "empty" one), refused from their first byte: a 2 GB sparse file, and /dev/zero
+truncate -s 2G "$T/zeros.json"
+for f in "$T/zeros.json" /dev/zero; do
+    bounded trace summary "$f"
+    if [ "$rc" = 2 ] && grep -qF "$f: byte 0: found byte 0x00" "$T/err" && ! grep -q "empty" "$T/err"; then ok; else
+        bad "summary of zeros $f: exit $rc: $(cat "$T/err")"
+    fi
+done
+rm -f "$T/zeros.json"
 printf '{"traceEvents": [{"ph": "X", "ts": 1, "tid": 1}]}' >"$T/nodur.json"
 expect "an event without dur" 2 "$T/nodur.json" "traceEvents[0]" '"dur"' -- trace summary "$T/nodur.json"
 expect "timeline without -o" 2 "missing -o" -- trace timeline "$T/r/t.json"

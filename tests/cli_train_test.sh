@@ -132,8 +132,13 @@ expect "eval without labels" 2 "--eval y=" -- train "$G" $DATA --eval x=$D/digit
 # labels out of range: softmax_cross_entropy fails inside a step; the loader stops too
 cp $D/digits_train_y.npy "$T/bad_y.npy"
 printf '\014' | dd of="$T/bad_y.npy" bs=1 seek=$((128 + 100 * 8)) conv=notrunc 2>/dev/null
-expect "label out of range" 1 "label 12" "softmax_cross_entropy" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 32 --epochs 3 --save "$T/e3.st"
+expect "label out of range" 1 "label 12" "softmax_cross_entropy" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 32 --epochs 3 --save "$T/e3.st" --log "$T/e3.jsonl"
 no_file "label out of range" "$T/e3.st"
+no_file "label out of range: no empty --log" "$T/e3.jsonl"
+# a log that had records keeps them when a later run fails before its first epoch
+printf '{"epoch": 1}\n' >"$T/kept.jsonl"
+expect "failing train, a log kept" 1 "label 12" -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 32 --log "$T/kept.jsonl"
+if [ "$(cat "$T/kept.jsonl")" = '{"epoch": 1}' ]; then ok; else bad "the existing --log changed: $(cat "$T/kept.jsonl")"; fi
 expect "unknown flag" 2 "unknown flag '--frobnicate'" -- train "$G" $DATA --batch-size 32 --frobnicate
 expect "batch size 0" 2 "--batch-size expects an integer" -- train "$G" $DATA --batch-size 0
 expect "no batch size" 2 "missing --batch-size" -- train "$G" $DATA
@@ -152,6 +157,13 @@ stdout_has "trace summary of train" "parallel_do"
 stdout_has "trace summary of train" "pardo train"
 grep -q '"name": *"thread_name"' "$T/train.trace.json" && grep -q '"loader"' "$T/train.trace.json" && ok ||
     bad "the trace names no loader thread"
+# an evaluation per epoch: each one's loader thread is a lane of its own name, none named twice
+expect "train --eval --trace" 0 -- train "$G" $DATA $EVAL --batch-size 64 --epochs 2 --threads 2 --trace "$T/eval.trace.json"
+grep -o '"name": *"thread_name"[^}]*"args": *{"name": *"[^"]*"' "$T/eval.trace.json" | sed 's/.*"name": *"//; s/"$//' | sort >"$T/lanes"
+if [ -z "$(uniq -d "$T/lanes")" ] && grep -qx "eval loader, epoch 1" "$T/lanes" && grep -qx "eval loader, epoch 2" "$T/lanes"; then ok
+else bad "trace lanes named twice, or no eval loader's: $(cat "$T/lanes")"; fi
+expect "trace summary of train --eval" 0 -- trace summary "$T/eval.trace.json"
+stdout_has "trace summary of train --eval" "loader/eval loader "
 expect "train --profile" 0 "per op type" "adam" -- train "$G" $DATA --batch-size 64 --epochs 1 --profile
 expect "train --trace into a missing folder" 1 "$T/nope/t.json" -- train "$G" $DATA --batch-size 64 --trace "$T/nope/t.json"
 expect "failing train still traces" 1 -- train "$G" --data x=$D/digits_train_x.npy --data y="$T/bad_y.npy" --batch-size 64 --trace "$T/fail.trace.json"

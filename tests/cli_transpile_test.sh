@@ -27,6 +27,11 @@ for opt in sgd momentum adam; do
 done
 grep -q '"w1@MOMENT1"' "$T/adam.json" && ok || bad "adam.json lacks the state var w1@MOMENT1"
 
+# dot of a transpiled graph: gradient ops leave outputs out (""), which are no nodes
+expect "dot transpiled" 0 -- dot "$T/sgd.json"
+stdout_has "dot transpiled" '-> "v1:w1@GRAD"'
+if grep -qE '"v[0-9]+:"' "$T/out"; then bad "dot draws a node for an absent output: $(grep -E '"v[0-9]+:"' "$T/out")"; else ok; fi
+
 # training lowers the loss: 1 step against 40
 expect "one step" 0 -- run "$T/sgd.json" $FEEDS --steps 1 --fetch loss
 first=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")

@@ -47,6 +47,23 @@ static int bind_output(pardo_var *v, const pardo_type *made, int k, pardo_status
     return PARDO_OK;
 }
 
+/* Appends the op's inputs with their types to st's message, so that every
+ * op's shape error names the vars it was given:
+ * " (inputs: a1 float32 [-1, 32], w2 float32 [7, 2])". Absent inputs ("")
+ * are left out; a var whose type is not known yet shows "?". */
+static int note_inputs(const pardo_program *p, int b, const pardo_op *op, int rc, pardo_status *st) {
+    char list[PARDO_MSG_MAX] = "", t[200];
+    size_t used = 0;
+    for (int k = 0; k < op->n_in && used < sizeof list; k++) {
+        if (!op->in[k][0]) continue;
+        const pardo_var *v = pardo_program_lookup_var(p, b, op->in[k], NULL);
+        const char *ts = v && v->type.dtype != PARDO_DTYPE_UNKNOWN ? type_str(&v->type, t, sizeof t) : "?";
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s %s", used ? ", " : "", op->in[k], ts);
+    }
+    if (list[0]) pardo_status_suffix(st, " (inputs: %s)", list);
+    return rc;
+}
+
 static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
     pardo_op *op = &p->blocks[b].ops[i];
     pardo_type in_types[64];
@@ -75,7 +92,7 @@ static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
     }
     pardo_infer_ctx ctx = {.op = op, .n_in = op->n_in, .in = in_ptrs, .n_out = op->n_out, .out = out_types, .st = st};
     int rc = op->def->infer(&ctx);
-    if (rc != PARDO_OK) return rc;
+    if (rc != PARDO_OK) return note_inputs(p, b, op, rc, st);
     for (int k = 0; k < op->n_out; k++) {
         if (!op->out[k][0]) continue; /* an output the graph leaves out */
         pardo_var *v = pardo_program_lookup_var(p, b, op->out[k], NULL);
@@ -87,7 +104,7 @@ static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
             return pardo_errorf(st, PARDO_ESHAPE, "output %d: var '%s' would be %s, more elements than fit in 64 bits",
                                 k, v->name, pardo_shape_str(out_types[k].ndim, out_types[k].shape, sh, sizeof sh));
         }
-        if ((rc = bind_output(v, &out_types[k], k, st)) != PARDO_OK) return rc;
+        if ((rc = bind_output(v, &out_types[k], k, st)) != PARDO_OK) return note_inputs(p, b, op, rc, st);
     }
     return PARDO_OK;
 }

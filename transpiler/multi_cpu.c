@@ -161,14 +161,17 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
 
 static void parts_name(const char *var, char *buf, size_t n) { snprintf(buf, n, "%s@PARTS", var); }
 
-/* Declares tensor_array var `name` in blk with elements of type ty. */
-static int declare_array(pardo_block *blk, const char *name, const pardo_type *ty, pardo_status *st) {
+/* Declares tensor_array var `name` in blk with parts of type ty; dim 0 of a
+ * split's parts is -1 (their rows). The parts a parallel_do fills have the
+ * type of the var they are parts of (a gradient's parts are the param's
+ * shape), so merge gives that type back. */
+static int declare_array(pardo_block *blk, const char *name, const pardo_type *ty, bool split, pardo_status *st) {
     pardo_var *a = pardo_block_add_var(blk, name, st);
     if (!a) return st->code;
     a->declared = true;
     a->kind = PARDO_VAR_TENSOR_ARRAY;
     a->type = *ty;
-    if (a->type.ndim > 0) a->type.shape[0] = -1; /* a part's rows */
+    if (split && a->type.ndim > 0) a->type.shape[0] = -1; /* a part's rows */
     return PARDO_OK;
 }
 
@@ -190,11 +193,13 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
     }
     for (int i = 0; i < pl->feeds.n; i++) {
         parts_name(pl->feeds.names[i], name, sizeof name);
-        if ((rc = declare_array(b0, name, &pardo_block_find_var(old, pl->feeds.names[i])->type, st)) != PARDO_OK) return rc;
+        const pardo_type *ty = &pardo_block_find_var(old, pl->feeds.names[i])->type;
+        if ((rc = declare_array(b0, name, ty, true, st)) != PARDO_OK) return rc;
     }
     for (int i = 0; i < pl->merged.n; i++) {
         parts_name(pl->merged.names[i], name, sizeof name);
-        if ((rc = declare_array(b0, name, &pardo_block_find_var(old, pl->merged.names[i])->type, st)) != PARDO_OK) return rc;
+        const pardo_type *ty = &pardo_block_find_var(old, pl->merged.names[i])->type;
+        if ((rc = declare_array(b0, name, ty, false, st)) != PARDO_OK) return rc;
     }
     /* block 0: splits */
     for (int i = 0; i < pl->feeds.n; i++) {

@@ -355,8 +355,10 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
             pardo_op *op = &blk->ops[i];
             op->def = pardo_op_lookup(op->type);
             if (!op->def) {
-                char known[2048];
-                pardo_errorf(st, PARDO_EINVAL, "unknown op type '%s' (known types: %s)", op->type,
+                char known[2048], near[256];
+                pardo_op_nearest(op->type, near, sizeof near);
+                pardo_errorf(st, PARDO_EINVAL, "unknown op type '%s'%s%s%s (known types: %s)", op->type,
+                             near[0] ? "; did you mean " : "", near, near[0] ? "?" : "",
                              pardo_op_known_list(known, sizeof known));
                 return op_error(p, b, i, st);
             }

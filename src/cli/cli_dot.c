@@ -71,6 +71,7 @@ static void print_block(const pardo_program *p, int b, const char *indent) {
             printf(" -> \"op%d:%d\";\n", b, i);
         }
         for (int k = 0; k < op->n_out; k++) {
+            if (!op->out[k][0]) continue; /* an output the op leaves out ("") */
             printf("%s\"op%d:%d\" -> ", indent, b, i);
             print_var_ref(p, b, op->out[k]);
             printf(";\n");

@@ -57,8 +57,11 @@ int pardo_cli_ops(int argc, char **argv) {
     if (name) {
         const pardo_op_def *d = pardo_op_lookup(name);
         if (!d) {
-            char known[2048];
-            fprintf(stderr, "pardo ops: unknown op '%s' (known ops: %s)\n", name, pardo_op_known_list(known, sizeof known));
+            char known[2048], near[256];
+            pardo_op_nearest(name, near, sizeof near);
+            fprintf(stderr, "pardo ops: unknown op '%s'%s%s%s (known ops: %s)\n", name,
+                    near[0] ? "; did you mean " : "", near, near[0] ? "?" : "",
+                    pardo_op_known_list(known, sizeof known));
             return CLI_BAD_INPUT;
         }
         describe(d);

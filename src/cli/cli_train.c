@@ -271,6 +271,7 @@ typedef struct evaluator {
     const char *loss;   // borrowed from prog
     const char *logits; // borrowed from prog; NULL: no accuracy
     int labels;         // index of the labels' file in data, or -1
+    char lane[64];      // the producer's name for this evaluation ("eval loader, epoch 2"): a lane per epoch
 } evaluator;
 
 typedef struct eval_result {
@@ -292,6 +293,8 @@ typedef struct trainer {
     pardo_coordinator *coord;
     pardo_train_state state; // where the run is (what a checkpoint records)
     FILE *log;
+    bool log_made;       // --log did not exist before this run: removed again when no record was written
+    int64_t log_records; // records written to --log by this run
     pardo_progress progress;
     pardo_epoch_stats last; // the last epoch's figures
     bool have_last;
@@ -383,6 +386,9 @@ static int evaluate(trainer *t, eval_result *r, pardo_status *st) {
     memset(r, 0, sizeof(*r));
     double sum = 0;
     int rc = share_params(t, true, st);
+    /* each evaluation's producer is a new thread: its own name, not a second "eval loader" lane in a trace */
+    snprintf(ev->lane, sizeof ev->lane, "eval loader, epoch %lld", (long long)t->state.epoch);
+    pardo_loader_set_lane(ev->data.loader, ev->lane);
     if (rc == PARDO_OK) rc = pardo_loader_start(ev->data.loader, ev->data.group, t->coord, 0, 0, 1, st);
     int64_t n = pardo_loader_batches(ev->data.loader);
     for (int64_t i = 0; rc == PARDO_OK && i < n; i++) {
@@ -490,6 +496,7 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
             pardo_coordinator_request_stop(t->coord, st);
             return st->code;
         }
+        t->log_records++;
         if (a->save && save_checkpoint(t) != CLI_OK) {
             rc = pardo_errorf(st, PARDO_EIO, "%s: the checkpoint was not written", a->save);
             pardo_coordinator_request_stop(t->coord, st);
@@ -635,6 +642,8 @@ static int run_training(trainer *t) {
         t->has_eval = true;
         if ((code = open_evaluator(t, &opt)) >= 0) return code;
     }
+    /* opened now, so that a log that cannot be written stops the run before it trains */
+    t->log_made = a->log && access(a->log, F_OK) != 0;
     if (a->log && !(t->log = fopen(a->log, "a"))) {
         fprintf(stderr, "pardo: --log %s: cannot open: %s\n", a->log, strerror(errno));
         return CLI_FAILED;
@@ -774,6 +783,7 @@ int pardo_cli_train(int argc, char **argv) {
     if (t.has_eval) close_evaluator(&t.ev);
     pardo_coordinator_free(t.coord);
     if (t.log) fclose(t.log);
+    if (t.log_made && t.log_records == 0) unlink(a.log); /* a run that ended before its first epoch: no empty log */
     pardo_executor_free(t.ex);
     pardo_program_free(prog);
     return rc;

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "core/device.h"
+#include "exec/thread_pool.h"
 #include "gemm.h"
 #include "op.h"
 #include "cli/version.h"
@@ -79,7 +80,12 @@ int main(int argc, char **argv) {
         {"trace", pardo_cli_trace},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
+        if (strcmp(cmd, commands[i].name) == 0) {
+            int rc = commands[i].fn(argc - 2, argv + 2);
+            /* join the pool's workers: a clean exit (valgrind counts the stacks of threads never joined) */
+            pardo_thread_pool_shutdown();
+            return rc;
+        }
     fprintf(stderr, "pardo: unknown command '%s' (expected run, train, transpile, check, ops, dot or trace)\n\n%s",
             cmd, usage);
     return CLI_BAD_INPUT;

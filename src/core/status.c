@@ -40,6 +40,16 @@ int pardo_status_prefix(pardo_status *st, const char *fmt, ...) {
     return st->code;
 }
 
+int pardo_status_suffix(pardo_status *st, const char *fmt, ...) {
+    if (!st || st->code == PARDO_OK) return st ? st->code : PARDO_OK;
+    size_t used = strnlen(st->msg, sizeof(st->msg) - 1);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->msg + used, sizeof(st->msg) - used, fmt, ap);
+    va_end(ap);
+    return st->code;
+}
+
 const char *pardo_code_name(int code) {
     switch (code) {
 #define PARDO_STATUS_NAME(name, value, text) \

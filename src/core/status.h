@@ -49,6 +49,12 @@ int pardo_errorf(pardo_status *st, int code, const char *fmt, ...)
 int pardo_status_prefix(pardo_status *st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Appends a printf-style note (" (inputs: ...)") to st's message, keeping its
+ * code; returns the code. Does nothing when st is OK or NULL; a message that
+ * would grow past PARDO_MSG_MAX is cut. */
+int pardo_status_suffix(pardo_status *st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* The name of a code ("EINVAL"); "EUNKNOWN" for values not in the map. */
 const char *pardo_code_name(int code);
 

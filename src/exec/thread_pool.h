@@ -83,8 +83,11 @@ int pardo_thread_pool_idle_awake(void);
 
 /* Stops and joins the workers after they finish the queued tasks; the pool
  * returns to not started (configure may size it anew; the next use starts
- * it). For tests and tools that want a clean exit. Not thread-safe: nothing
- * may use the pool during or after the call until it returns. */
+ * it). main calls it before it returns, so that a run ends with every
+ * thread joined (valgrind's leak check counts an unjoined thread's stack);
+ * tests and tools may too. A no-op in a forked child whose pool has not
+ * started (the atfork handler leaves it unstarted). Not thread-safe:
+ * nothing may use the pool during the call. */
 void pardo_thread_pool_shutdown(void);
 
 #endif

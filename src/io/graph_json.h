@@ -48,11 +48,11 @@ int pardo_graph_parse(const char *text, size_t len, const char *path, pardo_prog
  * dtype or rank), PARDO_ENOMEM. Borrows p. Thread-safe. */
 char *pardo_graph_to_json(const pardo_program *p, pardo_status *st);
 
-/* Writes pardo_graph_to_json's text to `path`: into a new temporary file in
- * the same folder, fsync'd, then renamed over path, so path is either its
- * old self or the whole new file, never a partial one. Errors: those of
- * pardo_graph_to_json; PARDO_EIO naming the file and the system's reason
- * (the temporary file is removed). Borrows p. Thread-safe. */
+/* Writes pardo_graph_to_json's text to `path` with pardo_file_write_atomic
+ * (file_io.h): path is either its old self or the whole new file, never a
+ * partial one; a FIFO or device at path is written through. Errors: those
+ * of pardo_graph_to_json; PARDO_EIO naming the file and the system's reason
+ * (nothing left behind). Borrows p. Thread-safe. */
 int pardo_graph_save(const pardo_program *p, const char *path, pardo_status *st);
 
 /* True when a and b hold the same program: version, name, doc, and block by

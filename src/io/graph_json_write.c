@@ -4,17 +4,14 @@
  * and cJSON 1.7 prints a double with %1.15g whenever that reads back within
  * an epsilon, which loses the last bit of some numbers (0.1f as a double). */
 #include "io/graph_json.h"
+#include "io/file_io.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Growing text plus the first error met while writing it. */
 typedef struct writer {
@@ -330,35 +327,7 @@ char *pardo_graph_to_json(const pardo_program *p, pardo_status *st) {
     return to_json(p, st, &rc);
 }
 
-/* Writes all n bytes of s to fd. */
-static bool write_all(int fd, const char *s, size_t n) {
-    while (n > 0) {
-        ssize_t r = write(fd, s, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return false;
-        s += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-/* fsyncs the folder holding path so the rename itself is durable; best effort. */
-static void sync_folder(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
-static atomic_uint tmp_counter;
-
 int pardo_graph_save(const pardo_program *p, const char *path, pardo_status *st) {
-    char eb[128];
     int rc;
     if (!p || !path) return pardo_errorf(st, PARDO_EINVAL, "pardo_graph_save: NULL program or path");
     char *text = to_json(p, st, &rc);
@@ -366,43 +335,8 @@ int pardo_graph_save(const pardo_program *p, const char *path, pardo_status *st)
         pardo_status_prefix(st, "%s: ", path);
         return rc;
     }
-    size_t tmp_size = strlen(path) + 64;
-    char *tmp = malloc(tmp_size);
-    int fd = -1;
-    if (!tmp) {
-        rc = pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, tmp_size, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        rc = pardo_errorf(st, PARDO_EIO, "%s: cannot create the temporary file %s: %s", path, tmp,
-                          strerror_r(errno, eb, sizeof eb));
-        goto done;
-    }
-    bool ok = write_all(fd, text, strlen(text)) && fsync(fd) == 0;
-    int err = errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        rc = pardo_errorf(st, PARDO_EIO, "%s: cannot rename %s to it: %s", path, tmp, strerror_r(errno, eb, sizeof eb));
-        unlink(tmp);
-        goto done;
-    }
-    if (!ok) {
-        rc = pardo_errorf(st, PARDO_EIO, "%s: cannot write %s: %s", path, tmp, strerror_r(err, eb, sizeof eb));
-        unlink(tmp);
-        goto done;
-    }
-    sync_folder(path);
-    rc = PARDO_OK;
-done:
-    free(tmp);
+    pardo_file_part part = {text, strlen(text)};
+    rc = pardo_file_write_atomic(path, &part, 1, st);
     free(text);
     return rc;
 }

@@ -261,8 +261,10 @@ static int parse_header(hdr_parser *h, npy_header *hd) {
     return PARDO_OK;
 }
 
-int pardo_npy_parse_header(const void *buf, size_t n, const char *name, pardo_npy_info *info, pardo_status *st) {
-    const unsigned char *p = buf;
+/* The magic, version, header and what the data must be (info->data_offset,
+ * info->nbytes), without looking at the data: pardo_npy_parse_header less
+ * the data size check. */
+static int parse_head(const unsigned char *p, size_t n, const char *name, pardo_npy_info *info, pardo_status *st) {
     memset(info, 0, sizeof(*info));
     if (n == 0) return pardo_errorf(st, PARDO_EPARSE, "%s: empty file, expected a .npy file", name);
     if (n < NPY_MAGIC_LEN || memcmp(p, NPY_MAGIC, NPY_MAGIC_LEN) != 0) {
@@ -312,8 +314,19 @@ int pardo_npy_parse_header(const void *buf, size_t n, const char *name, pardo_np
         }
         numel *= hd.shape[d];
     }
-    uint64_t nbytes = (uint64_t)numel * item;
-    size_t data_at = pre + hlen, have = n - data_at;
+    info->dtype = hd.dtype;
+    info->ndim = hd.ndim;
+    memcpy(info->shape, hd.shape, sizeof hd.shape);
+    info->data_offset = pre + hlen;
+    info->nbytes = (size_t)((uint64_t)numel * item);
+    return PARDO_OK;
+}
+
+int pardo_npy_parse_header(const void *buf, size_t n, const char *name, pardo_npy_info *info, pardo_status *st) {
+    int rc = parse_head(buf, n, name, info, st);
+    if (rc != PARDO_OK) return rc;
+    uint64_t nbytes = info->nbytes;
+    size_t data_at = info->data_offset, have = n - data_at;
     if (have < nbytes)
         return pardo_errorf(st, PARDO_EPARSE, "%s: truncated: expected %llu bytes of data, file has %zu", name,
                             (unsigned long long)nbytes, have);
@@ -322,11 +335,6 @@ int pardo_npy_parse_header(const void *buf, size_t n, const char *name, pardo_np
                             "%s: byte %llu: expected the end of the file after %llu bytes of data, file has %zu "
                             "bytes of data",
                             name, (unsigned long long)(data_at + nbytes), (unsigned long long)nbytes, have);
-    info->dtype = hd.dtype;
-    info->ndim = hd.ndim;
-    memcpy(info->shape, hd.shape, sizeof hd.shape);
-    info->data_offset = data_at;
-    info->nbytes = (size_t)nbytes;
     return PARDO_OK;
 }
 
@@ -345,14 +353,42 @@ int pardo_npy_parse(const void *buf, size_t n, const char *name, pardo_tensor **
     return PARDO_OK;
 }
 
-int pardo_npy_read(const char *path, pardo_tensor **out, pardo_status *st) {
-    unsigned char *buf;
-    size_t n;
-    *out = NULL;
-    int rc = pardo_file_read_all(path, &buf, &n, st);
+int pardo_npy_stream_need(const unsigned char *buf, size_t n, const char *path, size_t *need, bool *whole,
+                          pardo_status *st) {
+    pardo_npy_info info;
+    *whole = false;
+    if (n < 8) { /* the magic and the version */
+        if (n && memcmp(buf, NPY_MAGIC, n < NPY_MAGIC_LEN ? n : NPY_MAGIC_LEN) != 0)
+            return parse_head(buf, n, path, &info, st); /* says what the magic lacks */
+        *need = 8;
+        return PARDO_OK;
+    }
+    if (memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN) != 0 || buf[6] < 1 || buf[6] > 3 || buf[7] != 0)
+        return parse_head(buf, n, path, &info, st);
+    size_t pre = buf[6] == 1 ? 10 : 12;
+    if (n < pre) {
+        *need = pre;
+        return PARDO_OK;
+    }
+    size_t hlen = buf[6] == 1 ? pardo_load_u16le(buf + 8) : pardo_load_u32le(buf + 8);
+    if (n - pre < hlen) {
+        *need = pre + hlen;
+        return PARDO_OK;
+    }
+    int rc = parse_head(buf, n, path, &info, st);
     if (rc != PARDO_OK) return rc;
-    rc = pardo_npy_parse(buf, n, path, out, st);
-    free(buf);
+    *need = info.data_offset + info.nbytes;
+    *whole = true;
+    return PARDO_OK;
+}
+
+int pardo_npy_read(const char *path, pardo_tensor **out, pardo_status *st) {
+    pardo_file_view v;
+    *out = NULL;
+    int rc = pardo_file_view_open(path, pardo_npy_stream_need, &v, st);
+    if (rc != PARDO_OK) return rc;
+    rc = pardo_npy_parse(v.data, v.n, path, out, st);
+    pardo_file_view_close(&v);
     return rc;
 }
 

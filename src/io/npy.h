@@ -6,6 +6,7 @@
 #ifndef PARDO_NPY_H
 #define PARDO_NPY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,13 @@ typedef struct pardo_npy_info {
  * version, header, data size exactly as the shape needs) without copying the
  * data; fills *info. `name` names the image in messages. Thread-safe. */
 int pardo_npy_parse_header(const void *buf, size_t n, const char *name, pardo_npy_info *info, pardo_status *st);
+
+/* A pardo_file_need_fn (file_io.h) for a .npy file read as a stream (a
+ * pipe, a device): the magic and version first (so /dev/zero is refused at
+ * its first bytes), then the header, then exactly the bytes the header's
+ * shape needs. Thread-safe. */
+int pardo_npy_stream_need(const unsigned char *buf, size_t n, const char *path, size_t *need, bool *whole,
+                          pardo_status *st);
 
 /* Parses an in-memory .npy image of n bytes; `name` names it in messages. */
 int pardo_npy_parse(const void *buf, size_t n, const char *name, pardo_tensor **out, pardo_status *st);

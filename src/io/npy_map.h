@@ -2,12 +2,13 @@
  * into memory (mmap, read-only) and checked like pardo_npy_read checks it,
  * but its data is not copied, so a data set larger than memory can be read
  * batch by batch (the data loader, src/train/loader.h). A file that cannot be
- * mapped (a pipe) is read whole instead. */
+ * mapped (a pipe) is read instead, its header first (file_io.h's views). */
 #ifndef PARDO_NPY_MAP_H
 #define PARDO_NPY_MAP_H
 
 #include <stddef.h>
 
+#include "io/file_io.h"
 #include "io/npy.h"
 #include "core/status.h"
 
@@ -15,9 +16,7 @@ typedef struct pardo_npy_map {
     pardo_npy_info info;       // dtype, shape, data offset and size
     const unsigned char *data; // info.nbytes bytes of array data, read-only; borrowed from the mapping
     char *path;                // the file's path, for messages; owned
-    void *base;                // the mapping (munmap), or NULL
-    size_t map_len;            // bytes mapped
-    unsigned char *heap;       // the whole file when it could not be mapped (free), or NULL
+    pardo_file_view view;      // the file, mapped (or read, for a pipe); owned
 } pardo_npy_map;
 
 /* Opens and maps the .npy file at path and checks it (magic, version,

@@ -9,6 +9,7 @@
 #include "io/safetensors.h"
 
 #include <cJSON.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,13 +335,44 @@ done:
     return rc;
 }
 
+/* pardo_file_need_fn of a checkpoint read as a stream: the header length
+ * first (refused at once when too large), then the header, whose entries'
+ * largest end offset says how much data follows. A header that does not
+ * parse ends the read there; pardo_safetensors_parse says what is wrong. */
+static int stream_need(const unsigned char *buf, size_t n, const char *path, size_t *need, bool *whole,
+                       pardo_status *st) {
+    *whole = false;
+    if (n < 8) {
+        *need = 8;
+        return PARDO_OK;
+    }
+    uint64_t hn = pardo_load_u64le(buf);
+    if (hn > ST_MAX_HEADER)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: byte 0: header length %llu is too large (expected at most %u bytes)",
+                            path, (unsigned long long)hn, ST_MAX_HEADER);
+    *need = 8 + (size_t)hn;
+    if (n < *need) return PARDO_OK;
+    *whole = true;
+    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hn);
+    uint64_t end = 0, e;
+    for (const cJSON *c = root && cJSON_IsObject(root) ? root->child : NULL; c; c = c->next) {
+        const cJSON *off = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "data_offsets") : NULL;
+        if (cJSON_IsArray(off) && cJSON_GetArraySize(off) == 2 && json_uint(off->child->next, &e) && e > end) end = e;
+    }
+    cJSON_Delete(root);
+    if (end > SIZE_MAX - *need)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: header: data_offsets end at %llu, more than pardo can address", path,
+                            (unsigned long long)end);
+    *need += (size_t)end;
+    return PARDO_OK;
+}
+
 int pardo_safetensors_read(const char *path, pardo_tensor_list *out, pardo_status *st) {
-    unsigned char *buf;
-    size_t n;
-    int rc = pardo_file_read_all(path, &buf, &n, st);
+    pardo_file_view v;
+    int rc = pardo_file_view_open(path, stream_need, &v, st);
     if (rc != PARDO_OK) return rc;
-    rc = pardo_safetensors_parse(buf, n, path, out, st);
-    free(buf);
+    rc = pardo_safetensors_parse(v.data, v.n, path, out, st);
+    pardo_file_view_close(&v);
     return rc;
 }
 

@@ -4,6 +4,7 @@
  * "tensor memory" counter from its "C" events. */
 #include <cJSON.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,10 +146,42 @@ static int oom(pardo_status *st, const char *source) {
     return pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory reading the trace", source);
 }
 
+static bool is_json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* Where a trace's text starts (past JSON white space), or an EPARSE error
+ * when it is empty or its first byte cannot start a JSON value: a file of
+ * zeros is refused at its first byte, before it is copied or parsed. */
+static int check_start(const char *text, size_t len, const char *source, size_t *at, pardo_status *st) {
+    size_t i = 0;
+    while (i < len && is_json_space((unsigned char)text[i])) i++;
+    *at = i;
+    if (i == len)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: %s, " EXPECTED, source, len ? "only white space" : "empty file");
+    unsigned char c = (unsigned char)text[i];
+    if (strchr("{[\"-0123456789tfn", c) && c) return PARDO_OK; /* the parser says the rest */
+    if (c > 0x20 && c < 0x7f)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: byte %zu: found '%c', " EXPECTED, source, i, c);
+    return pardo_errorf(st, PARDO_EPARSE, "%s: byte %zu: found byte 0x%02x%s, " EXPECTED, source, i, c,
+                        c ? "" : " (a NUL: not a text file)");
+}
+
+/* pardo_file_need_fn of a trace read as a stream: refused at its first
+ * byte past white space where that cannot start JSON, else read whole. */
+static int stream_need(const unsigned char *buf, size_t n, const char *path, size_t *need, bool *whole,
+                       pardo_status *st) {
+    size_t at = 0;
+    *need = PARDO_FILE_ALL;
+    *whole = false;
+    while (at < n && is_json_space(buf[at])) at++;
+    return at == n ? PARDO_OK : check_start((const char *)buf, n, path, &at, st);
+}
+
 int pardo_trace_model_parse(const char *text, size_t len, const char *source, pardo_trace_model **out,
                             pardo_status *st) {
     *out = NULL;
     if (!source) source = "<trace>";
+    size_t start;
+    if (check_start(text, len, source, &start, st) != PARDO_OK) return st->code;
     pardo_trace_model *m = calloc(1, sizeof(*m));
     if (!m || !(m->source = strdup(source))) {
         free(m);
@@ -164,12 +197,6 @@ int pardo_trace_model_parse(const char *text, size_t len, const char *source, pa
     }
     memcpy(buf, text, len);
     buf[len] = '\0';
-    size_t i0 = 0;
-    while (i0 < len && (unsigned char)buf[i0] <= 32) i0++;
-    if (i0 == len) {
-        rc = pardo_errorf(st, PARDO_EPARSE, "%s: empty file, " EXPECTED, source);
-        goto fail;
-    }
     const char *end = NULL;
     if (memchr(buf, '\0', len) || !(m->doc = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1))) {
         int line = 0, col = 0;
@@ -309,11 +336,10 @@ fail:
 }
 
 int pardo_trace_model_load(const char *path, pardo_trace_model **out, pardo_status *st) {
-    unsigned char *data = NULL;
-    size_t n = 0;
+    pardo_file_view v;
     *out = NULL;
-    if (pardo_file_read_all(path, &data, &n, st) != PARDO_OK) return st->code;
-    int rc = pardo_trace_model_parse((const char *)data, n, path, out, st);
-    free(data);
+    if (pardo_file_view_open(path, stream_need, &v, st) != PARDO_OK) return st->code;
+    int rc = pardo_trace_model_parse((const char *)v.data, v.n, path, out, st);
+    pardo_file_view_close(&v);
     return rc;
 }

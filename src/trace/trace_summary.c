@@ -251,13 +251,23 @@ oom:
 
 /* ---- text ---- */
 
+/* w, or the length of s where that is more: text columns widen to fit the
+ * longest name (an op key, op type or thread name is never cut). */
+static int wider(int w, const char *s) {
+    int k = (int)strlen(s);
+    return k > w ? k : w;
+}
+
 static void print_stat_table(FILE *f, const char *first, const pardo_trace_stat *rows, int n, bool with_type) {
-    fprintf(f, "%-28s %s%8s %10s %10s %10s %10s %7s\n", first, with_type ? "type                   " : "", "count",
-            "total ms", "mean us", "p50 us", "p99 us", "share");
+    int kw = wider(28, first), tw = 22;
+    for (int i = 0; i < n; i++) kw = wider(kw, rows[i].key), tw = wider(tw, rows[i].type);
+    fprintf(f, "%-*s ", kw, first);
+    if (with_type) fprintf(f, "%-*s ", tw, "type");
+    fprintf(f, "%8s %10s %10s %10s %10s %7s\n", "count", "total ms", "mean us", "p50 us", "p99 us", "share");
     for (int i = 0; i < n; i++) {
         const pardo_trace_stat *r = &rows[i];
-        fprintf(f, "%-28.28s ", r->key);
-        if (with_type) fprintf(f, "%-22.22s ", r->type);
+        fprintf(f, "%-*s ", kw, r->key);
+        if (with_type) fprintf(f, "%-*s ", tw, r->type);
         fprintf(f, "%8ld %10.3f %10.2f %10.2f %10.2f %6.1f%%\n", r->count, r->total / 1e3, r->mean, r->p50, r->p99,
                 r->share * 100);
     }
@@ -293,20 +303,24 @@ void pardo_trace_stats_print(FILE *f, const pardo_trace_model *m, const pardo_tr
     }
     if (s->n_threads) {
         fputs("\nthreads (busy: covered by at least one event)\n", f);
-        fprintf(f, "%-28s %8s %10s %7s %10s %7s\n", "thread", "events", "busy ms", "busy", "idle ms", "idle");
+        int w = 28;
+        for (int t = 0; t < s->n_threads; t++) w = wider(w, s->threads[t].name);
+        fprintf(f, "%-*s %8s %10s %7s %10s %7s\n", w, "thread", "events", "busy ms", "busy", "idle ms", "idle");
         for (int t = 0; t < s->n_threads; t++) {
             const pardo_trace_thread_stat *r = &s->threads[t];
-            fprintf(f, "%-28.28s %8ld %10.3f %6.1f%% %10.3f %6.1f%%\n", r->name, r->events, r->busy / 1e3,
+            fprintf(f, "%-*s %8ld %10.3f %6.1f%% %10.3f %6.1f%%\n", w, r->name, r->events, r->busy / 1e3,
                     r->busy_share * 100, r->idle / 1e3, r->idle_share * 100);
         }
     }
     if (s->n_pds) {
         fputs("\nparallel_do (efficiency: sum of part times / (parts x wall))\n", f);
-        fprintf(f, "%-28s %6s %6s %12s %10s  %s\n", "parallel_do", "runs", "parts", "mean wall us", "efficiency",
+        int w = 28;
+        for (int p = 0; p < s->n_pds; p++) w = wider(w, s->pds[p].key);
+        fprintf(f, "%-*s %6s %6s %12s %10s  %s\n", w, "parallel_do", "runs", "parts", "mean wall us", "efficiency",
                 "slowest part (mean us, max us)");
         for (int p = 0; p < s->n_pds; p++) {
             const pardo_trace_pd_stat *d = &s->pds[p];
-            fprintf(f, "%-28.28s %6ld %6d %12.2f %9.1f%%  ", d->key, d->runs, d->parts, d->wall / (double)d->runs,
+            fprintf(f, "%-*s %6ld %6d %12.2f %9.1f%%  ", w, d->key, d->runs, d->parts, d->wall / (double)d->runs,
                     d->efficiency * 100);
             if (d->slowest_part >= 0)
                 fprintf(f, "part %d (%.2f, %.2f)\n", d->slowest_part, d->slowest_mean, d->max_part);
@@ -330,51 +344,55 @@ static void csv_field(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static void csv_row(FILE *f, const char *section, const char *key, const char *metric, double v) {
+/* One row, its value with a fixed number of decimals: 0 for counts, 3 for
+ * microseconds (the trace's nanoseconds), 6 for shares. */
+enum { CSV_COUNT = 0, CSV_US = 3, CSV_SHARE = 6 };
+
+static void csv_row(FILE *f, const char *section, const char *key, const char *metric, int decimals, double v) {
     fputs(section, f);
     fputc(',', f);
     csv_field(f, key);
-    fprintf(f, ",%s,%.17g\n", metric, v);
+    fprintf(f, ",%s,%.*f\n", metric, decimals, v);
 }
 
 static void csv_stats(FILE *f, const char *section, const pardo_trace_stat *rows, int n) {
     for (int i = 0; i < n; i++) {
         const pardo_trace_stat *r = &rows[i];
-        csv_row(f, section, r->key, "count", (double)r->count);
-        csv_row(f, section, r->key, "total_us", r->total);
-        csv_row(f, section, r->key, "mean_us", r->mean);
-        csv_row(f, section, r->key, "p50_us", r->p50);
-        csv_row(f, section, r->key, "p99_us", r->p99);
-        csv_row(f, section, r->key, "max_us", r->max);
-        csv_row(f, section, r->key, "share", r->share);
+        csv_row(f, section, r->key, "count", CSV_COUNT, (double)r->count);
+        csv_row(f, section, r->key, "total_us", CSV_US, r->total);
+        csv_row(f, section, r->key, "mean_us", CSV_US, r->mean);
+        csv_row(f, section, r->key, "p50_us", CSV_US, r->p50);
+        csv_row(f, section, r->key, "p99_us", CSV_US, r->p99);
+        csv_row(f, section, r->key, "max_us", CSV_US, r->max);
+        csv_row(f, section, r->key, "share", CSV_SHARE, r->share);
     }
 }
 
 void pardo_trace_stats_csv(FILE *f, const pardo_trace_model *m, const pardo_trace_stats *s, int top) {
     fputs("section,key,metric,value\n", f);
-    csv_row(f, "trace", m->source, "wall_us", s->wall);
-    csv_row(f, "trace", m->source, "events", (double)s->n_events);
-    csv_row(f, "trace", m->source, "threads", (double)s->n_threads);
+    csv_row(f, "trace", m->source, "wall_us", CSV_US, s->wall);
+    csv_row(f, "trace", m->source, "events", CSV_COUNT, (double)s->n_events);
+    csv_row(f, "trace", m->source, "threads", CSV_COUNT, (double)s->n_threads);
     csv_stats(f, "op_type", s->types, s->n_types);
     csv_stats(f, "top_op", s->ops, top < s->n_ops ? top : s->n_ops);
     csv_stats(f, "span", s->spans, s->n_spans);
     for (int t = 0; t < s->n_threads; t++) {
         const pardo_trace_thread_stat *r = &s->threads[t];
-        csv_row(f, "thread", r->name, "events", (double)r->events);
-        csv_row(f, "thread", r->name, "busy_us", r->busy);
-        csv_row(f, "thread", r->name, "idle_us", r->idle);
-        csv_row(f, "thread", r->name, "busy_share", r->busy_share);
-        csv_row(f, "thread", r->name, "idle_share", r->idle_share);
+        csv_row(f, "thread", r->name, "events", CSV_COUNT, (double)r->events);
+        csv_row(f, "thread", r->name, "busy_us", CSV_US, r->busy);
+        csv_row(f, "thread", r->name, "idle_us", CSV_US, r->idle);
+        csv_row(f, "thread", r->name, "busy_share", CSV_SHARE, r->busy_share);
+        csv_row(f, "thread", r->name, "idle_share", CSV_SHARE, r->idle_share);
     }
     for (int p = 0; p < s->n_pds; p++) {
         const pardo_trace_pd_stat *d = &s->pds[p];
-        csv_row(f, "parallel_do", d->key, "runs", (double)d->runs);
-        csv_row(f, "parallel_do", d->key, "parts", d->parts);
-        csv_row(f, "parallel_do", d->key, "wall_us", d->wall);
-        csv_row(f, "parallel_do", d->key, "part_us", d->part_time);
-        csv_row(f, "parallel_do", d->key, "efficiency", d->efficiency);
-        csv_row(f, "parallel_do", d->key, "slowest_part", d->slowest_part);
-        csv_row(f, "parallel_do", d->key, "slowest_part_mean_us", d->slowest_mean);
-        csv_row(f, "parallel_do", d->key, "max_part_us", d->max_part);
+        csv_row(f, "parallel_do", d->key, "runs", CSV_COUNT, (double)d->runs);
+        csv_row(f, "parallel_do", d->key, "parts", CSV_COUNT, d->parts);
+        csv_row(f, "parallel_do", d->key, "wall_us", CSV_US, d->wall);
+        csv_row(f, "parallel_do", d->key, "part_us", CSV_US, d->part_time);
+        csv_row(f, "parallel_do", d->key, "efficiency", CSV_SHARE, d->efficiency);
+        csv_row(f, "parallel_do", d->key, "slowest_part", CSV_COUNT, d->slowest_part);
+        csv_row(f, "parallel_do", d->key, "slowest_part_mean_us", CSV_US, d->slowest_mean);
+        csv_row(f, "parallel_do", d->key, "max_part_us", CSV_US, d->max_part);
     }
 }

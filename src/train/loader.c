@@ -33,9 +33,10 @@ struct pardo_loader {
     int64_t n_batches;         // per epoch
     int64_t tail_rows;         // rows of the last batch when short (and kept), else 0
     pardo_loader_options opt;
-    int n_slots;    // capacity + 1
-    slot *slots;    // owned
-    int64_t *order; // rows entries: the producer's current epoch order (shuffle only; NULL in file order); owned
+    const char *lane; // the producer thread's name (borrowed; NULL: opt.name)
+    int n_slots;      // capacity + 1
+    slot *slots;      // owned
+    int64_t *order;   // rows entries: the producer's current epoch order (shuffle only; NULL in file order); owned
 
     pthread_mutex_t mu; // guards the queue fields below
     int *ready;         // FIFO ring of slot indexes (n_slots entries)
@@ -322,13 +323,15 @@ int pardo_loader_start(pardo_loader *l, pardo_task_group *g, pardo_coordinator *
     const char *name = l->opt.name ? l->opt.name : "loader";
     int rc = pardo_coordinator_register(c, name, &l->coord_id, st);
     if (rc != PARDO_OK) return rc;
-    if ((rc = pardo_task_group_spawn(g, name, PARDO_TASK_OWN_THREAD, produce, l, st)) != PARDO_OK) {
+    if ((rc = pardo_task_group_spawn(g, l->lane ? l->lane : name, PARDO_TASK_OWN_THREAD, produce, l, st)) != PARDO_OK) {
         pardo_coordinator_done(c, l->coord_id);
         return rc;
     }
     l->started = true;
     return PARDO_OK;
 }
+
+void pardo_loader_set_lane(pardo_loader *l, const char *lane) { l->lane = lane; }
 
 int pardo_loader_next(pardo_loader *l, const pardo_batch **out, pardo_status *st) {
     *out = NULL;

@@ -102,6 +102,13 @@ void pardo_loader_order(int64_t rows, bool shuffle, uint64_t seed, int64_t epoch
 int pardo_loader_start(pardo_loader *l, pardo_task_group *g, pardo_coordinator *c, int64_t first_epoch,
                        int64_t first_batch, int64_t end_epoch, pardo_status *st);
 
+/* Names the producer's thread (its task, and its lane in a trace) from the
+ * next pardo_loader_start on, so that the runs of a loader started once per
+ * epoch show as distinct lanes ("eval loader, epoch 2"); its spans and its
+ * coordinator entry keep opt.name. lane is borrowed: it must live until the
+ * producer is joined; NULL: opt.name. Not while a producer runs. */
+void pardo_loader_set_lane(pardo_loader *l, const char *lane);
+
 /* Waits for the next batch (*out borrowed until pardo_loader_release).
  * PARDO_ECANCELED (st filled) when a stop was requested on the coordinator
  * (by a producer error, or anyone) before a batch came; PARDO_ENOTFOUND
