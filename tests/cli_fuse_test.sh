@@ -21,8 +21,9 @@ for opt in sgd momentum adam; do
         stdout_has "check $opt parts $parts: unfused" "relu_grad"
         expect "check --fused $opt parts $parts" 0 -- check --fused "$g"
         if grep -q ' relu_grad \| add \| relu ' "$T/out"; then bad "check --fused $opt $parts: a fused op is left: $(cat "$T/out")"; else ok; fi
-        stdout_has "check --fused $opt parts $parts" "(x, w1, b1) -> (a1)"
+        stdout_has "check --fused $opt parts $parts" "(x, w1, b1) -> (a1)  [forward]  {\"activation\":\"relu\"}"
         [ "$parts" = 0 ] || stdout_has "check --fused $opt parts $parts: the update reads the parts" "w1@GRAD@PARTS, "
+        [ "$parts" = 0 ] || stdout_has "check --fused $opt parts $parts: ... and merges them" "\"grad_merge\":\"mean\""
         for t in 1 2; do
             for mode in fused unfused; do
                 flag=""

@@ -1,9 +1,11 @@
 /* cli_check.c - `pardo check GRAPH`: validate, then print ops, vars with
  * their (inferred) types, and the parameter count. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/value_json.h"
 
 static const char check_help[] =
     "usage: pardo check GRAPH [--fused]\n"
@@ -12,7 +14,7 @@ static const char check_help[] =
     "each block's vars with their inferred types, its ops, and the parameter count.\n"
     "  --fused  print the graph as pardo run and pardo train run it on the CPU: after the fusion\n"
     "           pass (matmul with its bias and relu, matmul_grad with relu_grad's mask and the bias\n"
-    "           gradient, updates merging their gradient's parts)\n"
+    "           gradient, updates merging their gradient's parts), each op with its attrs\n"
     "Exit status 2 with a message naming the file, line, block, op and var on the first error.\n";
 
 static void print_type(const pardo_var *v) {
@@ -42,7 +44,7 @@ static void print_names(char **names, int n) {
     for (int i = 0; i < n; i++) printf("%s%s", i ? ", " : "", names[i][0] ? names[i] : "\"\"");
 }
 
-static void print_op(const pardo_program *p, int b, int i) {
+static void print_op(const pardo_program *p, int b, int i, bool show_attrs) {
     const pardo_op *op = &p->blocks[b].ops[i];
     printf("    %3d %-22s %-12s (", i, op->type, op->name ? op->name : "-");
     print_names(op->in, op->n_in);
@@ -50,6 +52,11 @@ static void print_op(const pardo_program *p, int b, int i) {
     print_names(op->out, op->n_out);
     printf(")");
     if (op->role != PARDO_OP_ROLE_NONE) printf("  [%s]", pardo_op_role_name(op->role));
+    if (show_attrs && op->attrs && op->attrs->n > 0 && strcmp(op->type, "parallel_do") != 0) { /* what the fusion pass set: activation, grad_merge */
+        char *json = pardo_value_to_json(op->attrs);
+        if (json) printf("  %s", json);
+        free(json);
+    }
     printf("\n");
 }
 
@@ -96,7 +103,7 @@ int pardo_cli_check(int argc, char **argv) {
             }
         }
         printf("  ops:\n");
-        for (int i = 0; i < blk->n_ops; i++) print_op(p, b, i);
+        for (int i = 0; i < blk->n_ops; i++) print_op(p, b, i, fused);
     }
     printf("params: %lld vars, %lld elements, %lld bytes\n", n_params, param_elems, bytes);
     printf("ok\n");
