@@ -242,9 +242,10 @@ def case_mutate(rng, runner, corpus, work):
     with open(os.path.join(work, "g.json"), "w") as f:
         json.dump(g, f)
     feeds = seeds.feed_args("--feed", files)
-    cmds = [["check", "g.json"], ["dot", "g.json"],
+    # check --fused and run (fused by default; --no-fuse now and then) put the fusion pass to the graph too
+    cmds = [["check"] + (["--fused"] if rng.random() < 0.5 else []) + ["g.json"], ["dot", "g.json"],
             ["run", "g.json", "--steps", str(rng.choice([1, 2])), "--threads", str(rng.choice([1, 2, 3])),
-             "--trace", "tr.json", "--save", "ck.safetensors"] + feeds]
+             "--trace", "tr.json", "--save", "ck.safetensors"] + feeds + (["--no-fuse"] if rng.random() < 0.2 else [])]
     if rng.random() < 0.3:
         train = ["train", "g.json", "--batch-size", str(rng.choice([1, 2, 3, 5])), "--threads", "2",
                  "--epochs", str(rng.choice([1, 2])), "--save", "tck.safetensors"] + seeds.feed_args("--data", files)
@@ -382,7 +383,8 @@ def case_generate(rng, runner, specs, work):
     g = random_graph(rng, specs)
     with open(os.path.join(work, "g.json"), "w") as f:
         json.dump(g, f)
-    for c in (["check", "g.json"], ["dot", "g.json"], ["run", "g.json", "--steps", "2", "--threads", "2"],
+    for c in (["check", "g.json"], ["check", "--fused", "g.json"], ["dot", "g.json"],
+              ["run", "g.json", "--steps", "2", "--threads", "2"],
               ["transpile", "g.json", "-o", "t.json", "--parts", "2"]):
         bad, err, rc = runner.run(c, work)
         if not bad and c[0] == "transpile" and rc == 0:
