@@ -197,4 +197,13 @@ expect "ops unknown" 2 "unknown op 'nope'" -- ops nope
 expect "ops unknown, near a known one" 2 "unknown op 'maxpool2d'; did you mean max_pool2d? (known ops:" -- ops maxpool2d
 expect "--feed without =" 2 "NAME=FILE.npy" -- run $G --feed x
 
+# a bad $PARDO_NUM_THREADS is an error where --threads does not override it (it had been passed over)
+export PARDO_NUM_THREADS=abc
+expect "run, bad PARDO_NUM_THREADS" 2 "PARDO_NUM_THREADS is 'abc', expected a thread count" -- run graphs/mlp.json --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy
+expect "train, bad PARDO_NUM_THREADS" 2 "PARDO_NUM_THREADS is 'abc'" -- train graphs/mlp.json --data x=graphs/data/mlp_x.npy --batch-size 2
+expect "run, --threads over a bad PARDO_NUM_THREADS" 0 -- run graphs/mlp.json --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy --threads 1
+export PARDO_NUM_THREADS=0
+expect "run, PARDO_NUM_THREADS=0" 2 "expected a thread count 1..1024" -- run graphs/mlp.json --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy
+unset PARDO_NUM_THREADS
+
 cli_finish

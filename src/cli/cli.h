@@ -64,6 +64,11 @@ bool cli_parse_double(const char *cmd, const char *flag, const char *text, doubl
  * pardo_program_free. */
 pardo_program *cli_load_checked(const char *path);
 
+/* False (after printing why) when $PARDO_NUM_THREADS is set but is not a
+ * thread count 1..PARDO_MAX_THREADS, which the pool would pass over in
+ * silence: run and train check it when --threads is not given. */
+bool cli_env_threads_ok(void);
+
 /* The fusion pass (pardo_pass_fuse) over p, keeping the n_keep vars named
  * in keep (the fetched ones): what run and train do before they make their
  * executors, unless --no-fuse. On failure prints the error and returns

@@ -135,6 +135,17 @@ int cli_fuse(pardo_program *p, const char *const *keep, int n_keep) {
     return CLI_BAD_INPUT;
 }
 
+bool cli_env_threads_ok(void) {
+    const char *env = getenv("PARDO_NUM_THREADS");
+    if (!env || !*env) return true;
+    char *end;
+    errno = 0;
+    long n = strtol(env, &end, 10);
+    if (errno == 0 && *end == '\0' && n >= 1 && n <= PARDO_MAX_THREADS) return true;
+    fprintf(stderr, "pardo: $PARDO_NUM_THREADS is '%s', expected a thread count 1..%d\n", env, PARDO_MAX_THREADS);
+    return false;
+}
+
 pardo_program *cli_start(long threads, const char *path) {
     pardo_status st;
     pardo_status_clear(&st);

@@ -87,7 +87,6 @@ static bool parse_device(const char *text, run_args *a) {
 static int parse_args(int argc, char **argv, run_args *a) {
     memset(a, 0, sizeof(*a));
     a->steps = 1;
-    a->threads = pardo_thread_pool_size(); /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i], *v;
         if (cli_is_help(arg)) {
@@ -135,6 +134,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
         }
     }
     if (!a->graph) return cli_usage_error("run", "missing GRAPH");
+    /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
+    if (a->threads == 0 && !cli_env_threads_ok()) return CLI_BAD_INPUT;
+    if (a->threads == 0) a->threads = pardo_thread_pool_size();
     return -1;
 }
 

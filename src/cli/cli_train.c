@@ -127,7 +127,6 @@ static bool add_named(const char *flag, const char *v, named_file *list, int *n)
 static int parse_args(int argc, char **argv, train_args *a) {
     memset(a, 0, sizeof(*a));
     a->epochs = 1;
-    a->threads = pardo_thread_pool_size(); /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i], *v;
         if (cli_is_help(arg)) {
@@ -188,6 +187,9 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (a->n_data == 0) return cli_usage_error("train", "missing --data NAME=FILE.npy");
     if (a->batch_size == 0) return cli_usage_error("train", "missing --batch-size B");
     if (a->seed_given && !a->shuffle) return cli_usage_error("train", "--seed needs --shuffle");
+    /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
+    if (a->threads == 0 && !cli_env_threads_ok()) return CLI_BAD_INPUT;
+    if (a->threads == 0) a->threads = pardo_thread_pool_size();
     return -1;
 }
 
