@@ -162,6 +162,25 @@ START_TEST(positions_point_at_the_op) {
 }
 END_TEST
 
+/* A param or state var is made before the first step, so a -1 dim in its
+ * declared shape is refused when the graph is checked (it had passed
+ * `pardo check` and failed only when run). */
+START_TEST(params_need_their_full_shape) {
+    static const char *const words[] = {"var 'w'", "a param is made before the first step", "[-1, 3]", NULL};
+    expect_error(HEAD "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"feed\"}, "
+                 "\"w\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"param\", "
+                 "\"init\": {\"fill\": \"constant\", \"value\": 1}}}, "
+                 "\"ops\": [{\"op\": \"add\", \"in\": [\"x\", \"w\"], \"out\": [\"y\"]}]}]}",
+                 PARDO_ESHAPE, words);
+    static const char *const state_words[] = {"var 's'", "a state is made", NULL};
+    expect_error(HEAD "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"feed\"}, "
+                 "\"s\": {\"dtype\": \"float32\", \"shape\": [2, -1], \"role\": \"state\", "
+                 "\"init\": {\"fill\": \"constant\", \"value\": 0}}}, "
+                 "\"ops\": [{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"y\"]}]}]}",
+                 PARDO_ESHAPE, state_words);
+}
+END_TEST
+
 Suite *make_infer_suite(void) {
     Suite *s = suite_create("infer");
     TCase *tc = tcase_create("Core");
@@ -176,6 +195,7 @@ Suite *make_infer_suite(void) {
     tcase_add_test(te, unknown_and_unwritten_vars);
     tcase_add_test(te, dtype_errors_name_the_op);
     tcase_add_test(te, shape_errors_name_the_inputs);
+    tcase_add_test(te, params_need_their_full_shape);
     tcase_add_test(te, positions_point_at_the_op);
     suite_add_tcase(s, te);
     return s;

@@ -182,7 +182,13 @@ static int check_vars(const pardo_program *p, pardo_status *st) {
             else if (part_block && v->declared && (v->role != PARDO_VAR_TEMP || v->value || v->init.fill))
                 pardo_errorf(st, PARDO_EINVAL, "block %d is run by a parallel_do, so its vars are temps of each part; "
                              "declare %s vars and constants in block 0", b, pardo_var_role_name(v->role));
-            else continue;
+            else if (v->declared && (v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE) &&
+                     v->kind == PARDO_VAR_TENSOR && pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
+                char shape[160];
+                pardo_errorf(st, PARDO_ESHAPE, "a %s is made before the first step: its shape %s needs every dim "
+                             "(no -1)", pardo_var_role_name(v->role),
+                             pardo_shape_str(v->type.ndim, v->type.shape, shape, sizeof shape));
+            } else continue;
             return pardo_status_prefix(st, "%s: ", pardo_var_where(p, b, v, where, sizeof where));
         }
     }
