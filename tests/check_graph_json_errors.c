@@ -105,12 +105,14 @@ END_TEST
 START_TEST(test_err_syntax) {
     EXPECT_ERROR("{\"pardo\": 1, \"blocks\": [{}]} x", "x", "invalid JSON", "after the end");
     EXPECT_ERROR("{\"pardo\": 1,\n  \"blocks\": [{}] \"x\": 1}", "\"x\"", "invalid JSON", "near '\"x\": 1}'");
-    EXPECT_ERROR("{\"pardo\": 1,\n  \"blocks\": [{},]}", "]}", "invalid JSON");
+    /* a trailing comma is named and pointed at */
+    EXPECT_ERROR("{\"pardo\": 1,\n  \"blocks\": [{},]}", ",]}", "invalid JSON", "a trailing comma before ']'");
     EXPECT_ERROR("{\"pardo\": 1,\n  \"blocks\": [{\"vars\": {\"a\": tru}}]}", "tru", "invalid JSON");
     EXPECT_ERROR("{\"pardo\": 01x}", "x}", "invalid JSON");
     /* cJSON stops one byte past a member name that is not a string */
     EXPECT_ERROR("{\"pardo\": 1,\n  blocks: [{}]}", "blocks", "invalid JSON", "near 'blocks: [{}]}'");
-    EXPECT_ERROR("{\"pardo\": 1,\n  \"blocks\": [1],\n}", "}", "invalid JSON", "near '}'");
+    EXPECT_ERROR("{\"pardo\": 1,\n  \"blocks\": [1],\n}", ",\n}", "invalid JSON", "a trailing comma before '}'");
+    EXPECT_ERROR("{\"pardo\": 1, \"name\": \"a,\", \"blocks\": [}", "}", "invalid JSON", "near '}'"); /* no comma before it */
     EXPECT_ERROR("{\"pardo\": 1,\n  \"blocks\": [{\"vars\": {\"a\": {\"dtype\": \"float32}}}]}", "\"float32",
                  "invalid JSON", "unterminated string");
     static char deep[4200];

@@ -188,6 +188,20 @@ static void prefix_state(const char *text, size_t off, size_t *open_quote, int *
     *inner = (*depth > 0 && *depth <= (int)sizeof stack) ? stack[*depth - 1] : 0;
 }
 
+/* True when the last byte before `at` that is not white space is a comma
+ * (`[1, 2,]`, `{"a": 1,}`), outside a string; *comma gets its offset. */
+static bool trailing_comma(const char *text, size_t at, size_t *comma) {
+    size_t b = at, q;
+    int d;
+    char in_k;
+    while (b > 0 && (unsigned char)text[b - 1] <= 32) b--;
+    if (b == 0 || text[b - 1] != ',') return false;
+    prefix_state(text, b - 1, &q, &d, &in_k);
+    if (q != SIZE_MAX) return false; /* inside a string */
+    *comma = b - 1;
+    return true;
+}
+
 void pardo_json_explain_error(const char *text, size_t len, size_t stop, int *line, int *col, char *msg, size_t n) {
     size_t off = stop > len ? len : stop;
     const char *end = NULL;
@@ -234,6 +248,9 @@ void pardo_json_explain_error(const char *text, size_t len, size_t stop, int *li
         snprintf(msg, n, "unexpected end of file");
     } else if (depth >= CJSON_NESTING_LIMIT && (text[off] == '[' || text[off] == '{')) {
         snprintf(msg, n, "nested deeper than %d levels", CJSON_NESTING_LIMIT);
+    } else if ((text[rest] == '}' || text[rest] == ']') && trailing_comma(text, rest, &off)) {
+        pardo_text_position(text, off, line, col);
+        snprintf(msg, n, "a trailing comma before '%c' (JSON allows none)", text[rest]);
     } else {
         char snip[128];
         size_t o = 0;
