@@ -181,6 +181,22 @@ START_TEST(params_need_their_full_shape) {
 }
 END_TEST
 
+/* init is how a param or state starts: on a feed or a temp it is refused
+ * (it had been passed over in silence). */
+START_TEST(init_only_on_params_and_state) {
+    static const char *const feed_words[] = {"var 'x'", "has an init", "a feed is given at run time", NULL};
+    expect_error(HEAD "\"x\": {\"dtype\": \"float32\", \"shape\": [2], \"role\": \"feed\", "
+                 "\"init\": {\"fill\": \"constant\", \"value\": 1}}}, "
+                 "\"ops\": [{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"y\"]}]}]}",
+                 PARDO_EINVAL, feed_words);
+    static const char *const temp_words[] = {"var 'y'", "has an init", "a temp is written by an op", NULL};
+    expect_error(HEAD "\"x\": {\"dtype\": \"float32\", \"shape\": [2], \"role\": \"feed\"}, "
+                 "\"y\": {\"dtype\": \"float32\", \"shape\": [2], \"init\": {\"fill\": \"normal\"}}}, "
+                 "\"ops\": [{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"y\"]}]}]}",
+                 PARDO_EINVAL, temp_words);
+}
+END_TEST
+
 Suite *make_infer_suite(void) {
     Suite *s = suite_create("infer");
     TCase *tc = tcase_create("Core");
@@ -196,6 +212,7 @@ Suite *make_infer_suite(void) {
     tcase_add_test(te, dtype_errors_name_the_op);
     tcase_add_test(te, shape_errors_name_the_inputs);
     tcase_add_test(te, params_need_their_full_shape);
+    tcase_add_test(te, init_only_on_params_and_state);
     tcase_add_test(te, positions_point_at_the_op);
     suite_add_tcase(s, te);
     return s;

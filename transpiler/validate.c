@@ -182,6 +182,12 @@ static int check_vars(const pardo_program *p, pardo_status *st) {
             else if (part_block && v->declared && (v->role != PARDO_VAR_TEMP || v->value || v->init.fill))
                 pardo_errorf(st, PARDO_EINVAL, "block %d is run by a parallel_do, so its vars are temps of each part; "
                              "declare %s vars and constants in block 0", b, pardo_var_role_name(v->role));
+            else if (v->declared && v->init.fill != PARDO_FILL_NONE &&
+                     (v->role == PARDO_VAR_FEED || v->role == PARDO_VAR_TEMP))
+                pardo_errorf(st, PARDO_EINVAL, "has an init, which only a param or state var takes (a %s %s)",
+                             pardo_var_role_name(v->role),
+                             v->role == PARDO_VAR_FEED ? "is given at run time" : "is written by an op; give a "
+                                                                                  "constant a value");
             else if (v->declared && (v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE) &&
                      v->kind == PARDO_VAR_TENSOR && pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
                 char shape[160];
