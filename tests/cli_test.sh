@@ -205,5 +205,10 @@ expect "run, --threads over a bad PARDO_NUM_THREADS" 0 -- run graphs/mlp.json --
 export PARDO_NUM_THREADS=0
 expect "run, PARDO_NUM_THREADS=0" 2 "expected a thread count 1..1024" -- run graphs/mlp.json --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy
 unset PARDO_NUM_THREADS
+export PARDO_GEMM=openblas
+expect "run, bad PARDO_GEMM" 2 "PARDO_GEMM is 'openblas', expected own or blas" -- run graphs/mlp.json --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy
+export PARDO_GEMM=own
+expect "run, PARDO_GEMM=own" 0 -- run graphs/mlp.json --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy
+unset PARDO_GEMM
 
 cli_finish

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "gemm.h"
 #include "io/file_io.h"
 #include "exec/thread_pool.h"
 #include "trace/trace.h"
@@ -146,9 +147,25 @@ bool cli_env_threads_ok(void) {
     return false;
 }
 
+/* False (after printing why) for a $PARDO_GEMM that names no product;
+ * "blas" in a build without BLAS runs the own kernel, and says so. */
+static bool env_gemm_ok(void) {
+    const char *env = getenv("PARDO_GEMM");
+    if (!env || !*env || strcmp(env, "own") == 0) return true;
+    if (strcmp(env, "blas") != 0) {
+        fprintf(stderr, "pardo: $PARDO_GEMM is '%s', expected own or blas\n", env);
+        return false;
+    }
+    if (!pardo_gemm_blas_compiled())
+        fprintf(stderr, "pardo: warning: PARDO_GEMM=blas, but this build has no BLAS (make BLAS=1): the own kernel "
+                        "runs\n");
+    return true;
+}
+
 pardo_program *cli_start(long threads, const char *path) {
     pardo_status st;
     pardo_status_clear(&st);
+    if (!env_gemm_ok()) return NULL;
     if (pardo_thread_pool_configure((int)threads, &st) != PARDO_OK) {
         cli_print_error(&st);
         return NULL;
