@@ -252,7 +252,7 @@ static pardo_gemm_packed *kept_b(pardo_kernel_ctx *ctx, const pardo_tensor *b) {
     if (!ctx->state || !ctx->prog || ctx->block != 0 || ctx->device != PARDO_DEVICE_CPU || b->ndim != 2 || !b->mem)
         return NULL;
     pardo_op_state *slot = ctx->state;
-    if ( (slot->data && slot->free_fn != kept_state_free)) return NULL;
+    if (slot->data && slot->free_fn != kept_state_free) return NULL;
     if (!slot->data) {
         kept_state *k = calloc(1, sizeof(*k));
         if (!k) return NULL;
@@ -330,17 +330,6 @@ static int add_bias_after(pardo_kernel_ctx *ctx, pardo_tensor *y, const pardo_te
     return PARDO_OK;
 }
 
-/* relu applied to Y in place: the relu op's arithmetic (NaN kept). */
-static void relu_in_place(pardo_tensor *y) {
-    if (y->dtype == PARDO_F32) {
-        float *p = pardo_tensor_data(y);
-        for (int64_t i = 0; i < y->numel; i++) p[i] = p[i] < 0 ? 0.0f : p[i];
-    } else {
-        double *p = pardo_tensor_data(y);
-        for (int64_t i = 0; i < y->numel; i++) p[i] = p[i] < 0 ? 0.0 : p[i];
-    }
-}
-
 /* Y = act(op(A) op(B) + bias): a [N] bias of Y's dtype (and relu) go into
  * the GEMM's epilogue; any other bias is added after the product. */
 static int matmul_cpu(pardo_kernel_ctx *ctx) {
@@ -354,13 +343,11 @@ static int matmul_cpu(pardo_kernel_ctx *ctx) {
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'bias' is %s %s, expected a tensor of %s like A",
                             bias->is_array ? "a tensor_array of" : "a tensor of", pardo_dtype_name(bias->dtype),
                             pardo_dtype_name(ctx->in[0]->dtype));
+    /* relu alone always fits the epilogue; a bias only as a [N] along Y's last dim */
     const bool in_epilogue = !bias || (!p.d.b_vec && bias->ndim == 1 && bias->shape[0] == p.d.n);
     mm_epilogue ep = {in_epilogue && bias ? pardo_tensor_data(bias) : NULL, relu && in_epilogue};
     if ((rc = matmul_forward(ctx, &p, &ep)) != PARDO_OK || in_epilogue) return rc;
-    pardo_tensor *y = ctx->out[0];
-    if (bias) return add_bias_after(ctx, y, bias, relu);
-    relu_in_place(y);
-    return PARDO_OK;
+    return add_bias_after(ctx, ctx->out[0], bias, relu);
 }
 
 /* matmul_grad reads A, B and dY, never Y: leave Y out, so that Y can be

@@ -86,7 +86,8 @@ typedef struct pardo_kernel_ctx {
     int block, op_index;         // where the op is in the program
     int nparts_default;          // parts when split's attr parts is 0: the run's thread count
     const struct pardo_program *prog; // the program the op is in (borrowed)
-    pardo_op_state *state;       // this op's state slot across runs (owned by the executor; NULL outside one)
+    pardo_op_state *state;       // this op's state slot across runs (owned by the executor; NULL outside one); one per
+                                 // op, so the parts of a parallel_do share it: keep state in block 0 only
 } pardo_kernel_ctx;
 
 typedef int (*pardo_infer_fn)(pardo_infer_ctx *ctx);

@@ -120,14 +120,12 @@ typedef struct split_state {
  * first run). Block 0 only: there one thread runs the op at a time (a
  * split inside a part block would share its op state between parts). */
 static bool split_views(pardo_kernel_ctx *ctx) {
-    pardo_op_state *slot =
-        ctx->exec && ctx->block == 0 ? pardo_executor_op_state(ctx->exec, ctx->block, ctx->op_index) : NULL;
+    pardo_op_state *slot = ctx->block == 0 ? ctx->state : NULL;
     if (!slot) return false;
     if (!slot->data) {
         split_state *k = calloc(1, sizeof(*k));
         if (!k) return false;
-        k->views = parts_read_only(pardo_executor_program(ctx->exec), ctx->block, ctx->op_index, ctx->op->in[0],
-                                   ctx->op->out[0]);
+        k->views = parts_read_only(ctx->prog, ctx->block, ctx->op_index, ctx->op->in[0], ctx->op->out[0]);
         slot->data = k;
         slot->free_fn = free;
     }
@@ -350,16 +348,14 @@ int pardo_merge_prepare_parts(pardo_kernel_ctx *ctx, const pardo_tensor *a, cons
 /* The merge op's inputs and attrs as pardo_merge_prepare_parts takes them
  * (weight_by's array: input 1 where given, else looked up by name). */
 static int merge_prepare(pardo_kernel_ctx *ctx, pardo_merge_args *m, const void **part_data, int cap, double *w) {
-    const pardo_tensor *a = ctx->in[0];
     pardo_merge_mode mode;
     int ax;
     const char *wb;
-    if (a->n_parts == 0) return pardo_errorf(ctx->st, PARDO_ERUNTIME, "tensor_array '%s' has no parts", ctx->op->in[0]);
-    int rc = merge_attrs_get(ctx->op, a->parts[0] ? a->parts[0]->ndim : -1, &mode, &ax, &wb, ctx->st);
+    int rc = merge_attrs_get(ctx->op, -1, &mode, &ax, &wb, ctx->st); /* concat's axis is not needed: refused below */
     if (rc != PARDO_OK) return rc;
     const pardo_tensor *weights =
         !wb[0] ? NULL : ctx->n_in > 1 && ctx->in[1] ? ctx->in[1] : pardo_scope_find(ctx->scope, wb);
-    return pardo_merge_prepare_parts(ctx, a, ctx->op->in[0], mode, weights, wb, m, part_data, cap, w);
+    return pardo_merge_prepare_parts(ctx, ctx->in[0], ctx->op->in[0], mode, weights, wb, m, part_data, cap, w);
 }
 
 static int merge_cpu(pardo_kernel_ctx *ctx) {
@@ -469,7 +465,7 @@ static int find_slot(char **names, int n, const char *name) {
 /* Reads the attrs once into a pd_state (the program does not change). */
 static pd_state *pd_state_new(pardo_kernel_ctx *ctx) {
     const pardo_op *op = ctx->op;
-    const pardo_program *prog = pardo_executor_program(ctx->exec);
+    const pardo_program *prog = ctx->prog;
     const pardo_value *pin = pardo_attr(op, "parts_in"), *pout = pardo_attr(op, "parts_out");
     int64_t block;
     if (pardo_attr_int(op, "block", 0, &block, ctx->st) != PARDO_OK) return NULL;
@@ -627,8 +623,8 @@ static void pd_part_fn(void *arg, int64_t i) {
 }
 
 static int pd_cpu(pardo_kernel_ctx *ctx) {
-    pardo_op_state *slot = pardo_executor_op_state(ctx->exec, ctx->block, ctx->op_index);
-    PARDO_ASSERT(slot);
+    pardo_op_state *slot = ctx->state;
+    PARDO_ASSERT(slot && ctx->prog);
     if (!slot->data) {
         if (!(slot->data = pd_state_new(ctx))) return ctx->st->code;
         slot->free_fn = pd_state_free;

@@ -45,6 +45,13 @@ static bool binds_part(const pardo_program *p, int b, const char *name) {
            pardo_value_get(pardo_value_get(attrs, "parts_out"), name);
 }
 
+/* True when `name` seen from block bb is block b's var (a child block's ops
+ * name b's var unless the child has one of its own by that name). */
+static bool names_var_of(const pardo_program *p, int bb, int b, const char *name) {
+    int owner = -1;
+    return bb == b || (pardo_program_lookup_var(p, bb, name, &owner) && owner == b);
+}
+
 /* True when the var `name` of block b is a temporary that exactly one op
  * (block b's `writer`) writes and exactly one (`reader`, once) reads, that
  * no attr value names, that no parallel_do binds to a part (parts_in,
@@ -57,8 +64,7 @@ static bool private_temp(const pardo_program *p, int b, const char *name, int wr
     if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value) return false;
     if (pardo_name_listed(keep, n_keep, name) || binds_part(p, b, name)) return false;
     for (int bb = 0; bb < p->n_blocks; bb++) {
-        int seen_as = -1; /* another block's ops name our var only where the name resolves to it there */
-        if (bb != b && (!pardo_program_lookup_var(p, bb, name, &seen_as) || seen_as != b)) continue;
+        if (!names_var_of(p, bb, b, name)) continue;
         for (int i = 0; i < p->blocks[bb].n_ops; i++) {
             const pardo_op *op = &p->blocks[bb].ops[i];
             int reads = pardo_op_reads(op, name), writes = pardo_op_writes(op, name);
@@ -242,7 +248,8 @@ static int emit_matmul(pardo_block *to, const pardo_block *blk, int i, const fus
     pardo_op *op = new_op_like(to, mm, st);
     if (!op) return st->code;
     const char *in[3] = {mm->in[0], mm->in[1], add->in[f->bias]};
-    if (add_names(op, false, in, 3, st) != PARDO_OK || add_names(op, true, (const char *const *)last->out, 1, st))
+    if (add_names(op, false, in, 3, st) != PARDO_OK ||
+        add_names(op, true, (const char *const *)last->out, 1, st) != PARDO_OK)
         return st->code;
     return f->len == 2 ? pardo_op_set_attr(op, "activation", pardo_value_new_string("relu"), st) : PARDO_OK;
 }
@@ -288,8 +295,7 @@ static int emit_update(pardo_block *to, const pardo_block *blk, int j, const fus
  * means block b's var. */
 static bool named_anywhere(const pardo_program *p, int b, const char *name) {
     for (int bb = 0; bb < p->n_blocks; bb++) {
-        int owner = -1;
-        if (bb != b && (!pardo_program_lookup_var(p, bb, name, &owner) || owner != b)) continue;
+        if (!names_var_of(p, bb, b, name)) continue;
         for (int i = 0; i < p->blocks[bb].n_ops; i++) {
             const pardo_op *op = &p->blocks[bb].ops[i];
             if (pardo_op_reads(op, name) || pardo_op_writes(op, name) || pardo_value_names(op->attrs, name))

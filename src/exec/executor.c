@@ -137,11 +137,6 @@ void pardo_executor_free(pardo_executor *ex) {
     free(ex);
 }
 
-pardo_op_state *pardo_executor_op_state(pardo_executor *ex, int block, int index) {
-    if (block < 0 || block >= ex->prog->n_blocks || index < 0 || index >= ex->prog->blocks[block].n_ops) return NULL;
-    return &ex->states[block][index];
-}
-
 int pardo_executor_nthreads(const pardo_executor *ex) { return ex->opt.nthreads; }
 const pardo_program *pardo_executor_program(const pardo_executor *ex) { return ex->prog; }
 

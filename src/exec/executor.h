@@ -129,11 +129,6 @@ void pardo_early_part_ended(pardo_early *e);
 /* After the join, on the forking thread. */
 void pardo_executor_early_end(pardo_early *e);
 
-/* The state slot of op `index` of block `block` (zeroed at first), owned by
- * the executor; NULL for an index outside the program. Only the op's own
- * kernel uses its slot. */
-pardo_op_state *pardo_executor_op_state(pardo_executor *ex, int block, int index);
-
 /* For pardo_kernel_output: a free tensor of the executor's pool with the
  * bytes dtype and shape need, reshaped to them (reference handed over), or
  * NULL. Only for outputs bound in the root scope of an executor made with

@@ -29,7 +29,7 @@ struct pardo_executor {
     pardo_exec_options opt;
     pardo_scope *root;         // block 0's vars, owned
     uint64_t steps;            // completed runs of block 0
-    pardo_op_state **states;   // per block, per op: kernel state (pardo_executor_op_state); owned
+    pardo_op_state **states;   // per block, per op: kernel state (pardo_kernel_ctx.state); owned
     pardo_stage_plan *plans;   // per block: ops that may run at once (stage_plan.h); built on first run; owned
     op_plan **ops;             // [block][op]: what each op's runs look up once; owned
     bool *planned;             // per block: plans[b] is built
