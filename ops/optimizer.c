@@ -34,11 +34,25 @@
 static const pardo_dtype lr_dtypes[] = {PARDO_F32, PARDO_F64};
 static const pardo_dtype step_dtypes[] = {PARDO_I64, PARDO_I32, PARDO_F32, PARDO_F64};
 
-/* Checks param (input 0) and the inputs at `same` (n_same of them, with
- * names) against it, and lr (input lr_at) as a float scalar. */
-static int opt_check(const pardo_type *const *in, const int *same, const char *const *names, int n_same, int lr_at,
-                     pardo_status *st) {
-    int rc = pardo_nn_expect_float(in[0], "input 0 'param'", st);
+/* attr grad_merge: how a tensor_array gradient's parts combine, mean
+ * (default) or sum; PARDO_EINVAL for any other word. */
+static int opt_grad_mode(const pardo_op *op, pardo_merge_mode *mode, pardo_status *st) {
+    const char *how;
+    int rc = pardo_attr_string(op, "grad_merge", "mean", &how, st);
+    if (rc != PARDO_OK) return rc;
+    *mode = strcmp(how, "sum") == 0 ? PARDO_MERGE_SUM : PARDO_MERGE_MEAN;
+    if (*mode == PARDO_MERGE_MEAN && strcmp(how, "mean") != 0)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'grad_merge' is \"%s\", expected \"mean\" or \"sum\"", how);
+    return PARDO_OK;
+}
+
+/* Checks attr grad_merge, param (input 0) and the inputs at `same` (n_same
+ * of them, with names) against it, and lr (input lr_at) as a float scalar. */
+static int opt_check(const pardo_op *op, const pardo_type *const *in, const int *same, const char *const *names,
+                     int n_same, int lr_at, pardo_status *st) {
+    pardo_merge_mode mode;
+    int rc = opt_grad_mode(op, &mode, st);
+    if (rc == PARDO_OK) rc = pardo_nn_expect_float(in[0], "input 0 'param'", st);
     for (int k = 0; rc == PARDO_OK && k < n_same; k++)
         rc = pardo_nn_expect_same(in[same[k]], names[k], in[0], "input 0 'param'", st);
     if (rc == PARDO_OK) rc = pardo_nn_expect_scalar(in[lr_at], "input 'lr'", lr_dtypes, 2, st);
@@ -109,12 +123,9 @@ static int opt_grad_prepare(pardo_kernel_ctx *ctx, int weight_at, opt_grad *g) {
         g->type = pardo_tensor_type(t);
         return PARDO_OK;
     }
-    const char *how;
-    int rc = pardo_attr_string(ctx->op, "grad_merge", "mean", &how, ctx->st);
+    pardo_merge_mode mode;
+    int rc = opt_grad_mode(ctx->op, &mode, ctx->st);
     if (rc != PARDO_OK) return rc;
-    const pardo_merge_mode mode = strcmp(how, "sum") == 0 ? PARDO_MERGE_SUM : PARDO_MERGE_MEAN;
-    if (mode == PARDO_MERGE_MEAN && strcmp(how, "mean") != 0)
-        return pardo_errorf(ctx->st, PARDO_EINVAL, "attr 'grad_merge' is \"%s\", expected \"mean\" or \"sum\"", how);
     const char *wb = ctx->op->n_in > weight_at ? ctx->op->in[weight_at] : "";
     const pardo_tensor *weights = ctx->n_in > weight_at ? ctx->in[weight_at] : NULL;
     if (wb[0] && mode != PARDO_MERGE_MEAN)
@@ -392,7 +403,7 @@ static const int sgd_same[] = {1};
 static const char *const sgd_names[] = {"input 1 'grad'"};
 
 static int sgd_infer(pardo_infer_ctx *ctx) {
-    int rc = opt_check(ctx->in, sgd_same, sgd_names, 1, 2, ctx->st);
+    int rc = opt_check(ctx->op, ctx->in, sgd_same, sgd_names, 1, 2, ctx->st);
     if (rc == PARDO_OK) ctx->out[0] = *ctx->in[0];
     return rc;
 }
@@ -406,7 +417,7 @@ static int sgd_cpu(pardo_kernel_ctx *ctx) {
     int rc = opt_grad_prepare(ctx, 3, &g);
     if (rc != PARDO_OK) return rc;
     opt_types(ctx, &g, 3, types, tp);
-    rc = opt_check(tp, sgd_same, sgd_names, 1, 2, ctx->st);
+    rc = opt_check(ctx->op, tp, sgd_same, sgd_names, 1, 2, ctx->st);
     if (rc == PARDO_OK) rc = opt_outputs(ctx, in_of, 1, out);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0];
@@ -457,7 +468,7 @@ static int momentum_infer(pardo_infer_ctx *ctx) {
     bool nesterov;
     int rc = pardo_attr_float(ctx->op, "mu", 0.9, &mu, ctx->st);
     if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "nesterov", false, &nesterov, ctx->st);
-    if (rc == PARDO_OK) rc = opt_check(ctx->in, momentum_same, momentum_names, 2, 3, ctx->st);
+    if (rc == PARDO_OK) rc = opt_check(ctx->op, ctx->in, momentum_same, momentum_names, 2, 3, ctx->st);
     if (rc != PARDO_OK) return rc;
     ctx->out[0] = *ctx->in[0];
     if (ctx->n_out > 1) ctx->out[1] = *ctx->in[2];
@@ -477,7 +488,7 @@ static int momentum_cpu(pardo_kernel_ctx *ctx) {
     opt_types(ctx, &g, 4, types, tp);
     rc = pardo_attr_float(ctx->op, "mu", 0.9, &mu, ctx->st);
     if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "nesterov", false, &nesterov, ctx->st);
-    if (rc == PARDO_OK) rc = opt_check(tp, momentum_same, momentum_names, 2, 3, ctx->st);
+    if (rc == PARDO_OK) rc = opt_check(ctx->op, tp, momentum_same, momentum_names, 2, 3, ctx->st);
     if (rc == PARDO_OK) rc = opt_outputs(ctx, in_of, ctx->n_out < 2 ? ctx->n_out : 2, out);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0];
@@ -545,7 +556,7 @@ static int adam_attrs_get(const pardo_op *op, double *b1, double *b2, double *ep
 static int adam_check(const pardo_op *op, const pardo_type *const *in, double *b1, double *b2, double *eps,
                       pardo_status *st) {
     int rc = adam_attrs_get(op, b1, b2, eps, st);
-    if (rc == PARDO_OK) rc = opt_check(in, adam_same, adam_names, 3, 5, st);
+    if (rc == PARDO_OK) rc = opt_check(op, in, adam_same, adam_names, 3, 5, st);
     if (rc == PARDO_OK) rc = pardo_nn_expect_scalar(in[4], "input 4 'step'", step_dtypes, 4, st);
     return rc;
 }

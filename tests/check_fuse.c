@@ -304,18 +304,29 @@ START_TEST(bias_shapes_keep_the_bits) {
             fused_and_unfused_agree(text, 1, names, &x, 1, outs, bias2d ? "chain, bias [1, N]" : "chain, bias [N]",
                                     !bias2d);
         }
-        /* by hand against the chain: the same bits */
-        pardo_tensor *got[2];
-        for (int g = 0; g < 2; g++) {
-            snprintf(text, sizeof text, fmt, dtype, dtype, dtype, "[1, 4]", g ? by_hand : chain);
-            pardo_program *p = test_program(text, "hand.json");
-            pardo_executor *ex = test_executor_with(p, (pardo_exec_options){.nthreads = 1}, 1, names, &x);
-            test_run_steps(ex, 1);
-            got[g] = test_fetched_copy(ex, "a");
-            pardo_executor_free(ex);
-            pardo_program_free(p);
+        /* by hand against the chain: the same bits (a [1, N] bias added after the product; relu alone in the
+         * GEMM's epilogue) */
+        static const char relu_chain[] = "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]},"
+                                         "{\"op\": \"relu\", \"in\": [\"h\"], \"out\": [\"a\"]}";
+        static const char relu_by_hand[] = "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"a\"], "
+                                           "\"attrs\": {\"activation\": \"relu\"}}";
+        static const struct {
+            const char *chain, *by_hand, *what;
+        } pairs[] = {{chain, by_hand, "matmul with a [1, N] bias and relu"},
+                     {relu_chain, relu_by_hand, "matmul with relu and no bias"}};
+        for (size_t c = 0; c < sizeof pairs / sizeof pairs[0]; c++) {
+            pardo_tensor *got[2];
+            for (int g = 0; g < 2; g++) {
+                snprintf(text, sizeof text, fmt, dtype, dtype, dtype, "[1, 4]", g ? pairs[c].by_hand : pairs[c].chain);
+                pardo_program *p = test_program(text, "hand.json");
+                pardo_executor *ex = test_executor_with(p, (pardo_exec_options){.nthreads = 1}, 1, names, &x);
+                test_run_steps(ex, 1);
+                got[g] = test_fetched_copy(ex, "a");
+                pardo_executor_free(ex);
+                pardo_program_free(p);
+            }
+            test_assert_same_bits(&got[0], &got[1], 1, outs, pairs[c].what);
         }
-        test_assert_same_bits(&got[0], &got[1], 1, outs, "matmul with a [1, N] bias and relu");
         pardo_tensor_release(x);
     }
 }
@@ -423,6 +434,48 @@ START_TEST(fused_matmul_refuses_autodiff) {
 }
 END_TEST
 
+/* The fused forms' bad inputs are refused when the graph is checked, each
+ * naming what it expected. */
+START_TEST(fused_forms_refuse_bad_inputs) {
+#define FX "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"feed\"}, " \
+           "\"w\": {\"dtype\": \"float32\", \"shape\": [3, 4], \"role\": \"param\", \"init\": {\"fill\": \"uniform\"}}, " \
+           "\"dy\": {\"dtype\": \"float32\", \"shape\": [-1, 4], \"role\": \"feed\"}, "
+    static const struct {
+        const char *vars, *op, *want;
+        int code;
+    } cases[] = {
+        {"\"b\": {\"dtype\": \"float32\", \"shape\": [4], \"role\": \"param\", \"value\": [1, 2, 3, 4]}",
+         "{\"op\": \"matmul\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"y\"], \"attrs\": {\"activation\": \"tanh\"}}",
+         "attr 'activation' is \"tanh\", expected \"none\" or \"relu\"", PARDO_EINVAL},
+        {"\"b\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"value\": [1, 2, 3]}",
+         "{\"op\": \"matmul\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"y\"]}",
+         "input 2 'bias' has shape [3], which does not broadcast to the product's [-1, 4]", PARDO_ESHAPE},
+        {"\"b\": {\"dtype\": \"float64\", \"shape\": [4], \"role\": \"param\", \"value\": [1, 2, 3, 4]}",
+         "{\"op\": \"matmul\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"y\"]}",
+         "input 2 'bias' has dtype float64, expected float32 like the product", PARDO_ESHAPE},
+        {"\"b\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"value\": [1, 2, 3]}",
+         "{\"op\": \"matmul_grad\", \"in\": [\"x\", \"w\", \"\", \"dy\", \"\", \"b\"], \"out\": [\"dx\", \"dw\", \"db\"]}",
+         "input 5 'bias' needs input 4 'relu_y'", PARDO_EINVAL},
+        {"\"b\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"value\": [1, 2, 3]}",
+         "{\"op\": \"matmul_grad\", \"in\": [\"x\", \"w\", \"\", \"dy\"], \"out\": [\"dx\", \"dw\", \"db\"]}",
+         "output 2 'dbias' needs input 5 'bias'", PARDO_EINVAL},
+        {"\"lr\": {\"dtype\": \"float32\", \"shape\": [], \"value\": [0.1]}",
+         "{\"op\": \"sgd\", \"in\": [\"w\", \"w\", \"lr\"], \"out\": [\"w\"], \"attrs\": {\"grad_merge\": \"max\"}, "
+         "\"role\": \"optimize\"}",
+         "attr 'grad_merge' is \"max\", expected \"mean\" or \"sum\"", PARDO_EINVAL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[2048];
+        snprintf(text, sizeof text, "{\"pardo\": 1, \"blocks\": [{\"vars\": {" FX "%s}, \"ops\": [%s]}]}", cases[c].vars,
+                 cases[c].op);
+        pardo_status st;
+        ck_assert_int_eq(test_program_status(text, "bad.json", NULL, &st), cases[c].code);
+        ck_assert_msg(strstr(st.msg, cases[c].want) && strstr(st.msg, "bad.json:"), "case %zu: %s", c, st.msg);
+    }
+#undef FX
+}
+END_TEST
+
 Suite *make_fuse_suite(void) {
     Suite *s = suite_create("fuse");
     TCase *tc = tcase_create("core");
@@ -435,6 +488,7 @@ Suite *make_fuse_suite(void) {
     tcase_add_test(tc, backward_chain_keeps_the_bits_with_batch_dims);
     tcase_add_test(tc, merged_updates_keep_the_bits);
     tcase_add_test(tc, fused_matmul_refuses_autodiff);
+    tcase_add_test(tc, fused_forms_refuse_bad_inputs);
     suite_add_tcase(s, tc);
     return s;
 }
