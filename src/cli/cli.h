@@ -64,10 +64,12 @@ bool cli_parse_double(const char *cmd, const char *flag, const char *text, doubl
  * pardo_program_free. */
 pardo_program *cli_load_checked(const char *path);
 
-/* False (after printing why) when $PARDO_NUM_THREADS is set but is not a
- * thread count 1..PARDO_MAX_THREADS, which the pool would pass over in
- * silence: run and train check it when --threads is not given. */
-bool cli_env_threads_ok(void);
+/* run's and train's thread count: *threads as --threads gave it, or, where
+ * it is 0 (not given), $PARDO_NUM_THREADS, else the online CPUs. False
+ * (after printing why) when $PARDO_NUM_THREADS is needed and set but is not
+ * a thread count 1..PARDO_MAX_THREADS, which the pool would pass over in
+ * silence. */
+bool cli_resolve_threads(long *threads);
 
 /* The fusion pass (pardo_pass_fuse) over p, keeping the n_keep vars named
  * in keep (the fetched ones): what run and train do before they make their

@@ -136,15 +136,21 @@ int cli_fuse(pardo_program *p, const char *const *keep, int n_keep) {
     return CLI_BAD_INPUT;
 }
 
-bool cli_env_threads_ok(void) {
+bool cli_resolve_threads(long *threads) {
+    if (*threads > 0) return true;
     const char *env = getenv("PARDO_NUM_THREADS");
-    if (!env || !*env) return true;
-    char *end;
-    errno = 0;
-    long n = strtol(env, &end, 10);
-    if (errno == 0 && *end == '\0' && n >= 1 && n <= PARDO_MAX_THREADS) return true;
-    fprintf(stderr, "pardo: $PARDO_NUM_THREADS is '%s', expected a thread count 1..%d\n", env, PARDO_MAX_THREADS);
-    return false;
+    if (env && *env) {
+        char *end;
+        errno = 0;
+        long n = strtol(env, &end, 10);
+        if (errno != 0 || *end != '\0' || n < 1 || n > PARDO_MAX_THREADS) {
+            fprintf(stderr, "pardo: $PARDO_NUM_THREADS is '%s', expected a thread count 1..%d\n", env,
+                    PARDO_MAX_THREADS);
+            return false;
+        }
+    }
+    *threads = pardo_thread_pool_size(); /* the pool reads the same variable */
+    return true;
 }
 
 /* False (after printing why) for a $PARDO_GEMM that names no product;

@@ -134,9 +134,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
         }
     }
     if (!a->graph) return cli_usage_error("run", "missing GRAPH");
-    /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
-    if (a->threads == 0 && !cli_env_threads_ok()) return CLI_BAD_INPUT;
-    if (a->threads == 0) a->threads = pardo_thread_pool_size();
+    if (!cli_resolve_threads(&a->threads)) return CLI_BAD_INPUT;
     return -1;
 }
 

@@ -187,9 +187,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (a->n_data == 0) return cli_usage_error("train", "missing --data NAME=FILE.npy");
     if (a->batch_size == 0) return cli_usage_error("train", "missing --batch-size B");
     if (a->seed_given && !a->shuffle) return cli_usage_error("train", "--seed needs --shuffle");
-    /* --threads, else $PARDO_NUM_THREADS, else the online CPUs */
-    if (a->threads == 0 && !cli_env_threads_ok()) return CLI_BAD_INPUT;
-    if (a->threads == 0) a->threads = pardo_thread_pool_size();
+    if (!cli_resolve_threads(&a->threads)) return CLI_BAD_INPUT;
     return -1;
 }
 
