@@ -18,8 +18,16 @@
 #include "core/status.h"
 #include "core/tensor_list.h"
 
+/* How block 0's ops are run (pardo run --executor). */
+typedef enum pardo_executor_kind {
+    PARDO_EXEC_SEQUENTIAL = 0, // op after op in file order (a stage of merges and updates at once)
+    PARDO_EXEC_DATAFLOW,       // pushed to the dependency engine (engine/engine.h) with the vars they read and
+                               // write: ops no var links run at once
+} pardo_executor_kind;
+
 typedef struct pardo_exec_options {
     int nthreads;               // threads kernels run from block 0 may use (>= 1)
+    pardo_executor_kind kind;   // sequential (the default) or dataflow
     bool training;              // dropout and the like are active
     pardo_device_kind device;   // where ops with a CUDA kernel run
     int device_index;           // CUDA device number
