@@ -22,7 +22,7 @@ int pardo_grad_from_output(const pardo_grad_request *req, pardo_block *blk, pard
 bool pardo_grad_operand_fills_output(const pardo_grad_request *req, const char *operand, const char *other,
                                      const char *out) {
     if (!req->prog || !operand[0] || !other[0] || !out[0]) return false;
-    const pardo_var *a = pardo_program_lookup_var(req->prog, req->block, operand, NULL),
+    const pardo_graph_var *a = pardo_program_lookup_var(req->prog, req->block, operand, NULL),
                     *b = pardo_program_lookup_var(req->prog, req->block, other, NULL),
                     *c = pardo_program_lookup_var(req->prog, req->block, out, NULL);
     if (!a || !b || !c || a->kind != PARDO_VAR_TENSOR || b->kind != PARDO_VAR_TENSOR) return false;

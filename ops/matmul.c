@@ -256,7 +256,7 @@ static pardo_gemm_packed *kept_b(pardo_kernel_ctx *ctx, const pardo_tensor *b) {
     if (!slot->data) {
         kept_state *k = calloc(1, sizeof(*k));
         if (!k) return NULL;
-        const pardo_var *v = pardo_program_lookup_var(ctx->prog, 0, ctx->op->in[1], NULL);
+        const pardo_graph_var *v = pardo_program_lookup_var(ctx->prog, 0, ctx->op->in[1], NULL);
         k->eligible = v && (v->role == PARDO_VAR_PARAM || (v->role == PARDO_VAR_TEMP && v->value));
         slot->data = k;
         slot->free_fn = kept_state_free;

@@ -486,7 +486,7 @@ static pd_state *pd_state_new(pardo_kernel_ctx *ctx) {
         s->outs[k].var = pout->keys[k];
         s->outs[k].slot = find_slot(op->out, op->n_out, pout->items[k].string);
         PARDO_ASSERT(s->outs[k].slot >= 0);
-        const pardo_var *v = pardo_program_lookup_var(prog, ctx->block, pout->items[k].string, NULL);
+        const pardo_graph_var *v = pardo_program_lookup_var(prog, ctx->block, pout->items[k].string, NULL);
         PARDO_ASSERT(v);
         s->outs[k].dtype = v->type.dtype;
         s->outs[k].publish_at = pardo_block_last_use(&prog->blocks[s->block], s->outs[k].var);

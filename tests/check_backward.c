@@ -33,7 +33,7 @@ static void check_params(const pardo_program *p, pardo_executor *ex, const char 
     const pardo_block *blk = &p->blocks[0];
     int checked = 0;
     for (int v = 0; v < blk->n_vars; v++) {
-        const pardo_var *var = &blk->vars[v];
+        const pardo_graph_var *var = &blk->vars[v];
         if (var->role != PARDO_VAR_PARAM) continue;
         snprintf(gname, sizeof gname, "%s@GRAD", var->name);
         run_loss(ex, loss);
@@ -228,7 +228,7 @@ START_TEST(optimizer_pass_declares_state) {
     ck_assert_msg(pardo_pass_optimizer(p, &opt, &st) == PARDO_OK, "%s", st.msg);
     const char *state[] = {"w1@MOMENT1", "w1@MOMENT2", "w1@STEP", "b2@MOMENT2"};
     for (int i = 0; i < 4; i++) {
-        const pardo_var *v = pardo_block_find_var(&p->blocks[0], state[i]);
+        const pardo_graph_var *v = pardo_block_find_var(&p->blocks[0], state[i]);
         ck_assert_msg(v && v->declared && v->role == PARDO_VAR_STATE, "%s", state[i]);
     }
     ck_assert_int_eq(pardo_block_find_var(&p->blocks[0], "w1@STEP")->type.dtype, PARDO_I64);

@@ -16,14 +16,14 @@
 #include "io/graph_json.h"
 #include "test_util.h"
 
-static const pardo_var *var(const pardo_program *p, int b, const char *name) {
-    const pardo_var *v = pardo_block_find_var(&p->blocks[b], name);
+static const pardo_graph_var *var(const pardo_program *p, int b, const char *name) {
+    const pardo_graph_var *v = pardo_block_find_var(&p->blocks[b], name);
     ck_assert_msg(v != NULL, "no var '%s' in block %d", name, b);
     ck_assert(v->declared);
     return v;
 }
 
-static void check_shape(const pardo_var *v, int ndim, const int64_t *shape) {
+static void check_shape(const pardo_graph_var *v, int ndim, const int64_t *shape) {
     ck_assert_int_eq(v->type.ndim, ndim);
     for (int d = 0; d < ndim; d++) ck_assert_int_eq(v->type.shape[d], shape[d]);
 }
@@ -53,7 +53,7 @@ START_TEST(test_full_graph_fields) {
     const char *order[] = {"x", "y", "w1", "w2", "b1", "u", "n", "d", "p", "lr", "m", "mask", "parts", "t"};
     for (int i = 0; i < 14; i++) ck_assert_str_eq(b0->vars[i].name, order[i]);
 
-    const pardo_var *v = var(p, 0, "x");
+    const pardo_graph_var *v = var(p, 0, "x");
     ck_assert_int_eq(v->type.dtype, PARDO_F32);
     check_shape(v, 2, (int64_t[]){-1, 4});
     ck_assert_int_eq(v->role, PARDO_VAR_FEED);
@@ -333,7 +333,7 @@ START_TEST(test_round_trip_numbers) {
     const int n = (int)(sizeof vals / sizeof vals[0]);
     pardo_program *p = pardo_program_new();
     ck_assert_int_eq(pardo_program_add_block(p, -1, &st), 0);
-    pardo_var *v = pardo_block_add_var(&p->blocks[0], "c", &st);
+    pardo_graph_var *v = pardo_block_add_var(&p->blocks[0], "c", &st);
     v->declared = true;
     v->type.dtype = PARDO_F64;
     v->type.ndim = 1;
@@ -346,7 +346,7 @@ START_TEST(test_round_trip_numbers) {
     v->init.std = 1.0 / 3;
     v->init.seed = 9007199254740992ULL;
     v->init.low = 42; /* not used by normal: not written, not compared */
-    pardo_var *t = pardo_block_add_var(&p->blocks[0], "inferred", &st);
+    pardo_graph_var *t = pardo_block_add_var(&p->blocks[0], "inferred", &st);
     t->type.dtype = PARDO_F32;
     t->type.ndim = 0;
     pardo_op *op = pardo_block_add_op(&p->blocks[0], "scale", &st);
@@ -365,7 +365,7 @@ START_TEST(test_round_trip_numbers) {
     p->blocks[0].n_vars = 1;
     free(t->name);
     ck_assert_msg(pardo_program_equal(p, q), "not equal after a round trip:\n%s", text);
-    const pardo_var *w = &q->blocks[0].vars[0];
+    const pardo_graph_var *w = &q->blocks[0].vars[0];
     for (int i = 0; i < n; i++)
         ck_assert_msg(memcmp(&w->value[i], &vals[i], sizeof(double)) == 0, "value %d: %.17g != %.17g", i,
                       w->value[i], vals[i]);
@@ -392,7 +392,7 @@ START_TEST(test_equal) {
     q->blocks[0].ops[1].role = PARDO_OP_FORWARD;
     ck_assert(!pardo_program_equal(p, q));
     q->blocks[0].ops[1].role = PARDO_OP_ROLE_NONE;
-    pardo_var *v = pardo_block_find_var(&q->blocks[0], "t");
+    pardo_graph_var *v = pardo_block_find_var(&q->blocks[0], "t");
     v->value[5] = 0.0; /* was -0 */
     ck_assert(!pardo_program_equal(p, q));
     v->value[5] = -0.0;

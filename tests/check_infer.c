@@ -25,14 +25,14 @@ START_TEST(infers_through_a_chain) {
                                     "{\"op\": \"reduce_sum\", \"in\": [\"a\"], \"out\": [\"s\"], \"attrs\": {\"axes\": [1], \"keepdims\": false}}"
                                     "]}]}",
                                     "t.json");
-    const pardo_var *h = pardo_block_find_var(&p->blocks[0], "h");
+    const pardo_graph_var *h = pardo_block_find_var(&p->blocks[0], "h");
     ck_assert_ptr_nonnull(h);
     ck_assert(!h->declared);
     ck_assert_int_eq(h->type.dtype, PARDO_F32);
     ck_assert_int_eq(h->type.ndim, 2);
     ck_assert_int_eq(h->type.shape[0], -1);
     ck_assert_int_eq(h->type.shape[1], 3);
-    const pardo_var *s = pardo_block_find_var(&p->blocks[0], "s");
+    const pardo_graph_var *s = pardo_block_find_var(&p->blocks[0], "s");
     ck_assert_int_eq(s->type.ndim, 1);
     ck_assert_int_eq(s->type.shape[0], -1);
     ck_assert_ptr_eq(p->blocks[0].ops[0].def, pardo_op_lookup("matmul"));
@@ -93,7 +93,7 @@ START_TEST(trailing_optional_inputs_left_out) {
     pardo_program *p = test_program(HEAD X_W "}, \"ops\": [{\"op\": \"add_grad\", \"in\": [\"\", \"\", \"\", \"x\"], "
                                     "\"out\": [\"da\"]}]}]}",
                                     "t.json");
-    const pardo_var *da = pardo_block_find_var(&p->blocks[0], "da");
+    const pardo_graph_var *da = pardo_block_find_var(&p->blocks[0], "da");
     ck_assert(da && da->type.dtype == PARDO_F32 && da->type.ndim == 2 && da->type.shape[1] == 4);
     pardo_program_free(p);
 }

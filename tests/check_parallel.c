@@ -272,7 +272,7 @@ START_TEST(split_sizes_and_axis) {
         "\"ops\": [{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xa\"], \"attrs\": {\"parts\": 3, \"axis\": -1}},"
         "{\"op\": \"merge\", \"in\": [\"xa\"], \"out\": [\"back\"], \"attrs\": {\"mode\": \"concat\", \"axis\": 1}}]}]}",
         "ax.json");
-    const pardo_var *xa = pardo_block_find_var(&p->blocks[0], "xa");
+    const pardo_graph_var *xa = pardo_block_find_var(&p->blocks[0], "xa");
     ck_assert_int_eq(xa->kind, PARDO_VAR_TENSOR_ARRAY);
     ck_assert_int_eq(xa->type.dtype, PARDO_I32);
     ck_assert_int_eq(xa->type.shape[0], 2);
@@ -306,7 +306,7 @@ END_TEST
 START_TEST(inference_types_parts_and_sub_block_vars) {
     pardo_program *p = parallel_program(0);
     const pardo_block *b0 = &p->blocks[0], *b1 = &p->blocks[1];
-    const pardo_var *xp = pardo_block_find_var(b1, "xp"), *y = pardo_block_find_var(b1, "y");
+    const pardo_graph_var *xp = pardo_block_find_var(b1, "xp"), *y = pardo_block_find_var(b1, "y");
     ck_assert_ptr_nonnull(xp);
     ck_assert_int_eq(xp->kind, PARDO_VAR_TENSOR);
     ck_assert_int_eq(xp->type.dtype, PARDO_F64);
@@ -314,14 +314,14 @@ START_TEST(inference_types_parts_and_sub_block_vars) {
     ck_assert_int_eq(xp->type.shape[0], -1);
     ck_assert_int_eq(xp->type.shape[1], 3);
     ck_assert_int_eq(y->type.shape[1], 2);
-    const pardo_var *ys = pardo_block_find_var(b0, "ys"), *ss = pardo_block_find_var(b0, "ss");
+    const pardo_graph_var *ys = pardo_block_find_var(b0, "ys"), *ss = pardo_block_find_var(b0, "ss");
     ck_assert_int_eq(ys->kind, PARDO_VAR_TENSOR_ARRAY);
     ck_assert(!ys->declared);
     ck_assert_int_eq(ys->type.ndim, 2);
     ck_assert_int_eq(ys->type.shape[0], -1);
     ck_assert_int_eq(ss->type.ndim, 1);
     ck_assert_int_eq(ss->type.shape[0], 2);
-    const pardo_var *cat = pardo_block_find_var(b0, "y_cat"), *sum = pardo_block_find_var(b0, "s_sum");
+    const pardo_graph_var *cat = pardo_block_find_var(b0, "y_cat"), *sum = pardo_block_find_var(b0, "s_sum");
     ck_assert_int_eq(cat->kind, PARDO_VAR_TENSOR);
     ck_assert_int_eq(cat->type.shape[0], -1);
     ck_assert_int_eq(cat->type.shape[1], 2);

@@ -46,6 +46,7 @@
     X(thread_pool)      \
     X(task)             \
     X(coordinator)      \
+    X(engine)           \
     X(parallel)         \
     X(parallel_errors)  \
     X(early_stage)      \

@@ -190,10 +190,10 @@ START_TEST(written_graph_checks_and_reads_well) {
         char grad[64], parts[64];
         snprintf(grad, sizeof grad, "%s@GRAD", params[i]);
         snprintf(parts, sizeof parts, "%s@GRAD@PARTS", params[i]);
-        const pardo_var *w = pardo_block_find_var(&q->blocks[0], params[i]);
+        const pardo_graph_var *w = pardo_block_find_var(&q->blocks[0], params[i]);
         const char *merged[] = {grad, parts};
         for (int k = 0; k < 2; k++) {
-            const pardo_var *g = pardo_block_find_var(&q->blocks[0], merged[k]);
+            const pardo_graph_var *g = pardo_block_find_var(&q->blocks[0], merged[k]);
             ck_assert_msg(w && g, "no var %s or %s", params[i], merged[k]);
             char ws[64], gs[64];
             ck_assert_msg(g->type.dtype == w->type.dtype && g->type.ndim == w->type.ndim &&

@@ -35,7 +35,7 @@ static int var_index(const bw *b, const char *name) {
     return -1;
 }
 
-static bool is_float_var(const pardo_var *v) {
+static bool is_float_var(const pardo_graph_var *v) {
     return v->kind == PARDO_VAR_TENSOR && pardo_dtype_is_float(v->type.dtype);
 }
 
@@ -127,7 +127,7 @@ static int finish_sum(bw *b, int v) {
 }
 
 /* Emits LOSS@GRAD = ones of the loss's shape. */
-static int seed(bw *b, const pardo_var *loss) {
+static int seed(bw *b, const pardo_graph_var *loss) {
     char name[512];
     grad_name(loss->name, name, sizeof name);
     pardo_op *op = add_backward_op(b, "fill", b->st);
@@ -218,7 +218,7 @@ static void set_roles(bw *b, const char *loss) {
     }
 }
 
-static int check_request(bw *b, const char *loss, const pardo_var **lv) {
+static int check_request(bw *b, const char *loss, const pardo_graph_var **lv) {
     pardo_block *blk = b->blk;
     const char *path = b->p->path ? b->p->path : "graph";
     char shape[128];
@@ -245,7 +245,7 @@ static int check_request(bw *b, const char *loss, const pardo_var **lv) {
 
 int pardo_pass_backward(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
     bw b = {.p = p, .blk = &p->blocks[0], .st = st};
-    const pardo_var *lv = NULL;
+    const pardo_graph_var *lv = NULL;
     if (!opt || !opt->loss) return pardo_errorf(st, PARDO_EINVAL, "backward: no loss var given");
     int rc = check_request(&b, opt->loss, &lv);
     if (rc != PARDO_OK) return rc;
@@ -260,7 +260,7 @@ int pardo_pass_backward(pardo_program *p, const pardo_pass_options *opt, pardo_s
     mark_grad_flow(&b);
     count_uses(&b);
     set_roles(&b, opt->loss);
-    pardo_var loss_copy = *lv; /* lv points into blk->vars, which may move */
+    pardo_graph_var loss_copy = *lv; /* lv points into blk->vars, which may move */
     if ((rc = seed(&b, &loss_copy)) != PARDO_OK) goto done;
     int li = var_index(&b, opt->loss);
     b.info[li].given = 1; /* the seed */

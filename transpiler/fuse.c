@@ -60,7 +60,7 @@ static bool names_var_of(const pardo_program *p, int bb, int b, const char *name
 static bool private_temp(const pardo_program *p, int b, const char *name, int writer, int reader,
                          const char *const *keep, int n_keep) {
     int owner = -1;
-    const pardo_var *v = pardo_program_lookup_var(p, b, name, &owner);
+    const pardo_graph_var *v = pardo_program_lookup_var(p, b, name, &owner);
     if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value) return false;
     if (pardo_name_listed(keep, n_keep, name) || binds_part(p, b, name)) return false;
     for (int bb = 0; bb < p->n_blocks; bb++) {
@@ -180,7 +180,7 @@ static void plan_grad_chain(const pardo_program *p, int b, int i, const char *co
  * as inferred (the GEMM epilogue's case; the rewrite keeps the add as it
  * is otherwise, whose broadcast may grow the product's shape). */
 static bool bias_fits_epilogue(const pardo_program *p, int b, const pardo_op *mm, const char *bias) {
-    const pardo_var *vb = pardo_program_lookup_var(p, b, bias, NULL),
+    const pardo_graph_var *vb = pardo_program_lookup_var(p, b, bias, NULL),
                     *vy = pardo_program_lookup_var(p, b, mm->out[0], NULL);
     if (!vb || !vy || vb->kind != PARDO_VAR_TENSOR || vb->type.dtype != vy->type.dtype) return false;
     const pardo_type *tb = &vb->type, *ty = &vy->type;
@@ -353,7 +353,7 @@ static void drop_dead_temps(pardo_program *p, int b) {
     pardo_block *blk = &p->blocks[b];
     int w = 0;
     for (int r = 0; r < blk->n_vars; r++) {
-        pardo_var *v = &blk->vars[r];
+        pardo_graph_var *v = &blk->vars[r];
         if (!v->declared && v->role == PARDO_VAR_TEMP && !v->value && !named_anywhere(p, b, v->name)) {
             free(v->name);
             continue;

@@ -29,7 +29,7 @@ static char *type_str(const pardo_type *t, char *buf, size_t n) {
 
 /* Records what op makes for its output var v: sets an inferred var's type,
  * or checks a declared or already inferred one. */
-static int bind_output(pardo_var *v, const pardo_type *made, int k, pardo_status *st) {
+static int bind_output(pardo_graph_var *v, const pardo_type *made, int k, pardo_status *st) {
     char a[200], b[200];
     /* a tensor_array var's type is that of its parts (dim `axis` of a split is -1) */
     if (v->type.dtype == PARDO_DTYPE_UNKNOWN) {
@@ -56,7 +56,7 @@ static int note_inputs(const pardo_program *p, int b, const pardo_op *op, int rc
     size_t used = 0;
     for (int k = 0; k < op->n_in && used < sizeof list; k++) {
         if (!op->in[k][0]) continue;
-        const pardo_var *v = pardo_program_lookup_var(p, b, op->in[k], NULL);
+        const pardo_graph_var *v = pardo_program_lookup_var(p, b, op->in[k], NULL);
         const char *ts = v && v->type.dtype != PARDO_DTYPE_UNKNOWN ? type_str(&v->type, t, sizeof t) : "?";
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s %s", used ? ", " : "", op->in[k], ts);
     }
@@ -78,7 +78,7 @@ static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
     for (int k = 0; k < n_slots && k < 64; k++) in_ptrs[k] = NULL;
     for (int k = 0; k < op->n_in; k++) {
         if (!op->in[k][0]) continue;
-        const pardo_var *v = pardo_program_lookup_var(p, b, op->in[k], NULL);
+        const pardo_graph_var *v = pardo_program_lookup_var(p, b, op->in[k], NULL);
         PARDO_ASSERT(v != NULL); /* validate checked it */
         if (v->type.dtype == PARDO_DTYPE_UNKNOWN)
             return pardo_errorf(st, PARDO_ESHAPE, "input %d: the type of var '%s' is not known here", k, v->name);
@@ -95,7 +95,7 @@ static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
     if (rc != PARDO_OK) return note_inputs(p, b, op, rc, st);
     for (int k = 0; k < op->n_out; k++) {
         if (!op->out[k][0]) continue; /* an output the graph leaves out */
-        pardo_var *v = pardo_program_lookup_var(p, b, op->out[k], NULL);
+        pardo_graph_var *v = pardo_program_lookup_var(p, b, op->out[k], NULL);
         PARDO_ASSERT(v != NULL);
         if (out_types[k].dtype == PARDO_DTYPE_UNKNOWN)
             return pardo_errorf(st, PARDO_ESHAPE, "output %d: inference left the dtype of '%s' unknown", k, v->name);
@@ -120,8 +120,8 @@ static int infer_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
     int sub = (int)pardo_attr(op, "block")->number, rc;
     const pardo_value *pin = pardo_attr(op, "parts_in"), *pout = pardo_attr(op, "parts_out");
     for (int k = 0; pin && k < pin->n; k++) {
-        const pardo_var *a = pardo_program_lookup_var(p, b, pin->items[k].string, NULL);
-        pardo_var *v = pardo_block_find_var(&p->blocks[sub], pin->keys[k]);
+        const pardo_graph_var *a = pardo_program_lookup_var(p, b, pin->items[k].string, NULL);
+        pardo_graph_var *v = pardo_block_find_var(&p->blocks[sub], pin->keys[k]);
         PARDO_ASSERT(a && v); /* validate checked them */
         if (a->type.dtype == PARDO_DTYPE_UNKNOWN) {
             pardo_errorf(st, PARDO_ESHAPE, "parts_in '%s': the type of tensor_array '%s' is not known here",
@@ -136,8 +136,8 @@ static int infer_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
     if ((rc = infer_block(p, sub, st)) != PARDO_OK) return rc;
     op = &p->blocks[b].ops[i];
     for (int k = 0; pout && k < pout->n; k++) {
-        const pardo_var *v = pardo_block_find_var(&p->blocks[sub], pout->keys[k]);
-        pardo_var *a = pardo_program_lookup_var(p, b, pout->items[k].string, NULL);
+        const pardo_graph_var *v = pardo_block_find_var(&p->blocks[sub], pout->keys[k]);
+        pardo_graph_var *a = pardo_program_lookup_var(p, b, pout->items[k].string, NULL);
         PARDO_ASSERT(a && v);
         if (v->type.dtype == PARDO_DTYPE_UNKNOWN) {
             pardo_errorf(st, PARDO_ESHAPE, "parts_out '%s': its type is not known", v->name);

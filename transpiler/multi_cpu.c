@@ -127,7 +127,7 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
     for (int i = 0; i < n_part_ops && rc == PARDO_OK; i++) {
         const pardo_op *op = &blk->ops[i];
         for (int k = 0; k < op->n_in && rc == PARDO_OK; k++) {
-            const pardo_var *v = op->in[k][0] ? pardo_block_find_var(blk, op->in[k]) : NULL;
+            const pardo_graph_var *v = op->in[k][0] ? pardo_block_find_var(blk, op->in[k]) : NULL;
             if (!v || !v->declared) continue; /* written by a part op before */
             bool written_before = false;
             for (int j = 0; j < i && !written_before; j++) written_before = pardo_op_writes(&blk->ops[j], v->name);
@@ -135,7 +135,7 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
             rc = add_unique(v->role == PARDO_VAR_FEED ? &pl->feeds : &pl->reads, v->name, st);
         }
         for (int k = 0; k < op->n_out && rc == PARDO_OK; k++) {
-            const pardo_var *v = op->out[k][0] ? pardo_block_find_var(blk, op->out[k]) : NULL;
+            const pardo_graph_var *v = op->out[k][0] ? pardo_block_find_var(blk, op->out[k]) : NULL;
             if (v && v->declared && v->role == PARDO_VAR_TEMP) rc = add_unique(&pl->moved, v->name, st);
         }
     }
@@ -166,7 +166,7 @@ static void parts_name(const char *var, char *buf, size_t n) { snprintf(buf, n, 
  * type of the var they are parts of (a gradient's parts are the param's
  * shape), so merge gives that type back. */
 static int declare_array(pardo_block *blk, const char *name, const pardo_type *ty, bool split, pardo_status *st) {
-    pardo_var *a = pardo_block_add_var(blk, name, st);
+    pardo_graph_var *a = pardo_block_add_var(blk, name, st);
     if (!a) return st->code;
     a->declared = true;
     a->kind = PARDO_VAR_TENSOR_ARRAY;
@@ -176,7 +176,7 @@ static int declare_array(pardo_block *blk, const char *name, const pardo_type *t
 }
 
 /* True when var's type has a leading run-time (batch) dim: merged by concat. */
-static bool has_batch_dim(const pardo_var *v) { return v->type.ndim > 0 && v->type.shape[0] == -1; }
+static bool has_batch_dim(const pardo_graph_var *v) { return v->type.ndim > 0 && v->type.shape[0] == -1; }
 
 static int build(const pardo_program *src, const plan *pl, const pardo_pass_options *opt, pardo_program *dst,
                  pardo_status *st) {
@@ -187,7 +187,7 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
     pardo_block *b0 = &dst->blocks[0], *b1 = &dst->blocks[1];
     /* vars: block 0 keeps its declared vars but the moved temps; block 1 gets those */
     for (int i = 0; i < old->n_vars; i++) {
-        const pardo_var *v = &old->vars[i];
+        const pardo_graph_var *v = &old->vars[i];
         if (!v->declared) continue;
         if (!pardo_block_add_var_copy(has_name(&pl->moved, v->name) ? b1 : b0, v, st)) return st->code;
     }
@@ -241,7 +241,7 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
     /* merges, each back under its own name */
     parts_name(pl->feeds.names[0], weight, sizeof weight);
     for (int i = 0; i < pl->merged.n; i++) {
-        const pardo_var *v = pardo_block_find_var(old, pl->merged.names[i]);
+        const pardo_graph_var *v = pardo_block_find_var(old, pl->merged.names[i]);
         bool concat = has_batch_dim(v);
         pardo_op *op = pardo_block_add_op(b0, "merge", st);
         parts_name(v->name, name, sizeof name);

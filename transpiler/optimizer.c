@@ -32,13 +32,13 @@ const char *pardo_optimizer_name(pardo_optimizer_kind k) {
 }
 
 /* Declares a state var like param (zeros), or an int64 scalar counter. */
-static int add_state(pardo_block *blk, const pardo_var *param, const char *suffix, bool counter, pardo_status *st) {
+static int add_state(pardo_block *blk, const pardo_graph_var *param, const char *suffix, bool counter, pardo_status *st) {
     char name[512];
     snprintf(name, sizeof name, "%s@%s", param->name, suffix);
     pardo_type ty = param->type; /* copy before blk->vars may move */
     if (pardo_block_find_var(blk, name))
         return pardo_errorf(st, PARDO_EINVAL, "var '%s' already exists; the optimizer would declare it", name);
-    pardo_var *v = pardo_block_add_var(blk, name, st);
+    pardo_graph_var *v = pardo_block_add_var(blk, name, st);
     if (!v) return st->code;
     v->declared = true;
     v->role = PARDO_VAR_STATE;
@@ -58,7 +58,7 @@ static int add_state(pardo_block *blk, const pardo_var *param, const char *suffi
 static int lr_var(pardo_block *blk, pardo_dtype dt, double lr, const char **name, pardo_status *st) {
     *name = dt == PARDO_F64 ? "learning_rate@float64" : "learning_rate";
     if (pardo_block_find_var(blk, *name)) return PARDO_OK;
-    pardo_var *v = pardo_block_add_var(blk, *name, st);
+    pardo_graph_var *v = pardo_block_add_var(blk, *name, st);
     if (!v || !(v->value = malloc(sizeof(double)))) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
     v->declared = true;
     v->type.dtype = dt;
@@ -78,7 +78,7 @@ static int add_names(pardo_op *op, const char *const *in, int n_in, const char *
 }
 
 static int append_update(pardo_block *blk, int param_index, const pardo_pass_options *o, pardo_status *st) {
-    pardo_var param = blk->vars[param_index]; /* a copy: blk->vars moves as state is declared */
+    pardo_graph_var param = blk->vars[param_index]; /* a copy: blk->vars moves as state is declared */
     char grad[512], s1[512], s2[512], s3[512];
     const char *lr;
     int rc;
@@ -175,7 +175,7 @@ int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_
                                 path, i, blk->ops[i].type);
     int n_params = blk->n_vars, updated = 0;
     for (int v = 0; v < n_params; v++) {
-        const pardo_var *var = &blk->vars[v];
+        const pardo_graph_var *var = &blk->vars[v];
         if (var->role != PARDO_VAR_PARAM || !pardo_dtype_is_float(var->type.dtype)) continue;
         snprintf(grad, sizeof grad, "%s@GRAD", var->name);
         if (!pardo_block_find_var(blk, grad)) continue;

@@ -114,7 +114,7 @@ static bool slot_bit(unsigned mask, int k, int n_slots) {
 
 /* A var can be read when it has a value without any op: feeds, params and
  * state, and vars with a constant value. */
-static bool var_is_source(const pardo_var *v) {
+static bool var_is_source(const pardo_graph_var *v) {
     return v->role == PARDO_VAR_FEED || v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE || v->value != NULL;
 }
 
@@ -174,7 +174,7 @@ static int check_vars(const pardo_program *p, pardo_status *st) {
         int rb, ri;
         bool part_block = pardo_block_runner(p, b, &rb, &ri);
         for (int j = 0; j < p->blocks[b].n_vars; j++) {
-            const pardo_var *v = &p->blocks[b].vars[j];
+            const pardo_graph_var *v = &p->blocks[b].vars[j];
             char where[512];
             if (v->kind == PARDO_VAR_TENSOR_ARRAY && (v->role != PARDO_VAR_TEMP || v->value || v->init.fill))
                 pardo_errorf(st, PARDO_EINVAL, "a tensor_array is written by split or parallel_do: it must be a temp "
@@ -207,7 +207,7 @@ static int check_array_io(const pardo_program *p, int b, const pardo_op *op, par
     const pardo_op_def *d = op->def;
     if (!pardo_op_is_parallel_do(op)) {
         for (int k = 0; k < op->n_in; k++) {
-            const pardo_var *v = op->in[k][0] ? pardo_program_lookup_var(p, b, op->in[k], NULL) : NULL;
+            const pardo_graph_var *v = op->in[k][0] ? pardo_program_lookup_var(p, b, op->in[k], NULL) : NULL;
             if (!v) continue;
             bool want = slot_bit(d->array_in, k, d->n_inputs), is = v->kind == PARDO_VAR_TENSOR_ARRAY;
             if (want && !is)
@@ -219,7 +219,7 @@ static int check_array_io(const pardo_program *p, int b, const pardo_op *op, par
         }
     }
     for (int k = 0; k < op->n_out; k++) {
-        const pardo_var *v = op->out[k][0] ? pardo_program_lookup_var(p, b, op->out[k], NULL) : NULL;
+        const pardo_graph_var *v = op->out[k][0] ? pardo_program_lookup_var(p, b, op->out[k], NULL) : NULL;
         if (!v) continue;
         bool want = slot_bit(d->array_out, k, d->n_outputs), is = v->kind == PARDO_VAR_TENSOR_ARRAY;
         if (want != is)
@@ -242,7 +242,7 @@ static int check_merge(const pardo_program *p, int b, int i, pardo_status *st) {
             return pardo_errorf(st, PARDO_EINVAL, "input 1 '%s' is given but attr 'weight_by' is not", op->in[1]);
         return PARDO_OK;
     }
-    const pardo_var *v = pardo_program_lookup_var(p, b, wb, NULL);
+    const pardo_graph_var *v = pardo_program_lookup_var(p, b, wb, NULL);
     if (!v) return pardo_errorf(st, PARDO_ENOTFOUND, "attr 'weight_by': unknown var '%s'", wb);
     if (v->kind != PARDO_VAR_TENSOR_ARRAY)
         return pardo_errorf(st, PARDO_EINVAL, "attr 'weight_by': var '%s' is a tensor, expected the tensor_array a split "
@@ -308,14 +308,14 @@ static int check_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
     const pardo_value *pin = pardo_attr(op, "parts_in"), *pout = pardo_attr(op, "parts_out");
     for (int k = 0; pin && k < pin->n; k++) {
         const char *key = pin->keys[k], *arr = pin->items[k].string;
-        const pardo_var *a = pardo_program_lookup_var(p, b, arr, NULL);
+        const pardo_graph_var *a = pardo_program_lookup_var(p, b, arr, NULL);
         if (!a) return pardo_errorf(st, PARDO_ENOTFOUND, "parts_in '%s': unknown var '%s'", key, arr);
         if (a->kind != PARDO_VAR_TENSOR_ARRAY)
             return pardo_errorf(st, PARDO_EINVAL, "parts_in '%s': var '%s' is a tensor, expected a tensor_array (split's "
                                 "output)", key, arr);
         if (!listed(op->in, op->n_in, arr))
             return pardo_errorf(st, PARDO_EINVAL, "parts_in '%s': var '%s' must be listed in \"in\"", key, arr);
-        pardo_var *v = pardo_block_find_var(sb, key);
+        pardo_graph_var *v = pardo_block_find_var(sb, key);
         if (v && v->kind != PARDO_VAR_TENSOR)
             return pardo_errorf(st, PARDO_EINVAL, "parts_in '%s': block %d declares it as a tensor_array; a part is a "
                                 "tensor", key, sub);
@@ -325,7 +325,7 @@ static int check_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
         const char *key = pout->keys[k], *arr = pout->items[k].string;
         if (!listed(op->out, op->n_out, arr))
             return pardo_errorf(st, PARDO_EINVAL, "parts_out '%s': var '%s' must be listed in \"out\"", key, arr);
-        const pardo_var *a = pardo_program_lookup_var(p, b, arr, NULL);
+        const pardo_graph_var *a = pardo_program_lookup_var(p, b, arr, NULL);
         if (!a || a->kind != PARDO_VAR_TENSOR_ARRAY)
             return pardo_errorf(st, PARDO_EINVAL, "parts_out '%s': var '%s' is not a tensor_array", key, arr);
         if (!block_writes(sb, sb->n_ops, key) && !pardo_value_get(pin, key))
@@ -382,7 +382,7 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
                 const char *name = op->in[k];
                 if (!name[0]) continue;
                 int owner = b;
-                const pardo_var *v = pardo_program_lookup_var(p, b, name, &owner);
+                const pardo_graph_var *v = pardo_program_lookup_var(p, b, name, &owner);
                 if (part_block && pardo_block_binds(p, b, name)) continue; /* the part's slice */
                 if (part_block && ((v && owner == b) || block_writes(blk, blk->n_ops, name))) {
                     if (block_writes(blk, i, name)) continue;
@@ -412,7 +412,7 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
                 if (part_block ? pardo_block_find_var(blk, op->out[k]) != NULL
                                : pardo_program_lookup_var(p, b, op->out[k], NULL) != NULL)
                     continue;
-                pardo_var *v = pardo_block_add_var(blk, op->out[k], st);
+                pardo_graph_var *v = pardo_block_add_var(blk, op->out[k], st);
                 if (!v) return st->code;
                 if (slot_bit(op->def->array_out, k, op->def->n_outputs)) v->kind = PARDO_VAR_TENSOR_ARRAY;
             }

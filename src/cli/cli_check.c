@@ -17,12 +17,12 @@ static const char check_help[] =
     "           gradient, updates merging their gradient's parts), each op with its attrs\n"
     "Exit status 2 with a message naming the file, line, block, op and var on the first error.\n";
 
-static void print_type(const pardo_var *v) {
+static void print_type(const pardo_graph_var *v) {
     char shape[160];
     printf("%-8s %s", pardo_dtype_name(v->type.dtype), pardo_shape_str(v->type.ndim, v->type.shape, shape, sizeof shape));
 }
 
-static void print_var(const pardo_var *v) {
+static void print_var(const pardo_graph_var *v) {
     printf("    %-20s %-6s ", v->name, pardo_var_role_name(v->role));
     print_type(v);
     if (v->kind == PARDO_VAR_TENSOR_ARRAY) printf(" tensor_array");
@@ -91,7 +91,7 @@ int pardo_cli_check(int argc, char **argv) {
         if (blk->parent >= 0) printf(" (parent %d)", blk->parent);
         printf(": %d vars, %d ops\n  vars:\n", blk->n_vars, blk->n_ops);
         for (int i = 0; i < blk->n_vars; i++) {
-            const pardo_var *v = &blk->vars[i];
+            const pardo_graph_var *v = &blk->vars[i];
             print_var(v);
             if (v->role == PARDO_VAR_PARAM) {
                 int64_t n = pardo_shape_numel(v->type.ndim, v->type.shape);

@@ -25,7 +25,7 @@ static void put_escaped(const char *s) {
     }
 }
 
-static const char *var_style(const pardo_var *v) {
+static const char *var_style(const pardo_graph_var *v) {
     switch (v->role) {
     case PARDO_VAR_FEED: return "style=filled, fillcolor=\"#c7e9c0\"";
     case PARDO_VAR_PARAM: return "style=filled, fillcolor=\"#fdd0a2\"";
@@ -35,7 +35,7 @@ static const char *var_style(const pardo_var *v) {
     return "style=solid";
 }
 
-static void print_var_node(int b, const pardo_var *v, const char *indent) {
+static void print_var_node(int b, const pardo_graph_var *v, const char *indent) {
     char shape[160];
     printf("%s\"v%d:", indent, b);
     put_escaped(v->name);

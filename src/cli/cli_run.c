@@ -171,7 +171,7 @@ static void default_fetches(const pardo_program *p, run_args *a) {
                 for (int k = 0; k < b->ops[j].n_in && !read; k++) read = strcmp(b->ops[j].in[k], name) == 0;
             for (int f = 0; f < a->n_fetch && !listed; f++) listed = strcmp(a->fetch[f], name) == 0;
             /* the var's own copy of the name, which outlives the ops (the fusion pass rewrites them) */
-            const pardo_var *v = pardo_block_find_var(b, name);
+            const pardo_graph_var *v = pardo_block_find_var(b, name);
             if (!read && !listed && a->n_fetch < MAX_ITEMS) a->fetch[a->n_fetch++] = v ? v->name : name;
         }
 }

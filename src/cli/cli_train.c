@@ -216,7 +216,7 @@ static int data_set_open(data_set *d, const pardo_program *p, pardo_executor *ex
     pardo_status_clear(&st);
     const pardo_block *b0 = &p->blocks[0];
     for (int i = 0; i < d->n; i++) {
-        const pardo_var *v = pardo_block_find_var(b0, d->files[i].name);
+        const pardo_graph_var *v = pardo_block_find_var(b0, d->files[i].name);
         if (!v || v->role != PARDO_VAR_FEED) {
             fprintf(stderr, "pardo: %s %s=%s: %s has no feed var '%s'%s%s\n", d->flag, d->files[i].name,
                     d->files[i].file, p->path, d->files[i].name, v ? "; it is a " : "",
@@ -229,7 +229,7 @@ static int data_set_open(data_set *d, const pardo_program *p, pardo_executor *ex
         }
     }
     for (int i = 0; i < b0->n_vars; i++) {
-        const pardo_var *v = &b0->vars[i];
+        const pardo_graph_var *v = &b0->vars[i];
         bool given = false;
         for (int k = 0; k < d->n && !given; k++) given = strcmp(d->files[k].name, v->name) == 0;
         if (v->role == PARDO_VAR_FEED && !given) {
@@ -367,7 +367,7 @@ static int share_params(trainer *t, bool bind, pardo_status *st) {
     const pardo_block *b0 = &t->ev.prog->blocks[0];
     pardo_scope *s = pardo_executor_scope(t->ev.ex);
     for (int i = 0; i < b0->n_vars; i++) {
-        const pardo_var *v = &b0->vars[i];
+        const pardo_graph_var *v = &b0->vars[i];
         if (v->role != PARDO_VAR_PARAM && v->role != PARDO_VAR_STATE) continue;
         if (!bind) {
             pardo_tensor_release(pardo_scope_take(s, v->name));

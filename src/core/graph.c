@@ -11,7 +11,7 @@ pardo_program *pardo_program_new(void) {
     return p;
 }
 
-static void var_clear(pardo_var *v) {
+static void var_clear(pardo_graph_var *v) {
     free(v->name);
     free(v->value);
 }
@@ -127,15 +127,15 @@ int pardo_program_add_block(pardo_program *p, int parent, pardo_status *st) {
     return p->n_blocks++;
 }
 
-pardo_var *pardo_block_add_var(pardo_block *b, const char *name, pardo_status *st) {
+pardo_graph_var *pardo_block_add_var(pardo_block *b, const char *name, pardo_status *st) {
     if (b->n_vars == b->cap_vars) {
         int cap = b->cap_vars ? b->cap_vars * 2 : 8;
-        pardo_var *vars = realloc(b->vars, (size_t)cap * sizeof(*vars));
+        pardo_graph_var *vars = realloc(b->vars, (size_t)cap * sizeof(*vars));
         if (!vars) goto oom;
         b->vars = vars;
         b->cap_vars = cap;
     }
-    pardo_var *v = &b->vars[b->n_vars];
+    pardo_graph_var *v = &b->vars[b->n_vars];
     memset(v, 0, sizeof(*v));
     v->type.dtype = PARDO_DTYPE_UNKNOWN;
     v->type.ndim = -1;
@@ -193,8 +193,8 @@ fail:
     return NULL;
 }
 
-pardo_var *pardo_block_add_var_copy(pardo_block *b, const pardo_var *src, pardo_status *st) {
-    pardo_var copy = *src; /* src may live in b->vars */
+pardo_graph_var *pardo_block_add_var_copy(pardo_block *b, const pardo_graph_var *src, pardo_status *st) {
+    pardo_graph_var copy = *src; /* src may live in b->vars */
     double *value = NULL;
     if (src->value) {
         size_t bytes = (size_t)src->n_value * sizeof(double);
@@ -204,7 +204,7 @@ pardo_var *pardo_block_add_var_copy(pardo_block *b, const pardo_var *src, pardo_
         }
         memcpy(value, src->value, bytes);
     }
-    pardo_var *v = pardo_block_add_var(b, copy.name, st);
+    pardo_graph_var *v = pardo_block_add_var(b, copy.name, st);
     if (!v) {
         free(value);
         return NULL;
@@ -233,7 +233,7 @@ int pardo_op_add_output(pardo_op *op, const char *name, pardo_status *st) {
     return add_name(&op->out, &op->n_out, name, st);
 }
 
-pardo_var *pardo_block_find_var(const pardo_block *b, const char *name) {
+pardo_graph_var *pardo_block_find_var(const pardo_block *b, const char *name) {
     for (int i = 0; i < b->n_vars; i++)
         if (strcmp(b->vars[i].name, name) == 0) return &b->vars[i];
     return NULL;
@@ -266,7 +266,7 @@ bool pardo_ops_conflict(const pardo_op *a, const pardo_op *b) {
 
 bool pardo_op_writes_state(const pardo_program *p, int block, const pardo_op *op) {
     for (int k = 0; k < op->n_out; k++) {
-        const pardo_var *v = op->out[k][0] ? pardo_program_lookup_var(p, block, op->out[k], NULL) : NULL;
+        const pardo_graph_var *v = op->out[k][0] ? pardo_program_lookup_var(p, block, op->out[k], NULL) : NULL;
         if (v && (v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE)) return true;
     }
     return false;
@@ -293,9 +293,9 @@ bool pardo_name_listed(const char *const *names, int n, const char *name) {
     return false;
 }
 
-pardo_var *pardo_program_lookup_var(const pardo_program *p, int block, const char *name, int *owner) {
+pardo_graph_var *pardo_program_lookup_var(const pardo_program *p, int block, const char *name, int *owner) {
     for (int b = block, hops = 0; b >= 0 && b < p->n_blocks && hops <= p->n_blocks; b = p->blocks[b].parent, hops++) {
-        pardo_var *v = pardo_block_find_var(&p->blocks[b], name);
+        pardo_graph_var *v = pardo_block_find_var(&p->blocks[b], name);
         if (v) {
             if (owner) *owner = b;
             return v;
@@ -322,7 +322,7 @@ char *pardo_op_where(const pardo_program *p, int block, int index, char *buf, si
     return buf;
 }
 
-char *pardo_var_where(const pardo_program *p, int block, const pardo_var *v, char *buf, size_t n) {
+char *pardo_var_where(const pardo_program *p, int block, const pardo_graph_var *v, char *buf, size_t n) {
     size_t used = where_prefix(p, v->line, v->col, buf, n);
     snprintf(buf + used, n - used, "block %d, var '%s'", block, v->name);
     return buf;

@@ -51,7 +51,7 @@ typedef struct pardo_init {
     uint64_t seed;    // random fills (default 0)
 } pardo_init;
 
-typedef struct pardo_var {
+typedef struct pardo_graph_var {
     char *name;            // owned
     pardo_type type;       // declared, or inferred for undeclared temps
     bool declared;         // listed under "vars" (saved); false: inferred temp
@@ -61,7 +61,7 @@ typedef struct pardo_var {
     double *value;         // "value", flattened row-major, owned; NULL if absent
     int64_t n_value;       // elements in value
     int line, col;         // position of the var in the file; 0 if built in code
-} pardo_var;
+} pardo_graph_var;
 
 typedef struct pardo_op {
     char *type;            // op type, e.g. "matmul"; owned
@@ -78,7 +78,7 @@ typedef struct pardo_op {
 
 typedef struct pardo_block {
     int parent;            // index of the parent block; -1 for block 0
-    pardo_var *vars;       // n_vars, owned
+    pardo_graph_var *vars;       // n_vars, owned
     int n_vars, cap_vars;
     pardo_op *ops;         // n_ops, owned
     int n_ops, cap_ops;
@@ -114,7 +114,7 @@ int pardo_program_add_block(pardo_program *p, int parent, pardo_status *st);
 /* Appends a var named `name` (copied) to block b and returns it zeroed but
  * for name; NULL and st filled when out of memory. Borrowed: valid until the
  * block's vars next grow. */
-pardo_var *pardo_block_add_var(pardo_block *b, const char *name, pardo_status *st);
+pardo_graph_var *pardo_block_add_var(pardo_block *b, const char *name, pardo_status *st);
 
 /* Appends an op of type `type` (copied) to block b, with no inputs, outputs
  * or attrs; NULL and st when out of memory. Borrowed like add_var. */
@@ -126,18 +126,18 @@ pardo_op *pardo_block_add_op(pardo_block *b, const char *type, pardo_status *st)
 pardo_op *pardo_block_add_op_copy(pardo_block *b, const pardo_op *src, pardo_status *st);
 
 /* Appends a deep copy of var src to block b; NULL and st on failure. */
-pardo_var *pardo_block_add_var_copy(pardo_block *b, const pardo_var *src, pardo_status *st);
+pardo_graph_var *pardo_block_add_var_copy(pardo_block *b, const pardo_graph_var *src, pardo_status *st);
 
 /* Appends a copy of name to op's inputs or outputs. */
 int pardo_op_add_input(pardo_op *op, const char *name, pardo_status *st);
 int pardo_op_add_output(pardo_op *op, const char *name, pardo_status *st);
 
 /* The var named `name` in block b itself, or NULL. Borrowed. */
-pardo_var *pardo_block_find_var(const pardo_block *b, const char *name);
+pardo_graph_var *pardo_block_find_var(const pardo_block *b, const char *name);
 
 /* The var named `name` seen from block `block`: its own vars, then its
  * ancestors'. NULL when none. *owner (may be NULL) gets the block index. */
-pardo_var *pardo_program_lookup_var(const pardo_program *p, int block, const char *name, int *owner);
+pardo_graph_var *pardo_program_lookup_var(const pardo_program *p, int block, const char *name, int *owner);
 
 /* How many of op's inputs (outputs) are the var `name`; "" (a left-out
  * slot) never counts. */
@@ -168,7 +168,7 @@ bool pardo_name_listed(const char *const *names, int n, const char *name);
 char *pardo_op_where(const pardo_program *p, int block, int index, char *buf, size_t n);
 
 /* Writes "path:line:col: block B, var 'name'" for messages; returns buf. */
-char *pardo_var_where(const pardo_program *p, int block, const pardo_var *v, char *buf, size_t n);
+char *pardo_var_where(const pardo_program *p, int block, const pardo_graph_var *v, char *buf, size_t n);
 
 /* Names of enums as the graph file spells them, and back. The parsers return
  * false for an unknown word. */

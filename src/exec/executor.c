@@ -160,13 +160,13 @@ static bool tensor_fits(const pardo_tensor *t, const pardo_type *ty) {
     return true;
 }
 
-static int var_error(const pardo_executor *ex, const pardo_var *v, pardo_status *st) {
+static int var_error(const pardo_executor *ex, const pardo_graph_var *v, pardo_status *st) {
     char where[512];
     pardo_var_where(ex->prog, 0, v, where, sizeof where);
     return pardo_status_prefix(st, "%s: ", where);
 }
 
-static pardo_tensor *constant_tensor(const pardo_var *v, pardo_status *st) {
+static pardo_tensor *constant_tensor(const pardo_graph_var *v, pardo_status *st) {
     if (pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
         pardo_errorf(st, PARDO_EINVAL, "has a value but a run-time (-1) dim; give its full shape");
         return NULL;
@@ -183,7 +183,7 @@ static pardo_tensor *constant_tensor(const pardo_var *v, pardo_status *st) {
     return t;
 }
 
-static pardo_tensor *initial_tensor(const pardo_var *v, pardo_status *st) {
+static pardo_tensor *initial_tensor(const pardo_graph_var *v, pardo_status *st) {
     if (pardo_shape_numel(v->type.ndim, v->type.shape) < 0) {
         pardo_errorf(st, PARDO_EINVAL, "is a %s with a run-time (-1) dim; a %s needs its full shape",
                      pardo_var_role_name(v->role), pardo_var_role_name(v->role));
@@ -202,7 +202,7 @@ int pardo_executor_init_vars(pardo_executor *ex, const pardo_tensor_list *ckpt, 
     const pardo_block *blk = &ex->prog->blocks[0];
     char a[200], b[200];
     for (int i = 0; i < blk->n_vars; i++) {
-        const pardo_var *v = &blk->vars[i];
+        const pardo_graph_var *v = &blk->vars[i];
         if (!v->declared || v->kind != PARDO_VAR_TENSOR) continue;
         bool stateful = v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE;
         pardo_tensor *t = NULL;
@@ -238,7 +238,7 @@ int pardo_executor_init_vars(pardo_executor *ex, const pardo_tensor_list *ckpt, 
 
 int pardo_executor_feed(pardo_executor *ex, const char *name, pardo_tensor *t, const char *source,
                         pardo_status *st) {
-    const pardo_var *v = pardo_block_find_var(&ex->prog->blocks[0], name);
+    const pardo_graph_var *v = pardo_block_find_var(&ex->prog->blocks[0], name);
     char a[200], b[200];
     if (!v || !v->declared)
         return pardo_errorf(st, PARDO_ENOTFOUND, "%s: the graph has no var '%s' to feed", source, name);
@@ -257,7 +257,7 @@ int pardo_executor_check_feeds(pardo_executor *ex, pardo_status *st) {
     const pardo_block *blk = &ex->prog->blocks[0];
     char a[200];
     for (int i = 0; i < blk->n_vars; i++) {
-        const pardo_var *v = &blk->vars[i];
+        const pardo_graph_var *v = &blk->vars[i];
         if (v->role == PARDO_VAR_FEED && !pardo_scope_find_local(ex->root, v->name)) {
             pardo_errorf(st, PARDO_ENOTFOUND, "missing feed '%s' (%s): pass --feed %s=FILE.npy", v->name,
                          type_str(&v->type, a, sizeof a), v->name);
@@ -288,7 +288,7 @@ static int sync_inputs(pardo_tensor **in, int n, pardo_device_kind dev, pardo_st
 }
 
 /* Checks that output k fits its var's (declared or inferred) type. */
-static int check_output(const pardo_var *v, const pardo_op *op, int k, const pardo_tensor *t, pardo_status *st) {
+static int check_output(const pardo_graph_var *v, const pardo_op *op, int k, const pardo_tensor *t, pardo_status *st) {
     char a[200], b[200];
     if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "the kernel produced no output %d ('%s')", k, op->out[k]);
     if (v && (v->kind == PARDO_VAR_TENSOR_ARRAY) != t->is_array)
@@ -508,7 +508,7 @@ pardo_tensor *pardo_executor_fetch(pardo_executor *ex, const char *name) {
 int pardo_executor_collect_state(pardo_executor *ex, pardo_tensor_list *out, pardo_status *st) {
     const pardo_block *blk = &ex->prog->blocks[0];
     for (int i = 0; i < blk->n_vars; i++) {
-        const pardo_var *v = &blk->vars[i];
+        const pardo_graph_var *v = &blk->vars[i];
         if (v->role != PARDO_VAR_PARAM && v->role != PARDO_VAR_STATE) continue;
         pardo_tensor *t = pardo_scope_find_local(ex->root, v->name);
         if (!t) continue;

@@ -16,7 +16,7 @@
 /* What the executor finds once per op, the program being fixed from its
  * creation on. */
 typedef struct op_plan {
-    const pardo_var **out_vars; // output k's var, for the run-time type check (NULL for ""); owned
+    const pardo_graph_var **out_vars; // output k's var, for the run-time type check (NULL for ""); owned
     uint64_t inplace;           // bit k: output k names one of the op's inputs (its tensor is shared, not taken)
     int *root_entry;            // block 0: the root scope's entry of input k at [k], of output k at [n_in + k];
                                 // -1 until resolved (a name not bound yet stays unresolved); owned

@@ -75,7 +75,7 @@ int pardo_release_plan_build(const pardo_program *p, const char *const *keep, in
     }
     for (int v = 0; v < u.n; v++) {
         int owner = -1;
-        const pardo_var *var = pardo_program_lookup_var(p, 0, u.v[v].name, &owner);
+        const pardo_graph_var *var = pardo_program_lookup_var(p, 0, u.v[v].name, &owner);
         /* tensor_arrays stay: split and parallel_do refill their parts in place run after run */
         dead[v] = var && owner == 0 && var->role == PARDO_VAR_TEMP && var->kind == PARDO_VAR_TENSOR && !var->value &&
                   u.v[v].first_writes &&

@@ -32,7 +32,7 @@ static bool same_init(const pardo_init *a, const pardo_init *b) {
     }
 }
 
-static bool same_var(const pardo_var *a, const pardo_var *b) {
+static bool same_var(const pardo_graph_var *a, const pardo_graph_var *b) {
     if (!same_str(a->name, b->name) || a->declared != b->declared || a->kind != b->kind || a->role != b->role)
         return false;
     if (a->type.dtype != b->type.dtype || a->type.ndim != b->type.ndim) return false;

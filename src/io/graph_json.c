@@ -278,7 +278,7 @@ static const char *const var_keys[] = {"dtype", "shape", "kind", "role", "init",
 #define DTYPE_LIST "float32, float64, int32, int64, bool"
 #define FILL_LIST "constant, uniform, normal, xavier_uniform, kaiming_uniform"
 
-static int parse_shape(const ctx *x, jcur var, const char *where, pardo_var *v) {
+static int parse_shape(const ctx *x, jcur var, const char *where, pardo_graph_var *v) {
     jcur s;
     if (!member(x, var, "shape", &s))
         return fail_at(x, v->line, v->col, where, "missing key \"shape\" (a list of sizes, -1 for the batch)");
@@ -333,7 +333,7 @@ static int flatten(const ctx *x, jcur k, const char *where, pardo_dtype dt, doub
     return PARDO_OK;
 }
 
-static int parse_value(const ctx *x, jcur val, const char *where, pardo_var *v) {
+static int parse_value(const ctx *x, jcur val, const char *where, pardo_graph_var *v) {
     if (!cJSON_IsArray(val.c) && !cJSON_IsNumber(val.c) && !cJSON_IsBool(val.c))
         return fail_val(x, val, where, "\"value\" is %s, expected a number, true, false or an array of them",
                         kind_of(val.c));
@@ -413,7 +413,7 @@ static int parse_var(const ctx *x, int b, pardo_block *blk, jcur m) {
         return fail_val(x, m, where, "the var is %s, expected an object with dtype and shape", kind_of(m.c));
     int rc = check_keys(x, m, var_keys, where, "");
     if (rc != PARDO_OK) return rc;
-    pardo_var *v = pardo_block_add_var(blk, m.c->string, x->st);
+    pardo_graph_var *v = pardo_block_add_var(blk, m.c->string, x->st);
     if (!v) return PARDO_ENOMEM;
     v->declared = true;
     key_pos_of(x, m, &v->line, &v->col);

@@ -174,7 +174,7 @@ static void put_init(writer *w, const pardo_init *init, const char *where) {
     put(w, "}");
 }
 
-static void put_var(writer *w, int b, const pardo_var *v) {
+static void put_var(writer *w, int b, const pardo_graph_var *v) {
     char where[PARDO_MSG_MAX / 2];
     snprintf(where, sizeof where, "block %d, var '%s'", b, v->name);
     if (v->type.dtype < 0 || v->type.dtype >= PARDO_DTYPE_COUNT) fail(w, "%s: unknown dtype", where);

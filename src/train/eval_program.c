@@ -45,7 +45,7 @@ int pardo_loss_find(const pardo_program *p, const char *loss, pardo_loss_info *o
                                 file);
         loss = op->out[0];
     }
-    const pardo_var *v = pardo_block_find_var(&p->blocks[0], loss);
+    const pardo_graph_var *v = pardo_block_find_var(&p->blocks[0], loss);
     if (!v)
         return pardo_errorf(st, PARDO_ENOTFOUND,
                             "%s: the loss '%s' is not a var of block 0 (name one with --loss NAME)", file, loss);
@@ -62,8 +62,8 @@ int pardo_loss_find(const pardo_program *p, const char *loss, pardo_loss_info *o
     if (!op) return PARDO_OK;
     out->block = block;
     if (op->n_in < 2 || !op->in[0][0] || !op->in[1][0]) return PARDO_OK;
-    const pardo_var *lg = pardo_program_lookup_var(p, block, op->in[0], NULL);
-    const pardo_var *lb = pardo_block_find_var(&p->blocks[0], op->in[1]);
+    const pardo_graph_var *lg = pardo_program_lookup_var(p, block, op->in[0], NULL);
+    const pardo_graph_var *lb = pardo_block_find_var(&p->blocks[0], op->in[1]);
     if (lg && lg->kind == PARDO_VAR_TENSOR && pardo_dtype_is_float(lg->type.dtype) && lg->type.ndim == 2 && lb &&
         lb->role == PARDO_VAR_FEED && pardo_dtype_is_int(lb->type.dtype) && lb->type.ndim == 1) {
         out->logits = lg->name;
@@ -132,8 +132,8 @@ static int copy_parallel_do(const pardo_program *p, const pardo_op *src, pardo_b
  * merge (concat) of it into `logits`. */
 static int add_logits_merge(const pardo_program *train, const pardo_loss_info *li, pardo_program *q, const char *parts,
                             pardo_status *st) {
-    const pardo_var *lv = pardo_program_lookup_var(train, li->block, li->logits, NULL);
-    pardo_var *a = pardo_block_add_var(&q->blocks[0], parts, st);
+    const pardo_graph_var *lv = pardo_program_lookup_var(train, li->block, li->logits, NULL);
+    pardo_graph_var *a = pardo_block_add_var(&q->blocks[0], parts, st);
     if (!a) return st->code;
     a->declared = true;
     a->kind = PARDO_VAR_TENSOR_ARRAY;
@@ -207,7 +207,7 @@ int pardo_eval_program_build(const pardo_program *train, const pardo_loss_info *
     }
     /* *logits must borrow from q */
     if (*logits) {
-        const pardo_var *v = pardo_block_find_var(&q->blocks[0], *logits);
+        const pardo_graph_var *v = pardo_block_find_var(&q->blocks[0], *logits);
         *logits = v ? v->name : NULL;
     }
     *out = q;

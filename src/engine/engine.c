@@ -1,0 +1,722 @@
+/* engine.c - the dependency engine (see engine.h), after MXNet's
+ * ThreadedEngine and its ThreadedVar.
+ *
+ * Each var keeps a FIFO of the dependencies not yet granted, the count of
+ * reads running and whether a write runs. A pushed op holds one entry per
+ * var and a wait count of its entries plus one (the push's own, released
+ * once every entry is queued); an entry granted by its var takes one off,
+ * outside the var's lock, and the op that reaches zero is ready. Ready ops
+ * go to one FIFO, which dispatchers drain: pool tasks (at most one per pool
+ * worker) that run ops until the FIFO stays empty for a short spin, and
+ * threads inside a wait, which run ops while they wait (a pool of n
+ * threads has n - 1 workers: the waiting thread is the n-th). A thread that
+ * finishes an op keeps one op it made ready and runs it next, without the
+ * FIFO or a wake (TensorFlow's executor runs a finished node's successor
+ * inline): a chain of small ops stays on one thread. */
+#include "engine/engine.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/spin.h"
+#include "exec/thread_pool.h"
+#include "trace/trace.h"
+
+#define INLINE_DEPS 6 // an op's entries kept in its block; more come from a buffer the block keeps
+#define CHUNK 64      // blocks allocated at once when a free list runs dry
+
+typedef enum op_kind {
+    OP_USER,   // a pushed function
+    OP_WAIT,   // wait_to_read's read of its var: wakes the waiter when granted
+    OP_DELETE, // delete_var's write of its var: frees the var when granted
+} op_kind;
+
+typedef struct engine_op engine_op;
+
+/* One var of one op: queued on the var until granted. */
+typedef struct dep_entry {
+    struct dep_entry *next; // the var's queue
+    engine_op *op;
+    pardo_var *var;
+    bool write;
+} dep_entry;
+
+struct engine_op {
+    pardo_engine_fn fn;
+    void *arg;
+    const char *name;    // borrowed; may be NULL
+    atomic_int wait;     // entries not yet granted, plus one until the push is done
+    op_kind kind;
+    int n_deps;          // entries: n_reads reads, then the writes
+    int n_reads;
+    dep_entry *deps;     // inline_deps, or big_deps
+    dep_entry inline_deps[INLINE_DEPS];
+    dep_entry *big_deps; // owned, kept across reuse of the block
+    int big_cap;         // entries big_deps holds
+    atomic_bool *woken;  // OP_WAIT: the waiter's flag
+    int64_t ready_ticks; // trace ticks when it became ready (0: no trace then)
+    engine_op *next;     // the ready FIFO, a list of ready ops, the free list
+};
+
+struct pardo_var {
+    atomic_flag lock;         // a spin lock over the fields below: held for a few loads and stores
+    dep_entry *head, *tail;   // entries not yet granted, in push order
+    int running_reads;        // granted reads not yet finished
+    bool write_running;       // a granted write not yet finished
+    int err_epoch;            // err is this var's error while err_epoch equals the engine's epoch
+    bool has_err;
+    pardo_status err;         // the first error of its history (since the last clear)
+    pardo_var *next_free;
+};
+
+typedef struct chunk {
+    struct chunk *next;
+    void *blocks; // CHUNK ops or vars
+    bool ops;     // blocks are engine_op (else pardo_var)
+} chunk;
+
+struct pardo_engine {
+    pthread_mutex_t mu;           // guards the FIFO, the dispatcher counts, the blocked waiters, first_err
+    pthread_cond_t cv;            // blocked waiters wait here
+    engine_op *ready_head, *ready_tail;
+    _Alignas(PARDO_CACHE_LINE) atomic_int n_ready; // ops in the FIFO, read by spinning dispatchers
+    int n_dispatchers;            // dispatcher tasks submitted and not yet returned
+    atomic_int n_spinning;        // dispatchers spinning on an empty FIFO (they take the next op)
+    int max_dispatchers;          // the pool's workers (its size - 1); -1 until the first push
+    pardo_pool_task *tasks;       // max_dispatchers slots; owned
+    int *free_slots, n_free_slots;
+    int n_blocked;                // waiters blocked in cv
+    bool has_first_err;
+    pardo_status first_err;       // the first failing op's status since the last wait_all
+    _Alignas(PARDO_CACHE_LINE) atomic_llong pending; // ops pushed and not finished
+    atomic_int epoch;             // bumped by wait_all: every var's error is cleared
+    atomic_int errors_live;       // nonzero once a var may have an error (ops then check theirs)
+    _Alignas(PARDO_CACHE_LINE) atomic_flag free_lock; // over the free lists and chunks
+    engine_op *free_ops;
+    pardo_var *free_vars;
+    chunk *chunks;
+};
+
+static pardo_engine engine = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+                              .max_dispatchers = -1, .free_lock = ATOMIC_FLAG_INIT};
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* The op running on this thread (its name, or "" when it has none), NULL outside one; and its ready time. */
+static _Thread_local const char *running_op;
+static _Thread_local int64_t running_ready_ticks;
+
+static void lock_flag(atomic_flag *f) {
+    while (atomic_flag_test_and_set_explicit(f, memory_order_acquire)) pardo_cpu_relax();
+}
+
+static void unlock_flag(atomic_flag *f) { atomic_flag_clear_explicit(f, memory_order_release); }
+
+/* The child of a fork has none of the parent's threads: no dispatcher runs
+ * and nobody waits. Locks the parent may have held are re-initialised. */
+static void reset_in_child(void) {
+    pthread_mutex_init(&engine.mu, NULL);
+    pthread_cond_init(&engine.cv, NULL);
+    atomic_flag_clear(&engine.free_lock);
+    engine.n_dispatchers = 0;
+    atomic_store(&engine.n_spinning, 0);
+    engine.n_blocked = 0;
+    free(engine.tasks);
+    free(engine.free_slots);
+    engine.tasks = NULL;
+    engine.free_slots = NULL;
+    engine.n_free_slots = 0;
+    engine.max_dispatchers = -1; /* the child's pool may be sized anew */
+}
+
+static void register_atfork(void) { pthread_atfork(NULL, NULL, reset_in_child); }
+
+pardo_engine *pardo_engine_get(void) {
+    pthread_once(&atfork_once, register_atfork);
+    return &engine;
+}
+
+int64_t pardo_engine_op_ready_ticks(void) { return running_op ? running_ready_ticks : 0; }
+
+int64_t pardo_engine_pending(pardo_engine *e) { return atomic_load(&e->pending); }
+
+/* ---- free lists ---- */
+
+static engine_op *alloc_op(pardo_engine *e, int n_deps) {
+    lock_flag(&e->free_lock);
+    if (!e->free_ops) {
+        chunk *c = malloc(sizeof(*c));
+        engine_op *ops = calloc(CHUNK, sizeof(*ops));
+        if (!c || !ops) {
+            unlock_flag(&e->free_lock);
+            free(c);
+            free(ops);
+            return NULL;
+        }
+        c->blocks = ops;
+        c->ops = true;
+        c->next = e->chunks;
+        e->chunks = c;
+        for (int i = 0; i < CHUNK; i++) {
+            ops[i].next = e->free_ops;
+            e->free_ops = &ops[i];
+        }
+    }
+    engine_op *op = e->free_ops;
+    e->free_ops = op->next;
+    unlock_flag(&e->free_lock);
+    if (n_deps <= INLINE_DEPS) {
+        op->deps = op->inline_deps;
+    } else {
+        if (op->big_cap < n_deps) {
+            dep_entry *d = realloc(op->big_deps, sizeof(*d) * (size_t)n_deps);
+            if (!d) {
+                lock_flag(&e->free_lock);
+                op->next = e->free_ops;
+                e->free_ops = op;
+                unlock_flag(&e->free_lock);
+                return NULL;
+            }
+            op->big_deps = d;
+            op->big_cap = n_deps;
+        }
+        op->deps = op->big_deps;
+    }
+    op->next = NULL;
+    op->ready_ticks = 0;
+    op->woken = NULL;
+    return op;
+}
+
+static void free_op(pardo_engine *e, engine_op *op) {
+    lock_flag(&e->free_lock);
+    op->next = e->free_ops;
+    e->free_ops = op;
+    unlock_flag(&e->free_lock);
+}
+
+pardo_var *pardo_engine_new_var(pardo_engine *e, pardo_status *st) {
+    lock_flag(&e->free_lock);
+    if (!e->free_vars) {
+        chunk *c = malloc(sizeof(*c));
+        pardo_var *vars = calloc(CHUNK, sizeof(*vars));
+        if (!c || !vars) {
+            unlock_flag(&e->free_lock);
+            free(c);
+            free(vars);
+            pardo_errorf(st, PARDO_ENOMEM, "engine: out of memory for a var");
+            return NULL;
+        }
+        c->blocks = vars;
+        c->ops = false;
+        c->next = e->chunks;
+        e->chunks = c;
+        for (int i = 0; i < CHUNK; i++) {
+            vars[i].next_free = e->free_vars;
+            e->free_vars = &vars[i];
+        }
+    }
+    pardo_var *v = e->free_vars;
+    e->free_vars = v->next_free;
+    unlock_flag(&e->free_lock);
+    atomic_flag_clear(&v->lock);
+    v->head = v->tail = NULL;
+    v->running_reads = 0;
+    v->write_running = false;
+    v->has_err = false;
+    v->next_free = NULL;
+    return v;
+}
+
+static void free_var(pardo_engine *e, pardo_var *v) {
+    lock_flag(&e->free_lock);
+    v->next_free = e->free_vars;
+    e->free_vars = v;
+    unlock_flag(&e->free_lock);
+}
+
+void pardo_engine_shutdown(void) {
+    pardo_engine *e = &engine;
+    PARDO_ASSERT(atomic_load(&e->pending) == 0 && e->n_dispatchers == 0);
+    for (chunk *c = e->chunks, *next; c; c = next) {
+        next = c->next;
+        for (int i = 0; c->ops && i < CHUNK; i++) free(((engine_op *)c->blocks)[i].big_deps);
+        free(c->blocks);
+        free(c);
+    }
+    e->chunks = NULL;
+    e->free_ops = NULL;
+    e->free_vars = NULL;
+    free(e->tasks);
+    free(e->free_slots);
+    e->tasks = NULL;
+    e->free_slots = NULL;
+    e->n_free_slots = 0;
+    e->max_dispatchers = -1;
+}
+
+/* ---- the ready FIFO and its dispatchers ---- */
+
+static void dispatcher_main(void *arg);
+
+/* Makes the pool's tasks once its size is known. Call with e->mu held. */
+static void plan_dispatchers(pardo_engine *e) {
+    if (e->max_dispatchers >= 0) return;
+    int n = pardo_thread_pool_size() - 1;
+    if (n > 0 && (!(e->tasks = calloc((size_t)n, sizeof(*e->tasks))) ||
+                  !(e->free_slots = malloc(sizeof(int) * (size_t)n)))) {
+        free(e->tasks);
+        e->tasks = NULL;
+        n = 0; /* no dispatchers: waits run every op */
+    }
+    for (int i = 0; i < n; i++) e->free_slots[i] = i;
+    e->n_free_slots = n;
+    e->max_dispatchers = n;
+}
+
+/* Starts a dispatcher when ops wait in the FIFO that the dispatchers
+ * awake will not take at once and a pool worker is free for one. Call with
+ * e->mu held; submit the returned slot (>= 0) after unlocking. */
+static int want_dispatcher(pardo_engine *e) {
+    int waiting = atomic_load_explicit(&e->n_ready, memory_order_relaxed);
+    if (e->n_free_slots == 0 || waiting <= atomic_load_explicit(&e->n_spinning, memory_order_relaxed)) return -1;
+    e->n_dispatchers++;
+    return e->free_slots[--e->n_free_slots];
+}
+
+static void start_dispatcher(pardo_engine *e, int slot) {
+    if (slot >= 0) pardo_thread_pool_submit(&e->tasks[slot], dispatcher_main, (void *)(intptr_t)slot);
+}
+
+/* Appends the list `ops` (linked by next, n of them) to the FIFO; wakes the
+ * blocked waiters (they run ops too) and starts a dispatcher if wanted. */
+static void enqueue_ready(pardo_engine *e, engine_op *ops, engine_op *last, int n) {
+    pthread_mutex_lock(&e->mu);
+    plan_dispatchers(e);
+    if (e->ready_tail) e->ready_tail->next = ops;
+    else e->ready_head = ops;
+    e->ready_tail = last;
+    atomic_fetch_add_explicit(&e->n_ready, n, memory_order_release);
+    if (e->n_blocked > 0) pthread_cond_broadcast(&e->cv);
+    int slot = want_dispatcher(e);
+    pthread_mutex_unlock(&e->mu);
+    start_dispatcher(e, slot);
+}
+
+/* The FIFO's head, or NULL. Ops left behind may start a dispatcher. */
+static engine_op *pop_ready(pardo_engine *e) {
+    if (atomic_load_explicit(&e->n_ready, memory_order_acquire) == 0) return NULL;
+    int slot = -1;
+    pthread_mutex_lock(&e->mu);
+    engine_op *op = e->ready_head;
+    if (op) {
+        e->ready_head = op->next;
+        if (!e->ready_head) e->ready_tail = NULL;
+        if (atomic_fetch_sub_explicit(&e->n_ready, 1, memory_order_relaxed) > 1) slot = want_dispatcher(e);
+    }
+    pthread_mutex_unlock(&e->mu);
+    start_dispatcher(e, slot);
+    if (op) op->next = NULL;
+    return op;
+}
+
+/* ---- dependencies ---- */
+
+/* Grants the var's queued entries that may run now, in order; they are
+ * linked into *granted (by next). Call with v->lock held. */
+static void grant_queued(pardo_var *v, dep_entry **granted) {
+    while (v->head) {
+        dep_entry *d = v->head;
+        if (d->write) {
+            if (v->write_running || v->running_reads > 0) return;
+            v->write_running = true;
+        } else {
+            if (v->write_running) return;
+            v->running_reads++;
+        }
+        v->head = d->next;
+        if (!v->head) v->tail = NULL;
+        d->next = *granted;
+        *granted = d;
+        if (d->write) return;
+    }
+}
+
+/* Queues d on its var; true when it was granted at once. */
+static bool append_dep(dep_entry *d) {
+    pardo_var *v = d->var;
+    bool now = false;
+    lock_flag(&v->lock);
+    if (!v->head && !v->write_running && (!d->write || v->running_reads == 0)) {
+        if (d->write) v->write_running = true;
+        else v->running_reads++;
+        now = true;
+    } else {
+        d->next = NULL;
+        if (v->tail) v->tail->next = d;
+        else v->head = d;
+        v->tail = d;
+    }
+    unlock_flag(&v->lock);
+    return now;
+}
+
+/* A list of ready ops being built (linked by next). */
+typedef struct ready_list {
+    engine_op *head, *tail;
+    int n;
+} ready_list;
+
+static void ready_add(ready_list *l, engine_op *op) {
+    op->next = NULL;
+    op->ready_ticks = pardo_trace_on() ? pardo_trace_ticks() : 0;
+    if (l->tail) l->tail->next = op;
+    else l->head = op;
+    l->tail = op;
+    l->n++;
+}
+
+/* Takes one off op's wait count; adds it to `ready` when that was the last. */
+static void release_one(engine_op *op, ready_list *ready) {
+    if (atomic_fetch_sub_explicit(&op->wait, 1, memory_order_acq_rel) == 1) ready_add(ready, op);
+}
+
+static void finish_op(pardo_engine *e, engine_op *op, ready_list *ready);
+
+/* Ends the ops of `ready` that are the engine's own (a wait's read, a
+ * delete's write) at once, which may make more ready; what is left are
+ * pushed functions, to run. */
+static void settle_internal(pardo_engine *e, ready_list *ready) {
+    ready_list out = {0};
+    while (ready->head) {
+        engine_op *op = ready->head;
+        ready->head = op->next;
+        if (!ready->head) ready->tail = NULL;
+        ready->n--;
+        if (op->kind == OP_USER) {
+            op->next = NULL;
+            if (out.tail) out.tail->next = op;
+            else out.head = op;
+            out.tail = op;
+            out.n++;
+        } else {
+            finish_op(e, op, ready);
+        }
+    }
+    *ready = out;
+}
+
+/* Hands the ready functions of `ready` to the FIFO. */
+static void dispatch(pardo_engine *e, ready_list *ready) {
+    settle_internal(e, ready);
+    if (ready->n > 0) enqueue_ready(e, ready->head, ready->tail, ready->n);
+    *ready = (ready_list){0};
+}
+
+/* The op is done: its vars grant what waits on them (the ops that become
+ * ready are added to `ready`), its block is freed and the pending count
+ * drops. A delete frees its var instead; a wait wakes its waiter. */
+static void finish_op(pardo_engine *e, engine_op *op, ready_list *ready) {
+    if (op->kind == OP_DELETE) {
+        pardo_var *v = op->deps[0].var;
+        PARDO_ASSERT(!v->head); /* nothing may be pushed on a var after its delete */
+        free_var(e, v);
+    } else {
+        for (int i = 0; i < op->n_deps; i++) {
+            dep_entry *d = &op->deps[i], *granted = NULL;
+            pardo_var *v = d->var;
+            lock_flag(&v->lock);
+            if (d->write) v->write_running = false;
+            else v->running_reads--;
+            grant_queued(v, &granted);
+            unlock_flag(&v->lock);
+            for (dep_entry *g = granted, *next; g; g = next) {
+                next = g->next;
+                release_one(g->op, ready);
+            }
+        }
+    }
+    atomic_bool *woken = op->kind == OP_WAIT ? op->woken : NULL;
+    free_op(e, op);
+    if (woken) {
+        atomic_store_explicit(woken, true, memory_order_release);
+        pthread_mutex_lock(&e->mu);
+        if (e->n_blocked > 0) pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+    }
+    if (atomic_fetch_sub_explicit(&e->pending, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_lock(&e->mu);
+        if (e->n_blocked > 0) pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
+/* ---- errors ---- */
+
+static bool var_has_err(pardo_engine *e, const pardo_var *v) {
+    return v->has_err && v->err_epoch == atomic_load_explicit(&e->epoch, memory_order_relaxed);
+}
+
+/* Copies the error of one of op's vars into st, if one has one. */
+static bool find_poison(pardo_engine *e, engine_op *op, pardo_status *st) {
+    if (atomic_load_explicit(&e->errors_live, memory_order_acquire) == 0) return false;
+    for (int i = 0; i < op->n_deps; i++) {
+        pardo_var *v = op->deps[i].var;
+        lock_flag(&v->lock);
+        bool bad = var_has_err(e, v);
+        if (bad) *st = v->err;
+        unlock_flag(&v->lock);
+        if (bad) return true;
+    }
+    return false;
+}
+
+/* Leaves st on every var op writes that has no error yet. */
+static void stamp_writes(pardo_engine *e, engine_op *op, const pardo_status *st) {
+    atomic_fetch_add_explicit(&e->errors_live, 1, memory_order_release);
+    int epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+    for (int i = op->n_reads; i < op->n_deps; i++) {
+        pardo_var *v = op->deps[i].var;
+        lock_flag(&v->lock);
+        if (!var_has_err(e, v)) {
+            v->err = *st;
+            v->has_err = true;
+            v->err_epoch = epoch;
+        }
+        unlock_flag(&v->lock);
+    }
+}
+
+/* ---- running ops ---- */
+
+/* Runs op (a pushed function) unless one of its vars has an error, then
+ * finishes it; the ops that become ready are added to `ready`. */
+static void run_op(pardo_engine *e, engine_op *op, ready_list *ready) {
+    pardo_status st;
+    st.code = PARDO_OK;
+    st.msg[0] = '\0';
+    bool poisoned = find_poison(e, op, &st);
+    if (!poisoned) {
+        const char *outer = running_op;
+        int64_t outer_ready = running_ready_ticks;
+        running_op = op->name ? op->name : "";
+        running_ready_ticks = op->ready_ticks;
+        int rc = op->fn(op->arg, &st);
+        running_op = outer;
+        running_ready_ticks = outer_ready;
+        if (rc != PARDO_OK) {
+            if (st.code == PARDO_OK) pardo_errorf(&st, rc, "failed (%s)", pardo_code_text(rc));
+            st.code = rc;
+            if (op->name) pardo_status_prefix(&st, "engine op '%s': ", op->name);
+            pthread_mutex_lock(&e->mu);
+            if (!e->has_first_err) {
+                e->first_err = st;
+                e->has_first_err = true;
+            }
+            pthread_mutex_unlock(&e->mu);
+        }
+    }
+    if (st.code != PARDO_OK) stamp_writes(e, op, &st);
+    finish_op(e, op, ready);
+}
+
+/* Runs op and then, one at a time, an op each run made ready (the rest go
+ * to the FIFO), until a run makes none ready. */
+static void run_chain(pardo_engine *e, engine_op *op) {
+    while (op) {
+        ready_list ready = {0};
+        run_op(e, op, &ready);
+        settle_internal(e, &ready);
+        op = ready.head;
+        if (!op) break;
+        ready.head = op->next;
+        ready.n--;
+        if (ready.n > 0) enqueue_ready(e, ready.head, ready.tail, ready.n);
+        op->next = NULL;
+    }
+}
+
+/* A pool task: runs ready ops until the FIFO stays empty for a spin, then
+ * gives its worker back to the pool. */
+static void dispatcher_main(void *arg) {
+    pardo_engine *e = &engine;
+    int slot = (int)(intptr_t)arg;
+    for (;;) {
+        engine_op *op = pop_ready(e);
+        if (op) {
+            run_chain(e, op);
+            continue;
+        }
+        pardo_spin sp = {0};
+        atomic_fetch_add_explicit(&e->n_spinning, 1, memory_order_relaxed);
+        while (atomic_load_explicit(&e->n_ready, memory_order_acquire) == 0 && pardo_spin_step(&sp)) {
+        }
+        pthread_mutex_lock(&e->mu);
+        atomic_fetch_sub_explicit(&e->n_spinning, 1, memory_order_relaxed);
+        if (atomic_load_explicit(&e->n_ready, memory_order_relaxed) > 0) {
+            pthread_mutex_unlock(&e->mu);
+            continue;
+        }
+        e->n_dispatchers--;
+        e->free_slots[e->n_free_slots++] = slot;
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
+}
+
+/* Until done(arg) holds (checked under e->mu before blocking, so a state
+ * change followed by a broadcast under e->mu is never missed): runs ready
+ * ops, spins, then blocks on the engine's condition variable. */
+static void wait_running(pardo_engine *e, bool (*done)(pardo_engine *, void *), void *arg) {
+    for (;;) {
+        if (done(e, arg)) return;
+        engine_op *op = pop_ready(e);
+        if (op) {
+            run_chain(e, op);
+            continue;
+        }
+        pardo_spin sp = {0};
+        while (!done(e, arg) && atomic_load_explicit(&e->n_ready, memory_order_acquire) == 0 &&
+               pardo_spin_step(&sp)) {
+        }
+        pthread_mutex_lock(&e->mu);
+        if (!done(e, arg) && atomic_load_explicit(&e->n_ready, memory_order_relaxed) == 0) {
+            e->n_blocked++;
+            pthread_cond_wait(&e->cv, &e->mu);
+            e->n_blocked--;
+        }
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
+/* ---- the API ---- */
+
+int pardo_engine_push(pardo_engine *e, pardo_engine_fn fn, void *arg, pardo_var *const *reads, int n_reads,
+                      pardo_var *const *writes, int n_writes, const char *name, pardo_status *st) {
+    const char *nm = name ? name : "(unnamed)";
+    if (!fn) return pardo_errorf(st, PARDO_EINVAL, "engine push '%s': no function", nm);
+    if (n_reads < 0 || n_writes < 0 || (n_reads > 0 && !reads) || (n_writes > 0 && !writes))
+        return pardo_errorf(st, PARDO_EINVAL, "engine push '%s': bad var list (%d reads, %d writes)", nm, n_reads,
+                            n_writes);
+    int n = n_reads + n_writes;
+    for (int i = 0; i < n; i++) {
+        pardo_var *v = i < n_reads ? reads[i] : writes[i - n_reads];
+        if (!v)
+            return pardo_errorf(st, PARDO_EINVAL, "engine push '%s': %s %d is NULL", nm,
+                                i < n_reads ? "read" : "write", i < n_reads ? i : i - n_reads);
+        for (int j = 0; j < i; j++) {
+            pardo_var *u = j < n_reads ? reads[j] : writes[j - n_reads];
+            if (u != v) continue;
+            bool both = (j < n_reads) != (i < n_reads);
+            return pardo_errorf(st, PARDO_EINVAL, "engine push '%s': a var is %s (%s %d and %s %d)", nm,
+                                both ? "both read and written" : "listed twice", j < n_reads ? "read" : "write",
+                                j < n_reads ? j : j - n_reads, i < n_reads ? "read" : "write",
+                                i < n_reads ? i : i - n_reads);
+        }
+    }
+    engine_op *op = alloc_op(e, n);
+    if (!op) return pardo_errorf(st, PARDO_ENOMEM, "engine push '%s': out of memory", nm);
+    op->fn = fn;
+    op->arg = arg;
+    op->name = name;
+    op->kind = OP_USER;
+    op->n_deps = n;
+    op->n_reads = n_reads;
+    atomic_store_explicit(&op->wait, n + 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->pending, 1, memory_order_relaxed);
+    int granted = 0;
+    for (int i = 0; i < n; i++) {
+        dep_entry *d = &op->deps[i];
+        d->op = op;
+        d->var = i < n_reads ? reads[i] : writes[i - n_reads];
+        d->write = i >= n_reads;
+        d->next = NULL;
+        if (append_dep(d)) granted++;
+    }
+    if (atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel) == granted + 1) {
+        ready_list ready = {0};
+        ready_add(&ready, op);
+        dispatch(e, &ready);
+    }
+    return PARDO_OK;
+}
+
+/* Pushes an op of the engine's own on v (a wait's read, a delete's write). */
+static int push_internal(pardo_engine *e, op_kind kind, pardo_var *v, atomic_bool *woken, pardo_status *st) {
+    engine_op *op = alloc_op(e, 1);
+    if (!op) return pardo_errorf(st, PARDO_ENOMEM, "engine: out of memory");
+    op->fn = NULL;
+    op->arg = NULL;
+    op->name = kind == OP_WAIT ? "wait_to_read" : "delete_var";
+    op->kind = kind;
+    op->n_deps = 1;
+    op->n_reads = kind == OP_WAIT ? 1 : 0;
+    op->woken = woken;
+    atomic_store_explicit(&op->wait, 2, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->pending, 1, memory_order_relaxed);
+    dep_entry *d = &op->deps[0];
+    *d = (dep_entry){.op = op, .var = v, .write = kind == OP_DELETE};
+    int granted = append_dep(d) ? 1 : 0;
+    if (atomic_fetch_sub_explicit(&op->wait, granted + 1, memory_order_acq_rel) == granted + 1) {
+        ready_list ready = {0};
+        ready_add(&ready, op);
+        dispatch(e, &ready);
+    }
+    return PARDO_OK;
+}
+
+static int refuse_inside_op(const char *what, pardo_status *st) {
+    return pardo_errorf(st, PARDO_EINVAL, "engine: %s called from inside engine op '%s' (it would deadlock)", what,
+                        running_op[0] ? running_op : "(unnamed)");
+}
+
+static bool flag_set(pardo_engine *e, void *arg) {
+    (void)e;
+    return atomic_load_explicit((atomic_bool *)arg, memory_order_acquire);
+}
+
+static bool nothing_pending(pardo_engine *e, void *arg) {
+    (void)arg;
+    return atomic_load_explicit(&e->pending, memory_order_acquire) == 0;
+}
+
+int pardo_engine_wait_to_read(pardo_engine *e, pardo_var *v, pardo_status *st) {
+    if (!v) return pardo_errorf(st, PARDO_EINVAL, "engine: wait_to_read of a NULL var");
+    if (running_op) return refuse_inside_op("wait_to_read", st);
+    atomic_bool woken = false;
+    if (push_internal(e, OP_WAIT, v, &woken, st) != PARDO_OK) return st->code;
+    wait_running(e, flag_set, &woken);
+    int rc = PARDO_OK;
+    lock_flag(&v->lock);
+    if (var_has_err(e, v)) {
+        if (st) *st = v->err;
+        rc = v->err.code;
+        v->has_err = false;
+    }
+    unlock_flag(&v->lock);
+    return rc;
+}
+
+int pardo_engine_wait_all(pardo_engine *e, pardo_status *st) {
+    if (running_op) return refuse_inside_op("wait_all", st);
+    wait_running(e, nothing_pending, NULL);
+    int rc = PARDO_OK;
+    pthread_mutex_lock(&e->mu);
+    if (e->has_first_err) {
+        if (st) *st = e->first_err;
+        rc = e->first_err.code;
+        e->has_first_err = false;
+    }
+    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed);
+    atomic_store_explicit(&e->errors_live, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+int pardo_engine_delete_var(pardo_engine *e, pardo_var *v, pardo_status *st) {
+    if (!v) return pardo_errorf(st, PARDO_EINVAL, "engine: delete_var of a NULL var");
+    return push_internal(e, OP_DELETE, v, NULL, st);
+}
