@@ -50,6 +50,7 @@
     X(parallel)         \
     X(parallel_errors)  \
     X(early_stage)      \
+    X(dataflow)         \
     X(loader)           \
     X(train)            \
     X(trace)

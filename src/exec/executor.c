@@ -107,6 +107,7 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
 
 void pardo_executor_free(pardo_executor *ex) {
     if (!ex) return;
+    pardo_dataflow_free(ex->df);
     for (int b = 0; ex->states && b < ex->prog->n_blocks; b++) {
         for (int i = 0; ex->states[b] && i < ex->prog->blocks[b].n_ops; i++)
             if (ex->states[b][i].free_fn) ex->states[b][i].free_fn(ex->states[b][i].data);
@@ -494,10 +495,39 @@ int pardo_executor_run_block(pardo_executor *ex, int block, pardo_scope *scope, 
     return pardo_executor_run_block_with(ex, block, scope, &r, st);
 }
 
-int pardo_executor_run(pardo_executor *ex, pardo_status *st) {
+/* True when block 0 runs over the engine: kind dataflow, on the CPU (a CUDA
+ * run is sequential: its ops share one stream and their tensors' heads move). */
+static bool dataflow(const pardo_executor *ex) {
+    return ex->opt.kind == PARDO_EXEC_DATAFLOW && ex->opt.device == PARDO_DEVICE_CPU;
+}
+
+int pardo_executor_run_async(pardo_executor *ex, pardo_status *st) {
+    if (ex->df_running && pardo_executor_wait(ex, st) != PARDO_OK) return st->code;
     int rc = pardo_executor_check_feeds(ex, st);
-    if (rc == PARDO_OK) rc = pardo_executor_run_block(ex, 0, ex->root, ex->opt.nthreads, st);
+    if (rc != PARDO_OK) return rc;
+    if (dataflow(ex)) return pardo_dataflow_push_step(ex, st);
+    rc = pardo_executor_run_block(ex, 0, ex->root, ex->opt.nthreads, st);
     if (rc == PARDO_OK) ex->steps++;
+    return rc;
+}
+
+int pardo_executor_wait(pardo_executor *ex, pardo_status *st) {
+    if (!ex->df_running) return PARDO_OK;
+    int rc = pardo_dataflow_wait_step(ex, st);
+    if (rc == PARDO_OK) ex->steps++;
+    return rc;
+}
+
+int pardo_executor_fetch_wait(pardo_executor *ex, const char *name, pardo_tensor **out, pardo_status *st) {
+    *out = NULL;
+    if (ex->df_running && pardo_dataflow_fetch_wait(ex, name, st) != PARDO_OK) return st->code;
+    *out = pardo_executor_fetch(ex, name);
+    return PARDO_OK;
+}
+
+int pardo_executor_run(pardo_executor *ex, pardo_status *st) {
+    int rc = pardo_executor_run_async(ex, st);
+    if (rc == PARDO_OK) rc = pardo_executor_wait(ex, st);
     return rc;
 }
 
@@ -518,12 +548,7 @@ int pardo_executor_collect_state(pardo_executor *ex, pardo_tensor_list *out, par
     return PARDO_OK;
 }
 
-int pardo_executor_set_steps(pardo_executor *ex, uint64_t steps, pardo_status *st) {
-    /* Parallel stages run only once every name block 0 writes is bound (from
-     * the second run on, see run_block_with): binding a new name inserts
-     * into the root scope, which stages running at once must not do. So
-     * reserve those names now (bound, then taken: the scope keeps them),
-     * for a first run that counts from steps > 0. */
+int pardo_exec_reserve_outputs(pardo_executor *ex, pardo_status *st) {
     const pardo_block *blk = &ex->prog->blocks[0];
     pardo_tensor *placeholder = pardo_tensor_new(PARDO_F32, 0, NULL, st);
     if (!placeholder) return st->code;
@@ -536,6 +561,16 @@ int pardo_executor_set_steps(pardo_executor *ex, uint64_t steps, pardo_status *s
                 pardo_tensor_release(pardo_scope_take(ex->root, name));
         }
     pardo_tensor_release(placeholder);
+    return rc;
+}
+
+int pardo_executor_set_steps(pardo_executor *ex, uint64_t steps, pardo_status *st) {
+    /* Parallel stages run only once every name block 0 writes is bound (from
+     * the second run on, see run_block_with): binding a new name inserts
+     * into the root scope, which stages running at once must not do. So
+     * reserve those names now (bound, then taken: the scope keeps them),
+     * for a first run that counts from steps > 0. */
+    int rc = pardo_exec_reserve_outputs(ex, st);
     if (rc == PARDO_OK) ex->steps = steps;
     return rc;
 }

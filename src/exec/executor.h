@@ -78,8 +78,28 @@ int pardo_executor_feed(pardo_executor *ex, const char *name, pardo_tensor *t, c
 int pardo_executor_check_feeds(pardo_executor *ex, pardo_status *st);
 
 /* Runs block 0 once (one step). Fails with PARDO_ENOTFOUND naming a feed that
- * was not given; a kernel's error comes back prefixed with the op's place. */
+ * was not given; a kernel's error comes back prefixed with the op's place
+ * (with kind dataflow: the failed op with the lowest index, as the
+ * sequential executor would stop at). pardo_executor_run_async, then
+ * pardo_executor_wait. */
 int pardo_executor_run(pardo_executor *ex, pardo_status *st);
+
+/* Starts one step: with kind dataflow (on the CPU), pushes block 0's ops to
+ * the engine and returns at once (a step still in flight is waited for
+ * first); otherwise runs the step. Nothing may touch the executor's
+ * tensors until pardo_executor_wait, except through
+ * pardo_executor_fetch_wait. Errors as pardo_executor_run. */
+int pardo_executor_run_async(pardo_executor *ex, pardo_status *st);
+
+/* Waits for the step in flight (if any) and counts it; its error, if one
+ * failed. */
+int pardo_executor_wait(pardo_executor *ex, pardo_status *st);
+
+/* A fetch during a step: waits until the step's writes of block 0's var
+ * `name` are done (the engine's wait_to_read) and gives its tensor (or NULL,
+ * as pardo_executor_fetch; borrowed). An op whose failure reached the var
+ * makes it return the step's error. */
+int pardo_executor_fetch_wait(pardo_executor *ex, const char *name, pardo_tensor **out, pardo_status *st);
 
 /* Runs block `block` over `scope` (borrowed; its parent chain must hold the
  * enclosing blocks' vars), kernels limited to nthreads threads. */

@@ -24,6 +24,9 @@ typedef struct op_plan {
                                 // (release.names[release.first[i]..]), -1 until resolved; owned
 } op_plan;
 
+/* The dataflow executor's plan and state (dataflow.c). */
+typedef struct pardo_dataflow pardo_dataflow;
+
 struct pardo_executor {
     const pardo_program *prog; // borrowed
     pardo_exec_options opt;
@@ -37,6 +40,8 @@ struct pardo_executor {
     pardo_release_plan release; // which temps die after which op of block 0
     pardo_tensor_pool pool;    // their tensors, for later outputs; owned
     pardo_early *early;        // block 0's early stage (pardo_executor_early_begin), made on first use; owned
+    pardo_dataflow *df;        // kind dataflow: block 0's engine vars and units, made on the first run; owned
+    bool df_running;           // a dataflow step is in flight: the pool stays shared, the units free the temps
 };
 
 struct pardo_early {
@@ -70,5 +75,25 @@ void pardo_exec_release_dead(pardo_executor *ex, int block, const pardo_scope *s
  * the failed op with the lowest index is the stage's. */
 int pardo_exec_run_stage(pardo_executor *ex, int block, int first, pardo_scope *scope, const pardo_block_run *r,
                          pardo_status *st);
+
+/* Binds every name block 0's ops write in the root scope (with no tensor),
+ * so that ops running at once never insert into it. PARDO_ENOMEM. */
+int pardo_exec_reserve_outputs(pardo_executor *ex, pardo_status *st);
+
+/* dataflow.c: pushes one step of block 0 to the engine (planning it on the
+ * first call); returns once pushed. */
+int pardo_dataflow_push_step(pardo_executor *ex, pardo_status *st);
+
+/* Waits until the step's writes of block 0's var `name` are done; the
+ * step's error (the failed op with the lowest index) if the var's history
+ * has one. */
+int pardo_dataflow_fetch_wait(pardo_executor *ex, const char *name, pardo_status *st);
+
+/* Waits for the step's every op; its error is the failed op's with the
+ * lowest index, as the sequential executor's would be. */
+int pardo_dataflow_wait_step(pardo_executor *ex, pardo_status *st);
+
+/* Deletes the engine vars (after the ops pending on them) and frees df. */
+void pardo_dataflow_free(pardo_dataflow *df);
 
 #endif

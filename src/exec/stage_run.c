@@ -78,14 +78,14 @@ int pardo_exec_run_stage(pardo_executor *ex, int block, int first, pardo_scope *
     if (n_small > 0) {
         ex->pool.shared = true; /* the chains' outputs take from it on several threads */
         pardo_thread_pool_for(r->nthreads < n_small ? r->nthreads : n_small, n_small, run_chain, &s);
-        ex->pool.shared = false;
+        ex->pool.shared = ex->df_running;
     }
     if (tracing) pardo_trace_record_stage(block, first, s.end, n, s.t0, pardo_trace_ticks());
     int worst = -1;
     for (int c = 0; c < n; c++)
         if (plan->failed_at[c] >= 0 && (worst < 0 || plan->failed_at[c] < plan->failed_at[worst])) worst = c;
     if (worst < 0) { /* chains ran in any order: what died in the stage is freed after all of it */
-        pardo_exec_release_dead(ex, block, scope, first, end - 1);
+        if (!ex->df_running) pardo_exec_release_dead(ex, block, scope, first, end - 1); /* else a release unit */
         return PARDO_OK;
     }
     *st = plan->status[worst];
@@ -181,6 +181,6 @@ void pardo_early_part_ended(pardo_early *e) {
 }
 
 void pardo_executor_early_end(pardo_early *e) {
-    if (e) e->ex->pool.shared = false;
+    if (e) e->ex->pool.shared = e->ex->df_running;
 }
 
