@@ -24,6 +24,7 @@
 #include "exec/coordinator.h"
 #include "train/eval_program.h"
 #include "exec/executor.h"
+#include "train/feed_stage.h"
 #include "train/loader.h"
 #include "io/npy_map.h"
 #include "train/progress.h"
@@ -422,9 +423,63 @@ static int evaluate(trainer *t, eval_result *r, pardo_status *st) {
     return rc;
 }
 
+/* The batch whose copy the feed stage has in flight (feed_stage.h), if any. */
+typedef struct staged {
+    pardo_feed_stage *stage; // NULL: batches are bound as the loader gives them (no copy)
+    const pardo_batch *b;    // pushed, not yet taken; NULL when none
+} staged;
+
+/* Takes the next batch from the loader and, with a stage, pushes its copy. */
+static int stage_next(data_set *d, staged *sg, const pardo_batch **out, pardo_status *st) {
+    if (pardo_loader_next(d->loader, out, st) != PARDO_OK) return st->code;
+    if (!sg->stage) return PARDO_OK;
+    sg->b = *out;
+    return pardo_feed_stage_push(sg->stage, *out, st);
+}
+
+/* Waits for the copy in flight (if any) and gives its batch back to the loader. */
+static void stage_drain(data_set *d, staged *sg) {
+    if (!sg->stage || !sg->b) return;
+    pardo_tensor *const *ignored_t;
+    pardo_status ignored;
+    pardo_feed_stage_take(sg->stage, &ignored_t, &ignored);
+    pardo_loader_release(d->loader, sg->b);
+    sg->b = NULL;
+}
+
+/* Runs one training step on batch b (its tensors, or the stage's copy of
+ * them): the next batch's copy is pushed before the step starts, so that it
+ * runs while the step does; the loss is fetched as the step's var. */
+static int train_step(trainer *t, staged *sg, const pardo_batch *b, bool has_next, double *loss, int64_t *rows,
+                      pardo_status *st) {
+    data_set *d = &t->data;
+    *rows = b->rows;
+    int rc = PARDO_OK;
+    if (sg->stage) {
+        pardo_tensor *const *feeds;
+        rc = pardo_feed_stage_take(sg->stage, &feeds, st);
+        pardo_loader_release(d->loader, b);
+        sg->b = NULL;
+        for (int i = 0; rc == PARDO_OK && i < d->n; i++)
+            rc = pardo_executor_feed(t->ex, d->files[i].name, feeds[i], d->files[i].file, st);
+        const pardo_batch *next;
+        if (rc == PARDO_OK && has_next) rc = stage_next(d, sg, &next, st);
+    } else {
+        rc = feed_batch(t->ex, d, b, st);
+    }
+    if (rc == PARDO_OK) rc = pardo_executor_run_async(t->ex, st);
+    pardo_tensor *unused;
+    if (rc == PARDO_OK) rc = pardo_executor_fetch_wait(t->ex, t->li.loss, &unused, st);
+    int wrc = pardo_executor_wait(t->ex, st); /* after an error too: nothing of the step may still run */
+    if (rc == PARDO_OK) rc = wrc;
+    if (rc == PARDO_OK) rc = read_loss(t->ex, t->li.loss, loss, st);
+    if (!sg->stage) pardo_loader_release(d->loader, b);
+    return rc;
+}
+
 /* Trains epochs state.epoch .. epochs - 1 from batch state.batch. Returns
  * PARDO_OK, or the code that stopped it (the coordinator holds the error). */
-static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
+static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_status *st) {
     const train_args *a = t->a;
     data_set *d = &t->data;
     int64_t n_batches = pardo_loader_batches(d->loader);
@@ -435,6 +490,8 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
         double t0 = pardo_now_s();
         int64_t rows_run = 0;
         pardo_progress_epoch_begin(&t->progress, e + 1, n_batches, t->state.batch);
+        const pardo_batch *b = NULL;
+        if (t->state.batch < n_batches && (rc = stage_next(d, sg, &b, st)) != PARDO_OK) return rc;
         while (t->state.batch < n_batches) {
             if (stop_signalled()) { /* the summary counts this epoch's part */
                 t->samples += rows_run;
@@ -443,14 +500,12 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
                 *stopped = true;
                 return PARDO_OK;
             }
-            const pardo_batch *b;
-            if ((rc = pardo_loader_next(d->loader, &b, st)) != PARDO_OK) return rc;
             PARDO_ASSERT(b->epoch == e && b->index == t->state.batch);
             double loss = 0;
-            if ((rc = feed_batch(t->ex, d, b, st)) == PARDO_OK && (rc = pardo_executor_run(t->ex, st)) == PARDO_OK)
-                rc = read_loss(t->ex, t->li.loss, &loss, st);
-            int64_t rows = b->rows;
-            pardo_loader_release(d->loader, b);
+            int64_t rows;
+            bool has_next = t->state.batch + 1 < n_batches;
+            rc = train_step(t, sg, b, has_next, &loss, &rows, st);
+            b = sg->b; /* the next batch, when the stage pushed it */
             if (rc != PARDO_OK) {
                 pardo_coordinator_request_stop(t->coord, st); /* the loader stops too */
                 return rc;
@@ -462,6 +517,8 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
             t->state.rows += rows;
             rows_run += rows;
             pardo_progress_batch(&t->progress, t->state.batch, t->state.loss_sum / (double)t->state.rows, rows_run);
+            if (!sg->stage && t->state.batch < n_batches && (rc = pardo_loader_next(d->loader, &b, st)) != PARDO_OK)
+                return rc;
         }
         double t_train = pardo_now_s() - t0;
         pardo_epoch_stats s = {.epoch = e + 1,
@@ -504,6 +561,20 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
         }
     }
     return PARDO_OK;
+}
+
+/* train_epochs_staged, with a feed stage where copying the next batch
+ * while a step runs pays (pardo_executor_overlaps_input). */
+static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
+    staged sg = {0};
+    if (pardo_executor_overlaps_input(t->ex) &&
+        pardo_feed_stage_new(t->data.n, pardo_executor_device(t->ex) == PARDO_DEVICE_CUDA, &sg.stage, st) !=
+            PARDO_OK)
+        return st->code;
+    int rc = train_epochs_staged(t, &sg, stopped, st);
+    stage_drain(&t->data, &sg);
+    pardo_feed_stage_free(sg.stage);
+    return rc;
 }
 
 /* Loads --load: params and state into ex, the counters into t->state.

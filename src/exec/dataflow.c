@@ -17,6 +17,7 @@
  * A failing unit keeps its status; the step's error is the one of the
  * failed unit with the lowest index (the op the sequential executor would
  * have stopped at), the engine's poison stopping what depends on it. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ struct pardo_dataflow {
     df_unit *units;    // in push order; owned
     int n_units;
     bool pushed;       // a step is in flight
+    atomic_int running; // units running now
 };
 
 /* The engine var of block 0's var `name`. */
@@ -177,7 +179,12 @@ static int run_unit(void *arg, pardo_status *st) {
         pardo_exec_release_dead(ex, 0, ex->root, u->first, u->last);
         return PARDO_OK;
     }
-    pardo_block_run r = {.nthreads = ex->opt.nthreads};
+    /* Alone, a unit's kernels split over every thread, as the sequential executor's do; with other units
+     * running or ready, each runs on its own thread (idle threads may help): small products split over
+     * threads busy elsewhere cost more than they gain. The split does not change a kernel's bits. */
+    pardo_dataflow *df = ex->df;
+    int others = atomic_fetch_add_explicit(&df->running, 1, memory_order_relaxed) + pardo_engine_ready_count(df->e);
+    pardo_block_run r = {.nthreads = others > 0 ? 1 : ex->opt.nthreads, .idle_help = others > 0};
     int64_t ready = pardo_engine_op_ready_ticks();
     int rc;
     if (u->kind == UNIT_STAGE) {
@@ -187,6 +194,7 @@ static int run_unit(void *arg, pardo_status *st) {
         if (rc == PARDO_OK && u->kind == UNIT_PD_STAGE)
             rc = pardo_exec_run_stage(ex, 0, u->first + 1, ex->root, &r, st);
     }
+    atomic_fetch_sub_explicit(&df->running, 1, memory_order_relaxed);
     if (rc != PARDO_OK) {
         u->st = *st;
         u->failed = true;

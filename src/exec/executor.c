@@ -501,6 +501,10 @@ static bool dataflow(const pardo_executor *ex) {
     return ex->opt.kind == PARDO_EXEC_DATAFLOW && ex->opt.device == PARDO_DEVICE_CPU;
 }
 
+bool pardo_executor_overlaps_input(const pardo_executor *ex) {
+    return dataflow(ex) || ex->opt.device == PARDO_DEVICE_CUDA;
+}
+
 int pardo_executor_run_async(pardo_executor *ex, pardo_status *st) {
     if (ex->df_running && pardo_executor_wait(ex, st) != PARDO_OK) return st->code;
     int rc = pardo_executor_check_feeds(ex, st);

@@ -91,6 +91,11 @@ int pardo_executor_run(pardo_executor *ex, pardo_status *st);
  * pardo_executor_fetch_wait. Errors as pardo_executor_run. */
 int pardo_executor_run_async(pardo_executor *ex, pardo_status *st);
 
+/* True where copying the next step's feeds while a step runs pays: block 0
+ * runs over the engine (kind dataflow on the CPU: run_async returns before
+ * the step ends), or on a GPU (the copy includes the host-to-device one). */
+bool pardo_executor_overlaps_input(const pardo_executor *ex);
+
 /* Waits for the step in flight (if any) and counts it; its error, if one
  * failed. */
 int pardo_executor_wait(pardo_executor *ex, pardo_status *st);
