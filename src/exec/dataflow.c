@@ -10,9 +10,10 @@
  * Ops no var links run at once; the rest keep file order per var, so every
  * op sees the tensors the sequential executor gives it: the same bits.
  *
- * Temps a unit read last (release_plan.h) are freed by a release op pushed
- * after it that writes them: it runs once every op pushed before it that
- * reads them is done, whatever order the engine ran them in.
+ * A temp that dies in the step (release_plan.h) is freed by the last of
+ * the units that touch it to finish: each counts down the temp's count of
+ * units when it ends. The engine orders its writers before its readers, so
+ * the last to end is a reader no later op needs.
  *
  * A failing unit keeps its status; the step's error is the one of the
  * failed unit with the lowest index (the op the sequential executor would
@@ -32,13 +33,23 @@ typedef enum unit_kind {
     UNIT_PD_STAGE, // the parallel_do `first`, then the stage starting at first + 1
 } unit_kind;
 
+/* A temp that dies in the step: freed by the last unit touching it to end. */
+typedef struct df_dying {
+    const char *name;   // borrowed from the program
+    int entry;          // its root scope entry, -1 until resolved
+    int units;          // the units that read or write it
+    atomic_int left;    // of them, not yet ended this step
+} df_dying;
+
 typedef struct df_unit {
     pardo_executor *ex;
     unit_kind kind;
     int first, last;          // the ops it runs
-    bool release;             // it is a release op: frees the temps ops [first, last] read last
     pardo_var **reads, **writes; // owned arrays of engine vars (borrowed vars)
     int n_reads, n_writes;
+    int *dying;               // owned: the df_dying it touches (indices)
+    int n_dying;
+    bool has_sibling;         // a unit no var orders it against (before or after) exists: it may run beside it
     bool failed;              // this step
     pardo_status st;          // its error, when failed
 } df_unit;
@@ -49,8 +60,10 @@ struct pardo_dataflow {
     int n_vars;
     df_unit *units;    // in push order; owned
     int n_units;
+    df_dying *dying;   // the temps that die in a step; owned
+    int n_dying;
+    int *dying_of;     // per block 0 var: its df_dying index, or -1; owned
     bool pushed;       // a step is in flight
-    atomic_int running; // units running now
 };
 
 /* The engine var of block 0's var `name`. */
@@ -93,24 +106,123 @@ static int unit_vars(pardo_executor *ex, df_unit *u, pardo_status *st) {
     return PARDO_OK;
 }
 
-/* A release unit for the temps ops [first, last] read last, if any: it
- * writes them. */
-static int release_unit(pardo_executor *ex, int first, int last, df_unit *u, bool *made, pardo_status *st) {
-    *made = false;
+/* The temps that die in a step (the release plan's, once each) and, for
+ * each unit, the ones it touches. */
+static int plan_dying(pardo_executor *ex, pardo_status *st) {
+    pardo_dataflow *df = ex->df;
+    const pardo_block *blk = &ex->prog->blocks[0];
+    if (!(df->dying_of = malloc(sizeof(int) * ((size_t)blk->n_vars + 1))))
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
+    for (int i = 0; i < blk->n_vars; i++) df->dying_of[i] = -1;
     if (!ex->pooling) return PARDO_OK;
     int n = 0;
-    for (int i = first; i <= last; i++) n += ex->release.count[i];
-    if (n == 0) return PARDO_OK;
-    *u = (df_unit){.ex = ex, .first = first, .last = last, .release = true};
-    if (!(u->writes = malloc(sizeof(*u->writes) * (size_t)n)))
+    for (int i = 0; i < ex->release.n_ops; i++) n += ex->release.count[i];
+    if (!(df->dying = calloc((size_t)n + 1, sizeof(*df->dying))))
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
-    for (int i = first; i <= last; i++)
+    for (int i = 0; i < ex->release.n_ops; i++)
         for (int k = 0; k < ex->release.count[i]; k++) {
-            pardo_var *v = var_of(ex, ex->release.names[ex->release.first[i] + k]);
-            if (!listed(u->writes, u->n_writes, v)) u->writes[u->n_writes++] = v;
+            const char *name = ex->release.names[ex->release.first[i] + k];
+            int v = (int)(pardo_block_find_var(blk, name) - blk->vars);
+            if (df->dying_of[v] >= 0) continue;
+            df->dying_of[v] = df->n_dying;
+            df->dying[df->n_dying++] = (df_dying){.name = name, .entry = pardo_scope_entry(ex->root, name)};
         }
-    *made = true;
+    for (int u = 0; u < df->n_units; u++) {
+        df_unit *x = &df->units[u];
+        if (!(x->dying = malloc(sizeof(int) * ((size_t)x->n_reads + (size_t)x->n_writes + 1))))
+            return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
+        for (int i = 0; i < x->n_reads + x->n_writes; i++) {
+            pardo_var *ev = i < x->n_reads ? x->reads[i] : x->writes[i - x->n_reads];
+            for (int v = 0; v < blk->n_vars; v++)
+                if (df->vars[v] == ev && df->dying_of[v] >= 0) {
+                    x->dying[x->n_dying++] = df->dying_of[v];
+                    df->dying[df->dying_of[v]].units++;
+                }
+        }
+    }
     return PARDO_OK;
+}
+
+/* Counts down the temps u touched; frees those it was the last to touch. */
+static void end_unit(pardo_executor *ex, df_unit *u) {
+    pardo_dataflow *df = ex->df;
+    for (int i = 0; i < u->n_dying; i++) {
+        df_dying *d = &df->dying[u->dying[i]];
+        if (atomic_fetch_sub_explicit(&d->left, 1, memory_order_acq_rel) != 1) continue;
+        if (d->entry < 0 && (d->entry = pardo_scope_entry(ex->root, d->name)) < 0) continue;
+        pardo_tensor_pool_put(&ex->pool, pardo_scope_entry_take(ex->root, d->entry));
+    }
+}
+
+/* The most units whose orders are worked out (a bit per pair); a block
+ * with more runs every unit's kernels on all threads. */
+#define MAX_ORDERED_UNITS 8192
+
+static void or_into(uint64_t *dst, const uint64_t *src, int words, int bit) {
+    for (int w = 0; w < words; w++) dst[w] |= src[w];
+    dst[bit / 64] |= (uint64_t)1 << (bit % 64);
+}
+
+/* Which units may run beside another: those that some unit is neither
+ * before nor after in the order the vars give (ancestors by closure over
+ * each var's last writer and its readers since). */
+static int plan_siblings(pardo_executor *ex, pardo_status *st) {
+    pardo_dataflow *df = ex->df;
+    int n = df->n_units, nv = df->n_vars, words = (n + 63) / 64;
+    if (n > MAX_ORDERED_UNITS) return PARDO_OK;
+    uint64_t *anc = calloc((size_t)n * (size_t)words + 1, sizeof(*anc));
+    int *last_writer = malloc(sizeof(int) * ((size_t)nv + 1));
+    int **readers = calloc((size_t)nv + 1, sizeof(*readers));
+    int *n_readers = calloc((size_t)nv + 1, sizeof(int)), *cap_readers = calloc((size_t)nv + 1, sizeof(int));
+    int rc = PARDO_OK;
+    if (!anc || !last_writer || !readers || !n_readers || !cap_readers) {
+        rc = pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
+        goto done;
+    }
+    for (int v = 0; v < nv; v++) last_writer[v] = -1;
+    for (int j = 0; j < n; j++) {
+        df_unit *u = &df->units[j];
+        uint64_t *aj = &anc[(size_t)j * (size_t)words];
+        for (int i = 0; i < u->n_reads + u->n_writes; i++) {
+            bool write = i >= u->n_reads;
+            pardo_var *ev = write ? u->writes[i - u->n_reads] : u->reads[i];
+            int v = 0;
+            while (df->vars[v] != ev) v++;
+            if (last_writer[v] >= 0) or_into(aj, &anc[(size_t)last_writer[v] * (size_t)words], words, last_writer[v]);
+            if (!write) {
+                if (n_readers[v] == cap_readers[v]) {
+                    int c = cap_readers[v] ? 2 * cap_readers[v] : 4, *r = realloc(readers[v], sizeof(int) * (size_t)c);
+                    if (!r) {
+                        rc = pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
+                        goto done;
+                    }
+                    readers[v] = r;
+                    cap_readers[v] = c;
+                }
+                readers[v][n_readers[v]++] = j;
+                continue;
+            }
+            for (int k = 0; k < n_readers[v]; k++)
+                or_into(aj, &anc[(size_t)readers[v][k] * (size_t)words], words, readers[v][k]);
+            n_readers[v] = 0;
+            last_writer[v] = j;
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        int before = 0;
+        for (int w = 0; w < words; w++) before += __builtin_popcountll(anc[(size_t)j * (size_t)words + (size_t)w]);
+        bool sib = before < j; /* an earlier unit it does not follow */
+        for (int k = j + 1; !sib && k < n; k++) sib = !(anc[(size_t)k * (size_t)words + (size_t)(j / 64)] >> (j % 64) & 1);
+        df->units[j].has_sibling = sib;
+    }
+done:
+    for (int v = 0; readers && v < nv; v++) free(readers[v]);
+    free(readers);
+    free(n_readers);
+    free(cap_readers);
+    free(last_writer);
+    free(anc);
+    return rc;
 }
 
 void pardo_dataflow_free(pardo_dataflow *df) {
@@ -122,8 +234,11 @@ void pardo_dataflow_free(pardo_dataflow *df) {
     for (int u = 0; u < df->n_units; u++) {
         free(df->units[u].reads);
         free(df->units[u].writes);
+        free(df->units[u].dying);
     }
     free(df->units);
+    free(df->dying);
+    free(df->dying_of);
     free(df->vars);
     free(df);
 }
@@ -138,7 +253,7 @@ static int plan_dataflow(pardo_executor *ex, pardo_status *st) {
     ex->df = df;
     df->e = pardo_engine_get();
     if (!(df->vars = calloc((size_t)blk->n_vars + 1, sizeof(*df->vars))) ||
-        !(df->units = calloc(2 * (size_t)blk->n_ops + 1, sizeof(*df->units))))
+        !(df->units = calloc((size_t)blk->n_ops + 1, sizeof(*df->units))))
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
     for (int i = 0; i < blk->n_vars; i++) {
         if (!(df->vars[i] = pardo_engine_new_var(df->e, st))) return st->code;
@@ -162,29 +277,22 @@ static int plan_dataflow(pardo_executor *ex, pardo_status *st) {
         }
         df->n_units++;
         if (unit_vars(ex, u, st) != PARDO_OK) return st->code;
-        bool made;
-        if (release_unit(ex, u->first, u->last, &df->units[df->n_units], &made, st) != PARDO_OK) return st->code;
-        if (made) df->n_units++;
         i = u->last;
     }
-    return PARDO_OK;
+    if (plan_siblings(ex, st) != PARDO_OK) return st->code;
+    return plan_dying(ex, st);
 }
 
 /* The engine op of a unit: runs its ops as the sequential executor does,
- * leaving their dead temps to the release unit after it. */
+ * then frees the dead temps it was the last to touch. */
 static int run_unit(void *arg, pardo_status *st) {
     df_unit *u = arg;
     pardo_executor *ex = u->ex;
-    if (u->release) {
-        pardo_exec_release_dead(ex, 0, ex->root, u->first, u->last);
-        return PARDO_OK;
-    }
-    /* Alone, a unit's kernels split over every thread, as the sequential executor's do; with other units
-     * running or ready, each runs on its own thread (idle threads may help): small products split over
-     * threads busy elsewhere cost more than they gain. The split does not change a kernel's bits. */
-    pardo_dataflow *df = ex->df;
-    int others = atomic_fetch_add_explicit(&df->running, 1, memory_order_relaxed) + pardo_engine_ready_count(df->e);
-    pardo_block_run r = {.nthreads = others > 0 ? 1 : ex->opt.nthreads, .idle_help = others > 0};
+    /* A unit that may run beside others runs its kernels on its own thread (idle threads may help): small
+     * products split over threads busy elsewhere cost more than they gain. One the vars order against every
+     * other unit runs alone, its kernels split over every thread as the sequential executor's are. The
+     * split does not change a kernel's bits. */
+    pardo_block_run r = {.nthreads = u->has_sibling ? 1 : ex->opt.nthreads, .idle_help = u->has_sibling};
     int64_t ready = pardo_engine_op_ready_ticks();
     int rc;
     if (u->kind == UNIT_STAGE) {
@@ -194,7 +302,7 @@ static int run_unit(void *arg, pardo_status *st) {
         if (rc == PARDO_OK && u->kind == UNIT_PD_STAGE)
             rc = pardo_exec_run_stage(ex, 0, u->first + 1, ex->root, &r, st);
     }
-    atomic_fetch_sub_explicit(&df->running, 1, memory_order_relaxed);
+    if (rc == PARDO_OK) end_unit(ex, u); /* as the sequential executor, nothing is freed after a failure */
     if (rc != PARDO_OK) {
         u->st = *st;
         u->failed = true;
@@ -212,6 +320,7 @@ int pardo_dataflow_push_step(pardo_executor *ex, pardo_status *st) {
     if (ex->early) ex->early->active = false;
     ex->pool.shared = true; /* units take outputs from it and free temps into it on several threads */
     ex->df_running = true;
+    for (int i = 0; i < df->n_dying; i++) atomic_store_explicit(&df->dying[i].left, df->dying[i].units, memory_order_relaxed);
     for (int u = 0; u < df->n_units; u++) {
         df_unit *x = &df->units[u];
         x->failed = false;
