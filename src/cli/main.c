@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "core/device.h"
+#include "engine/engine.h"
 #include "exec/thread_pool.h"
 #include "gemm.h"
 #include "op.h"
@@ -87,6 +88,7 @@ int main(int argc, char **argv) {
             int rc = commands[i].fn(argc - 2, argv + 2);
             /* join the pool's workers: a clean exit (valgrind counts the stacks of threads never joined) */
             pardo_thread_pool_shutdown();
+            pardo_engine_shutdown(); /* its free lists, once no dispatcher can run */
             return rc;
         }
     fprintf(stderr, "pardo: unknown command '%s' (expected run, train, transpile, check, ops, dot or trace)\n\n%s",

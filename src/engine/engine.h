@@ -80,10 +80,9 @@ int pardo_engine_ready_count(pardo_engine *e);
 /* Ops pushed and not yet finished (a snapshot). */
 int64_t pardo_engine_pending(pardo_engine *e);
 
-/* Frees the engine's free lists (main calls it after the last wait, before
- * it returns, so that valgrind sees nothing held). Nothing may be pending
- * and no var alive; the next pardo_engine_get makes a fresh engine. Not
- * thread-safe. */
+/* Frees the engine's free lists (main calls it after the pool's shutdown,
+ * before it returns, so that valgrind sees nothing held); a no-op while ops
+ * are pending. No var may be used after it. Not thread-safe. */
 void pardo_engine_shutdown(void);
 
 #endif
