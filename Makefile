@@ -8,6 +8,9 @@
 #   make demo       build, run the example graphs, train an MLP on the handwritten digits (>= 95% held out)
 #   make bench      build the bench drivers and run tools/bench/run: pardo against PyTorch, ONNX Runtime and
 #                   OpenBLAS (BENCH_ARGS=--quick for a short check; see tools/bench/run --help)
+#   make install    build/pardo to $(PREFIX)/bin, build/libpardo.a to $(PREFIX)/lib, the engine's header as
+#                   $(PREFIX)/include/pardo/engine.h (with the headers it includes) and its link line as
+#                   $(PREFIX)/lib/pkgconfig/pardo.pc (PREFIX=/usr/local; DESTDIR is put in front of every path)
 #   make fuzz       build build-asan/pardo and feed it broken graphs, feeds, checkpoints, traces and command
 #                   lines (tools/fuzz/fuzz.py, Debian's python3-numpy; FUZZ_ARGS="--iterations N --seed S")
 # Switches: CUDA=0|1 (default: 1 where nvcc is found), BLAS=0|1 (default: 1 where pkg-config finds openblas),
@@ -96,8 +99,11 @@ LIB      := $(BUILD)/libpardo.a
 BIN      := $(BUILD)/pardo
 TEST_BIN := $(BUILD)/check_pardo
 BENCH_BINS := $(BUILD)/tools/bench/bench_threads $(BUILD)/tools/bench/bench_pardo $(BUILD)/tools/bench/bench_gemm
+# bench_engine (W9) links only against a library with the dependency engine in it: built once src/engine/engine.c
+# exists (tools/bench/run skips W9 while it is missing).
+BENCH_BINS += $(if $(wildcard src/engine/engine.c),$(BUILD)/tools/bench/bench_engine)
 
-.PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps
+.PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps install
 all: $(BIN) $(LIB)
 
 deps:
@@ -181,6 +187,27 @@ demo: $(BIN)
 BENCH_ARGS ?=
 bench: $(BENCH_BINS) $(BIN)
 	tools/bench/run --build $(BUILD) $(BENCH_ARGS)
+
+# make install: the binary, the library, the public engine header as <pardo/engine.h> with the headers it includes
+# under the same relative names (engine.h's "core/status.h" is include/pardo/core/status.h), and pardo.pc with the
+# flags a program linking libpardo.a needs in this build (cJSON, libm, threads, and dl, CUDA or a sanitizer where
+# the build has them): cc app.c $$(pkg-config --cflags --libs pardo). DESTDIR stages the files elsewhere.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+INSTALL ?= install
+PARDO_VERSION := $(shell sed -n 's/^\#define PARDO_VERSION "\(.*\)"/\1/p' src/cli/version.h)
+PC_LIBS = -L$${libdir} -lpardo $(DEP_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++) -pthread $(SAN_FLAGS)
+install: $(BIN) $(LIB)
+	$(INSTALL) -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/pardo/core
+	$(INSTALL) -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/pardo
+	$(INSTALL) -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libpardo.a
+	$(INSTALL) -m 644 src/engine/engine.h $(DESTDIR)$(PREFIX)/include/pardo/engine.h
+	$(INSTALL) -m 644 src/core/status.h $(DESTDIR)$(PREFIX)/include/pardo/core/status.h
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' 'Name: pardo' \
+	    'Description: runs ML op graphs on CPU threads; the dependency engine C API is <pardo/engine.h>' \
+	    'Version: $(PARDO_VERSION)' 'Cflags: $(strip -I$${includedir} -pthread $(SAN_FLAGS))' \
+	    'Libs: $(strip $(PC_LIBS))' >$(DESTDIR)$(PREFIX)/lib/pkgconfig/pardo.pc
+	@echo "  installed pardo, libpardo.a, <pardo/engine.h> and pardo.pc under $(DESTDIR)$(PREFIX)"
 
 # Fuzzing, not a test (make test never runs it): fails when a case crashes, hangs, trips a sanitizer or fails
 # without exit status 2 on bad input; the cases it finds land in build/fuzz-findings (see tools/fuzz/fuzz.py).

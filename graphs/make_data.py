@@ -5,6 +5,7 @@ graphs/data/linreg_x.npy, linreg_y.npy: 64 rows of x ~ U(-1, 1)^3 and
     y = x @ [2, -3, 0.5] + 1 + N(0, 0.01^2), for graphs/linreg.json.
 graphs/data/mlp_x.npy, mlp_y.npy: 16 rows of x ~ N(0, 1)^64 and labels in 0..9,
     for graphs/mlp.json.
+graphs/data/two_tower_x.npy: 8 rows of x ~ N(0, 1)^64, for graphs/two_tower.json.
 Run from the project root: /usr/bin/python3 graphs/make_data.py
 """
 import os
@@ -25,3 +26,6 @@ mx = rng.normal(0, 1, size=(16, 64)).astype("<f4")
 my = rng.integers(0, 10, size=16).astype("<i8")
 np.save(os.path.join(out, "mlp_x.npy"), mx)
 np.save(os.path.join(out, "mlp_y.npy"), my)
+
+tx = rng.normal(0, 1, size=(8, 64)).astype("<f4")
+np.save(os.path.join(out, "two_tower_x.npy"), tx)

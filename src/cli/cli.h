@@ -11,6 +11,7 @@
 
 #include "core/graph.h"
 #include "core/status.h"
+#include "exec/executor.h"
 
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_BAD_INPUT = 2, CLI_INTERRUPTED = 130 };
 
@@ -63,6 +64,12 @@ bool cli_parse_double(const char *cmd, const char *flag, const char *text, doubl
  * On failure prints the error and returns NULL; the caller frees with
  * pardo_program_free. */
 pardo_program *cli_load_checked(const char *path);
+
+/* Parses the value of --executor for cmd: "sequential" or "dataflow" into
+ * *out (pardo_exec_options.kind). On anything else prints a usage error
+ * that names the flag, the value and the two choices, and returns false
+ * (the caller's exit status is then CLI_BAD_INPUT). */
+bool cli_parse_executor(const char *cmd, const char *text, pardo_executor_kind *out);
 
 /* run's and train's thread count: *threads as --threads gave it, or, where
  * it is 0 (not given), $PARDO_NUM_THREADS, else the online CPUs. False

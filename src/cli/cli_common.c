@@ -51,6 +51,19 @@ bool cli_parse_double(const char *cmd, const char *flag, const char *text, doubl
     return true;
 }
 
+bool cli_parse_executor(const char *cmd, const char *text, pardo_executor_kind *out) {
+    if (strcmp(text, "sequential") == 0) {
+        *out = PARDO_EXEC_SEQUENTIAL;
+        return true;
+    }
+    if (strcmp(text, "dataflow") == 0) {
+        *out = PARDO_EXEC_DATAFLOW;
+        return true;
+    }
+    cli_usage_error(cmd, "--executor expects sequential or dataflow, got '%s'", text);
+    return false;
+}
+
 bool cli_flag_is(const char *arg, const char *flag) {
     size_t n = strlen(flag);
     return strncmp(arg, flag, n) == 0 && (arg[n] == '\0' || arg[n] == '=');

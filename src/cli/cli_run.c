@@ -22,7 +22,8 @@
 
 static const char run_help[] =
     "usage: pardo run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
-    "                 [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--device cpu|cuda[:K]]\n"
+    "                 [--load CKPT] [--save CKPT] [--steps N] [--threads N]\n"
+    "                 [--executor sequential|dataflow] [--device cpu|cuda[:K]]\n"
     "                 [--no-fuse] [--trace FILE] [--profile]\n"
     "\n"
     "Runs block 0 of GRAPH N times (default 1) and prints the fetched vars.\n"
@@ -34,6 +35,10 @@ static const char run_help[] =
     "  --steps N             run N steps (default 1)\n"
     "  --threads N           threads to use: the thread pool's size and parallel_do's parts\n"
     "                        (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
+    "  --executor sequential|dataflow\n"
+    "                        how block 0's ops run: one after another in file order (sequential,\n"
+    "                        the default), or as their inputs are ready, ops no var links at once\n"
+    "                        (dataflow); the results are the same\n"
     "  --device cpu|cuda[:K] run ops that have a CUDA kernel on GPU K (default cpu)\n"
     "  --no-fuse             run the ops as the graph has them (by default on the CPU, matmul -> add -> relu,\n"
     "                        the backward products' relu and bias gradients and merge -> update run fused,\n"
@@ -55,6 +60,7 @@ typedef struct run_args {
     const char *out_dir, *load, *save, *trace;
     bool profile, no_fuse;
     long steps, threads;
+    pardo_executor_kind executor;
     pardo_device_kind device;
     int device_index;
 } run_args;
@@ -122,6 +128,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
         } else if (cli_flag_is(arg, "--threads")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--threads")) ||
                 !cli_parse_int("run", "--threads", v, 1, PARDO_MAX_THREADS, &a->threads))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--executor")) {
+            if (!(v = cli_flag_value("run", argc, argv, &i, "--executor")) ||
+                !cli_parse_executor("run", v, &a->executor))
                 return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--device")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--device")) || !parse_device(v, a)) return CLI_BAD_INPUT;
@@ -318,9 +328,9 @@ int pardo_cli_run(int argc, char **argv) {
         return CLI_BAD_INPUT;
     }
     /* temporaries are freed after their last reader and their buffers reused; the fetched vars stay */
-    pardo_exec_options opt = {.nthreads = (int)a.threads, .training = training, .device = a.device,
-                              .device_index = a.device_index, .release_temps = true, .keep = a.fetch,
-                              .n_keep = a.n_fetch};
+    pardo_exec_options opt = {.nthreads = (int)a.threads, .kind = a.executor, .training = training,
+                              .device = a.device, .device_index = a.device_index, .release_temps = true,
+                              .keep = a.fetch, .n_keep = a.n_fetch};
     pardo_executor *ex = NULL;
     if (pardo_executor_new(prog, &opt, &ex, &st) != PARDO_OK) {
         cli_print_error(&st);

@@ -36,7 +36,8 @@
 static const char train_help[] =
     "usage: pardo train GRAPH --data NAME=FILE.npy... --batch-size B [--epochs E]\n"
     "                   [--shuffle] [--seed S] [--drop-last] [--eval NAME=FILE.npy]...\n"
-    "                   [--threads N] [--load CKPT] [--save CKPT] [--log FILE.jsonl] [--loss NAME]\n"
+    "                   [--threads N] [--executor sequential|dataflow] [--load CKPT] [--save CKPT]\n"
+    "                   [--log FILE.jsonl] [--loss NAME]\n"
     "                   [--no-fuse] [--trace FILE] [--profile]\n"
     "\n"
     "Trains GRAPH, a training graph (one with optimize ops, as `pardo transpile\n"
@@ -50,6 +51,10 @@ static const char train_help[] =
     "  --eval NAME=FILE.npy  after each epoch, the mean loss (and the accuracy, for a classifier's\n"
     "                        logits and labels) over these rows, without updating the params\n"
     "  --threads N           threads to use (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
+    "  --executor sequential|dataflow\n"
+    "                        how the training and evaluation steps run their ops: in file order\n"
+    "                        (sequential, the default) or as their inputs are ready, ops no var\n"
+    "                        links at once (dataflow); the results are the same\n"
     "  --load CKPT           start from a checkpoint: params, optimizer state and, if it has them,\n"
     "                        the epoch and batch it stopped at\n"
     "  --save CKPT           write a checkpoint after each epoch, at the end, and when stopped\n"
@@ -81,6 +86,7 @@ typedef struct train_args {
     named_file eval[MAX_ITEMS];
     int n_eval;
     long batch_size, epochs, threads, seed;
+    pardo_executor_kind executor;
     bool shuffle, drop_last, seed_given;
     const char *load, *save, *log, *loss, *trace;
     bool profile, no_fuse;
@@ -157,6 +163,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
         } else if (cli_flag_is(arg, "--threads")) {
             if (!(v = cli_flag_value("train", argc, argv, &i, "--threads")) ||
                 !cli_parse_int("train", "--threads", v, 1, PARDO_MAX_THREADS, &a->threads))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--executor")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--executor")) ||
+                !cli_parse_executor("train", v, &a->executor))
                 return CLI_BAD_INPUT;
         } else if (strcmp(arg, "--shuffle") == 0) {
             a->shuffle = true;
@@ -638,8 +648,8 @@ static int open_evaluator(trainer *t, const pardo_loader_options *train_opt) {
     ev->loss = pardo_block_find_var(&ev->prog->blocks[0], t->li.loss)->name;
     /* temporaries freed after their last reader; the loss and logits stay */
     const char *keep[] = {ev->loss, ev->logits};
-    pardo_exec_options eo = {.nthreads = (int)a->threads, .training = false, .release_temps = true, .keep = keep,
-                             .n_keep = 2};
+    pardo_exec_options eo = {.nthreads = (int)a->threads, .kind = a->executor, .training = false,
+                             .release_temps = true, .keep = keep, .n_keep = 2};
     if (pardo_executor_new(ev->prog, &eo, &ev->ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         return CLI_BAD_INPUT;
@@ -835,8 +845,8 @@ int pardo_cli_train(int argc, char **argv) {
         return CLI_BAD_INPUT;
     }
     const char *keep[] = {t.li.loss};
-    pardo_exec_options opt = {.nthreads = (int)a.threads, .training = true, .release_temps = true, .keep = keep,
-                              .n_keep = 1};
+    pardo_exec_options opt = {.nthreads = (int)a.threads, .kind = a.executor, .training = true,
+                              .release_temps = true, .keep = keep, .n_keep = 1};
     if (pardo_executor_new(prog, &opt, &t.ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         pardo_program_free(prog);

@@ -8,14 +8,18 @@
  *   bench_pardo train GRAPH [--threads N] [--parts P] [--batch B] [--steps S] [--warmup W]
  *       P 0 (default): the single-thread training graph (backward + sgd, no
  *       parallel rewrite); P >= 1: rewritten for P parts (parallel_do).
- *   bench_pardo infer GRAPH [--threads N] [--parts P] ...   forward only; P >= 1: parts
+ *   bench_pardo infer GRAPH [--threads N] [--parts P] [--fetch NAME] ...   forward only; P >= 1: parts;
+ *       the fetched var NAME (default probs) is what the run keeps; the feed x is
+ *       [B, K] with K from the graph's x (784 for the MLP, 64 for graphs/two_tower.json)
  *   bench_pardo chain [--ops N] [--steps S] ...    a chain of N adds on a 16-element
  *       float32 tensor; the JSON line also gives us_per_op.
  *   --no-fuse (any mode): leave the fusion pass out, as `pardo run --no-fuse` does
+ *   --executor sequential|dataflow (any mode): pardo_exec_options.kind, as `pardo run
+ *       --executor` sets it (default sequential)
  *   --trace FILE (any mode): also record the timed steps as a Chrome trace
  *       (`pardo trace summary FILE` shows where the time went).
  *
- * Output: {"bench": "pardo", "mode": ..., "threads": N, "parts": P, "steps": S,
+ * Output: {"bench": "pardo", "mode": ..., "executor": ..., "threads": N, "parts": P, "steps": S,
  *          "median_us": ..., "p10_us": ..., "p90_us": ..., "value": first element of
  *          loss/probs/the chain's end, "heap_delta_bytes": heap in use after the timed
  *          steps minus before (0 in the steady state), "peak_rss_kb": the process's peak
@@ -95,8 +99,9 @@ int main(int argc, char **argv) {
         if (argc < 3) die("train and infer need a GRAPH", NULL);
         graph = argv[i++];
     }
-    const char *trace = NULL;
+    const char *trace = NULL, *fetch_arg = NULL;
     bool fuse = true;
+    pardo_executor_kind kind = PARDO_EXEC_SEQUENTIAL;
     for (; i < argc; i++) {
         int *dst = NULL;
         if (strcmp(argv[i], "--no-fuse") == 0) {
@@ -105,6 +110,17 @@ int main(int argc, char **argv) {
         }
         if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) {
             trace = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--fetch") == 0 && i + 1 < argc) {
+            fetch_arg = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--executor") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "sequential") == 0) kind = PARDO_EXEC_SEQUENTIAL;
+            else if (strcmp(v, "dataflow") == 0) kind = PARDO_EXEC_DATAFLOW;
+            else die("--executor expects sequential or dataflow", NULL);
             continue;
         }
         if (strcmp(argv[i], "--threads") == 0)
@@ -156,19 +172,24 @@ int main(int argc, char **argv) {
     pardo_executor *ex = NULL;
     char name[32];
     snprintf(name, sizeof name, "a%d", nops - 1);
-    const char *fetch = train ? "loss" : chain ? name : "probs";
+    const char *fetch = train ? "loss" : chain ? name : fetch_arg ? fetch_arg : "probs";
+    if (!chain && !pardo_program_lookup_var(p, 0, fetch, NULL)) die("--fetch: the graph has no such var in block 0", NULL);
     /* as `pardo run` does: the fusion pass, keeping the fetched var */
     opt.keep = &fetch;
     opt.n_keep = 1;
     if (fuse && pardo_pass_fuse(p, &opt, &st) != PARDO_OK) die("fuse", &st);
     /* as `pardo run` does: temporaries freed after their last reader, the fetched var kept */
-    pardo_exec_options eo = {.nthreads = threads, .training = train, .device = PARDO_DEVICE_CPU,
+    pardo_exec_options eo = {.nthreads = threads, .kind = kind, .training = train, .device = PARDO_DEVICE_CPU,
                              .release_temps = true, .keep = &fetch, .n_keep = 1};
     if (pardo_executor_new(p, &eo, &ex, &st) != PARDO_OK || pardo_executor_init_vars(ex, NULL, NULL, &st) != PARDO_OK)
         die("executor", &st);
 
-    /* one batch: x uniform in [0, 1) from a fixed LCG, labels i % 10 */
+    /* one batch: x [batch, K] (K: the graph's x) uniform in [0, 1) from a fixed LCG, labels i % 10 */
     int64_t xs[2] = {batch, 784}, ys[1] = {batch}, cs[1] = {16};
+    const pardo_var *xv = chain ? NULL : pardo_block_find_var(&p->blocks[0], "x");
+    if (!chain && (!xv || xv->role != PARDO_VAR_FEED || xv->type.ndim != 2 || xv->type.shape[1] < 1))
+        die("the graph needs a feed x [-1, K]", NULL);
+    if (xv) xs[1] = xv->type.shape[1];
     pardo_tensor *x = pardo_tensor_new_cpu(PARDO_F32, chain ? 1 : 2, chain ? cs : xs, &st), *y = NULL;
     if (!x) die("feed", &st);
     float *xd = pardo_tensor_data(x);
@@ -209,9 +230,10 @@ int main(int argc, char **argv) {
     double value = v ? pardo_tensor_get_f64(v, 0) : 0;
     double med = t[steps / 2];
     printf(
-        "{\"bench\": \"pardo\", \"mode\": \"%s\", \"threads\": %d, \"parts\": %d, \"steps\": %d, \"median_us\": %.3f, "
-        "\"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
-        mode, threads, parts, steps, med, t[steps / 10], t[steps * 9 / 10], value);
+        "{\"bench\": \"pardo\", \"mode\": \"%s\", \"executor\": \"%s\", \"threads\": %d, \"parts\": %d, "
+        "\"steps\": %d, \"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
+        mode, kind == PARDO_EXEC_DATAFLOW ? "dataflow" : "sequential", threads, parts, steps, med, t[steps / 10],
+        t[steps * 9 / 10], value);
     if (chain) printf(", \"us_per_op\": %.4f", med / nops);
     printf(", \"heap_delta_bytes\": %lld, \"peak_rss_kb\": %ld, \"gemm\": \"%s\"}\n", heap_delta, peak_rss_kb(),
            pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
