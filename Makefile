@@ -98,10 +98,8 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libpardo.a
 BIN      := $(BUILD)/pardo
 TEST_BIN := $(BUILD)/check_pardo
-BENCH_BINS := $(BUILD)/tools/bench/bench_threads $(BUILD)/tools/bench/bench_pardo $(BUILD)/tools/bench/bench_gemm
-# bench_engine (W9) links only against a library with the dependency engine in it: built once src/engine/engine.c
-# exists (tools/bench/run skips W9 while it is missing).
-BENCH_BINS += $(if $(wildcard src/engine/engine.c),$(BUILD)/tools/bench/bench_engine)
+BENCH_BINS := $(BUILD)/tools/bench/bench_threads $(BUILD)/tools/bench/bench_pardo $(BUILD)/tools/bench/bench_gemm \
+              $(BUILD)/tools/bench/bench_engine
 
 .PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps install
 all: $(BIN) $(LIB)

@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
 
     /* one batch: x [batch, K] (K: the graph's x) uniform in [0, 1) from a fixed LCG, labels i % 10 */
     int64_t xs[2] = {batch, 784}, ys[1] = {batch}, cs[1] = {16};
-    const pardo_var *xv = chain ? NULL : pardo_block_find_var(&p->blocks[0], "x");
+    const pardo_graph_var *xv = chain ? NULL : pardo_block_find_var(&p->blocks[0], "x");
     if (!chain && (!xv || xv->role != PARDO_VAR_FEED || xv->type.ndim != 2 || xv->type.shape[1] < 1))
         die("the graph needs a feed x [-1, K]", NULL);
     if (xv) xs[1] = xv->type.shape[1];
