@@ -80,8 +80,7 @@ typedef struct chunk {
 } chunk;
 
 struct pardo_engine {
-    pthread_mutex_t mu;           // guards the FIFO, the dispatcher counts, the blocked waiters, first_err
-    pthread_cond_t cv;            // blocked waiters wait here
+    pthread_mutex_t mu;           // guards the FIFO, the dispatcher counts, first_err
     engine_op *ready_head, *ready_tail;
     _Alignas(PARDO_CACHE_LINE) atomic_int n_ready; // ops in the FIFO, read by spinning dispatchers
     int n_dispatchers;            // dispatcher tasks submitted and not yet returned
@@ -89,7 +88,7 @@ struct pardo_engine {
     int max_dispatchers;          // the pool's workers (its size - 1); -1 until the first push
     pardo_pool_task *tasks;       // max_dispatchers slots; owned
     int *free_slots, n_free_slots;
-    int n_blocked;                // waiters blocked in cv
+    atomic_int n_waiting;         // threads in a wait (they block in the pool: pardo_thread_pool_wait_until)
     bool has_first_err;
     pardo_status first_err;       // the first failing op's status since the last wait_all
     _Alignas(PARDO_CACHE_LINE) atomic_llong pending; // ops pushed and not finished
@@ -101,8 +100,7 @@ struct pardo_engine {
     chunk *chunks;
 };
 
-static pardo_engine engine = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
-                              .max_dispatchers = -1, .free_lock = ATOMIC_FLAG_INIT};
+static pardo_engine engine = {.mu = PTHREAD_MUTEX_INITIALIZER, .max_dispatchers = -1, .free_lock = ATOMIC_FLAG_INIT};
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* The op running on this thread (its name, or "" when it has none), NULL outside one; and its ready time. */
@@ -119,11 +117,10 @@ static void unlock_flag(atomic_flag *f) { atomic_flag_clear_explicit(f, memory_o
  * and nobody waits. Locks the parent may have held are re-initialised. */
 static void reset_in_child(void) {
     pthread_mutex_init(&engine.mu, NULL);
-    pthread_cond_init(&engine.cv, NULL);
     atomic_flag_clear(&engine.free_lock);
     engine.n_dispatchers = 0;
     atomic_store(&engine.n_spinning, 0);
-    engine.n_blocked = 0;
+    atomic_store(&engine.n_waiting, 0);
     free(engine.tasks);
     free(engine.free_slots);
     engine.tasks = NULL;
@@ -147,7 +144,17 @@ int pardo_engine_ready_count(pardo_engine *e) { return atomic_load_explicit(&e->
 
 /* ---- free lists ---- */
 
-static engine_op *alloc_op(pardo_engine *e, int n_deps) {
+/* Each thread keeps a few free op blocks of its own, taken from and given
+ * back to the engine's list LOCAL_BATCH at a time: the pusher allocates and
+ * the finisher frees, and one shared lock per op was a cache line bouncing
+ * between them. */
+#define LOCAL_BATCH 16
+static _Thread_local engine_op *local_ops;
+static _Thread_local int n_local_ops;
+
+/* Moves up to LOCAL_BATCH blocks from the engine's list to this thread's, growing the list by a chunk
+ * when it is empty; false when out of memory. */
+static bool refill_local(pardo_engine *e) {
     lock_flag(&e->free_lock);
     if (!e->free_ops) {
         chunk *c = malloc(sizeof(*c));
@@ -156,7 +163,7 @@ static engine_op *alloc_op(pardo_engine *e, int n_deps) {
             unlock_flag(&e->free_lock);
             free(c);
             free(ops);
-            return NULL;
+            return false;
         }
         c->blocks = ops;
         c->ops = true;
@@ -167,19 +174,31 @@ static engine_op *alloc_op(pardo_engine *e, int n_deps) {
             e->free_ops = &ops[i];
         }
     }
-    engine_op *op = e->free_ops;
-    e->free_ops = op->next;
+    while (e->free_ops && n_local_ops < LOCAL_BATCH) {
+        engine_op *op = e->free_ops;
+        e->free_ops = op->next;
+        op->next = local_ops;
+        local_ops = op;
+        n_local_ops++;
+    }
     unlock_flag(&e->free_lock);
+    return true;
+}
+
+static void free_op(pardo_engine *e, engine_op *op);
+
+static engine_op *alloc_op(pardo_engine *e, int n_deps) {
+    if (!local_ops && !refill_local(e)) return NULL;
+    engine_op *op = local_ops;
+    local_ops = op->next;
+    n_local_ops--;
     if (n_deps <= INLINE_DEPS) {
         op->deps = op->inline_deps;
     } else {
         if (op->big_cap < n_deps) {
             dep_entry *d = realloc(op->big_deps, sizeof(*d) * (size_t)n_deps);
             if (!d) {
-                lock_flag(&e->free_lock);
-                op->next = e->free_ops;
-                e->free_ops = op;
-                unlock_flag(&e->free_lock);
+                free_op(e, op);
                 return NULL;
             }
             op->big_deps = d;
@@ -194,9 +213,16 @@ static engine_op *alloc_op(pardo_engine *e, int n_deps) {
 }
 
 static void free_op(pardo_engine *e, engine_op *op) {
+    op->next = local_ops;
+    local_ops = op;
+    if (++n_local_ops < 2 * LOCAL_BATCH) return;
+    engine_op *first = local_ops, *last = first; /* give LOCAL_BATCH back */
+    for (int i = 1; i < LOCAL_BATCH; i++) last = last->next;
+    local_ops = last->next;
+    n_local_ops -= LOCAL_BATCH;
     lock_flag(&e->free_lock);
-    op->next = e->free_ops;
-    e->free_ops = op;
+    last->next = e->free_ops;
+    e->free_ops = first;
     unlock_flag(&e->free_lock);
 }
 
@@ -251,6 +277,8 @@ void pardo_engine_shutdown(void) {
     }
     e->chunks = NULL;
     e->free_ops = NULL;
+    local_ops = NULL; /* the calling thread's; the pool's threads are joined */
+    n_local_ops = 0;
     e->free_vars = NULL;
     free(e->tasks);
     free(e->free_slots);
@@ -293,8 +321,13 @@ static void start_dispatcher(pardo_engine *e, int slot) {
     if (slot >= 0) pardo_thread_pool_submit(&e->tasks[slot], dispatcher_main, (void *)(intptr_t)slot);
 }
 
+/* Wakes the threads in a wait to check their conditions (ops to run, their op done, nothing pending). */
+static void notify_waiters(pardo_engine *e) {
+    if (atomic_load(&e->n_waiting) > 0) pardo_thread_pool_notify();
+}
+
 /* Appends the list `ops` (linked by next, n of them) to the FIFO; wakes the
- * blocked waiters (they run ops too) and starts a dispatcher if wanted. */
+ * waiters (they run ops too) and starts a dispatcher if wanted. */
 static void enqueue_ready(pardo_engine *e, engine_op *ops, engine_op *last, int n) {
     pthread_mutex_lock(&e->mu);
     plan_dispatchers(e);
@@ -302,9 +335,9 @@ static void enqueue_ready(pardo_engine *e, engine_op *ops, engine_op *last, int 
     else e->ready_head = ops;
     e->ready_tail = last;
     atomic_fetch_add_explicit(&e->n_ready, n, memory_order_release);
-    if (e->n_blocked > 0) pthread_cond_broadcast(&e->cv);
     int slot = want_dispatcher(e);
     pthread_mutex_unlock(&e->mu);
+    notify_waiters(e);
     start_dispatcher(e, slot);
 }
 
@@ -443,17 +476,9 @@ static void finish_op(pardo_engine *e, engine_op *op, ready_list *ready) {
     }
     atomic_bool *woken = op->kind == OP_WAIT ? op->woken : NULL;
     free_op(e, op);
-    if (woken) {
-        atomic_store_explicit(woken, true, memory_order_release);
-        pthread_mutex_lock(&e->mu);
-        if (e->n_blocked > 0) pthread_cond_broadcast(&e->cv);
-        pthread_mutex_unlock(&e->mu);
-    }
-    if (atomic_fetch_sub_explicit(&e->pending, 1, memory_order_acq_rel) == 1) {
-        pthread_mutex_lock(&e->mu);
-        if (e->n_blocked > 0) pthread_cond_broadcast(&e->cv);
-        pthread_mutex_unlock(&e->mu);
-    }
+    bool last = atomic_fetch_sub_explicit(&e->pending, 1, memory_order_acq_rel) == 1;
+    if (woken) atomic_store_explicit(woken, true, memory_order_release); /* the waiter may return now */
+    if (woken || last) notify_waiters(e);
 }
 
 /* ---- errors ---- */
@@ -541,6 +566,10 @@ static void run_chain(pardo_engine *e, engine_op *op) {
     }
 }
 
+static bool fifo_has_ops(void *arg) {
+    return atomic_load_explicit(&((pardo_engine *)arg)->n_ready, memory_order_acquire) > 0;
+}
+
 /* A pool task: runs ready ops until the FIFO stays empty for a spin, then
  * gives its worker back to the pool. */
 static void dispatcher_main(void *arg) {
@@ -552,10 +581,8 @@ static void dispatcher_main(void *arg) {
             run_chain(e, op);
             continue;
         }
-        pardo_spin sp = {0};
         atomic_fetch_add_explicit(&e->n_spinning, 1, memory_order_relaxed);
-        while (atomic_load_explicit(&e->n_ready, memory_order_acquire) == 0 && pardo_spin_step(&sp)) {
-        }
+        pardo_thread_pool_spin_helping(fifo_has_ops, e, 0); /* helping forks meanwhile, as its worker would */
         pthread_mutex_lock(&e->mu);
         atomic_fetch_sub_explicit(&e->n_spinning, 1, memory_order_relaxed);
         if (atomic_load_explicit(&e->n_ready, memory_order_relaxed) > 0) {
@@ -569,29 +596,35 @@ static void dispatcher_main(void *arg) {
     }
 }
 
-/* Until done(arg) holds (checked under e->mu before blocking, so a state
- * change followed by a broadcast under e->mu is never missed): runs ready
- * ops, spins, then blocks on the engine's condition variable. */
+/* What a wait waits for: its own condition, or ops to run. */
+typedef struct wait_cond {
+    pardo_engine *e;
+    bool (*done)(pardo_engine *, void *);
+    void *arg;
+} wait_cond;
+
+static bool done_or_work(void *p) {
+    wait_cond *w = p;
+    return w->done(w->e, w->arg) || atomic_load_explicit(&w->e->n_ready, memory_order_acquire) > 0;
+}
+
+/* Until done(arg) holds: runs ready ops; with none, waits in the pool
+ * (pardo_thread_pool_wait_until: helping forks, spinning, then blocked
+ * until the engine notifies: ops queued, a wait's op done, nothing
+ * pending). */
 static void wait_running(pardo_engine *e, bool (*done)(pardo_engine *, void *), void *arg) {
+    wait_cond w = {e, done, arg};
+    atomic_fetch_add(&e->n_waiting, 1);
     for (;;) {
-        if (done(e, arg)) return;
+        if (done(e, arg)) break;
         engine_op *op = pop_ready(e);
         if (op) {
             run_chain(e, op);
             continue;
         }
-        pardo_spin sp = {0};
-        while (!done(e, arg) && atomic_load_explicit(&e->n_ready, memory_order_acquire) == 0 &&
-               pardo_spin_step(&sp)) {
-        }
-        pthread_mutex_lock(&e->mu);
-        if (!done(e, arg) && atomic_load_explicit(&e->n_ready, memory_order_relaxed) == 0) {
-            e->n_blocked++;
-            pthread_cond_wait(&e->cv, &e->mu);
-            e->n_blocked--;
-        }
-        pthread_mutex_unlock(&e->mu);
+        pardo_thread_pool_wait_until(done_or_work, &w);
     }
+    atomic_fetch_sub(&e->n_waiting, 1);
 }
 
 /* ---- the API ---- */

@@ -25,6 +25,8 @@ static struct {
     pthread_cond_t cv;            // blocked workers wait here
     pardo_pool_task *head, *tail; // FIFO of tasks with wanted > 0
     int idle;                     // workers blocked in cv
+    pthread_cond_t outside_cv;    // threads blocked in pardo_thread_pool_wait_until wait here
+    atomic_int outside;           // how many (changed under mu; read without it by notify)
     bool stopping;                // shutdown asked
     int size;                     // threads, the caller included
     int n_workers;                // workers running
@@ -34,7 +36,8 @@ static struct {
      * callers in a helping join; pardo_thread_pool_for_idle queues nothing while there are none */
     _Alignas(PARDO_CACHE_LINE) atomic_int idle_awake;
     _Alignas(PARDO_CACHE_LINE) atomic_bool started;
-} pool = {.mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .cv = PTHREAD_COND_INITIALIZER};
+} pool = {.mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .cv = PTHREAD_COND_INITIALIZER,
+           .outside_cv = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t config_mu = PTHREAD_MUTEX_INITIALIZER; // guards configured and the start
@@ -151,8 +154,10 @@ static void reset_in_child(void) {
     pthread_mutex_init(&pool.mu, &attr);
     pthread_mutexattr_destroy(&attr);
     pthread_cond_init(&pool.cv, NULL);
+    pthread_cond_init(&pool.outside_cv, NULL);
     pool.head = pool.tail = NULL;
     pool.idle = 0;
+    atomic_store(&pool.outside, 0);
     pool.stopping = false;
     pool.n_workers = 0;
     pool.size = 0;
@@ -178,7 +183,10 @@ static void start_pool(void) {
 
 static void ensure_started(void) { pthread_once(&start_once, start_pool); }
 
-/* Appends t (wanted set) and, with wake_blocked, wakes up to `wanted` blocked workers. */
+static bool is_helper_task(const pardo_pool_task *t);
+
+/* Appends t (wanted set) and, with wake_blocked, wakes up to `wanted` blocked workers (and, for a fork's
+ * helper runs the workers cannot all take, the threads blocked in pardo_thread_pool_wait_until). */
 static void enqueue(pardo_pool_task *t, bool wake_blocked) {
     pthread_mutex_lock(&pool.mu);
     t->next = NULL;
@@ -191,6 +199,10 @@ static void enqueue(pardo_pool_task *t, bool wake_blocked) {
     if (wake == pool.idle && wake > 1) pthread_cond_broadcast(&pool.cv);
     else
         for (int i = 0; i < wake; i++) pthread_cond_signal(&pool.cv);
+    /* a fork's helpers may also come from threads blocked outside the pool (wait_until) */
+    if (wake_blocked && atomic_load_explicit(&pool.outside, memory_order_relaxed) > 0 && t->wanted > wake &&
+        is_helper_task(t))
+        pthread_cond_broadcast(&pool.outside_cv);
     pthread_mutex_unlock(&pool.mu);
 }
 
@@ -247,6 +259,8 @@ static void for_helper(void *p) {
     run_items(j);
     pardo_blocking_counter_decrement(&j->helpers); /* last touch of j */
 }
+
+static bool is_helper_task(const pardo_pool_task *t) { return t->fn == for_helper; }
 
 /* One run of a queued fork's helper task (for_helper), taken out of the
  * queue; NULL when none is queued. Never a submitted task: those may wait
@@ -325,6 +339,47 @@ void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int6
         return;
     }
     pool_for(width, n, fn, arg, false);
+}
+
+bool pardo_thread_pool_help_one(void) {
+    for_job *j = atomic_load_explicit(&pool.queued, memory_order_relaxed) > 0 ? take_helper_run() : NULL;
+    if (j) for_helper(j);
+    return j != NULL;
+}
+
+bool pardo_thread_pool_spin_helping(bool (*cond)(void *arg), void *arg, uint64_t spin_ns) {
+    pardo_spin sp = {.budget = spin_ns};
+    bool met;
+    atomic_fetch_add_explicit(&pool.idle_awake, 1, memory_order_relaxed);
+    while (!(met = cond(arg))) {
+        if (pardo_thread_pool_help_one()) sp = (pardo_spin){.budget = spin_ns};
+        else if (!pardo_spin_step(&sp)) break;
+    }
+    atomic_fetch_sub_explicit(&pool.idle_awake, 1, memory_order_relaxed);
+    return met;
+}
+
+void pardo_thread_pool_wait_until(bool (*cond)(void *arg), void *arg) {
+    for (;;) {
+        if (pardo_thread_pool_spin_helping(cond, arg, 0)) return;
+        pthread_mutex_lock(&pool.mu);
+        /* counted before cond is checked (both sequentially consistent): a notify after cond turned true
+         * either is seen by the check or sees the count and wakes us */
+        atomic_fetch_add(&pool.outside, 1);
+        bool helper = false;
+        for (pardo_pool_task *t = pool.head; t && !helper; t = t->next) helper = is_helper_task(t);
+        if (!helper && !cond(arg)) pthread_cond_wait(&pool.outside_cv, &pool.mu);
+        atomic_fetch_sub(&pool.outside, 1);
+        pthread_mutex_unlock(&pool.mu);
+    }
+}
+
+void pardo_thread_pool_notify(void) {
+    atomic_thread_fence(memory_order_seq_cst); /* the caller's change to cond, before the count is read */
+    if (atomic_load(&pool.outside) == 0) return;
+    pthread_mutex_lock(&pool.mu);
+    pthread_cond_broadcast(&pool.outside_cv);
+    pthread_mutex_unlock(&pool.mu);
 }
 
 int pardo_thread_pool_idle_awake(void) { return atomic_load_explicit(&pool.idle_awake, memory_order_relaxed); }

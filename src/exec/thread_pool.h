@@ -81,6 +81,32 @@ void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int6
  * to. A snapshot, for tests and the loop above. */
 int pardo_thread_pool_idle_awake(void);
 
+/* Runs one run of a queued fork's helper task (items of a
+ * pardo_thread_pool_for waiting for helpers), if there is one; true when it
+ * ran one. Never a submitted task. For threads that would otherwise idle
+ * while they wait for something else (the engine's dispatchers and waits),
+ * so that they help as a worker would. */
+bool pardo_thread_pool_help_one(void);
+
+/* Until cond(arg) holds: runs queued forks' helper runs, spinning up to
+ * spin_ns (0: PARDO_SPIN_NS) since the last one; counted among the threads
+ * awake and idle meanwhile (pardo_thread_pool_for_idle offers them items).
+ * True when cond held, false when the spin ran out. */
+bool pardo_thread_pool_spin_helping(bool (*cond)(void *arg), void *arg, uint64_t spin_ns);
+
+/* Blocks until cond(arg) holds, helping forks meanwhile: spins as
+ * pardo_thread_pool_spin_helping, then blocks on a condition variable that
+ * a fork wanting more helpers than the workers free wakes, and
+ * pardo_thread_pool_notify. Whoever makes cond true must call
+ * pardo_thread_pool_notify after (cond is checked under the pool's lock
+ * before blocking, so that call is never missed). For threads outside the
+ * pool (a waiter is the pool's n-th thread); not from a pool task. */
+void pardo_thread_pool_wait_until(bool (*cond)(void *arg), void *arg);
+
+/* Wakes the threads blocked in pardo_thread_pool_wait_until to check their
+ * conditions. Takes the pool's lock. */
+void pardo_thread_pool_notify(void);
+
 /* Stops and joins the workers after they finish the queued tasks; the pool
  * returns to not started (configure may size it anew; the next use starts
  * it). main calls it before it returns, so that a run ends with every
