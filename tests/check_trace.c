@@ -53,9 +53,20 @@ static pardo_program *mlp_train(int parts) {
 
 /* An executor on nthreads fed `rows` random rows and labels; with bad_label
  * the last row's label is 99, out of range (in the last part). */
-static pardo_executor *mlp_executor(const pardo_program *p, int nthreads, int64_t rows, bool bad_label) {
+/* An executor of kind `kind` for p on nthreads, vars initialised. */
+static pardo_executor *executor_of_kind(const pardo_program *p, int nthreads, pardo_executor_kind kind) {
     pardo_status st;
-    pardo_executor *ex = test_executor(p, nthreads);
+    pardo_executor *ex = NULL;
+    pardo_exec_options opt = {.nthreads = nthreads, .kind = kind, .device = PARDO_DEVICE_CPU};
+    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "executor: %s", st.msg);
+    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "init_vars: %s", st.msg);
+    return ex;
+}
+
+static pardo_executor *mlp_executor_of_kind(const pardo_program *p, int nthreads, int64_t rows, bool bad_label,
+                                            pardo_executor_kind kind) {
+    pardo_status st;
+    pardo_executor *ex = executor_of_kind(p, nthreads, kind);
     test_rng r = {42};
     int64_t xs[2] = {rows, 64}, ys[1] = {rows};
     pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1);
@@ -66,6 +77,10 @@ static pardo_executor *mlp_executor(const pardo_program *p, int nthreads, int64_
     pardo_tensor_release(x);
     pardo_tensor_release(y);
     return ex;
+}
+
+static pardo_executor *mlp_executor(const pardo_program *p, int nthreads, int64_t rows, bool bad_label) {
+    return mlp_executor_of_kind(p, nthreads, rows, bad_label, PARDO_EXEC_AUTO);
 }
 
 /* The recorded trace as parsed JSON (stops and resets the trace). */
@@ -101,13 +116,13 @@ static double end_of(const cJSON *e) { return num(e, "ts") + num(e, "dur"); }
 
 /* ---- Core ---- */
 
-/* Traces `steps` steps of p (2 parts) on a fresh executor at 2 threads and
- * checks every op event, part, flow, stage and thread name; returns whether
- * the parts ran on two threads. */
-static bool check_mlp_trace(const pardo_program *p, int steps) {
+/* Traces `steps` steps of p (2 parts) on a fresh executor of kind `kind` at
+ * 2 threads and checks every op event, part, flow, stage and thread name;
+ * returns whether the parts ran on two threads. */
+static bool check_mlp_trace(const pardo_program *p, int steps, pardo_executor_kind kind) {
     const int parts = 2;
     pardo_status st;
-    pardo_executor *ex = mlp_executor(p, 2, 2048, false);
+    pardo_executor *ex = mlp_executor_of_kind(p, 2, 2048, false, kind);
     ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
     for (int s = 0; s < steps; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
     char *text = NULL;
@@ -161,7 +176,9 @@ static bool check_mlp_trace(const pardo_program *p, int steps) {
     ck_assert_int_eq(n_parts, steps * parts);
     ck_assert_int_eq(n_s, steps * parts);
     ck_assert_int_eq(n_f, steps * parts);
-    ck_assert_int_eq(n_stage, steps - 1); /* merges and updates run as chains from the second step */
+    /* merges and updates run as chains from the second step (the dataflow executor binds every name first:
+     * from the first) */
+    ck_assert_int_eq(n_stage, kind == PARDO_EXEC_DATAFLOW ? steps : steps - 1);
     ck_assert_int_gt(n_counter, 0);
 
     /* parts on two threads; each inside its parallel_do, with its flow; the
@@ -234,9 +251,74 @@ START_TEST(mlp_trace_has_every_op_parts_on_two_threads_and_consistent_nesting) {
      * caller's first part is done: then the caller claims both. A loaded machine (CI's two CPUs) can do that
      * on every step of a trace, so a trace on one thread is checked like any other and the test traces
      * again, up to 20 times; parts that never reach the pool's worker still fail it. */
-    bool two_threads = false;
-    for (int attempt = 0; attempt < 20 && !two_threads; attempt++) two_threads = check_mlp_trace(p, 4);
-    ck_assert_msg(two_threads, "every part of 20 traces ran on one thread");
+    for (int k = 0; k < 2; k++) {
+        pardo_executor_kind kind = k == 0 ? PARDO_EXEC_SEQUENTIAL : PARDO_EXEC_DATAFLOW;
+        bool two_threads = false;
+        for (int attempt = 0; attempt < 20 && !two_threads; attempt++) two_threads = check_mlp_trace(p, 4, kind);
+        ck_assert_msg(two_threads, "every part of 20 traces ran on one thread (%s)", k ? "dataflow" : "sequential");
+    }
+    pardo_program_free(p);
+}
+END_TEST
+
+/* Two towers of 6 matmuls that share only their input: with the dataflow
+ * executor on 2 threads, block 0's op events overlap on two threads, and
+ * every op's queued_us (ready to start) is a time of at least 0. */
+static const char towers_text[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 64], \"role\": \"feed\"},"
+    "\"w\": {\"dtype\": \"float32\", \"shape\": [64, 64], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", \"low\": -0.2, \"high\": 0.2, \"seed\": 3}}},"
+    "\"ops\": ["
+    "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"a1\"]}, {\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"b1\"]},"
+    "{\"op\": \"matmul\", \"in\": [\"a1\", \"w\"], \"out\": [\"a2\"]}, {\"op\": \"matmul\", \"in\": [\"b1\", \"w\"], \"out\": [\"b2\"]},"
+    "{\"op\": \"matmul\", \"in\": [\"a2\", \"w\"], \"out\": [\"a3\"]}, {\"op\": \"matmul\", \"in\": [\"b2\", \"w\"], \"out\": [\"b3\"]},"
+    "{\"op\": \"matmul\", \"in\": [\"a3\", \"w\"], \"out\": [\"a4\"]}, {\"op\": \"matmul\", \"in\": [\"b3\", \"w\"], \"out\": [\"b4\"]},"
+    "{\"op\": \"matmul\", \"in\": [\"a4\", \"w\"], \"out\": [\"a5\"]}, {\"op\": \"matmul\", \"in\": [\"b4\", \"w\"], \"out\": [\"b5\"]},"
+    "{\"op\": \"matmul\", \"in\": [\"a5\", \"w\"], \"out\": [\"a6\"]}, {\"op\": \"matmul\", \"in\": [\"b5\", \"w\"], \"out\": [\"b6\"]},"
+    "{\"op\": \"add\", \"in\": [\"a6\", \"b6\"], \"out\": [\"y\"]}"
+    "]}]}";
+
+/* Traces 10 steps; true when two of block 0's op events on different threads overlap in time. */
+static bool towers_overlap_once(const pardo_program *p) {
+    pardo_status st;
+    pardo_executor *ex = executor_of_kind(p, 2, PARDO_EXEC_DATAFLOW);
+    test_rng r = {9};
+    int64_t xs[2] = {256, 64};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1);
+    ck_assert_msg(pardo_executor_feed(ex, "x", x, "x", &st) == PARDO_OK, "%s", st.msg);
+    pardo_tensor_release(x);
+    ck_assert_int_eq(pardo_trace_start(&st), PARDO_OK);
+    for (int s = 0; s < 10; s++) ck_assert_msg(pardo_executor_run(ex, &st) == PARDO_OK, "%s", st.msg);
+    char *text = NULL;
+    size_t len = 0;
+    cJSON *doc = take_trace(&text, &len);
+    const cJSON *events = get(doc, "traceEvents"), *e, *f;
+    int ops = 0;
+    bool overlap = false;
+    cJSON_ArrayForEach(e, events) {
+        if (!is(e, "X", "op")) continue;
+        ops++;
+        const cJSON *a = get(e, "args");
+        ck_assert_int_eq((int)num(a, "block"), 0);
+        ck_assert(num(a, "queued_us") >= 0);
+        cJSON_ArrayForEach(f, events) {
+            if (f == e || !is(f, "X", "op") || num(f, "tid") == num(e, "tid")) continue;
+            if (num(f, "ts") < end_of(e) && num(e, "ts") < end_of(f)) overlap = true;
+        }
+    }
+    ck_assert_int_eq(ops, 10 * p->blocks[0].n_ops);
+    cJSON_Delete(doc);
+    free(text);
+    pardo_executor_free(ex);
+    return overlap;
+}
+
+START_TEST(dataflow_runs_block_0_ops_on_two_threads_at_once) {
+    pool_size(2);
+    pardo_program *p = test_program(towers_text, "towers.json");
+    bool overlap = false;
+    for (int attempt = 0; attempt < 10 && !overlap; attempt++) overlap = towers_overlap_once(p);
+    ck_assert_msg(overlap, "in 10 traces of 10 steps, no two ops of the towers ran at once");
     pardo_program_free(p);
 }
 END_TEST
@@ -653,6 +735,7 @@ Suite *make_trace_suite(void) {
     TCase *core = tcase_create("Core");
     tcase_set_timeout(core, 120);
     tcase_add_test(core, mlp_trace_has_every_op_parts_on_two_threads_and_consistent_nesting);
+    tcase_add_test(core, dataflow_runs_block_0_ops_on_two_threads_at_once);
     tcase_add_test(core, summary_totals_are_the_sums_of_the_events);
     tcase_add_test(core, spans_of_ones_own_from_another_thread);
     tcase_add_test(core, tracing_off_creates_no_buffer);

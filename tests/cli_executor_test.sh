@@ -1,5 +1,5 @@
 #!/bin/sh
-# cli_executor_test.sh - `--executor sequential|dataflow` on `pardo run` and
+# cli_executor_test.sh - `--executor auto|sequential|dataflow` on `pardo run` and
 # `pardo train` (SPEC section 3): a bad value is exit status 2 with a message
 # naming the flag, the value and both choices; the help texts list it; and
 # the dataflow executor gives the sequential executor's results byte for
@@ -19,12 +19,12 @@ DIGITS="--feed x=$D/digits_test_x.npy --feed y=$D/digits_test_y.npy"
 # ---- bad values and the help texts -------------------------------------
 for cmd in run train; do
     for v in fast Dataflow ""; do
-        expect "$cmd --executor '$v'" 2 "pardo $cmd: --executor expects sequential or dataflow, got '$v'" -- \
+        expect "$cmd --executor '$v'" 2 "pardo $cmd: --executor expects auto, sequential or dataflow, got '$v'" -- \
             $cmd graphs/mlp.json --executor="$v"
     done
     expect "$cmd --executor with no value" 2 "pardo $cmd: --executor needs a value" -- $cmd graphs/mlp.json --executor
     expect "$cmd --help" 0 -- $cmd --help
-    stdout_has "$cmd --help" "--executor sequential|dataflow"
+    stdout_has "$cmd --help" "--executor auto|sequential|dataflow"
 done
 expect "run --executor bad, before the graph is read" 2 "got 'parallel'" -- run no-such-graph.json --executor parallel
 no_file "run --executor bad writes nothing" "$T/bad"
@@ -34,7 +34,7 @@ expect "train --executor bad with --save" 2 "--executor expects" -- train graphs
     --data x=$D/mlp_x.npy --data y=$D/mlp_y.npy --batch-size 4 --executor x --save "$T/bad.safetensors"
 no_file "train --executor bad writes no --save" "$T/bad.safetensors"
 expect "help" 0 -- --help
-stdout_has "help" "[--executor sequential|dataflow]"
+stdout_has "help" "[--executor auto|sequential|dataflow]"
 
 # ---- run: dataflow against sequential ----------------------------------
 # same_run NAME ARGS...: pardo run ARGS --out DIR with each executor at 1 and 2 threads; every fetched file the same

@@ -52,6 +52,10 @@ bool cli_parse_double(const char *cmd, const char *flag, const char *text, doubl
 }
 
 bool cli_parse_executor(const char *cmd, const char *text, pardo_executor_kind *out) {
+    if (strcmp(text, "auto") == 0) {
+        *out = PARDO_EXEC_AUTO;
+        return true;
+    }
     if (strcmp(text, "sequential") == 0) {
         *out = PARDO_EXEC_SEQUENTIAL;
         return true;
@@ -60,7 +64,7 @@ bool cli_parse_executor(const char *cmd, const char *text, pardo_executor_kind *
         *out = PARDO_EXEC_DATAFLOW;
         return true;
     }
-    cli_usage_error(cmd, "--executor expects sequential or dataflow, got '%s'", text);
+    cli_usage_error(cmd, "--executor expects auto, sequential or dataflow, got '%s'", text);
     return false;
 }
 

@@ -144,17 +144,9 @@ int pardo_engine_ready_count(pardo_engine *e) { return atomic_load_explicit(&e->
 
 /* ---- free lists ---- */
 
-/* Each thread keeps a few free op blocks of its own, taken from and given
- * back to the engine's list LOCAL_BATCH at a time: the pusher allocates and
- * the finisher frees, and one shared lock per op was a cache line bouncing
- * between them. */
-#define LOCAL_BATCH 16
-static _Thread_local engine_op *local_ops;
-static _Thread_local int n_local_ops;
+static void free_op(pardo_engine *e, engine_op *op);
 
-/* Moves up to LOCAL_BATCH blocks from the engine's list to this thread's, growing the list by a chunk
- * when it is empty; false when out of memory. */
-static bool refill_local(pardo_engine *e) {
+static engine_op *alloc_op(pardo_engine *e, int n_deps) {
     lock_flag(&e->free_lock);
     if (!e->free_ops) {
         chunk *c = malloc(sizeof(*c));
@@ -163,7 +155,7 @@ static bool refill_local(pardo_engine *e) {
             unlock_flag(&e->free_lock);
             free(c);
             free(ops);
-            return false;
+            return NULL;
         }
         c->blocks = ops;
         c->ops = true;
@@ -174,24 +166,9 @@ static bool refill_local(pardo_engine *e) {
             e->free_ops = &ops[i];
         }
     }
-    while (e->free_ops && n_local_ops < LOCAL_BATCH) {
-        engine_op *op = e->free_ops;
-        e->free_ops = op->next;
-        op->next = local_ops;
-        local_ops = op;
-        n_local_ops++;
-    }
+    engine_op *op = e->free_ops;
+    e->free_ops = op->next;
     unlock_flag(&e->free_lock);
-    return true;
-}
-
-static void free_op(pardo_engine *e, engine_op *op);
-
-static engine_op *alloc_op(pardo_engine *e, int n_deps) {
-    if (!local_ops && !refill_local(e)) return NULL;
-    engine_op *op = local_ops;
-    local_ops = op->next;
-    n_local_ops--;
     if (n_deps <= INLINE_DEPS) {
         op->deps = op->inline_deps;
     } else {
@@ -213,16 +190,9 @@ static engine_op *alloc_op(pardo_engine *e, int n_deps) {
 }
 
 static void free_op(pardo_engine *e, engine_op *op) {
-    op->next = local_ops;
-    local_ops = op;
-    if (++n_local_ops < 2 * LOCAL_BATCH) return;
-    engine_op *first = local_ops, *last = first; /* give LOCAL_BATCH back */
-    for (int i = 1; i < LOCAL_BATCH; i++) last = last->next;
-    local_ops = last->next;
-    n_local_ops -= LOCAL_BATCH;
     lock_flag(&e->free_lock);
-    last->next = e->free_ops;
-    e->free_ops = first;
+    op->next = e->free_ops;
+    e->free_ops = op;
     unlock_flag(&e->free_lock);
 }
 
@@ -277,8 +247,6 @@ void pardo_engine_shutdown(void) {
     }
     e->chunks = NULL;
     e->free_ops = NULL;
-    local_ops = NULL; /* the calling thread's; the pool's threads are joined */
-    n_local_ops = 0;
     e->free_vars = NULL;
     free(e->tasks);
     free(e->free_slots);

@@ -47,6 +47,7 @@ typedef struct df_unit {
     int first, last;          // the ops it runs
     pardo_var **reads, **writes; // owned arrays of engine vars (borrowed vars)
     int n_reads, n_writes;
+    int *var_index;           // owned: reads' then writes' block 0 var indices (n_vars: the stages var)
     int *dying;               // owned: the df_dying it touches (indices)
     int n_dying;
     bool has_sibling;         // a unit no var orders it against (before or after) exists: it may run beside it
@@ -58,6 +59,7 @@ struct pardo_dataflow {
     pardo_engine *e;
     pardo_var **vars;  // per block 0 var; owned (deleted in pardo_dataflow_free)
     int n_vars;
+    pardo_var *stages; // written by every unit that runs a stage: they share the stage plan's scratch; owned
     df_unit *units;    // in push order; owned
     int n_units;
     df_dying *dying;   // the temps that die in a step; owned
@@ -66,43 +68,63 @@ struct pardo_dataflow {
     bool pushed;       // a step is in flight
 };
 
-/* The engine var of block 0's var `name`. */
-static pardo_var *var_of(pardo_executor *ex, const char *name) {
+/* The index of block 0's var `name`. */
+static int index_of(pardo_executor *ex, const char *name) {
     const pardo_block *blk = &ex->prog->blocks[0];
     const pardo_graph_var *v = pardo_block_find_var(blk, name);
     PARDO_ASSERT(v); /* the checked program names only its vars */
-    return ex->df->vars[v - blk->vars];
+    return (int)(v - blk->vars);
 }
 
-static bool listed(pardo_var *const *a, int n, const pardo_var *v) {
+/* The engine var of block 0's var `name`. */
+static pardo_var *var_of(pardo_executor *ex, const char *name) { return ex->df->vars[index_of(ex, name)]; }
+
+static bool listed_index(const int *a, int n, int v) {
     for (int i = 0; i < n; i++)
         if (a[i] == v) return true;
     return false;
 }
 
-/* Fills u's reads and writes from the names ops [first, last] read and
- * write. PARDO_ENOMEM. */
+/* Fills u's reads and writes (and their var indices) from the names ops
+ * [first, last] read and write; a unit running a stage also writes the
+ * stages var. PARDO_ENOMEM. */
 static int unit_vars(pardo_executor *ex, df_unit *u, pardo_status *st) {
     const pardo_block *blk = &ex->prog->blocks[0];
-    int cap = 0;
+    pardo_dataflow *df = ex->df;
+    int cap = 1;
     for (int i = u->first; i <= u->last; i++) cap += blk->ops[i].n_in + blk->ops[i].n_out;
-    u->reads = malloc(sizeof(*u->reads) * (size_t)(cap + 1));
-    u->writes = malloc(sizeof(*u->writes) * (size_t)(cap + 1));
-    if (!u->reads || !u->writes) return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
+    int *w = malloc(sizeof(int) * (size_t)cap), *r = malloc(sizeof(int) * (size_t)cap);
+    u->reads = malloc(sizeof(*u->reads) * (size_t)cap);
+    u->writes = malloc(sizeof(*u->writes) * (size_t)cap);
+    u->var_index = malloc(sizeof(int) * (size_t)cap);
+    if (!w || !r || !u->reads || !u->writes || !u->var_index) {
+        free(w);
+        free(r);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
+    }
     for (int i = u->first; i <= u->last; i++)
         for (int k = 0; k < blk->ops[i].n_out; k++) {
-            const char *name = blk->ops[i].out[k];
-            if (!name[0]) continue;
-            pardo_var *v = var_of(ex, name);
-            if (!listed(u->writes, u->n_writes, v)) u->writes[u->n_writes++] = v;
+            if (!blk->ops[i].out[k][0]) continue;
+            int v = index_of(ex, blk->ops[i].out[k]);
+            if (!listed_index(w, u->n_writes, v)) w[u->n_writes++] = v;
         }
+    if (u->kind != UNIT_OP) w[u->n_writes++] = df->n_vars; /* one stage at a time */
     for (int i = u->first; i <= u->last; i++)
         for (int k = 0; k < blk->ops[i].n_in; k++) {
-            const char *name = blk->ops[i].in[k];
-            if (!name[0]) continue;
-            pardo_var *v = var_of(ex, name);
-            if (!listed(u->writes, u->n_writes, v) && !listed(u->reads, u->n_reads, v)) u->reads[u->n_reads++] = v;
+            if (!blk->ops[i].in[k][0]) continue;
+            int v = index_of(ex, blk->ops[i].in[k]);
+            if (!listed_index(w, u->n_writes, v) && !listed_index(r, u->n_reads, v)) r[u->n_reads++] = v;
         }
+    for (int i = 0; i < u->n_reads; i++) {
+        u->reads[i] = df->vars[r[i]];
+        u->var_index[i] = r[i];
+    }
+    for (int i = 0; i < u->n_writes; i++) {
+        u->writes[i] = w[i] == df->n_vars ? df->stages : df->vars[w[i]];
+        u->var_index[u->n_reads + i] = w[i];
+    }
+    free(w);
+    free(r);
     return PARDO_OK;
 }
 
@@ -132,12 +154,11 @@ static int plan_dying(pardo_executor *ex, pardo_status *st) {
         if (!(x->dying = malloc(sizeof(int) * ((size_t)x->n_reads + (size_t)x->n_writes + 1))))
             return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
         for (int i = 0; i < x->n_reads + x->n_writes; i++) {
-            pardo_var *ev = i < x->n_reads ? x->reads[i] : x->writes[i - x->n_reads];
-            for (int v = 0; v < blk->n_vars; v++)
-                if (df->vars[v] == ev && df->dying_of[v] >= 0) {
-                    x->dying[x->n_dying++] = df->dying_of[v];
-                    df->dying[df->dying_of[v]].units++;
-                }
+            int v = x->var_index[i];
+            if (v < blk->n_vars && df->dying_of[v] >= 0) {
+                x->dying[x->n_dying++] = df->dying_of[v];
+                df->dying[df->dying_of[v]].units++;
+            }
         }
     }
     return PARDO_OK;
@@ -168,7 +189,7 @@ static void or_into(uint64_t *dst, const uint64_t *src, int words, int bit) {
  * each var's last writer and its readers since). */
 static int plan_siblings(pardo_executor *ex, pardo_status *st) {
     pardo_dataflow *df = ex->df;
-    int n = df->n_units, nv = df->n_vars, words = (n + 63) / 64;
+    int n = df->n_units, nv = df->n_vars + 1, words = (n + 63) / 64; /* + the stages var */
     if (n > MAX_ORDERED_UNITS) return PARDO_OK;
     uint64_t *anc = calloc((size_t)n * (size_t)words + 1, sizeof(*anc));
     int *last_writer = malloc(sizeof(int) * ((size_t)nv + 1));
@@ -185,9 +206,7 @@ static int plan_siblings(pardo_executor *ex, pardo_status *st) {
         uint64_t *aj = &anc[(size_t)j * (size_t)words];
         for (int i = 0; i < u->n_reads + u->n_writes; i++) {
             bool write = i >= u->n_reads;
-            pardo_var *ev = write ? u->writes[i - u->n_reads] : u->reads[i];
-            int v = 0;
-            while (df->vars[v] != ev) v++;
+            int v = u->var_index[i];
             if (last_writer[v] >= 0) or_into(aj, &anc[(size_t)last_writer[v] * (size_t)words], words, last_writer[v]);
             if (!write) {
                 if (n_readers[v] == cap_readers[v]) {
@@ -230,11 +249,13 @@ void pardo_dataflow_free(pardo_dataflow *df) {
     pardo_status ignored;
     for (int i = 0; i < df->n_vars; i++)
         if (df->vars[i]) pardo_engine_delete_var(df->e, df->vars[i], &ignored);
-    if (df->n_vars > 0) pardo_engine_wait_all(df->e, &ignored); /* the deletes, and any step left in flight */
+    if (df->stages) pardo_engine_delete_var(df->e, df->stages, &ignored);
+    if (df->n_vars > 0 || df->stages) pardo_engine_wait_all(df->e, &ignored); /* the deletes, and any step left in flight */
     for (int u = 0; u < df->n_units; u++) {
         free(df->units[u].reads);
         free(df->units[u].writes);
         free(df->units[u].dying);
+        free(df->units[u].var_index);
     }
     free(df->units);
     free(df->dying);
@@ -259,6 +280,7 @@ static int plan_dataflow(pardo_executor *ex, pardo_status *st) {
         if (!(df->vars[i] = pardo_engine_new_var(df->e, st))) return st->code;
         df->n_vars = i + 1;
     }
+    if (!(df->stages = pardo_engine_new_var(df->e, st))) return st->code;
     bool stages = ex->opt.nthreads > 1;
     if (stages && !ex->planned[0]) {
         if (pardo_stage_plan_build(ex->prog, 0, &ex->plans[0], st) != PARDO_OK) return st->code;
@@ -311,10 +333,20 @@ static int run_unit(void *arg, pardo_status *st) {
 }
 
 
+int pardo_dataflow_plan(pardo_executor *ex, pardo_status *st) {
+    if (ex->df) return PARDO_OK;
+    if (pardo_exec_reserve_outputs(ex, st) != PARDO_OK || plan_dataflow(ex, st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
+bool pardo_dataflow_may_overlap(const pardo_executor *ex) {
+    for (int u = 0; ex->df && u < ex->df->n_units; u++)
+        if (ex->df->units[u].has_sibling) return true;
+    return false;
+}
+
 int pardo_dataflow_push_step(pardo_executor *ex, pardo_status *st) {
-    if (!ex->df) {
-        if (pardo_exec_reserve_outputs(ex, st) != PARDO_OK || plan_dataflow(ex, st) != PARDO_OK) return st->code;
-    }
+    if (pardo_dataflow_plan(ex, st) != PARDO_OK) return st->code;
     pardo_dataflow *df = ex->df;
     PARDO_ASSERT(!df->pushed);
     if (ex->early) ex->early->active = false;

@@ -495,13 +495,36 @@ int pardo_executor_run_block(pardo_executor *ex, int block, pardo_scope *scope, 
     return pardo_executor_run_block_with(ex, block, scope, &r, st);
 }
 
+/* Settles kind auto, once: dataflow on the CPU at 2 threads or more when
+ * block 0 has ops that may run at once (the dataflow plan says), where it
+ * is never slower; else sequential (a plain chain gains nothing and would
+ * pay the engine per op). A plan that cannot be made (out of memory) means
+ * sequential. */
+static void settle_kind(pardo_executor *ex) {
+    if (ex->opt.kind != PARDO_EXEC_AUTO) return;
+    ex->opt.kind = PARDO_EXEC_SEQUENTIAL;
+    if (ex->opt.device != PARDO_DEVICE_CPU || ex->opt.nthreads < 2) return;
+    pardo_status st;
+    if (pardo_dataflow_plan(ex, &st) == PARDO_OK && pardo_dataflow_may_overlap(ex)) {
+        ex->opt.kind = PARDO_EXEC_DATAFLOW;
+        return;
+    }
+    pardo_dataflow_free(ex->df);
+    ex->df = NULL;
+}
+
 /* True when block 0 runs over the engine: kind dataflow, on the CPU (a CUDA
  * run is sequential: its ops share one stream and their tensors' heads move). */
-static bool dataflow(const pardo_executor *ex) {
+static bool dataflow(pardo_executor *ex) {
+    settle_kind(ex);
     return ex->opt.kind == PARDO_EXEC_DATAFLOW && ex->opt.device == PARDO_DEVICE_CPU;
 }
 
-bool pardo_executor_overlaps_input(const pardo_executor *ex) {
+pardo_executor_kind pardo_executor_kind_of(pardo_executor *ex) {
+    return dataflow(ex) ? PARDO_EXEC_DATAFLOW : PARDO_EXEC_SEQUENTIAL;
+}
+
+bool pardo_executor_overlaps_input(pardo_executor *ex) {
     return dataflow(ex) || ex->opt.device == PARDO_DEVICE_CUDA;
 }
 

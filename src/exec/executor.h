@@ -20,14 +20,16 @@
 
 /* How block 0's ops are run (pardo run --executor). */
 typedef enum pardo_executor_kind {
-    PARDO_EXEC_SEQUENTIAL = 0, // op after op in file order (a stage of merges and updates at once)
-    PARDO_EXEC_DATAFLOW,       // pushed to the dependency engine (engine/engine.h) with the vars they read and
-                               // write: ops no var links run at once
+    PARDO_EXEC_AUTO = 0,   // dataflow where it is never slower: on the CPU, at 2 threads or more, when block 0
+                           // has ops that may run at once (settled on the first run); else sequential
+    PARDO_EXEC_SEQUENTIAL, // op after op in file order (a stage of merges and updates at once)
+    PARDO_EXEC_DATAFLOW,   // pushed to the dependency engine (engine/engine.h) with the vars they read and
+                           // write: ops no var links run at once
 } pardo_executor_kind;
 
 typedef struct pardo_exec_options {
     int nthreads;               // threads kernels run from block 0 may use (>= 1)
-    pardo_executor_kind kind;   // sequential (the default) or dataflow
+    pardo_executor_kind kind;   // auto (the default), sequential or dataflow
     bool training;              // dropout and the like are active
     pardo_device_kind device;   // where ops with a CUDA kernel run
     int device_index;           // CUDA device number
@@ -94,7 +96,7 @@ int pardo_executor_run_async(pardo_executor *ex, pardo_status *st);
 /* True where copying the next step's feeds while a step runs pays: block 0
  * runs over the engine (kind dataflow on the CPU: run_async returns before
  * the step ends), or on a GPU (the copy includes the host-to-device one). */
-bool pardo_executor_overlaps_input(const pardo_executor *ex);
+bool pardo_executor_overlaps_input(pardo_executor *ex);
 
 /* Waits for the step in flight (if any) and counts it; its error, if one
  * failed. */
@@ -172,6 +174,10 @@ pardo_tensor *pardo_executor_pool_take(pardo_executor *ex, const pardo_scope *sc
 /* Gives t (the caller's reference) to the pool when it is a root scope
  * output of such an executor, else releases it. */
 void pardo_executor_pool_put(pardo_executor *ex, const pardo_scope *scope, pardo_tensor *t);
+
+/* How block 0 runs: sequential or dataflow (auto settled, CPU fallback
+ * applied; settles auto if no run has yet). */
+pardo_executor_kind pardo_executor_kind_of(pardo_executor *ex);
 
 /* The run's thread count (pardo_exec_options.nthreads). */
 int pardo_executor_nthreads(const pardo_executor *ex);

@@ -80,6 +80,13 @@ int pardo_exec_run_stage(pardo_executor *ex, int block, int first, pardo_scope *
  * so that ops running at once never insert into it. PARDO_ENOMEM. */
 int pardo_exec_reserve_outputs(pardo_executor *ex, pardo_status *st);
 
+/* dataflow.c: plans block 0 for the engine (once: engine vars, units, their
+ * order), reserving its output names first. PARDO_ENOMEM. */
+int pardo_dataflow_plan(pardo_executor *ex, pardo_status *st);
+
+/* True when the plan has units that may run at once. */
+bool pardo_dataflow_may_overlap(const pardo_executor *ex);
+
 /* dataflow.c: pushes one step of block 0 to the engine (planning it on the
  * first call); returns once pushed. */
 int pardo_dataflow_push_step(pardo_executor *ex, pardo_status *st);

@@ -76,9 +76,9 @@ int pardo_exec_run_stage(pardo_executor *ex, int block, int first, pardo_scope *
     s.run = &one;
     s.which = plan->small;
     if (n_small > 0) {
-        ex->pool.shared = true; /* the chains' outputs take from it on several threads */
+        if (!ex->df_running) ex->pool.shared = true; /* the chains' outputs take from it on several threads */
         pardo_thread_pool_for(r->nthreads < n_small ? r->nthreads : n_small, n_small, run_chain, &s);
-        ex->pool.shared = ex->df_running;
+        if (!ex->df_running) ex->pool.shared = false; /* a dataflow step keeps it shared throughout */
     }
     if (tracing) pardo_trace_record_stage(block, first, s.end, n, s.t0, pardo_trace_ticks());
     int worst = -1;
@@ -143,7 +143,7 @@ pardo_early *pardo_executor_early_begin(pardo_executor *ex, int block, int index
         plan->failed_at[c] = -1;
     }
     e->active = true;
-    ex->pool.shared = true; /* early chains may take outputs from it on several threads */
+    if (!ex->df_running) ex->pool.shared = true; /* early chains may take outputs from it on several threads */
     return e;
 }
 
@@ -181,6 +181,6 @@ void pardo_early_part_ended(pardo_early *e) {
 }
 
 void pardo_executor_early_end(pardo_early *e) {
-    if (e) e->ex->pool.shared = e->ex->df_running;
+    if (e && !e->ex->df_running) e->ex->pool.shared = false;
 }
 

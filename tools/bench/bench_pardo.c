@@ -14,8 +14,8 @@
  *   bench_pardo chain [--ops N] [--steps S] ...    a chain of N adds on a 16-element
  *       float32 tensor; the JSON line also gives us_per_op.
  *   --no-fuse (any mode): leave the fusion pass out, as `pardo run --no-fuse` does
- *   --executor sequential|dataflow (any mode): pardo_exec_options.kind, as `pardo run
- *       --executor` sets it (default sequential)
+ *   --executor auto|sequential|dataflow (any mode): pardo_exec_options.kind, as `pardo run
+ *       --executor` sets it (default sequential: the bench names what it times)
  *   --trace FILE (any mode): also record the timed steps as a Chrome trace
  *       (`pardo trace summary FILE` shows where the time went).
  *
@@ -118,9 +118,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(argv[i], "--executor") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
-            if (strcmp(v, "sequential") == 0) kind = PARDO_EXEC_SEQUENTIAL;
+            if (strcmp(v, "auto") == 0) kind = PARDO_EXEC_AUTO;
+            else if (strcmp(v, "sequential") == 0) kind = PARDO_EXEC_SEQUENTIAL;
             else if (strcmp(v, "dataflow") == 0) kind = PARDO_EXEC_DATAFLOW;
-            else die("--executor expects sequential or dataflow", NULL);
+            else die("--executor expects auto, sequential or dataflow", NULL);
             continue;
         }
         if (strcmp(argv[i], "--threads") == 0)
