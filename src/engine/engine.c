@@ -543,14 +543,19 @@ static bool fifo_has_ops(void *arg) {
 static void dispatcher_main(void *arg) {
     pardo_engine *e = &engine;
     int slot = (int)(intptr_t)arg;
+    uint64_t worked_ns = 0; /* as the pool's workers: spin for a quarter of the work just done (spin.h) */
     for (;;) {
         engine_op *op = pop_ready(e);
         if (op) {
+            const uint64_t t0 = pardo_now_ns();
             run_chain(e, op);
+            worked_ns = pardo_now_ns() - t0;
             continue;
         }
         atomic_fetch_add_explicit(&e->n_spinning, 1, memory_order_relaxed);
-        pardo_thread_pool_spin_helping(fifo_has_ops, e, 0); /* helping forks meanwhile, as its worker would */
+        /* helping forks meanwhile, as its worker would */
+        pardo_thread_pool_spin_helping(fifo_has_ops, e, worked_ns ? pardo_spin_budget(worked_ns) : 0);
+        worked_ns = 0;
         pthread_mutex_lock(&e->mu);
         atomic_fetch_sub_explicit(&e->n_spinning, 1, memory_order_relaxed);
         if (atomic_load_explicit(&e->n_ready, memory_order_relaxed) > 0) {
@@ -582,15 +587,19 @@ static bool done_or_work(void *p) {
  * pending). */
 static void wait_running(pardo_engine *e, bool (*done)(pardo_engine *, void *), void *arg) {
     wait_cond w = {e, done, arg};
+    uint64_t worked_ns = 0; /* the last chain of ops run here: how long to spin for more (pardo_spin_budget) */
     atomic_fetch_add(&e->n_waiting, 1);
     for (;;) {
         if (done(e, arg)) break;
         engine_op *op = pop_ready(e);
         if (op) {
+            const uint64_t t0 = pardo_now_ns();
             run_chain(e, op);
+            worked_ns = pardo_now_ns() - t0;
             continue;
         }
-        pardo_thread_pool_wait_until(done_or_work, &w);
+        pardo_thread_pool_wait_until(done_or_work, &w, worked_ns ? pardo_spin_budget(worked_ns) : 0);
+        worked_ns = 0;
     }
     atomic_fetch_sub(&e->n_waiting, 1);
 }

@@ -352,16 +352,25 @@ bool pardo_thread_pool_spin_helping(bool (*cond)(void *arg), void *arg, uint64_t
     bool met;
     atomic_fetch_add_explicit(&pool.idle_awake, 1, memory_order_relaxed);
     while (!(met = cond(arg))) {
-        if (pardo_thread_pool_help_one()) sp = (pardo_spin){.budget = spin_ns};
-        else if (!pardo_spin_step(&sp)) break;
+        for_job *j = atomic_load_explicit(&pool.queued, memory_order_relaxed) > 0 ? take_helper_run() : NULL;
+        if (j) {
+            const uint64_t t0 = pardo_now_ns();
+            for_helper(j);
+            /* after helping, spin as a worker back from a task does: more of the same work comes soon */
+            const uint64_t budget = pardo_spin_budget(pardo_now_ns() - t0);
+            sp = (pardo_spin){.budget = budget > spin_ns ? budget : spin_ns};
+        } else if (!pardo_spin_step(&sp)) {
+            break;
+        }
     }
     atomic_fetch_sub_explicit(&pool.idle_awake, 1, memory_order_relaxed);
     return met;
 }
 
-void pardo_thread_pool_wait_until(bool (*cond)(void *arg), void *arg) {
+void pardo_thread_pool_wait_until(bool (*cond)(void *arg), void *arg, uint64_t spin_ns) {
     for (;;) {
-        if (pardo_thread_pool_spin_helping(cond, arg, 0)) return;
+        if (pardo_thread_pool_spin_helping(cond, arg, spin_ns)) return;
+        spin_ns = 0; /* woken: the plain spin */
         pthread_mutex_lock(&pool.mu);
         /* counted before cond is checked (both sequentially consistent): a notify after cond turned true
          * either is seen by the check or sees the count and wakes us */

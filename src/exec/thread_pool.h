@@ -89,19 +89,21 @@ int pardo_thread_pool_idle_awake(void);
 bool pardo_thread_pool_help_one(void);
 
 /* Until cond(arg) holds: runs queued forks' helper runs, spinning up to
- * spin_ns (0: PARDO_SPIN_NS) since the last one; counted among the threads
+ * spin_ns (0: PARDO_SPIN_NS) since the start or, after a helper run, the
+ * longer of that and pardo_spin_budget of the run; counted among the threads
  * awake and idle meanwhile (pardo_thread_pool_for_idle offers them items).
  * True when cond held, false when the spin ran out. */
 bool pardo_thread_pool_spin_helping(bool (*cond)(void *arg), void *arg, uint64_t spin_ns);
 
 /* Blocks until cond(arg) holds, helping forks meanwhile: spins as
- * pardo_thread_pool_spin_helping, then blocks on a condition variable that
+ * pardo_thread_pool_spin_helping (spin_ns at first, as after one's own work;
+ * PARDO_SPIN_NS once woken), then blocks on a condition variable that
  * a fork wanting more helpers than the workers free wakes, and
  * pardo_thread_pool_notify. Whoever makes cond true must call
  * pardo_thread_pool_notify after (cond is checked under the pool's lock
  * before blocking, so that call is never missed). For threads outside the
  * pool (a waiter is the pool's n-th thread); not from a pool task. */
-void pardo_thread_pool_wait_until(bool (*cond)(void *arg), void *arg);
+void pardo_thread_pool_wait_until(bool (*cond)(void *arg), void *arg, uint64_t spin_ns);
 
 /* Wakes the threads blocked in pardo_thread_pool_wait_until to check their
  * conditions. Takes the pool's lock. */
