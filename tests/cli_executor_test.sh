@@ -109,4 +109,14 @@ for t in 1 2; do
     rm -f "$T"/*.safetensors "$T"/*.jsonl
 done
 
+# ---- train: the next batch copied in by an engine op, in the trace -----
+expect "train dataflow trace" 0 -- train "$T/digits.json" --data x=$D/digits_train_x.npy \
+    --data y=$D/digits_train_y.npy --batch-size 64 --epochs 1 --threads 2 --executor dataflow --trace "$T/t.json"
+n_copy=$(grep -o '"name":"feed_copy"' "$T/t.json" | wc -l)
+n_steps=$(( (1438 + 63) / 64 ))
+if [ "$n_copy" -eq "$n_steps" ]; then ok; else bad "train dataflow trace: $n_copy feed_copy events, expected $n_steps"; fi
+expect "train sequential trace" 0 -- train "$T/digits.json" --data x=$D/digits_train_x.npy \
+    --data y=$D/digits_train_y.npy --batch-size 64 --epochs 1 --threads 2 --executor sequential --trace "$T/t.json"
+if ! grep -q '"name":"feed_copy"' "$T/t.json"; then ok; else bad "train sequential trace: a feed_copy (sequential binds the loader's batches)"; fi
+
 cli_finish

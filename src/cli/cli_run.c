@@ -275,7 +275,23 @@ static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex)
     sigaction(SIGTERM, &sa, NULL);
     if ((a->trace || a->profile) && (rc = cli_trace_start()) != CLI_OK) return rc;
     for (long s = 0; s < a->steps && !stop_requested; s++) {
-        if (pardo_executor_run(ex, &st) != PARDO_OK) {
+        /* the last step's fetches are waits on their vars (the dataflow executor's wait_to_read: an error
+         * that reached one surfaces there), then the step's end */
+        bool last = s + 1 == a->steps;
+        int src = last ? pardo_executor_run_async(ex, &st) : pardo_executor_run(ex, &st);
+        for (int f = 0; last && src == PARDO_OK && f < a->n_fetch; f++) {
+            pardo_tensor *ignored;
+            src = pardo_executor_fetch_wait(ex, a->fetch[f], &ignored, &st);
+        }
+        if (last) {
+            pardo_status wst;
+            int wrc = pardo_executor_wait(ex, &wst); /* after an error too: nothing of the step may still run */
+            if (src == PARDO_OK && wrc != PARDO_OK) {
+                src = wrc;
+                st = wst;
+            }
+        }
+        if (src != PARDO_OK) {
             cli_print_error(&st);
             finish_trace(a, ex, "failed");
             return CLI_FAILED;
