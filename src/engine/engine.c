@@ -146,21 +146,31 @@ int pardo_engine_ready_count(pardo_engine *e) { return atomic_load_explicit(&e->
 
 static void free_op(pardo_engine *e, engine_op *op);
 
+/* CHUNK zeroed blocks of `size` bytes, kept on e->chunks until shutdown;
+ * NULL when out of memory. Call with e->free_lock held. */
+static void *new_chunk(pardo_engine *e, size_t size, bool ops) {
+    chunk *c = malloc(sizeof(*c));
+    void *blocks = calloc(CHUNK, size);
+    if (!c || !blocks) {
+        free(c);
+        free(blocks);
+        return NULL;
+    }
+    c->blocks = blocks;
+    c->ops = ops;
+    c->next = e->chunks;
+    e->chunks = c;
+    return blocks;
+}
+
 static engine_op *alloc_op(pardo_engine *e, int n_deps) {
     lock_flag(&e->free_lock);
     if (!e->free_ops) {
-        chunk *c = malloc(sizeof(*c));
-        engine_op *ops = calloc(CHUNK, sizeof(*ops));
-        if (!c || !ops) {
+        engine_op *ops = new_chunk(e, sizeof(*ops), true);
+        if (!ops) {
             unlock_flag(&e->free_lock);
-            free(c);
-            free(ops);
             return NULL;
         }
-        c->blocks = ops;
-        c->ops = true;
-        c->next = e->chunks;
-        e->chunks = c;
         for (int i = 0; i < CHUNK; i++) {
             ops[i].next = e->free_ops;
             e->free_ops = &ops[i];
@@ -199,19 +209,12 @@ static void free_op(pardo_engine *e, engine_op *op) {
 pardo_var *pardo_engine_new_var(pardo_engine *e, pardo_status *st) {
     lock_flag(&e->free_lock);
     if (!e->free_vars) {
-        chunk *c = malloc(sizeof(*c));
-        pardo_var *vars = calloc(CHUNK, sizeof(*vars));
-        if (!c || !vars) {
+        pardo_var *vars = new_chunk(e, sizeof(*vars), false);
+        if (!vars) {
             unlock_flag(&e->free_lock);
-            free(c);
-            free(vars);
             pardo_errorf(st, PARDO_ENOMEM, "engine: out of memory for a var");
             return NULL;
         }
-        c->blocks = vars;
-        c->ops = false;
-        c->next = e->chunks;
-        e->chunks = c;
         for (int i = 0; i < CHUNK; i++) {
             vars[i].next_free = e->free_vars;
             e->free_vars = &vars[i];

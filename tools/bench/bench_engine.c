@@ -30,17 +30,7 @@
 #include <time.h>
 
 #include "engine/engine.h"
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 static void die(const char *what, const pardo_status *st) {
     fprintf(stderr, "bench_engine: %s%s%s\n", what, st ? ": " : "", st ? st->msg : "");

@@ -22,6 +22,7 @@
 #include "exec/thread_pool.h"
 #ifdef BENCH_OPENBLAS
 #include <cblas.h>
+#include "bench_util.h"
 #endif
 
 static clockid_t clock_id = CLOCK_MONOTONIC; // --cpu: the thread's CPU time (1-thread figures under load)
@@ -30,11 +31,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(clock_id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static double median(double *v, int n) {

@@ -37,16 +37,11 @@
 #include "pass.h"
 #include "exec/thread_pool.h"
 #include "trace/trace.h"
+#include "bench_util.h"
 
 static void die(const char *what, const pardo_status *st) {
     fprintf(stderr, "bench_pardo: %s: %s\n", what, st ? st->msg : "");
     exit(1);
-}
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
 /* This process's peak resident set (VmHWM in /proc/self/status), in KiB; -1 where unknown. Unlike getrusage's
@@ -59,11 +54,6 @@ static long peak_rss_kb(void) {
         if (strncmp(line, "VmHWM:", 6) == 0) kb = strtol(line + 6, NULL, 10);
     if (f) fclose(f);
     return kb;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* The chain graph: a = x + b, then N - 1 more adds of b. */

@@ -23,17 +23,7 @@
 #include "io/graph_json.h"
 #include "pass.h"
 #include "exec/thread_pool.h"
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 /* Sorts v and prints median, p10 and p90. Returns the median. */
 static double report(const char *what, double *v, int n) {
