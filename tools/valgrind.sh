@@ -4,9 +4,11 @@
 # thread's stack counts as possible). The runs are CPU-only (a CPU run never
 # starts the CUDA runtime, even where it is linked):
 #   - graphs/mlp.json transpiled (backward, adam) and run 3 steps on 2 threads,
-#     with a checkpoint saved and loaded back, and a trace;
+#     with a checkpoint saved and loaded back, and a trace (the default
+#     executor, auto: dataflow there), then 2 steps sequential;
+#   - graphs/two_tower.json 3 steps with the dataflow executor;
 #   - a short `pardo train` of the transpiled digits graph (one epoch, an
-#     evaluation, --log, --save, 2 threads);
+#     evaluation, --log, --save, 2 threads, dataflow: the feed stage too);
 #   - a bad input (exit 2) and a failing run leave nothing behind either.
 # Usage: tools/valgrind.sh PATH/TO/pardo   (VALGRIND=... to name another valgrind)
 set -u
@@ -50,9 +52,12 @@ vg "run transpiled, 2 threads" 0 run "$T/mlp.json" $FEEDS --threads 2 --steps 3 
     --trace "$T/trace.json"
 vg "run --load" 0 run "$T/mlp.json" $FEEDS --threads 2 --load "$T/ck.safetensors" --fetch loss --out "$T/o"
 vg "trace summary" 0 trace summary "$T/trace.json"
+vg "run transpiled, sequential" 0 run "$T/mlp.json" $FEEDS --threads 2 --steps 2 --executor sequential --fetch loss
+vg "run two towers, dataflow" 0 run graphs/two_tower.json --feed x=$D/two_tower_x.npy --threads 2 --steps 3 \
+    --executor dataflow
 vg "train" 0 train "$T/digits.json" --data x=$D/digits_train_x.npy --data y=$D/digits_train_y.npy \
     --eval x=$D/digits_test_x.npy --eval y=$D/digits_test_y.npy --batch-size 128 --epochs 1 --threads 2 \
-    --log "$T/log.jsonl" --save "$T/train.safetensors"
+    --log "$T/log.jsonl" --save "$T/train.safetensors" --executor dataflow
 vg "bad feed" 2 run "$T/mlp.json" --feed x=$D/mlp_y.npy --feed y=$D/mlp_y.npy --threads 2
 vg "bad graph" 2 check "$T/ck.safetensors"
 vg "failing run" 1 run "$T/mlp.json" $FEEDS --threads 2 --trace "$T/no/such/folder/trace.json"
