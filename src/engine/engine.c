@@ -140,7 +140,6 @@ int64_t pardo_engine_op_ready_ticks(void) { return running_op ? running_ready_ti
 
 int64_t pardo_engine_pending(pardo_engine *e) { return atomic_load(&e->pending); }
 
-int pardo_engine_ready_count(pardo_engine *e) { return atomic_load_explicit(&e->n_ready, memory_order_relaxed); }
 
 /* ---- free lists ---- */
 

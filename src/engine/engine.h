@@ -74,9 +74,6 @@ int pardo_engine_delete_var(pardo_engine *e, pardo_var *v, pardo_status *st);
  * an engine op, or when no trace was recording as it became ready. */
 int64_t pardo_engine_op_ready_ticks(void);
 
-/* Ops ready and waiting for a thread (a snapshot). */
-int pardo_engine_ready_count(pardo_engine *e);
-
 /* Ops pushed and not yet finished (a snapshot). */
 int64_t pardo_engine_pending(pardo_engine *e);
 

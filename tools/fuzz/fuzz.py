@@ -92,6 +92,9 @@ class Runner:
 
 # ---- mutations ----------------------------------------------------------------
 
+# the executors a run or train picks from (auto is the default)
+EXECUTORS = ["auto", "sequential", "dataflow"]
+
 
 def _var_names(g):
     names = []
@@ -245,10 +248,12 @@ def case_mutate(rng, runner, corpus, work):
     # check --fused and run (fused by default; --no-fuse now and then) put the fusion pass to the graph too
     cmds = [["check"] + (["--fused"] if rng.random() < 0.5 else []) + ["g.json"], ["dot", "g.json"],
             ["run", "g.json", "--steps", str(rng.choice([1, 2])), "--threads", str(rng.choice([1, 2, 3])),
-             "--trace", "tr.json", "--save", "ck.safetensors"] + feeds + (["--no-fuse"] if rng.random() < 0.2 else [])]
+             "--trace", "tr.json", "--save", "ck.safetensors", "--executor", rng.choice(EXECUTORS)] + feeds +
+            (["--no-fuse"] if rng.random() < 0.2 else [])]
     if rng.random() < 0.3:
         train = ["train", "g.json", "--batch-size", str(rng.choice([1, 2, 3, 5])), "--threads", "2",
-                 "--epochs", str(rng.choice([1, 2])), "--save", "tck.safetensors"] + seeds.feed_args("--data", files)
+                 "--executor", rng.choice(EXECUTORS), "--epochs", str(rng.choice([1, 2])),
+                 "--save", "tck.safetensors"] + seeds.feed_args("--data", files)
         if rng.random() < 0.5:
             train += seeds.feed_args("--eval", files) + rng.choice([[], ["--shuffle", "--seed", "3"], ["--drop-last"]])
         cmds.append(train)
@@ -258,7 +263,7 @@ def case_mutate(rng, runner, corpus, work):
     if rng.random() < 0.3:
         cmds.append(["transpile", "g.json", "-o", "t.json", "--parts", str(rng.choice([1, 2, 3])), "--backward",
                      "loss", "--optimizer", rng.choice(["sgd", "momentum", "adam"])])
-        cmds.append(["run", "t.json", "--threads", "2"] + feeds)
+        cmds.append(["run", "t.json", "--threads", "2", "--executor", rng.choice(EXECUTORS)] + feeds)
     for c in cmds:
         if "--load" in c and c[0] == "train" and os.path.exists(os.path.join(work, "tck.safetensors")) and \
                 rng.random() < 0.5:
@@ -399,14 +404,14 @@ def case_cli(rng, runner, corpus, work):
     for f in os.listdir(corpus.dir):
         if f.startswith("mlp"):
             shutil.copy(os.path.join(corpus.dir, f), work)
-    flags = ["--feed", "--fetch", "--out", "--load", "--save", "--steps", "--threads", "--device", "--trace",
-             "--profile", "--data", "--batch-size", "--epochs", "--shuffle", "--seed", "--eval", "-o", "--parts",
-             "--backward", "--optimizer", "--lr", "summary", "timeline", "--help", "-h", "--", "-", "--x",
+    flags = ["--feed", "--fetch", "--out", "--load", "--save", "--steps", "--threads", "--executor", "--device",
+             "--trace", "--profile", "--data", "--batch-size", "--epochs", "--shuffle", "--seed", "--eval", "-o",
+             "--parts", "--backward", "--optimizer", "--lr", "summary", "timeline", "--help", "-h", "--", "-", "--x",
              "--steps=2", "--threads=0"]
     values = ["0", "1", "2", "-1", "3", "99999999999999999999", "1e3", "abc", "", "=", "x=", "=y", "a=b=c", "cuda",
               "cuda:7", "cpu", "mlp.json", "mlp_adam_p3.json", "nonexistent.json", "/dev/null", "/", "out", "ck.st",
               "sgd", "adam", "nope", "loss", "0.1", "nan", "inf", "tr.json", "mlp.a.npy", "a=mlp.a.npy",
-              "l=mlp.l.npy", "z"]
+              "l=mlp.l.npy", "z", "auto", "sequential", "dataflow"]
     args = [rng.choice(["run", "train", "transpile", "check", "ops", "dot", "trace", "help", "--help", "--version",
                         "", "bogus"])]
     if args[0] == "trace":
