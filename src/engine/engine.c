@@ -36,14 +36,28 @@ typedef enum op_kind {
 } op_kind;
 
 typedef struct engine_op engine_op;
+typedef struct dep_entry dep_entry;
+
+/* Entries for an op with more vars than its block holds: a power of two of
+ * them, kept on the engine's free list of that size once used (an op's
+ * block and its buffer part when it is freed, so that a block taken again
+ * never has to grow one: the steady state allocates nothing). */
+typedef struct dep_buf {
+    struct dep_buf *next; // the free list of its size
+    struct dep_buf *all;  // every buffer, for shutdown
+    int size_class;       // holds 1 << size_class entries
+    struct dep_entry *e;  // the entries (allocated with the buffer)
+} dep_buf;
+
+#define DEP_CLASSES 31
 
 /* One var of one op: queued on the var until granted. */
-typedef struct dep_entry {
+struct dep_entry {
     struct dep_entry *next; // the var's queue
     engine_op *op;
     pardo_var *var;
     bool write;
-} dep_entry;
+};
 
 struct engine_op {
     pardo_engine_fn fn;
@@ -53,10 +67,9 @@ struct engine_op {
     op_kind kind;
     int n_deps;          // entries: n_reads reads, then the writes
     int n_reads;
-    dep_entry *deps;     // inline_deps, or big_deps
+    dep_entry *deps;     // inline_deps, or big->e
     dep_entry inline_deps[INLINE_DEPS];
-    dep_entry *big_deps; // owned, kept across reuse of the block
-    int big_cap;         // entries big_deps holds
+    struct dep_buf *big; // more entries than fit inline: a buffer of the engine's, given back with the block
     atomic_bool *woken;  // OP_WAIT: the waiter's flag
     int64_t ready_ticks; // trace ticks when it became ready (0: no trace then)
     engine_op *next;     // the ready FIFO, a list of ready ops, the free list
@@ -98,6 +111,8 @@ struct pardo_engine {
     engine_op *free_ops;
     pardo_var *free_vars;
     chunk *chunks;
+    dep_buf *free_bufs[DEP_CLASSES]; // by size class
+    dep_buf *all_bufs;
 };
 
 static pardo_engine engine = {.mu = PTHREAD_MUTEX_INITIALIZER, .max_dispatchers = -1, .free_lock = ATOMIC_FLAG_INIT};
@@ -143,8 +158,6 @@ int64_t pardo_engine_pending(pardo_engine *e) { return atomic_load(&e->pending);
 
 /* ---- free lists ---- */
 
-static void free_op(pardo_engine *e, engine_op *op);
-
 /* CHUNK zeroed blocks of `size` bytes, kept on e->chunks until shutdown;
  * NULL when out of memory. Call with e->free_lock held. */
 static void *new_chunk(pardo_engine *e, size_t size, bool ops) {
@@ -177,21 +190,29 @@ static engine_op *alloc_op(pardo_engine *e, int n_deps) {
     }
     engine_op *op = e->free_ops;
     e->free_ops = op->next;
-    unlock_flag(&e->free_lock);
-    if (n_deps <= INLINE_DEPS) {
-        op->deps = op->inline_deps;
-    } else {
-        if (op->big_cap < n_deps) {
-            dep_entry *d = realloc(op->big_deps, sizeof(*d) * (size_t)n_deps);
-            if (!d) {
-                free_op(e, op);
-                return NULL;
-            }
-            op->big_deps = d;
-            op->big_cap = n_deps;
+    op->big = NULL;
+    op->deps = op->inline_deps;
+    if (n_deps > INLINE_DEPS) {
+        int c = 3;
+        while ((1 << c) < n_deps) c++;
+        dep_buf *b = e->free_bufs[c];
+        if (b) {
+            e->free_bufs[c] = b->next;
+        } else if ((b = malloc(sizeof(*b) + sizeof(dep_entry) * ((size_t)1 << c)))) {
+            b->e = (dep_entry *)(b + 1);
+            b->size_class = c;
+            b->all = e->all_bufs;
+            e->all_bufs = b;
+        } else {
+            op->next = e->free_ops;
+            e->free_ops = op;
+            unlock_flag(&e->free_lock);
+            return NULL;
         }
-        op->deps = op->big_deps;
+        op->big = b;
+        op->deps = b->e;
     }
+    unlock_flag(&e->free_lock);
     op->next = NULL;
     op->ready_ticks = 0;
     op->woken = NULL;
@@ -200,6 +221,11 @@ static engine_op *alloc_op(pardo_engine *e, int n_deps) {
 
 static void free_op(pardo_engine *e, engine_op *op) {
     lock_flag(&e->free_lock);
+    if (op->big) {
+        op->big->next = e->free_bufs[op->big->size_class];
+        e->free_bufs[op->big->size_class] = op->big;
+        op->big = NULL;
+    }
     op->next = e->free_ops;
     e->free_ops = op;
     unlock_flag(&e->free_lock);
@@ -243,10 +269,15 @@ void pardo_engine_shutdown(void) {
     if (atomic_load(&e->pending) != 0 || e->n_dispatchers != 0) return; /* still in use: keep it all */
     for (chunk *c = e->chunks, *next; c; c = next) {
         next = c->next;
-        for (int i = 0; c->ops && i < CHUNK; i++) free(((engine_op *)c->blocks)[i].big_deps);
         free(c->blocks);
         free(c);
     }
+    for (dep_buf *b = e->all_bufs, *next; b; b = next) {
+        next = b->all;
+        free(b);
+    }
+    e->all_bufs = NULL;
+    memset(e->free_bufs, 0, sizeof(e->free_bufs));
     e->chunks = NULL;
     e->free_ops = NULL;
     e->free_vars = NULL;
