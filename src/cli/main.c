@@ -88,8 +88,8 @@ int main(int argc, char **argv) {
         if (strcmp(cmd, commands[i].name) == 0) {
             int rc = commands[i].fn(argc - 2, argv + 2);
             /* join the pool's workers: a clean exit (valgrind counts the stacks of threads never joined) */
+            pardo_engine_shutdown(); /* its free lists; its spinning dispatchers give their workers back */
             pardo_thread_pool_shutdown();
-            pardo_engine_shutdown(); /* its free lists, once no dispatcher can run */
             return rc;
         }
     fprintf(stderr, "pardo: unknown command '%s' (expected run, train, transpile, check, ops, dot or trace)\n\n%s",

@@ -98,6 +98,7 @@ struct pardo_engine {
     _Alignas(PARDO_CACHE_LINE) atomic_int n_ready; // ops in the FIFO, read by spinning dispatchers
     int n_dispatchers;            // dispatcher tasks submitted and not yet returned
     atomic_int n_spinning;        // dispatchers spinning on an empty FIFO (they take the next op)
+    atomic_bool stopping;         // shutdown: spinning dispatchers give their workers back at once
     int max_dispatchers;          // the pool's workers (its size - 1); -1 until the first push
     pardo_pool_task *tasks;       // max_dispatchers slots; owned
     int *free_slots, n_free_slots;
@@ -266,7 +267,17 @@ static void free_var(pardo_engine *e, pardo_var *v) {
 
 void pardo_engine_shutdown(void) {
     pardo_engine *e = &engine;
-    if (atomic_load(&e->pending) != 0 || e->n_dispatchers != 0) return; /* still in use: keep it all */
+    if (atomic_load(&e->pending) != 0) return; /* still in use: keep it all */
+    /* dispatchers may still spin for more work (up to 2 ms): tell them to stop, and wait until they have */
+    atomic_store(&e->stopping, true);
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        int running = e->n_dispatchers;
+        pthread_mutex_unlock(&e->mu);
+        if (running == 0) break;
+        pardo_cpu_relax();
+    }
+    atomic_store(&e->stopping, false);
     for (chunk *c = e->chunks, *next; c; c = next) {
         next = c->next;
         free(c->blocks);
@@ -568,7 +579,9 @@ static void run_chain(pardo_engine *e, engine_op *op) {
 }
 
 static bool fifo_has_ops(void *arg) {
-    return atomic_load_explicit(&((pardo_engine *)arg)->n_ready, memory_order_acquire) > 0;
+    const pardo_engine *e = arg;
+    return atomic_load_explicit(&e->n_ready, memory_order_acquire) > 0 ||
+           atomic_load_explicit(&e->stopping, memory_order_relaxed);
 }
 
 /* A pool task: runs ready ops until the FIFO stays empty for a spin, then

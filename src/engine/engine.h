@@ -77,9 +77,11 @@ int64_t pardo_engine_op_ready_ticks(void);
 /* Ops pushed and not yet finished (a snapshot). */
 int64_t pardo_engine_pending(pardo_engine *e);
 
-/* Frees the engine's free lists (main calls it after the pool's shutdown,
- * before it returns, so that valgrind sees nothing held); a no-op while ops
- * are pending. No var may be used after it. Not thread-safe. */
+/* Frees the engine's free lists (main calls it before it returns, so that
+ * valgrind sees nothing held), after making the dispatchers still spinning
+ * for work give their pool workers back; a no-op while ops are pending. No
+ * var may be used after it. Not thread-safe: nothing may use the engine
+ * during the call. */
 void pardo_engine_shutdown(void);
 
 #endif
