@@ -65,11 +65,14 @@ bool cli_parse_double(const char *cmd, const char *flag, const char *text, doubl
  * pardo_program_free. */
 pardo_program *cli_load_checked(const char *path);
 
-/* Parses the value of --executor for cmd: "sequential" or "dataflow" into
- * *out (pardo_exec_options.kind). On anything else prints a usage error
- * that names the flag, the value and the two choices, and returns false
- * (the caller's exit status is then CLI_BAD_INPUT). */
-bool cli_parse_executor(const char *cmd, const char *text, pardo_executor_kind *out);
+/* The flags run and train share that take a checked value: argv[*i] is
+ * --threads N (1..PARDO_MAX_THREADS, into *threads) or --executor
+ * auto|sequential|dataflow (into *executor, pardo_exec_options.kind). 1
+ * when it was one of them and its value is good (*i moved past the value),
+ * 0 when it is neither, -1 after printing a usage error that names the
+ * flag, the value and what was expected (the caller's exit status is then
+ * CLI_BAD_INPUT). */
+int cli_parse_exec_flag(const char *cmd, int argc, char **argv, int *i, long *threads, pardo_executor_kind *executor);
 
 /* run's and train's thread count: *threads as --threads gave it, or, where
  * it is 0 (not given), $PARDO_NUM_THREADS, else the online CPUs. False

@@ -51,7 +51,7 @@ bool cli_parse_double(const char *cmd, const char *flag, const char *text, doubl
     return true;
 }
 
-bool cli_parse_executor(const char *cmd, const char *text, pardo_executor_kind *out) {
+static bool parse_executor(const char *cmd, const char *text, pardo_executor_kind *out) {
     if (strcmp(text, "auto") == 0) {
         *out = PARDO_EXEC_AUTO;
         return true;
@@ -66,6 +66,18 @@ bool cli_parse_executor(const char *cmd, const char *text, pardo_executor_kind *
     }
     cli_usage_error(cmd, "--executor expects auto, sequential or dataflow, got '%s'", text);
     return false;
+}
+
+int cli_parse_exec_flag(const char *cmd, int argc, char **argv, int *i, long *threads, pardo_executor_kind *executor) {
+    const char *arg = argv[*i], *v;
+    if (cli_flag_is(arg, "--threads"))
+        return (v = cli_flag_value(cmd, argc, argv, i, "--threads")) &&
+                       cli_parse_int(cmd, "--threads", v, 1, PARDO_MAX_THREADS, threads)
+                   ? 1
+                   : -1;
+    if (cli_flag_is(arg, "--executor"))
+        return (v = cli_flag_value(cmd, argc, argv, i, "--executor")) && parse_executor(cmd, v, executor) ? 1 : -1;
+    return 0;
 }
 
 bool cli_flag_is(const char *arg, const char *flag) {

@@ -97,6 +97,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
     a->steps = 1;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i], *v;
+        int shared = cli_parse_exec_flag("run", argc, argv, &i, &a->threads, &a->executor);
+        if (shared < 0) return CLI_BAD_INPUT;
+        if (shared > 0) continue;
         if (cli_is_help(arg)) {
             fputs(run_help, stdout);
             return CLI_OK;
@@ -126,14 +129,6 @@ static int parse_args(int argc, char **argv, run_args *a) {
         } else if (cli_flag_is(arg, "--steps")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--steps")) ||
                 !cli_parse_int("run", "--steps", v, 1, 1000000000L, &a->steps))
-                return CLI_BAD_INPUT;
-        } else if (cli_flag_is(arg, "--threads")) {
-            if (!(v = cli_flag_value("run", argc, argv, &i, "--threads")) ||
-                !cli_parse_int("run", "--threads", v, 1, PARDO_MAX_THREADS, &a->threads))
-                return CLI_BAD_INPUT;
-        } else if (cli_flag_is(arg, "--executor")) {
-            if (!(v = cli_flag_value("run", argc, argv, &i, "--executor")) ||
-                !cli_parse_executor("run", v, &a->executor))
                 return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--device")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--device")) || !parse_device(v, a)) return CLI_BAD_INPUT;

@@ -137,6 +137,9 @@ static int parse_args(int argc, char **argv, train_args *a) {
     a->epochs = 1;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i], *v;
+        int shared = cli_parse_exec_flag("train", argc, argv, &i, &a->threads, &a->executor);
+        if (shared < 0) return CLI_BAD_INPUT;
+        if (shared > 0) continue;
         if (cli_is_help(arg)) {
             fputs(train_help, stdout);
             return CLI_OK;
@@ -161,14 +164,6 @@ static int parse_args(int argc, char **argv, train_args *a) {
                 !cli_parse_int("train", "--seed", v, 0, LONG_MAX, &a->seed))
                 return CLI_BAD_INPUT;
             a->seed_given = true;
-        } else if (cli_flag_is(arg, "--threads")) {
-            if (!(v = cli_flag_value("train", argc, argv, &i, "--threads")) ||
-                !cli_parse_int("train", "--threads", v, 1, PARDO_MAX_THREADS, &a->threads))
-                return CLI_BAD_INPUT;
-        } else if (cli_flag_is(arg, "--executor")) {
-            if (!(v = cli_flag_value("train", argc, argv, &i, "--executor")) ||
-                !cli_parse_executor("train", v, &a->executor))
-                return CLI_BAD_INPUT;
         } else if (strcmp(arg, "--shuffle") == 0) {
             a->shuffle = true;
         } else if (strcmp(arg, "--drop-last") == 0) {
