@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "trace/trace_report.h"
+#include "trace/trace_sbuf.h"
 
 #define MAX_DEPTH 8
 #define ROW_H 18.0    // px per nesting level
@@ -29,54 +30,6 @@ static const char *const type_colors[] = {
 static const char *const pd_colors[] = {"#6a3d9a", "#b15928", "#1f78b4", "#33a02c", "#e31a1c"};
 #define N_PD_COLORS ((int)(sizeof pd_colors / sizeof pd_colors[0]))
 #define OTHER_COLOR "#8d8d8d"
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1 << 16;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) {
-        sb_put(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
-        b->oom = true;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_put(b, big, (size_t)n);
-    free(big);
-}
 
 /* s with &, <, >, " and ' escaped for XML text and attributes; at most max
  * bytes of s (0: all), "..." appended when cut. Control characters other

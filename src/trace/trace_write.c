@@ -15,55 +15,7 @@
 
 #include "cli/version.h"
 #include "io/file_io.h"
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static bool sb_reserve(sbuf *b, size_t n) {
-    if (b->oom) return false;
-    if (b->len + n + 1 <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 1 << 16;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-        b->oom = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (!sb_reserve(b, n)) return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) {
-        sb_put(b, tmp, (size_t)n);
-        return;
-    }
-    if (!sb_reserve(b, (size_t)n)) return;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
+#include "trace/trace_sbuf.h"
 
 /* A decimal integer (the writer's hot path: no printf). */
 static void sb_int(sbuf *b, long long v) {
