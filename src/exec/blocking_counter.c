@@ -9,11 +9,7 @@ void pardo_blocking_counter_init(pardo_blocking_counter *c, int n) {
     PARDO_ASSERT(n >= 0);
     atomic_init(&c->state, (unsigned)n << 1);
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    pardo_cond_init_monotonic(&c->cv);
     c->notified = false;
 }
 

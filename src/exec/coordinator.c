@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "exec/spin.h"
+
 typedef struct coord_task {
     char *name; // owned; NULL for a free slot
     bool running;
@@ -39,11 +41,7 @@ pardo_coordinator *pardo_coordinator_new(void) {
     pardo_coordinator *c = calloc(1, sizeof(*c));
     if (!c) return NULL;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    pardo_cond_init_monotonic(&c->cv);
     pardo_status_clear(&c->status);
     return c;
 }

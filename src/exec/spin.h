@@ -5,6 +5,7 @@
 #ifndef PARDO_SPIN_H
 #define PARDO_SPIN_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -38,6 +39,17 @@ static inline void pardo_cpu_relax(void) {
 #elif defined(__aarch64__) || defined(__arm__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+/* Initialises cv for timed waits against CLOCK_MONOTONIC (the clock
+ * pardo_now_ns reads), so that a wall-clock change does not stretch or cut
+ * a timeout. Pair with pthread_cond_destroy. */
+static inline void pardo_cond_init_monotonic(pthread_cond_t *cv) {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
 }
 
 /* Monotonic time in nanoseconds. */

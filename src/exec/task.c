@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "exec/spin.h"
 #include "exec/thread_pool.h"
 
 struct pardo_task {
@@ -49,17 +50,9 @@ bool pardo_task_should_stop(const pardo_task *t) { return t && atomic_load(&t->g
 
 bool pardo_task_group_interrupted(const pardo_task_group *g) { return atomic_load(&g->interrupted); }
 
-static void init_monotonic_cond(pthread_cond_t *cv) {
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
 void pardo_wait_post_init(pardo_wait_post *w) {
     pthread_mutex_init(&w->mu, NULL);
-    init_monotonic_cond(&w->cv);
+    pardo_cond_init_monotonic(&w->cv);
     w->posted = false;
 }
 
