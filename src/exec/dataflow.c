@@ -76,8 +76,6 @@ static int index_of(pardo_executor *ex, const char *name) {
     return (int)(v - blk->vars);
 }
 
-/* The engine var of block 0's var `name`. */
-static pardo_var *var_of(pardo_executor *ex, const char *name) { return ex->df->vars[index_of(ex, name)]; }
 
 static bool listed_index(const int *a, int n, int v) {
     for (int i = 0; i < n; i++)
@@ -373,8 +371,10 @@ int pardo_dataflow_push_step(pardo_executor *ex, pardo_status *st) {
 int pardo_dataflow_fetch_wait(pardo_executor *ex, const char *name, pardo_status *st) {
     pardo_dataflow *df = ex->df;
     if (!df || !df->pushed) return PARDO_OK;
-    if (!pardo_block_find_var(&ex->prog->blocks[0], name)) return PARDO_OK; /* fetch says there is none */
-    int rc = pardo_engine_wait_to_read(df->e, var_of(ex, name), st);
+    const pardo_block *blk = &ex->prog->blocks[0];
+    const pardo_graph_var *v = pardo_block_find_var(blk, name);
+    if (!v) return PARDO_OK; /* fetch says there is none */
+    int rc = pardo_engine_wait_to_read(df->e, df->vars[v - blk->vars], st);
     if (rc == PARDO_OK) return PARDO_OK;
     /* the var's error is the op's that poisoned it; the step's may be an earlier op's */
     for (int u = 0; u < df->n_units; u++)

@@ -520,10 +520,6 @@ static bool dataflow(pardo_executor *ex) {
     return ex->opt.kind == PARDO_EXEC_DATAFLOW && ex->opt.device == PARDO_DEVICE_CPU;
 }
 
-pardo_executor_kind pardo_executor_kind_of(pardo_executor *ex) {
-    return dataflow(ex) ? PARDO_EXEC_DATAFLOW : PARDO_EXEC_SEQUENTIAL;
-}
-
 bool pardo_executor_overlaps_input(pardo_executor *ex) {
     return dataflow(ex) || ex->opt.device == PARDO_DEVICE_CUDA;
 }

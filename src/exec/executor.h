@@ -175,10 +175,6 @@ pardo_tensor *pardo_executor_pool_take(pardo_executor *ex, const pardo_scope *sc
  * output of such an executor, else releases it. */
 void pardo_executor_pool_put(pardo_executor *ex, const pardo_scope *scope, pardo_tensor *t);
 
-/* How block 0 runs: sequential or dataflow (auto settled, CPU fallback
- * applied; settles auto if no run has yet). */
-pardo_executor_kind pardo_executor_kind_of(pardo_executor *ex);
-
 /* The run's thread count (pardo_exec_options.nthreads). */
 int pardo_executor_nthreads(const pardo_executor *ex);
 

@@ -341,12 +341,6 @@ void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int6
     pool_for(width, n, fn, arg, false);
 }
 
-bool pardo_thread_pool_help_one(void) {
-    for_job *j = atomic_load_explicit(&pool.queued, memory_order_relaxed) > 0 ? take_helper_run() : NULL;
-    if (j) for_helper(j);
-    return j != NULL;
-}
-
 bool pardo_thread_pool_spin_helping(bool (*cond)(void *arg), void *arg, uint64_t spin_ns) {
     pardo_spin sp = {.budget = spin_ns};
     bool met;

@@ -81,13 +81,6 @@ void pardo_thread_pool_for_idle(int width, int64_t n, void (*fn)(void *arg, int6
  * to. A snapshot, for tests and the loop above. */
 int pardo_thread_pool_idle_awake(void);
 
-/* Runs one run of a queued fork's helper task (items of a
- * pardo_thread_pool_for waiting for helpers), if there is one; true when it
- * ran one. Never a submitted task. For threads that would otherwise idle
- * while they wait for something else (the engine's dispatchers and waits),
- * so that they help as a worker would. */
-bool pardo_thread_pool_help_one(void);
-
 /* Until cond(arg) holds: runs queued forks' helper runs, spinning up to
  * spin_ns (0: PARDO_SPIN_NS) since the start or, after a helper run, the
  * longer of that and pardo_spin_budget of the run; counted among the threads

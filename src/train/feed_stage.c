@@ -49,11 +49,8 @@ int pardo_feed_stage_new(int n, bool to_gpu, pardo_feed_stage **out, pardo_statu
 void pardo_feed_stage_free(pardo_feed_stage *s) {
     if (!s) return;
     pardo_status ignored;
-    for (int k = 0; k < 2; k++)
-        if (s->sets[k].var) {
-            pardo_engine_wait_to_read(s->e, s->sets[k].var, &ignored);
-            pardo_engine_delete_var(s->e, s->sets[k].var, &ignored);
-        }
+    for (int k = 0; k < 2; k++) /* each after the copy pending on it; wait_all waits for both */
+        if (s->sets[k].var) pardo_engine_delete_var(s->e, s->sets[k].var, &ignored);
     pardo_engine_wait_all(s->e, &ignored);
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < s->n; i++) pardo_tensor_release(s->sets[k].tensors[i]);
