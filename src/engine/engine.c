@@ -71,6 +71,7 @@ struct engine_op {
     dep_entry inline_deps[INLINE_DEPS];
     struct dep_buf *big; // more entries than fit inline: a buffer of the engine's, given back with the block
     atomic_bool *woken;  // OP_WAIT: the waiter's flag
+    pardo_var *poison;   // a var of the op that held an error when the op became ready (it does not run)
     int64_t ready_ticks; // trace ticks when it became ready (0: no trace then)
     engine_op *next;     // the ready FIFO, a list of ready ops, the free list
 };
@@ -417,7 +418,27 @@ typedef struct ready_list {
     int n;
 } ready_list;
 
+static bool var_has_err(pardo_engine *e, const pardo_var *v);
+
+/* A var of op's that holds an error now, or NULL. Decided when the op
+ * becomes ready: a wait_to_read granted with it may clear the error before
+ * the op runs. The error's text stays in the var (a clear only marks it),
+ * and nothing rewrites it before the op ends: that takes a write of the
+ * var, which waits for the op. */
+static pardo_var *poisoned_var(pardo_engine *e, engine_op *op) {
+    if (atomic_load_explicit(&e->errors_live, memory_order_acquire) == 0) return NULL;
+    for (int i = 0; i < op->n_deps; i++) {
+        pardo_var *v = op->deps[i].var;
+        lock_flag(&v->lock);
+        bool bad = var_has_err(e, v);
+        unlock_flag(&v->lock);
+        if (bad) return v;
+    }
+    return NULL;
+}
+
 static void ready_add(ready_list *l, engine_op *op) {
+    op->poison = op->kind == OP_USER ? poisoned_var(&engine, op) : NULL;
     op->next = NULL;
     op->ready_ticks = pardo_trace_on() ? pardo_trace_ticks() : 0;
     if (l->tail) l->tail->next = op;
@@ -499,20 +520,6 @@ static bool var_has_err(pardo_engine *e, const pardo_var *v) {
     return v->has_err && v->err_epoch == atomic_load_explicit(&e->epoch, memory_order_relaxed);
 }
 
-/* Copies the error of one of op's vars into st, if one has one. */
-static bool find_poison(pardo_engine *e, engine_op *op, pardo_status *st) {
-    if (atomic_load_explicit(&e->errors_live, memory_order_acquire) == 0) return false;
-    for (int i = 0; i < op->n_deps; i++) {
-        pardo_var *v = op->deps[i].var;
-        lock_flag(&v->lock);
-        bool bad = var_has_err(e, v);
-        if (bad) *st = v->err;
-        unlock_flag(&v->lock);
-        if (bad) return true;
-    }
-    return false;
-}
-
 /* Leaves st on every var op writes that has no error yet. */
 static void stamp_writes(pardo_engine *e, engine_op *op, const pardo_status *st) {
     atomic_fetch_add_explicit(&e->errors_live, 1, memory_order_release);
@@ -537,8 +544,12 @@ static void run_op(pardo_engine *e, engine_op *op, ready_list *ready) {
     pardo_status st;
     st.code = PARDO_OK;
     st.msg[0] = '\0';
-    bool poisoned = find_poison(e, op, &st);
-    if (!poisoned) {
+    bool poisoned = op->poison != NULL;
+    if (poisoned) {
+        lock_flag(&op->poison->lock);
+        st = op->poison->err;
+        unlock_flag(&op->poison->lock);
+    } else {
         const char *outer = running_op;
         int64_t outer_ready = running_ready_ticks;
         running_op = op->name ? op->name : "";
