@@ -7,6 +7,7 @@
  * run as one kernel (fusion_plan.h) with the same bits. */
 #include <check.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,42 @@ START_TEST(pool_reuses_by_size) {
     ck_assert_int_eq(pool.n, 1);
     pardo_tensor_pool_clear(&pool);
     pardo_tensor_release(shared);
+}
+END_TEST
+
+typedef struct pool_put_job {
+    pardo_tensor_pool *pool;
+    pardo_tensor *t;
+} pool_put_job;
+
+static void *put_from_another_thread(void *arg) {
+    pool_put_job *j = arg;
+    pardo_tensor_pool_put(j->pool, j->t);
+    return NULL;
+}
+
+/* Of two free tensors of the right size, a thread takes the one it put
+ * itself, even when another thread put one more recently (that one's lines
+ * sit in the other core's cache); with none of its own it takes the other. */
+START_TEST(pool_prefers_the_takers_own_tensors) {
+    pardo_status st;
+    pardo_tensor_pool pool;
+    pardo_tensor_pool_init(&pool);
+    pool.shared = true;
+    int64_t s8[] = {8};
+    pardo_tensor *mine = pardo_tensor_new_cpu(PARDO_F32, 1, s8, &st), *theirs = pardo_tensor_new_cpu(PARDO_F32, 1, s8, &st);
+    pardo_tensor_pool_put(&pool, mine);
+    pool_put_job j = {&pool, theirs};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, put_from_another_thread, &j), 0);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_int_eq(pool.n, 2);
+    ck_assert_ptr_eq(pardo_tensor_pool_take(&pool, PARDO_F32, 1, s8), mine);
+    ck_assert_ptr_eq(pardo_tensor_pool_take(&pool, PARDO_F32, 1, s8), theirs);
+    ck_assert_int_eq(pool.n, 0);
+    pardo_tensor_release(mine);
+    pardo_tensor_release(theirs);
+    pardo_tensor_pool_clear(&pool);
 }
 END_TEST
 
@@ -365,6 +402,7 @@ Suite *make_memory_suite(void) {
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, release_plan_frees_after_the_last_reader);
     tcase_add_test(tc, pool_reuses_by_size);
+    tcase_add_test(tc, pool_prefers_the_takers_own_tensors);
     tcase_add_test(tc, executor_frees_dead_temporaries);
     tcase_add_test(tc, parallel_steady_state_allocates_nothing);
     tcase_add_test(tc, backward_leaves_out_unread_forward_values);

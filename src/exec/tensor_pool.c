@@ -17,6 +17,12 @@ static void pool_unlock(pardo_tensor_pool *pool) {
     if (pool->shared) atomic_flag_clear_explicit(&pool->lock, memory_order_release);
 }
 
+/* This thread's tag in `freer`: the address of a thread-local. */
+static const void *this_thread(void) {
+    static _Thread_local char tag;
+    return &tag;
+}
+
 void pardo_tensor_pool_init(pardo_tensor_pool *pool) {
     memset(pool, 0, sizeof(*pool));
     atomic_flag_clear(&pool->lock);
@@ -25,6 +31,7 @@ void pardo_tensor_pool_init(pardo_tensor_pool *pool) {
 void pardo_tensor_pool_clear(pardo_tensor_pool *pool) {
     for (int i = 0; i < pool->n; i++) pardo_tensor_release(pool->free[i]);
     free(pool->free);
+    free(pool->freer);
     memset(pool, 0, sizeof(*pool));
 }
 
@@ -38,14 +45,17 @@ void pardo_tensor_pool_put(pardo_tensor_pool *pool, pardo_tensor *t) {
     if (pool->n == pool->cap) {
         int cap = pool->cap ? pool->cap * 2 : 16;
         pardo_tensor **f = realloc(pool->free, sizeof(*f) * (size_t)cap);
-        if (!f) {
+        if (f) pool->free = f;
+        const void **w = f ? realloc(pool->freer, sizeof(*w) * (size_t)cap) : NULL;
+        if (w) pool->freer = w;
+        if (!f || !w) {
             pool_unlock(pool);
             pardo_tensor_release(t); /* no room to keep it: free it instead */
             return;
         }
-        pool->free = f;
         pool->cap = cap;
     }
+    pool->freer[pool->n] = this_thread();
     pool->free[pool->n++] = t;
     pool->bytes += t->nbytes;
     pool_unlock(pool);
@@ -55,15 +65,25 @@ pardo_tensor *pardo_tensor_pool_take(pardo_tensor_pool *pool, pardo_dtype dtype,
     int64_t numel = pardo_shape_numel(ndim, shape);
     if (numel <= 0 || ndim < 0 || ndim > PARDO_MAX_DIMS) return NULL;
     size_t nbytes = (size_t)numel * pardo_dtype_size(dtype);
+    const void *me = this_thread();
     pardo_tensor *t = NULL;
     pool_lock(pool);
-    for (int i = pool->n - 1; i >= 0; i--) /* the most recently freed first: likeliest still in cache */
+    int pick = -1; /* the most recently put by this thread, else the most recent */
+    for (int i = pool->n - 1; i >= 0; i--)
         if (pool->free[i]->nbytes == nbytes) {
-            t = pool->free[i];
-            pool->free[i] = pool->free[--pool->n];
-            pool->bytes -= nbytes;
-            break;
+            if (pick < 0) pick = i;
+            if (pool->freer[i] == me) {
+                pick = i;
+                break;
+            }
         }
+    if (pick >= 0) {
+        t = pool->free[pick];
+        pool->n--;
+        pool->free[pick] = pool->free[pool->n];
+        pool->freer[pick] = pool->freer[pool->n];
+        pool->bytes -= nbytes;
+    }
     pool_unlock(pool);
     if (!t) return NULL;
     t->dtype = dtype;
