@@ -13,7 +13,11 @@
 #                   $(PREFIX)/lib/pkgconfig/pardo.pc (PREFIX=/usr/local; DESTDIR is put in front of every path)
 #   make fuzz       build build-asan/pardo and feed it broken graphs, feeds, checkpoints, traces and command
 #                   lines (tools/fuzz/fuzz.py, Debian's python3-numpy; FUZZ_ARGS="--iterations N --seed S")
+#   make onnx-test  run the ONNX backend node tests (Debian's libonnx-testdata) through pardo's importer, with the
+#                   pass / fail / unsupported count per op type; fails on any fail or a pass count below
+#                   tests/onnx_pass_floor (skipped, saying so, where the test data or ONNX support is missing)
 # Switches: CUDA=0|1 (default: 1 where nvcc is found), BLAS=0|1 (default: 1 where pkg-config finds openblas),
+#           ONNX=0|1 (default: 1 where protoc-c, libprotobuf-c and onnx.proto are found),
 #           SANITIZE=address,undefined|thread,
 #           WERROR=1 (warnings are errors; CI sets it).
 
@@ -26,12 +30,19 @@ CUDA     ?= $(if $(NVCC),1,0)
 BLAS_FOUND := $(shell pkg-config --exists openblas 2>/dev/null && echo 1)
 BLAS     ?= $(if $(BLAS_FOUND),1,0)
 SANITIZE ?=
+# ONNX=1 reads .onnx models: onnx.proto (Debian's libonnx-dev) compiled by protoc-c, linked with libprotobuf-c.
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+PROTOC_C   ?= $(shell command -v protoc-c 2>/dev/null)
+ONNX_FOUND := $(shell test -n "$(PROTOC_C)" && test -f "$(ONNX_PROTO)" && pkg-config --exists libprotobuf-c 2>/dev/null && echo 1)
+ONNX       ?= $(if $(ONNX_FOUND),1,0)
 
 # A CPU-only build on a machine with nvcc gets its own folder, so the two never mix objects.
 NOCUDA_SUFFIX = $(if $(and $(NVCC),$(filter 0,$(CUDA))),-nocuda)
 # Likewise a BLAS=0 build where OpenBLAS is found.
 NOBLAS_SUFFIX = $(if $(and $(BLAS_FOUND),$(filter 0,$(BLAS))),-noblas)
-SUFFIX = $(NOCUDA_SUFFIX)$(NOBLAS_SUFFIX)
+# Likewise an ONNX=0 build where protobuf-c is found.
+NOONNX_SUFFIX = $(if $(and $(ONNX_FOUND),$(filter 0,$(ONNX))),-noonnx)
+SUFFIX = $(NOCUDA_SUFFIX)$(NOBLAS_SUFFIX)$(NOONNX_SUFFIX)
 ifeq ($(SANITIZE),)
   BUILD ?= build$(SUFFIX)
 else ifeq ($(SANITIZE),address,undefined)
@@ -63,6 +74,14 @@ ifeq ($(BLAS),1)
 else ifneq ($(BLAS),0)
   $(error BLAS must be 0 or 1 (got '$(BLAS)'))
 endif
+ifeq ($(ONNX),1)
+  ifeq ($(ONNX_FOUND),)
+    $(error ONNX=1 but protoc-c, libprotobuf-c or $(ONNX_PROTO) was not found (tools/install-deps.sh installs them))
+  endif
+  ONNX_LIBS = $(shell pkg-config --libs libprotobuf-c)
+else ifneq ($(ONNX),0)
+  $(error ONNX must be 0 or 1 (got '$(ONNX)'))
+endif
 
 WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wdouble-promotion
 ifeq ($(WERROR),1)
@@ -79,7 +98,8 @@ LDFLAGS += -pthread $(SAN_FLAGS)
 LDLIBS  += -lm
 
 # src/ is in rooms by concern (core, exec, io, trace, train, cli: see ARCHITECTURE.md), one folder deep.
-LIB_SRC := $(sort $(filter-out src/cli/main.c src/core/device_cuda.c src/core/device_none.c,$(wildcard src/*/*.c)) \
+ONNX_SRC := $(filter-out src/io/onnx_none.c,$(wildcard src/io/onnx*.c))
+LIB_SRC := $(sort $(filter-out src/cli/main.c src/core/device_cuda.c src/core/device_none.c $(wildcard src/io/onnx*.c),$(wildcard src/*/*.c)) \
              $(wildcard ops/*.c) $(wildcard transpiler/*.c))
 CU_SRC  :=
 ifeq ($(CUDA),1)
@@ -91,9 +111,16 @@ ifeq ($(CUDA),1)
 else
   LIB_SRC += src/core/device_none.c
 endif
+ifeq ($(ONNX),1)
+  # onnx.pb-c.[ch] generated into the build folder from Debian's onnx.proto
+  ONNX_GEN := $(BUILD)/gen/onnx.pb-c.c
+  LIB_SRC  += $(ONNX_SRC)
+else
+  LIB_SRC  += src/io/onnx_none.c
+endif
 TEST_SRC := $(wildcard tests/check_*.c) $(filter-out tests/check_%,$(wildcard tests/*.c))
 
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o) $(ONNX_GEN:%.c=%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libpardo.a
 BIN      := $(BUILD)/pardo
@@ -101,13 +128,23 @@ TEST_BIN := $(BUILD)/check_pardo
 BENCH_BINS := $(BUILD)/tools/bench/bench_threads $(BUILD)/tools/bench/bench_pardo $(BUILD)/tools/bench/bench_gemm \
               $(BUILD)/tools/bench/bench_engine
 
-.PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps install
+.PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps install onnx-test
 all: $(BIN) $(LIB)
 
 deps:
 	@pkg-config --exists libcjson check || tools/install-deps.sh
 
 $(BUILD)/src/core/device_cuda.o: CFLAGS += $(CUDA_CFLAGS)
+# The importer includes the generated header; protoc-c's code is compiled without pardo's warning set.
+$(ONNX_SRC:%.c=$(BUILD)/%.o): CFLAGS += -I$(BUILD)/gen $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
+$(ONNX_SRC:%.c=$(BUILD)/%.o): $(BUILD)/gen/onnx.pb-c.h
+$(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h: $(ONNX_PROTO)
+	@mkdir -p $(dir $@)
+	@echo "  PROTOC-C $<"
+	$(Q)$(PROTOC_C) --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(BUILD)/gen $(ONNX_PROTO)
+$(BUILD)/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
+	@echo "  CC    $<"
+	$(Q)$(CC) -std=c11 $(OPT) -g -w $(SAN_FLAGS) -I$(BUILD)/gen $(shell pkg-config --cflags libprotobuf-c 2>/dev/null) -c $< -o $@
 $(BUILD)/ops/gemm_blas.o: CFLAGS += $(BLAS_CFLAGS)
 # The kernels' loops are vectorised at the default -O2 too (GCC's -O2 cost model leaves loops with run-time trip
 # counts scalar); vectorising elementwise loops does not change a float result. OPT=-O0/-O1 builds are left alone.
@@ -133,11 +170,11 @@ $(LIB): $(LIB_OBJ)
 
 $(BIN): $(BUILD)/src/cli/main.o $(LIB)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 $(TEST_BIN): $(TEST_OBJ) $(LIB)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CHECK_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(CHECK_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
 # The bench's C drivers; bench_gemm times OpenBLAS directly wherever pkg-config finds it (even with BLAS=0).
 ifneq ($(BLAS_FOUND),)
@@ -147,7 +184,23 @@ endif
 $(BUILD)/tools/bench/bench_gemm.o: CFLAGS += $(BENCH_BLAS_CFLAGS)
 $(BENCH_BINS): %: %.o $(LIB)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(BLAS_LIBS) $(BENCH_BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(BENCH_BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+
+# make onnx-test: the node tests' runner (it reads the models with the generated protobuf code, like the importer).
+ONNX_TEST_BIN := $(BUILD)/tools/onnx_test/onnx_node_test
+ONNX_TEST_DATA ?= /usr/share/libonnx-testdata/data/node
+$(BUILD)/tools/onnx_test/onnx_node_test.o: CFLAGS += -I$(BUILD)/gen $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
+$(BUILD)/tools/onnx_test/onnx_node_test.o: $(ONNX_GEN:.c=.h)
+$(ONNX_TEST_BIN): %: %.o $(LIB)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+ifeq ($(ONNX),1)
+onnx-test: $(ONNX_TEST_BIN)
+	./$(ONNX_TEST_BIN) --data $(ONNX_TEST_DATA) --floor tests/onnx_pass_floor
+else
+onnx-test:
+	@echo "onnx-test: skipped (this build has no ONNX support: make ONNX=1 with protobuf-c installed)"
+endif
 
 # ASan in a process that loads the CUDA runtime needs the shadow gap unprotected.
 # Sanitizer builds run 3 to 10 times slower: give Check's per-test timeout room.
@@ -194,7 +247,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 INSTALL ?= install
 PARDO_VERSION := $(shell sed -n 's/^\#define PARDO_VERSION "\(.*\)"/\1/p' src/cli/version.h)
-PC_LIBS = -L$${libdir} -lpardo $(DEP_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++) -pthread $(SAN_FLAGS)
+PC_LIBS = -L$${libdir} -lpardo $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++) -pthread $(SAN_FLAGS)
 install: $(BIN) $(LIB)
 	$(INSTALL) -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/pardo/core
 	$(INSTALL) -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/pardo
@@ -219,4 +272,4 @@ clean:
 	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda \
 	      build-noblas build-asan-noblas build-tsan-noblas build-nocuda-noblas build-asan-nocuda-noblas build-tsan-nocuda-noblas
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/cli/main.d $(BENCH_BINS:=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/cli/main.d $(BENCH_BINS:=.d) $(ONNX_TEST_BIN).d

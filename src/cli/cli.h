@@ -11,6 +11,7 @@
 
 #include "core/graph.h"
 #include "core/status.h"
+#include "core/tensor_list.h"
 #include "exec/executor.h"
 
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_BAD_INPUT = 2, CLI_INTERRUPTED = 130 };
@@ -22,6 +23,7 @@ int pardo_cli_dot(int argc, char **argv);
 int pardo_cli_transpile(int argc, char **argv);
 int pardo_cli_train(int argc, char **argv);
 int pardo_cli_trace(int argc, char **argv);
+int pardo_cli_import(int argc, char **argv);
 
 /* Prints the summary tables of a Chrome trace held in memory (json, len
  * bytes; borrowed), named `name` in the heading, to f: `pardo run
@@ -60,10 +62,36 @@ bool cli_parse_int(const char *cmd, const char *flag, const char *text, long lo,
  * prints a usage error for cmd and returns false. */
 bool cli_parse_double(const char *cmd, const char *flag, const char *text, double lo, double hi, double *out);
 
-/* Loads the graph at path and runs the check passes (validate, infer shapes).
- * On failure prints the error and returns NULL; the caller frees with
- * pardo_program_free. */
+/* Loads the graph file or ONNX model at path (by content) and runs the
+ * check passes (validate, infer shapes). An ONNX model's params' tensors
+ * are kept for cli_model_weights. On failure prints the error and returns
+ * NULL; the caller frees with pardo_program_free. */
 pardo_program *cli_load_checked(const char *path);
+
+/* The weights of the model cli_load_checked loaded last (an ONNX model's
+ * params; empty for a graph file): borrowed, valid until the next load or
+ * cli_model_release. */
+const pardo_tensor_list *cli_model_weights(void);
+
+/* Whether the model cli_load_checked loaded last was an ONNX model. */
+bool cli_model_is_onnx(void);
+
+/* Releases the model's weights (main, before exit). */
+void cli_model_release(void);
+
+/* *ckpt (initialised here; the caller clears it) = the checkpoint at load
+ * (may be NULL) plus the model's weights it does not name. CLI_OK, or the
+ * exit status after printing the error. */
+int cli_checkpoint_with_weights(const char *load, pardo_tensor_list *ckpt);
+
+/* The weights file for graph file `graph`: `given`, or graph with
+ * .safetensors for .json, into buf (n bytes). CLI_BAD_INPUT if too long. */
+int cli_weights_path(const char *graph, const char *given, char *buf, size_t n);
+
+/* Writes the model's weights (if any) to `weights`, then p to `out`
+ * (removing the weights again when the graph cannot be written). CLI_OK or
+ * CLI_FAILED after printing the error. */
+int cli_write_graph_and_weights(const pardo_program *p, const char *out, const char *weights);
 
 /* The flags run and train share that take a checked value: argv[*i] is
  * --threads N (1..PARDO_MAX_THREADS, into *threads) or --executor

@@ -11,6 +11,8 @@
 #include "exec/thread_pool.h"
 #include "trace/trace.h"
 #include "io/graph_json.h"
+#include "io/model_load.h"
+#include "io/safetensors.h"
 #include "pass.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -96,11 +98,40 @@ const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const
     return argv[++*i];
 }
 
+/* The loaded model's weights (an ONNX model's initializers); one model per process. */
+static pardo_tensor_list model_weights;
+static bool model_is_onnx;
+
+const pardo_tensor_list *cli_model_weights(void) { return &model_weights; }
+
+bool cli_model_is_onnx(void) { return model_is_onnx; }
+
+void cli_model_release(void) { pardo_tensor_list_clear(&model_weights); }
+
+int cli_checkpoint_with_weights(const char *load, pardo_tensor_list *ckpt) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_tensor_list_init(ckpt);
+    if (load && pardo_safetensors_read(load, ckpt, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_BAD_INPUT;
+    }
+    for (int i = 0; i < model_weights.n; i++) /* the checkpoint's entries win */
+        if (!pardo_tensor_list_find(ckpt, model_weights.names[i]) &&
+            pardo_tensor_list_add(ckpt, model_weights.names[i], model_weights.tensors[i], &st) != PARDO_OK) {
+            cli_print_error(&st);
+            pardo_tensor_list_clear(ckpt);
+            return CLI_FAILED;
+        }
+    return CLI_OK;
+}
+
 pardo_program *cli_load_checked(const char *path) {
     pardo_status st;
     pardo_program *p = NULL;
     pardo_status_clear(&st);
-    if (pardo_graph_load(path, &p, &st) != PARDO_OK) {
+    pardo_tensor_list_clear(&model_weights);
+    if (pardo_model_load(path, &p, &model_weights, &model_is_onnx, &st) != PARDO_OK) {
         cli_print_error(&st);
         return NULL;
     }

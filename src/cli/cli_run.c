@@ -241,12 +241,8 @@ static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex)
     pardo_status_clear(&st);
     int rc;
     pardo_tensor_list ckpt;
-    pardo_tensor_list_init(&ckpt);
-    if (a->load && pardo_safetensors_read(a->load, &ckpt, &st) != PARDO_OK) {
-        cli_print_error(&st);
-        return CLI_BAD_INPUT;
-    }
-    rc = pardo_executor_init_vars(ex, a->load ? &ckpt : NULL, a->load, &st);
+    if ((rc = cli_checkpoint_with_weights(a->load, &ckpt)) != CLI_OK) return rc;
+    rc = pardo_executor_init_vars(ex, a->load || ckpt.n ? &ckpt : NULL, a->load ? a->load : a->graph, &st);
     pardo_tensor_list_clear(&ckpt);
     if (rc != PARDO_OK) {
         cli_print_error(&st);

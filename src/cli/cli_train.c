@@ -590,11 +590,12 @@ static int load_checkpoint(trainer *t, int64_t n_batches) {
     pardo_status st;
     pardo_status_clear(&st);
     pardo_tensor_list ckpt;
-    pardo_tensor_list_init(&ckpt);
     bool found = false;
-    int rc = a->load ? pardo_safetensors_read(a->load, &ckpt, &st) : PARDO_OK;
-    if (rc == PARDO_OK && a->load) rc = pardo_train_state_load(&ckpt, a->load, &t->state, &found, &st);
-    if (rc == PARDO_OK) rc = pardo_executor_init_vars(t->ex, a->load ? &ckpt : NULL, a->load, &st);
+    int rc = cli_checkpoint_with_weights(a->load, &ckpt);
+    if (rc != CLI_OK) return rc;
+    if (a->load) rc = pardo_train_state_load(&ckpt, a->load, &t->state, &found, &st);
+    if (rc == PARDO_OK)
+        rc = pardo_executor_init_vars(t->ex, a->load || ckpt.n ? &ckpt : NULL, a->load ? a->load : a->graph, &st);
     pardo_tensor_list_clear(&ckpt);
     if (rc != PARDO_OK) {
         cli_print_error(&st);

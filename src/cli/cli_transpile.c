@@ -10,7 +10,7 @@
 static const char transpile_help[] =
     "usage: pardo transpile GRAPH -o OUT [--parts N] [--backward LOSS]\n"
     "                       [--optimizer sgd|momentum|adam] [--lr X] [--mu X] [--nesterov]\n"
-    "                       [--beta1 X] [--beta2 X] [--epsilon X]\n"
+    "                       [--beta1 X] [--beta2 X] [--epsilon X] [--weights FILE]\n"
     "\n"
     "Rewrites a single-thread graph into a data-parallel one and writes it to OUT:\n"
     "every feed is split into parts (X -> X@PARTS), one parallel_do runs the forward,\n"
@@ -24,10 +24,12 @@ static const char transpile_help[] =
     "  --optimizer NAME   then one sgd, momentum or adam update per param (torch.optim's equations)\n"
     "  --lr X             learning rate (default 0.01)\n"
     "  --mu X, --nesterov momentum coefficient (0.9) and Nesterov's update\n"
-    "  --beta1 X, --beta2 X, --epsilon X   adam (0.9, 0.999, 1e-8)\n";
+    "  --beta1 X, --beta2 X, --epsilon X   adam (0.9, 0.999, 1e-8)\n"
+    "  --weights FILE     GRAPH is an ONNX model: its params' tensors go to FILE\n"
+    "                     (default: OUT with .safetensors for .json), for --load\n";
 
 typedef struct transpile_args {
-    const char *graph, *out;
+    const char *graph, *out, *weights;
     pardo_pass_options opt;
     bool lr_given;
 } transpile_args;
@@ -76,6 +78,8 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
             if (!(v = cli_flag_value("transpile", argc, argv, &i, "--optimizer"))) return CLI_BAD_INPUT;
             if (!pardo_optimizer_parse(v, &a->opt.optimizer))
                 return cli_usage_error("transpile", "--optimizer expects sgd, momentum or adam, got '%s'", v);
+        } else if (cli_flag_is(arg, "--weights")) {
+            if (!(a->weights = cli_flag_value("transpile", argc, argv, &i, "--weights"))) return CLI_BAD_INPUT;
         } else if (strcmp(arg, "--nesterov") == 0) {
             a->opt.nesterov = true;
         } else if (arg[0] == '-' && arg[1] != '\0') {
@@ -110,9 +114,21 @@ int pardo_cli_transpile(int argc, char **argv) {
         pardo_program_free(p);
         return CLI_BAD_INPUT;
     }
-    rc = pardo_graph_save(p, a.out, &st) == PARDO_OK ? CLI_OK : CLI_FAILED;
-    if (rc != CLI_OK) cli_print_error(&st);
-    else fprintf(stderr, "pardo: wrote %s (%d ops in block 0, %d in block 1)\n", a.out, p->blocks[0].n_ops,
+    char wpath[4096];
+    if (cli_model_is_onnx()) {
+        if (cli_weights_path(a.out, a.weights, wpath, sizeof wpath) != CLI_OK || strcmp(wpath, a.out) == 0) {
+            pardo_program_free(p);
+            return cli_usage_error("transpile", "bad --weights path");
+        }
+        rc = cli_write_graph_and_weights(p, a.out, wpath);
+    } else if (a.weights) {
+        pardo_program_free(p);
+        return cli_usage_error("transpile", "--weights is for an ONNX model; %s is a graph file", a.graph);
+    } else {
+        rc = pardo_graph_save(p, a.out, &st) == PARDO_OK ? CLI_OK : CLI_FAILED;
+        if (rc != CLI_OK) cli_print_error(&st);
+    }
+    if (rc == CLI_OK) fprintf(stderr, "pardo: wrote %s (%d ops in block 0, %d in block 1)\n", a.out, p->blocks[0].n_ops,
                  p->n_blocks > 1 ? p->blocks[1].n_ops : 0);
     pardo_program_free(p);
     return rc;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "io/onnx.h"
 #include "core/device.h"
 #include "engine/engine.h"
 #include "exec/thread_pool.h"
@@ -16,6 +17,8 @@ static const char usage[] =
     "\n"
     "pardo runs op graphs stored as JSON on CPU threads (and a CUDA GPU where one exists).\n"
     "\n"
+    "GRAPH is a pardo graph file (JSON) or an ONNX model (.onnx), told apart by content.\n"
+    "\n"
     "commands:\n"
     "  run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
     "            [--load CKPT] [--save CKPT] [--steps N] [--threads N] [--executor auto|sequential|dataflow]\n"
@@ -27,8 +30,10 @@ static const char usage[] =
     "            [--profile]\n"
     "                   train a training graph on .npy data sets, epoch by epoch, with evaluation\n"
     "  transpile GRAPH -o OUT [--parts N] [--backward LOSS] [--optimizer sgd|momentum|adam] [--lr X]\n"
-    "            [--mu X] [--nesterov] [--beta1 X] [--beta2 X] [--epsilon X]\n"
+    "            [--mu X] [--nesterov] [--beta1 X] [--beta2 X] [--epsilon X] [--weights FILE]\n"
     "                   append gradients and an optimizer, and rewrite for many CPU threads\n"
+    "  import MODEL.onnx -o GRAPH.json [--weights FILE.safetensors]\n"
+    "                   write an ONNX model as a pardo graph file and its params\n"
     "  check GRAPH [--fused]\n"
     "                   validate a graph; print its ops, vars, param count and inferred shapes\n"
     "                   (--fused: as run and train run it, after the fusion pass)\n"
@@ -50,6 +55,8 @@ static int print_version(void) {
     printf("matmul: %s (float32, on this CPU)\n", pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
     printf("BLAS: %s\n", pardo_gemm_blas_compiled() ? "built in (opened on first use; PARDO_GEMM=blas picks it)"
                                                      : "not built in (make BLAS=1)");
+    printf("ONNX: %s\n", pardo_onnx_built() ? "built in (pardo run|check|dot|transpile MODEL.onnx, pardo import)"
+                                             : "not built in (protobuf-c was not found at build time)");
     printf("CUDA: %s\n", pardo_device_compiled() ? "built in (--device cuda looks for a GPU at run time)"
                                                  : "not built in (nvcc was not found at build time)");
     return CLI_OK;
@@ -83,16 +90,18 @@ int main(int argc, char **argv) {
         {"transpile", pardo_cli_transpile},
         {"train", pardo_cli_train},
         {"trace", pardo_cli_trace},
+        {"import", pardo_cli_import},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0) {
             int rc = commands[i].fn(argc - 2, argv + 2);
             /* join the pool's workers: a clean exit (valgrind counts the stacks of threads never joined) */
+            cli_model_release();
             pardo_engine_shutdown(); /* its free lists; its spinning dispatchers give their workers back */
             pardo_thread_pool_shutdown();
             return rc;
         }
-    fprintf(stderr, "pardo: unknown command '%s' (expected run, train, transpile, check, ops, dot or trace)\n\n%s",
+    fprintf(stderr, "pardo: unknown command '%s' (expected run, train, transpile, import, check, ops, dot or trace)\n\n%s",
             cmd, usage);
     return CLI_BAD_INPUT;
 }

@@ -306,7 +306,8 @@ pardo_graph_var *pardo_program_lookup_var(const pardo_program *p, int block, con
 
 static size_t where_prefix(const pardo_program *p, int line, int col, char *buf, size_t n) {
     int w = 0;
-    if (p->path && line > 0) w = snprintf(buf, n, "%s:%d:%d: ", p->path, line, col);
+    if (p->path && line > 0 && col < 0) w = snprintf(buf, n, "%s: ONNX node %d: ", p->path, line - 1); /* onnx.h */
+    else if (p->path && line > 0) w = snprintf(buf, n, "%s:%d:%d: ", p->path, line, col);
     else if (p->path) w = snprintf(buf, n, "%s: ", p->path);
     else if (n) buf[0] = '\0';
     return w < 0 ? 0 : ((size_t)w < n ? (size_t)w : n);

@@ -72,7 +72,7 @@ typedef struct pardo_op {
     int n_out;
     pardo_value *attrs;    // object, or NULL when the op has none; owned
     pardo_op_role role;
-    int line, col;         // position of the op in the file; 0 if built in code
+    int line, col;         // position of the op in the file; 0 if built in code; an ONNX node: index + 1, col -1
     const struct pardo_op_def *def; // registry entry, set by pardo_program_resolve_ops
 } pardo_op;
 

@@ -1,0 +1,155 @@
+/* onnx_internal.h - what the ONNX importer's files share: the import
+ * context (a table of the model's values: each a pardo var, a constant
+ * known at load, or a shape vector with run-time dims), the helpers node
+ * mappings emit pardo ops with, and the tensor conversion. Not installed;
+ * includes the protobuf-c code generated from Debian's onnx.proto. */
+#ifndef PARDO_ONNX_INTERNAL_H
+#define PARDO_ONNX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "core/tensor_list.h"
+#include "onnx.pb-c.h"
+
+/* One entry of a shape vector: a number, or dim `dim` of pardo var `var`
+ * known only at run time (the batch of a dynamic axis). */
+typedef struct onnx_dim {
+    int64_t value;   // when var is NULL
+    const char *var; // borrowed from the program's var names; NULL: value
+    int dim;
+} onnx_dim;
+
+/* A value of the model, by ONNX name. At most one of konst / sym is set
+ * before it becomes a var; `var` is set once an op reads or writes it at
+ * run time. */
+typedef struct onnx_value {
+    char *name;          // ONNX name; owned
+    char *var;           // the pardo var holding it at run time, or NULL; owned
+    pardo_tensor *konst; // known at load (initializer, Constant, folded); one reference; or NULL
+    bool initializer;    // konst came from the graph's initializers (a float one becomes a param)
+    onnx_dim *sym;       // an int64 1-D vector with run-time entries; owned; or NULL
+    int n_sym;
+    bool sym_scalar;     // sym is a 0-d scalar (one entry), as Gather of one index gives
+} onnx_value;
+
+typedef struct onnx_ctx {
+    const char *path;        // the model file, for messages
+    char *dir;               // its folder, for external data; owned
+    int64_t opset;           // of the default domain
+    pardo_program *p;        // being built; owned until handed out
+    pardo_block *b;          // p's block 0 (re-fetched after vars are added: see onnx_block)
+    pardo_tensor_list *weights; // params' tensors
+    onnx_value *vals;        // n_vals; owned
+    int n_vals, cap_vals;
+    int *slot;               // hash of vals by name: cap_slot slots, -1 empty; owned
+    int cap_slot;
+    bool types_dirty;        // ops were added since shapes were last inferred
+    int64_t fresh;           // counter for fresh var names
+    /* the node being mapped, for messages */
+    const Onnx__NodeProto *node;
+    int node_index;
+} onnx_ctx;
+
+/* A node mapping: emits the pardo ops (or folds) for ctx->node. */
+typedef int (*onnx_map_fn)(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
+
+/* The mapping for op_type at the context's opset, or NULL (onnx_ops.c). */
+onnx_map_fn onnx_find_mapping(const char *op_type);
+
+/* The op types with a mapping, as "A, B, C" (static storage). */
+const char *onnx_supported_list(void);
+
+/* ---- errors naming the node (onnx_import.c) ---- */
+
+/* PARDO_ENOTSUP / PARDO_EPARSE with "PATH: node 'NAME' (index I, OP_TYPE, opset O): " before the message. */
+int onnx_unsupported(onnx_ctx *c, pardo_status *st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int onnx_bad(onnx_ctx *c, pardo_status *st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- values ---- */
+
+/* The value named name (NULL when the model has none yet). */
+onnx_value *onnx_value_find(onnx_ctx *c, const char *name);
+
+/* Input i of node n: its value, or NULL when absent (past the end or ""). */
+onnx_value *onnx_input(onnx_ctx *c, const Onnx__NodeProto *n, int i);
+
+/* Sets output i of node n to a constant (takes the reference to t). */
+int onnx_set_const(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_tensor *t, pardo_status *st);
+
+/* Sets output i of node n to a shape vector (copies dims); nd < 0: a
+ * scalar, the one entry dims[0]. */
+int onnx_set_sym(onnx_ctx *c, const Onnx__NodeProto *n, int i, const onnx_dim *dims, int nd, pardo_status *st);
+
+/* The pardo var holding value v at run time, made on first use: a float
+ * initializer becomes a param (its tensor into weights), another constant
+ * a var with a `value`, a shape vector the ops that compute it. Borrowed
+ * name; NULL with st set on error. */
+const char *onnx_var_of(onnx_ctx *c, onnx_value *v, pardo_status *st);
+
+/* The var for output i of node n (ONNX's name; created as a value). */
+const char *onnx_out_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st);
+
+/* A fresh var name "onnx::T_K" for a temp the mapping needs. Borrowed from the program. */
+const char *onnx_temp(onnx_ctx *c, const char *hint, pardo_status *st);
+
+/* Appends op `type` reading the n_in var names `in` ("" absent) and writing
+ * n_out names; named after the node (suffixed when a node makes several).
+ * The op is returned for attrs; NULL on error. */
+pardo_op *onnx_emit(onnx_ctx *c, const char *type, const char *const *in, int n_in, const char *const *out,
+                    int n_out, pardo_status *st);
+
+/* Attr setters on an emitted op (PARDO_ENOMEM on failure). */
+int onnx_set_int(pardo_op *op, const char *key, int64_t v, pardo_status *st);
+int onnx_set_float(pardo_op *op, const char *key, double v, pardo_status *st);
+int onnx_set_bool(pardo_op *op, const char *key, bool v, pardo_status *st);
+int onnx_set_string(pardo_op *op, const char *key, const char *v, pardo_status *st);
+int onnx_set_ints(pardo_op *op, const char *key, const int64_t *v, int n, pardo_status *st);
+
+/* The inferred type of var `var` (shape inference over the ops so far).
+ * PARDO_OK and *t filled, or the pass's error. */
+int onnx_type_of(onnx_ctx *c, const char *var, pardo_type *t, pardo_status *st);
+
+/* ---- attrs of the node ---- */
+
+const Onnx__AttributeProto *onnx_attr(const Onnx__NodeProto *n, const char *name);
+int64_t onnx_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt);
+double onnx_attr_float(const Onnx__NodeProto *n, const char *name, double dflt);
+/* A string attr copied into buf (n bytes), or dflt. */
+const char *onnx_attr_string(const Onnx__NodeProto *n, const char *name, const char *dflt, char *buf, size_t bn);
+/* An ints attr: *count elements (borrowed pointer), or NULL/0 when absent. */
+const int64_t *onnx_attr_ints(const Onnx__NodeProto *n, const char *name, int *count);
+
+/* Refuses any attr of n not in the NULL-terminated list `known`. */
+int onnx_check_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const char *const *known, pardo_status *st);
+
+/* ---- tensors (onnx_tensor.c) ---- */
+
+/* pardo's dtype for an ONNX TensorProto data type, or PARDO_DTYPE_UNKNOWN. */
+pardo_dtype onnx_dtype(int32_t data_type);
+
+/* ONNX's name of a TensorProto data type ("uint8", ...). */
+const char *onnx_dtype_name(int32_t data_type);
+
+/* A new CPU tensor with t's dims and data (raw_data little-endian, the typed
+ * fields, or external data in a file under dir). `what` names the tensor in
+ * messages ("PATH: initializer 'w'"). PARDO_EPARSE / PARDO_ENOTSUP. */
+int onnx_tensor_to_pardo(const Onnx__TensorProto *t, const char *dir, const char *what, pardo_tensor **out,
+                         pardo_status *st);
+
+/* The elements of an integer (int32 / int64) or float constant as int64. */
+bool onnx_const_ints(const pardo_tensor *t, int64_t *out, int max, int *n);
+
+/* ---- folding (onnx_fold.c) ---- */
+
+/* Folds node n at load when its inputs are constants or shape vectors and
+ * its op is one of the shape computations (Shape, Gather, Unsqueeze,
+ * Squeeze, Concat, Cast, Slice, Add, Sub, Mul, Div, Equal, Where,
+ * ConstantOfShape, Range, Reshape, Identity, Constant). *folded says
+ * whether it did. */
+int onnx_try_fold(onnx_ctx *c, const Onnx__NodeProto *n, bool *folded, pardo_status *st);
+
+#endif

@@ -1,0 +1,902 @@
+/* onnx_ops.c - the table from ONNX op types to pardo ops: one mapping per
+ * op type, reading the node's attrs (and, from the opset that moved them
+ * there, the constant inputs that replaced attrs) and emitting the pardo
+ * op or ops that compute the same outputs. What pardo cannot run is
+ * refused naming the attr or input. Shape computations that fold at load
+ * never reach these (onnx_fold.c). */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/onnx_internal.h"
+
+#define MAX_INTS 64
+
+/* Var of input i, which must be present. */
+static const char *in_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st) {
+    onnx_value *v = onnx_input(c, n, i);
+    if (!v) {
+        onnx_bad(c, st, "input %d is missing", i);
+        return NULL;
+    }
+    return onnx_var_of(c, v, st);
+}
+
+/* Var of optional input i, "" when absent. */
+static const char *opt_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st) {
+    onnx_value *v = onnx_input(c, n, i);
+    return v ? onnx_var_of(c, v, st) : "";
+}
+
+/* The int64 values of constant input i (*count; false when not constant). */
+static bool const_input_ints(onnx_ctx *c, const Onnx__NodeProto *n, int i, int64_t *out, int *count) {
+    onnx_value *v = onnx_input(c, n, i);
+    return v && v->konst && onnx_const_ints(v->konst, out, MAX_INTS, count);
+}
+
+/* The value of constant scalar input i as a double (false when absent or not constant). */
+static bool const_input_scalar(onnx_ctx *c, const Onnx__NodeProto *n, int i, double *out) {
+    onnx_value *v = onnx_input(c, n, i);
+    if (!v || !v->konst || v->konst->numel != 1) return false;
+    *out = pardo_tensor_get_f64(v->konst, 0);
+    return true;
+}
+
+static pardo_op *emit1(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *const *in, int n_in,
+                       pardo_status *st) {
+    const char *out = onnx_out_var(c, n, 0, st);
+    return out ? onnx_emit(c, type, in, n_in, &out, 1, st) : NULL;
+}
+
+static const char *const no_attrs[] = {NULL};
+
+/* ---- elementwise ---- */
+
+#define UNARY(fn, pardo_type)                                                                                      \
+    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                     \
+        if (onnx_check_attrs(c, n, no_attrs, st) != PARDO_OK) return st->code;                                   \
+        const char *x = in_var(c, n, 0, st);                                                                     \
+        return x && emit1(c, n, pardo_type, &x, 1, st) ? PARDO_OK : st->code;                                    \
+    }
+UNARY(map_relu, "relu")
+UNARY(map_sigmoid, "sigmoid")
+UNARY(map_tanh, "tanh")
+UNARY(map_exp, "exp")
+UNARY(map_log, "log")
+UNARY(map_sqrt, "sqrt")
+UNARY(map_abs, "abs")
+UNARY(map_neg, "neg")
+UNARY(map_erf, "erf")
+UNARY(map_not, "not")
+
+static int map_identity(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = in_var(c, n, 0, st);
+    return x && emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+}
+
+#define BINARY(fn, pardo_type)                                                                                     \
+    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                     \
+        static const char *const known[] = {"broadcast", "axis", NULL};                                          \
+        if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;                                      \
+        if (onnx_attr_int(n, "broadcast", 0) && onnx_attr(n, "axis"))                                            \
+            return onnx_unsupported(c, st, "legacy broadcast with attr 'axis'");                                 \
+        const char *in[2] = {in_var(c, n, 0, st), NULL};                                                         \
+        if (!in[0] || !(in[1] = in_var(c, n, 1, st))) return st->code;                                           \
+        return emit1(c, n, pardo_type, in, 2, st) ? PARDO_OK : st->code;                                         \
+    }
+BINARY(map_add, "add")
+BINARY(map_sub, "sub")
+BINARY(map_mul, "mul")
+BINARY(map_div, "div")
+BINARY(map_equal, "equal")
+BINARY(map_less, "less")
+BINARY(map_greater, "greater")
+BINARY(map_less_or_equal, "less_or_equal")
+BINARY(map_greater_or_equal, "greater_or_equal")
+BINARY(map_and, "and")
+BINARY(map_or, "or")
+
+/* Sum of any number of inputs: a chain of adds. */
+static int map_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
+    const char *acc = in_var(c, n, 0, st);
+    if (!acc) return st->code;
+    if (n->n_input == 1) return emit1(c, n, "identity", &acc, 1, st) ? PARDO_OK : st->code;
+    for (size_t i = 1; i < n->n_input; i++) {
+        const char *in[2] = {acc, in_var(c, n, (int)i, st)};
+        if (!in[1]) return st->code;
+        const char *out = i + 1 == n->n_input ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "sum", st);
+        if (!out || !onnx_emit(c, "add", in, 2, &out, 1, st)) return st->code;
+        acc = out;
+    }
+    return PARDO_OK;
+}
+
+static int map_pow(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    double e;
+    if (!const_input_scalar(c, n, 1, &e))
+        return onnx_unsupported(c, st, "input 1 (the exponent) must be a constant scalar; pardo's pow takes a "
+                                "constant exponent");
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, "pow", &x, 1, st) : NULL;
+    return op && onnx_set_float(op, "exponent", e, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_reciprocal(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, "pow", &x, 1, st) : NULL;
+    return op && onnx_set_float(op, "exponent", -1.0, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_leaky_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"alpha", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, "leaky_relu", &x, 1, st) : NULL;
+    return op && onnx_set_float(op, "alpha", onnx_attr_float(n, "alpha", 0.01), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_clip(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    double lo = -INFINITY, hi = INFINITY;
+    bool has_lo, has_hi;
+    if (c->opset < 11) {
+        has_lo = onnx_attr(n, "min") != NULL;
+        has_hi = onnx_attr(n, "max") != NULL;
+        lo = onnx_attr_float(n, "min", lo);
+        hi = onnx_attr_float(n, "max", hi);
+    } else {
+        has_lo = onnx_input(c, n, 1) != NULL;
+        has_hi = onnx_input(c, n, 2) != NULL;
+        if ((has_lo && !const_input_scalar(c, n, 1, &lo)) || (has_hi && !const_input_scalar(c, n, 2, &hi)))
+            return onnx_unsupported(c, st, "min and max must be constant scalars");
+    }
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, "clip", &x, 1, st) : NULL;
+    if (!op) return st->code;
+    if (has_lo && onnx_set_float(op, "min", lo, st) != PARDO_OK) return st->code;
+    if (has_hi && onnx_set_float(op, "max", hi, st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
+static int map_where(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *in[3];
+    for (int i = 0; i < 3; i++)
+        if (!(in[i] = in_var(c, n, i, st))) return st->code;
+    return emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* ---- activations over an axis ---- */
+
+static int map_softmax_like(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st);
+    if (!x) return st->code;
+    int64_t axis = onnx_attr_int(n, "axis", c->opset >= 13 ? -1 : 1);
+    if (c->opset < 13) {
+        /* before 13: over the input coerced to 2-D at axis, i.e. every dim from axis on */
+        pardo_type t;
+        if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
+        if (axis < 0) axis += t.ndim;
+        if (axis != t.ndim - 1) {
+            const char *flat = onnx_temp(c, "flat", st), *sm = onnx_temp(c, "softmax", st);
+            if (!flat || !sm) return st->code;
+            pardo_op *f = onnx_emit(c, "flatten", &x, 1, &flat, 1, st);
+            if (!f || onnx_set_int(f, "axis", axis, st) != PARDO_OK) return st->code;
+            pardo_op *s = onnx_emit(c, type, &flat, 1, &sm, 1, st);
+            if (!s || onnx_set_int(s, "axis", -1, st) != PARDO_OK) return st->code;
+            int64_t shape[PARDO_MAX_DIMS];
+            for (int i = 0; i < t.ndim; i++) shape[i] = t.shape[i] < 0 ? 0 : t.shape[i];
+            for (int i = 0; i < t.ndim; i++)
+                if (t.shape[i] < 0 && i >= axis)
+                    return onnx_unsupported(c, st, "softmax before opset 13 over a run-time dim");
+            pardo_op *r = emit1(c, n, "reshape", &sm, 1, st);
+            if (!r) return st->code;
+            /* 0 copies a leading run-time dim: flatten's rows keep dim 0 only when axis is 1 */
+            if (axis != 1) {
+                for (int i = 0; i < t.ndim; i++)
+                    if (t.shape[i] < 0)
+                        return onnx_unsupported(c, st, "softmax before opset 13 at axis %lld with a run-time dim",
+                                                (long long)axis);
+            }
+            return onnx_set_ints(r, "shape", shape, t.ndim, st);
+        }
+    }
+    pardo_op *op = emit1(c, n, type, &x, 1, st);
+    return op && onnx_set_int(op, "axis", axis, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_softmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_softmax_like(c, n, "softmax", st);
+}
+
+static int map_log_softmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_softmax_like(c, n, "log_softmax", st);
+}
+
+/* ---- linear algebra ---- */
+
+static int map_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, no_attrs, st) != PARDO_OK) return st->code;
+    const char *in[2] = {in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = in_var(c, n, 1, st))) return st->code;
+    return emit1(c, n, "matmul", in, 2, st) ? PARDO_OK : st->code;
+}
+
+/* Gemm: alpha * op(A) op(B) + beta * C. */
+static int map_gemm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"alpha", "beta", "transA", "transB", "broadcast", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    double alpha = onnx_attr_float(n, "alpha", 1.0), beta = onnx_attr_float(n, "beta", 1.0);
+    const char *a = in_var(c, n, 0, st), *b = a ? in_var(c, n, 1, st) : NULL;
+    if (!b) return st->code;
+    const char *cv = onnx_input(c, n, 2) && beta != 0.0 ? opt_var(c, n, 2, st) : "";
+    if (!cv) return st->code;
+    bool bias_in_product = *cv && alpha == 1.0 && beta == 1.0;
+    const char *prod = bias_in_product || (!*cv && alpha == 1.0) ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "gemm", st);
+    if (!prod) return st->code;
+    const char *in[3] = {a, b, cv};
+    pardo_op *op = onnx_emit(c, "matmul", in, bias_in_product ? 3 : 2, &prod, 1, st);
+    if (!op || onnx_set_bool(op, "transpose_a", onnx_attr_int(n, "transA", 0) != 0, st) != PARDO_OK ||
+        onnx_set_bool(op, "transpose_b", onnx_attr_int(n, "transB", 0) != 0, st) != PARDO_OK)
+        return st->code;
+    if (bias_in_product || (!*cv && alpha == 1.0)) return PARDO_OK;
+    const char *scaled = prod;
+    if (alpha != 1.0) {
+        scaled = *cv ? onnx_temp(c, "gemm", st) : onnx_out_var(c, n, 0, st);
+        if (!scaled) return st->code;
+        pardo_op *s = onnx_emit(c, "scale", &prod, 1, &scaled, 1, st);
+        if (!s || onnx_set_float(s, "scale", alpha, st) != PARDO_OK) return st->code;
+    }
+    if (!*cv) return PARDO_OK;
+    const char *cs = cv;
+    if (beta != 1.0) {
+        if (!(cs = onnx_temp(c, "gemm_c", st))) return st->code;
+        pardo_op *s = onnx_emit(c, "scale", &cv, 1, &cs, 1, st);
+        if (!s || onnx_set_float(s, "scale", beta, st) != PARDO_OK) return st->code;
+    }
+    const char *sum[2] = {scaled, cs};
+    return emit1(c, n, "add", sum, 2, st) ? PARDO_OK : st->code;
+}
+
+/* ---- reductions ---- */
+
+static int map_reduce(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, int axes_input_from,
+                      pardo_status *st) {
+    static const char *const known[] = {"axes", "keepdims", "noop_with_empty_axes", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t axes[MAX_INTS];
+    int na = 0;
+    if (c->opset >= axes_input_from) {
+        if (onnx_input(c, n, 1) && !const_input_ints(c, n, 1, axes, &na))
+            return onnx_unsupported(c, st, "input 1 (axes) must be a constant");
+    } else {
+        const int64_t *a = onnx_attr_ints(n, "axes", &na);
+        if (na > MAX_INTS) return onnx_unsupported(c, st, "too many axes");
+        if (na) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
+    }
+    const char *x = in_var(c, n, 0, st);
+    if (!x) return st->code;
+    if (na == 0 && onnx_attr_int(n, "noop_with_empty_axes", 0))
+        return emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+    pardo_op *op = emit1(c, n, type, &x, 1, st);
+    if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
+        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+static int map_reduce_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce(c, n, "reduce_sum", 13, st);
+}
+
+static int map_reduce_mean(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce(c, n, "reduce_mean", 18, st);
+}
+
+static int map_reduce_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce(c, n, "reduce_max", 18, st);
+}
+
+static int map_argmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "keepdims", "select_last_index", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (onnx_attr_int(n, "select_last_index", 0))
+        return onnx_unsupported(c, st, "attr 'select_last_index' 1 (pardo's argmax takes the first max)");
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, "argmax", &x, 1, st) : NULL;
+    if (!op || onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 0), st) != PARDO_OK ||
+        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+/* ---- shapes ---- */
+
+static int map_reshape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"allowzero", "shape", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    bool allowzero = onnx_attr_int(n, "allowzero", 0) != 0;
+    const char *x = in_var(c, n, 0, st);
+    if (!x) return st->code;
+    int64_t shape[MAX_INTS];
+    int ns = 0;
+    onnx_value *sv = c->opset >= 5 ? onnx_input(c, n, 1) : NULL;
+    if (c->opset < 5) {
+        const int64_t *a = onnx_attr_ints(n, "shape", &ns);
+        if (ns > PARDO_MAX_DIMS) return onnx_unsupported(c, st, "a shape of %d dims", ns);
+        if (ns) memcpy(shape, a, sizeof(int64_t) * (size_t)ns);
+    } else if (!sv) {
+        return onnx_bad(c, st, "input 1 (shape) is missing");
+    } else if (sv->konst) {
+        if (!onnx_const_ints(sv->konst, shape, PARDO_MAX_DIMS, &ns) || sv->konst->ndim != 1)
+            return onnx_unsupported(c, st, "input 1 (shape) must be a 1-D int64 tensor of at most %d elements",
+                                    PARDO_MAX_DIMS);
+    } else if (sv->sym && !sv->sym_scalar && sv->n_sym <= PARDO_MAX_DIMS) {
+        /* a run-time entry becomes the one -1, if the others are all known and none is -1 */
+        int unknown = 0;
+        ns = sv->n_sym;
+        for (int i = 0; i < ns; i++) {
+            shape[i] = sv->sym[i].var ? -1 : sv->sym[i].value;
+            if (sv->sym[i].var || sv->sym[i].value == -1) unknown++;
+        }
+        if (unknown > 1) ns = -1; /* computed at run time below */
+    } else {
+        ns = -1;
+    }
+    if (ns >= 0 && allowzero)
+        for (int i = 0; i < ns; i++)
+            if (shape[i] == 0) return onnx_unsupported(c, st, "attr 'allowzero' 1 with a 0 in the shape");
+    if (ns < 0) {
+        const char *s = in_var(c, n, 1, st);
+        if (!s) return st->code;
+        const char *in[2] = {x, s};
+        pardo_op *op = emit1(c, n, "reshape", in, 2, st);
+        return op && (!allowzero || onnx_set_bool(op, "allowzero", true, st) == PARDO_OK) ? PARDO_OK : st->code;
+    }
+    pardo_op *op = emit1(c, n, "reshape", &x, 1, st);
+    return op && onnx_set_ints(op, "shape", shape, ns, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_flatten(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, "flatten", &x, 1, st) : NULL;
+    return op && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 1), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_transpose(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"perm", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, "transpose", &x, 1, st) : NULL;
+    if (!op) return st->code;
+    int np = 0;
+    const int64_t *perm = onnx_attr_ints(n, "perm", &np);
+    return perm ? onnx_set_ints(op, "perm", perm, np, st) : PARDO_OK;
+}
+
+static int map_concat(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (!onnx_attr(n, "axis")) return onnx_bad(c, st, "attr 'axis' is required");
+    const char *in[64];
+    if (n->n_input < 1 || n->n_input > 64) return onnx_unsupported(c, st, "%zu inputs", n->n_input);
+    for (size_t i = 0; i < n->n_input; i++)
+        if (!(in[i] = in_var(c, n, (int)i, st))) return st->code;
+    pardo_op *op = emit1(c, n, "concat", in, (int)n->n_input, st);
+    return op && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 0), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_cast(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"to", "saturate", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t to = onnx_attr_int(n, "to", 0);
+    pardo_dtype dt = onnx_dtype((int32_t)to);
+    if (dt == PARDO_DTYPE_UNKNOWN)
+        return onnx_unsupported(c, st, "attr 'to' %s; pardo runs float32, float64, int32, int64 and bool",
+                                onnx_dtype_name((int32_t)to));
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, "cast", &x, 1, st) : NULL;
+    return op && onnx_set_string(op, "dtype", pardo_dtype_name(dt), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+/* Unsqueeze / Squeeze: axes from the attr before opset 13, from input 1 after. */
+static int map_squeeze_like(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    static const char *const known[] = {"axes", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t axes[MAX_INTS];
+    int na = 0;
+    bool has = false;
+    if (c->opset >= 13) {
+        if (onnx_input(c, n, 1)) {
+            has = true;
+            if (!const_input_ints(c, n, 1, axes, &na)) return onnx_unsupported(c, st, "input 1 (axes) must be a constant");
+        }
+    } else if (onnx_attr(n, "axes")) {
+        const int64_t *a = onnx_attr_ints(n, "axes", &na);
+        if (na > MAX_INTS) return onnx_unsupported(c, st, "too many axes");
+        if (na) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
+        has = true;
+    }
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, type, &x, 1, st) : NULL;
+    if (!op) return st->code;
+    return has ? onnx_set_ints(op, "axes", axes, na, st) : PARDO_OK;
+}
+
+static int map_unsqueeze(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_squeeze_like(c, n, "unsqueeze", st);
+}
+
+static int map_squeeze(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_squeeze_like(c, n, "squeeze", st);
+}
+
+static int map_shape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, "shape", &x, 1, st) : NULL;
+    if (!op) return st->code;
+    if (onnx_attr(n, "start") && onnx_set_int(op, "start", onnx_attr_int(n, "start", 0), st) != PARDO_OK)
+        return st->code;
+    if (onnx_attr(n, "end") && onnx_set_int(op, "end", onnx_attr_int(n, "end", 0), st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
+/* Gather: an embedding where a 2-D float param is read along axis 0, else pardo's gather. */
+static int map_gather(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t axis = onnx_attr_int(n, "axis", 0);
+    onnx_value *data = onnx_input(c, n, 0);
+    const char *d = in_var(c, n, 0, st), *idx = d ? in_var(c, n, 1, st) : NULL;
+    if (!idx) return st->code;
+    if (axis == 0 && data->initializer && data->konst && data->konst->ndim == 2 &&
+        pardo_dtype_is_float(data->konst->dtype)) {
+        /* embedding wants indices in [0, V): fine for exported embeddings, which never index from the end */
+        const char *in[2] = {d, idx};
+        return emit1(c, n, "embedding", in, 2, st) ? PARDO_OK : st->code;
+    }
+    const char *in[2] = {d, idx};
+    pardo_op *op = emit1(c, n, "gather", in, 2, st);
+    return op && onnx_set_int(op, "axis", axis, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_slice(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"starts", "ends", "axes", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st);
+    if (!x) return st->code;
+    static const char *const names[] = {"starts", "ends", "axes", "steps"};
+    int64_t v[4][MAX_INTS];
+    int cnt[4] = {0};
+    bool have[4] = {false}, runtime = false;
+    for (int k = 0; k < 4; k++) {
+        if (c->opset < 10) {
+            const int64_t *a = onnx_attr_ints(n, names[k], &cnt[k]);
+            if (a && cnt[k] <= MAX_INTS) {
+                memcpy(v[k], a, sizeof(int64_t) * (size_t)cnt[k]);
+                have[k] = true;
+            }
+        } else if (onnx_input(c, n, k + 1)) {
+            have[k] = true;
+            if (!const_input_ints(c, n, k + 1, v[k], &cnt[k])) runtime = true;
+        }
+    }
+    if (runtime) { /* bounds known only at run time: pardo's slice takes them as inputs */
+        const char *in[5] = {x, opt_var(c, n, 1, st), opt_var(c, n, 2, st), opt_var(c, n, 3, st),
+                             opt_var(c, n, 4, st)};
+        for (int i = 1; i < 5; i++)
+            if (!in[i]) return st->code;
+        return emit1(c, n, "slice", in, 5, st) ? PARDO_OK : st->code;
+    }
+    pardo_op *op = emit1(c, n, "slice", &x, 1, st);
+    if (!op) return st->code;
+    for (int k = 0; k < 4; k++)
+        if (have[k] && onnx_set_ints(op, names[k], v[k], cnt[k], st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
+static int map_expand(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *in[2] = {in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = in_var(c, n, 1, st))) return st->code;
+    return emit1(c, n, "expand", in, 2, st) ? PARDO_OK : st->code;
+}
+
+static int map_constant_of_shape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *s = in_var(c, n, 0, st);
+    pardo_op *op = s ? emit1(c, n, "constant_of_shape", &s, 1, st) : NULL;
+    if (!op) return st->code;
+    const Onnx__AttributeProto *a = onnx_attr(n, "value");
+    if (a && a->t) {
+        pardo_tensor *t;
+        char what[600];
+        snprintf(what, sizeof what, "%s: node '%s' attr 'value'", c->path, n->name ? n->name : "");
+        if (onnx_tensor_to_pardo(a->t, c->dir, what, &t, st) != PARDO_OK) return st->code;
+        double x = t->numel == 1 ? pardo_tensor_get_f64(t, 0) : 0;
+        pardo_dtype dt = t->dtype;
+        bool one = t->numel == 1;
+        pardo_tensor_release(t);
+        if (!one) return onnx_bad(c, st, "attr 'value' must hold one element");
+        if (onnx_set_float(op, "value", x, st) != PARDO_OK ||
+            onnx_set_string(op, "dtype", pardo_dtype_name(dt), st) != PARDO_OK)
+            return st->code;
+    }
+    return PARDO_OK;
+}
+
+static int map_range(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *in[3];
+    for (int i = 0; i < 3; i++)
+        if (!(in[i] = in_var(c, n, i, st))) return st->code;
+    return emit1(c, n, "range", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* Split into n outputs along axis: one slice each. */
+static int map_split(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "split", "num_outputs", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st);
+    if (!x) return st->code;
+    pardo_type t;
+    if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
+    int64_t axis = onnx_attr_int(n, "axis", 0);
+    if (axis < 0) axis += t.ndim;
+    if (axis < 0 || axis >= t.ndim) return onnx_bad(c, st, "attr 'axis' out of range for rank %d", t.ndim);
+    int64_t sizes[MAX_INTS];
+    int ns = 0, nout = (int)n->n_output;
+    if (nout > MAX_INTS) return onnx_unsupported(c, st, "%d outputs", nout);
+    if (c->opset >= 13 && onnx_input(c, n, 1)) {
+        if (!const_input_ints(c, n, 1, sizes, &ns)) return onnx_unsupported(c, st, "input 1 (split) must be a constant");
+    } else if (onnx_attr(n, "split")) {
+        const int64_t *a = onnx_attr_ints(n, "split", &ns);
+        if (ns > MAX_INTS) return onnx_unsupported(c, st, "too many parts");
+        memcpy(sizes, a, sizeof(int64_t) * (size_t)ns);
+    }
+    if (ns == 0) {
+        if (t.shape[axis] < 0) return onnx_unsupported(c, st, "an even split of a run-time dim");
+        int64_t each = (t.shape[axis] + nout - 1) / nout;
+        for (int i = 0; i < nout; i++) {
+            int64_t left = t.shape[axis] - each * i;
+            sizes[i] = left < each ? (left > 0 ? left : 0) : each;
+        }
+        ns = nout;
+    }
+    if (ns != nout) return onnx_bad(c, st, "%d split sizes for %d outputs", ns, nout);
+    int64_t start = 0;
+    for (int i = 0; i < nout; i++) {
+        const char *out = onnx_out_var(c, n, i, st);
+        if (!out) return st->code;
+        pardo_op *op = onnx_emit(c, "slice", &x, 1, &out, 1, st);
+        int64_t s = start, e = start + sizes[i];
+        if (!op || onnx_set_ints(op, "starts", &s, 1, st) != PARDO_OK || onnx_set_ints(op, "ends", &e, 1, st) ||
+            onnx_set_ints(op, "axes", &axis, 1, st) != PARDO_OK)
+            return st->code;
+        start = e;
+    }
+    return PARDO_OK;
+}
+
+/* ---- network ops ---- */
+
+/* The 2-D window attrs of Conv / MaxPool / AveragePool, checked. */
+static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, const int64_t *kernel, pardo_op *op,
+                        bool pool, pardo_status *st) {
+    int ns = 0, np = 0, nd = 0;
+    const int64_t *strides = onnx_attr_ints(n, "strides", &ns), *pads = onnx_attr_ints(n, "pads", &np),
+                  *dil = onnx_attr_ints(n, "dilations", &nd);
+    int64_t s[2] = {1, 1}, p[4] = {0, 0, 0, 0}, d[2] = {1, 1};
+    if (strides) {
+        if (ns != 2) return onnx_unsupported(c, st, "attr 'strides' of %d dims; pardo runs 2-D windows", ns);
+        memcpy(s, strides, sizeof s);
+    }
+    if (dil) {
+        if (nd != 2) return onnx_unsupported(c, st, "attr 'dilations' of %d dims; pardo runs 2-D windows", nd);
+        memcpy(d, dil, sizeof d);
+    }
+    char ap[32];
+    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
+    if (strcmp(auto_pad, "NOTSET") == 0) {
+        if (pads) {
+            if (np != 4) return onnx_unsupported(c, st, "attr 'pads' of %d values; pardo runs 2-D windows", np);
+            memcpy(p, pads, sizeof p);
+        }
+    } else if (strcmp(auto_pad, "VALID") != 0) {
+        bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+        if (!upper && strcmp(auto_pad, "SAME_LOWER") != 0)
+            return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
+        pardo_type t;
+        if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
+        for (int i = 0; i < 2; i++) {
+            int64_t in = t.ndim == 4 ? t.shape[2 + i] : -1;
+            if (in < 0) return onnx_unsupported(c, st, "auto_pad SAME over a run-time spatial dim");
+            int64_t out = (in + s[i] - 1) / s[i], eff = (kernel[i] - 1) * d[i] + 1;
+            int64_t total = (out - 1) * s[i] + eff - in;
+            if (total < 0) total = 0;
+            p[i] = upper ? total / 2 : total - total / 2;
+            p[i + 2] = total - p[i];
+        }
+    }
+    if (onnx_set_ints(op, "strides", s, 2, st) != PARDO_OK || onnx_set_ints(op, "pads", p, 4, st) != PARDO_OK)
+        return st->code;
+    if (!pool) return onnx_set_ints(op, "dilations", d, 2, st);
+    if (d[0] != 1 || d[1] != 1) return onnx_unsupported(c, st, "attr 'dilations' other than 1 on a pool");
+    return onnx_set_ints(op, "kernel", kernel, 2, st);
+}
+
+static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st), *w = x ? in_var(c, n, 1, st) : NULL, *b = w ? opt_var(c, n, 2, st) : NULL;
+    if (!b) return st->code;
+    pardo_type wt;
+    if (onnx_type_of(c, w, &wt, st) != PARDO_OK) return st->code;
+    if (wt.ndim != 4) return onnx_unsupported(c, st, "a %d-D convolution; pardo runs 2-D (NCHW)", wt.ndim - 2);
+    int nk = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
+    int64_t kernel[2] = {wt.shape[2], wt.shape[3]};
+    if (ks && (nk != 2 || ks[0] != kernel[0] || ks[1] != kernel[1]))
+        return onnx_bad(c, st, "attr 'kernel_shape' does not match the weight's dims");
+    const char *in[3] = {x, w, b};
+    pardo_op *op = emit1(c, n, "conv2d", in, *b ? 3 : 2, st);
+    if (!op || window_attrs(c, n, x, kernel, op, false, st) != PARDO_OK ||
+        onnx_set_int(op, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+static int map_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
+                                        "pads", "storage_order", "strides", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (onnx_attr_int(n, "ceil_mode", 0)) return onnx_unsupported(c, st, "attr 'ceil_mode' 1");
+    if (onnx_attr_int(n, "storage_order", 0)) return onnx_unsupported(c, st, "attr 'storage_order' 1");
+    if (onnx_attr_int(n, "count_include_pad", 0)) return onnx_unsupported(c, st, "attr 'count_include_pad' 1");
+    if (n->n_output > 1 && n->output[1] && *n->output[1])
+        return onnx_unsupported(c, st, "output 1 (the max indices)");
+    int nk = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
+    if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
+    if (nk != 2) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 2-D (NCHW)", nk);
+    const char *x = in_var(c, n, 0, st);
+    pardo_op *op = x ? emit1(c, n, type, &x, 1, st) : NULL;
+    return op && window_attrs(c, n, x, ks, op, true, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_pool(c, n, "max_pool2d", st);
+}
+
+static int map_average_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_pool(c, n, "avg_pool2d", st);
+}
+
+static int map_global_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    if (onnx_check_attrs(c, n, no_attrs, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st);
+    if (!x) return st->code;
+    pardo_type t;
+    if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 3) return onnx_bad(c, st, "input of rank %d; expected [N, C, spatial...]", t.ndim);
+    int64_t axes[PARDO_MAX_DIMS];
+    for (int i = 2; i < t.ndim; i++) axes[i - 2] = i;
+    pardo_op *op = emit1(c, n, type, &x, 1, st);
+    return op && onnx_set_ints(op, "axes", axes, t.ndim - 2, st) == PARDO_OK &&
+                   onnx_set_bool(op, "keepdims", true, st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
+}
+
+static int map_global_average_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_global_pool(c, n, "reduce_mean", st);
+}
+
+static int map_global_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_global_pool(c, n, "reduce_max", st);
+}
+
+/* BatchNormalization in inference: y = x * a + b with a = scale / sqrt(var + eps), b = B - mean * a,
+ * folded at load from the constant statistics (as ONNX Runtime's fusion into Conv does). */
+static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"epsilon", "momentum", "spatial", "training_mode", "is_test", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (onnx_attr_int(n, "training_mode", 0)) return onnx_unsupported(c, st, "attr 'training_mode' 1");
+    for (size_t i = 1; i < n->n_output; i++)
+        if (n->output[i] && *n->output[i]) return onnx_unsupported(c, st, "output %zu (training statistics)", i);
+    onnx_value *p[4];
+    for (int i = 0; i < 4; i++) {
+        p[i] = onnx_input(c, n, i + 1);
+        if (!p[i] || !p[i]->konst || !pardo_dtype_is_float(p[i]->konst->dtype) || p[i]->konst->ndim != 1)
+            return onnx_unsupported(c, st, "input %d must be a constant 1-D float tensor (pardo folds an inference "
+                                    "batch norm into a scale and shift)", i + 1);
+    }
+    int64_t ch = p[0]->konst->numel;
+    for (int i = 1; i < 4; i++)
+        if (p[i]->konst->numel != ch) return onnx_bad(c, st, "input %d has %lld elements, input 1 %lld", i + 1,
+                                                      (long long)p[i]->konst->numel, (long long)ch);
+    const char *x = in_var(c, n, 0, st);
+    if (!x) return st->code;
+    pardo_type t;
+    if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 2) return onnx_bad(c, st, "input of rank %d; expected [N, C, ...]", t.ndim);
+    double eps = onnx_attr_float(n, "epsilon", 1e-5);
+    int64_t shape[PARDO_MAX_DIMS] = {ch};
+    for (int i = 2; i < t.ndim; i++) shape[i - 1] = 1;
+    pardo_tensor *a = pardo_tensor_new_cpu(t.dtype, t.ndim - 1, shape, st);
+    pardo_tensor *b = a ? pardo_tensor_new_cpu(t.dtype, t.ndim - 1, shape, st) : NULL;
+    if (!b) {
+        pardo_tensor_release(a);
+        return st->code;
+    }
+    for (int64_t k = 0; k < ch; k++) {
+        double scale = pardo_tensor_get_f64(p[0]->konst, k), bias = pardo_tensor_get_f64(p[1]->konst, k),
+               mean = pardo_tensor_get_f64(p[2]->konst, k), var = pardo_tensor_get_f64(p[3]->konst, k);
+        double ak = scale / sqrt(var + eps);
+        pardo_tensor_set_f64(a, k, ak);
+        pardo_tensor_set_f64(b, k, bias - mean * ak);
+    }
+    const char *an = onnx_temp(c, "bn_scale", st), *bn = an ? onnx_temp(c, "bn_shift", st) : NULL;
+    const char *mid = bn ? onnx_temp(c, "bn", st) : NULL;
+    if (!mid) {
+        pardo_tensor_release(a);
+        pardo_tensor_release(b);
+        return st->code;
+    }
+    /* a and b are the model's trainable scale and shift from here on: params */
+    const char *names[2] = {an, bn};
+    pardo_tensor *vals[2] = {a, b};
+    int rc = PARDO_OK;
+    for (int i = 0; i < 2 && rc == PARDO_OK; i++) {
+        onnx_value *v = onnx_value_find(c, names[i]);
+        free(v->var);
+        v->var = NULL;
+        v->konst = vals[i];
+        vals[i] = NULL;
+        v->initializer = true;
+        if (!onnx_var_of(c, v, st)) rc = st->code;
+    }
+    pardo_tensor_release(vals[0]);
+    pardo_tensor_release(vals[1]);
+    if (rc != PARDO_OK) return rc;
+    const char *in1[2] = {x, an};
+    if (!onnx_emit(c, "mul", in1, 2, &mid, 1, st)) return st->code;
+    const char *in2[2] = {mid, bn};
+    return emit1(c, n, "add", in2, 2, st) ? PARDO_OK : st->code;
+}
+
+static int map_layer_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[3] = {in_var(c, n, 0, st), NULL, NULL};
+    if (!in[0] || !(in[1] = opt_var(c, n, 1, st)) || !(in[2] = opt_var(c, n, 2, st))) return st->code;
+    const char *outs[3];
+    int no = 0;
+    for (size_t i = 0; i < n->n_output && i < 3; i++) {
+        if (!n->output[i] || !*n->output[i]) {
+            outs[no++] = "";
+            continue;
+        }
+        if (!(outs[no++] = onnx_out_var(c, n, (int)i, st))) return st->code;
+    }
+    pardo_op *op = onnx_emit(c, "layer_norm", in, 3, outs, no, st);
+    return op && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", -1), st) == PARDO_OK &&
+                   onnx_set_float(op, "epsilon", onnx_attr_float(n, "epsilon", 1e-5), st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
+}
+
+/* Dropout at inference: the identity (its mask output all true is not supported). */
+static int map_dropout(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (n->n_output > 1 && n->output[1] && *n->output[1]) return onnx_unsupported(c, st, "output 1 (the mask)");
+    if (c->opset >= 12 && onnx_input(c, n, 2)) {
+        double training;
+        if (!const_input_scalar(c, n, 2, &training) || training != 0)
+            return onnx_unsupported(c, st, "training_mode true (pardo imports models for inference)");
+    }
+    const char *x = in_var(c, n, 0, st);
+    return x && emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+}
+
+/* ---- the table ---- */
+
+typedef struct mapping {
+    const char *op_type;
+    onnx_map_fn fn;
+} mapping;
+
+static const mapping table[] = {
+    {"Abs", map_abs},
+    {"Add", map_add},
+    {"And", map_and},
+    {"ArgMax", map_argmax},
+    {"AveragePool", map_average_pool},
+    {"BatchNormalization", map_batch_norm},
+    {"Cast", map_cast},
+    {"Clip", map_clip},
+    {"Concat", map_concat},
+    {"Constant", NULL},
+    {"ConstantOfShape", map_constant_of_shape},
+    {"Conv", map_conv},
+    {"Div", map_div},
+    {"Dropout", map_dropout},
+    {"Equal", map_equal},
+    {"Erf", map_erf},
+    {"Exp", map_exp},
+    {"Expand", map_expand},
+    {"Flatten", map_flatten},
+    {"Gather", map_gather},
+    {"Gemm", map_gemm},
+    {"GlobalAveragePool", map_global_average_pool},
+    {"GlobalMaxPool", map_global_max_pool},
+    {"Greater", map_greater},
+    {"GreaterOrEqual", map_greater_or_equal},
+    {"Identity", map_identity},
+    {"LayerNormalization", map_layer_norm},
+    {"LeakyRelu", map_leaky_relu},
+    {"Less", map_less},
+    {"LessOrEqual", map_less_or_equal},
+    {"Log", map_log},
+    {"LogSoftmax", map_log_softmax},
+    {"MatMul", map_matmul},
+    {"MaxPool", map_max_pool},
+    {"Mul", map_mul},
+    {"Neg", map_neg},
+    {"Not", map_not},
+    {"Or", map_or},
+    {"Pow", map_pow},
+    {"Range", map_range},
+    {"Reciprocal", map_reciprocal},
+    {"ReduceMax", map_reduce_max},
+    {"ReduceMean", map_reduce_mean},
+    {"ReduceSum", map_reduce_sum},
+    {"Relu", map_relu},
+    {"Reshape", map_reshape},
+    {"Shape", map_shape},
+    {"Sigmoid", map_sigmoid},
+    {"Slice", map_slice},
+    {"Softmax", map_softmax},
+    {"Split", map_split},
+    {"Sqrt", map_sqrt},
+    {"Squeeze", map_squeeze},
+    {"Sub", map_sub},
+    {"Sum", map_sum},
+    {"Tanh", map_tanh},
+    {"Transpose", map_transpose},
+    {"Unsqueeze", map_unsqueeze},
+    {"Where", map_where},
+};
+
+/* Constant always folds (onnx_fold.c); its entry only lists it. */
+static int map_constant_folded(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    (void)n;
+    return onnx_bad(c, st, "a Constant that did not fold");
+}
+
+onnx_map_fn onnx_find_mapping(const char *op_type) {
+    size_t lo = 0, hi = sizeof table / sizeof table[0];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int cmp = strcmp(op_type, table[mid].op_type);
+        if (cmp == 0) return table[mid].fn ? table[mid].fn : map_constant_folded;
+        if (cmp < 0) hi = mid;
+        else lo = mid + 1;
+    }
+    return NULL;
+}
+
+static char supported[2048];
+static pthread_once_t supported_once = PTHREAD_ONCE_INIT;
+
+static void list_supported(void) {
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof table / sizeof table[0] && off < sizeof supported - 32; i++)
+        off += (size_t)snprintf(supported + off, sizeof supported - off, "%s%s", i ? ", " : "", table[i].op_type);
+}
+
+const char *onnx_supported_list(void) {
+    pthread_once(&supported_once, list_supported);
+    return supported;
+}

@@ -1,0 +1,195 @@
+/* onnx_tensor.c - ONNX TensorProto to pardo tensors: dtypes, dims, data in
+ * raw_data (little-endian), in the typed fields, or in an external file
+ * beside the model; and the node tests' serialised TensorProto files. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/file_io.h"
+#include "io/onnx.h"
+#include "io/onnx_internal.h"
+
+pardo_dtype onnx_dtype(int32_t data_type) {
+    switch (data_type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return PARDO_F32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return PARDO_F64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return PARDO_I32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return PARDO_I64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return PARDO_BOOL;
+    default: return PARDO_DTYPE_UNKNOWN;
+    }
+}
+
+const char *onnx_dtype_name(int32_t data_type) {
+    static const char *const names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16", "int32",
+                                        "int64", "string", "bool", "float16", "float64", "uint32", "uint64",
+                                        "complex64", "complex128", "bfloat16"};
+    if (data_type >= 0 && data_type < (int32_t)(sizeof names / sizeof names[0])) return names[data_type];
+    return "an unknown data type";
+}
+
+/* Reads `length` bytes at `offset` of the external file `location` (a path
+ * relative to dir, inside it) into dst. */
+static int read_external(const Onnx__TensorProto *t, const char *dir, const char *what, void *dst, size_t nbytes,
+                         pardo_status *st) {
+    const char *location = NULL;
+    long long offset = 0, length = -1;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[i];
+        if (!e->key || !e->value) continue;
+        char *end;
+        if (strcmp(e->key, "location") == 0) {
+            location = e->value;
+        } else if (strcmp(e->key, "offset") == 0 || strcmp(e->key, "length") == 0) {
+            errno = 0;
+            long long v = strtoll(e->value, &end, 10);
+            if (errno || *end || v < 0)
+                return pardo_errorf(st, PARDO_EPARSE, "%s: external data %s '%s' is not a byte count", what, e->key,
+                                    e->value);
+            if (e->key[0] == 'o') offset = v;
+            else length = v;
+        }
+    }
+    if (!location || !*location) return pardo_errorf(st, PARDO_EPARSE, "%s: external data without a location", what);
+    if (location[0] == '/' || strstr(location, ".."))
+        return pardo_errorf(st, PARDO_EPARSE,
+                            "%s: external data location '%s' must be a relative path inside the model's folder", what,
+                            location);
+    if (length >= 0 && (size_t)length != nbytes)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: external data length %lld, expected %zu bytes for its dims", what,
+                            length, nbytes);
+    size_t pl = strlen(dir) + strlen(location) + 2;
+    char *full = malloc(pl);
+    if (!full) return pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", what);
+    snprintf(full, pl, "%s/%s", dir, location);
+    FILE *f = fopen(full, "rb");
+    int rc = PARDO_OK;
+    if (!f) {
+        rc = pardo_errorf(st, PARDO_EPARSE, "%s: cannot open external data file %s: %s", what, full, strerror(errno));
+    } else if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes) {
+        rc = pardo_errorf(st, PARDO_EPARSE, "%s: external data file %s has no %zu bytes at offset %lld", what, full,
+                          nbytes, offset);
+    }
+    if (f) fclose(f);
+    free(full);
+    return rc;
+}
+
+/* Copies the typed field of t into dst (numel elements of pardo dtype dt). */
+static int copy_typed(const Onnx__TensorProto *t, pardo_dtype dt, int64_t numel, void *dst, const char *what,
+                      pardo_status *st) {
+    size_t have = 0;
+    switch (dt) {
+    case PARDO_F32: have = t->n_float_data; break;
+    case PARDO_F64: have = t->n_double_data; break;
+    case PARDO_I32:
+    case PARDO_BOOL: have = t->n_int32_data; break;
+    case PARDO_I64: have = t->n_int64_data; break;
+    default: break;
+    }
+    if ((int64_t)have != numel)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: %zu elements in its data, expected %lld for its dims", what, have,
+                            (long long)numel);
+    for (int64_t i = 0; i < numel; i++) switch (dt) {
+        case PARDO_F32: ((float *)dst)[i] = t->float_data[i]; break;
+        case PARDO_F64: ((double *)dst)[i] = t->double_data[i]; break;
+        case PARDO_I32: ((int32_t *)dst)[i] = t->int32_data[i]; break;
+        case PARDO_BOOL: ((uint8_t *)dst)[i] = t->int32_data[i] != 0; break;
+        case PARDO_I64: ((int64_t *)dst)[i] = t->int64_data[i]; break;
+        default: break;
+        }
+    return PARDO_OK;
+}
+
+int onnx_tensor_to_pardo(const Onnx__TensorProto *t, const char *dir, const char *what, pardo_tensor **out,
+                         pardo_status *st) {
+    *out = NULL;
+    if (!t->has_data_type || t->data_type == 0)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: no data type", what);
+    pardo_dtype dt = onnx_dtype(t->data_type);
+    if (dt == PARDO_DTYPE_UNKNOWN)
+        return pardo_errorf(st, PARDO_ENOTSUP, "%s: data type %s (%d); pardo runs float32, float64, int32, int64 and bool",
+                            what, onnx_dtype_name(t->data_type), (int)t->data_type);
+    if (t->segment) return pardo_errorf(st, PARDO_ENOTSUP, "%s: a segmented tensor", what);
+    if (t->n_dims > PARDO_MAX_DIMS)
+        return pardo_errorf(st, PARDO_ENOTSUP, "%s: %zu dims, pardo takes at most %d", what, t->n_dims, PARDO_MAX_DIMS);
+    int64_t shape[PARDO_MAX_DIMS];
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0)
+            return pardo_errorf(st, PARDO_EPARSE, "%s: dim %zu is %lld", what, i, (long long)t->dims[i]);
+        shape[i] = t->dims[i];
+    }
+    if (!pardo_shape_fits((int)t->n_dims, shape))
+        return pardo_errorf(st, PARDO_EPARSE, "%s: its dims hold too many elements", what);
+    int64_t numel = pardo_shape_numel((int)t->n_dims, shape);
+    size_t nbytes = (size_t)numel * pardo_dtype_size(dt);
+    pardo_tensor *x = pardo_tensor_new_cpu(dt, (int)t->n_dims, shape, st);
+    if (!x) return st->code;
+    void *dst = pardo_tensor_data(x);
+    int rc = PARDO_OK;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        rc = read_external(t, dir ? dir : ".", what, dst, nbytes, st);
+        if (rc == PARDO_OK && dt == PARDO_BOOL)
+            for (int64_t i = 0; i < numel; i++) ((uint8_t *)dst)[i] = ((uint8_t *)dst)[i] != 0;
+    } else if (t->has_raw_data) {
+        if (t->raw_data.len != nbytes)
+            rc = pardo_errorf(st, PARDO_EPARSE, "%s: %zu bytes of raw data, expected %zu for its dims and dtype", what,
+                              t->raw_data.len, nbytes);
+        else if (nbytes) {
+            memcpy(dst, t->raw_data.data, nbytes); /* little-endian, as the hosts pardo builds for */
+            if (dt == PARDO_BOOL)
+                for (int64_t i = 0; i < numel; i++) ((uint8_t *)dst)[i] = ((uint8_t *)dst)[i] != 0;
+        }
+    } else {
+        rc = copy_typed(t, dt, numel, dst, what, st);
+    }
+    if (rc != PARDO_OK) {
+        pardo_tensor_release(x);
+        return rc;
+    }
+    *out = x;
+    return PARDO_OK;
+}
+
+bool onnx_const_ints(const pardo_tensor *t, int64_t *out, int max, int *n) {
+    if (!t || t->numel > max) return false;
+    for (int64_t i = 0; i < t->numel; i++) {
+        double v = pardo_tensor_get_f64(t, i);
+        if (t->dtype == PARDO_I64) out[i] = ((const int64_t *)pardo_tensor_data(t))[i];
+        else out[i] = (int64_t)v;
+    }
+    *n = (int)t->numel;
+    return true;
+}
+
+int pardo_onnx_read_tensor_file(const char *path, pardo_tensor **out, char **name, pardo_status *st) {
+    *out = NULL;
+    if (name) *name = NULL;
+    unsigned char *data = NULL;
+    size_t n = 0;
+    int rc = pardo_file_read_all(path, &data, &n, st);
+    if (rc != PARDO_OK) return rc;
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, n, data);
+    if (!t) {
+        free(data);
+        return pardo_errorf(st, PARDO_EPARSE, "%s: not a serialised ONNX TensorProto (protobuf parse failed)", path);
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    rc = onnx_tensor_to_pardo(t, dir, path, out, st);
+    if (rc == PARDO_OK && name) {
+        *name = strdup(t->name ? t->name : "");
+        if (!*name) {
+            pardo_tensor_release(*out);
+            *out = NULL;
+            rc = pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", path);
+        }
+    }
+    onnx__tensor_proto__free_unpacked(t, NULL);
+    free(data);
+    return rc;
+}
