@@ -186,6 +186,12 @@ $(BENCH_BINS): %: %.o $(LIB)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(BENCH_BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
+# The CLI tests' .npy comparison (tests/tools/npy_close.c), so make test needs no Python.
+NPY_CLOSE := $(BUILD)/tests/tools/npy_close
+$(NPY_CLOSE): %: %.o $(LIB)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
+
 # make onnx-test: the node tests' runner (it reads the models with the generated protobuf code, like the importer).
 ONNX_TEST_BIN := $(BUILD)/tools/onnx_test/onnx_node_test
 ONNX_TEST_DATA ?= /usr/share/libonnx-testdata/data/node
@@ -206,19 +212,19 @@ endif
 # Sanitizer builds run 3 to 10 times slower: give Check's per-test timeout room.
 TEST_ENV = CK_TIMEOUT_MULTIPLIER=$(if $(SANITIZE),4,1) \
            ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-           TSAN_OPTIONS=halt_on_error=1 PARDO_TEST_FIXTURES=tests/fixtures
+           TSAN_OPTIONS=halt_on_error=1 PARDO_TEST_FIXTURES=tests/fixtures NPY_CLOSE=$(NPY_CLOSE)
 
 # Every tests/cli*_test.sh script gets the binary's path; each prints "cli...: N passed, N failed".
 CLI_TESTS := $(sort $(wildcard tests/cli*_test.sh))
 
-test: $(TEST_BIN) $(BIN)
+test: $(TEST_BIN) $(BIN) $(NPY_CLOSE)
 	$(TEST_ENV) ./$(TEST_BIN)
 	@set -e; for t in $(CLI_TESTS); do echo "$(TEST_ENV) $$t ./$(BIN)"; $(TEST_ENV) $$t ./$(BIN); done
 
 unit: $(TEST_BIN)
 	$(TEST_ENV) ./$(TEST_BIN)
 
-cli: $(BIN)
+cli: $(BIN) $(NPY_CLOSE)
 	@set -e; for t in $(CLI_TESTS); do echo "$(TEST_ENV) $$t ./$(BIN)"; $(TEST_ENV) $$t ./$(BIN); done
 
 asan:
@@ -272,4 +278,4 @@ clean:
 	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda \
 	      build-noblas build-asan-noblas build-tsan-noblas build-nocuda-noblas build-asan-nocuda-noblas build-tsan-nocuda-noblas
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/cli/main.d $(BENCH_BINS:=.d) $(ONNX_TEST_BIN).d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/cli/main.d $(BENCH_BINS:=.d) $(ONNX_TEST_BIN).d $(NPY_CLOSE).d

@@ -1,11 +1,13 @@
 #!/bin/sh
 # Installs what pardo's build needs on Debian or Ubuntu: gcc, make,
-# pkg-config, cJSON and Check, and OpenBLAS (optional: `make` links it when
+# pkg-config, cJSON and Check, OpenBLAS (optional: `make` links it when
 # pkg-config finds it, BLAS=1; the own kernel in ops/gemm.c is used either way
-# on CPUs with AVX2 or AVX-512). As root it runs apt-get; otherwise it prints
+# on CPUs with AVX2 or AVX-512), and for ONNX models protobuf-c with Debian's
+# onnx.proto (optional: ONNX=1 where found) and the ONNX node tests that
+# `make onnx-test` runs (libonnx-testdata). As root it runs apt-get; otherwise it prints
 # the command to run and fails, so `make` stops with a clear message.
 set -e
-PKGS="gcc make pkg-config libcjson-dev check libopenblas-dev"
+PKGS="gcc make pkg-config libcjson-dev check libopenblas-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata"
 if [ "$(id -u)" = 0 ]; then
     echo "pardo: installing build dependencies: $PKGS" >&2
     export DEBIAN_FRONTEND=noninteractive

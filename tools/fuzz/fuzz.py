@@ -20,13 +20,18 @@ Three kinds of cases, taken in turn:
             shapes with 0-size and huge dims, attrs of every kind), through
             check, dot, run and transpile + run.
   cli       random command lines: subcommands, flags, values.
+  onnx      an ONNX model (tests/fixtures/onnx, and node-test models where
+            libonnx-testdata is installed) damaged: bytes cut or changed, or,
+            with the onnx package, a node's op type, an attr, a dim, a dtype,
+            an input name or an initializer's data changed; through check,
+            dot, run with its feed, import and transpile.
 
 A finding is kept under --out (the files, WHY.txt: the command and stderr) and
 printed; the exit status is 1 when there was one. Needs Python 3 and NumPy
 (Debian: python3-numpy); make test does not use this.
 
 Usage: tools/fuzz/fuzz.py --pardo build-asan/pardo [--iterations N] [--seed S] [--out DIR]
-                          [--modes mutate,generate,cli] [--timeout SECONDS]
+                          [--modes mutate,generate,cli,onnx] [--timeout SECONDS]
 """
 import argparse
 import copy
@@ -85,7 +90,7 @@ class Runner:
             return "sanitizer report", p.stderr, p.returncode
         if p.returncode == 2 and not p.stderr.strip():
             return "exit status 2 without a message", p.stderr, p.returncode
-        if p.returncode == 1 and args and args[0] in ("check", "dot", "transpile"):
+        if p.returncode == 1 and args and args[0] in ("check", "dot", "transpile", "import"):
             return "exit status 1 from %s (bad input should be 2)" % args[0], p.stderr, p.returncode
         return None, p.stderr, p.returncode
 
@@ -438,13 +443,119 @@ class Corpus:
 OPS = []
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ONNX_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "onnx")
+NODE_TESTS = "/usr/share/libonnx-testdata/data/node"
+
+try:
+    import onnx  # structured mutations where the onnx package is installed (Debian: python3-onnx)
+except ImportError:
+    onnx = None
+
+
+def onnx_seeds():
+    """(model path, feed name, feed .npy or None) for each seed model."""
+    out = []
+    for f in sorted(os.listdir(ONNX_FIXTURES)) if os.path.isdir(ONNX_FIXTURES) else []:
+        if f.endswith(".onnx"):
+            m = f[:-5]
+            feed = "tokens" if m.startswith("transformer") else "x"
+            out.append((os.path.join(ONNX_FIXTURES, f), feed, os.path.join(ONNX_FIXTURES, m + "_in.npy")))
+    if os.path.isdir(NODE_TESTS):
+        for d in sorted(os.listdir(NODE_TESTS))[::9]:
+            path = os.path.join(NODE_TESTS, d, "model.onnx")
+            if os.path.exists(path):
+                out.append((path, None, None))
+    return out
+
+
+def mutate_onnx_structured(rng, path, out):
+    m = onnx.load(path)
+    g = m.graph
+    r = rng.random()
+    if g.node and r < 0.25:
+        n = rng.choice(g.node)
+        n.op_type = rng.choice(["Relu", "Gemm", "Conv", "Reshape", "Slice", "Gather", "Concat", "Softmax", "Nope",
+                                "MaxPool", "Unsqueeze", "Shape", "Cast", "BatchNormalization", ""])
+    elif g.node and r < 0.45:
+        n = rng.choice(g.node)
+        if n.attribute:
+            a = rng.choice(n.attribute)
+            if a.ints:
+                a.ints[rng.randrange(len(a.ints))] = rng.choice([0, -1, 2**40, -2**62, 3])
+            elif a.type == onnx.AttributeProto.INT:
+                a.i = rng.choice([0, -1, 2**40, 99, 1])
+            elif a.type == onnx.AttributeProto.FLOAT:
+                a.f = rng.choice([0.0, -1.0, 1e30, float("nan")])
+            else:
+                n.attribute.remove(a)
+        else:
+            n.attribute.add(name=rng.choice(["axis", "perm", "to", "alpha", "zzz"]), i=rng.choice([0, 5, -9]),
+                            type=onnx.AttributeProto.INT)
+    elif g.node and r < 0.6:
+        n = rng.choice(g.node)
+        if n.input:
+            n.input[rng.randrange(len(n.input))] = rng.choice(["", "nowhere", n.output[0] if n.output else "x"])
+        else:
+            n.input.append("nowhere")
+    elif g.initializer and r < 0.75:
+        t = rng.choice(g.initializer)
+        if rng.random() < 0.5 and t.dims:
+            t.dims[rng.randrange(len(t.dims))] = rng.choice([0, -1, 2**31, 7])
+        else:
+            t.data_type = rng.choice([0, 2, 3, 8, 10, 16, 99, 7])
+    elif g.input and r < 0.9:
+        vi = rng.choice(g.input)
+        tt = vi.type.tensor_type
+        if tt.shape.dim and rng.random() < 0.5:
+            tt.shape.dim[rng.randrange(len(tt.shape.dim))].dim_value = rng.choice([0, 1, 3, 2**40])
+        else:
+            tt.elem_type = rng.choice([0, 2, 8, 10, 11, 6])
+    else:
+        for op in m.opset_import:
+            op.version = rng.choice([0, 1, 6, 18, 99, -3])
+    with open(out, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def case_onnx(rng, runner, models, work):
+    """A damaged ONNX model through the commands."""
+    path, feed, npy = rng.choice(models)
+    dst = os.path.join(work, "m.onnx")
+    if onnx is not None and rng.random() < 0.6:
+        try:
+            mutate_onnx_structured(rng, path, dst)
+        except Exception:  # noqa: BLE001 - a mutation protobuf refuses to serialise: damage the bytes instead
+            shutil.copy(path, dst)
+            damage_file(rng, dst)
+    else:
+        shutil.copy(path, dst)
+        for _ in range(rng.choice([1, 1, 2, 5])):
+            damage_file(rng, dst)
+    feeds = ["--feed", "%s=%s" % (feed, npy)] if feed and rng.random() < 0.8 else []
+    cmds = [["check", "m.onnx"], ["dot", "m.onnx"],
+            ["run", "m.onnx", "--threads", str(rng.choice([1, 2])), "--executor", rng.choice(EXECUTORS)] + feeds,
+            ["import", "m.onnx", "-o", "g.json"]]
+    if rng.random() < 0.3:
+        cmds.append(["transpile", "m.onnx", "-o", "t.json", "--parts", "2"])
+    for c in cmds:
+        bad, err, rc = runner.run(c, work)
+        if bad:
+            return bad, c, err
+        if c[0] == "import" and rc == 0:
+            bad, err, _ = runner.run(["run", "g.json", "--load", "g.safetensors"] + feeds, work)
+            if bad:
+                return bad, ["run", "g.json", "--load", "g.safetensors"] + feeds, err
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pardo", required=True, help="the binary to fuzz (a sanitizer build)")
     ap.add_argument("--iterations", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="build/fuzz-findings")
-    ap.add_argument("--modes", default="mutate,generate,cli")
+    ap.add_argument("--modes", default="mutate,generate,cli,onnx")
     ap.add_argument("--timeout", type=int, default=30, help="seconds a run may take before it counts as a hang")
     a = ap.parse_args()
     pardo = os.path.abspath(a.pardo)
@@ -461,6 +572,11 @@ def main():
             print("finding: " + line)
         found += len(corpus.bad)
         specs = op_specs(pardo) if "generate" in modes else None
+        onnx_models = onnx_seeds() if "onnx" in modes else []
+        if "onnx" in modes and (not onnx_models or "ONNX: built in" not in
+                                subprocess.run([pardo, "--version"], capture_output=True, text=True).stdout):
+            print("fuzz: onnx cases skipped (no ONNX support in %s, or no models)" % a.pardo)
+            modes.remove("onnx")
         print("fuzz: %s, %d seeds, %d cases (%s), seed %d" % (a.pardo, len(corpus.names), a.iterations,
                                                               "/".join(modes), a.seed), flush=True)
         for i in range(a.iterations):
@@ -470,6 +586,8 @@ def main():
                 r = case_mutate(rng, runner, corpus, work)
             elif mode == "generate":
                 r = case_generate(rng, runner, specs, work)
+            elif mode == "onnx":
+                r = case_onnx(rng, runner, onnx_models, work)
             else:
                 r = case_cli(rng, runner, corpus, work)
             if r:
