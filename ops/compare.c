@@ -158,7 +158,8 @@ static int not_infer(pardo_infer_ctx *ctx) {
 static int not_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0];
     if (x->dtype != PARDO_BOOL)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, expected bool", pardo_dtype_name(x->dtype));
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, expected bool",
+                            pardo_dtype_name(x->dtype));
     pardo_tensor *y = pardo_kernel_output(ctx, 0, PARDO_BOOL, x->ndim, x->shape);
     if (!y) return ctx->st->code;
     const uint8_t *px = pardo_tensor_data(x);

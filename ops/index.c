@@ -243,13 +243,15 @@ static const pardo_arg_def slice_grad_out[] = {
     {"dsteps", "never computed (must be \"\")", true, false},
 };
 static const pardo_attr_def slice_attrs[] = {
-    {"starts", PARDO_ATTR_INTS, "null", "first index per axis; negative counts from the end; clamped (required "
-                                        "unless input 1 is given)"},
-    {"ends", PARDO_ATTR_INTS, "null", "end (exclusive) per axis; negative counts from the end; clamped, so "
+    /* starts, ends, steps: number lists, since ONNX's INT64_MAX and INT64_MIN are past the integers a JSON
+     * number holds exactly (2^53); whole numbers are required and those beyond int64 saturate */
+    {"starts", PARDO_ATTR_FLOATS, "null",
+     "first index per axis (whole numbers); negative counts from the end; clamped (required unless input 1 is given)"},
+    {"ends", PARDO_ATTR_FLOATS, "null", "end (exclusive) per axis; negative counts from the end; clamped, so "
                                       "INT64_MAX and INT64_MIN mean past either end (required unless input 2)"},
     {"axes", PARDO_ATTR_INTS, "null", "the axes starts and ends apply to; negative counts from the end; absent: "
                                       "0, 1, ..."},
-    {"steps", PARDO_ATTR_INTS, "null", "step per axis, nonzero, negative walks backwards; absent: 1s"},
+    {"steps", PARDO_ATTR_FLOATS, "null", "step per axis, nonzero, negative walks backwards; absent: 1s"},
 };
 
 /* Per dim of X: the first index, the step and the count taken. */
@@ -272,8 +274,8 @@ static int slice_make(const pardo_op *op, pardo_tensor *const in[5], int r, cons
                                 slice_lists[k]);
     for (int k = 1; k < 4; k++)
         if (n[k] >= 0 && n[k] != n[0])
-            return pardo_errorf(st, PARDO_EINVAL, "'%s' has %d values and 'starts' %d, expected as many", slice_lists[k],
-                                n[k], n[0]);
+            return pardo_errorf(st, PARDO_EINVAL, "'%s' has %d values and 'starts' %d, expected as many",
+                                slice_lists[k], n[k], n[0]);
     if (n[0] > r)
         return pardo_errorf(st, PARDO_EINVAL, "'starts' has %d values, more than X's rank %d", n[0], r);
     for (int d = 0; d < r; d++) {

@@ -41,7 +41,8 @@ int pardo_index_attr_ints(const pardo_op *op, const char *name, int64_t *out, in
     if (v->kind != PARDO_V_ARRAY)
         return pardo_errorf(st, PARDO_EINVAL, "attr '%s' is a %s, expected a list of integers", name,
                             pardo_value_kind_name(v->kind));
-    if (v->n > max) return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, at most %d allowed", name, v->n, max);
+    if (v->n > max)
+        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, at most %d allowed", name, v->n, max);
     for (int i = 0; i < v->n; i++)
         if (!value_to_int64(&v->items[i], &out[i]))
             return pardo_errorf(st, PARDO_EINVAL, "attr '%s' element %d is a %s, expected an integer", name, i,

@@ -221,7 +221,8 @@ START_TEST(test_shape_op) {
     pardo_status st;
     pardo_tensor *x = pardo_tensor_new_cpu(PARDO_BOOL, 4, (int64_t[]){2, 0, 3, 5}, &st);
     for (int c = 0; c < LEN(cases); c++) {
-        expect_op("shape", cases[c].attrs, 1, &x, ints(cases[c].n, cases[c].want), cases[c].attrs ? cases[c].attrs : "");
+        expect_op("shape", cases[c].attrs, 1, &x, ints(cases[c].n, cases[c].want),
+                  cases[c].attrs ? cases[c].attrs : "");
         pardo_type tx = pardo_tensor_type(x), y;
         const pardo_type *in[1] = {&tx};
         ck_assert_int_eq(test_infer_op("shape", cases[c].attrs, 1, in, 1, &y, &st), PARDO_OK);
@@ -257,15 +258,16 @@ START_TEST(test_dims_fixtures) {
         const char *name;
         int n;
         int64_t shape[3];
-    } ex[] = {{"expand_f32", 3, {2, 1, 4}}, {"expand_i64", 1, {3}}, {"expand_keep", 2, {1, 1}}, {"expand_bool", 2, {2, 3}}};
+    } ex[] = {{"expand_f32", 3, {2, 1, 4}}, {"expand_i64", 1, {3}}, {"expand_keep", 2, {1, 1}},
+              {"expand_bool", 2, {2, 3}}};
     for (int c = 0; c < LEN(ex); c++) {
         pardo_tensor *x = fixture(ex[c].name, "x");
         char attrs[96];
-        snprintf(attrs, sizeof attrs, "{\"shape\": [%lld%s%lld%s%lld]}", (long long)ex[c].shape[0],
-                 ex[c].n > 1 ? ", " : "", (long long)ex[c].shape[1], ex[c].n > 2 ? ", " : "", (long long)ex[c].shape[2]);
-        if (ex[c].n == 1) snprintf(attrs, sizeof attrs, "{\"shape\": [%lld]}", (long long)ex[c].shape[0]);
-        if (ex[c].n == 2)
-            snprintf(attrs, sizeof attrs, "{\"shape\": [%lld, %lld]}", (long long)ex[c].shape[0], (long long)ex[c].shape[1]);
+        int used = snprintf(attrs, sizeof attrs, "{\"shape\": [");
+        for (int i = 0; i < ex[c].n; i++)
+            used += snprintf(attrs + used, sizeof attrs - (size_t)used, "%s%lld", i ? ", " : "",
+                             (long long)ex[c].shape[i]);
+        snprintf(attrs + used, sizeof attrs - (size_t)used, "]}");
         expect_op("expand", attrs, 1, &x, fixture(ex[c].name, "y"), attrs);
         pardo_tensor *in[2] = {x, ints(ex[c].n, ex[c].shape)};
         expect_op("expand", NULL, 2, in, fixture(ex[c].name, "y"), "input shape");
