@@ -1,7 +1,7 @@
 /* elementwise.c - arithmetic ops: the binary ops add, sub, mul, div (numpy
  * broadcasting, float32/float64/int32/int64; their gradient ops are in
  * ops/elementwise_grad.c) and the unary float ops neg, exp, log, sqrt, abs,
- * pow, scale, clip with their gradient ops (ops/unary.h). Each op: schema,
+ * pow, scale, clip, erf with their gradient ops (ops/unary.h). Each op: schema,
  * inference, CPU kernel. Integer add/sub/mul wrap around on overflow (two's
  * complement, like numpy) instead of being undefined; integer div truncates
  * toward zero (C, ONNX) and a zero divisor is a PARDO_ERUNTIME error. Every
@@ -247,3 +247,8 @@ UNARY_OP(clip, "Y = min(max(X, min), max) like ONNX Clip; an absent bound is non
 UNARY_GRAD_OP(clip, "dX = dY where min <= X <= max, else 0 (gradient of clip; float32, float64)", clip_attrs, 2,
               clip_args,
               r = v >= p && v <= q ? g : (elem_t)0;)
+
+/* erf like ONNX Erf; PyTorch exports the exact GELU as x * 0.5 * (1 + erf(x / sqrt 2)). */
+UNARY_OP(erf, "Y = erf(X), the error function (float32, float64)", NULL, 0, NULL, NULL, r = erf(v);)
+UNARY_GRAD_OP(erf, "dX = dY * 2 / sqrt(pi) * exp(-X^2) (gradient of erf; float32, float64)", NULL, 0, NULL,
+              r = g * (elem_t)1.1283791670955126 * exp(-v * v);)

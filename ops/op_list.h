@@ -39,6 +39,18 @@
     X(concat) X(concat_grad) \
     X(cast) X(cast_grad) \
     X(fill) \
+    X(erf) X(erf_grad) \
+    X(shape) \
+    X(unsqueeze) X(unsqueeze_grad) \
+    X(squeeze) X(squeeze_grad) \
+    X(expand) X(expand_grad) \
+    X(constant_of_shape) \
+    X(range) \
+    X(gather) X(gather_grad) \
+    X(slice) X(slice_grad) \
+    X(equal) X(less) X(greater) X(less_or_equal) X(greater_or_equal) \
+    X(not) X(and) X(or) \
+    X(where_select) X(where_select_grad) /* "where": pardo_op_where is graph.h's locator */ \
     X(conv2d) X(conv2d_grad) \
     X(max_pool2d) X(max_pool2d_grad) \
     X(avg_pool2d) X(avg_pool2d_grad) \

@@ -1,5 +1,5 @@
 /* shape.c - ops that change a tensor's shape but not its values: identity,
- * reshape (like ONNX Reshape with allowzero = 0), flatten (like ONNX
+ * reshape (like ONNX Reshape; the shape an attr or a run-time int64 input), flatten (like ONNX
  * Flatten) and transpose (like ONNX Transpose), any dtype, each with its
  * gradient op T_grad (float32 and float64 only: an integer or bool input has
  * no gradient, PARDO_ENOTSUP when one is asked for). concat is in
@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "index_util.h"
 #include "kernel_util.h"
 #include "op.h"
 
@@ -97,45 +98,47 @@ const pardo_op_def pardo_op_identity_grad = {
 
 /* ---- reshape ---- */
 
+static const pardo_arg_def reshape_in[] = {
+    {"X", "input tensor (any dtype)", false, false},
+    {"shape", "int64 1-D, read at run time; overrides attr shape (\"\": the attr)", true, false},
+};
 static const pardo_attr_def reshape_attrs[] = {
-    {"shape", PARDO_ATTR_INTS, NULL, "new shape; 0 copies X's dim at that index, one -1 takes what is left"},
+    {"shape", PARDO_ATTR_INTS, "null", "new shape; 0 copies X's dim at that index, one -1 takes what is left "
+                                       "(required unless input 1 is given)"},
+    {"allowzero", PARDO_ATTR_BOOL, "false", "a 0 in shape is a 0-size dim, not a copy (ONNX Reshape-14)"},
 };
 
 /* The shape reshape makes of x (dims may be -1 at inference, ndim -1:
- * unknown rank) into y. PARDO_EINVAL for a bad attr (missing, a value below
- * -1, two -1, a 0 past X's rank), PARDO_ESHAPE when the element counts
- * cannot agree. */
-static int reshape_target(const pardo_op *op, int x_nd, const int64_t *x_shape, pardo_type *y, pardo_status *st) {
-    int64_t s[PARDO_MAX_DIMS];
-    int n;
+ * unknown rank) into y, from s[0..n) (`what` names where it came from).
+ * PARDO_EINVAL for a bad value (a value below -1, two -1, a 0 past X's
+ * rank), PARDO_ESHAPE when the element counts cannot agree. */
+static int reshape_target(const int64_t *s, int n, bool allowzero, const char *what, int x_nd, const int64_t *x_shape,
+                          pardo_type *y, pardo_status *st) {
     char sx[128], sy[128];
-    if (!pardo_attr(op, "shape")) return pardo_errorf(st, PARDO_EINVAL, "attr 'shape' is required");
-    int rc = pardo_attr_ints(op, "shape", s, PARDO_MAX_DIMS, &n, st);
-    if (rc != PARDO_OK) return rc;
     bool copied[PARDO_MAX_DIMS] = {false};
     int infer_at = -1;
     int64_t out_known = 1; /* product of the output dims neither copied nor inferred */
     y->ndim = n;
     for (int i = 0; i < n; i++) {
         if (s[i] < -1)
-            return pardo_errorf(st, PARDO_EINVAL, "attr 'shape' element %d is %lld, expected a size, 0 or -1", i,
+            return pardo_errorf(st, PARDO_EINVAL, "%s element %d is %lld, expected a size, 0 or -1", what, i,
                                 (long long)s[i]);
         if (s[i] == -1) {
             if (infer_at >= 0)
-                return pardo_errorf(st, PARDO_EINVAL, "attr 'shape' has -1 at elements %d and %d, expected at most one",
+                return pardo_errorf(st, PARDO_EINVAL, "%s has -1 at elements %d and %d, expected at most one", what,
                                     infer_at, i);
             infer_at = i;
             y->shape[i] = -1;
-        } else if (s[i] == 0) {
+        } else if (s[i] == 0 && !allowzero) {
             if (x_nd >= 0 && i >= x_nd)
-                return pardo_errorf(st, PARDO_EINVAL, "attr 'shape' element %d is 0 (copy X's dim %d), but X %s has "
-                                    "rank %d", i, i, pardo_shape_str(x_nd, x_shape, sx, sizeof sx), x_nd);
+                return pardo_errorf(st, PARDO_EINVAL, "%s element %d is 0 (copy X's dim %d), but X %s has rank %d",
+                                    what, i, i, pardo_shape_str(x_nd, x_shape, sx, sizeof sx), x_nd);
             copied[i] = true;
             y->shape[i] = x_nd >= 0 ? x_shape[i] : -1;
         } else {
             y->shape[i] = s[i];
             if (__builtin_mul_overflow(out_known, s[i], &out_known))
-                return pardo_errorf(st, PARDO_EINVAL, "attr 'shape' %s has more elements than fit in 64 bits",
+                return pardo_errorf(st, PARDO_EINVAL, "%s %s has more elements than fit in 64 bits", what,
                                     pardo_shape_str(n, s, sy, sizeof sy));
         }
     }
@@ -145,8 +148,8 @@ static int reshape_target(const pardo_op *op, int x_nd, const int64_t *x_shape, 
     bool zero = false;
     for (int i = 0; i < n; i++) zero |= y->shape[i] == 0;
     if (infer_at >= 0 && zero)
-        return pardo_errorf(st, PARDO_ESHAPE, "X %s cannot be reshaped to attr 'shape' %s: -1 next to a 0-size dim is "
-                            "ambiguous", pardo_shape_str(x_nd, x_shape, sx, sizeof sx),
+        return pardo_errorf(st, PARDO_ESHAPE, "X %s cannot be reshaped to %s %s: -1 next to a 0-size dim is "
+                            "ambiguous", pardo_shape_str(x_nd, x_shape, sx, sizeof sx), what,
                             pardo_shape_str(n, s, sy, sizeof sy));
     /* copied dims stand on both sides, so they cancel out of the count */
     int64_t in_rest = 1;
@@ -158,52 +161,90 @@ static int reshape_target(const pardo_op *op, int x_nd, const int64_t *x_shape, 
         return PARDO_OK;
     }
     if (infer_at < 0 && in_rest == out_known) return PARDO_OK;
-    return pardo_errorf(st, PARDO_ESHAPE, "X %s cannot be reshaped to attr 'shape' %s: the sizes do not match",
-                        pardo_shape_str(x_nd, x_shape, sx, sizeof sx), pardo_shape_str(n, s, sy, sizeof sy));
+    return pardo_errorf(st, PARDO_ESHAPE, "X %s cannot be reshaped to %s %s: the sizes do not match",
+                        pardo_shape_str(x_nd, x_shape, sx, sizeof sx), what, pardo_shape_str(n, s, sy, sizeof sy));
+}
+
+/* Reads the target from input 1 (sh, when given) or attr shape, and makes y. */
+static int reshape_make(const pardo_op *op, const pardo_tensor *sh, int x_nd, const int64_t *x_shape, pardo_type *y,
+                        pardo_status *st) {
+    int64_t s[PARDO_MAX_DIMS];
+    int n;
+    bool allowzero;
+    int rc = pardo_attr_bool(op, "allowzero", false, &allowzero, st);
+    if (rc != PARDO_OK) return rc;
+    if (sh) rc = pardo_index_read_ints(sh, "input 1 'shape'", s, PARDO_MAX_DIMS, &n, st);
+    else if (!pardo_attr(op, "shape")) return pardo_errorf(st, PARDO_EINVAL, "attr 'shape' is required (or input 1)");
+    else rc = pardo_attr_ints(op, "shape", s, PARDO_MAX_DIMS, &n, st);
+    if (rc != PARDO_OK) return rc;
+    return reshape_target(s, n, allowzero, sh ? "input 1 'shape'" : "attr 'shape'", x_nd, x_shape, y, st);
 }
 
 static int reshape_infer(pardo_infer_ctx *ctx) {
-    const pardo_type *x = ctx->in[0];
+    const pardo_type *x = ctx->in[0], *sh = ctx->n_in > 1 ? ctx->in[1] : NULL;
     ctx->out[0].dtype = x->dtype;
-    return reshape_target(ctx->op, x->ndim, x->shape, &ctx->out[0], ctx->st);
+    if (!sh) return reshape_make(ctx->op, NULL, x->ndim, x->shape, &ctx->out[0], ctx->st);
+    /* the values come at run time: the rank is the input's length */
+    int n;
+    bool allowzero;
+    int rc = pardo_index_expect_list(sh, "input 1 'shape'", &n, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "allowzero", false, &allowzero, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (n > PARDO_MAX_DIMS)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "input 1 'shape' has %d values, at most %d", n, PARDO_MAX_DIMS);
+    ctx->out[0].ndim = sh->ndim == 0 ? -1 : n;
+    for (int i = 0; i < ctx->out[0].ndim; i++) ctx->out[0].shape[i] = -1;
+    return PARDO_OK;
 }
 
 static int reshape_cpu(pardo_kernel_ctx *ctx) {
     pardo_type y;
-    int rc = reshape_target(ctx->op, ctx->in[0]->ndim, ctx->in[0]->shape, &y, ctx->st);
+    if (ctx->n_in > 1 && ctx->in[1] && ctx->in[1]->ndim != 1)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 1 'shape' has rank %d, expected 1-D", ctx->in[1]->ndim);
+    int rc = reshape_make(ctx->op, ctx->n_in > 1 ? ctx->in[1] : NULL, ctx->in[0]->ndim, ctx->in[0]->shape, &y,
+                          ctx->st);
     return rc != PARDO_OK ? rc : copy_as(ctx, y.ndim, y.shape);
+}
+
+/* reshape_grad's layout (X, Y, dY) predates the shape input, which it does
+ * not need: dX is dY in X's shape. */
+static int reshape_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
+    return pardo_grad_wired_n(req, blk, 0, 0, 1, st);
 }
 
 static int reshape_grad_infer(pardo_infer_ctx *ctx) {
     pardo_type y;
-    int rc = reshape_target(ctx->op, ctx->in[0]->ndim, ctx->in[0]->shape, &y, ctx->st);
-    return rc != PARDO_OK ? rc : back_grad_infer(ctx);
+    if (pardo_attr(ctx->op, "shape")) { /* the attr is checked here too; a run-time shape is not seen */
+        int rc = reshape_make(ctx->op, NULL, ctx->in[0]->ndim, ctx->in[0]->shape, &y, ctx->st);
+        if (rc != PARDO_OK) return rc;
+    }
+    return back_grad_infer(ctx);
 }
 
 const pardo_op_def pardo_op_reshape = {
     .type = "reshape",
-    .doc = "Y = X's elements in attr shape, like ONNX Reshape (allowzero 0): 0 copies a dim, one -1 is inferred "
-           "(any dtype)",
-    .inputs = x_in,
-    .n_inputs = 1,
+    .doc = "Y = X's elements in the shape given by input 1 (int64, at run time) or attr shape, like ONNX Reshape: 0 "
+           "copies a dim (unless allowzero), one -1 is inferred (any dtype)",
+    .inputs = reshape_in,
+    .n_inputs = 2,
     .outputs = y_out,
     .n_outputs = 1,
     .attrs = reshape_attrs,
-    .n_attrs = 1,
+    .n_attrs = 2,
     .infer = reshape_infer,
     .cpu = reshape_cpu,
-    .grad = pardo_grad_standard,
+    .grad = reshape_grad_build,
 };
 
 const pardo_op_def pardo_op_reshape_grad = {
     .type = "reshape_grad",
-    .doc = "dX = dY in X's shape (gradient of reshape; float32, float64)",
+    .doc = "dX = dY in X's shape (gradient of reshape, inputs X, Y, dY; float32, float64)",
     .inputs = grad_in,
     .n_inputs = 3,
     .outputs = grad_out,
     .n_outputs = 1,
     .attrs = reshape_attrs,
-    .n_attrs = 1,
+    .n_attrs = 2,
     .infer = reshape_grad_infer,
     .cpu = back_grad_cpu,
 };

@@ -25,6 +25,8 @@
     X(ops_reduce)       \
     X(ops_softmax)      \
     X(ops_shape)        \
+    X(ops_index)        \
+    X(ops_compare)      \
     X(ops_fill)         \
     X(ops_conv)         \
     X(ops_pool)         \

@@ -34,7 +34,7 @@ def _after_bias(op, attrs=None, shape=(4, 3)):
 def _forward_graphs():
     g = {}
     for op in ["identity", "neg", "exp", "log", "sqrt", "abs", "relu", "sigmoid", "tanh", "gelu", "softmax",
-               "log_softmax"]:
+               "log_softmax", "erf"]:
         g[op] = _after_bias(op)
     for op, attrs in [("pow", {"exponent": 2.0}), ("scale", {"scale": 2.0, "bias": 1.0}),
                       ("clip", {"min": -1.0, "max": 1.0}), ("leaky_relu", {"alpha": 0.1}),
@@ -78,6 +78,23 @@ def _forward_graphs():
     g["fill"] = ({"x": _feed([4, 3]), "p": _param([3])},
                  [{"op": "fill", "in": [], "out": ["f"], "attrs": {"shape": [3], "fill": "normal", "seed": 2}},
                   {"op": "mul", "in": ["p", "f"], "out": ["pf"]}, {"op": "add", "in": ["x", "pf"], "out": ["y"]}])
+    # the index, dims and compare families (ops/index.c, ops/dims.c, ops/compare.c)
+    g["gather"] = ({"p": _param([5, 3]), "i": _feed([4, 2], "int64")},
+                   [{"op": "gather", "in": ["p", "i"], "out": ["y"], "attrs": {"axis": -2}}])
+    g["slice"] = _after_bias("slice", {"starts": [-1], "ends": [-9223372036854775808], "axes": [1], "steps": [-2]})
+    g["dims"] = ({"x": _feed([4, 3]), "p": _param([3])},
+                 [{"op": "add", "in": ["x", "p"], "out": ["h"]},
+                  {"op": "unsqueeze", "in": ["h"], "out": ["u"], "attrs": {"axes": [1]}},
+                  {"op": "expand", "in": ["u"], "out": ["e"], "attrs": {"shape": [1, 2, 1]}},
+                  {"op": "shape", "in": ["h"], "out": ["s"]},
+                  {"op": "slice", "in": ["e", "", "", "", ""], "out": ["e1"],
+                   "attrs": {"starts": [0], "ends": [1], "axes": [1]}},
+                  {"op": "squeeze", "in": ["e1"], "out": ["q"], "attrs": {"axes": [-2]}},
+                  {"op": "reshape", "in": ["q", "s"], "out": ["y"]}])
+    g["where"] = ({"x": _feed([4, 3]), "p": _param([3])},
+                  [{"op": "add", "in": ["x", "p"], "out": ["h"]},
+                   {"op": "greater", "in": ["x", "p"], "out": ["c"]},
+                   {"op": "where", "in": ["c", "h", "p"], "out": ["y"]}])
     return g
 
 
