@@ -131,6 +131,29 @@ static int fold_shape(onnx_ctx *c, const Onnx__NodeProto *n, bool *done, pardo_s
     return set_ivec(c, n, 0, &v, st);
 }
 
+/* Size: the element count, a constant, or k times the one run-time dim. */
+static int fold_size(onnx_ctx *c, const Onnx__NodeProto *n, bool *done, pardo_status *st) {
+    onnx_value *x = onnx_input(c, n, 0);
+    if (!x || (!x->konst && !x->var)) return PARDO_OK;
+    pardo_type t;
+    if (x->konst) t = pardo_tensor_type(x->konst);
+    else if (onnx_type_of(c, x->var, &t, st) != PARDO_OK) return st->code;
+    ivec v = {.n = 1, .scalar = true, .dtype = PARDO_I64};
+    v.d[0].value = 1;
+    for (int d = 0; d < t.ndim; d++) {
+        if (t.shape[d] >= 0) {
+            v.d[0].value *= t.shape[d];
+        } else if (v.d[0].var) {
+            return PARDO_OK; /* two run-time dims: left to the mapping */
+        } else {
+            v.d[0].var = pardo_block_find_var(&c->p->blocks[0], x->var)->name;
+            v.d[0].dim = d;
+        }
+    }
+    *done = true;
+    return set_ivec(c, n, 0, &v, st);
+}
+
 static int fold_gather(onnx_ctx *c, const Onnx__NodeProto *n, bool *done, pardo_status *st) {
     ivec data, idx;
     if (!as_ivec(onnx_input(c, n, 0), &data) || data.scalar || !as_ivec(onnx_input(c, n, 1), &idx) ||
@@ -366,6 +389,7 @@ int onnx_try_fold(onnx_ctx *c, const Onnx__NodeProto *n, bool *folded, pardo_sta
     if (strcmp(t, "Constant") == 0) return fold_constant(c, n, folded, st);
     if (strcmp(t, "Shape") == 0) return fold_shape(c, n, folded, st);
     if (strcmp(t, "Identity") == 0) return fold_identity(c, n, folded, st);
+    if (strcmp(t, "Size") == 0) return fold_size(c, n, folded, st);
     if (strcmp(t, "Gather") == 0) return fold_gather(c, n, folded, st);
     if (strcmp(t, "Unsqueeze") == 0) return fold_unsqueeze(c, n, false, folded, st);
     if (strcmp(t, "Squeeze") == 0) return fold_unsqueeze(c, n, true, folded, st);

@@ -146,7 +146,7 @@ bool onnx_const_ints(const pardo_tensor *t, int64_t *out, int max, int *n);
 /* ---- folding (onnx_fold.c) ---- */
 
 /* Folds node n at load when its inputs are constants or shape vectors and
- * its op is one of the shape computations (Shape, Gather, Unsqueeze,
+ * its op is one of the shape computations (Shape, Size, Gather, Unsqueeze,
  * Squeeze, Concat, Cast, Slice, Add, Sub, Mul, Div, Equal, Where,
  * ConstantOfShape, Range, Reshape, Identity, Constant). *folded says
  * whether it did. */

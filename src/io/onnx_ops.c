@@ -800,6 +800,12 @@ static int map_dropout(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
     return x && emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
 }
 
+/* Size folds at load (onnx_fold.c) unless its input has two run-time dims. */
+static int map_size(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    (void)n;
+    return onnx_unsupported(c, st, "the size of a tensor with two or more run-time dims");
+}
+
 /* ---- the table ---- */
 
 typedef struct mapping {
@@ -856,6 +862,7 @@ static const mapping table[] = {
     {"Reshape", map_reshape},
     {"Shape", map_shape},
     {"Sigmoid", map_sigmoid},
+    {"Size", map_size},
     {"Slice", map_slice},
     {"Softmax", map_softmax},
     {"Split", map_split},
