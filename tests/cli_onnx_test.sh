@@ -1,7 +1,8 @@
 #!/bin/sh
 # cli_onnx_test.sh - ONNX models end to end: the PyTorch exports in
 # tests/fixtures/onnx (an MLP, a CNN with and without its batch norms folded,
-# a transformer encoder layer with and without PyTorch's constant folding)
+# a transformer encoder layer with and without PyTorch's constant folding,
+# a model whose ConstantOfShape / Expand shapes follow the batch at run time)
 # run with `pardo run MODEL.onnx` at batch 4 and 2 (the dynamic axis) and
 # match PyTorch within 1e-4 (tests/tools/npy_close, $NPY_CLOSE); `check`
 # and `dot` read them; `import` writes a graph file and its weights that run
@@ -30,7 +31,7 @@ close() { # NAME GOT WANT
 input_of() { case $1 in transformer*) echo tokens ;; *) echo x ;; esac; }
 
 # ---- run: every model, two batch sizes, against PyTorch ----------------------
-for m in mlp cnn cnn_bn transformer transformer_nofold; do
+for m in mlp cnn cnn_bn transformer transformer_nofold dynamic; do
     in=$(input_of $m)
     for b in "" _b2; do
         rm -rf "$T/o"

@@ -297,10 +297,14 @@ static int materialize_sym(onnx_ctx *c, onnx_value *v, pardo_status *st) {
         parts[np++] = part;
     }
     if (!(v->var = strdup(v->name))) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
-    const char *out = v->var;
+    const char *out = v->sym_scalar ? onnx_temp(c, "dims", st) : v->var;
+    if (!out) return st->code;
     pardo_op *op = onnx_emit(c, "concat", parts, np, &out, 1, st);
     if (!op || onnx_set_int(op, "axis", 0, st) != PARDO_OK) return st->code;
-    return PARDO_OK;
+    if (!v->sym_scalar) return PARDO_OK;
+    const char *scalar = v->var; /* a scalar's one entry: [1] reshaped to [] */
+    op = onnx_emit(c, "reshape", &out, 1, &scalar, 1, st);
+    return op ? onnx_set_ints(op, "shape", NULL, 0, st) : st->code;
 }
 
 const char *onnx_var_of(onnx_ctx *c, onnx_value *v, pardo_status *st) {
