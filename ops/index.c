@@ -308,7 +308,7 @@ static int slice_make(const pardo_op *op, pardo_tensor *const in[5], int r, cons
         } else {
             s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            span = s - e;
+            span = dim == 0 ? 0 : s - e; /* an empty dim: [0, -1] clamps nothing in */
             p->count[a] = span <= 0 ? 0 : step == INT64_MIN ? 1 : 1 + (span - 1) / -step;
         }
         p->start[a] = s;

@@ -165,6 +165,11 @@ START_TEST(test_slice_infer) {
     expect_shape(&y, 3, (int64_t[]){-1, 3, 3});
     ck_assert_int_eq(test_infer_op("slice", "{\"starts\": [0], \"ends\": [2]}", 1, in, 1, &y, &st), PARDO_OK);
     expect_shape(&y, 3, (int64_t[]){-1, 10, 6}); /* a run-time dim stays -1 */
+    pardo_type z = test_type(PARDO_F32, 2, (int64_t[]){0, 3});
+    const pardo_type *zin[1] = {&z};
+    ck_assert_int_eq(test_infer_op("slice", "{\"starts\": [-1], \"ends\": [-9223372036854775808], \"steps\": [-1]}",
+                                   1, zin, 1, &y, &st), PARDO_OK);
+    expect_shape(&y, 2, (int64_t[]){0, 3}); /* backwards over an empty dim */
     pardo_type s = test_type(PARDO_I64, 1, (int64_t[]){1});
     const pardo_type *in2[3] = {&x, &s, &s};
     ck_assert_int_eq(test_infer_op("slice", NULL, 3, in2, 1, &y, &st), PARDO_OK);
