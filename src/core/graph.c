@@ -297,6 +297,32 @@ int pardo_block_last_use(const pardo_block *b, const char *name) {
     return -1;
 }
 
+/* Sets every string v holds at any depth (what pardo_value_names matches) to i. */
+static int note_attr_names(const pardo_value *v, int i, pardo_name_index *ix, pardo_status *st) {
+    if (!v) return PARDO_OK;
+    if (v->kind == PARDO_V_STRING) return pardo_name_index_set(ix, v->string, i, st);
+    if (v->kind != PARDO_V_ARRAY && v->kind != PARDO_V_OBJECT) return PARDO_OK;
+    for (int k = 0; k < v->n; k++) {
+        int rc = note_attr_names(&v->items[k], i, ix, st);
+        if (rc != PARDO_OK) return rc;
+    }
+    return PARDO_OK;
+}
+
+int pardo_block_last_uses(const pardo_block *b, pardo_name_index *ix, pardo_status *st) {
+    for (int i = 0; i < b->n_ops; i++) {
+        const pardo_op *op = &b->ops[i];
+        int rc = PARDO_OK;
+        for (int k = 0; rc == PARDO_OK && k < op->n_in; k++)
+            if (op->in[k][0]) rc = pardo_name_index_set(ix, op->in[k], i, st);
+        for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
+            if (op->out[k][0]) rc = pardo_name_index_set(ix, op->out[k], i, st);
+        if (rc == PARDO_OK) rc = note_attr_names(op->attrs, i, ix, st);
+        if (rc != PARDO_OK) return rc;
+    }
+    return PARDO_OK;
+}
+
 bool pardo_ops_conflict(const pardo_op *a, const pardo_op *b) {
     for (int k = 0; k < a->n_out; k++)
         if (a->out[k][0] && (pardo_op_writes(b, a->out[k]) || pardo_op_reads(b, a->out[k]))) return true;

@@ -174,6 +174,14 @@ int pardo_op_writes(const pardo_op *op, const char *name);
  * the var `name`; -1 when none does. */
 int pardo_block_last_use(const pardo_block *b, const char *name);
 
+/* Fills ix (borrowed keys: the block's op strings, valid while its ops stay
+ * unchanged) with, for every name, what pardo_block_last_use would return
+ * for it; one pass over b's ops. A name missing from ix has no use (-1).
+ * ix must be empty or hold only earlier such uses (of the same block); the
+ * caller frees it. PARDO_ENOMEM with st filled. Reads b only. */
+struct pardo_name_index;
+int pardo_block_last_uses(const pardo_block *b, struct pardo_name_index *ix, pardo_status *st);
+
 /* True when a (run before b) and b share a var one of them writes: they
  * must keep their order. */
 bool pardo_ops_conflict(const pardo_op *a, const pardo_op *b);
