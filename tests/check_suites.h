@@ -16,6 +16,7 @@
     X(safetensors)      \
     X(graph_json)       \
     X(graph_json_errors)\
+    X(graph_index)      \
     X(onnx)             \
     X(registry)         \
     X(ops_elementwise)  \

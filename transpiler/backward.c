@@ -29,10 +29,11 @@ typedef struct bw {
     pardo_status *st;
 } bw;
 
+/* The index of var `name` among the first n_vars vars of block 0 (the
+ * first such), or -1: through the block's var index. */
 static int var_index(const bw *b, const char *name) {
-    for (int i = 0; i < b->n_vars; i++)
-        if (strcmp(b->blk->vars[i].name, name) == 0) return i;
-    return -1;
+    const pardo_graph_var *v = pardo_block_find_var(b->blk, name);
+    return v && v - b->blk->vars < b->n_vars ? (int)(v - b->blk->vars) : -1;
 }
 
 static bool is_float_var(const pardo_graph_var *v) {

@@ -360,6 +360,7 @@ static void drop_dead_temps(pardo_program *p, int b) {
         }
         blk->vars[w++] = *v;
     }
+    if (w != blk->n_vars) pardo_block_vars_changed(blk);
     blk->n_vars = w;
 }
 

@@ -6,22 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/name_index.h"
 #include "pass.h"
 
-/* A growable list of borrowed names, kept unique. */
+/* A growable list of borrowed names, kept unique (the index finds them). */
 typedef struct name_list {
     const char **names;
     int n, cap;
+    pardo_name_index ix; // name -> position in names
 } name_list;
 
-static bool has_name(const name_list *l, const char *name) {
-    for (int i = 0; i < l->n; i++)
-        if (strcmp(l->names[i], name) == 0) return true;
-    return false;
-}
+static bool has_name(const name_list *l, const char *name) { return pardo_name_index_get(&l->ix, name) >= 0; }
 
 static int add_unique(name_list *l, const char *name, pardo_status *st) {
     if (!name[0] || has_name(l, name)) return PARDO_OK;
+    if (pardo_name_index_set(&l->ix, name, l->n, st) != PARDO_OK) return st->code;
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 16;
         const char **names = realloc(l->names, (size_t)cap * sizeof(*names));
@@ -107,31 +106,53 @@ typedef struct plan {
     name_list moved;    // declared temps written by the part ops: they move into block 1
 } plan;
 
-static void plan_free(plan *pl) {
-    free(pl->feeds.names);
-    free(pl->reads.names);
-    free(pl->merged.names);
-    free(pl->moved.names);
+static void list_free(name_list *l) {
+    free(l->names);
+    pardo_name_index_free(&l->ix);
 }
 
-static bool read_by_any(const pardo_block *blk, const char *name) {
-    for (int i = 0; i < blk->n_ops; i++)
-        if (pardo_op_reads(&blk->ops[i], name)) return true;
-    return false;
+static void plan_free(plan *pl) {
+    list_free(&pl->feeds);
+    list_free(&pl->reads);
+    list_free(&pl->merged);
+    list_free(&pl->moved);
+}
+
+/* Who touches what in block 0, found in one pass over its ops: the first
+ * op writing each name, the last reading it. Keys borrowed from the ops. */
+typedef struct uses {
+    pardo_name_index first_write, last_read;
+} uses;
+
+static int uses_make(const pardo_block *blk, uses *u, pardo_status *st) {
+    for (int i = 0; i < blk->n_ops; i++) {
+        const pardo_op *op = &blk->ops[i];
+        for (int k = 0; k < op->n_in; k++)
+            if (op->in[k][0] && pardo_name_index_set(&u->last_read, op->in[k], i, st) != PARDO_OK) return st->code;
+        for (int k = 0; k < op->n_out; k++)
+            if (op->out[k][0] && pardo_name_index_add(&u->first_write, op->out[k], i, NULL, st) != PARDO_OK)
+                return st->code;
+    }
+    return PARDO_OK;
+}
+
+static void uses_free(uses *u) {
+    pardo_name_index_free(&u->first_write);
+    pardo_name_index_free(&u->last_read);
 }
 
 static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_status *st) {
     const pardo_block *blk = &p->blocks[0];
-    int rc = PARDO_OK;
+    uses u = {0};
+    int rc = uses_make(blk, &u, st);
     pl->n_part_ops = n_part_ops;
     for (int i = 0; i < n_part_ops && rc == PARDO_OK; i++) {
         const pardo_op *op = &blk->ops[i];
         for (int k = 0; k < op->n_in && rc == PARDO_OK; k++) {
             const pardo_graph_var *v = op->in[k][0] ? pardo_block_find_var(blk, op->in[k]) : NULL;
             if (!v || !v->declared) continue; /* written by a part op before */
-            bool written_before = false;
-            for (int j = 0; j < i && !written_before; j++) written_before = pardo_op_writes(&blk->ops[j], v->name);
-            if (written_before) continue;
+            int first = pardo_name_index_get(&u.first_write, v->name);
+            if (first >= 0 && first < i) continue; /* written before */
             rc = add_unique(v->role == PARDO_VAR_FEED ? &pl->feeds : &pl->reads, v->name, st);
         }
         for (int k = 0; k < op->n_out && rc == PARDO_OK; k++) {
@@ -145,11 +166,11 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
         for (int k = 0; k < op->n_out && rc == PARDO_OK; k++) {
             const char *name = op->out[k];
             if (!name[0]) continue;
-            bool read_later = false;
-            for (int j = n_part_ops; j < blk->n_ops && !read_later; j++) read_later = pardo_op_reads(&blk->ops[j], name);
-            if (read_later || op->role == PARDO_OP_LOSS || !read_by_any(blk, name)) rc = add_unique(&pl->merged, name, st);
+            int last = pardo_name_index_get(&u.last_read, name); /* -1: no op reads it */
+            if (last >= n_part_ops || op->role == PARDO_OP_LOSS || last < 0) rc = add_unique(&pl->merged, name, st);
         }
     }
+    uses_free(&u);
     if (rc != PARDO_OK) return rc;
     if (pl->feeds.n == 0)
         return pardo_errorf(st, PARDO_EINVAL, "%s: no feed var is read by the forward ops; there is no batch to split",

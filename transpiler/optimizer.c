@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/name_index.h"
 #include "pass.h"
 
 pardo_pass_options pardo_pass_defaults(void) {
@@ -124,8 +125,6 @@ static int append_update(pardo_block *blk, int param_index, const pardo_pass_opt
     return rc;
 }
 
-static bool touches(const pardo_op *op, const char *var) { return pardo_op_reads(op, var) || pardo_op_writes(op, var); }
-
 /* Moves each update (ops [first, n_ops), in order, one per param) to just
  * after the last op before them that touches its param or the param's
  * gradient: once the backward pass is done with a param, its gradient is
@@ -133,36 +132,51 @@ static bool touches(const pardo_op *op, const char *var) { return pardo_op_reads
  * gradient at a time rather than all of them (as PyTorch's optimizer-in-
  * backward hooks do). Nothing after the new place reads or writes either
  * var, so every value computed stays the same. The parallel rewrite
- * (multi_cpu.c) moves the updates back behind the parts. */
+ * (multi_cpu.c) moves the updates back behind the parts. One pass over the
+ * ops finds each name's last touch (a name index), so this is linear. */
 static int place_updates(pardo_block *blk, int first) {
-    int n = blk->n_ops, n_upd = n - first;
+    int n = blk->n_ops, n_upd = n - first, rc = PARDO_ENOMEM;
     int *anchor = malloc(sizeof(int) * (size_t)(n_upd + 1));
+    int *next = malloc(sizeof(int) * (size_t)(n_upd + 1)), *head = malloc(sizeof(int) * (size_t)(first + 2));
     pardo_op *order = malloc(sizeof(pardo_op) * (size_t)(n + 1));
-    if (!anchor || !order) {
-        free(anchor);
-        free(order);
-        return PARDO_ENOMEM;
+    pardo_name_index last = {0}; /* var -> the last op before `first` reading or writing it */
+    pardo_status st;
+    if (!anchor || !next || !head || !order) goto done;
+    for (int i = 0; i < first; i++) {
+        const pardo_op *op = &blk->ops[i];
+        for (int k = 0; k < op->n_in; k++)
+            if (op->in[k][0] && pardo_name_index_set(&last, op->in[k], i, &st) != PARDO_OK) goto done;
+        for (int k = 0; k < op->n_out; k++)
+            if (op->out[k][0] && pardo_name_index_set(&last, op->out[k], i, &st) != PARDO_OK) goto done;
     }
     for (int u = 0; u < n_upd; u++) {
         const pardo_op *up = &blk->ops[first + u];
         char grad[512];
         snprintf(grad, sizeof grad, "%s@GRAD", up->out[0]);
-        anchor[u] = first - 1;
-        while (anchor[u] >= 0 && !touches(&blk->ops[anchor[u]], up->out[0]) && !touches(&blk->ops[anchor[u]], grad))
-            anchor[u]--;
+        int a = pardo_name_index_get(&last, up->out[0]), g = pardo_name_index_get(&last, grad);
+        anchor[u] = a > g ? a : g;
+    }
+    /* head[a + 1]: the first update anchored at op a, then next[u]; in update order */
+    for (int i = 0; i < first + 1; i++) head[i] = -1;
+    for (int u = n_upd - 1; u >= 0; u--) {
+        next[u] = head[anchor[u] + 1];
+        head[anchor[u] + 1] = u;
     }
     int at = 0;
-    for (int u = 0; u < n_upd; u++) /* a param nothing touches before: its update first */
-        if (anchor[u] < 0) order[at++] = blk->ops[first + u];
+    for (int u = head[0]; u >= 0; u = next[u]) order[at++] = blk->ops[first + u]; /* a param nothing touches before: its update first */
     for (int i = 0; i < first; i++) {
         order[at++] = blk->ops[i];
-        for (int u = 0; u < n_upd; u++)
-            if (anchor[u] == i) order[at++] = blk->ops[first + u];
+        for (int u = head[i + 1]; u >= 0; u = next[u]) order[at++] = blk->ops[first + u];
     }
     memcpy(blk->ops, order, sizeof(pardo_op) * (size_t)n); /* the op structs move; what they own stays theirs */
+    rc = PARDO_OK;
+done:
+    pardo_name_index_free(&last);
     free(anchor);
+    free(next);
+    free(head);
     free(order);
-    return PARDO_OK;
+    return rc;
 }
 
 int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {

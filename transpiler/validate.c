@@ -1,7 +1,10 @@
 /* validate.c - structural checks of a loaded program against the op
  * registry (see pass.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/name_index.h"
 
 #include "op.h"
 #include "pass.h"
@@ -118,20 +121,78 @@ static bool var_is_source(const pardo_graph_var *v) {
     return v->role == PARDO_VAR_FEED || v->role == PARDO_VAR_PARAM || v->role == PARDO_VAR_STATE || v->value != NULL;
 }
 
-static bool block_writes(const pardo_block *blk, int limit, const char *name) {
-    for (int i = 0; i < limit; i++)
-        for (int o = 0; o < blk->ops[i].n_out; o++)
-            if (strcmp(blk->ops[i].out[o], name) == 0) return true;
-    return false;
+/* What validate knows of each block before it checks ops, so that no check
+ * scans a block's ops: the index of the first op writing each name (outputs
+ * "" included), and the parallel_do running the block. The ops do not change
+ * while validate runs (it only adds vars), so the keys, borrowed from the
+ * ops' outputs, stay valid. */
+typedef struct block_facts {
+    pardo_name_index first_write; // output name -> index of the first op of the block writing it
+    bool part;                    // run by a parallel_do: op runner_op of block runner
+    int runner, runner_op;
+} block_facts;
+
+static void facts_free(block_facts *f, int n) {
+    for (int b = 0; f && b < n; b++) pardo_name_index_free(&f[b].first_write);
+    free(f);
+}
+
+/* The facts of every block of p (n_blocks entries, freed with facts_free);
+ * NULL with st filled when out of memory. */
+static block_facts *facts_make(const pardo_program *p, pardo_status *st) {
+    block_facts *f = calloc((size_t)p->n_blocks, sizeof(*f));
+    if (!f) {
+        pardo_errorf(st, PARDO_ENOMEM, "out of memory checking the program");
+        return NULL;
+    }
+    for (int b = 0; b < p->n_blocks; b++) {
+        const pardo_block *blk = &p->blocks[b];
+        f[b].runner = f[b].runner_op = -1;
+        for (int i = 0; i < blk->n_ops; i++)
+            for (int o = 0; o < blk->ops[i].n_out; o++)
+                if (pardo_name_index_add(&f[b].first_write, blk->ops[i].out[o], i, NULL, st) != PARDO_OK) goto fail;
+    }
+    /* pardo_block_runner's answer for every block at once: the first parallel_do naming it from its parent */
+    for (int b = 0; b < p->n_blocks; b++)
+        for (int i = 0; i < p->blocks[b].n_ops; i++) {
+            const pardo_op *op = &p->blocks[b].ops[i];
+            if (!pardo_op_is_parallel_do(op)) continue;
+            const pardo_value *v = pardo_value_get(op->attrs, "block");
+            if (!v || !pardo_value_is_integer(v) || v->number < 1 || v->number >= p->n_blocks) continue;
+            int sub = (int)v->number;
+            if (p->blocks[sub].parent == b && !f[sub].part) {
+                f[sub].part = true;
+                f[sub].runner = b;
+                f[sub].runner_op = i;
+            }
+        }
+    return f;
+fail:
+    facts_free(f, p->n_blocks);
+    return NULL;
+}
+
+/* True when an op of block b before index `limit` writes name. */
+static bool block_writes(const block_facts *f, int b, int limit, const char *name) {
+    int first = pardo_name_index_get(&f[b].first_write, name);
+    return first >= 0 && first < limit;
 }
 
 /* True when an op of block b before index `before`, or any op of an
  * ancestor block, writes name. */
-static bool written_before(const pardo_program *p, int b, int before, const char *name) {
-    if (block_writes(&p->blocks[b], before, name)) return true;
+static bool written_before(const pardo_program *p, const block_facts *f, int b, int before, const char *name) {
+    if (block_writes(f, b, before, name)) return true;
     for (int a = p->blocks[b].parent; a >= 0; a = p->blocks[a].parent)
-        if (block_writes(&p->blocks[a], p->blocks[a].n_ops, name)) return true;
+        if (block_writes(f, a, p->blocks[a].n_ops, name)) return true;
     return false;
+}
+
+/* pardo_block_binds from the facts: block b is a part block whose
+ * parallel_do lists name in parts_in. */
+static bool block_binds(const pardo_program *p, const block_facts *f, int b, const char *name) {
+    if (!f[b].part) return false;
+    const pardo_value *in = pardo_value_get(p->blocks[f[b].runner].ops[f[b].runner_op].attrs, "parts_in");
+    return pardo_value_get(in, name) != NULL;
 }
 
 static int check_blocks(const pardo_program *p, pardo_status *st) {
@@ -169,10 +230,9 @@ static bool listed(char **names, int n, const char *name) {
 /* Declared vars: a tensor_array is a temp without init or value; a block
  * run by a parallel_do declares only temps (block 0 holds feeds, params,
  * state and constants; the executor binds those). */
-static int check_vars(const pardo_program *p, pardo_status *st) {
+static int check_vars(const pardo_program *p, const block_facts *f, pardo_status *st) {
     for (int b = 0; b < p->n_blocks; b++) {
-        int rb, ri;
-        bool part_block = pardo_block_runner(p, b, &rb, &ri);
+        bool part_block = f[b].part;
         for (int j = 0; j < p->blocks[b].n_vars; j++) {
             const pardo_graph_var *v = &p->blocks[b].vars[j];
             char where[512];
@@ -231,7 +291,7 @@ static int check_array_io(const pardo_program *p, int b, const pardo_op *op, par
 
 /* merge's weight_by names a tensor_array (a split output) the op can see;
  * when input 1 is given it is that var. */
-static int check_merge(const pardo_program *p, int b, int i, pardo_status *st) {
+static int check_merge(const pardo_program *p, const block_facts *f, int b, int i, pardo_status *st) {
     const pardo_op *op = &p->blocks[b].ops[i];
     const char *wb = "";
     int rc;
@@ -250,7 +310,7 @@ static int check_merge(const pardo_program *p, int b, int i, pardo_status *st) {
     if (op->n_in > 1 && op->in[1][0] && strcmp(op->in[1], wb) != 0)
         return pardo_errorf(st, PARDO_EINVAL, "input 1 is '%s' but attr 'weight_by' is '%s'; they must agree", op->in[1],
                             wb);
-    if (!written_before(p, b, i, wb))
+    if (!written_before(p, f, b, i, wb))
         return pardo_errorf(st, PARDO_EINVAL, "attr 'weight_by': tensor_array '%s' is read before any op writes it", wb);
     return PARDO_OK;
 }
@@ -272,11 +332,11 @@ static int check_name_map(const pardo_op *op, const char *key, pardo_status *st)
 
 /* What can be checked of parallel_do op i of block b before its block's
  * ops are: the block it runs, nesting, the attrs' shape. */
-static int check_parallel_do_head(const pardo_program *p, int b, int i, pardo_status *st) {
+static int check_parallel_do_head(const pardo_program *p, const block_facts *f, int b, int i, pardo_status *st) {
     const pardo_op *op = &p->blocks[b].ops[i];
     char other[256];
     int64_t sub;
-    int rb, ri, rc;
+    int rc;
     if ((rc = pardo_attr_int(op, "block", 0, &sub, st)) != PARDO_OK) return rc;
     if (op->n_in > 64 || op->n_out > 64)
         return pardo_errorf(st, PARDO_EINVAL, "has %d inputs and %d outputs; a parallel_do takes at most 64 of each",
@@ -287,12 +347,13 @@ static int check_parallel_do_head(const pardo_program *p, int b, int i, pardo_st
     if (p->blocks[sub].parent != b)
         return pardo_errorf(st, PARDO_EINVAL, "attr 'block' is %lld, whose parent is block %d; the block a parallel_do "
                             "runs must be a child of the op's block %d", (long long)sub, p->blocks[sub].parent, b);
-    if (pardo_block_runner(p, b, &rb, &ri))
+    if (f[b].part)
         return pardo_errorf(st, PARDO_EINVAL, "nested parallel_do: block %d is itself run by parallel_do %s; a part "
-                            "runs its ops on one thread and cannot fork again", b, op_short(p, rb, ri, other, sizeof other));
-    if (pardo_block_runner(p, (int)sub, &rb, &ri) && (rb != b || ri != i))
+                            "runs its ops on one thread and cannot fork again", b,
+                            op_short(p, f[b].runner, f[b].runner_op, other, sizeof other));
+    if (f[sub].part && (f[sub].runner != b || f[sub].runner_op != i))
         return pardo_errorf(st, PARDO_EINVAL, "block %lld is already run by %s; give each parallel_do its own block",
-                            (long long)sub, op_short(p, rb, ri, other, sizeof other));
+                            (long long)sub, op_short(p, f[sub].runner, f[sub].runner_op, other, sizeof other));
     if ((rc = check_name_map(op, "parts_in", st)) != PARDO_OK) return rc;
     return check_name_map(op, "parts_out", st);
 }
@@ -301,7 +362,7 @@ static int check_parallel_do_head(const pardo_program *p, int b, int i, pardo_st
  * name tensor_arrays the op lists, and the block reads from outside only
  * vars in `in` (it cannot write outside: its writes are its own temps, see
  * pardo_pass_validate). Adds the parts_in vars to the block. */
-static int check_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
+static int check_parallel_do(pardo_program *p, const block_facts *f, int b, int i, pardo_status *st) {
     pardo_op *op = &p->blocks[b].ops[i];
     int sub = (int)pardo_attr(op, "block")->number;
     pardo_block *sb = &p->blocks[sub];
@@ -328,7 +389,7 @@ static int check_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
         const pardo_graph_var *a = pardo_program_lookup_var(p, b, arr, NULL);
         if (!a || a->kind != PARDO_VAR_TENSOR_ARRAY)
             return pardo_errorf(st, PARDO_EINVAL, "parts_out '%s': var '%s' is not a tensor_array", key, arr);
-        if (!block_writes(sb, sb->n_ops, key) && !pardo_value_get(pin, key))
+        if (!block_writes(f, sub, sb->n_ops, key) && !pardo_value_get(pin, key))
             return pardo_errorf(st, PARDO_EINVAL, "parts_out '%s': no op of block %d writes '%s'", key, sub, key);
     }
     for (int k = 0; k < op->n_out; k++) {
@@ -354,15 +415,12 @@ static int check_parallel_do(pardo_program *p, int b, int i, pardo_status *st) {
     return PARDO_OK;
 }
 
-int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
-    (void)opt;
-    int rc = check_blocks(p, st);
+static int validate_ops(pardo_program *p, const block_facts *f, pardo_status *st) {
+    int rc = check_vars(p, f, st);
     if (rc != PARDO_OK) return rc;
-    if ((rc = check_vars(p, st)) != PARDO_OK) return rc;
     for (int b = 0; b < p->n_blocks; b++) {
         pardo_block *blk = &p->blocks[b];
-        int rb, ri;
-        bool part_block = pardo_block_runner(p, b, &rb, &ri); /* its writes are locals of each part */
+        bool part_block = f[b].part; /* its writes are locals of each part */
         for (int i = 0; i < blk->n_ops; i++) {
             pardo_op *op = &blk->ops[i];
             op->def = pardo_op_lookup(op->type);
@@ -376,16 +434,16 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
             }
             if ((rc = check_arity(op, st)) != PARDO_OK || (rc = check_attrs(op, st)) != PARDO_OK)
                 return op_error(p, b, i, st);
-            if (pardo_op_is_parallel_do(op) && (rc = check_parallel_do_head(p, b, i, st)) != PARDO_OK)
+            if (pardo_op_is_parallel_do(op) && (rc = check_parallel_do_head(p, f, b, i, st)) != PARDO_OK)
                 return op_error(p, b, i, st);
             for (int k = 0; k < op->n_in; k++) {
                 const char *name = op->in[k];
                 if (!name[0]) continue;
                 int owner = b;
                 const pardo_graph_var *v = pardo_program_lookup_var(p, b, name, &owner);
-                if (part_block && pardo_block_binds(p, b, name)) continue; /* the part's slice */
-                if (part_block && ((v && owner == b) || block_writes(blk, blk->n_ops, name))) {
-                    if (block_writes(blk, i, name)) continue;
+                if (part_block && block_binds(p, f, b, name)) continue; /* the part's slice */
+                if (part_block && ((v && owner == b) || block_writes(f, b, blk->n_ops, name))) {
+                    if (block_writes(f, b, i, name)) continue;
                     if (v && owner != b) /* an update of an enclosing var, such as sgd on a param */
                         pardo_errorf(st, PARDO_EINVAL, "var '%s' of block %d is read here and written in block %d, "
                                      "which a parallel_do runs: enclosing vars are read-only inside a parallel_do "
@@ -396,7 +454,7 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
                     return op_error(p, b, i, st);
                 }
                 if (v && var_is_source(v)) continue; /* a tensor_array is a temp: split or parallel_do writes it */
-                if (written_before(p, b, i, name)) continue;
+                if (written_before(p, f, b, i, name)) continue;
                 if (v)
                     pardo_errorf(st, PARDO_EINVAL,
                                  "input %d: var '%s' is read before any op writes it (it is a temp with no value; "
@@ -416,13 +474,24 @@ int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_s
                 if (!v) return st->code;
                 if (slot_bit(op->def->array_out, k, op->def->n_outputs)) v->kind = PARDO_VAR_TENSOR_ARRAY;
             }
-            if ((rc = check_array_io(p, b, op, st)) != PARDO_OK || (rc = check_merge(p, b, i, st)) != PARDO_OK)
+            if ((rc = check_array_io(p, b, op, st)) != PARDO_OK || (rc = check_merge(p, f, b, i, st)) != PARDO_OK)
                 return op_error(p, b, i, st);
         }
     }
     for (int b = 0; b < p->n_blocks; b++)
         for (int i = 0; i < p->blocks[b].n_ops; i++)
-            if (pardo_op_is_parallel_do(&p->blocks[b].ops[i]) && (rc = check_parallel_do(p, b, i, st)) != PARDO_OK)
+            if (pardo_op_is_parallel_do(&p->blocks[b].ops[i]) && (rc = check_parallel_do(p, f, b, i, st)) != PARDO_OK)
                 return op_error(p, b, i, st);
     return PARDO_OK;
+}
+
+int pardo_pass_validate(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
+    (void)opt;
+    int rc = check_blocks(p, st);
+    if (rc != PARDO_OK) return rc;
+    block_facts *f = facts_make(p, st);
+    if (!f) return st->code;
+    rc = validate_ops(p, f, st);
+    facts_free(f, p->n_blocks);
+    return rc;
 }

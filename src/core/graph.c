@@ -1,6 +1,8 @@
 /* graph.c - building, copying and querying the Program IR (see graph.h). */
 #include "core/graph.h"
 
+#include "core/name_index.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@ static void op_clear(pardo_op *op) {
 }
 
 void pardo_block_clear(pardo_block *b) {
+    pardo_block_vars_changed(b);
     for (int i = 0; i < b->n_vars; i++) var_clear(&b->vars[i]);
     for (int i = 0; i < b->n_ops; i++) op_clear(&b->ops[i]);
     free(b->vars);
@@ -84,6 +87,8 @@ pardo_program *pardo_program_clone(const pardo_program *src) {
         db->vars = NULL;
         db->ops = NULL;
         db->n_vars = db->n_ops = db->cap_vars = db->cap_ops = 0;
+        db->var_index = NULL;
+        db->n_indexed = 0;
         if (sb->n_vars && !(db->vars = calloc((size_t)sb->n_vars, sizeof(*db->vars)))) goto fail;
         db->cap_vars = sb->n_vars;
         for (int i = 0; i < sb->n_vars; i++, db->n_vars++) {
@@ -233,10 +238,46 @@ int pardo_op_add_output(pardo_op *op, const char *name, pardo_status *st) {
     return add_name(&op->out, &op->n_out, name, st);
 }
 
+void pardo_block_vars_changed(pardo_block *b) {
+    if (b->var_index) pardo_name_index_free(b->var_index);
+    free(b->var_index);
+    b->var_index = NULL;
+    b->n_indexed = 0;
+}
+
+/* Brings b's var index up to vars[0..n_vars); false (index dropped) when
+ * out of memory. Fewer vars than indexed means some were dropped without
+ * pardo_block_vars_changed: the index starts again (its keys are not read). */
+static bool index_vars(pardo_block *b) {
+    if (b->n_indexed > b->n_vars) pardo_block_vars_changed(b);
+    if (!b->var_index && !(b->var_index = calloc(1, sizeof(*b->var_index)))) return false;
+    pardo_status st;
+    if (pardo_name_index_reserve(b->var_index, (size_t)b->n_vars, &st) != PARDO_OK) goto fail;
+    for (; b->n_indexed < b->n_vars; b->n_indexed++)
+        if (pardo_name_index_add(b->var_index, b->vars[b->n_indexed].name, b->n_indexed, NULL, &st) != PARDO_OK)
+            goto fail;
+    return true;
+fail:
+    pardo_block_vars_changed(b);
+    return false;
+}
+
 pardo_graph_var *pardo_block_find_var(const pardo_block *b, const char *name) {
+    if (b->n_vars >= PARDO_BLOCK_INDEX_MIN) {
+        pardo_block *m = (pardo_block *)b; /* the index is a cache of the vars, not part of the block's value */
+        if ((m->n_indexed == m->n_vars && m->var_index) || index_vars(m)) {
+            int i = pardo_name_index_get(m->var_index, name);
+            return i >= 0 ? &m->vars[i] : NULL;
+        }
+    }
     for (int i = 0; i < b->n_vars; i++)
         if (strcmp(b->vars[i].name, name) == 0) return &b->vars[i];
     return NULL;
+}
+
+void pardo_program_index_vars(const pardo_program *p) {
+    for (int b = 0; b < p->n_blocks; b++)
+        if (p->blocks[b].n_vars >= PARDO_BLOCK_INDEX_MIN) index_vars(&p->blocks[b]);
 }
 
 static int count_named(char *const *names, int n, const char *name) {
@@ -254,6 +295,32 @@ int pardo_block_last_use(const pardo_block *b, const char *name) {
         if (pardo_op_reads(op, name) || pardo_op_writes(op, name) || pardo_value_names(op->attrs, name)) return i;
     }
     return -1;
+}
+
+/* Sets every string v holds at any depth (what pardo_value_names matches) to i. */
+static int note_attr_names(const pardo_value *v, int i, pardo_name_index *ix, pardo_status *st) {
+    if (!v) return PARDO_OK;
+    if (v->kind == PARDO_V_STRING) return pardo_name_index_set(ix, v->string, i, st);
+    if (v->kind != PARDO_V_ARRAY && v->kind != PARDO_V_OBJECT) return PARDO_OK;
+    for (int k = 0; k < v->n; k++) {
+        int rc = note_attr_names(&v->items[k], i, ix, st);
+        if (rc != PARDO_OK) return rc;
+    }
+    return PARDO_OK;
+}
+
+int pardo_block_last_uses(const pardo_block *b, pardo_name_index *ix, pardo_status *st) {
+    for (int i = 0; i < b->n_ops; i++) {
+        const pardo_op *op = &b->ops[i];
+        int rc = PARDO_OK;
+        for (int k = 0; rc == PARDO_OK && k < op->n_in; k++)
+            if (op->in[k][0]) rc = pardo_name_index_set(ix, op->in[k], i, st);
+        for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
+            if (op->out[k][0]) rc = pardo_name_index_set(ix, op->out[k], i, st);
+        if (rc == PARDO_OK) rc = note_attr_names(op->attrs, i, ix, st);
+        if (rc != PARDO_OK) return rc;
+    }
+    return PARDO_OK;
 }
 
 bool pardo_ops_conflict(const pardo_op *a, const pardo_op *b) {

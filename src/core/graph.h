@@ -83,7 +83,17 @@ typedef struct pardo_block {
     pardo_op *ops;         // n_ops, owned
     int n_ops, cap_ops;
     int line, col;         // position in the file
+    /* name -> var index of vars[0..n_indexed), a cache pardo_block_find_var
+     * builds on the first lookup in a block of PARDO_BLOCK_INDEX_MIN vars or
+     * more and extends as vars are appended; owned, NULL until then. Code
+     * that removes, reorders or renames vars in place calls
+     * pardo_block_vars_changed. */
+    struct pardo_name_index *var_index;
+    int n_indexed;
 } pardo_block;
+
+/* Blocks with fewer vars are searched by a plain scan, without an index. */
+#define PARDO_BLOCK_INDEX_MIN 8
 
 typedef struct pardo_program {
     int version;           // "pardo": 1
@@ -132,12 +142,28 @@ pardo_graph_var *pardo_block_add_var_copy(pardo_block *b, const pardo_graph_var 
 int pardo_op_add_input(pardo_op *op, const char *name, pardo_status *st);
 int pardo_op_add_output(pardo_op *op, const char *name, pardo_status *st);
 
-/* The var named `name` in block b itself, or NULL. Borrowed. */
+/* The var named `name` in block b itself (the first such when the block
+ * names two), or NULL. Borrowed. Through the block's var index (built or
+ * extended here, which is why a const block changes: not thread-safe while
+ * vars were added since the last lookup; lookups alone are, once
+ * pardo_program_index_vars ran); a plain scan in a small block or when the
+ * index cannot be allocated. */
 pardo_graph_var *pardo_block_find_var(const pardo_block *b, const char *name);
 
 /* The var named `name` seen from block `block`: its own vars, then its
- * ancestors'. NULL when none. *owner (may be NULL) gets the block index. */
+ * ancestors'. NULL when none. *owner (may be NULL) gets the block index.
+ * Thread-safety as pardo_block_find_var. */
 pardo_graph_var *pardo_program_lookup_var(const pardo_program *p, int block, const char *name, int *owner);
+
+/* Tells block b that its vars were removed, reordered or renamed in place
+ * (not through pardo_block_add_var): drops its var index, rebuilt by the
+ * next lookup. Not thread-safe. */
+void pardo_block_vars_changed(pardo_block *b);
+
+/* Brings every block's var index up to date, so that later lookups only
+ * read (several threads may then look up at once, as long as none adds a
+ * var). Without memory the blocks stay scanned. Not thread-safe. */
+void pardo_program_index_vars(const pardo_program *p);
 
 /* How many of op's inputs (outputs) are the var `name`; "" (a left-out
  * slot) never counts. */
@@ -147,6 +173,14 @@ int pardo_op_writes(const pardo_op *op, const char *name);
 /* The index of the last op of b that reads, writes or (in an attr) names
  * the var `name`; -1 when none does. */
 int pardo_block_last_use(const pardo_block *b, const char *name);
+
+/* Fills ix (borrowed keys: the block's op strings, valid while its ops stay
+ * unchanged) with, for every name, what pardo_block_last_use would return
+ * for it; one pass over b's ops. A name missing from ix has no use (-1).
+ * ix must be empty or hold only earlier such uses (of the same block); the
+ * caller frees it. PARDO_ENOMEM with st filled. Reads b only. */
+struct pardo_name_index;
+int pardo_block_last_uses(const pardo_block *b, struct pardo_name_index *ix, pardo_status *st);
 
 /* True when a (run before b) and b share a var one of them writes: they
  * must keep their order. */

@@ -55,6 +55,7 @@ int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pa
     ex->prog = p;
     ex->opt = *opt;
     if (ex->opt.nthreads < 1) ex->opt.nthreads = 1;
+    pardo_program_index_vars(p); /* kernels look vars up from several threads (parallel_do parts): only reads from here */
     if (!(ex->root = pardo_scope_new(NULL)) || !(ex->states = calloc((size_t)p->n_blocks + 1, sizeof(*ex->states))) ||
         !(ex->plans = calloc((size_t)p->n_blocks + 1, sizeof(*ex->plans))) ||
         !(ex->planned = calloc((size_t)p->n_blocks + 1, sizeof(*ex->planned)))) {

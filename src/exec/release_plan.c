@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/name_index.h"
+
 /* One var's uses in block 0: the first op that touches it (and whether it
  * writes there) and the last (and whether it only reads there). */
 typedef struct use {
@@ -16,12 +18,12 @@ typedef struct use {
 typedef struct uses {
     use *v;
     int n, cap;
+    pardo_name_index ix; // name -> index in v
 } uses;
 
 static use *find_use(uses *u, const char *name) {
-    for (int i = 0; i < u->n; i++)
-        if (strcmp(u->v[i].name, name) == 0) return &u->v[i];
-    return NULL;
+    int i = pardo_name_index_get(&u->ix, name);
+    return i >= 0 ? &u->v[i] : NULL;
 }
 
 /* Records that op i reads (writes false) or writes name. -1 out of memory. */
@@ -36,6 +38,8 @@ static int note(uses *u, const char *name, int i, bool writes) {
             u->v = v;
             u->cap = cap;
         }
+        pardo_status st;
+        if (pardo_name_index_set(&u->ix, name, u->n, &st) != PARDO_OK) return -1;
         x = &u->v[u->n++];
         *x = (use){name, i, i, writes, writes};
         return 0;
@@ -69,6 +73,7 @@ int pardo_release_plan_build(const pardo_program *p, const char *const *keep, in
     bool *dead = calloc((size_t)u.n + 1, sizeof(bool)); /* a dead var, grouped below by the op it dies after */
     if (rc != 0 || !plan->first || !plan->count || !plan->names || !dead) {
         free(u.v);
+        pardo_name_index_free(&u.ix);
         free(dead);
         pardo_release_plan_clear(plan);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning block 0's memory");
@@ -94,6 +99,7 @@ int pardo_release_plan_build(const pardo_program *p, const char *const *keep, in
         }
     free(dead);
     free(u.v);
+    pardo_name_index_free(&u.ix);
     return PARDO_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/name_index.h"
 #include "core/value.h"
 
 static bool stageable(const pardo_op *op) {
@@ -17,9 +18,10 @@ static int find(int *parent, int i) {
     return i;
 }
 
-/* Raises *need to past the last op of part block pb that names `name`. */
-static void need_past(const pardo_block *pb, const char *name, int *need) {
-    int last = pardo_block_last_use(pb, name);
+/* Raises *need to past the last op of the part block that names `name`
+ * (last: its pardo_block_last_uses). */
+static void need_past(const pardo_name_index *last_use, const char *name, int *need) {
+    int last = pardo_name_index_get(last_use, name);
     if (last + 1 > *need) *need = last + 1;
 }
 
@@ -50,8 +52,11 @@ static int plan_early(const pardo_program *p, int b, pardo_stage_plan *plan, par
         if (pardo_attr(&pb->ops[i], "block")) return PARDO_OK;
     const pardo_value *parts_out = pardo_attr(pd, "parts_out");
     const int n = plan->n_chains[a], end = plan->stage_end[a];
-    if (!(plan->early_need = malloc((size_t)n * sizeof(int))))
+    pardo_name_index last_use = {0};
+    if (!(plan->early_need = malloc((size_t)n * sizeof(int))) || pardo_block_last_uses(pb, &last_use, st) != PARDO_OK) {
+        pardo_name_index_free(&last_use);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning block %d", b);
+    }
     for (int c = 0; c < n; c++) plan->early_need[c] = 0;
     for (int i = a; i < end; i++) {
         const pardo_op *op = &blk->ops[i];
@@ -59,12 +64,13 @@ static int plan_early(const pardo_program *p, int b, pardo_stage_plan *plan, par
         for (int k = 0; k < op->n_in; k++) {
             if (!op->in[k][0] || !pardo_op_writes(pd, op->in[k])) continue; /* written before the parts: there */
             const char *pv = part_var_of(parts_out, op->in[k]);
-            if (!pv || pardo_block_last_use(pb, pv) < 0) *need = INT_MAX; /* published when its part ends */
-            else if (*need != INT_MAX) need_past(pb, pv, need);
+            if (!pv || pardo_name_index_get(&last_use, pv) < 0) *need = INT_MAX; /* published when its part ends */
+            else if (*need != INT_MAX) need_past(&last_use, pv, need);
         }
         for (int k = 0; k < op->n_out; k++) /* what the chain writes, no part may still read */
-            if (op->out[k][0] && *need != INT_MAX) need_past(pb, op->out[k], need);
+            if (op->out[k][0] && *need != INT_MAX) need_past(&last_use, op->out[k], need);
     }
+    pardo_name_index_free(&last_use);
     plan->early_pd = a - 1;
     return PARDO_OK;
 }
