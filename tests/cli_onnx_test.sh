@@ -46,6 +46,13 @@ run_pardo run "$F/transformer.onnx" --feed tokens="$F/transformer_in.npy" --fetc
 [ "$rc" = 0 ] && ok || bad "run transformer dataflow: $(cat "$T/err")"
 close "run transformer dataflow" "$T/o2/y.npy" "$F/transformer_out.npy"
 
+# weights in an external data file beside the model (onnx.save_model(save_as_external_data=True))
+run_pardo run "$F/mlp_external.onnx" --feed x="$F/mlp_in.npy" --fetch y --out "$T/oe"
+[ "$rc" = 0 ] && ok || bad "external data: $(cat "$T/err")"
+close "external data" "$T/oe/y.npy" "$F/mlp_out.npy"
+mkdir -p "$T/ext" && cp "$F/mlp_external.onnx" "$T/ext/"
+expect "external data file missing" 2 "mlp_external.data" "external data" -- check "$T/ext/mlp_external.onnx"
+
 # an intermediate value by its ONNX name
 run_pardo run "$F/transformer.onnx" --feed tokens="$F/transformer_in.npy" --fetch /emb/Gather_output_0
 [ "$rc" = 0 ] && ok || bad "fetch by ONNX name: $(cat "$T/err")"

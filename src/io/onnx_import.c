@@ -11,6 +11,7 @@
 #include "io/onnx.h"
 #include "io/onnx_internal.h"
 #include "io/onnx_sniff.h"
+#include "op.h"
 #include "pass.h"
 
 bool pardo_onnx_built(void) { return true; }
@@ -330,14 +331,68 @@ const char *onnx_var_of(onnx_ctx *c, onnx_value *v, pardo_status *st) {
     return NULL;
 }
 
+/* Infers op i of block 0 with its registry entry (as infer_shapes does,
+ * inputs' types from the vars, outputs bound as undeclared temps), so a
+ * mapping's type query costs the ops since the last one, not the whole
+ * program. PARDO_ENOTFOUND when it cannot (an op type pardo lacks, an input
+ * whose type is unknown): the caller then runs the full check, which says
+ * why in pardo's own words. */
+static int infer_one(onnx_ctx *c, int i, pardo_status *st) {
+    pardo_block *b = block0(c);
+    pardo_op *op = &b->ops[i];
+    const pardo_op_def *def = pardo_op_lookup(op->type);
+    if (!def || op->n_in > 64 || op->n_out > 16) return PARDO_ENOTFOUND;
+    pardo_type in_types[64], out_types[16];
+    const pardo_type *in_ptrs[64];
+    const int n_slots = op->n_in > def->n_inputs ? op->n_in : def->n_inputs;
+    for (int k = 0; k < n_slots && k < 64; k++) in_ptrs[k] = NULL;
+    for (int k = 0; k < op->n_in; k++) {
+        if (!op->in[k][0]) continue;
+        const pardo_graph_var *v = pardo_block_find_var(b, op->in[k]);
+        if (!v || v->type.dtype == PARDO_DTYPE_UNKNOWN) return PARDO_ENOTFOUND;
+        in_types[k] = v->type;
+        in_ptrs[k] = &in_types[k];
+    }
+    for (int k = 0; k < op->n_out; k++) {
+        memset(&out_types[k], 0, sizeof(out_types[k]));
+        out_types[k].dtype = PARDO_DTYPE_UNKNOWN;
+        out_types[k].ndim = -1;
+    }
+    op->def = def;
+    pardo_status local;
+    pardo_status_clear(&local);
+    pardo_infer_ctx ctx = {.op = op, .n_in = op->n_in, .in = in_ptrs, .n_out = op->n_out, .out = out_types, .st = &local};
+    if (def->infer(&ctx) != PARDO_OK) return PARDO_ENOTFOUND;
+    for (int k = 0; k < op->n_out; k++) {
+        if (!op->out[k][0] || out_types[k].dtype == PARDO_DTYPE_UNKNOWN) continue;
+        char name[512];
+        snprintf(name, sizeof name, "%s", op->out[k]);
+        pardo_graph_var *v = pardo_block_find_var(b, name);
+        if (!v && !(v = pardo_block_add_var(block0(c), name, st))) return st->code;
+        if (!v->declared) v->type = out_types[k];
+        b = block0(c);
+        op = &b->ops[i];
+    }
+    return PARDO_OK;
+}
+
 int onnx_type_of(onnx_ctx *c, const char *var, pardo_type *t, pardo_status *st) {
     if (c->types_dirty) {
-        pardo_pass_options opt = pardo_pass_defaults();
-        if (pardo_pass_check(c->p, &opt, st) != PARDO_OK) return st->code;
+        bool whole = false;
+        for (int i = c->inferred_ops; i < block0(c)->n_ops && !whole; i++) {
+            int rc = infer_one(c, i, st);
+            if (rc == PARDO_ENOTFOUND) whole = true;
+            else if (rc != PARDO_OK) return rc;
+        }
+        if (whole) { /* pardo's own check says what is wrong, located */
+            pardo_pass_options opt = pardo_pass_defaults();
+            if (pardo_pass_check(c->p, &opt, st) != PARDO_OK) return st->code;
+        }
+        c->inferred_ops = block0(c)->n_ops;
         c->types_dirty = false;
     }
     const pardo_graph_var *v = pardo_block_find_var(block0(c), var);
-    if (!v) return onnx_bad(c, st, "'%s' has no type", var);
+    if (!v || v->type.dtype == PARDO_DTYPE_UNKNOWN) return onnx_bad(c, st, "'%s' has no type", var);
     *t = v->type;
     return PARDO_OK;
 }

@@ -48,6 +48,7 @@ typedef struct onnx_ctx {
     int *slot;               // hash of vals by name: cap_slot slots, -1 empty; owned
     int cap_slot;
     bool types_dirty;        // ops were added since shapes were last inferred
+    int inferred_ops;        // block 0's ops whose outputs' types are known
     int64_t fresh;           // counter for fresh var names
     /* the node being mapped, for messages */
     const Onnx__NodeProto *node;
