@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/name_index.h"
 #include "core/value.h"
 #include "op.h"
 #include "pass.h"
@@ -35,6 +36,100 @@ typedef struct fusion {
     int merge;     // this update takes the merge at index merge - 1 (0: not fused)
 } fusion;
 
+/* Who uses each var, counted once per pass (the planning asks per chain;
+ * a scan of every op per question made the pass quadratic): per block, an
+ * index of the names that block's ops and attrs name, resolved to the
+ * block owning the var, with the reads and writes and the one op that
+ * reads (writes) it where there is one. Fusing a block only changes uses
+ * of its own intermediates, which later blocks never ask about. */
+typedef struct var_uses {
+    int reads, writes;               // over every op of every block
+    int read_block, read_op;         // the op that reads it, while reads == 1
+    int write_block, write_op;       // the op that writes it, while writes == 1
+    bool in_attr;                    // some op's attr value names it
+} var_uses;
+
+typedef struct use_table {
+    pardo_name_index *owned; // per block: var name (the var's own string) -> index into uses
+    var_uses *uses;
+    int n, cap, n_blocks;
+} use_table;
+
+static void use_table_free(use_table *t) {
+    for (int b = 0; t->owned && b < t->n_blocks; b++) pardo_name_index_free(&t->owned[b]);
+    free(t->owned);
+    free(t->uses);
+    memset(t, 0, sizeof(*t));
+}
+
+/* The entry of the var `name` seen from block bb (NULL: no such var). */
+static var_uses *uses_of(const use_table *t, const pardo_program *p, int bb, const char *name, bool add,
+                         pardo_status *st) {
+    int owner = -1;
+    const pardo_graph_var *v = pardo_program_lookup_var(p, bb, name, &owner);
+    if (!v || owner < 0) return NULL;
+    int k = pardo_name_index_get(&t->owned[owner], v->name);
+    if (k >= 0 || !add) return k >= 0 ? &t->uses[k] : NULL;
+    use_table *w = (use_table *)t;
+    if (w->n == w->cap) {
+        int cap = w->cap ? w->cap * 2 : 256;
+        var_uses *u = realloc(w->uses, sizeof(*u) * (size_t)cap);
+        if (!u) return NULL;
+        w->uses = u;
+        w->cap = cap;
+    }
+    if (pardo_name_index_set(&w->owned[owner], v->name, w->n, st) != PARDO_OK) return NULL;
+    w->uses[w->n] = (var_uses){.read_block = -1, .write_block = -1};
+    return &w->uses[w->n++];
+}
+
+static int note_attr_names(use_table *t, const pardo_program *p, int bb, const pardo_value *v, pardo_status *st) {
+    if (!v) return PARDO_OK;
+    if (v->kind == PARDO_V_STRING) {
+        var_uses *u = uses_of(t, p, bb, v->string, true, st);
+        if (u) u->in_attr = true;
+        return st->code == PARDO_ENOMEM ? st->code : PARDO_OK;
+    }
+    if (v->kind == PARDO_V_ARRAY || v->kind == PARDO_V_OBJECT)
+        for (int i = 0; i < v->n; i++)
+            if (note_attr_names(t, p, bb, &v->items[i], st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
+static int use_table_build(use_table *t, const pardo_program *p, pardo_status *st) {
+    memset(t, 0, sizeof(*t));
+    pardo_status_clear(st);
+    if (!(t->owned = calloc((size_t)p->n_blocks + 1, sizeof(*t->owned))))
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the fusion");
+    t->n_blocks = p->n_blocks;
+    for (int bb = 0; bb < p->n_blocks; bb++)
+        for (int i = 0; i < p->blocks[bb].n_ops; i++) {
+            const pardo_op *op = &p->blocks[bb].ops[i];
+            for (int k = 0; k < op->n_in + op->n_out; k++) {
+                const bool in = k < op->n_in;
+                const char *name = in ? op->in[k] : op->out[k - op->n_in];
+                if (!name[0]) continue;
+                var_uses *u = uses_of(t, p, bb, name, true, st);
+                if (!u) {
+                    if (st->code == PARDO_ENOMEM) return st->code;
+                    continue;
+                }
+                int *count = in ? &u->reads : &u->writes, *blk = in ? &u->read_block : &u->write_block,
+                    *at = in ? &u->read_op : &u->write_op;
+                if ((*count)++ == 0) *blk = bb, *at = i;
+            }
+            if (note_attr_names(t, p, bb, op->attrs, st) != PARDO_OK) return st->code;
+        }
+    return PARDO_OK;
+}
+
+/* What the planning reads besides the program. */
+typedef struct fuse_ctx {
+    const char *const *keep; // the caller's vars (not fused away)
+    int n_keep;
+    const use_table *uses;
+} fuse_ctx;
+
 /* True when the parallel_do that runs block b binds `name` to a part
  * (a key of its parts_in or parts_out: keys there are that block's vars). */
 static bool binds_part(const pardo_program *p, int b, const char *name) {
@@ -45,35 +140,20 @@ static bool binds_part(const pardo_program *p, int b, const char *name) {
            pardo_value_get(pardo_value_get(attrs, "parts_out"), name);
 }
 
-/* True when `name` seen from block bb is block b's var (a child block's ops
- * name b's var unless the child has one of its own by that name). */
-static bool names_var_of(const pardo_program *p, int bb, int b, const char *name) {
-    int owner = -1;
-    return bb == b || (pardo_program_lookup_var(p, bb, name, &owner) && owner == b);
-}
-
 /* True when the var `name` of block b is a temporary that exactly one op
  * (block b's `writer`) writes and exactly one (`reader`, once) reads, that
  * no attr value names, that no parallel_do binds to a part (parts_in,
  * parts_out), and that the caller does not keep. Ops of a block where the
  * name means a var of its own (a child block's `w@GRAD`) do not count. */
 static bool private_temp(const pardo_program *p, int b, const char *name, int writer, int reader,
-                         const char *const *keep, int n_keep) {
+                         const fuse_ctx *fc) {
     int owner = -1;
     const pardo_graph_var *v = pardo_program_lookup_var(p, b, name, &owner);
     if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value) return false;
-    if (pardo_name_listed(keep, n_keep, name) || binds_part(p, b, name)) return false;
-    for (int bb = 0; bb < p->n_blocks; bb++) {
-        if (!names_var_of(p, bb, b, name)) continue;
-        for (int i = 0; i < p->blocks[bb].n_ops; i++) {
-            const pardo_op *op = &p->blocks[bb].ops[i];
-            int reads = pardo_op_reads(op, name), writes = pardo_op_writes(op, name);
-            bool mine = bb == b && (i == writer || i == reader);
-            if (mine ? (reads != (i == reader) || writes != (i == writer)) : (reads || writes)) return false;
-            if (pardo_value_names(op->attrs, name)) return false;
-        }
-    }
-    return true;
+    if (pardo_name_listed(fc->keep, fc->n_keep, name) || binds_part(p, b, name)) return false;
+    const var_uses *u = uses_of(fc->uses, p, b, name, false, NULL);
+    return u && !u->in_attr && u->reads == 1 && u->read_block == b && u->read_op == reader && u->writes == 1 &&
+           u->write_block == b && u->write_op == writer;
 }
 
 static bool is_update(const char *type) {
@@ -98,8 +178,7 @@ static bool parts_unchanged_between(const pardo_block *blk, int i, int j, const 
 /* merge -> update: a merge whose output only an optimizer update reads, as
  * its gradient (input 1), and that nothing else can see; the update must
  * leave its weight_by slot free (its inputs stop before it). */
-static void plan_merge_updates(const pardo_program *p, int b, const char *const *keep, int n_keep,
-                               fusion *fuse) {
+static void plan_merge_updates(const pardo_program *p, int b, const fuse_ctx *fc, fusion *fuse) {
     const pardo_block *blk = &p->blocks[b];
     for (int i = 0; i < blk->n_ops; i++) {
         const pardo_op *m = &blk->ops[i];
@@ -111,7 +190,7 @@ static void plan_merge_updates(const pardo_program *p, int b, const char *const 
             if (!pardo_op_reads(u, g)) continue;
             /* the first reader: an update taking g as its gradient, and nothing else reads or writes g */
             if (is_update(u->type) && u->n_in > 1 && strcmp(u->in[1], g) == 0 && pardo_op_reads(u, g) == 1 &&
-                u->def && u->n_in < u->def->n_inputs && private_temp(p, b, g, i, j, keep, n_keep) &&
+                u->def && u->n_in < u->def->n_inputs && private_temp(p, b, g, i, j, fc) &&
                 parts_unchanged_between(blk, i, j, m)) {
                 fuse[i].update = j + 1;
                 fuse[j].merge = i + 1;
@@ -144,8 +223,7 @@ static int hoistable_reader(const pardo_block *blk, int from, const char *name, 
  * is left out (its gradient is dC itself: the fused dA goes there) and the
  * other is the bias. Ops between them stay where they are if they share no
  * var one of them writes with the ops moved up. Fills f (len 0: none). */
-static void plan_grad_chain(const pardo_program *p, int b, int i, const char *const *keep, int n_keep,
-                            fusion *f) {
+static void plan_grad_chain(const pardo_program *p, int b, int i, const fuse_ctx *fc, fusion *f) {
     const pardo_block *blk = &p->blocks[b];
     const pardo_op *g = &blk->ops[i];
     if (strcmp(g->type, "matmul_grad") || g->n_out < 1 || !g->out[0][0]) return;
@@ -156,7 +234,7 @@ static void plan_grad_chain(const pardo_program *p, int b, int i, const char *co
     if (strcmp(r->type, "relu_grad") || r->n_in < 3 || r->n_out != 1 || !r->out[0][0]) return;
     const char *y = r->in[1], *z = r->out[0];
     if (strcmp(r->in[2], d) || !y[0] || pardo_op_writes(g, y) || pardo_op_reads(g, z) || strcmp(z, y) == 0 ||
-        !private_temp(p, b, d, i, ri, keep, n_keep))
+        !private_temp(p, b, d, i, ri, fc))
         return;
     f->len = 1;
     f->follow[0] = ri;
@@ -169,7 +247,7 @@ static void plan_grad_chain(const pardo_program *p, int b, int i, const char *co
     const int fill = a->in[0][0] ? 1 : 0; /* the left-out operand: its gradient is dC */
     const char *h = a->out[fill], *db = a->out[1 - fill];
     if (!h[0] || pardo_op_reads(g, h) || strcmp(h, y) == 0 || pardo_op_reads(g, db) || strcmp(db, y) == 0 ||
-        strcmp(h, db) == 0 || !private_temp(p, b, z, ri, ai, keep, n_keep))
+        strcmp(h, db) == 0 || !private_temp(p, b, z, ri, ai, fc))
         return;
     f->len = 2;
     f->follow[1] = ai;
@@ -188,14 +266,14 @@ static bool bias_fits_epilogue(const pardo_program *p, int b, const pardo_op *mm
 }
 
 /* Fills fuse[0..n_ops) for block b of p. */
-static void plan_block(const pardo_program *p, int b, const char *const *keep, int n_keep, fusion *fuse) {
+static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion *fuse) {
     const pardo_block *blk = &p->blocks[b];
     for (int i = 0; i < blk->n_ops; i++) fuse[i] = (fusion){0};
-    plan_merge_updates(p, b, keep, n_keep, fuse);
+    plan_merge_updates(p, b, fc, fuse);
     for (int i = 0; i + 1 < blk->n_ops; i++) {
         const pardo_op *mm = &blk->ops[i], *add = &blk->ops[i + 1];
         if (strcmp(mm->type, "matmul_grad") == 0) {
-            if (mm->n_in <= 4 && mm->n_out <= 2) plan_grad_chain(p, b, i, keep, n_keep, &fuse[i]);
+            if (mm->n_in <= 4 && mm->n_out <= 2) plan_grad_chain(p, b, i, fc, &fuse[i]);
             continue;
         }
         if (strcmp(mm->type, "matmul") || mm->n_in != 2 || mm->n_out != 1 || pardo_attr(mm, "activation") ||
@@ -203,7 +281,7 @@ static void plan_block(const pardo_program *p, int b, const char *const *keep, i
             continue;
         const char *h = mm->out[0];
         int at = strcmp(add->in[0], h) == 0 ? 0 : strcmp(add->in[1], h) == 0 ? 1 : -1;
-        if (at < 0 || strcmp(add->in[1 - at], h) == 0 || !private_temp(p, b, h, i, i + 1, keep, n_keep)) continue;
+        if (at < 0 || strcmp(add->in[1 - at], h) == 0 || !private_temp(p, b, h, i, i + 1, fc)) continue;
         /* the bias and the result must not be the product's inputs (the fused kernel reads A and B to the end) */
         const char *bias = add->in[1 - at], *z = add->out[0];
         if (!bias[0] || pardo_op_reads(mm, z) || strcmp(bias, z) == 0 || !bias_fits_epilogue(p, b, mm, bias)) continue;
@@ -214,7 +292,7 @@ static void plan_block(const pardo_program *p, int b, const char *const *keep, i
             const pardo_op *relu = &blk->ops[i + 2];
             if (strcmp(relu->type, "relu") == 0 && relu->n_in == 1 && relu->n_out == 1 &&
                 strcmp(relu->in[0], z) == 0 && !pardo_op_reads(mm, relu->out[0]) &&
-                strcmp(relu->out[0], bias) != 0 && private_temp(p, b, z, i + 1, i + 2, keep, n_keep))
+                strcmp(relu->out[0], bias) != 0 && private_temp(p, b, z, i + 1, i + 2, fc))
                 fuse[i].len = 2, fuse[i].follow[1] = i + 2;
         }
         i += fuse[i].len;
@@ -291,22 +369,8 @@ static int emit_update(pardo_block *to, const pardo_block *blk, int j, const fus
     return pardo_op_set_attr(op, "grad_merge", pardo_value_new_string(mode->string), st);
 }
 
-/* True when some op of p names `name` (an input, output or attr) where it
- * means block b's var. */
-static bool named_anywhere(const pardo_program *p, int b, const char *name) {
-    for (int bb = 0; bb < p->n_blocks; bb++) {
-        if (!names_var_of(p, bb, b, name)) continue;
-        for (int i = 0; i < p->blocks[bb].n_ops; i++) {
-            const pardo_op *op = &p->blocks[bb].ops[i];
-            if (pardo_op_reads(op, name) || pardo_op_writes(op, name) || pardo_value_names(op->attrs, name))
-                return true;
-        }
-    }
-    return false;
-}
-
 /* Rewrites block b's chains; *n_fused counts the ops taken into others. */
-static int fuse_block(pardo_program *p, int b, const pardo_pass_options *opt, int *n_fused, pardo_status *st) {
+static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused, pardo_status *st) {
     pardo_block *blk = &p->blocks[b];
     const int n = blk->n_ops;
     fusion *fuse = calloc((size_t)n + 1, sizeof(*fuse));
@@ -317,7 +381,7 @@ static int fuse_block(pardo_program *p, int b, const pardo_pass_options *opt, in
         rc = pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing block %d", b);
         goto done;
     }
-    plan_block(p, b, opt->keep, opt->n_keep, fuse);
+    plan_block(p, b, fc, fuse);
     int taken = 0;
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < fuse[i].len; k++) gone[fuse[i].follow[k]] = true;
@@ -347,27 +411,55 @@ done:
     return rc;
 }
 
-/* Drops the inferred temps of block b that no op names any more (the
- * chains' intermediates); declared vars stay. */
-static void drop_dead_temps(pardo_program *p, int b) {
-    pardo_block *blk = &p->blocks[b];
-    int w = 0;
-    for (int r = 0; r < blk->n_vars; r++) {
-        pardo_graph_var *v = &blk->vars[r];
-        if (!v->declared && v->role == PARDO_VAR_TEMP && !v->value && !named_anywhere(p, b, v->name)) {
-            free(v->name);
-            continue;
+/* Drops the inferred temps that no op names any more (the chains'
+ * intermediates: no input, output or attr of any op means them); declared
+ * vars stay. Which ones is decided for every block first, from one count of
+ * the uses, then their names are freed. */
+static int drop_dead_temps(pardo_program *p, pardo_status *st) {
+    use_table t;
+    int rc = use_table_build(&t, p, st);
+    bool *dead = NULL;
+    int total = 0;
+    for (int b = 0; b < p->n_blocks; b++) total += p->blocks[b].n_vars;
+    if (rc == PARDO_OK && !(dead = calloc((size_t)total + 1, sizeof(*dead))))
+        rc = pardo_errorf(st, PARDO_ENOMEM, "out of memory dropping the fused chains' temps");
+    for (int b = 0, at = 0; rc == PARDO_OK && b < p->n_blocks; at += p->blocks[b].n_vars, b++)
+        for (int r = 0; r < p->blocks[b].n_vars; r++) {
+            const pardo_graph_var *v = &p->blocks[b].vars[r];
+            const var_uses *u = uses_of(&t, p, b, v->name, false, NULL);
+            dead[at + r] = !v->declared && v->role == PARDO_VAR_TEMP && !v->value &&
+                           !(u && (u->reads || u->writes || u->in_attr));
         }
-        blk->vars[w++] = *v;
+    use_table_free(&t);
+    for (int b = 0, at = 0; rc == PARDO_OK && b < p->n_blocks; b++) {
+        pardo_block *blk = &p->blocks[b];
+        int w = 0;
+        for (int r = 0; r < blk->n_vars; r++) {
+            if (dead[at + r]) {
+                free(blk->vars[r].name);
+                continue;
+            }
+            blk->vars[w++] = blk->vars[r];
+        }
+        at += blk->n_vars;
+        if (w != blk->n_vars) pardo_block_vars_changed(blk);
+        blk->n_vars = w;
     }
-    if (w != blk->n_vars) pardo_block_vars_changed(blk);
-    blk->n_vars = w;
+    free(dead);
+    return rc;
 }
 
 int pardo_pass_fuse(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
-    int fused = 0, rc = PARDO_OK;
-    for (int b = 0; rc == PARDO_OK && b < p->n_blocks; b++) rc = fuse_block(p, b, opt, &fused, st);
+    int fused = 0, rc;
+    use_table uses;
+    if ((rc = use_table_build(&uses, p, st)) != PARDO_OK) {
+        use_table_free(&uses);
+        return rc;
+    }
+    fuse_ctx fc = {.keep = opt->keep, .n_keep = opt->n_keep, .uses = &uses};
+    for (int b = 0; rc == PARDO_OK && b < p->n_blocks; b++) rc = fuse_block(p, b, &fc, &fused, st);
+    use_table_free(&uses);
     if (rc != PARDO_OK || fused == 0) return rc;
-    for (int b = 0; b < p->n_blocks; b++) drop_dead_temps(p, b);
+    if ((rc = drop_dead_temps(p, st)) != PARDO_OK) return rc;
     return pardo_pass_check(p, opt, st);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/name_index.h"
 #include "exec/executor.h"
 #include "io/file_io.h"
 #include "io/npy.h"
@@ -170,17 +171,27 @@ static int bind_feeds(pardo_executor *ex, const run_args *a) {
 /* The default fetch list: vars of block 0 that some op writes and no op reads. */
 static void default_fetches(const pardo_program *p, run_args *a) {
     const pardo_block *b = &p->blocks[0];
+    pardo_name_index read; /* every name an op reads: one pass, not a scan of the ops per output */
+    pardo_name_index_init(&read);
+    pardo_status st;
+    pardo_status_clear(&st);
+    for (int j = 0; j < b->n_ops; j++)
+        for (int k = 0; k < b->ops[j].n_in; k++)
+            if (pardo_name_index_set(&read, b->ops[j].in[k], 1, &st) != PARDO_OK) {
+                pardo_name_index_free(&read);
+                return; /* out of memory: no default fetches, as with an empty graph */
+            }
     for (int i = 0; i < b->n_ops; i++)
         for (int o = 0; o < b->ops[i].n_out; o++) {
             const char *name = b->ops[i].out[o];
-            bool read = false, listed = false;
-            for (int j = 0; j < b->n_ops && !read; j++)
-                for (int k = 0; k < b->ops[j].n_in && !read; k++) read = strcmp(b->ops[j].in[k], name) == 0;
+            bool listed = false;
             for (int f = 0; f < a->n_fetch && !listed; f++) listed = strcmp(a->fetch[f], name) == 0;
             /* the var's own copy of the name, which outlives the ops (the fusion pass rewrites them) */
             const pardo_graph_var *v = pardo_block_find_var(b, name);
-            if (!read && !listed && a->n_fetch < MAX_ITEMS) a->fetch[a->n_fetch++] = v ? v->name : name;
+            if (pardo_name_index_get(&read, name) < 0 && !listed && a->n_fetch < MAX_ITEMS)
+                a->fetch[a->n_fetch++] = v ? v->name : name;
         }
+    pardo_name_index_free(&read);
 }
 
 /* Replaces characters that cannot stand in a file name. */
