@@ -97,11 +97,7 @@ const pardo_op_def pardo_op_shape = {
 
 /* ---- unsqueeze and squeeze ---- */
 
-static const pardo_arg_def unsqueeze_in[] = {
-    {"X", "input tensor (any dtype)", false, false},
-    {"axes", "int64 1-D, read at run time; overrides attr axes (\"\": the attr)", true, false},
-};
-static const pardo_arg_def squeeze_in[] = {
+static const pardo_arg_def axes_in[] = { /* unsqueeze's and squeeze's */
     {"X", "input tensor (any dtype)", false, false},
     {"axes", "int64 1-D, read at run time; overrides attr axes (\"\": the attr)", true, false},
 };
@@ -248,7 +244,7 @@ static int axes_grad_cpu(pardo_kernel_ctx *ctx) { return pardo_index_back_grad(c
 const pardo_op_def pardo_op_unsqueeze = {
     .type = "unsqueeze",
     .doc = "Y = X with new dims of size 1 at axes (of Y), like ONNX Unsqueeze-13 (any dtype)",
-    .inputs = unsqueeze_in,
+    .inputs = axes_in,
     .n_inputs = 2,
     .outputs = y_out,
     .n_outputs = 1,
@@ -275,7 +271,7 @@ const pardo_op_def pardo_op_unsqueeze_grad = {
 const pardo_op_def pardo_op_squeeze = {
     .type = "squeeze",
     .doc = "Y = X without the dims of size 1 at axes (all of them when absent), like ONNX Squeeze-13 (any dtype)",
-    .inputs = squeeze_in,
+    .inputs = axes_in,
     .n_inputs = 2,
     .outputs = y_out,
     .n_outputs = 1,
@@ -357,21 +353,6 @@ static int expand_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-#define EXPAND_KERNEL(NAME, T)                                                                                         \
-    static void NAME(const void *vx, void *vy, int nd, const int64_t *dims, const int64_t *xs, int64_t numel) {        \
-        const T *x = vx;                                                                                               \
-        T *y = vy;                                                                                                     \
-        const int64_t n = dims[nd - 1], step = xs[nd - 1];                                                             \
-        pardo_odo o;                                                                                                   \
-        pardo_odo_init(&o, nd - 1, dims, xs, NULL);                                                                    \
-        for (int64_t base = 0; base < numel; base += n, pardo_odo_next(&o))                                            \
-            for (int64_t i = 0; i < n; i++) y[base + i] = x[o.off[0] + i * step];                                      \
-    }
-
-EXPAND_KERNEL(expand_1, uint8_t)
-EXPAND_KERNEL(expand_4, uint32_t)
-EXPAND_KERNEL(expand_8, uint64_t)
-
 static int expand_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0];
     int64_t s[PARDO_MAX_DIMS];
@@ -395,10 +376,8 @@ static int expand_cpu(pardo_kernel_ctx *ctx) {
         dims[0] = 1;
         xs[0] = 0;
     }
-    const size_t es = pardo_dtype_size(x->dtype);
-    if (es == 1) expand_1(pardo_tensor_data(x), pardo_tensor_data(y), nd, dims, xs, plan.numel);
-    else if (es == 4) expand_4(pardo_tensor_data(x), pardo_tensor_data(y), nd, dims, xs, plan.numel);
-    else expand_8(pardo_tensor_data(x), pardo_tensor_data(y), nd, dims, xs, plan.numel);
+    pardo_strided_gather(pardo_dtype_size(x->dtype), pardo_tensor_data(x), pardo_tensor_data(y), nd, dims, xs,
+                         plan.numel);
     return PARDO_OK;
 }
 

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel_util.h"
+
 int pardo_index_read_ints(const pardo_tensor *t, const char *what, int64_t *out, int max, int *n, pardo_status *st) {
     char s[128];
     if ((t->dtype != PARDO_I64 && t->dtype != PARDO_I32) || t->ndim > 1)
@@ -118,6 +120,6 @@ int pardo_index_back_grad(pardo_kernel_ctx *ctx, int dy_k) {
     pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!dx) return ctx->st->code;
     if (dy && dx->nbytes) memcpy(pardo_tensor_data(dx), pardo_tensor_data(dy), dx->nbytes);
-    else if (!dy) memset(pardo_tensor_data(dx), 0, dx->nbytes);
+    else pardo_tensor_zero(dx);
     return PARDO_OK;
 }

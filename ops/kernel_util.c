@@ -160,6 +160,29 @@ int pardo_sum_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_
     return PARDO_OK;
 }
 
+/* Defines NAME, pardo_strided_gather for elements of type T. */
+#define GATHER_KERNEL(NAME, T)                                                                                         \
+    static void NAME(const void *vs, void *vd, int nd, const int64_t *dims, const int64_t *sstr, int64_t numel) {      \
+        const T *s = vs;                                                                                               \
+        T *d = vd;                                                                                                     \
+        const int64_t n = dims[nd - 1], step = sstr[nd - 1];                                                           \
+        pardo_odo o;                                                                                                   \
+        pardo_odo_init(&o, nd - 1, dims, sstr, NULL);                                                                  \
+        for (int64_t base = 0; base < numel; base += n, pardo_odo_next(&o))                                            \
+            for (int64_t i = 0; i < n; i++) d[base + i] = s[o.off[0] + i * step];                                      \
+    }
+
+GATHER_KERNEL(gather_1, uint8_t)
+GATHER_KERNEL(gather_4, uint32_t)
+GATHER_KERNEL(gather_8, uint64_t)
+
+void pardo_strided_gather(size_t es, const void *src, void *dst, int nd, const int64_t *dims,
+                          const int64_t *src_strides, int64_t numel) {
+    if (es == 1) gather_1(src, dst, nd, dims, src_strides, numel);
+    else if (es == 4) gather_4(src, dst, nd, dims, src_strides, numel);
+    else gather_8(src, dst, nd, dims, src_strides, numel);
+}
+
 /* Defines NAME, pardo_expand_to_shape for element type T: walks dst in
  * row-major order with src's offset in o.off[0]. */
 #define EXPAND_KERNEL(NAME, T)                                                                                         \

@@ -127,6 +127,14 @@ void pardo_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 int pardo_sum_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_t *src_shape, void *dst, int dst_nd,
                        const int64_t *dst_shape, double scale, pardo_status *st);
 
+/* dst[row-major index over dims] = src[sum of index_i * src_strides[i]]
+ * for numel elements of es bytes (1, 4 or 8), nd >= 1: a transpose
+ * (strides permuted) or a broadcast (strides 0 on broadcast dims). Walks
+ * dst in order with src's offset in an odometer. Thread-safe; allocates
+ * nothing. */
+void pardo_strided_gather(size_t es, const void *src, void *dst, int nd, const int64_t *dims,
+                          const int64_t *src_strides, int64_t numel);
+
 /* The reverse: broadcasts src (shape src_shape, which must broadcast to
  * dst_shape) into dst, dst[i] = scale * src[the element i comes from].
  * float32 or float64 `dt`. Overwrites every element of dst. Returns

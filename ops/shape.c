@@ -35,25 +35,7 @@ static int back_grad_infer(pardo_infer_ctx *ctx) {
 }
 
 /* dX = dY's elements in X's shape (zeros when dY is absent). */
-static int back_grad_cpu(pardo_kernel_ctx *ctx) {
-    pardo_tensor *x = ctx->in[0], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
-    if (!pardo_kernel_wants_output(ctx, 0)) return PARDO_OK;
-    if (!pardo_dtype_is_float(x->dtype))
-        return pardo_errorf(ctx->st, PARDO_ENOTSUP, "input 0 'X' is %s, which has no gradient",
-                            pardo_dtype_name(x->dtype));
-    if (dy && (dy->dtype != x->dtype || dy->numel != x->numel)) {
-        char s1[128], s2[128];
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'dY' is %s %s, expected %s with X's %lld elements (X %s)",
-                            pardo_dtype_name(dy->dtype), pardo_shape_str(dy->ndim, dy->shape, s1, sizeof s1),
-                            pardo_dtype_name(x->dtype), (long long)x->numel,
-                            pardo_shape_str(x->ndim, x->shape, s2, sizeof s2));
-    }
-    pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
-    if (!dx) return ctx->st->code;
-    if (dy && dx->nbytes) memcpy(pardo_tensor_data(dx), pardo_tensor_data(dy), dx->nbytes);
-    else pardo_tensor_zero(dx);
-    return PARDO_OK;
-}
+static int back_grad_cpu(pardo_kernel_ctx *ctx) { return pardo_index_back_grad(ctx, 2); }
 
 /* ---- identity ---- */
 
@@ -369,23 +351,6 @@ static int transpose_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-/* Defines NAME: dst[out index] = src[perm'd index] for elements of type T,
- * walking dst in row-major order with src's offset in an odometer. */
-#define TRANSPOSE_KERNEL(NAME, T)                                                                                      \
-    static void NAME(const void *vs, void *vd, int nd, const int64_t *dims, const int64_t *sstr, int64_t numel) {      \
-        const T *s = vs;                                                                                               \
-        T *d = vd;                                                                                                     \
-        const int64_t n = dims[nd - 1], step = sstr[nd - 1];                                                           \
-        pardo_odo o;                                                                                                   \
-        pardo_odo_init(&o, nd - 1, dims, sstr, NULL);                                                                  \
-        for (int64_t base = 0; base < numel; base += n, pardo_odo_next(&o))                                            \
-            for (int64_t i = 0; i < n; i++) d[base + i] = s[o.off[0] + i * step];                                      \
-    }
-
-TRANSPOSE_KERNEL(transpose_1, uint8_t)
-TRANSPOSE_KERNEL(transpose_4, uint32_t)
-TRANSPOSE_KERNEL(transpose_8, uint64_t)
-
 /* Writes src (element size es, shape src_shape of rank nd) transposed by
  * perm into dst, whose shape is src_shape[perm[i]]. */
 static void transpose_copy(size_t es, const void *src, int nd, const int64_t *src_shape, const int *perm, void *dst) {
@@ -401,9 +366,7 @@ static void transpose_copy(size_t es, const void *src, int nd, const int64_t *sr
         nd = 1;
         dims[0] = str[0] = 1;
     }
-    if (es == 1) transpose_1(src, dst, nd, dims, str, numel);
-    else if (es == 4) transpose_4(src, dst, nd, dims, str, numel);
-    else transpose_8(src, dst, nd, dims, str, numel);
+    pardo_strided_gather(es, src, dst, nd, dims, str, numel);
 }
 
 static int transpose_cpu(pardo_kernel_ctx *ctx) {
