@@ -85,6 +85,12 @@ run_pardo run "$T/cnn2.json" --load "$T/cnn2.safetensors" --feed x="$F/cnn_in.np
 [ "$rc" = 0 ] && ok || bad "run transpiled cnn: $(cat "$T/err")"
 close "run transpiled cnn" "$T/o5/y.npy" "$F/cnn_out.npy"
 
+expect "transpile transformer --parts 2" 0 -- transpile "$F/transformer.onnx" -o "$T/tr2.json" --parts 2
+run_pardo run "$T/tr2.json" --load "$T/tr2.safetensors" --feed tokens="$F/transformer_in.npy" --fetch y --threads 2 \
+    --out "$T/o7"
+[ "$rc" = 0 ] && ok || bad "run transpiled transformer: $(cat "$T/err")"
+close "run transpiled transformer" "$T/o7/y.npy" "$F/transformer_out.npy"
+
 # ---- bad models -------------------------------------------------------------------
 head -c 300 "$F/mlp.onnx" >"$T/trunc.onnx"
 expect "truncated model" 2 "$T/trunc.onnx" "not a valid ONNX model" -- run "$T/trunc.onnx" --feed x="$F/mlp_in.npy" --out "$T/o6"
@@ -100,5 +106,12 @@ expect "foreign bytes" 2 "$T/foreign.onnx" -- check "$T/foreign.onnx"
 cp "$F/mlp_in.npy" "$T/npy.onnx"
 expect "a .npy named .onnx" 2 "$T/npy.onnx" "invalid JSON" -- check "$T/npy.onnx"
 expect "wrong feed shape" 2 "x" -- run "$F/mlp.onnx" --feed x="$F/cnn_in.npy"
+# a dtype and an attr pardo cannot run, from the ONNX node tests where they are installed
+N=/usr/share/libonnx-testdata/data/node
+if [ -d "$N" ]; then
+    expect "uint8 input" 2 "test_mul_uint8/model.onnx" "graph input 'x'" "uint8" -- check "$N/test_mul_uint8/model.onnx"
+    expect "ceil_mode" 2 "test_maxpool_2d_ceil/model.onnx" "MaxPool" "attr 'ceil_mode'" -- \
+        check "$N/test_maxpool_2d_ceil/model.onnx"
+fi
 
 cli_finish
