@@ -745,7 +745,8 @@ static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
         pardo_tensor_release(b);
         return st->code;
     }
-    /* a and b are the model's trainable scale and shift from here on: params */
+    /* a and b are the model's trainable scale and shift from here on: params (their temps' names,
+     * freed here, are made again as the params' vars) */
     const char *names[2] = {an, bn};
     pardo_tensor *vals[2] = {a, b};
     int rc = PARDO_OK;
@@ -756,11 +757,13 @@ static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
         v->konst = vals[i];
         vals[i] = NULL;
         v->initializer = true;
-        if (!onnx_var_of(c, v, st)) rc = st->code;
+        if (!(names[i] = onnx_var_of(c, v, st))) rc = st->code;
     }
     pardo_tensor_release(vals[0]);
     pardo_tensor_release(vals[1]);
     if (rc != PARDO_OK) return rc;
+    an = names[0];
+    bn = names[1];
     const char *in1[2] = {x, an};
     if (!onnx_emit(c, "mul", in1, 2, &mid, 1, st)) return st->code;
     const char *in2[2] = {mid, bn};
