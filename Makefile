@@ -138,7 +138,7 @@ $(BUILD)/src/core/device_cuda.o: CFLAGS += $(CUDA_CFLAGS)
 # The importer includes the generated header; protoc-c's code is compiled without pardo's warning set.
 $(ONNX_SRC:%.c=$(BUILD)/%.o): CFLAGS += -I$(BUILD)/gen $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
 $(ONNX_SRC:%.c=$(BUILD)/%.o): $(BUILD)/gen/onnx.pb-c.h
-$(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h: $(ONNX_PROTO)
+$(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
 	@mkdir -p $(dir $@)
 	@echo "  PROTOC-C $<"
 	$(Q)$(PROTOC_C) --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(BUILD)/gen $(ONNX_PROTO)
