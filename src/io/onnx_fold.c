@@ -291,6 +291,15 @@ static int fold_arith(onnx_ctx *c, const Onnx__NodeProto *n, char op, bool *done
     return set_ivec(c, n, 0, &out, st);
 }
 
+/* Neg of an integer vector: known entries negated, a run-time dim's factor too. */
+static int fold_neg(onnx_ctx *c, const Onnx__NodeProto *n, bool *done, pardo_status *st) {
+    ivec x;
+    if (!as_ivec(onnx_input(c, n, 0), &x)) return PARDO_OK;
+    for (int i = 0; i < x.n; i++) x.d[i].value = -x.d[i].value;
+    *done = true;
+    return set_ivec(c, n, 0, &x, st);
+}
+
 /* Range of constant scalars. */
 static int fold_range(onnx_ctx *c, const Onnx__NodeProto *n, bool *done, pardo_status *st) {
     onnx_value *v[3];
@@ -400,6 +409,7 @@ int onnx_try_fold(onnx_ctx *c, const Onnx__NodeProto *n, bool *folded, pardo_sta
     if (strcmp(t, "Sub") == 0) return fold_arith(c, n, '-', folded, st);
     if (strcmp(t, "Mul") == 0) return fold_arith(c, n, '*', folded, st);
     if (strcmp(t, "Div") == 0) return fold_arith(c, n, '/', folded, st);
+    if (strcmp(t, "Neg") == 0) return fold_neg(c, n, folded, st);
     if (strcmp(t, "Range") == 0) return fold_range(c, n, folded, st);
     if (strcmp(t, "ConstantOfShape") == 0) return fold_constant_of_shape(c, n, folded, st);
     if (strcmp(t, "Reshape") == 0) return fold_reshape(c, n, folded, st);

@@ -148,7 +148,7 @@ bool onnx_const_ints(const pardo_tensor *t, int64_t *out, int max, int *n);
 
 /* Folds node n at load when its inputs are constants or shape vectors and
  * its op is one of the shape computations (Shape, Size, Gather, Unsqueeze,
- * Squeeze, Concat, Cast, Slice, Add, Sub, Mul, Div, Equal, Where,
+ * Squeeze, Concat, Cast, Slice, Add, Sub, Mul, Div, Neg, Equal, Where,
  * ConstantOfShape, Range, Reshape, Identity, Constant). *folded says
  * whether it did. */
 int onnx_try_fold(onnx_ctx *c, const Onnx__NodeProto *n, bool *folded, pardo_status *st);

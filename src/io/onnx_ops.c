@@ -583,8 +583,9 @@ static int map_split(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 /* ---- network ops ---- */
 
 /* The 2-D window attrs of Conv / MaxPool / AveragePool, checked. */
-static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, const int64_t *kernel, pardo_op *op,
-                        bool pool, pardo_status *st) {
+/* xt: the input's type, asked for before op was emitted (op has no attrs yet: inference would refuse it). */
+static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type *xt, const int64_t *kernel,
+                        pardo_op *op, bool pool, pardo_status *st) {
     int ns = 0, np = 0, nd = 0;
     const int64_t *strides = onnx_attr_ints(n, "strides", &ns), *pads = onnx_attr_ints(n, "pads", &np),
                   *dil = onnx_attr_ints(n, "dilations", &nd);
@@ -608,10 +609,8 @@ static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, co
         bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
         if (!upper && strcmp(auto_pad, "SAME_LOWER") != 0)
             return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
-        pardo_type t;
-        if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
         for (int i = 0; i < 2; i++) {
-            int64_t in = t.ndim == 4 ? t.shape[2 + i] : -1;
+            int64_t in = xt->ndim == 4 ? xt->shape[2 + i] : -1;
             if (in < 0) return onnx_unsupported(c, st, "auto_pad SAME over a run-time spatial dim");
             int64_t out = (in + s[i] - 1) / s[i], eff = (kernel[i] - 1) * d[i] + 1;
             int64_t total = (out - 1) * s[i] + eff - in;
@@ -640,9 +639,11 @@ static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     int64_t kernel[2] = {wt.shape[2], wt.shape[3]};
     if (ks && (nk != 2 || ks[0] != kernel[0] || ks[1] != kernel[1]))
         return onnx_bad(c, st, "attr 'kernel_shape' does not match the weight's dims");
+    pardo_type xt;
+    if (onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
     const char *in[3] = {x, w, b};
     pardo_op *op = emit1(c, n, "conv2d", in, *b ? 3 : 2, st);
-    if (!op || window_attrs(c, n, x, kernel, op, false, st) != PARDO_OK ||
+    if (!op || window_attrs(c, n, &xt, kernel, op, false, st) != PARDO_OK ||
         onnx_set_int(op, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
         return st->code;
     return PARDO_OK;
@@ -662,8 +663,10 @@ static int map_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, par
     if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
     if (nk != 2) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 2-D (NCHW)", nk);
     const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, type, &x, 1, st) : NULL;
-    return op && window_attrs(c, n, x, ks, op, true, st) == PARDO_OK ? PARDO_OK : st->code;
+    pardo_type xt;
+    if (!x || onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
+    pardo_op *op = emit1(c, n, type, &x, 1, st);
+    return op && window_attrs(c, n, &xt, ks, op, true, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
 static int map_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -698,6 +701,40 @@ static int map_global_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_stat
     return map_global_pool(c, n, "reduce_max", st);
 }
 
+/* BatchNormalization whose statistics or scale are known only at run time:
+ * y = (x - mean) / sqrt(var + epsilon) * scale + B, each [C] input
+ * unsqueezed to [C, 1, ...] against x [N, C, ...]. */
+static int batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = in_var(c, n, 0, st), *in[4];
+    pardo_type t;
+    if (!x || onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 2) return onnx_bad(c, st, "input of rank %d; expected [N, C, ...]", t.ndim);
+    int64_t axes[PARDO_MAX_DIMS];
+    for (int i = 2; i < t.ndim; i++) axes[i - 2] = i - 1;
+    for (int i = 0; i < 4; i++) {
+        const char *v = in_var(c, n, i + 1, st);
+        if (!v) return st->code;
+        in[i] = v;
+        if (t.ndim > 2) {
+            const char *u = onnx_temp(c, "bn_c", st);
+            pardo_op *op = u ? onnx_emit(c, "unsqueeze", &v, 1, &u, 1, st) : NULL;
+            if (!op || onnx_set_ints(op, "axes", axes, t.ndim - 2, st) != PARDO_OK) return st->code;
+            in[i] = u;
+        }
+    }
+    const char *centred = onnx_temp(c, "bn", st), *veps = onnx_temp(c, "bn", st), *sd = onnx_temp(c, "bn", st),
+               *norm = onnx_temp(c, "bn", st), *scaled = onnx_temp(c, "bn", st);
+    if (!scaled) return st->code;
+    const char *sub[2] = {x, in[2]}, *div[2] = {centred, sd}, *mul[2] = {norm, in[0]}, *add[2] = {scaled, in[1]};
+    pardo_op *op;
+    if (!onnx_emit(c, "sub", sub, 2, &centred, 1, st) || !(op = onnx_emit(c, "scale", &in[3], 1, &veps, 1, st)) ||
+        onnx_set_float(op, "bias", onnx_attr_float(n, "epsilon", 1e-5), st) != PARDO_OK ||
+        !onnx_emit(c, "sqrt", &veps, 1, &sd, 1, st) || !onnx_emit(c, "div", div, 2, &norm, 1, st) ||
+        !onnx_emit(c, "mul", mul, 2, &scaled, 1, st))
+        return st->code;
+    return emit1(c, n, "add", add, 2, st) ? PARDO_OK : st->code;
+}
+
 /* BatchNormalization in inference: y = x * a + b with a = scale / sqrt(var + eps), b = B - mean * a,
  * folded at load from the constant statistics (as ONNX Runtime's fusion into Conv does). */
 static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -707,12 +744,12 @@ static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     for (size_t i = 1; i < n->n_output; i++)
         if (n->output[i] && *n->output[i]) return onnx_unsupported(c, st, "output %zu (training statistics)", i);
     onnx_value *p[4];
+    bool konst = true;
     for (int i = 0; i < 4; i++) {
-        p[i] = onnx_input(c, n, i + 1);
-        if (!p[i] || !p[i]->konst || !pardo_dtype_is_float(p[i]->konst->dtype) || p[i]->konst->ndim != 1)
-            return onnx_unsupported(c, st, "input %d must be a constant 1-D float tensor (pardo folds an inference "
-                                    "batch norm into a scale and shift)", i + 1);
+        if (!(p[i] = onnx_input(c, n, i + 1))) return onnx_bad(c, st, "input %d is missing", i + 1);
+        konst = konst && p[i]->konst && pardo_dtype_is_float(p[i]->konst->dtype) && p[i]->konst->ndim == 1;
     }
+    if (!konst) return batch_norm_at_run_time(c, n, st);
     int64_t ch = p[0]->konst->numel;
     for (int i = 1; i < 4; i++)
         if (p[i]->konst->numel != ch) return onnx_bad(c, st, "input %d has %lld elements, input 1 %lld", i + 1,
@@ -791,9 +828,8 @@ static int map_layer_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
                : st->code;
 }
 
-/* Dropout at inference: the identity (its mask output all true is not supported). */
+/* Dropout at inference: the identity, and its mask (output 1) all true. */
 static int map_dropout(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    if (n->n_output > 1 && n->output[1] && *n->output[1]) return onnx_unsupported(c, st, "output 1 (the mask)");
     if (c->opset >= 12 && onnx_input(c, n, 2)) {
         double training;
         if (!const_input_scalar(c, n, 2, &training) || training != 0)
