@@ -164,6 +164,20 @@ const char *onnx_temp(onnx_ctx *c, const char *hint, pardo_status *st) {
     return v->var;
 }
 
+const char *onnx_const_var(onnx_ctx *c, const char *hint, pardo_tensor *t, bool param, pardo_status *st) {
+    const char *tmp = onnx_temp(c, hint, st);
+    onnx_value *v = tmp ? onnx_value_find(c, tmp) : NULL;
+    if (!v) {
+        pardo_tensor_release(t);
+        return NULL;
+    }
+    free(v->var); /* the temp's name is the value's own: made again as the var's */
+    v->var = NULL;
+    v->konst = t;
+    v->initializer = param;
+    return onnx_var_of(c, v, st);
+}
+
 const char *onnx_out_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st) {
     onnx_value *v = new_output(c, n, i, st);
     if (!v) return NULL;

@@ -91,6 +91,11 @@ int onnx_set_sym(onnx_ctx *c, const Onnx__NodeProto *n, int i, const onnx_dim *d
  * name; NULL with st set on error. */
 const char *onnx_var_of(onnx_ctx *c, onnx_value *v, pardo_status *st);
 
+/* A var "onnx::HINT_K" holding t (takes the reference): a param (its
+ * tensor into weights) when `param` and t is float, else a constant var.
+ * Borrowed name; NULL with st set on error. */
+const char *onnx_const_var(onnx_ctx *c, const char *hint, pardo_tensor *t, bool param, pardo_status *st);
+
 /* The var for output i of node n (ONNX's name; created as a value). */
 const char *onnx_out_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st);
 

@@ -300,17 +300,68 @@ static int map_reduce_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     return map_reduce(c, n, "reduce_max", 18, st);
 }
 
-static int map_argmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+/* ArgMax / ArgMin: pardo's argmax of X (ArgMin: of -X), with
+ * select_last_index the first max of X reversed along the axis, counted
+ * back from the end. */
+static int map_arg_extreme(onnx_ctx *c, const Onnx__NodeProto *n, bool min, pardo_status *st) {
     static const char *const known[] = {"axis", "keepdims", "select_last_index", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    if (onnx_attr_int(n, "select_last_index", 0))
-        return onnx_unsupported(c, st, "attr 'select_last_index' 1 (pardo's argmax takes the first max)");
     const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, "argmax", &x, 1, st) : NULL;
-    if (!op || onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 0), st) != PARDO_OK ||
+    pardo_type t;
+    if (!x || onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
+    int64_t axis = onnx_attr_int(n, "axis", 0);
+    if (axis < -t.ndim || axis >= t.ndim) return onnx_bad(c, st, "attr 'axis' %lld out of range for rank %d",
+                                                          (long long)axis, t.ndim);
+    if (axis < 0) axis += t.ndim;
+    const bool last = onnx_attr_int(n, "select_last_index", 0) != 0;
+    const char *src = x;
+    if (min) {
+        const char *neg = onnx_temp(c, "neg", st);
+        if (!neg) return st->code;
+        if (pardo_dtype_is_float(t.dtype)) {
+            if (!onnx_emit(c, "neg", &src, 1, &neg, 1, st)) return st->code;
+        } else {
+            pardo_tensor *zero = pardo_tensor_new_cpu(t.dtype, 0, NULL, st);
+            if (!zero) return st->code;
+            memset(pardo_tensor_data(zero), 0, zero->nbytes);
+            const char *z = onnx_const_var(c, "zero", zero, false, st);
+            const char *in[2] = {z, src};
+            if (!z || !onnx_emit(c, "sub", in, 2, &neg, 1, st)) return st->code;
+        }
+        src = neg;
+    }
+    const int64_t len = t.shape[axis];
+    if (last) {
+        if (len < 0) return onnx_unsupported(c, st, "attr 'select_last_index' 1 over a run-time dim");
+        const char *rev = onnx_temp(c, "reversed", st);
+        pardo_op *op = rev ? onnx_emit(c, "slice", &src, 1, &rev, 1, st) : NULL;
+        const int64_t start = -1, end = -len - 1, step = -1;
+        if (!op || onnx_set_ints(op, "starts", &start, 1, st) != PARDO_OK ||
+            onnx_set_ints(op, "ends", &end, 1, st) != PARDO_OK || onnx_set_ints(op, "axes", &axis, 1, st) != PARDO_OK ||
+            onnx_set_ints(op, "steps", &step, 1, st) != PARDO_OK)
+            return st->code;
+        src = rev;
+    }
+    const char *r = last ? onnx_temp(c, "arg", st) : onnx_out_var(c, n, 0, st);
+    pardo_op *op = r ? onnx_emit(c, "argmax", &src, 1, &r, 1, st) : NULL;
+    if (!op || onnx_set_int(op, "axis", axis, st) != PARDO_OK ||
         onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
         return st->code;
-    return PARDO_OK;
+    if (!last) return PARDO_OK;
+    pardo_tensor *k = pardo_tensor_new_cpu(PARDO_I64, 0, NULL, st);
+    if (!k) return st->code;
+    *(int64_t *)pardo_tensor_data(k) = len - 1;
+    const char *kv = onnx_const_var(c, "last", k, false, st);
+    const char *in[2] = {kv, r};
+    return kv && emit1(c, n, "sub", in, 2, st) ? PARDO_OK : st->code;
+}
+
+static int map_argmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_arg_extreme(c, n, false, st);
+}
+
+static int map_argmin(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_arg_extreme(c, n, true, st);
 }
 
 /* ---- shapes ---- */
@@ -775,32 +826,11 @@ static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
         pardo_tensor_set_f64(a, k, ak);
         pardo_tensor_set_f64(b, k, bias - mean * ak);
     }
-    const char *an = onnx_temp(c, "bn_scale", st), *bn = an ? onnx_temp(c, "bn_shift", st) : NULL;
+    /* a and b are the model's trainable scale and shift from here on: params */
+    const char *an = onnx_const_var(c, "bn_scale", a, true, st);
+    const char *bn = an ? onnx_const_var(c, "bn_shift", b, true, st) : (pardo_tensor_release(b), NULL);
     const char *mid = bn ? onnx_temp(c, "bn", st) : NULL;
-    if (!mid) {
-        pardo_tensor_release(a);
-        pardo_tensor_release(b);
-        return st->code;
-    }
-    /* a and b are the model's trainable scale and shift from here on: params (their temps' names,
-     * freed here, are made again as the params' vars) */
-    const char *names[2] = {an, bn};
-    pardo_tensor *vals[2] = {a, b};
-    int rc = PARDO_OK;
-    for (int i = 0; i < 2 && rc == PARDO_OK; i++) {
-        onnx_value *v = onnx_value_find(c, names[i]);
-        free(v->var);
-        v->var = NULL;
-        v->konst = vals[i];
-        vals[i] = NULL;
-        v->initializer = true;
-        if (!(names[i] = onnx_var_of(c, v, st))) rc = st->code;
-    }
-    pardo_tensor_release(vals[0]);
-    pardo_tensor_release(vals[1]);
-    if (rc != PARDO_OK) return rc;
-    an = names[0];
-    bn = names[1];
+    if (!mid) return st->code;
     const char *in1[2] = {x, an};
     if (!onnx_emit(c, "mul", in1, 2, &mid, 1, st)) return st->code;
     const char *in2[2] = {mid, bn};
@@ -857,6 +887,7 @@ static const mapping table[] = {
     {"Add", map_add},
     {"And", map_and},
     {"ArgMax", map_argmax},
+    {"ArgMin", map_argmin},
     {"AveragePool", map_average_pool},
     {"BatchNormalization", map_batch_norm},
     {"Cast", map_cast},
