@@ -875,6 +875,233 @@ static int map_size(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return onnx_unsupported(c, st, "the size of a tensor with two or more run-time dims");
 }
 
+/* ---- composites: ops ONNX has and pardo builds from its own ---- */
+
+/* A scalar constant var of dtype dt holding v. */
+static const char *scalar_const(onnx_ctx *c, pardo_dtype dt, double v, pardo_status *st) {
+    pardo_tensor *t = pardo_tensor_new_cpu(dt, 0, NULL, st);
+    if (!t) return NULL;
+    pardo_tensor_set_f64(t, 0, v);
+    return onnx_const_var(c, "k", t, false, st);
+}
+
+/* Emits op `type` (in1, in2 or one input) into a fresh temp, or into output 0 when last. */
+static const char *step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *a, const char *b,
+                        bool last, pardo_status *st) {
+    const char *out = last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, type, st);
+    const char *in[2] = {a, b};
+    return out && onnx_emit(c, type, in, b ? 2 : 1, &out, 1, st) ? out : NULL;
+}
+
+/* Max / Min of any number of inputs (numpy broadcasting): where(a > b, a, b) pairwise. */
+static int map_max_min(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_status *st) {
+    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
+    const char *acc = in_var(c, n, 0, st);
+    if (!acc) return st->code;
+    if (n->n_input == 1) return emit1(c, n, "identity", &acc, 1, st) ? PARDO_OK : st->code;
+    for (size_t i = 1; i < n->n_input; i++) {
+        const char *b = in_var(c, n, (int)i, st), *cond = b ? step(c, n, max ? "greater" : "less", acc, b, false, st) : NULL;
+        if (!cond) return st->code;
+        const bool last = i + 1 == n->n_input;
+        const char *out = last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "extreme", st);
+        const char *in[3] = {cond, acc, b};
+        if (!out || !onnx_emit(c, "where", in, 3, &out, 1, st)) return st->code;
+        acc = out;
+    }
+    return PARDO_OK;
+}
+
+static int map_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_max_min(c, n, true, st); }
+static int map_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_max_min(c, n, false, st); }
+
+/* Mean of any number of inputs: their sum scaled by 1/n. */
+static int map_mean(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
+    const char *acc = in_var(c, n, 0, st);
+    for (size_t i = 1; acc && i < n->n_input; i++) {
+        const char *b = in_var(c, n, (int)i, st);
+        acc = b ? step(c, n, "add", acc, b, false, st) : NULL;
+    }
+    pardo_op *op = acc ? emit1(c, n, "scale", &acc, 1, st) : NULL;
+    return op && onnx_set_float(op, "scale", 1.0 / (double)n->n_input, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+/* The Reduce family over pardo's reduce_sum / reduce_max: f(reduce(g(x))). */
+static int map_reduce_composite(onnx_ctx *c, const Onnx__NodeProto *n, const char *pre, const char *reduce,
+                                const char *post, pardo_status *st) {
+    static const char *const known[] = {"axes", "keepdims", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int na = 0;
+    const int64_t *axes = onnx_attr_ints(n, "axes", &na);
+    const char *x = in_var(c, n, 0, st);
+    if (!x) return st->code;
+    if (pre && strcmp(pre, "square") == 0) x = step(c, n, "mul", x, x, false, st);
+    else if (pre) x = step(c, n, pre, x, NULL, false, st);
+    if (!x) return st->code;
+    const char *r = post ? onnx_temp(c, reduce, st) : onnx_out_var(c, n, 0, st);
+    pardo_op *op = r ? onnx_emit(c, reduce, &x, 1, &r, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
+        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
+        return st->code;
+    return !post || step(c, n, post, r, NULL, true, st) ? PARDO_OK : st->code;
+}
+
+static int map_reduce_l1(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, "abs", "reduce_sum", NULL, st);
+}
+static int map_reduce_l2(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, "square", "reduce_sum", "sqrt", st);
+}
+static int map_reduce_sum_square(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, "square", "reduce_sum", NULL, st);
+}
+static int map_reduce_log_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, NULL, "reduce_sum", "log", st);
+}
+static int map_reduce_log_sum_exp(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, "exp", "reduce_sum", "log", st);
+}
+/* ReduceMin = -reduce_max(-x), for floats. */
+static int map_reduce_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, "neg", "reduce_max", "neg", st);
+}
+
+/* Softplus = log(exp(x) + 1); Softsign = x / (1 + |x|). */
+static int map_softplus(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = in_var(c, n, 0, st), *e = x ? step(c, n, "exp", x, NULL, false, st) : NULL;
+    const char *p1 = e ? onnx_temp(c, "softplus", st) : NULL;
+    pardo_op *op = p1 ? onnx_emit(c, "scale", &e, 1, &p1, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "bias", 1.0, st) != PARDO_OK) return st->code;
+    return step(c, n, "log", p1, NULL, true, st) ? PARDO_OK : st->code;
+}
+
+static int map_softsign(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = in_var(c, n, 0, st), *a = x ? step(c, n, "abs", x, NULL, false, st) : NULL;
+    const char *d = a ? onnx_temp(c, "softsign", st) : NULL;
+    pardo_op *op = d ? onnx_emit(c, "scale", &a, 1, &d, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "bias", 1.0, st) != PARDO_OK) return st->code;
+    return step(c, n, "div", x, d, true, st) ? PARDO_OK : st->code;
+}
+
+/* HardSigmoid = clip(alpha x + beta, 0, 1). */
+static int map_hard_sigmoid(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"alpha", "beta", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st), *l = x ? onnx_temp(c, "hard_sigmoid", st) : NULL;
+    pardo_op *op = l ? onnx_emit(c, "scale", &x, 1, &l, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "scale", onnx_attr_float(n, "alpha", 0.2), st) != PARDO_OK ||
+        onnx_set_float(op, "bias", onnx_attr_float(n, "beta", 0.5), st) != PARDO_OK)
+        return st->code;
+    op = emit1(c, n, "clip", &l, 1, st);
+    return op && onnx_set_float(op, "min", 0.0, st) == PARDO_OK && onnx_set_float(op, "max", 1.0, st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
+}
+
+/* The type of input 0 (its var in *x). */
+static int input0(onnx_ctx *c, const Onnx__NodeProto *n, const char **x, pardo_type *t, pardo_status *st) {
+    if (!(*x = in_var(c, n, 0, st))) return st->code;
+    return onnx_type_of(c, *x, t, st);
+}
+
+/* ThresholdedRelu = where(x > alpha, x, 0). */
+static int map_thresholded_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const char *alpha = scalar_const(c, t.dtype, onnx_attr_float(n, "alpha", 1.0), st),
+               *zero = alpha ? scalar_const(c, t.dtype, 0, st) : NULL,
+               *cond = zero ? step(c, n, "greater", x, alpha, false, st) : NULL;
+    const char *in[3] = {cond, x, zero};
+    return cond && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* Elu = where(x > 0, x, alpha (exp(x) - 1)); Selu = gamma times that with alpha. */
+static int map_elu_like(onnx_ctx *c, const Onnx__NodeProto *n, double alpha, double gamma, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const char *zero = scalar_const(c, t.dtype, 0, st), *e = zero ? step(c, n, "exp", x, NULL, false, st) : NULL;
+    const char *neg = e ? onnx_temp(c, "elu", st) : NULL, *pos = neg ? onnx_temp(c, "elu", st) : NULL;
+    pardo_op *op = pos ? onnx_emit(c, "scale", &e, 1, &neg, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "scale", alpha * gamma, st) != PARDO_OK ||
+        onnx_set_float(op, "bias", -alpha * gamma, st) != PARDO_OK)
+        return st->code;
+    if (!(op = onnx_emit(c, "scale", &x, 1, &pos, 1, st)) || onnx_set_float(op, "scale", gamma, st) != PARDO_OK)
+        return st->code;
+    const char *cond = step(c, n, "greater", x, zero, false, st);
+    const char *in[3] = {cond, pos, neg};
+    return cond && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+static int map_elu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_elu_like(c, n, onnx_attr_float(n, "alpha", 1.0), 1.0, st);
+}
+
+static int map_selu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_elu_like(c, n, onnx_attr_float(n, "alpha", 1.67326319217681884765625),
+                        onnx_attr_float(n, "gamma", 1.05070102214813232421875), st);
+}
+
+/* PRelu = where(x < 0, slope x, x), slope broadcast. */
+static int map_prelu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const char *slope = in_var(c, n, 1, st), *zero = slope ? scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *sx = zero ? step(c, n, "mul", x, slope, false, st) : NULL;
+    const char *cond = sx ? step(c, n, "less", x, zero, false, st) : NULL;
+    const char *in[3] = {cond, sx, x};
+    return cond && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* Sign = where(x > 0, 1, where(x < 0, -1, 0)). */
+static int map_sign(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const char *one = scalar_const(c, t.dtype, 1, st), *minus = one ? scalar_const(c, t.dtype, -1, st) : NULL,
+               *zero = minus ? scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *lt = zero ? step(c, n, "less", x, zero, false, st) : NULL;
+    const char *gt = lt ? step(c, n, "greater", x, zero, false, st) : NULL;
+    const char *inner = gt ? onnx_temp(c, "sign", st) : NULL;
+    const char *in1[3] = {lt, minus, zero};
+    if (!inner || !onnx_emit(c, "where", in1, 3, &inner, 1, st)) return st->code;
+    const char *in2[3] = {gt, one, inner};
+    return emit1(c, n, "where", in2, 3, st) ? PARDO_OK : st->code;
+}
+
+/* Xor of bools = not(a == b). */
+static int map_xor(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *a = in_var(c, n, 0, st), *b = a ? in_var(c, n, 1, st) : NULL;
+    const char *e = b ? step(c, n, "equal", a, b, false, st) : NULL;
+    return e && step(c, n, "not", e, NULL, true, st) ? PARDO_OK : st->code;
+}
+
+/* Trilu over static last two dims: a constant mask, where(mask, x, 0). */
+static int map_trilu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"upper", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 2 || t.shape[t.ndim - 1] < 0 || t.shape[t.ndim - 2] < 0)
+        return onnx_unsupported(c, st, "Trilu over run-time matrix dims");
+    double k = 0;
+    if (onnx_input(c, n, 1) && !const_input_scalar(c, n, 1, &k))
+        return onnx_unsupported(c, st, "input 1 (k) must be a constant");
+    const bool upper = onnx_attr_int(n, "upper", 1) != 0;
+    int64_t dims[2] = {t.shape[t.ndim - 2], t.shape[t.ndim - 1]};
+    pardo_tensor *m = pardo_tensor_new_cpu(PARDO_BOOL, 2, dims, st);
+    if (!m) return st->code;
+    uint8_t *md = pardo_tensor_data(m);
+    for (int64_t i = 0; i < dims[0]; i++)
+        for (int64_t j = 0; j < dims[1]; j++) md[i * dims[1] + j] = upper ? (double)(j - i) >= k : (double)(j - i) <= k;
+    const char *mask = onnx_const_var(c, "trilu_mask", m, false, st), *zero = mask ? scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *in[3] = {mask, x, zero};
+    return zero && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
 /* ---- the table ---- */
 
 typedef struct mapping {
@@ -898,6 +1125,7 @@ static const mapping table[] = {
     {"Conv", map_conv},
     {"Div", map_div},
     {"Dropout", map_dropout},
+    {"Elu", map_elu},
     {"Equal", map_equal},
     {"Erf", map_erf},
     {"Exp", map_exp},
@@ -909,6 +1137,7 @@ static const mapping table[] = {
     {"GlobalMaxPool", map_global_max_pool},
     {"Greater", map_greater},
     {"GreaterOrEqual", map_greater_or_equal},
+    {"HardSigmoid", map_hard_sigmoid},
     {"Identity", map_identity},
     {"LayerNormalization", map_layer_norm},
     {"LeakyRelu", map_leaky_relu},
@@ -917,33 +1146,50 @@ static const mapping table[] = {
     {"Log", map_log},
     {"LogSoftmax", map_log_softmax},
     {"MatMul", map_matmul},
+    {"Max", map_max},
     {"MaxPool", map_max_pool},
+    {"Mean", map_mean},
+    {"Min", map_min},
     {"Mul", map_mul},
     {"Neg", map_neg},
     {"Not", map_not},
     {"Or", map_or},
+    {"PRelu", map_prelu},
     {"Pow", map_pow},
     {"Range", map_range},
     {"Reciprocal", map_reciprocal},
+    {"ReduceL1", map_reduce_l1},
+    {"ReduceL2", map_reduce_l2},
+    {"ReduceLogSum", map_reduce_log_sum},
+    {"ReduceLogSumExp", map_reduce_log_sum_exp},
     {"ReduceMax", map_reduce_max},
     {"ReduceMean", map_reduce_mean},
+    {"ReduceMin", map_reduce_min},
     {"ReduceSum", map_reduce_sum},
+    {"ReduceSumSquare", map_reduce_sum_square},
     {"Relu", map_relu},
     {"Reshape", map_reshape},
+    {"Selu", map_selu},
     {"Shape", map_shape},
     {"Sigmoid", map_sigmoid},
+    {"Sign", map_sign},
     {"Size", map_size},
     {"Slice", map_slice},
     {"Softmax", map_softmax},
+    {"Softplus", map_softplus},
+    {"Softsign", map_softsign},
     {"Split", map_split},
     {"Sqrt", map_sqrt},
     {"Squeeze", map_squeeze},
     {"Sub", map_sub},
     {"Sum", map_sum},
     {"Tanh", map_tanh},
+    {"ThresholdedRelu", map_thresholded_relu},
     {"Transpose", map_transpose},
+    {"Trilu", map_trilu},
     {"Unsqueeze", map_unsqueeze},
     {"Where", map_where},
+    {"Xor", map_xor},
 };
 
 /* Constant always folds (onnx_fold.c); its entry only lists it. */
@@ -952,7 +1198,21 @@ static int map_constant_folded(onnx_ctx *c, const Onnx__NodeProto *n, pardo_stat
     return onnx_bad(c, st, "a Constant that did not fold");
 }
 
+static char supported[2048];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+/* Once: the table must be sorted for the binary search (pardo's own invariant), and its list of names. */
+static void check_table(void) {
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        PARDO_ASSERT(i == 0 || strcmp(table[i - 1].op_type, table[i].op_type) < 0);
+        if (off < sizeof supported - 32)
+            off += (size_t)snprintf(supported + off, sizeof supported - off, "%s%s", i ? ", " : "", table[i].op_type);
+    }
+}
+
 onnx_map_fn onnx_find_mapping(const char *op_type) {
+    pthread_once(&table_once, check_table);
     size_t lo = 0, hi = sizeof table / sizeof table[0];
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -964,16 +1224,7 @@ onnx_map_fn onnx_find_mapping(const char *op_type) {
     return NULL;
 }
 
-static char supported[2048];
-static pthread_once_t supported_once = PTHREAD_ONCE_INIT;
-
-static void list_supported(void) {
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof table / sizeof table[0] && off < sizeof supported - 32; i++)
-        off += (size_t)snprintf(supported + off, sizeof supported - off, "%s%s", i ? ", " : "", table[i].op_type);
-}
-
 const char *onnx_supported_list(void) {
-    pthread_once(&supported_once, list_supported);
+    pthread_once(&table_once, check_table);
     return supported;
 }
