@@ -958,8 +958,28 @@ static int map_reduce_sum_square(onnx_ctx *c, const Onnx__NodeProto *n, pardo_st
 static int map_reduce_log_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return map_reduce_composite(c, n, NULL, "reduce_sum", "log", st);
 }
+/* ReduceLogSumExp = log(sum(exp(x - m))) + m with m the max over the axes (no overflow for big x). */
 static int map_reduce_log_sum_exp(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, "exp", "reduce_sum", "log", st);
+    static const char *const known[] = {"axes", "keepdims", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int na = 0;
+    const int64_t *axes = onnx_attr_ints(n, "axes", &na);
+    const bool keep = onnx_attr_int(n, "keepdims", 1) != 0;
+    const char *x = in_var(c, n, 0, st), *r[3] = {NULL, NULL, NULL};
+    static const char *const types[3] = {"reduce_max", "reduce_sum", "reduce_max"};
+    const char *src[3] = {x, NULL, x};
+    for (int i = 0; x && i < 3; i++) {
+        if (i == 1) { /* exp(x - m) */
+            const char *d = step(c, n, "sub", x, r[0], false, st);
+            if (!d || !(src[1] = step(c, n, "exp", d, NULL, false, st))) return st->code;
+        }
+        pardo_op *op = (r[i] = onnx_temp(c, "lse", st)) ? onnx_emit(c, types[i], &src[i], 1, &r[i], 1, st) : NULL;
+        if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
+            onnx_set_bool(op, "keepdims", i == 0 || keep, st) != PARDO_OK)
+            return st->code;
+    }
+    const char *l = x ? step(c, n, "log", r[1], NULL, false, st) : NULL;
+    return l && step(c, n, "add", l, r[2], true, st) ? PARDO_OK : st->code;
 }
 /* ReduceMin = -reduce_max(-x), for floats. */
 static int map_reduce_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
