@@ -56,7 +56,7 @@ static int print_version(void) {
     printf("BLAS: %s\n", pardo_gemm_blas_compiled() ? "built in (opened on first use; PARDO_GEMM=blas picks it)"
                                                      : "not built in (make BLAS=1)");
     printf("ONNX: %s\n", pardo_onnx_built() ? "built in (pardo run|check|dot|transpile MODEL.onnx, pardo import)"
-                                             : "not built in (protobuf-c was not found at build time)");
+                                             : "not built in (make ONNX=1, with protobuf-c, protoc-c and onnx.proto installed)");
     printf("CUDA: %s\n", pardo_device_compiled() ? "built in (--device cuda looks for a GPU at run time)"
                                                  : "not built in (nvcc was not found at build time)");
     return CLI_OK;
