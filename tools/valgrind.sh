@@ -9,7 +9,9 @@
 #   - graphs/two_tower.json 3 steps with the dataflow executor;
 #   - a short `pardo train` of the transpiled digits graph (one epoch, an
 #     evaluation, --log, --save, 2 threads, dataflow: the feed stage too);
-#   - a bad input (exit 2) and a failing run leave nothing behind either.
+#   - a bad input (exit 2) and a failing run leave nothing behind either;
+#   - where pardo reads ONNX: the transformer export run on 2 threads,
+#     imported, and a truncated model refused.
 # Usage: tools/valgrind.sh PATH/TO/pardo   (VALGRIND=... to name another valgrind)
 set -u
 PARDO=${1:?usage: valgrind.sh PATH/TO/pardo}
@@ -61,6 +63,13 @@ vg "train" 0 train "$T/digits.json" --data x=$D/digits_train_x.npy --data y=$D/d
 vg "bad feed" 2 run "$T/mlp.json" --feed x=$D/mlp_y.npy --feed y=$D/mlp_y.npy --threads 2
 vg "bad graph" 2 check "$T/ck.safetensors"
 vg "failing run" 1 run "$T/mlp.json" $FEEDS --threads 2 --trace "$T/no/such/folder/trace.json"
+if "$PARDO" --version | grep -q "^ONNX: built in"; then
+    F=tests/fixtures/onnx
+    vg "run an ONNX model" 0 run $F/transformer.onnx --feed tokens=$F/transformer_in.npy --fetch y --threads 2
+    vg "import an ONNX model" 0 import $F/cnn_bn.onnx -o "$T/cnn.json"
+    head -c 700 $F/cnn.onnx >"$T/trunc.onnx"
+    vg "a truncated ONNX model" 2 check "$T/trunc.onnx"
+fi
 
 echo "valgrind: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
