@@ -274,8 +274,8 @@ fuzz:
 	$(MAKE) SANITIZE=address,undefined OPT=-O1 build-asan$(SUFFIX)/pardo
 	$(FUZZ_PYTHON) tools/fuzz/fuzz.py --pardo build-asan$(SUFFIX)/pardo $(FUZZ_ARGS)
 
+# every build folder: build, build-asan, build-tsan, each with any of the -nocuda, -noblas, -noonnx suffixes
 clean:
-	rm -rf build build-asan build-tsan build-nocuda build-asan-nocuda build-tsan-nocuda \
-	      build-noblas build-asan-noblas build-tsan-noblas build-nocuda-noblas build-asan-nocuda-noblas build-tsan-nocuda-noblas
+	rm -rf build build-asan build-tsan $(foreach b,build build-asan build-tsan,$(wildcard $(b)-no*))
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/cli/main.d $(BENCH_BINS:=.d) $(ONNX_TEST_BIN).d $(NPY_CLOSE).d
