@@ -59,7 +59,7 @@ static int rehash(onnx_ctx *c, int cap, pardo_status *st) {
     if (!slot) return pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", c->path);
     for (int i = 0; i < cap; i++) slot[i] = -1;
     for (int v = 0; v < c->n_vals; v++) {
-        uint64_t h = hash_name(c->vals[v].name) & (uint64_t)(cap - 1);
+        uint64_t h = hash_name(c->vals[v]->name) & (uint64_t)(cap - 1);
         while (slot[h] >= 0) h = (h + 1) & (uint64_t)(cap - 1);
         slot[h] = v;
     }
@@ -73,7 +73,7 @@ onnx_value *onnx_value_find(onnx_ctx *c, const char *name) {
     if (!c->cap_slot || !name) return NULL;
     uint64_t h = hash_name(name) & (uint64_t)(c->cap_slot - 1);
     for (; c->slot[h] >= 0; h = (h + 1) & (uint64_t)(c->cap_slot - 1))
-        if (strcmp(c->vals[c->slot[h]].name, name) == 0) return &c->vals[c->slot[h]];
+        if (strcmp(c->vals[c->slot[h]]->name, name) == 0) return c->vals[c->slot[h]];
     return NULL;
 }
 
@@ -83,7 +83,7 @@ static onnx_value *value_get(onnx_ctx *c, const char *name, pardo_status *st) {
     if (v) return v;
     if (c->n_vals == c->cap_vals) {
         int cap = c->cap_vals ? c->cap_vals * 2 : 64;
-        onnx_value *nv = realloc(c->vals, sizeof(*nv) * (size_t)cap);
+        onnx_value **nv = realloc(c->vals, sizeof(*nv) * (size_t)cap);
         if (!nv) {
             pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", c->path);
             return NULL;
@@ -93,12 +93,13 @@ static onnx_value *value_get(onnx_ctx *c, const char *name, pardo_status *st) {
     }
     if ((c->n_vals + 1) * 2 > c->cap_slot && rehash(c, c->cap_slot ? c->cap_slot * 2 : 128, st) != PARDO_OK)
         return NULL;
-    v = &c->vals[c->n_vals];
-    memset(v, 0, sizeof(*v));
-    if (!(v->name = strdup(name))) {
+    /* each value its own block: the pointers mappings hold stay valid as the table grows */
+    if (!(v = calloc(1, sizeof(*v))) || !(v->name = strdup(name))) {
+        free(v);
         pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", c->path);
         return NULL;
     }
+    c->vals[c->n_vals] = v;
     uint64_t h = hash_name(name) & (uint64_t)(c->cap_slot - 1);
     while (c->slot[h] >= 0) h = (h + 1) & (uint64_t)(c->cap_slot - 1);
     c->slot[h] = c->n_vals++;
@@ -576,10 +577,11 @@ static int add_outputs(onnx_ctx *c, const Onnx__GraphProto *g, pardo_status *st)
 
 static void ctx_free(onnx_ctx *c) {
     for (int i = 0; i < c->n_vals; i++) {
-        free(c->vals[i].name);
-        free(c->vals[i].var);
-        pardo_tensor_release(c->vals[i].konst);
-        free(c->vals[i].sym);
+        free(c->vals[i]->name);
+        free(c->vals[i]->var);
+        pardo_tensor_release(c->vals[i]->konst);
+        free(c->vals[i]->sym);
+        free(c->vals[i]);
     }
     free(c->vals);
     free(c->slot);

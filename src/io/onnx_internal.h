@@ -43,7 +43,7 @@ typedef struct onnx_ctx {
     pardo_program *p;        // being built; owned until handed out
     pardo_block *b;          // p's block 0 (re-fetched after vars are added: see onnx_block)
     pardo_tensor_list *weights; // params' tensors
-    onnx_value *vals;        // n_vals; owned
+    onnx_value **vals;       // n_vals, each its own allocation (pointers to them stay valid); owned
     int n_vals, cap_vals;
     int *slot;               // hash of vals by name: cap_slot slots, -1 empty; owned
     int cap_slot;
