@@ -276,7 +276,8 @@ static void fused_and_unfused_agree(const char *text, int n_feeds, const char *c
 }
 
 /* matmul -> add -> relu where the add's bias is [N] (fused: the GEMM's
- * epilogue) or [1, N] (left as it is); and matmul with a [1, N] bias and
+ * epilogue) or [1, N] (left as it is); matmul(x, w, b) -> relu the same;
+ * and matmul with a [1, N] bias and
  * relu written by hand (the kernel adds it after the product): each the
  * bits of the ops one by one. */
 START_TEST(bias_shapes_keep_the_bits) {
@@ -303,6 +304,23 @@ START_TEST(bias_shapes_keep_the_bits) {
             snprintf(text, sizeof text, fmt, dtype, dtype, dtype, bias2d ? "[1, 4]" : "[4]", chain);
             fused_and_unfused_agree(text, 1, names, &x, 1, outs, bias2d ? "chain, bias [1, N]" : "chain, bias [N]",
                                     !bias2d);
+        }
+        /* matmul(x, w, b) -> relu, as an imported Gemm + Relu is: the relu goes into the epilogue for a [N] bias
+         * (a transposed B too), and stays where the bias is [1, N] */
+        static const char gemm_relu[] = "{\"op\": \"matmul\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"h\"]},"
+                                        "{\"op\": \"relu\", \"in\": [\"h\"], \"out\": [\"a\"]}";
+        for (int bias2d = 0; bias2d < 2; bias2d++) {
+            snprintf(text, sizeof text, fmt, dtype, dtype, dtype, bias2d ? "[1, 4]" : "[4]", gemm_relu);
+            fused_and_unfused_agree(text, 1, names, &x, 1, outs, bias2d ? "gemm + relu, bias [1, N]" : "gemm + relu",
+                                    !bias2d);
+            if (!bias2d) {
+                pardo_program *p = test_program(text, "gemm.json"), *f = fused(p, outs, 1);
+                ck_assert_int_eq(f->blocks[0].n_ops, 1);
+                ck_assert_str_eq(attr_str(&f->blocks[0].ops[0], "activation"), "relu");
+                ck_assert_int_eq(f->blocks[0].ops[0].n_in, 3);
+                pardo_program_free(f);
+                pardo_program_free(p);
+            }
         }
         /* by hand against the chain: the same bits (a [1, N] bias added after the product; relu alone in the
          * GEMM's epilogue) */

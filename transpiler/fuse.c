@@ -3,6 +3,7 @@
  * FusedMatMul / FusedGemm, so the executor stays generic and runs ops:
  *
  *   matmul -> add (a [N] bias) [-> relu]  => matmul(A, B, bias) {activation: relu}
+ *   matmul(A, B, bias) -> relu              => matmul(A, B, bias) {activation: relu} (an imported Gemm + Relu)
  *   matmul_grad -> relu_grad [-> add_grad] (dA through relu's mask, then the
  *       add's gradient, whose left-out operand's gradient is dC itself)
  *                                          => matmul_grad(A, B, Y, dY, relu_y, bias) -> (dZ, dB, dbias)
@@ -31,7 +32,7 @@ typedef struct fusion {
     int len;       // ops fused into this matmul: 0 (none), 1 (the add) or 2 (add, relu); into this matmul_grad:
                    // 1 (relu_grad) or 2 (relu_grad, add_grad)
     int follow[2]; // their indices, in order
-    int bias;      // the add's (add_grad's) input that is the bias (0 or 1)
+    int bias;      // the add's (add_grad's) input that is the bias (0 or 1); -1: the matmul's own (input 2)
     int update;    // this merge is taken into the update at index update - 1 (0: not fused)
     int merge;     // this update takes the merge at index merge - 1 (0: not fused)
 } fusion;
@@ -276,6 +277,17 @@ static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion
             if (mm->n_in <= 4 && mm->n_out <= 2) plan_grad_chain(p, b, i, fc, &fuse[i]);
             continue;
         }
+        /* matmul(A, B, bias) -> relu, as an imported Gemm + Relu: the relu goes into the epilogue */
+        if (strcmp(mm->type, "matmul") == 0 && mm->n_in == 3 && mm->in[2][0] && mm->n_out == 1 &&
+            !pardo_attr(mm, "activation") && strcmp(add->type, "relu") == 0 && add->n_in == 1 && add->n_out == 1 &&
+            strcmp(add->in[0], mm->out[0]) == 0 && !pardo_op_reads(mm, add->out[0]) &&
+            bias_fits_epilogue(p, b, mm, mm->in[2]) && private_temp(p, b, mm->out[0], i, i + 1, fc)) {
+            fuse[i].len = 1;
+            fuse[i].follow[0] = i + 1;
+            fuse[i].bias = -1;
+            i += 1;
+            continue;
+        }
         if (strcmp(mm->type, "matmul") || mm->n_in != 2 || mm->n_out != 1 || pardo_attr(mm, "activation") ||
             strcmp(add->type, "add") || add->n_in != 2 || add->n_out != 1)
             continue;
@@ -325,11 +337,13 @@ static int emit_matmul(pardo_block *to, const pardo_block *blk, int i, const fus
     const pardo_op *mm = &blk->ops[i], *add = &blk->ops[f->follow[0]], *last = &blk->ops[f->follow[f->len - 1]];
     pardo_op *op = new_op_like(to, mm, st);
     if (!op) return st->code;
-    const char *in[3] = {mm->in[0], mm->in[1], add->in[f->bias]};
+    const char *in[3] = {mm->in[0], mm->in[1], f->bias < 0 ? mm->in[2] : add->in[f->bias]};
     if (add_names(op, false, in, 3, st) != PARDO_OK ||
         add_names(op, true, (const char *const *)last->out, 1, st) != PARDO_OK)
         return st->code;
-    return f->len == 2 ? pardo_op_set_attr(op, "activation", pardo_value_new_string("relu"), st) : PARDO_OK;
+    /* the relu is the chain's last op: matmul -> add -> relu, or matmul(bias) -> relu */
+    return f->len == 2 || f->bias < 0 ? pardo_op_set_attr(op, "activation", pardo_value_new_string("relu"), st)
+                                      : PARDO_OK;
 }
 
 /* matmul_grad with relu_grad's mask [and add_grad's bias gradient]: dA goes
