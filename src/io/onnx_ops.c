@@ -138,6 +138,27 @@ static int map_leaky_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     return op && onnx_set_float(op, "alpha", onnx_attr_float(n, "alpha", 0.01), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+static const char *step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *a, const char *b,
+                        bool last, pardo_status *st);
+
+/* Clip with bounds known only at run time: where(x < min, min, x), then where(y > max, max, y)
+ * (min above max gives max everywhere, as ONNX says). */
+static int clip_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *y = in_var(c, n, 0, st);
+    for (int k = 1; y && k <= 2; k++) {
+        if (!onnx_input(c, n, k)) continue;
+        const bool last = k == 2 || !onnx_input(c, n, 2);
+        const char *bound = in_var(c, n, k, st), *cond = bound ? step(c, n, k == 1 ? "less" : "greater", y, bound,
+                                                                      false, st)
+                                                              : NULL;
+        const char *out = cond ? (last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "clip", st)) : NULL;
+        const char *in[3] = {cond, bound, y};
+        if (!out || !onnx_emit(c, "where", in, 3, &out, 1, st)) return st->code;
+        y = out;
+    }
+    return y ? PARDO_OK : st->code;
+}
+
 static int map_clip(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     double lo = -INFINITY, hi = INFINITY;
     bool has_lo, has_hi;
@@ -150,7 +171,7 @@ static int map_clip(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
         has_lo = onnx_input(c, n, 1) != NULL;
         has_hi = onnx_input(c, n, 2) != NULL;
         if ((has_lo && !const_input_scalar(c, n, 1, &lo)) || (has_hi && !const_input_scalar(c, n, 2, &hi)))
-            return onnx_unsupported(c, st, "min and max must be constant scalars");
+            return clip_at_run_time(c, n, st);
     }
     const char *x = in_var(c, n, 0, st);
     pardo_op *op = x ? emit1(c, n, "clip", &x, 1, st) : NULL;
@@ -1122,6 +1143,141 @@ static int map_trilu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return zero && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
 }
 
+/* Shrink = where(x < -lambd, x + bias, where(x > lambd, x - bias, 0)). */
+static int map_shrink(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"lambd", "bias", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const double lambd = onnx_attr_float(n, "lambd", 0.5), bias = onnx_attr_float(n, "bias", 0.0);
+    const char *lo = scalar_const(c, t.dtype, -lambd, st), *hi = lo ? scalar_const(c, t.dtype, lambd, st) : NULL,
+               *zero = hi ? scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *up = zero ? onnx_temp(c, "shrink", st) : NULL, *down = up ? onnx_temp(c, "shrink", st) : NULL;
+    pardo_op *op = down ? onnx_emit(c, "scale", &x, 1, &up, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "bias", bias, st) != PARDO_OK) return st->code;
+    if (!(op = onnx_emit(c, "scale", &x, 1, &down, 1, st)) || onnx_set_float(op, "bias", -bias, st) != PARDO_OK)
+        return st->code;
+    const char *gt = step(c, n, "greater", x, hi, false, st), *inner = gt ? onnx_temp(c, "shrink", st) : NULL;
+    const char *in1[3] = {gt, down, zero};
+    if (!inner || !onnx_emit(c, "where", in1, 3, &inner, 1, st)) return st->code;
+    const char *lt = step(c, n, "less", x, lo, false, st);
+    const char *in2[3] = {lt, up, inner};
+    return lt && emit1(c, n, "where", in2, 3, st) ? PARDO_OK : st->code;
+}
+
+/* HardSwish = x * clip(x / 6 + 1/2, 0, 1). */
+static int map_hard_swish(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, no_attrs, st) != PARDO_OK) return st->code;
+    const char *x = in_var(c, n, 0, st), *l = x ? onnx_temp(c, "hard_swish", st) : NULL,
+               *h = l ? onnx_temp(c, "hard_swish", st) : NULL;
+    pardo_op *op = h ? onnx_emit(c, "scale", &x, 1, &l, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "scale", 1.0 / 6.0, st) != PARDO_OK || onnx_set_float(op, "bias", 0.5, st) != PARDO_OK)
+        return st->code;
+    if (!(op = onnx_emit(c, "clip", &l, 1, &h, 1, st)) || onnx_set_float(op, "min", 0.0, st) != PARDO_OK ||
+        onnx_set_float(op, "max", 1.0, st) != PARDO_OK)
+        return st->code;
+    return step(c, n, "mul", x, h, true, st) ? PARDO_OK : st->code;
+}
+
+/* Celu = where(x > 0, x, alpha (exp(x / alpha) - 1)). */
+static int map_celu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"alpha", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const double alpha = onnx_attr_float(n, "alpha", 1.0);
+    if (alpha == 0) return onnx_bad(c, st, "attr 'alpha' is 0");
+    const char *zero = scalar_const(c, t.dtype, 0, st), *xs = zero ? onnx_temp(c, "celu", st) : NULL;
+    pardo_op *op = xs ? onnx_emit(c, "scale", &x, 1, &xs, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "scale", 1.0 / alpha, st) != PARDO_OK) return st->code;
+    const char *e = step(c, n, "exp", xs, NULL, false, st), *neg = e ? onnx_temp(c, "celu", st) : NULL;
+    if (!neg || !(op = onnx_emit(c, "scale", &e, 1, &neg, 1, st)) || onnx_set_float(op, "scale", alpha, st) != PARDO_OK ||
+        onnx_set_float(op, "bias", -alpha, st) != PARDO_OK)
+        return st->code;
+    const char *cond = step(c, n, "greater", x, zero, false, st);
+    const char *in[3] = {cond, x, neg};
+    return cond && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* x reshaped to `a`, transposed by perm, reshaped to `b` (0 in a shape copies the batch). */
+static int reshape_transpose_reshape(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, const int64_t *a, int na,
+                                     const int64_t *perm, const int64_t *b, int nb, pardo_status *st) {
+    const char *r = onnx_temp(c, "blocks", st), *tr = r ? onnx_temp(c, "blocks", st) : NULL;
+    pardo_op *op = tr ? onnx_emit(c, "reshape", &x, 1, &r, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "shape", a, na, st) != PARDO_OK) return st->code;
+    if (!(op = onnx_emit(c, "transpose", &r, 1, &tr, 1, st)) || onnx_set_ints(op, "perm", perm, na, st) != PARDO_OK)
+        return st->code;
+    op = emit1(c, n, "reshape", &tr, 1, st);
+    return op ? onnx_set_ints(op, "shape", b, nb, st) : st->code;
+}
+
+/* DepthToSpace / SpaceToDepth over static C, H, W: a reshape, a transpose and a reshape (ONNX's definition). */
+static int map_depth_space(onnx_ctx *c, const Onnx__NodeProto *n, bool to_space, pardo_status *st) {
+    static const char *const known[] = {"blocksize", "mode", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const int64_t b = onnx_attr_int(n, "blocksize", 0);
+    if (b < 1) return onnx_bad(c, st, "attr 'blocksize' must be at least 1");
+    if (t.ndim != 4 || t.shape[1] < 0 || t.shape[2] < 0 || t.shape[3] < 0)
+        return onnx_unsupported(c, st, "an input other than [N, C, H, W] with static C, H and W");
+    const int64_t C = t.shape[1], H = t.shape[2], W = t.shape[3];
+    char mode[8];
+    const bool crd = strcmp(onnx_attr_string(n, "mode", "DCR", mode, sizeof mode), "CRD") == 0;
+    if (to_space) {
+        if (C % (b * b)) return onnx_bad(c, st, "C %lld is not a multiple of blocksize^2", (long long)C);
+        const int64_t cb = C / (b * b);
+        const int64_t dcr[6] = {0, b, b, cb, H, W}, crd_s[6] = {0, cb, b, b, H, W};
+        const int64_t p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
+        const int64_t out[4] = {0, cb, H * b, W * b};
+        return reshape_transpose_reshape(c, n, x, crd ? crd_s : dcr, 6, crd ? p_crd : p_dcr, out, 4, st);
+    }
+    if (H % b || W % b) return onnx_bad(c, st, "H %lld and W %lld must be multiples of blocksize", (long long)H,
+                                        (long long)W);
+    const int64_t a[6] = {0, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4}, out[4] = {0, C * b * b, H / b, W / b};
+    return reshape_transpose_reshape(c, n, x, a, 6, perm, out, 4, st);
+}
+
+static int map_depth_to_space(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_depth_space(c, n, true, st);
+}
+
+static int map_space_to_depth(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_depth_space(c, n, false, st);
+}
+
+/* Tile with constant repeats: r copies concatenated along each axis. */
+static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    int64_t reps[MAX_INTS];
+    int nr = 0;
+    if (!const_input_ints(c, n, 1, reps, &nr)) return onnx_unsupported(c, st, "input 1 (repeats) must be a constant");
+    if (nr != t.ndim) return onnx_bad(c, st, "%d repeats for rank %d", nr, t.ndim);
+    int last = -1;
+    for (int a = 0; a < nr; a++) {
+        if (reps[a] < 0) return onnx_bad(c, st, "repeat %lld on axis %d", (long long)reps[a], a);
+        if (reps[a] > 64) return onnx_unsupported(c, st, "a repeat over 64");
+        if (reps[a] != 1) last = a;
+    }
+    if (last < 0) return emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+    const char *acc = x;
+    for (int a = 0; a <= last; a++) {
+        if (reps[a] == 1) continue;
+        const char *copies[64];
+        for (int k = 0; k < reps[a]; k++) copies[k] = acc;
+        const char *out = a == last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "tile", st);
+        pardo_op *op = out && reps[a] ? onnx_emit(c, "concat", copies, (int)reps[a], &out, 1, st) : NULL;
+        if (!op || onnx_set_int(op, "axis", a, st) != PARDO_OK) return reps[a] ? st->code : onnx_unsupported(c, st, "a repeat of 0");
+        acc = out;
+    }
+    return PARDO_OK;
+}
+
 /* ---- the table ---- */
 
 typedef struct mapping {
@@ -1138,11 +1294,13 @@ static const mapping table[] = {
     {"AveragePool", map_average_pool},
     {"BatchNormalization", map_batch_norm},
     {"Cast", map_cast},
+    {"Celu", map_celu},
     {"Clip", map_clip},
     {"Concat", map_concat},
     {"Constant", NULL},
     {"ConstantOfShape", map_constant_of_shape},
     {"Conv", map_conv},
+    {"DepthToSpace", map_depth_to_space},
     {"Div", map_div},
     {"Dropout", map_dropout},
     {"Elu", map_elu},
@@ -1158,6 +1316,7 @@ static const mapping table[] = {
     {"Greater", map_greater},
     {"GreaterOrEqual", map_greater_or_equal},
     {"HardSigmoid", map_hard_sigmoid},
+    {"HardSwish", map_hard_swish},
     {"Identity", map_identity},
     {"LayerNormalization", map_layer_norm},
     {"LeakyRelu", map_leaky_relu},
@@ -1191,6 +1350,7 @@ static const mapping table[] = {
     {"Reshape", map_reshape},
     {"Selu", map_selu},
     {"Shape", map_shape},
+    {"Shrink", map_shrink},
     {"Sigmoid", map_sigmoid},
     {"Sign", map_sign},
     {"Size", map_size},
@@ -1198,6 +1358,7 @@ static const mapping table[] = {
     {"Softmax", map_softmax},
     {"Softplus", map_softplus},
     {"Softsign", map_softsign},
+    {"SpaceToDepth", map_space_to_depth},
     {"Split", map_split},
     {"Sqrt", map_sqrt},
     {"Squeeze", map_squeeze},
@@ -1205,6 +1366,7 @@ static const mapping table[] = {
     {"Sum", map_sum},
     {"Tanh", map_tanh},
     {"ThresholdedRelu", map_thresholded_relu},
+    {"Tile", map_tile},
     {"Transpose", map_transpose},
     {"Trilu", map_trilu},
     {"Unsqueeze", map_unsqueeze},
