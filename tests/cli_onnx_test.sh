@@ -106,6 +106,14 @@ expect "foreign bytes" 2 "$T/foreign.onnx" -- check "$T/foreign.onnx"
 cp "$F/mlp_in.npy" "$T/npy.onnx"
 expect "a .npy named .onnx" 2 "$T/npy.onnx" "invalid JSON" -- check "$T/npy.onnx"
 expect "wrong feed shape" 2 "x" -- run "$F/mlp.onnx" --feed x="$F/cnn_in.npy"
+# found by make fuzz: an initializer whose dims claim 2^31 elements over 64 bytes of data is refused before
+# anything is allocated (in 1 GiB of address space), and a NaN attr, which a graph file cannot hold, is exit 2
+bounded check "$F/bad/lying_dims.onnx"
+[ "$rc" = 2 ] && grep -q "64 bytes of raw data, expected 8589934592" "$T/err" && ok ||
+    bad "lying dims: exit $rc: $(cat "$T/err")"
+expect "NaN attr on import" 2 "NaN has no JSON form" -- import "$F/bad/nan_alpha.onnx" -o "$T/nan.json"
+no_file "NaN attr on import" "$T/nan.json"
+no_file "NaN attr on import" "$T/nan.safetensors"
 # a dtype and an attr pardo cannot run, from the ONNX node tests where they are installed
 N=/usr/share/libonnx-testdata/data/node
 if [ -d "$N" ]; then

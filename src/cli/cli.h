@@ -89,8 +89,9 @@ int cli_checkpoint_with_weights(const char *load, pardo_tensor_list *ckpt);
 int cli_weights_path(const char *graph, const char *given, char *buf, size_t n);
 
 /* Writes the model's weights (if any) to `weights`, then p to `out`
- * (removing the weights again when the graph cannot be written). CLI_OK or
- * CLI_FAILED after printing the error. */
+ * (removing the weights again when the graph cannot be written). CLI_OK;
+ * CLI_BAD_INPUT when the graph holds what a graph file cannot (a NaN
+ * attr); CLI_FAILED when a write fails; the error printed. */
 int cli_write_graph_and_weights(const pardo_program *p, const char *out, const char *weights);
 
 /* The flags run and train share that take a checked value: argv[*i] is

@@ -39,7 +39,8 @@ int cli_write_graph_and_weights(const pardo_program *p, const char *out, const c
     if (pardo_graph_save(p, out, &st) != PARDO_OK) {
         cli_print_error(&st);
         if (w->n) unlink(weights); /* no half of the pair left behind */
-        return CLI_FAILED;
+        /* a model a graph file cannot hold (a NaN or infinite attr) is the input's fault; a failed write is not */
+        return st.code == PARDO_EINVAL ? CLI_BAD_INPUT : CLI_FAILED;
     }
     if (w->n) fprintf(stderr, "pardo: wrote %s and its %d params to %s (run it with --load %s)\n", out, w->n, weights,
                       weights);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "io/file_io.h"
 #include "io/onnx.h"
@@ -76,6 +77,25 @@ static int read_external(const Onnx__TensorProto *t, const char *dir, const char
     return rc;
 }
 
+/* Whether t's external data file (under dir) is missing or shorter than
+ * offset + nbytes: checked before the tensor is allocated. */
+static bool external_too_short(const Onnx__TensorProto *t, const char *dir, size_t nbytes) {
+    const char *location = NULL;
+    long long offset = 0;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[i];
+        if (!e->key || !e->value) continue;
+        if (strcmp(e->key, "location") == 0) location = e->value;
+        else if (strcmp(e->key, "offset") == 0) offset = strtoll(e->value, NULL, 10);
+    }
+    if (!location || location[0] == '/' || strstr(location, "..") || offset < 0) return false; /* read_external says */
+    char full[4096];
+    if (snprintf(full, sizeof full, "%s/%s", dir, location) >= (int)sizeof full) return true;
+    struct stat sb;
+    if (stat(full, &sb) != 0) return false; /* read_external names the file and the reason */
+    return (unsigned long long)sb.st_size < (unsigned long long)offset + nbytes;
+}
+
 /* Copies the typed field of t into dst (numel elements of pardo dtype dt). */
 static int copy_typed(const Onnx__TensorProto *t, pardo_dtype dt, int64_t numel, void *dst, const char *what,
                       pardo_status *st) {
@@ -124,6 +144,22 @@ int onnx_tensor_to_pardo(const Onnx__TensorProto *t, const char *dir, const char
         return pardo_errorf(st, PARDO_EPARSE, "%s: its dims hold too many elements", what);
     int64_t numel = pardo_shape_numel((int)t->n_dims, shape);
     size_t nbytes = (size_t)numel * pardo_dtype_size(dt);
+    /* the data must be there before anything is allocated: dims that lie (2^31 elements over 64 bytes) are
+     * refused at once, not after allocating what they claim */
+    const bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (!external && t->has_raw_data && t->raw_data.len != nbytes)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: %zu bytes of raw data, expected %zu for its dims and dtype", what,
+                            t->raw_data.len, nbytes);
+    if (!external && !t->has_raw_data) {
+        size_t have = dt == PARDO_F32 ? t->n_float_data : dt == PARDO_F64 ? t->n_double_data
+                    : dt == PARDO_I64 ? t->n_int64_data : t->n_int32_data;
+        if ((int64_t)have != numel)
+            return pardo_errorf(st, PARDO_EPARSE, "%s: %zu elements in its data, expected %lld for its dims", what, have,
+                                (long long)numel);
+    }
+    if (external && external_too_short(t, dir ? dir : ".", nbytes))
+        return pardo_errorf(st, PARDO_EPARSE, "%s: its external data file holds fewer than the %zu bytes its dims "
+                            "need (or cannot be read)", what, nbytes);
     pardo_tensor *x = pardo_tensor_new_cpu(dt, (int)t->n_dims, shape, st);
     if (!x) return st->code;
     void *dst = pardo_tensor_data(x);
