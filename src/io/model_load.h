@@ -13,7 +13,8 @@
 /* Loads the model at path into a new program (*out, caller frees with
  * pardo_program_free). An ONNX model's initializers that became params go
  * into `weights` (initialised by the caller; a graph file adds none) and
- * *is_onnx (may be NULL) says which kind it was. Errors as
+ * *is_onnx (may be NULL) says which kind it was. An ONNX model comes back
+ * checked (pardo_pass_check); a graph file is only parsed. Errors as
  * pardo_graph_load's for a graph file (a foreign file too) and
  * pardo_onnx_import's for an ONNX one; *out NULL then and `weights` as it
  * was. A pipe or device is read as a graph file. Thread-safe. */

@@ -27,8 +27,9 @@ bool pardo_onnx_looks_like(const unsigned char *buf, size_t n);
 
 /* Imports the ONNX model in buf (n bytes; `path` names it in messages and
  * locates external data files, which lie beside it). On success *out is a
- * new program (caller frees with pardo_program_free) whose block 0 declares
- * every var with a known type, and `weights` (initialised by the caller)
+ * new program (caller frees with pardo_program_free), already checked
+ * (pardo_pass_check: ops resolved, every var's type inferred), and
+ * `weights` (initialised by the caller)
  * gets one tensor per param, keyed by var name, as a checkpoint would give
  * it. Errors: PARDO_EPARSE for a file that is not a valid model (truncated,
  * foreign, a tensor whose data does not match its dims), PARDO_ENOTSUP for

@@ -150,15 +150,18 @@ int onnx_set_sym(onnx_ctx *c, const Onnx__NodeProto *n, int i, const onnx_dim *d
 
 static pardo_block *block0(onnx_ctx *c) { return &c->p->blocks[0]; }
 
-const char *onnx_temp(onnx_ctx *c, const char *hint, pardo_status *st) {
+/* A new value named "onnx::HINT_K", a name neither the model nor the program uses. */
+static onnx_value *fresh_value(onnx_ctx *c, const char *hint, pardo_status *st) {
     char name[256];
-    for (;;) {
-        snprintf(name, sizeof name, "onnx::%s_%lld", hint, (long long)c->fresh++);
-        if (!onnx_value_find(c, name) && !pardo_block_find_var(block0(c), name)) break;
-    }
-    onnx_value *v = value_get(c, name, st);
+    do snprintf(name, sizeof name, "onnx::%s_%lld", hint, (long long)c->fresh++);
+    while (onnx_value_find(c, name) || pardo_block_find_var(block0(c), name));
+    return value_get(c, name, st);
+}
+
+const char *onnx_temp(onnx_ctx *c, const char *hint, pardo_status *st) {
+    onnx_value *v = fresh_value(c, hint, st);
     if (!v) return NULL;
-    if (!(v->var = strdup(name))) {
+    if (!(v->var = strdup(v->name))) {
         pardo_errorf(st, PARDO_ENOMEM, "out of memory");
         return NULL;
     }
@@ -166,14 +169,11 @@ const char *onnx_temp(onnx_ctx *c, const char *hint, pardo_status *st) {
 }
 
 const char *onnx_const_var(onnx_ctx *c, const char *hint, pardo_tensor *t, bool param, pardo_status *st) {
-    const char *tmp = onnx_temp(c, hint, st);
-    onnx_value *v = tmp ? onnx_value_find(c, tmp) : NULL;
+    onnx_value *v = fresh_value(c, hint, st);
     if (!v) {
         pardo_tensor_release(t);
         return NULL;
     }
-    free(v->var); /* the temp's name is the value's own: made again as the var's */
-    v->var = NULL;
     v->konst = t;
     v->initializer = param;
     return onnx_var_of(c, v, st);
@@ -275,6 +275,15 @@ static int const_var(onnx_ctx *c, onnx_value *v, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* A constant var holding the int64 [1] vector {value}. */
+static const char *int64_const(onnx_ctx *c, const char *hint, int64_t value, pardo_status *st) {
+    const int64_t one = 1;
+    pardo_tensor *t = pardo_tensor_new_cpu(PARDO_I64, 1, &one, st);
+    if (!t) return NULL;
+    *(int64_t *)pardo_tensor_data(t) = value;
+    return onnx_const_var(c, hint, t, false, st);
+}
+
 /* The ops computing shape vector v at run time: each entry a `shape` slice
  * of its var's dims times its factor, or a constant, concatenated. */
 static int materialize_sym(onnx_ctx *c, onnx_value *v, pardo_status *st) {
@@ -283,30 +292,18 @@ static int materialize_sym(onnx_ctx *c, onnx_value *v, pardo_status *st) {
     if (v->n_sym > (int)(sizeof parts / sizeof parts[0])) return onnx_unsupported(c, st, "a shape vector that long");
     for (int i = 0; i < v->n_sym; i++) {
         const onnx_dim *d = &v->sym[i];
-        const char *part = onnx_temp(c, "dim", st);
+        const char *part = d->var ? onnx_temp(c, "dim", st) : int64_const(c, "dim", d->value, st);
         if (!part) return st->code;
-        if (!d->var) {
-            int64_t one = 1;
-            pardo_graph_var *gv = declare(c, part, PARDO_I64, 1, &one, PARDO_VAR_TEMP, st);
-            if (!gv || !(gv->value = malloc(sizeof(double)))) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
-            gv->value[0] = (double)d->value;
-            gv->n_value = 1;
-        } else {
+        if (d->var) {
             const char *src = d->var;
             pardo_op *op = onnx_emit(c, "shape", &src, 1, &part, 1, st);
             if (!op || onnx_set_int(op, "start", d->dim, st) != PARDO_OK ||
                 onnx_set_int(op, "end", d->dim + 1, st) != PARDO_OK)
                 return st->code;
             if (d->value != 1) {
-                const char *k = onnx_temp(c, "factor", st), *scaled = onnx_temp(c, "dim", st);
-                if (!k || !scaled) return st->code;
-                int64_t one = 1;
-                pardo_graph_var *gv = declare(c, k, PARDO_I64, 1, &one, PARDO_VAR_TEMP, st);
-                if (!gv || !(gv->value = malloc(sizeof(double)))) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
-                gv->value[0] = (double)d->value;
-                gv->n_value = 1;
+                const char *k = int64_const(c, "factor", d->value, st), *scaled = k ? onnx_temp(c, "dim", st) : NULL;
                 const char *in[2] = {part, k};
-                if (!onnx_emit(c, "mul", in, 2, &scaled, 1, st)) return st->code;
+                if (!scaled || !onnx_emit(c, "mul", in, 2, &scaled, 1, st)) return st->code;
                 part = scaled;
             }
         }
@@ -555,7 +552,7 @@ static int map_nodes(onnx_ctx *c, const Onnx__GraphProto *g, pardo_status *st) {
     return PARDO_OK;
 }
 
-/* Every graph output becomes a var of its ONNX name (a constant one is copied out by an identity). */
+/* Every graph output has a var of its ONNX name (every value's var is named as the value is). */
 static int add_outputs(onnx_ctx *c, const Onnx__GraphProto *g, pardo_status *st) {
     if (g->n_output == 0) return pardo_errorf(st, PARDO_EPARSE, "%s: the graph has no outputs", c->path);
     for (size_t i = 0; i < g->n_output; i++) {
@@ -563,14 +560,7 @@ static int add_outputs(onnx_ctx *c, const Onnx__GraphProto *g, pardo_status *st)
         onnx_value *v = name ? onnx_value_find(c, name) : NULL;
         if (!v) return pardo_errorf(st, PARDO_EPARSE, "%s: graph output '%s' is computed by no node", c->path,
                                     name ? name : "");
-        if (v->var && strcmp(v->var, v->name) == 0) continue;
-        const char *src = onnx_var_of(c, v, st);
-        if (!src) return st->code;
-        if (strcmp(src, name) == 0) continue;
-        /* the value lives under another var (a shape vector's parts, a folded constant): copy it out */
-        char tmp[512];
-        snprintf(tmp, sizeof tmp, "%s", src);
-        if (!onnx_emit(c, "identity", (const char *const[]){tmp}, 1, &name, 1, st)) return st->code;
+        if (!onnx_var_of(c, v, st)) return st->code; /* a constant or a shape vector: its var, named as it is */
     }
     return PARDO_OK;
 }

@@ -52,6 +52,29 @@ static pardo_op *emit1(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, 
 
 static const char *const no_attrs[] = {NULL};
 
+/* A scalar constant var of dtype dt holding v. */
+static const char *scalar_const(onnx_ctx *c, pardo_dtype dt, double v, pardo_status *st) {
+    pardo_tensor *t = pardo_tensor_new_cpu(dt, 0, NULL, st);
+    if (!t) return NULL;
+    pardo_tensor_set_f64(t, 0, v);
+    return onnx_const_var(c, "k", t, false, st);
+}
+
+/* Emits op `type` (in1, in2 or one input) into a fresh temp, or into output 0 when last. */
+static const char *step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *a, const char *b,
+                        bool last, pardo_status *st) {
+    const char *out = last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, type, st);
+    const char *in[2] = {a, b};
+    return out && onnx_emit(c, type, in, b ? 2 : 1, &out, 1, st) ? out : NULL;
+}
+
+/* The type of input 0 (its var in *x). */
+static int input0(onnx_ctx *c, const Onnx__NodeProto *n, const char **x, pardo_type *t, pardo_status *st) {
+    if (!(*x = in_var(c, n, 0, st))) return st->code;
+    return onnx_type_of(c, *x, t, st);
+}
+
+
 /* ---- elementwise ---- */
 
 #define UNARY(fn, pardo_type)                                                                                      \
@@ -137,9 +160,6 @@ static int map_leaky_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     pardo_op *op = x ? emit1(c, n, "leaky_relu", &x, 1, st) : NULL;
     return op && onnx_set_float(op, "alpha", onnx_attr_float(n, "alpha", 0.01), st) == PARDO_OK ? PARDO_OK : st->code;
 }
-
-static const char *step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *a, const char *b,
-                        bool last, pardo_status *st);
 
 /* Clip with bounds known only at run time: where(x < min, min, x), then where(y > max, max, y)
  * (min above max gives max everywhere, as ONNX says). */
@@ -898,22 +918,6 @@ static int map_size(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 
 /* ---- composites: ops ONNX has and pardo builds from its own ---- */
 
-/* A scalar constant var of dtype dt holding v. */
-static const char *scalar_const(onnx_ctx *c, pardo_dtype dt, double v, pardo_status *st) {
-    pardo_tensor *t = pardo_tensor_new_cpu(dt, 0, NULL, st);
-    if (!t) return NULL;
-    pardo_tensor_set_f64(t, 0, v);
-    return onnx_const_var(c, "k", t, false, st);
-}
-
-/* Emits op `type` (in1, in2 or one input) into a fresh temp, or into output 0 when last. */
-static const char *step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *a, const char *b,
-                        bool last, pardo_status *st) {
-    const char *out = last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, type, st);
-    const char *in[2] = {a, b};
-    return out && onnx_emit(c, type, in, b ? 2 : 1, &out, 1, st) ? out : NULL;
-}
-
 /* Max / Min of any number of inputs (numpy broadcasting): where(a > b, a, b) pairwise. */
 static int map_max_min(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_status *st) {
     if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
@@ -1037,12 +1041,6 @@ static int map_hard_sigmoid(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status 
     return op && onnx_set_float(op, "min", 0.0, st) == PARDO_OK && onnx_set_float(op, "max", 1.0, st) == PARDO_OK
                ? PARDO_OK
                : st->code;
-}
-
-/* The type of input 0 (its var in *x). */
-static int input0(onnx_ctx *c, const Onnx__NodeProto *n, const char **x, pardo_type *t, pardo_status *st) {
-    if (!(*x = in_var(c, n, 0, st))) return st->code;
-    return onnx_type_of(c, *x, t, st);
 }
 
 /* ThresholdedRelu = where(x > alpha, x, 0). */

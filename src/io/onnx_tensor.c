@@ -96,21 +96,18 @@ static bool external_too_short(const Onnx__TensorProto *t, const char *dir, size
     return (unsigned long long)sb.st_size < (unsigned long long)offset + nbytes;
 }
 
-/* Copies the typed field of t into dst (numel elements of pardo dtype dt). */
-static int copy_typed(const Onnx__TensorProto *t, pardo_dtype dt, int64_t numel, void *dst, const char *what,
-                      pardo_status *st) {
-    size_t have = 0;
+/* How many elements t's typed field for pardo dtype dt holds (bool, like int32, lives in int32_data). */
+static size_t typed_count(const Onnx__TensorProto *t, pardo_dtype dt) {
     switch (dt) {
-    case PARDO_F32: have = t->n_float_data; break;
-    case PARDO_F64: have = t->n_double_data; break;
-    case PARDO_I32:
-    case PARDO_BOOL: have = t->n_int32_data; break;
-    case PARDO_I64: have = t->n_int64_data; break;
-    default: break;
+    case PARDO_F32: return t->n_float_data;
+    case PARDO_F64: return t->n_double_data;
+    case PARDO_I64: return t->n_int64_data;
+    default: return t->n_int32_data;
     }
-    if ((int64_t)have != numel)
-        return pardo_errorf(st, PARDO_EPARSE, "%s: %zu elements in its data, expected %lld for its dims", what, have,
-                            (long long)numel);
+}
+
+/* Copies the typed field of t into dst (numel elements of pardo dtype dt, checked against typed_count). */
+static void copy_typed(const Onnx__TensorProto *t, pardo_dtype dt, int64_t numel, void *dst) {
     for (int64_t i = 0; i < numel; i++) switch (dt) {
         case PARDO_F32: ((float *)dst)[i] = t->float_data[i]; break;
         case PARDO_F64: ((double *)dst)[i] = t->double_data[i]; break;
@@ -119,7 +116,6 @@ static int copy_typed(const Onnx__TensorProto *t, pardo_dtype dt, int64_t numel,
         case PARDO_I64: ((int64_t *)dst)[i] = t->int64_data[i]; break;
         default: break;
         }
-    return PARDO_OK;
 }
 
 int onnx_tensor_to_pardo(const Onnx__TensorProto *t, const char *dir, const char *what, pardo_tensor **out,
@@ -150,39 +146,27 @@ int onnx_tensor_to_pardo(const Onnx__TensorProto *t, const char *dir, const char
     if (!external && t->has_raw_data && t->raw_data.len != nbytes)
         return pardo_errorf(st, PARDO_EPARSE, "%s: %zu bytes of raw data, expected %zu for its dims and dtype", what,
                             t->raw_data.len, nbytes);
-    if (!external && !t->has_raw_data) {
-        size_t have = dt == PARDO_F32 ? t->n_float_data : dt == PARDO_F64 ? t->n_double_data
-                    : dt == PARDO_I64 ? t->n_int64_data : t->n_int32_data;
-        if ((int64_t)have != numel)
-            return pardo_errorf(st, PARDO_EPARSE, "%s: %zu elements in its data, expected %lld for its dims", what, have,
-                                (long long)numel);
-    }
+    if (!external && !t->has_raw_data && (int64_t)typed_count(t, dt) != numel)
+        return pardo_errorf(st, PARDO_EPARSE, "%s: %zu elements in its data, expected %lld for its dims", what,
+                            typed_count(t, dt), (long long)numel);
     if (external && external_too_short(t, dir ? dir : ".", nbytes))
         return pardo_errorf(st, PARDO_EPARSE, "%s: its external data file holds fewer than the %zu bytes its dims "
                             "need (or cannot be read)", what, nbytes);
     pardo_tensor *x = pardo_tensor_new_cpu(dt, (int)t->n_dims, shape, st);
     if (!x) return st->code;
     void *dst = pardo_tensor_data(x);
-    int rc = PARDO_OK;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        rc = read_external(t, dir ? dir : ".", what, dst, nbytes, st);
-        if (rc == PARDO_OK && dt == PARDO_BOOL)
-            for (int64_t i = 0; i < numel; i++) ((uint8_t *)dst)[i] = ((uint8_t *)dst)[i] != 0;
-    } else if (t->has_raw_data) {
-        if (t->raw_data.len != nbytes)
-            rc = pardo_errorf(st, PARDO_EPARSE, "%s: %zu bytes of raw data, expected %zu for its dims and dtype", what,
-                              t->raw_data.len, nbytes);
-        else if (nbytes) {
-            memcpy(dst, t->raw_data.data, nbytes); /* little-endian, as the hosts pardo builds for */
-            if (dt == PARDO_BOOL)
-                for (int64_t i = 0; i < numel; i++) ((uint8_t *)dst)[i] = ((uint8_t *)dst)[i] != 0;
-        }
+    if (!external && !t->has_raw_data) {
+        copy_typed(t, dt, numel, dst);
     } else {
-        rc = copy_typed(t, dt, numel, dst, what, st);
-    }
-    if (rc != PARDO_OK) {
-        pardo_tensor_release(x);
-        return rc;
+        int rc = PARDO_OK;
+        if (external) rc = read_external(t, dir ? dir : ".", what, dst, nbytes, st);
+        else if (nbytes) memcpy(dst, t->raw_data.data, nbytes); /* little-endian, as the hosts pardo builds for */
+        if (rc != PARDO_OK) {
+            pardo_tensor_release(x);
+            return rc;
+        }
+        if (dt == PARDO_BOOL) /* raw bytes: any non-zero byte is true */
+            for (int64_t i = 0; i < numel; i++) ((uint8_t *)dst)[i] = ((uint8_t *)dst)[i] != 0;
     }
     *out = x;
     return PARDO_OK;
@@ -190,11 +174,9 @@ int onnx_tensor_to_pardo(const Onnx__TensorProto *t, const char *dir, const char
 
 bool onnx_const_ints(const pardo_tensor *t, int64_t *out, int max, int *n) {
     if (!t || t->numel > max) return false;
-    for (int64_t i = 0; i < t->numel; i++) {
-        double v = pardo_tensor_get_f64(t, i);
-        if (t->dtype == PARDO_I64) out[i] = ((const int64_t *)pardo_tensor_data(t))[i];
-        else out[i] = (int64_t)v;
-    }
+    for (int64_t i = 0; i < t->numel; i++) /* int64 exactly, past 2^53 */
+        out[i] = t->dtype == PARDO_I64 ? ((const int64_t *)pardo_tensor_data(t))[i]
+                                       : (int64_t)pardo_tensor_get_f64(t, i);
     *n = (int)t->numel;
     return true;
 }
