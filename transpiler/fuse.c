@@ -63,33 +63,45 @@ static void use_table_free(use_table *t) {
     memset(t, 0, sizeof(*t));
 }
 
-/* The entry of the var `name` seen from block bb (NULL: no such var). */
-static var_uses *uses_of(const use_table *t, const pardo_program *p, int bb, const char *name, bool add,
-                         pardo_status *st) {
+/* The entry of the var `name` seen from block bb; NULL when there is no such var or nobody used it. */
+static const var_uses *uses_find(const use_table *t, const pardo_program *p, int bb, const char *name) {
     int owner = -1;
     const pardo_graph_var *v = pardo_program_lookup_var(p, bb, name, &owner);
-    if (!v || owner < 0) return NULL;
+    int k = v && owner >= 0 ? pardo_name_index_get(&t->owned[owner], v->name) : -1;
+    return k >= 0 ? &t->uses[k] : NULL;
+}
+
+/* The entry of the var `name` seen from block bb, added when new; *u NULL
+ * when no var has that name (a string attr that is not a var). PARDO_OK, or
+ * PARDO_ENOMEM with st filled. */
+static int uses_note(use_table *t, const pardo_program *p, int bb, const char *name, var_uses **u, pardo_status *st) {
+    int owner = -1;
+    const pardo_graph_var *v = pardo_program_lookup_var(p, bb, name, &owner);
+    *u = NULL;
+    if (!v || owner < 0) return PARDO_OK;
     int k = pardo_name_index_get(&t->owned[owner], v->name);
-    if (k >= 0 || !add) return k >= 0 ? &t->uses[k] : NULL;
-    use_table *w = (use_table *)t;
-    if (w->n == w->cap) {
-        int cap = w->cap ? w->cap * 2 : 256;
-        var_uses *u = realloc(w->uses, sizeof(*u) * (size_t)cap);
-        if (!u) return NULL;
-        w->uses = u;
-        w->cap = cap;
+    if (k < 0) {
+        if (t->n == t->cap) {
+            int cap = t->cap ? t->cap * 2 : 256;
+            var_uses *grown = realloc(t->uses, sizeof(*grown) * (size_t)cap);
+            if (!grown) return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the fusion");
+            t->uses = grown;
+            t->cap = cap;
+        }
+        if (pardo_name_index_set(&t->owned[owner], v->name, t->n, st) != PARDO_OK) return st->code;
+        t->uses[k = t->n++] = (var_uses){.read_block = -1, .write_block = -1};
     }
-    if (pardo_name_index_set(&w->owned[owner], v->name, w->n, st) != PARDO_OK) return NULL;
-    w->uses[w->n] = (var_uses){.read_block = -1, .write_block = -1};
-    return &w->uses[w->n++];
+    *u = &t->uses[k];
+    return PARDO_OK;
 }
 
 static int note_attr_names(use_table *t, const pardo_program *p, int bb, const pardo_value *v, pardo_status *st) {
     if (!v) return PARDO_OK;
     if (v->kind == PARDO_V_STRING) {
-        var_uses *u = uses_of(t, p, bb, v->string, true, st);
+        var_uses *u;
+        if (uses_note(t, p, bb, v->string, &u, st) != PARDO_OK) return st->code;
         if (u) u->in_attr = true;
-        return st->code == PARDO_ENOMEM ? st->code : PARDO_OK;
+        return PARDO_OK;
     }
     if (v->kind == PARDO_V_ARRAY || v->kind == PARDO_V_OBJECT)
         for (int i = 0; i < v->n; i++)
@@ -99,7 +111,6 @@ static int note_attr_names(use_table *t, const pardo_program *p, int bb, const p
 
 static int use_table_build(use_table *t, const pardo_program *p, pardo_status *st) {
     memset(t, 0, sizeof(*t));
-    pardo_status_clear(st);
     if (!(t->owned = calloc((size_t)p->n_blocks + 1, sizeof(*t->owned))))
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the fusion");
     t->n_blocks = p->n_blocks;
@@ -110,11 +121,9 @@ static int use_table_build(use_table *t, const pardo_program *p, pardo_status *s
                 const bool in = k < op->n_in;
                 const char *name = in ? op->in[k] : op->out[k - op->n_in];
                 if (!name[0]) continue;
-                var_uses *u = uses_of(t, p, bb, name, true, st);
-                if (!u) {
-                    if (st->code == PARDO_ENOMEM) return st->code;
-                    continue;
-                }
+                var_uses *u;
+                if (uses_note(t, p, bb, name, &u, st) != PARDO_OK) return st->code;
+                if (!u) continue;
                 int *count = in ? &u->reads : &u->writes, *blk = in ? &u->read_block : &u->write_block,
                     *at = in ? &u->read_op : &u->write_op;
                 if ((*count)++ == 0) *blk = bb, *at = i;
@@ -152,7 +161,7 @@ static bool private_temp(const pardo_program *p, int b, const char *name, int wr
     const pardo_graph_var *v = pardo_program_lookup_var(p, b, name, &owner);
     if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value) return false;
     if (pardo_name_listed(fc->keep, fc->n_keep, name) || binds_part(p, b, name)) return false;
-    const var_uses *u = uses_of(fc->uses, p, b, name, false, NULL);
+    const var_uses *u = uses_find(fc->uses, p, b, name);
     return u && !u->in_attr && u->reads == 1 && u->read_block == b && u->read_op == reader && u->writes == 1 &&
            u->write_block == b && u->write_op == writer;
 }
@@ -440,7 +449,7 @@ static int drop_dead_temps(pardo_program *p, pardo_status *st) {
     for (int b = 0, at = 0; rc == PARDO_OK && b < p->n_blocks; at += p->blocks[b].n_vars, b++)
         for (int r = 0; r < p->blocks[b].n_vars; r++) {
             const pardo_graph_var *v = &p->blocks[b].vars[r];
-            const var_uses *u = uses_of(&t, p, b, v->name, false, NULL);
+            const var_uses *u = uses_find(&t, p, b, v->name);
             dead[at + r] = !v->declared && v->role == PARDO_VAR_TEMP && !v->value &&
                            !(u && (u->reads || u->writes || u->in_attr));
         }
