@@ -9,6 +9,11 @@
 #include "kernels.h"
 #include "op.h"
 #include "unary.h"
+#include "vmath.h"
+
+/* FN_F32 on a float, FN_F64 on a double: float32 kernels take ops/vmath.h's
+ * straight-line functions, which vectorise; float64 ones take libm. */
+#define BY_TYPE(v, FN_F32, FN_F64) _Generic((v), float: FN_F32, default: FN_F64)(v)
 
 /* relu keeps NaN (v < 0 is false for NaN), like max(x, 0) in ONNX. */
 UNARY_OP_BUILT(relu, "Y = max(X, 0) (float32, float64)", NULL, 0, NULL, pardo_cuda_relu, pardo_grad_from_output,
@@ -31,9 +36,12 @@ UNARY_GRAD_OP(leaky_relu, "dX = dY where X > 0, else alpha * dY (gradient of lea
               leaky_attrs, 1, leaky_args, r = v > 0 ? g : p * g;)
 
 /* sigmoid from exp(-|x|), which never overflows: stable for large |x|. */
+static inline double sigmoid_d(double v) {
+    const double e = exp(-fabs(v));
+    return v >= 0 ? 1 / (1 + e) : e / (1 + e);
+}
 UNARY_OP_BUILT(sigmoid, "Y = 1 / (1 + exp(-X)), computed stably for large |X| (float32, float64)", NULL, 0, NULL,
-               pardo_cuda_sigmoid, pardo_grad_from_output, const elem_t e = exp(-fabs(v));
-               r = v >= 0 ? 1 / (1 + e) : e / (1 + e);)
+               pardo_cuda_sigmoid, pardo_grad_from_output, r = BY_TYPE(v, pardo_vsigmoidf, sigmoid_d);)
 UNARY_GRAD_OP_FROM_Y(sigmoid, "dX = dY * Y * (1 - Y) (gradient of sigmoid; float32, float64)", NULL, 0, NULL,
               r = g * w * (1 - w);)
 
@@ -48,10 +56,10 @@ UNARY_GRAD_OP_FROM_Y(tanh, "dX = dY * (1 - Y^2) (gradient of tanh; float32, floa
 #define SQRT1_2 0.70710678118654752440      /* 1 / sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
 
+static inline double gelu_d(double v) { return 0.5 * v * erfc(-v * SQRT1_2); }
+static inline double gelu_grad_d(double v) { return 0.5 * erfc(-v * SQRT1_2) + v * (INV_SQRT_2PI * exp(-0.5 * v * v)); }
+
 UNARY_OP(gelu, "Y = X * Phi(X) = 0.5 * X * (1 + erf(X / sqrt(2))), the exact form (float32, float64)", NULL, 0, NULL,
-         NULL, r = (elem_t)0.5 * v * erfc(-v * (elem_t)SQRT1_2);)
+         NULL, r = BY_TYPE(v, pardo_vgeluf, gelu_d);)
 UNARY_GRAD_OP(gelu, "dX = dY * (Phi(X) + X * phi(X)), phi the normal density (gradient of gelu; float32, float64)",
-              NULL, 0, NULL,
-              const elem_t cdf = (elem_t)0.5 * erfc(-v * (elem_t)SQRT1_2);
-              const elem_t pdf = (elem_t)INV_SQRT_2PI * exp((elem_t)-0.5 * v * v);
-              r = g * (cdf + v * pdf);)
+              NULL, 0, NULL, r = g * BY_TYPE(v, pardo_vgelu_gradf, gelu_grad_d);)

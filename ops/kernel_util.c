@@ -26,6 +26,15 @@ int pardo_run_chunks(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int
     return pardo_parallel_for(ctx, (n + PARDO_CHUNK - 1) / PARDO_CHUNK, run_range, &c);
 }
 
+int pardo_run_rows(pardo_kernel_ctx *ctx, int64_t rows, int64_t row_elems, void (*fn)(void *arg, int64_t r0, int64_t r1),
+                   void *arg) {
+    if (rows <= 1 || rows * row_elems < PARDO_PAR_MIN) {
+        if (rows > 0) fn(arg, 0, rows);
+        return PARDO_OK;
+    }
+    return pardo_parallel_for(ctx, rows, fn, arg);
+}
+
 void pardo_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (int d = ndim - 1; d >= 0; d--) {

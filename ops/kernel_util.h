@@ -108,6 +108,15 @@ struct pardo_kernel_ctx;
 int pardo_run_chunks(struct pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t e0, int64_t e1),
                      void *arg);
 
+/* Runs fn(arg, r0, r1) over the rows [0, rows) of a kernel whose rows hold
+ * row_elems elements each and are computed independently (softmax, layer
+ * norm): one call on the calling thread when all rows hold fewer than
+ * PARDO_PAR_MIN elements, else the rows split over ctx's threads with
+ * pardo_parallel_for. A row's bits do not depend on the split. Returns
+ * PARDO_OK or pardo_parallel_for's error. No allocation. */
+int pardo_run_rows(struct pardo_kernel_ctx *ctx, int64_t rows, int64_t row_elems,
+                   void (*fn)(void *arg, int64_t r0, int64_t r1), void *arg);
+
 /* Sets every byte of t's host data to 0 (0.0 for floats); t is current on
  * the CPU (a kernel output). Safe on empty tensors. */
 static inline void pardo_tensor_zero(pardo_tensor *t) {

@@ -13,11 +13,20 @@
  *
  * layer_norm_grad recomputes each row's statistics from X (the Mean and
  * InvStdDev inputs are not read), and also takes the gradients of Mean and
- * InvStdDev when the graph uses those outputs. Nothing is allocated. */
+ * InvStdDev when the graph uses those outputs.
+ *
+ * Rows split over block 0's threads (pardo_run_rows); dscale and dbias,
+ * sums over the rows, split by columns instead and sum the rows in order,
+ * from row statistics the row pass keeps (the one allocation: 2 doubles a
+ * row, in the gradient). Sums run in double, in lanes (LN_LANE_SUM), so the
+ * bits depend on neither the thread count nor the CPU's vector width. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "kernel_util.h"
 #include "nn_util.h"
 #include "op.h"
 
@@ -32,6 +41,7 @@ typedef struct ln_geom {
     int64_t rows; // product of the dims before axis; -1 unknown
     int64_t n;    // product of the normalised dims; -1 unknown
     double eps;   // epsilon
+    pardo_dtype dtype; // X's
 } ln_geom;
 
 /* Checks X, scale and bias (NULL: absent) and the attrs; fills g and, when
@@ -81,78 +91,161 @@ static int ln_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
     return PARDO_OK;
 }
 
-/* Mean and inverse standard deviation of one row of n values (in double). */
-#define LN_ROW_STATS(T, xr, n, eps, mean, inv)                                                                         \
+/* One layer_norm or layer_norm_grad: the geometry, the data (absent ones
+ * NULL) and, in the gradient, stats: each row's mean and inverse standard
+ * deviation (2 doubles a row), which the row pass writes and the column pass
+ * (dscale, dbias) reads. */
+typedef struct ln_job {
+    ln_geom g;
+    const void *x, *scale, *bias; // inputs
+    void *y, *mean, *inv;         // forward outputs
+    const void *dy, *dmean, *dinv; // gradient inputs
+    void *dx, *dscale, *dbias;    // gradient outputs
+    double *stats;                // the gradient's row statistics, or NULL
+} ln_job;
+
+/* Lanes of a row's sums: each sum goes lane by lane and then over the lanes
+ * in a fixed order, so the loops vectorise without reassociation and the
+ * bits do not depend on the CPU's vector width or the thread split. */
+#define LN_LANES 8
+
+/* Sum over j < n of TERM (an expression of j, in double), LN_LANES at a
+ * time, into OUT. */
+#define LN_LANE_SUM(OUT, n, TERM)                                                                                      \
     do {                                                                                                               \
-        double s_ = 0, v_ = 0;                                                                                         \
-        for (int64_t j_ = 0; j_ < (n); j_++) s_ += (double)(xr)[j_];                                                   \
-        (mean) = (n) > 0 ? s_ / (double)(n) : 0.0;                                                                     \
-        for (int64_t j_ = 0; j_ < (n); j_++) {                                                                         \
-            const double d_ = (double)(xr)[j_] - (mean);                                                               \
-            v_ += d_ * d_;                                                                                             \
-        }                                                                                                              \
-        (inv) = 1.0 / sqrt(((n) > 0 ? v_ / (double)(n) : 0.0) + (eps));                                                \
+        double lane_[LN_LANES];                                                                                        \
+        const int64_t nv_ = (n) / LN_LANES * LN_LANES;                                                                 \
+        for (int l_ = 0; l_ < LN_LANES; l_++) lane_[l_] = 0;                                                           \
+        for (int64_t b_ = 0; b_ < nv_; b_ += LN_LANES)                                                                 \
+            for (int l_ = 0; l_ < LN_LANES; l_++) {                                                                    \
+                const int64_t j = b_ + l_;                                                                             \
+                lane_[l_] += (TERM);                                                                                   \
+            }                                                                                                          \
+        (OUT) = 0;                                                                                                     \
+        for (int l_ = 0; l_ < LN_LANES; l_++) (OUT) += lane_[l_];                                                      \
+        for (int64_t j = nv_; j < (n); j++) (OUT) += (TERM);                                                           \
     } while (0)
 
-/* Defines ln_fwd_SUF and ln_bwd_SUF for element type T. scale, bias, mean
- * and inv (outputs) and, in the backward, dy, dmean, dinv and the outputs dx,
- * dscale, dbias may each be NULL (absent). dscale and dbias must come in
- * zeroed; they sum over rows in T. */
+/* Columns of dscale and dbias one pass of the column kernel sums at once. */
+#define LN_COL_BLOCK 64
+
+/* Defines, for element type T: ln_fwd_SUF (rows [r0, r1): mean and biased
+ * variance in double, Y = (X - mean) inv scale + bias), ln_bwd_rows_SUF
+ * (dX of rows [r0, r1), and their statistics into stats when it is set) and
+ * ln_bwd_cols_SUF (dscale and dbias of columns [c0, c1), summed over the
+ * rows in order in double). */
 #define LN_KERNELS(SUF, T)                                                                                             \
-    static void ln_fwd_##SUF(const ln_geom *g, const void *vx, const void *vs, const void *vb, void *vy, void *vm,     \
-                             void *vi) {                                                                               \
-        const T *x = vx, *s = vs, *b = vb;                                                                             \
-        T *y = vy, *mo = vm, *io = vi;                                                                                 \
-        for (int64_t r = 0; r < g->rows; r++) {                                                                        \
-            const T *xr = x + r * g->n;                                                                                \
-            T *yr = y + r * g->n;                                                                                      \
-            double mean, inv;                                                                                          \
-            LN_ROW_STATS(T, xr, g->n, g->eps, mean, inv);                                                              \
-            for (int64_t j = 0; j < g->n; j++) {                                                                       \
-                double v = ((double)xr[j] - mean) * inv;                                                               \
-                if (s) v *= (double)s[j];                                                                              \
-                if (b) v += (double)b[j];                                                                              \
-                yr[j] = (T)v;                                                                                          \
-            }                                                                                                          \
+    PARDO_SIMD_CLONES static void ln_fwd_##SUF(const ln_job *jb, int64_t r0, int64_t r1) {                             \
+        const T *x = jb->x, *s = jb->scale, *b = jb->bias;                                                             \
+        T *y = jb->y, *mo = jb->mean, *io = jb->inv;                                                                   \
+        const int64_t n = jb->g.n;                                                                                     \
+        for (int64_t r = r0; r < r1; r++) {                                                                            \
+            const T *xr = x + r * n;                                                                                   \
+            T *yr = y + r * n;                                                                                         \
+            double sum, var;                                                                                           \
+            LN_LANE_SUM(sum, n, (double)xr[j]);                                                                        \
+            const double mean = n > 0 ? sum / (double)n : 0.0;                                                         \
+            LN_LANE_SUM(var, n, ((double)xr[j] - mean) * ((double)xr[j] - mean));                                      \
+            const double inv = 1.0 / sqrt((n > 0 ? var / (double)n : 0.0) + jb->g.eps);                               \
+            if (s && b)                                                                                                \
+                for (int64_t j = 0; j < n; j++) yr[j] = (T)(((double)xr[j] - mean) * inv * (double)s[j] + (double)b[j]); \
+            else                                                                                                       \
+                for (int64_t j = 0; j < n; j++) {                                                                      \
+                    double v = ((double)xr[j] - mean) * inv;                                                           \
+                    if (s) v *= (double)s[j];                                                                          \
+                    if (b) v += (double)b[j];                                                                          \
+                    yr[j] = (T)v;                                                                                      \
+                }                                                                                                      \
             if (mo) mo[r] = (T)mean;                                                                                   \
             if (io) io[r] = (T)inv;                                                                                    \
         }                                                                                                              \
     }                                                                                                                  \
-    static void ln_bwd_##SUF(const ln_geom *g, const void *vx, const void *vs, const void *vdy, const void *vdm,       \
-                             const void *vdi, void *vdx, void *vds, void *vdb) {                                       \
-        const T *x = vx, *s = vs, *dy = vdy, *dm = vdm, *di = vdi;                                                     \
-        T *dx = vdx, *ds = vds, *db = vdb;                                                                             \
-        const double nn = (double)g->n;                                                                                \
-        for (int64_t r = 0; r < g->rows; r++) {                                                                        \
-            const T *xr = x + r * g->n, *dyr = dy ? dy + r * g->n : NULL;                                              \
-            double mean, inv;                                                                                          \
-            LN_ROW_STATS(T, xr, g->n, g->eps, mean, inv);                                                              \
-            /* dL/dxhat_j = dy_j * scale_j; its mean and its mean against xhat */                                      \
-            double mg = 0, mgx = 0;                                                                                    \
-            for (int64_t j = 0; dyr && j < g->n; j++) {                                                                \
-                const double xh = ((double)xr[j] - mean) * inv;                                                        \
-                const double gj = s ? (double)dyr[j] * (double)s[j] : (double)dyr[j];                                  \
-                mg += gj;                                                                                              \
-                mgx += gj * xh;                                                                                        \
-                if (ds) ds[j] = (T)((double)ds[j] + (double)dyr[j] * xh);                                              \
-                if (db) db[j] = (T)((double)db[j] + (double)dyr[j]);                                                   \
+    PARDO_SIMD_CLONES static void ln_bwd_rows_##SUF(const ln_job *jb, int64_t r0, int64_t r1) {                        \
+        const T *x = jb->x, *s = jb->scale, *dy = jb->dy, *dm = jb->dmean, *di = jb->dinv;                             \
+        T *dx = jb->dx;                                                                                                \
+        const int64_t n = jb->g.n;                                                                                     \
+        const double nn = (double)n;                                                                                   \
+        for (int64_t r = r0; r < r1; r++) {                                                                            \
+            const T *xr = x + r * n, *dyr = dy ? dy + r * n : NULL;                                                    \
+            double sum, var;                                                                                           \
+            LN_LANE_SUM(sum, n, (double)xr[j]);                                                                        \
+            const double mean = n > 0 ? sum / nn : 0.0;                                                                \
+            LN_LANE_SUM(var, n, ((double)xr[j] - mean) * ((double)xr[j] - mean));                                      \
+            const double inv = 1.0 / sqrt((n > 0 ? var / nn : 0.0) + jb->g.eps);                                       \
+            if (jb->stats) {                                                                                           \
+                jb->stats[2 * r] = mean;                                                                               \
+                jb->stats[2 * r + 1] = inv;                                                                            \
             }                                                                                                          \
             if (!dx) continue;                                                                                         \
+            /* dL/dxhat_j = dy_j * scale_j; its mean and its mean against xhat */                                      \
+            double mg = 0, mgx = 0;                                                                                    \
+            if (dyr && s) {                                                                                            \
+                LN_LANE_SUM(mg, n, (double)dyr[j] * (double)s[j]);                                                     \
+                LN_LANE_SUM(mgx, n, (double)dyr[j] * (double)s[j] * (((double)xr[j] - mean) * inv));                   \
+            } else if (dyr) {                                                                                          \
+                LN_LANE_SUM(mg, n, (double)dyr[j]);                                                                    \
+                LN_LANE_SUM(mgx, n, (double)dyr[j] * (((double)xr[j] - mean) * inv));                                  \
+            }                                                                                                          \
             mg /= nn;                                                                                                  \
             mgx /= nn;                                                                                                 \
             /* d mean / dx_j = 1/n; d inv / dx_j = -inv^3 (x_j - mean) / n */                                          \
             const double dmr = dm ? (double)dm[r] / nn : 0.0, dir = di ? -(double)di[r] * inv * inv * inv / nn : 0.0;  \
-            T *dxr = dx + r * g->n;                                                                                    \
-            for (int64_t j = 0; j < g->n; j++) {                                                                       \
-                const double xc = (double)xr[j] - mean, xh = xc * inv;                                                 \
-                const double gj = dyr ? (s ? (double)dyr[j] * (double)s[j] : (double)dyr[j]) : 0.0;                    \
-                dxr[j] = (T)(inv * (gj - mg - xh * mgx) + dmr + dir * xc);                                             \
+            T *dxr = dx + r * n;                                                                                       \
+            if (dyr && s)                                                                                              \
+                for (int64_t j = 0; j < n; j++) {                                                                      \
+                    const double xc = (double)xr[j] - mean, xh = xc * inv;                                             \
+                    dxr[j] = (T)(inv * ((double)dyr[j] * (double)s[j] - mg - xh * mgx) + dmr + dir * xc);              \
+                }                                                                                                      \
+            else                                                                                                       \
+                for (int64_t j = 0; j < n; j++) {                                                                      \
+                    const double xc = (double)xr[j] - mean, xh = xc * inv;                                             \
+                    const double gj = dyr ? (s ? (double)dyr[j] * (double)s[j] : (double)dyr[j]) : 0.0;                \
+                    dxr[j] = (T)(inv * (gj - mg - xh * mgx) + dmr + dir * xc);                                         \
+                }                                                                                                      \
+        }                                                                                                              \
+    }                                                                                                                  \
+    PARDO_SIMD_CLONES static void ln_bwd_cols_##SUF(const ln_job *jb, int64_t c0, int64_t c1) {                        \
+        const T *x = jb->x, *dy = jb->dy;                                                                              \
+        T *ds = jb->dscale, *db = jb->dbias;                                                                           \
+        const int64_t n = jb->g.n;                                                                                     \
+        double acc_s[LN_COL_BLOCK], acc_b[LN_COL_BLOCK];                                                               \
+        for (int64_t c = c0; c < c1; c += LN_COL_BLOCK) {                                                              \
+            const int64_t w = c1 - c < LN_COL_BLOCK ? c1 - c : LN_COL_BLOCK;                                           \
+            for (int64_t k = 0; k < w; k++) acc_s[k] = acc_b[k] = 0;                                                   \
+            for (int64_t r = 0; r < jb->g.rows; r++) {                                                                 \
+                const T *xr = x + r * n + c, *dyr = dy + r * n + c;                                                    \
+                const double mean = jb->stats[2 * r], inv = jb->stats[2 * r + 1];                                      \
+                for (int64_t k = 0; k < w; k++) {                                                                      \
+                    acc_s[k] += (double)dyr[k] * (((double)xr[k] - mean) * inv);                                       \
+                    acc_b[k] += (double)dyr[k];                                                                        \
+                }                                                                                                      \
+            }                                                                                                          \
+            for (int64_t k = 0; k < w; k++) {                                                                          \
+                if (ds) ds[c + k] = (T)acc_s[k];                                                                       \
+                if (db) db[c + k] = (T)acc_b[k];                                                                       \
             }                                                                                                          \
         }                                                                                                              \
     }
 
 LN_KERNELS(f32, float)
 LN_KERNELS(f64, double)
+
+static void ln_fwd_range(void *arg, int64_t r0, int64_t r1) {
+    const ln_job *jb = arg;
+    (jb->g.dtype == PARDO_F32 ? ln_fwd_f32 : ln_fwd_f64)(jb, r0, r1);
+}
+
+static void ln_bwd_rows_range(void *arg, int64_t r0, int64_t r1) {
+    const ln_job *jb = arg;
+    (jb->g.dtype == PARDO_F32 ? ln_bwd_rows_f32 : ln_bwd_rows_f64)(jb, r0, r1);
+}
+
+/* Items are blocks of LN_COL_BLOCK columns. */
+static void ln_bwd_cols_range(void *arg, int64_t b0, int64_t b1) {
+    const ln_job *jb = arg;
+    const int64_t c1 = b1 * LN_COL_BLOCK < jb->g.n ? b1 * LN_COL_BLOCK : jb->g.n;
+    (jb->g.dtype == PARDO_F32 ? ln_bwd_cols_f32 : ln_bwd_cols_f64)(jb, b0 * LN_COL_BLOCK, c1);
+}
 
 /* ---- layer_norm ---- */
 
@@ -198,12 +291,13 @@ static int ln_cpu(pardo_kernel_ctx *ctx) {
         if (k > 0 && !pardo_kernel_wants_output(ctx, k)) continue;
         if (!(out[k] = pardo_kernel_output(ctx, k, ot[k].dtype, ot[k].ndim, ot[k].shape))) return ctx->st->code;
     }
-    void *data[3];
-    for (int k = 0; k < 3; k++) data[k] = out[k] ? pardo_tensor_data(out[k]) : NULL;
-    (in[0]->dtype == PARDO_F32 ? ln_fwd_f32
-                               : ln_fwd_f64)(&g, pardo_tensor_data(in[0]), in[1] ? pardo_tensor_data(in[1]) : NULL,
-                                             in[2] ? pardo_tensor_data(in[2]) : NULL, data[0], data[1], data[2]);
-    return PARDO_OK;
+    ln_job jb = {.g = g, .x = pardo_tensor_data(in[0]), .scale = in[1] ? pardo_tensor_data(in[1]) : NULL,
+                 .bias = in[2] ? pardo_tensor_data(in[2]) : NULL};
+    jb.g.dtype = in[0]->dtype;
+    jb.y = pardo_tensor_data(out[0]);
+    jb.mean = out[1] ? pardo_tensor_data(out[1]) : NULL;
+    jb.inv = out[2] ? pardo_tensor_data(out[2]) : NULL;
+    return pardo_run_rows(ctx, g.rows, g.n, ln_fwd_range, &jb);
 }
 
 const pardo_op_def pardo_op_layer_norm = {
@@ -291,13 +385,23 @@ static int ln_grad_cpu(pardo_kernel_ctx *ctx) {
         int nd = k == 0 ? x->ndim : x->ndim - g.axis;
         if (!(out[k] = pardo_nn_zeros(ctx, k, x->dtype, nd, x->shape + (k == 0 ? 0 : g.axis)))) return ctx->st->code;
     }
-    void *d[3];
-    for (int k = 0; k < 3; k++) d[k] = out[k] ? pardo_tensor_data(out[k]) : NULL;
-    const void *dy = in[6] ? pardo_tensor_data(in[6]) : NULL, *dm = in[7] ? pardo_tensor_data(in[7]) : NULL,
-               *di = in[8] ? pardo_tensor_data(in[8]) : NULL;
-    (x->dtype == PARDO_F32 ? ln_bwd_f32 : ln_bwd_f64)(&g, pardo_tensor_data(x), in[1] ? pardo_tensor_data(in[1]) : NULL,
-                                                      dy, dm, di, d[0], d[1], d[2]);
-    return PARDO_OK;
+    ln_job jb = {.g = g, .x = pardo_tensor_data(x), .scale = in[1] ? pardo_tensor_data(in[1]) : NULL,
+                 .dy = in[6] ? pardo_tensor_data(in[6]) : NULL, .dmean = in[7] ? pardo_tensor_data(in[7]) : NULL,
+                 .dinv = in[8] ? pardo_tensor_data(in[8]) : NULL};
+    jb.g.dtype = x->dtype;
+    jb.dx = out[0] ? pardo_tensor_data(out[0]) : NULL;
+    jb.dscale = out[1] ? pardo_tensor_data(out[1]) : NULL;
+    jb.dbias = out[2] ? pardo_tensor_data(out[2]) : NULL;
+    const bool cols = jb.dy && (jb.dscale || jb.dbias) && g.rows > 0 && g.n > 0;
+    if (cols && !(jb.stats = malloc(sizeof(double) * 2 * (size_t)g.rows)))
+        return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory for the statistics of %lld rows",
+                            (long long)g.rows);
+    rc = jb.dx || cols ? pardo_run_rows(ctx, g.rows, g.n, ln_bwd_rows_range, &jb) : PARDO_OK;
+    if (rc == PARDO_OK && cols)
+        rc = pardo_run_rows(ctx, (g.n + LN_COL_BLOCK - 1) / LN_COL_BLOCK, LN_COL_BLOCK * g.rows, ln_bwd_cols_range,
+                            &jb);
+    free(jb.stats);
+    return rc;
 }
 
 const pardo_op_def pardo_op_layer_norm_grad = {

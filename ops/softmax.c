@@ -12,6 +12,7 @@
 
 #include "kernel_util.h"
 #include "op.h"
+#include "vmath.h"
 
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
 static const pardo_dtype label_dtypes[] = {PARDO_I32, PARDO_I64};
@@ -20,8 +21,11 @@ static const pardo_dtype label_dtypes[] = {PARDO_I32, PARDO_I64};
 
 static const pardo_arg_def x_in[] = {{"X", "input tensor (float32 or float64), rank >= 1", false, false}};
 static const pardo_arg_def y_out[] = {{"Y", "softmax of X along axis, X's dtype and shape", false, false}};
+/* softmax and softmax_grad take both; log_softmax and its gradient the first. */
 static const pardo_attr_def softmax_attrs[] = {
     {"axis", PARDO_ATTR_INT, "-1", "axis to normalise along, negative from the end"},
+    {"scale", PARDO_ATTR_FLOAT, "1.0", "X is multiplied by it first: Y = softmax(scale * X) (attention's "
+                                       "1/sqrt(d); the fusion pass folds a scale op into it)"},
 };
 
 static int softmax_axis(const pardo_op *op, int ndim, int *axis, pardo_status *st) {
@@ -41,24 +45,80 @@ static int softmax_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-typedef void (*softmax_fn)(const void *x, void *y, int64_t outer, int64_t n, int64_t inner);
+/* One softmax-family op's work: X and Y (or, for the gradients, Y, dY and
+ * dX) viewed as [outer, n, inner] around the axis, and the scale (softmax's
+ * attr; 1 for the others). Rows are split over the threads by outer index. */
+typedef struct sm_job {
+    const void *x, *y, *dy; // inputs (borrowed; unused ones NULL)
+    void *out;              // Y, or dX
+    int64_t outer, n, inner;
+    pardo_dtype dtype;      // float32 or float64
+    double scale;           // softmax's attr scale (1 for log_softmax)
+    bool log_form;          // log_softmax (its gradient), else softmax
+} sm_job;
 
-/* Defines NAME: softmax of x (type T) viewed as [outer, n, inner] along the
- * middle dim; exp in T, the sum in double. */
+/* Lanes of the contiguous float32 rows: a row's max and sum go lane by lane
+ * and then over the lanes in a fixed order, so the compiler can vectorise
+ * them without reassociating anything (and the bits do not depend on the
+ * vector width the CPU has). */
+#define SM_LANES 16
+
+/* Softmax of float32 rows [o0, o1) of n contiguous elements (inner 1): the
+ * max, then e = exp(scale x - max) through ops/vmath.h with the sum in
+ * double, then y = e * (1 / sum). */
+PARDO_SIMD_CLONES static void softmax_rows_f32(const float *x, float *y, int64_t o0, int64_t o1, int64_t n,
+                                               float scale) {
+    const int64_t nv = n / SM_LANES * SM_LANES;
+    for (int64_t o = o0; o < o1; o++) {
+        const float *xr = x + o * n;
+        float *yr = y + o * n;
+        float lane_max[SM_LANES];
+        for (int l = 0; l < SM_LANES; l++) lane_max[l] = -INFINITY;
+        for (int64_t j = 0; j < nv; j += SM_LANES)
+            for (int l = 0; l < SM_LANES; l++) {
+                const float v = xr[j + l] * scale;
+                lane_max[l] = v > lane_max[l] ? v : lane_max[l];
+            }
+        float mx = -INFINITY;
+        for (int l = 0; l < SM_LANES; l++) mx = lane_max[l] > mx ? lane_max[l] : mx;
+        for (int64_t j = nv; j < n; j++) mx = xr[j] * scale > mx ? xr[j] * scale : mx;
+        double lane_sum[SM_LANES];
+        for (int l = 0; l < SM_LANES; l++) lane_sum[l] = 0;
+        for (int64_t j = 0; j < nv; j += SM_LANES)
+            for (int l = 0; l < SM_LANES; l++) {
+                const float e = pardo_vexpf(xr[j + l] * scale - mx);
+                yr[j + l] = e;
+                lane_sum[l] += (double)e;
+            }
+        double sum = 0;
+        for (int l = 0; l < SM_LANES; l++) sum += lane_sum[l];
+        for (int64_t j = nv; j < n; j++) {
+            const float e = pardo_vexpf(xr[j] * scale - mx);
+            yr[j] = e;
+            sum += (double)e;
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t j = 0; j < n; j++) yr[j] *= inv;
+    }
+}
+
+/* Defines NAME: softmax of x (type T) for outer indices [o0, o1) along the
+ * middle dim of [outer, n, inner], any inner; exp in T, the sum in double. */
 #define SOFTMAX_KERNEL(NAME, T, EXP)                                                                                   \
-    static void NAME(const void *vx, void *vy, int64_t outer, int64_t n, int64_t inner) {                              \
-        const T *x = vx;                                                                                               \
-        T *y = vy;                                                                                                     \
-        for (int64_t o = 0; o < outer; o++)                                                                            \
+    static void NAME(const sm_job *jb, int64_t o0, int64_t o1) {                                                       \
+        const T *x = jb->x, scale = (T)jb->scale;                                                                      \
+        T *y = jb->out;                                                                                                \
+        const int64_t n = jb->n, inner = jb->inner;                                                                    \
+        for (int64_t o = o0; o < o1; o++)                                                                              \
             for (int64_t i = 0; i < inner; i++) {                                                                      \
                 const T *px = x + o * n * inner + i;                                                                   \
                 T *py = y + o * n * inner + i;                                                                         \
-                T mx = px[0];                                                                                          \
+                T mx = px[0] * scale;                                                                                  \
                 for (int64_t k = 1; k < n; k++)                                                                        \
-                    if (px[k * inner] > mx) mx = px[k * inner];                                                        \
+                    if (px[k * inner] * scale > mx) mx = px[k * inner] * scale;                                        \
                 double sum = 0;                                                                                        \
                 for (int64_t k = 0; k < n; k++) {                                                                      \
-                    const T e = EXP(px[k * inner] - mx);                                                               \
+                    const T e = EXP(px[k * inner] * scale - mx);                                                       \
                     py[k * inner] = e;                                                                                 \
                     sum += (double)e;                                                                                  \
                 }                                                                                                      \
@@ -67,16 +127,17 @@ typedef void (*softmax_fn)(const void *x, void *y, int64_t outer, int64_t n, int
             }                                                                                                          \
     }
 
-SOFTMAX_KERNEL(softmax_f32, float, expf)
+SOFTMAX_KERNEL(softmax_strided_f32, float, pardo_vexpf)
 SOFTMAX_KERNEL(softmax_f64, double, exp)
 
-/* Defines NAME: log_softmax of x (type T) viewed as [outer, n, inner] along
+/* Defines NAME: log_softmax of x (type T) for outer indices [o0, o1) along
  * the middle dim, y = x - max - log(sum(exp(x - max))) in double. */
 #define LOG_SOFTMAX_KERNEL(NAME, T)                                                                                    \
-    static void NAME(const void *vx, void *vy, int64_t outer, int64_t n, int64_t inner) {                              \
-        const T *x = vx;                                                                                               \
-        T *y = vy;                                                                                                     \
-        for (int64_t o = 0; o < outer; o++)                                                                            \
+    static void NAME(const sm_job *jb, int64_t o0, int64_t o1) {                                                       \
+        const T *x = jb->x;                                                                                            \
+        T *y = jb->out;                                                                                                \
+        const int64_t n = jb->n, inner = jb->inner;                                                                    \
+        for (int64_t o = o0; o < o1; o++)                                                                              \
             for (int64_t i = 0; i < inner; i++) {                                                                      \
                 const T *px = x + o * n * inner + i;                                                                   \
                 T *py = y + o * n * inner + i;                                                                         \
@@ -109,30 +170,54 @@ static int axis_view(pardo_kernel_ctx *ctx, const pardo_tensor *x, int64_t *oute
     return PARDO_OK;
 }
 
-static int softmax_run(pardo_kernel_ctx *ctx, softmax_fn f32, softmax_fn f64) {
+/* The scale attr of softmax and softmax_grad: Y = softmax(scale * X). */
+static int softmax_scale(const pardo_op *op, double *scale, pardo_status *st) {
+    int rc = pardo_attr_float(op, "scale", 1.0, scale, st);
+    if (rc == PARDO_OK && !isfinite(*scale))
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'scale' is %g, expected a finite number", *scale);
+    return rc;
+}
+
+static void softmax_range(void *arg, int64_t o0, int64_t o1) {
+    const sm_job *jb = arg;
+    if (jb->log_form) (jb->dtype == PARDO_F32 ? log_softmax_f32 : log_softmax_f64)(jb, o0, o1);
+    else if (jb->dtype == PARDO_F64) softmax_f64(jb, o0, o1);
+    else if (jb->inner == 1) softmax_rows_f32(jb->x, jb->out, o0, o1, jb->n, (float)jb->scale);
+    else softmax_strided_f32(jb, o0, o1);
+}
+
+static int softmax_run(pardo_kernel_ctx *ctx, bool log_form) {
     pardo_tensor *x = ctx->in[0];
-    int64_t outer, n, inner;
-    int rc = axis_view(ctx, x, &outer, &n, &inner);
+    sm_job jb = {.x = pardo_tensor_data(x), .dtype = x->dtype, .scale = 1.0, .log_form = log_form};
+    int rc = axis_view(ctx, x, &jb.outer, &jb.n, &jb.inner);
+    if (rc == PARDO_OK && !log_form) rc = softmax_scale(ctx->op, &jb.scale, ctx->st);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;
-    if (x->numel > 0) (x->dtype == PARDO_F32 ? f32 : f64)(pardo_tensor_data(x), pardo_tensor_data(y), outer, n, inner);
-    return PARDO_OK;
+    if (x->numel == 0) return PARDO_OK;
+    jb.out = pardo_tensor_data(y);
+    return pardo_run_rows(ctx, jb.outer, jb.n * jb.inner, softmax_range, &jb);
 }
 
-static int softmax_cpu(pardo_kernel_ctx *ctx) { return softmax_run(ctx, softmax_f32, softmax_f64); }
-static int log_softmax_cpu(pardo_kernel_ctx *ctx) { return softmax_run(ctx, log_softmax_f32, log_softmax_f64); }
+static int softmax_cpu(pardo_kernel_ctx *ctx) { return softmax_run(ctx, false); }
+
+static int softmax_scaled_infer(pardo_infer_ctx *ctx) {
+    double scale;
+    int rc = softmax_infer(ctx);
+    return rc == PARDO_OK ? softmax_scale(ctx->op, &scale, ctx->st) : rc;
+}
+static int log_softmax_cpu(pardo_kernel_ctx *ctx) { return softmax_run(ctx, true); }
 
 const pardo_op_def pardo_op_softmax = {
     .type = "softmax",
-    .doc = "Y = exp(X) / sum(exp(X)) along axis (max subtracted first; float32, float64)",
+    .doc = "Y = exp(scale X) / sum(exp(scale X)) along axis (max subtracted first; float32, float64)",
     .inputs = x_in,
     .n_inputs = 1,
     .outputs = y_out,
     .n_outputs = 1,
     .attrs = softmax_attrs,
-    .n_attrs = 1,
-    .infer = softmax_infer,
+    .n_attrs = 2,
+    .infer = softmax_scaled_infer,
     .cpu = softmax_cpu,
     .grad = pardo_grad_standard,
 };
@@ -174,41 +259,59 @@ static int sm_grad_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-typedef void (*sm_grad_fn)(const void *y, const void *dy, void *dx, int64_t outer, int64_t n, int64_t inner,
-                           bool log_form);
-
-/* Defines NAME: the gradient along the middle dim of [outer, n, inner] (type
- * T), from Y and dY: softmax dX = Y (dY - sum(dY Y)); log_softmax (log_form)
- * dX = dY - exp(Y) sum(dY). Sums in double. */
+/* Defines NAME: the gradient for outer indices [o0, o1) along the middle
+ * dim of [outer, n, inner] (type T), from Y and dY: softmax dX = scale Y
+ * (dY - sum(dY Y)); log_softmax (log_form) dX = dY - exp(Y) sum(dY). Sums
+ * in double, SM_LANES at a time where inner is 1 (then summed in a fixed
+ * order), so that float32 rows vectorise. */
 #define SM_GRAD_KERNEL(NAME, T)                                                                                        \
-    static void NAME(const void *vy, const void *vdy, void *vdx, int64_t outer, int64_t n, int64_t inner,              \
-                     bool log_form) {                                                                                  \
-        const T *y = vy, *dy = vdy;                                                                                    \
-        T *dx = vdx;                                                                                                   \
-        for (int64_t o = 0; o < outer; o++)                                                                            \
+    PARDO_SIMD_CLONES static void NAME(const sm_job *jb, int64_t o0, int64_t o1) {                                     \
+        const T *y = jb->y, *dy = jb->dy;                                                                              \
+        T *dx = jb->out;                                                                                               \
+        const int64_t n = jb->n, inner = jb->inner, nv = inner == 1 ? n / SM_LANES * SM_LANES : 0;                     \
+        const bool log_form = jb->log_form;                                                                            \
+        const double scale = jb->scale;                                                                                \
+        for (int64_t o = o0; o < o1; o++)                                                                              \
             for (int64_t i = 0; i < inner; i++) {                                                                      \
                 const int64_t base = o * n * inner + i;                                                                \
-                double s = 0;                                                                                          \
-                for (int64_t k = 0; k < n; k++) {                                                                      \
+                double lane[SM_LANES], s = 0;                                                                          \
+                for (int l = 0; l < SM_LANES; l++) lane[l] = 0;                                                        \
+                for (int64_t k = 0; k < nv; k += SM_LANES)                                                             \
+                    for (int l = 0; l < SM_LANES; l++)                                                                 \
+                        lane[l] += log_form ? (double)dy[base + k + l]                                                 \
+                                            : (double)dy[base + k + l] * (double)y[base + k + l];                      \
+                for (int l = 0; l < SM_LANES; l++) s += lane[l];                                                       \
+                for (int64_t k = nv; k < n; k++) {                                                                     \
                     const int64_t j = base + k * inner;                                                                \
                     s += log_form ? (double)dy[j] : (double)dy[j] * (double)y[j];                                      \
                 }                                                                                                      \
-                for (int64_t k = 0; k < n; k++) {                                                                      \
-                    const int64_t j = base + k * inner;                                                                \
-                    const double gj = (double)dy[j], yj = (double)y[j];                                                \
-                    dx[j] = (T)(log_form ? gj - exp(yj) * s : yj * (gj - s));                                          \
-                }                                                                                                      \
+                if (log_form)                                                                                          \
+                    for (int64_t k = 0; k < n; k++) {                                                                  \
+                        const int64_t j = base + k * inner;                                                            \
+                        dx[j] = (T)((double)dy[j] - exp((double)y[j]) * s);                                            \
+                    }                                                                                                  \
+                else                                                                                                   \
+                    for (int64_t k = 0; k < n; k++) {                                                                  \
+                        const int64_t j = base + k * inner;                                                            \
+                        dx[j] = (T)(scale * ((double)y[j] * ((double)dy[j] - s)));                                     \
+                    }                                                                                                  \
             }                                                                                                          \
     }
 
 SM_GRAD_KERNEL(sm_grad_f32, float)
 SM_GRAD_KERNEL(sm_grad_f64, double)
 
+static void sm_grad_range(void *arg, int64_t o0, int64_t o1) {
+    const sm_job *jb = arg;
+    (jb->dtype == PARDO_F32 ? sm_grad_f32 : sm_grad_f64)(jb, o0, o1);
+}
+
 static int sm_grad_run(pardo_kernel_ctx *ctx, bool log_form) {
     pardo_tensor *x = ctx->in[0], *y = ctx->in[1], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
     if (!pardo_kernel_wants_output(ctx, 0)) return PARDO_OK;
-    int64_t outer, n, inner;
-    int rc = axis_view(ctx, x, &outer, &n, &inner);
+    sm_job jb = {.dtype = x->dtype, .scale = 1.0, .log_form = log_form};
+    int rc = axis_view(ctx, x, &jb.outer, &jb.n, &jb.inner);
+    if (rc == PARDO_OK && !log_form) rc = softmax_scale(ctx->op, &jb.scale, ctx->st);
     if (rc != PARDO_OK) return rc;
     for (int k = 1; k < 3; k++) {
         const pardo_tensor *t = k == 1 ? y : dy;
@@ -225,25 +328,32 @@ static int sm_grad_run(pardo_kernel_ctx *ctx, bool log_form) {
         pardo_tensor_zero(dx);
         return PARDO_OK;
     }
-    if (x->numel > 0)
-        (x->dtype == PARDO_F32 ? sm_grad_f32 : sm_grad_f64)(pardo_tensor_data(y), pardo_tensor_data(dy),
-                                                            pardo_tensor_data(dx), outer, n, inner, log_form);
-    return PARDO_OK;
+    if (x->numel == 0) return PARDO_OK;
+    jb.y = pardo_tensor_data(y);
+    jb.dy = pardo_tensor_data(dy);
+    jb.out = pardo_tensor_data(dx);
+    return pardo_run_rows(ctx, jb.outer, jb.n * jb.inner, sm_grad_range, &jb);
 }
 
 static int softmax_grad_cpu(pardo_kernel_ctx *ctx) { return sm_grad_run(ctx, false); }
+
+static int sm_grad_scaled_infer(pardo_infer_ctx *ctx) {
+    double scale;
+    int rc = sm_grad_infer(ctx);
+    return rc == PARDO_OK ? softmax_scale(ctx->op, &scale, ctx->st) : rc;
+}
 static int log_softmax_grad_cpu(pardo_kernel_ctx *ctx) { return sm_grad_run(ctx, true); }
 
 const pardo_op_def pardo_op_softmax_grad = {
     .type = "softmax_grad",
-    .doc = "dX = Y * (dY - sum(dY * Y)) along axis (gradient of softmax; float32, float64)",
+    .doc = "dX = scale * Y * (dY - sum(dY * Y)) along axis (gradient of softmax; float32, float64)",
     .inputs = sm_grad_in,
     .n_inputs = 3,
     .outputs = sm_grad_out,
     .n_outputs = 1,
     .attrs = softmax_attrs,
-    .n_attrs = 1,
-    .infer = sm_grad_infer,
+    .n_attrs = 2,
+    .infer = sm_grad_scaled_infer,
     .cpu = softmax_grad_cpu,
 };
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "exec/thread_pool.h"
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -121,9 +122,49 @@ START_TEST(test_ln_grads) {
     check_ln_grad(&without, 1, 2);
     check_ln_grad(&scale_only, 1, 3);
     check_ln_grad(&whole, 1, 4);
+    const ln_case lanes = {2, {3, 21}, -1, 1, true, true}; /* rows longer than the kernels' 8 lanes */
+    check_ln_grad(&lanes, 1, 7);
+    check_ln_grad(&lanes, 3, 8);
     /* the Mean and InvStdDev outputs reach the loss too */
     check_ln_grad(&with, 3, 5);
     check_ln_grad(&without, 3, 6);
+}
+END_TEST
+
+START_TEST(test_ln_split_over_threads) {
+    /* rows over 2 threads (and dscale, dbias by columns): the bits of 1 thread */
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != 2) pardo_thread_pool_shutdown();
+    ck_assert(pardo_thread_pool_configure(2, &st) == PARDO_OK);
+    for (int t = 0; t < 2; t++) {
+        pardo_dtype dt = t ? PARDO_F64 : PARDO_F32;
+        test_rng r = {31u + (uint64_t)t};
+        int64_t xs[2] = {300, 259}, ps[1] = {259}, rs[2] = {300, 1};
+        pardo_tensor *x = test_tensor_random(&r, dt, 2, xs, -2, 2), *sc = test_tensor_random(&r, dt, 1, ps, 0.5, 2),
+                     *bi = test_tensor_random(&r, dt, 1, ps, -1, 1), *dy = test_tensor_random(&r, dt, 2, xs, -1, 1),
+                     *dm = test_tensor_random(&r, dt, 2, rs, -1, 1);
+        pardo_tensor *y[2][3], *d[2][3];
+        for (int n = 0; n < 2; n++) {
+            pardo_tensor *in[3] = {x, sc, bi};
+            ck_assert_msg(test_run_op_threads("layer_norm", NULL, 3, in, 3, y[n], n + 1, &st) == PARDO_OK, "%s",
+                          st.msg);
+            pardo_tensor *gin[9] = {x, sc, bi, y[n][0], y[n][1], y[n][2], dy, dm, NULL};
+            ck_assert_msg(test_run_op_threads("layer_norm_grad", NULL, 9, gin, 3, d[n], n + 1, &st) == PARDO_OK,
+                          "%s", st.msg);
+        }
+        for (int k = 0; k < 3; k++) {
+            ck_assert_msg(memcmp(pardo_tensor_data(y[0][k]), pardo_tensor_data(y[1][k]), y[0][k]->nbytes) == 0,
+                          "layer_norm output %d: 2 threads differ from 1", k);
+            ck_assert_msg(memcmp(pardo_tensor_data(d[0][k]), pardo_tensor_data(d[1][k]), d[0][k]->nbytes) == 0,
+                          "layer_norm_grad output %d: 2 threads differ from 1", k);
+            pardo_tensor_release(y[0][k]);
+            pardo_tensor_release(y[1][k]);
+            pardo_tensor_release(d[0][k]);
+            pardo_tensor_release(d[1][k]);
+        }
+        pardo_tensor *all[] = {x, sc, bi, dy, dm};
+        for (int i = 0; i < 5; i++) pardo_tensor_release(all[i]);
+    }
 }
 END_TEST
 
@@ -225,6 +266,7 @@ Suite *make_ops_norm_suite(void) {
     tcase_add_test(core, test_ln_reference);
     tcase_add_test(core, test_ln_defaults_one_input);
     tcase_add_test(core, test_ln_grads);
+    tcase_add_test(core, test_ln_split_over_threads);
     tcase_add_test(core, test_ln_infer);
     tcase_add_test(core, test_ln_fixtures);
     suite_add_tcase(s, core);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "exec/thread_pool.h"
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -110,6 +111,75 @@ START_TEST(test_log_softmax_stable) {
 }
 END_TEST
 
+START_TEST(test_softmax_scale) {
+    /* softmax {scale: s} of X is softmax of s X, row lengths on and off the kernel's 16 lanes */
+    static const int64_t shapes[][2] = {{3, 7}, {4, 16}, {2, 37}, {5, 128}};
+    static const double scales[] = {0.125, -2.0, 1.0};
+    for (int c = 0; c < LEN(shapes); c++)
+        for (int k = 0; k < LEN(scales); k++)
+            for (int t = 0; t < 2; t++) {
+                pardo_dtype dt = t ? PARDO_F64 : PARDO_F32;
+                test_rng r = {900u + (uint64_t)(c * 8 + k * 2 + t)};
+                pardo_tensor *x = test_tensor_random(&r, dt, 2, shapes[c], -5, 5), *y = NULL;
+                char attrs[64];
+                snprintf(attrs, sizeof attrs, "{\"scale\": %g}", scales[k]);
+                pardo_status st;
+                ck_assert_msg(test_run_op("softmax", attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+                pardo_tensor *xs = pardo_tensor_clone(x, &st);
+                for (int64_t i = 0; i < xs->numel; i++)
+                    pardo_tensor_set_f64(xs, i, scales[k] * pardo_tensor_get_f64(x, i));
+                pardo_tensor *want = ref_softmax(xs, 1);
+                test_assert_close(y, want, t ? 1e-12 : 1e-5, 1e-7);
+                pardo_tensor_release(want);
+                pardo_tensor_release(xs);
+                pardo_tensor_release(y);
+                pardo_tensor_release(x);
+            }
+    pardo_type in = {.dtype = PARDO_F32, .ndim = 1, .shape = {4}}, out;
+    const pardo_type *ins[1] = {&in};
+    pardo_status st;
+    ck_assert_int_eq(test_infer_op("softmax", "{\"scale\": \"big\"}", 1, ins, 1, &out, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'scale'") != NULL, "message: %s", st.msg);
+}
+END_TEST
+
+START_TEST(test_split_over_threads) {
+    /* rows split over 2 threads: the bits of 1 thread, forward and gradient, contiguous and strided rows */
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != 2) pardo_thread_pool_shutdown();
+    ck_assert(pardo_thread_pool_configure(2, &st) == PARDO_OK);
+    static const struct {
+        int64_t shape[3];
+        const char *attrs;
+    } cases[] = {{{64, 4, 300}, "{\"scale\": 0.5}"}, {{64, 300, 4}, "{\"axis\": 1}"}};
+    static const char *const fwd[] = {"softmax", "log_softmax"};
+    for (int c = 0; c < LEN(cases); c++)
+        for (int f = 0; f < 2; f++)
+            for (int t = 0; t < 2; t++) {
+                pardo_dtype dt = t ? PARDO_F64 : PARDO_F32;
+                test_rng r = {77u + (uint64_t)(c * 4 + f * 2 + t)};
+                const char *attrs = f == 1 && c == 0 ? NULL : cases[c].attrs;
+                pardo_tensor *x = test_tensor_random(&r, dt, 3, cases[c].shape, -4, 4);
+                pardo_tensor *dy = test_tensor_random(&r, dt, 3, cases[c].shape, -1, 1), *y[2], *dx[2];
+                for (int n = 0; n < 2; n++) {
+                    ck_assert_msg(test_run_op_threads(fwd[f], attrs, 1, &x, 1, &y[n], n + 1, &st) == PARDO_OK, "%s",
+                                  st.msg);
+                    pardo_tensor *gin[3] = {x, y[n], dy};
+                    char gname[32];
+                    snprintf(gname, sizeof gname, "%s_grad", fwd[f]);
+                    ck_assert_msg(test_run_op_threads(gname, attrs, 3, gin, 1, &dx[n], n + 1, &st) == PARDO_OK, "%s",
+                                  st.msg);
+                }
+                ck_assert_msg(memcmp(pardo_tensor_data(y[0]), pardo_tensor_data(y[1]), y[0]->nbytes) == 0,
+                              "%s case %d: 2 threads differ from 1", fwd[f], c);
+                ck_assert_msg(memcmp(pardo_tensor_data(dx[0]), pardo_tensor_data(dx[1]), dx[0]->nbytes) == 0,
+                              "%s_grad case %d: 2 threads differ from 1", fwd[f], c);
+                pardo_tensor *all[] = {x, dy, y[0], y[1], dx[0], dx[1]};
+                for (int i = 0; i < LEN(all); i++) pardo_tensor_release(all[i]);
+            }
+}
+END_TEST
+
 /* ---- gradients ---- */
 
 START_TEST(test_softmax_gradients) {
@@ -120,7 +190,9 @@ START_TEST(test_softmax_gradients) {
             test_rng r = {4000u + (uint64_t)(o * 50 + c)};
             pardo_tensor *x = test_tensor_random(&r, PARDO_F64, sm_cases[c].nd, sm_cases[c].shape, -3, 3);
             char attrs[64];
-            snprintf(attrs, sizeof attrs, "{\"axis\": %d}", sm_cases[c].axis);
+            /* softmax's with a scale as well */
+            snprintf(attrs, sizeof attrs, o == 0 ? "{\"axis\": %d, \"scale\": -0.7}" : "{\"axis\": %d}",
+                     sm_cases[c].axis);
             test_check_grad_default(ops[o], attrs, 1, &x, 1, 1u);
             pardo_tensor_release(x);
         }
@@ -452,6 +524,8 @@ Suite *make_ops_softmax_suite(void) {
     tcase_add_test(core, test_softmax_gradients);
     tcase_add_test(core, test_sce_gradients);
     tcase_add_test(core, test_gradient_float32_and_absent_dy);
+    tcase_add_test(core, test_softmax_scale);
+    tcase_add_test(core, test_split_over_threads);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_softmax);

@@ -19,6 +19,7 @@
     X(graph_index)      \
     X(onnx)             \
     X(registry)         \
+    X(vmath)            \
     X(ops_elementwise)  \
     X(ops_activation)   \
     X(ops_matmul)       \

@@ -52,8 +52,9 @@ int test_infer_op(const char *type, const char *attrs_json, int n_in, const pard
     return rc;
 }
 
-int test_run_op_ex(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,
-                   pardo_tensor **out, bool training, uint64_t step, pardo_status *st) {
+/* test_run_op_ex with the kernel ctx's thread count. */
+static int run_op(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out, pardo_tensor **out,
+                  bool training, uint64_t step, int nthreads, pardo_status *st) {
     pardo_type in_types[16], out_types[16];
     const pardo_type *in_ptrs[16];
     ck_assert_int_le(n_in, 16);
@@ -72,7 +73,7 @@ int test_run_op_ex(const char *type, const char *attrs_json, int n_in, pardo_ten
     pardo_op op;
     make_op(&op, type, attrs_json, n_in, n_out);
     pardo_kernel_ctx ctx = {.op = &op, .n_in = n_in, .in = in, .n_out = n_out, .out = out, .st = st,
-                            .device = PARDO_DEVICE_CPU, .nthreads = 1, .training = training, .step = step};
+                            .device = PARDO_DEVICE_CPU, .nthreads = nthreads, .training = training, .step = step};
     for (int i = 0; i < n_in; i++)
         if (in[i]) ck_assert_ptr_nonnull(pardo_tensor_cpu(in[i], st));
     rc = op.def->cpu(&ctx);
@@ -99,6 +100,16 @@ int test_run_op_ex(const char *type, const char *attrs_json, int n_in, pardo_ten
                           pardo_shape_str(out[i]->ndim, out[i]->shape, a, sizeof a));
     }
     return PARDO_OK;
+}
+
+int test_run_op_ex(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,
+                   pardo_tensor **out, bool training, uint64_t step, pardo_status *st) {
+    return run_op(type, attrs_json, n_in, in, n_out, out, training, step, 1, st);
+}
+
+int test_run_op_threads(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,
+                        pardo_tensor **out, int nthreads, pardo_status *st) {
+    return run_op(type, attrs_json, n_in, in, n_out, out, false, 0, nthreads, st);
 }
 
 int test_run_op(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,

@@ -22,4 +22,9 @@ int test_infer_op(const char *type, const char *attrs_json, int n_in, const pard
 int test_run_op_ex(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,
                    pardo_tensor **out, bool training, uint64_t step, pardo_status *st);
 
+/* As test_run_op with a kernel ctx of nthreads threads (block 0's ops split
+ * big tensors over the thread pool, which the caller configures). */
+int test_run_op_threads(const char *type, const char *attrs_json, int n_in, pardo_tensor **in, int n_out,
+                        pardo_tensor **out, int nthreads, pardo_status *st);
+
 #endif
