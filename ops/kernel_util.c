@@ -177,8 +177,12 @@ int pardo_sum_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_
         const int64_t n = dims[nd - 1], step = sstr[nd - 1];                                                           \
         pardo_odo o;                                                                                                   \
         pardo_odo_init(&o, nd - 1, dims, sstr, NULL);                                                                  \
-        for (int64_t base = 0; base < numel; base += n, pardo_odo_next(&o))                                            \
-            for (int64_t i = 0; i < n; i++) d[base + i] = s[o.off[0] + i * step];                                      \
+        if (step == 1) /* runs of the innermost dim are contiguous in src too (a transpose of outer dims) */          \
+            for (int64_t base = 0; base < numel; base += n, pardo_odo_next(&o))                                        \
+                memcpy(d + base, s + o.off[0], sizeof(T) * (size_t)n);                                                 \
+        else                                                                                                           \
+            for (int64_t base = 0; base < numel; base += n, pardo_odo_next(&o))                                        \
+                for (int64_t i = 0; i < n; i++) d[base + i] = s[o.off[0] + i * step];                                  \
     }
 
 GATHER_KERNEL(gather_1, uint8_t)

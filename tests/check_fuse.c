@@ -382,6 +382,53 @@ START_TEST(backward_chain_keeps_the_bits_with_batch_dims) {
 }
 END_TEST
 
+/* add_grad("", b, "", dy) -> (dh, db), dh read by a matmul_grad only: the
+ * copy dh is not made and the matmul_grad reads dy (the bits of the ops one
+ * by one); a dh that is fetched, or read twice, stays. */
+START_TEST(bias_grad_copy_is_passed_on) {
+    static const char fmt[] =
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 4], \"role\": \"feed\"},"
+        "\"dy\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"feed\"},"
+        "\"b\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"value\": [1, -1, 0.5]},"
+        "\"w\": {\"dtype\": \"float32\", \"shape\": [4, 3], \"role\": \"param\", \"init\": "
+        "{\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 3}}},"
+        "\"ops\": [{\"op\": \"add_grad\", \"in\": [\"\", \"b\", \"\", \"dy\"], \"out\": [\"dh\", \"db\"]},"
+        "{\"op\": \"matmul_grad\", \"in\": [\"x\", \"w\", \"\", \"dh\"], \"out\": [\"dx\", \"dw\"]}%s]}]}";
+    char text[2048];
+    snprintf(text, sizeof text, fmt, "");
+    test_rng r = {21};
+    int64_t xs[] = {37, 4}, ys[] = {37, 3};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1), *dy = test_tensor_random(&r, PARDO_F32, 2, ys, -1, 1);
+    static const char *const outs[] = {"dx", "dw", "db"}, *const names[] = {"x", "dy"};
+    pardo_tensor *const feeds[] = {x, dy};
+    fused_and_unfused_agree(text, 2, names, feeds, 3, outs, "pass-on", false);
+    pardo_program *p = test_program(text, "graph.json");
+    pardo_program *f = fused(p, outs, 3);
+    static const char *const add_out[] = {"", "db"}, *const mm_in[] = {"x", "w", "", "dy"};
+    assert_names(&f->blocks[0].ops[0], true, add_out, 2);
+    assert_names(&f->blocks[0].ops[1], false, mm_in, 4);
+    ck_assert_ptr_null(pardo_program_lookup_var(f, 0, "dh", NULL)); /* the copy's temp is gone */
+    pardo_program_free(f);
+    /* kept by the caller: stays */
+    static const char *const keep_dh[] = {"dx", "dw", "db", "dh"};
+    f = fused(p, keep_dh, 4);
+    static const char *const add_kept[] = {"dh", "db"};
+    assert_names(&f->blocks[0].ops[0], true, add_kept, 2);
+    pardo_program_free(f);
+    pardo_program_free(p);
+    /* read by a second op: stays */
+    snprintf(text, sizeof text, fmt, ", {\"op\": \"relu\", \"in\": [\"dh\"], \"out\": [\"r\"]}");
+    p = test_program(text, "graph.json");
+    f = fused(p, outs, 3);
+    assert_names(&f->blocks[0].ops[0], true, add_kept, 2);
+    pardo_program_free(f);
+    pardo_program_free(p);
+    pardo_tensor_release(x);
+    pardo_tensor_release(dy);
+}
+END_TEST
+
 /* A float32 merge of parts taken into the sgd that reads it for a plain
  * mean (over 2 and 4 parts: times the exact inverse; over 3: a divide), a
  * sum and a weighted mean of unequal parts, with an empty part (weight 0,
@@ -504,6 +551,7 @@ Suite *make_fuse_suite(void) {
     tcase_add_test(tc, fused_ops_have_one_trace_event);
     tcase_add_test(tc, bias_shapes_keep_the_bits);
     tcase_add_test(tc, backward_chain_keeps_the_bits_with_batch_dims);
+    tcase_add_test(tc, bias_grad_copy_is_passed_on);
     tcase_add_test(tc, merged_updates_keep_the_bits);
     tcase_add_test(tc, fused_matmul_refuses_autodiff);
     tcase_add_test(tc, fused_forms_refuse_bad_inputs);

@@ -10,6 +10,8 @@
  *   merge (mean or sum) -> sgd / momentum / adam taking it as its gradient
  *                                          => the update with grad the parts' tensor_array
  *                                             (attr grad_merge, input weight_by)
+ *   add_grad(dC) -> (copy of dC, dbias), the copy read by one op (a last
+ *       layer's matmul_grad)                => add_grad -> ("", dbias); that op reads dC
  *
  * A chain fuses only where its intermediates are temporaries nobody else
  * can see: no other op of any block reads or writes them, no attr names
@@ -35,6 +37,8 @@ typedef struct fusion {
     int bias;      // the add's (add_grad's) input that is the bias (0 or 1); -1: the matmul's own (input 2)
     int update;    // this merge is taken into the update at index update - 1 (0: not fused)
     int merge;     // this update takes the merge at index merge - 1 (0: not fused)
+    int pass_on;   // this add_grad's output pass_on - 1 (a copy of its dC) is dropped (0: not)
+    const char *from, *to; // this op reads `to` where it read `from` (an add_grad's dropped copy; NULL: none)
 } fusion;
 
 /* Who uses each var, counted once per pass (the planning asks per chain;
@@ -275,6 +279,33 @@ static bool bias_fits_epilogue(const pardo_program *p, int b, const pardo_op *mm
     return tb->ndim == 1 && ty->ndim >= 2 && tb->shape[0] > 0 && ty->shape[ty->ndim - 1] == tb->shape[0];
 }
 
+/* add_grad at index i with an operand left out (its gradient is dC
+ * itself, which add_grad copies) whose copy one later op reads, and nothing
+ * else: that op reads dC instead and the copy is not made (the gradient
+ * of a last layer's bias, whose matmul_grad reads the copy as its dY).
+ * dC must not be written in between; ops already in a chain stay as they
+ * are. Fills fuse[i] and the reader's fusion. */
+static void plan_pass_on(const pardo_program *p, int b, int i, const fuse_ctx *fc, const bool *chained,
+                         fusion *fuse) {
+    const pardo_block *blk = &p->blocks[b];
+    const pardo_op *a = &blk->ops[i];
+    if (strcmp(a->type, "add_grad") || a->n_in != 4 || a->n_out != 2 || !a->in[0][0] == !a->in[1][0] ||
+        !a->in[3][0] || chained[i])
+        return;
+    const int fill = a->in[0][0] ? 1 : 0;
+    const char *h = a->out[fill], *dc = a->in[3];
+    const var_uses *u = h[0] ? uses_find(fc->uses, p, b, h) : NULL;
+    if (!u || u->read_block != b || u->read_op <= i || strcmp(h, dc) == 0 || strcmp(a->out[1 - fill], dc) == 0)
+        return;
+    const int j = u->read_op;
+    if (chained[j] || fuse[j].from || !private_temp(p, b, h, i, j, fc)) return;
+    for (int x = i + 1; x <= j; x++)
+        if (pardo_op_writes(&blk->ops[x], dc)) return;
+    fuse[i].pass_on = fill + 1;
+    fuse[j].from = h;
+    fuse[j].to = dc;
+}
+
 /* Fills fuse[0..n_ops) for block b of p. */
 static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion *fuse) {
     const pardo_block *blk = &p->blocks[b];
@@ -318,6 +349,14 @@ static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion
         }
         i += fuse[i].len;
     }
+    bool *chained = calloc((size_t)blk->n_ops + 1, sizeof(*chained));
+    if (!chained) return; /* the chains above stand; only the pass-ons are not planned */
+    for (int i = 0; i < blk->n_ops; i++) {
+        chained[i] |= fuse[i].len > 0 || fuse[i].update || fuse[i].merge;
+        for (int k = 0; k < fuse[i].len; k++) chained[fuse[i].follow[k]] = true;
+    }
+    for (int i = 0; i < blk->n_ops; i++) plan_pass_on(p, b, i, fc, chained, fuse);
+    free(chained);
 }
 
 
@@ -392,7 +431,23 @@ static int emit_update(pardo_block *to, const pardo_block *blk, int j, const fus
     return pardo_op_set_attr(op, "grad_merge", pardo_value_new_string(mode->string), st);
 }
 
-/* Rewrites block b's chains; *n_fused counts the ops taken into others. */
+/* Copies op i of blk with a pass-on's changes (fusion.pass_on, .from):
+ * the dropped copy left out of its outputs, or read as the dC it copied. */
+static int emit_passed_on(pardo_block *to, const pardo_block *blk, int i, const fusion *f, pardo_status *st) {
+    const pardo_op *src = &blk->ops[i];
+    pardo_op *op = new_op_like(to, src, st);
+    if (!op) return st->code;
+    for (int k = 0; k < src->n_in; k++) {
+        const char *name = f->from && strcmp(src->in[k], f->from) == 0 ? f->to : src->in[k];
+        if (pardo_op_add_input(op, name, st) != PARDO_OK) return st->code;
+    }
+    for (int k = 0; k < src->n_out; k++)
+        if (pardo_op_add_output(op, f->pass_on == k + 1 ? "" : src->out[k], st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
+/* Rewrites block b's chains; *n_fused counts the ops taken into others and
+ * the add_grads whose copy is passed on. */
 static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused, pardo_status *st) {
     pardo_block *blk = &p->blocks[b];
     const int n = blk->n_ops;
@@ -410,14 +465,16 @@ static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused,
         for (int k = 0; k < fuse[i].len; k++) gone[fuse[i].follow[k]] = true;
         if (fuse[i].update) gone[i] = true;
     }
-    for (int i = 0; i < n; i++) taken += gone[i];
-    if (taken == 0) goto done;
+    int passed_on = 0;
+    for (int i = 0; i < n; i++) taken += gone[i], passed_on += fuse[i].pass_on > 0;
+    if (taken == 0 && passed_on == 0) goto done;
     for (int i = 0; rc == PARDO_OK && i < n; i++) {
         const pardo_op *op = &blk->ops[i];
         if (gone[i]) continue;
         if (fuse[i].len) rc = strcmp(op->type, "matmul") == 0 ? emit_matmul(&to, blk, i, &fuse[i], st)
                                                                : emit_matmul_grad(&to, blk, i, &fuse[i], st);
         else if (fuse[i].merge) rc = emit_update(&to, blk, i, &fuse[i], st);
+        else if (fuse[i].pass_on || fuse[i].from) rc = emit_passed_on(&to, blk, i, &fuse[i], st);
         else rc = pardo_block_add_op_copy(&to, op, st) ? PARDO_OK : st->code;
     }
     if (rc != PARDO_OK) goto done;
@@ -426,7 +483,7 @@ static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused,
     const int cap = blk->cap_ops;
     blk->ops = to.ops, blk->n_ops = to.n_ops, blk->cap_ops = to.cap_ops;
     to.ops = ops, to.n_ops = n, to.cap_ops = cap;
-    *n_fused += taken;
+    *n_fused += taken + passed_on;
 done:
     pardo_block_clear(&to);
     free(fuse);
