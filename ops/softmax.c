@@ -270,7 +270,7 @@ static int sm_grad_infer(pardo_infer_ctx *ctx) {
         T *dx = jb->out;                                                                                               \
         const int64_t n = jb->n, inner = jb->inner, nv = inner == 1 ? n / SM_LANES * SM_LANES : 0;                     \
         const bool log_form = jb->log_form;                                                                            \
-        const double scale = jb->scale;                                                                                \
+        const T scale = (T)jb->scale;                                                                                  \
         for (int64_t o = o0; o < o1; o++)                                                                              \
             for (int64_t i = 0; i < inner; i++) {                                                                      \
                 const int64_t base = o * n * inner + i;                                                                \
@@ -293,7 +293,7 @@ static int sm_grad_infer(pardo_infer_ctx *ctx) {
                 else                                                                                                   \
                     for (int64_t k = 0; k < n; k++) {                                                                  \
                         const int64_t j = base + k * inner;                                                            \
-                        dx[j] = (T)(scale * ((double)y[j] * ((double)dy[j] - s)));                                     \
+                        dx[j] = (T)((double)y[j] * ((double)dy[j] - s)) * scale; /* as softmax_grad, then scale_grad */ \
                     }                                                                                                  \
             }                                                                                                          \
     }

@@ -429,6 +429,62 @@ START_TEST(bias_grad_copy_is_passed_on) {
 }
 END_TEST
 
+/* scale -> softmax (inference), and with softmax_grad -> scale_grad
+ * (training, the gradient ops as autodiff writes them): softmax {scale}
+ * and softmax_grad {scale} with the bits of the ops one by one, rows on and
+ * off the kernels' lanes, float32 and float64; a scale with a bias stays. */
+START_TEST(softmax_takes_in_its_scale) {
+    static const char fmt[] =
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"%s\", \"shape\": [-1, %d], \"role\": \"feed\"},"
+        "\"dp\": {\"dtype\": \"%s\", \"shape\": [-1, %d], \"role\": \"feed\"}},"
+        "\"ops\": [{\"op\": \"scale\", \"in\": [\"x\"], \"out\": [\"s\"], \"attrs\": {\"scale\": 0.125%s}},"
+        "{\"op\": \"softmax\", \"in\": [\"s\"], \"out\": [\"p\"]}%s]}]}";
+    static const char grads[] = ", {\"op\": \"softmax_grad\", \"in\": [\"s\", \"p\", \"dp\"], \"out\": [\"ds\"]},"
+                                "{\"op\": \"scale_grad\", \"in\": [\"\", \"s\", \"ds\"], \"out\": [\"dx\"], "
+                                "\"attrs\": {\"scale\": 0.125%s}}";
+    static const char *const dts[] = {"float32", "float64"};
+    static const int widths[] = {7, 40};
+    for (int dt = 0; dt < 2; dt++)
+        for (int w = 0; w < 2; w++)
+            for (int train = 0; train < 2; train++)
+                for (int biased = 0; biased < 2; biased++) {
+                    char g[512], text[2048];
+                    const char *bias = biased ? ", \"bias\": 1" : "";
+                    snprintf(g, sizeof g, grads, bias);
+                    snprintf(text, sizeof text, fmt, dts[dt], widths[w], dts[dt], widths[w], bias, train ? g : "");
+                    test_rng r = {40u + (uint64_t)(dt * 8 + w * 4 + train * 2 + biased)};
+                    int64_t xs[] = {5, widths[w]};
+                    const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
+                    pardo_tensor *x = test_tensor_random(&r, d, 2, xs, -20, 20), *dp = test_tensor_random(&r, d, 2, xs, -1, 1);
+                    static const char *const names[] = {"x", "dp"}, *const outs[] = {"p", "dx"};
+                    pardo_tensor *const feeds[] = {x, dp};
+                    char what[64];
+                    snprintf(what, sizeof what, "%s width %d%s%s", dts[dt], widths[w], train ? " training" : "",
+                             biased ? " biased" : "");
+                    fused_and_unfused_agree(text, 2, names, feeds, train ? 2 : 1, outs, what, !biased);
+                    if (!biased) {
+                        pardo_program *p = test_program(text, "graph.json");
+                        pardo_program *f = fused(p, outs, train ? 2 : 1);
+                        ck_assert_int_eq(count_ops(f, 0, "scale") + count_ops(f, 0, "scale_grad"), 0);
+                        static const char *const sm_in[] = {"x"}, *const sg_in[] = {"x", "p", "dp"}, *const sg_out[] = {"dx"};
+                        assert_names(&f->blocks[0].ops[0], false, sm_in, 1);
+                        double c = 0;
+                        pardo_status st;
+                        ck_assert(pardo_attr_float(&f->blocks[0].ops[0], "scale", 1, &c, &st) == PARDO_OK && c == 0.125);
+                        if (train) {
+                            assert_names(&f->blocks[0].ops[1], false, sg_in, 3);
+                            assert_names(&f->blocks[0].ops[1], true, sg_out, 1);
+                        }
+                        pardo_program_free(f);
+                        pardo_program_free(p);
+                    }
+                    pardo_tensor_release(x);
+                    pardo_tensor_release(dp);
+                }
+}
+END_TEST
+
 /* A float32 merge of parts taken into the sgd that reads it for a plain
  * mean (over 2 and 4 parts: times the exact inverse; over 3: a divide), a
  * sum and a weighted mean of unequal parts, with an empty part (weight 0,
@@ -552,6 +608,7 @@ Suite *make_fuse_suite(void) {
     tcase_add_test(tc, bias_shapes_keep_the_bits);
     tcase_add_test(tc, backward_chain_keeps_the_bits_with_batch_dims);
     tcase_add_test(tc, bias_grad_copy_is_passed_on);
+    tcase_add_test(tc, softmax_takes_in_its_scale);
     tcase_add_test(tc, merged_updates_keep_the_bits);
     tcase_add_test(tc, fused_matmul_refuses_autodiff);
     tcase_add_test(tc, fused_forms_refuse_bad_inputs);

@@ -207,7 +207,7 @@ START_TEST(parallel_steady_state_allocates_nothing) {
         loss[release] = pardo_tensor_get_f64(pardo_executor_fetch(ex, "loss"), 0);
         pardo_executor_free(ex);
     }
-    ck_assert(loss[0] == loss[1]);
+    ck_assert_msg(loss[0] == loss[1], "loss %.17g keeping temporaries, %.17g freeing them", loss[0], loss[1]);
     pardo_program_free(p);
     pardo_thread_pool_shutdown();
 }

@@ -12,6 +12,8 @@
  *                                             (attr grad_merge, input weight_by)
  *   add_grad(dC) -> (copy of dC, dbias), the copy read by one op (a last
  *       layer's matmul_grad)                => add_grad -> ("", dbias); that op reads dC
+ *   scale (bias 0) -> softmax [, softmax_grad -> scale_grad] (attention's
+ *       1/sqrt(d) before its softmax)      => softmax {scale} [, softmax_grad {scale}]
  *
  * A chain fuses only where its intermediates are temporaries nobody else
  * can see: no other op of any block reads or writes them, no attr names
@@ -38,6 +40,8 @@ typedef struct fusion {
     int update;    // this merge is taken into the update at index update - 1 (0: not fused)
     int merge;     // this update takes the merge at index merge - 1 (0: not fused)
     int pass_on;   // this add_grad's output pass_on - 1 (a copy of its dC) is dropped (0: not)
+    int scaled;    // this softmax (softmax_grad) takes in the scale op at index scaled - 1 (0: not)
+    int scale_grad; // this softmax_grad takes in the scale_grad at index scale_grad - 1 and writes its dX (0: not)
     const char *from, *to; // this op reads `to` where it read `from` (an add_grad's dropped copy; NULL: none)
 } fusion;
 
@@ -306,6 +310,89 @@ static void plan_pass_on(const pardo_program *p, int b, int i, const fuse_ctx *f
     fuse[j].to = dc;
 }
 
+/* The float attr `name` of op (dflt when absent); false where it is not a number. */
+static bool attr_number(const pardo_op *op, const char *name, double dflt, double *v) {
+    const pardo_value *a = pardo_attr(op, name);
+    if (!a) return *v = dflt, true;
+    return a->kind == PARDO_V_NUMBER && (*v = a->number, true);
+}
+
+/* True when no op of blk in (from, to) reads or writes `name`. */
+static bool untouched_between(const pardo_block *blk, int from, int to, const char *name) {
+    for (int x = from + 1; x < to; x++)
+        if (pardo_op_reads(&blk->ops[x], name) || pardo_op_writes(&blk->ops[x], name)) return false;
+    return true;
+}
+
+/* scale at index i (bias 0) whose output S only a softmax reads, and in a
+ * training graph that softmax's gradient as its X (and the scale's
+ * gradient as its Y), the softmax_grad's dX read by the scale's gradient only: softmax {scale} reads the scale's input X, and
+ * softmax_grad {scale} writes the scale_grad's dX. S and dS must be private
+ * temps, X written before the scale only, dX not touched in between. The
+ * kernels multiply by the scale where the ops did (the same bits). */
+static void plan_softmax_scale(const pardo_program *p, int b, int i, const fuse_ctx *fc, const bool *chained,
+                               fusion *fuse) {
+    const pardo_block *blk = &p->blocks[b];
+    const pardo_op *sc = &blk->ops[i];
+    double c, bias;
+    if (strcmp(sc->type, "scale") || sc->n_in != 1 || sc->n_out != 1 || !sc->in[0][0] || !sc->out[0][0] ||
+        chained[i] || !attr_number(sc, "scale", 1.0, &c) || !attr_number(sc, "bias", 0.0, &bias) || bias != 0)
+        return;
+    const char *x = sc->in[0], *sv = sc->out[0];
+    const var_uses *ux = uses_find(fc->uses, p, b, x), *us = uses_find(fc->uses, p, b, sv);
+    if (strcmp(x, sv) == 0 || !ux || ux->writes > 1 || (ux->writes == 1 && (ux->write_block != b || ux->write_op > i)) ||
+        !us || us->in_attr || us->writes != 1 || us->reads < 1 || us->reads > 3)
+        return;
+    /* S's readers: the softmax, and in training its gradient (X) and the scale's gradient (Y, for its shape) */
+    int sm = -1, sg = -1, sy = -1, n_readers = 0;
+    for (int j = i + 1; j < blk->n_ops; j++) {
+        const pardo_op *o = &blk->ops[j];
+        if (!pardo_op_reads(o, sv)) continue;
+        n_readers++;
+        if (strcmp(o->type, "softmax") == 0 && sm < 0 && o->n_in == 1 && o->n_out == 1) sm = j;
+        else if (strcmp(o->type, "softmax_grad") == 0 && sm >= 0 && sg < 0 && o->n_in == 3 && o->n_out == 1 &&
+                 strcmp(o->in[0], sv) == 0 && strcmp(o->in[1], sv) && strcmp(o->in[2], sv))
+            sg = j;
+        else if (strcmp(o->type, "scale_grad") == 0 && sg >= 0 && sy < 0 && o->n_in == 3 && strcmp(o->in[1], sv) == 0 &&
+                 strcmp(o->in[0], sv) && strcmp(o->in[2], sv))
+            sy = j;
+        else return;
+    }
+    if (sm < 0 || chained[sm] || fuse[sm].from || n_readers != us->reads || (sg < 0 && us->reads != 1)) return;
+    /* S read by these ops only, and no block but b sees it (private_temp asks for one reader: count both) */
+    int owner = -1;
+    const pardo_graph_var *v = pardo_program_lookup_var(p, b, sv, &owner);
+    if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value ||
+        pardo_name_listed(fc->keep, fc->n_keep, sv) || binds_part(p, b, sv) || us->write_block != b ||
+        us->write_op != i)
+        return;
+    int gj = -1;
+    if (sg >= 0) {
+        const pardo_op *g = &blk->ops[sg];
+        const char *ds = g->out[0];
+        const var_uses *ud = ds[0] ? uses_find(fc->uses, p, b, ds) : NULL;
+        if (chained[sg] || fuse[sg].from || !ud || ud->reads != 1 || ud->read_block != b) return;
+        gj = ud->read_op;
+        const pardo_op *sgr = &blk->ops[gj];
+        double c2, bias2;
+        if (strcmp(sgr->type, "scale_grad") || sgr->n_in != 3 || sgr->n_out != 1 || strcmp(sgr->in[2], ds) ||
+            strcmp(sgr->in[0], ds) == 0 || strcmp(sgr->in[1], ds) == 0 || !sgr->out[0][0] || chained[gj] ||
+            fuse[gj].from || !attr_number(sgr, "scale", 1.0, &c2) || !attr_number(sgr, "bias", 0.0, &bias2) ||
+            c2 != c || (sy >= 0 && sy != gj) || !private_temp(p, b, ds, sg, gj, fc))
+            return;
+        const char *dx = sgr->out[0];
+        const var_uses *udx = uses_find(fc->uses, p, b, dx);
+        if (!udx || udx->writes != 1 || strcmp(dx, x) == 0 || strcmp(dx, g->in[1]) == 0 || strcmp(dx, g->in[2]) == 0 ||
+            !untouched_between(blk, sg, gj, dx))
+            return;
+    }
+    fuse[sm].scaled = i + 1;
+    if (sg >= 0) {
+        fuse[sg].scaled = i + 1;
+        fuse[sg].scale_grad = gj + 1;
+    }
+}
+
 /* Fills fuse[0..n_ops) for block b of p. */
 static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion *fuse) {
     const pardo_block *blk = &p->blocks[b];
@@ -356,6 +443,7 @@ static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion
         for (int k = 0; k < fuse[i].len; k++) chained[fuse[i].follow[k]] = true;
     }
     for (int i = 0; i < blk->n_ops; i++) plan_pass_on(p, b, i, fc, chained, fuse);
+    for (int i = 0; i < blk->n_ops; i++) plan_softmax_scale(p, b, i, fc, chained, fuse);
     free(chained);
 }
 
@@ -446,6 +534,29 @@ static int emit_passed_on(pardo_block *to, const pardo_block *blk, int i, const 
     return PARDO_OK;
 }
 
+/* softmax (softmax_grad) at index i with the scale op before it taken in:
+ * it reads the scale's input, its attr scale is multiplied by the scale's,
+ * and a softmax_grad writes the scale_grad's dX. */
+static int emit_softmax_scaled(pardo_block *to, const pardo_block *blk, int i, const fusion *f, pardo_status *st) {
+    const pardo_op *src = &blk->ops[i], *sc = &blk->ops[f->scaled - 1];
+    double c = 1, own = 1;
+    (void)attr_number(sc, "scale", 1.0, &c);
+    (void)attr_number(src, "scale", 1.0, &own);
+    pardo_op *op = new_op_like(to, src, st);
+    if (!op) return st->code;
+    if (!op->attrs && !(op->attrs = pardo_value_new_object()))
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing ops");
+    pardo_value *num = pardo_value_new_number(c * own);
+    int rc = num ? pardo_value_set(op->attrs, "scale", num, st) : pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing ops");
+    pardo_value_free(num);
+    if (rc != PARDO_OK) return rc;
+    for (int k = 0; k < src->n_in; k++)
+        if (pardo_op_add_input(op, strcmp(src->in[k], sc->out[0]) == 0 ? sc->in[0] : src->in[k], st) != PARDO_OK)
+            return st->code;
+    const char *out = f->scale_grad ? blk->ops[f->scale_grad - 1].out[0] : src->out[0];
+    return pardo_op_add_output(op, out, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
 /* Rewrites block b's chains; *n_fused counts the ops taken into others and
  * the add_grads whose copy is passed on. */
 static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused, pardo_status *st) {
@@ -464,6 +575,8 @@ static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused,
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < fuse[i].len; k++) gone[fuse[i].follow[k]] = true;
         if (fuse[i].update) gone[i] = true;
+        if (fuse[i].scaled) gone[fuse[i].scaled - 1] = true;
+        if (fuse[i].scale_grad) gone[fuse[i].scale_grad - 1] = true;
     }
     int passed_on = 0;
     for (int i = 0; i < n; i++) taken += gone[i], passed_on += fuse[i].pass_on > 0;
@@ -475,6 +588,7 @@ static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused,
                                                                : emit_matmul_grad(&to, blk, i, &fuse[i], st);
         else if (fuse[i].merge) rc = emit_update(&to, blk, i, &fuse[i], st);
         else if (fuse[i].pass_on || fuse[i].from) rc = emit_passed_on(&to, blk, i, &fuse[i], st);
+        else if (fuse[i].scaled) rc = emit_softmax_scaled(&to, blk, i, &fuse[i], st);
         else rc = pardo_block_add_op_copy(&to, op, st) ? PARDO_OK : st->code;
     }
     if (rc != PARDO_OK) goto done;
