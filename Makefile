@@ -182,6 +182,12 @@ ifneq ($(BLAS_FOUND),)
   BENCH_BLAS_LIBS   = $(shell pkg-config --libs openblas) -Wl,-rpath,$(shell pkg-config --variable=libdir openblas)
 endif
 $(BUILD)/tools/bench/bench_gemm.o: CFLAGS += $(BENCH_BLAS_CFLAGS)
+# W4's peer, libgomp's fork/join (bench_omp), where $(CC) -fopenmp links; tools/bench/run says so and skips it otherwise.
+ifeq ($(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo 1),1)
+  BENCH_BINS += $(BUILD)/tools/bench/bench_omp
+  $(BUILD)/tools/bench/bench_omp.o: CFLAGS += -fopenmp
+  $(BUILD)/tools/bench/bench_omp: LDFLAGS += -fopenmp
+endif
 $(BENCH_BINS): %: %.o $(LIB)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(BENCH_BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)

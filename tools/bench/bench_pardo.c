@@ -9,8 +9,11 @@
  *       P 0 (default): the single-thread training graph (backward + sgd, no
  *       parallel rewrite); P >= 1: rewritten for P parts (parallel_do).
  *   bench_pardo infer GRAPH [--threads N] [--parts P] [--fetch NAME] ...   forward only; P >= 1: parts;
- *       the fetched var NAME (default probs) is what the run keeps; the feed x is
- *       [B, K] with K from the graph's x (784 for the MLP, 64 for graphs/two_tower.json)
+ *       the fetched var NAME (default probs) is what the run keeps
+ *   train and infer feed every feed var of the graph's block 0 with one batch, its -1
+ *       dims B (x [B, 784] for the MLP and the CNN, [B, 64] for graphs/two_tower.json,
+ *       x and a target t [B, 256] for mlp_block.json, [B, 128, 256] for attention.json):
+ *       floats uniform in [0, 1) from a fixed LCG, integers (labels) k % 10
  *   bench_pardo chain [--ops N] [--steps S] ...    a chain of N adds on a 16-element
  *       float32 tensor; the JSON line also gives us_per_op.
  *   --no-fuse (any mode): leave the fusion pass out, as `pardo run --no-fuse` does
@@ -175,27 +178,41 @@ int main(int argc, char **argv) {
     if (pardo_executor_new(p, &eo, &ex, &st) != PARDO_OK || pardo_executor_init_vars(ex, NULL, NULL, &st) != PARDO_OK)
         die("executor", &st);
 
-    /* one batch: x [batch, K] (K: the graph's x) uniform in [0, 1) from a fixed LCG, labels i % 10 */
-    int64_t xs[2] = {batch, 784}, ys[1] = {batch}, cs[1] = {16};
-    const pardo_graph_var *xv = chain ? NULL : pardo_block_find_var(&p->blocks[0], "x");
-    if (!chain && (!xv || xv->role != PARDO_VAR_FEED || xv->type.ndim != 2 || xv->type.shape[1] < 1))
-        die("the graph needs a feed x [-1, K]", NULL);
-    if (xv) xs[1] = xv->type.shape[1];
-    pardo_tensor *x = pardo_tensor_new_cpu(PARDO_F32, chain ? 1 : 2, chain ? cs : xs, &st), *y = NULL;
-    if (!x) die("feed", &st);
-    float *xd = pardo_tensor_data(x);
+    /* one batch: every feed var of block 0 (x, and y or a target t where the graph has them), its -1 dims the
+     * batch; floats uniform in [0, 1) from one fixed LCG (taken in the vars' order, so x, the first, gets the
+     * numbers it always had), integers k % 10 (the labels) */
+    enum { MAX_FEEDS = 8 };
+    pardo_tensor *feeds[MAX_FEEDS];
+    int n_feeds = 0;
     uint64_t s = 12345;
-    for (int64_t k = 0; k < x->numel; k++) {
-        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-        xd[k] = (float)(s >> 40) / (float)(1 << 24);
+    const pardo_block *b0 = &p->blocks[0];
+    for (int v = 0; v < b0->n_vars; v++) {
+        const pardo_graph_var *gv = &b0->vars[v];
+        if (gv->role != PARDO_VAR_FEED) continue;
+        if (n_feeds == MAX_FEEDS) die("the graph has more than 8 feeds", NULL);
+        int64_t shape[PARDO_MAX_DIMS];
+        for (int d = 0; d < gv->type.ndim; d++) shape[d] = gv->type.shape[d] < 0 ? batch : gv->type.shape[d];
+        pardo_tensor *f = pardo_tensor_new_cpu(gv->type.dtype, gv->type.ndim, shape, &st);
+        if (!f) die(gv->name, &st);
+        feeds[n_feeds++] = f;
+        if (gv->type.dtype == PARDO_F32) {
+            float *fd = pardo_tensor_data(f);
+            for (int64_t k = 0; k < f->numel; k++) {
+                s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+                fd[k] = (float)(s >> 40) / (float)(1 << 24);
+            }
+        } else if (gv->type.dtype == PARDO_I64) {
+            int64_t *id = pardo_tensor_data(f);
+            for (int64_t k = 0; k < f->numel; k++) id[k] = k % 10;
+        } else if (gv->type.dtype == PARDO_I32) {
+            int32_t *id = pardo_tensor_data(f);
+            for (int64_t k = 0; k < f->numel; k++) id[k] = (int32_t)(k % 10);
+        } else {
+            die("a feed is neither float32 nor int32/int64", NULL);
+        }
+        if (pardo_executor_feed(ex, gv->name, f, "bench", &st) != PARDO_OK) die(gv->name, &st);
     }
-    if (pardo_executor_feed(ex, "x", x, "bench", &st) != PARDO_OK) die("feed x", &st);
-    if (train) {
-        if (!(y = pardo_tensor_new_cpu(PARDO_I64, 1, ys, &st))) die("feed", &st);
-        int64_t *yd = pardo_tensor_data(y);
-        for (int64_t k = 0; k < batch; k++) yd[k] = k % 10;
-        if (pardo_executor_feed(ex, "y", y, "bench", &st) != PARDO_OK) die("feed y", &st);
-    }
+    if (n_feeds == 0) die("the graph has no feed var in block 0", NULL);
 
     for (int k = 0; k < warmup; k++)
         if (pardo_executor_run(ex, &st) != PARDO_OK) die("run", &st);
@@ -229,8 +246,7 @@ int main(int argc, char **argv) {
     printf(", \"heap_delta_bytes\": %lld, \"peak_rss_kb\": %ld, \"gemm\": \"%s\"}\n", heap_delta, peak_rss_kb(),
            pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
     free(t);
-    pardo_tensor_release(x);
-    pardo_tensor_release(y);
+    for (int k = 0; k < n_feeds; k++) pardo_tensor_release(feeds[k]);
     pardo_executor_free(ex);
     pardo_program_free(p);
     pardo_thread_pool_shutdown();

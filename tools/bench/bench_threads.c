@@ -11,6 +11,10 @@
  *   3. the speedup from 1 to 2 threads of a compute-bound parallel_do: 2
  *      parts of a block of matmuls, the same work at both thread counts.
  *
+ * The last two lines, "summary: ..." (1 and 3) and "pool: ..." (2's medians
+ * with the workers awake), are what tools/bench/run reads for W4; bench_omp
+ * times libgomp's fork/join of the same empty work beside it.
+ *
  * Usage: bench_threads [CALLS]   (default 20000 fork/join samples) */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -120,21 +124,22 @@ static void meet_item(void *arg, int64_t i) {
     }
 }
 
-static void bench_pool(int calls) {
+/* Sets *for_us and *handoff_us to the medians of the first two (the workers awake). */
+static void bench_pool(int calls, double *for_us, double *handoff_us) {
     double *t = malloc((size_t)calls * sizeof(*t));
     for (int i = 0; i < calls; i++) {
         double t0 = now_us();
         pardo_thread_pool_for(2, 2, empty_item, NULL);
         t[i] = now_us() - t0;
     }
-    report("pardo_thread_pool_for, 2 empty items, width 2", t, calls);
+    *for_us = report("pardo_thread_pool_for, 2 empty items, width 2", t, calls);
     for (int i = 0; i < calls; i++) {
         handoff h = {0};
         double t0 = now_us();
         pardo_thread_pool_for(2, 2, meet_item, &h);
         t[i] = now_us() - t0;
     }
-    report("forced hand-off: both items must run at once (worker awake)", t, calls);
+    *handoff_us = report("forced hand-off: both items must run at once (worker awake)", t, calls);
     int cold = calls / 100 < 200 ? calls / 100 : 200;
     if (cold < 20) cold = 20;
     for (int i = 0; i < cold; i++) {
@@ -212,11 +217,14 @@ int main(int argc, char **argv) {
     double pd2 = bench_step(empty_text, "split + empty parallel_do (2 parts)", 2, calls);
     double fj = pd2 - split2;
     printf("  => empty parallel_do alone: %.2f us at 1 thread, %.2f us at 2 threads\n", pd1 - split1, fj);
-    bench_pool(calls);
+    double for_us, handoff_us;
+    bench_pool(calls, &for_us, &handoff_us);
     printf("compute-bound parallel_do:\n");
     double t1 = bench_compute(1, 30), t2 = bench_compute(2, 30);
     printf("summary: empty parallel_do fork/join at 2 threads %.2f us (median); 1 -> 2 threads speedup %.2fx\n", fj,
            t1 / t2);
+    printf("pool: pardo_thread_pool_for 2 empty items %.2f us; forced hand-off %.2f us (medians, 2 threads)\n", for_us,
+           handoff_us);
     pardo_thread_pool_shutdown();
     return 0;
 }
