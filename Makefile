@@ -149,7 +149,11 @@ $(BUILD)/ops/gemm_blas.o: CFLAGS += $(BLAS_CFLAGS)
 # The kernels' loops are vectorised at the default -O2 too (GCC's -O2 cost model leaves loops with run-time trip
 # counts scalar); vectorising elementwise loops does not change a float result. OPT=-O0/-O1 builds are left alone.
 OPS_VEC ?= $(if $(filter -O2,$(OPT)),-ftree-vectorize -fvect-cost-model=dynamic)
-$(BUILD)/ops/%.o: CFLAGS += $(OPS_VEC)
+# pardo never unmasks floating-point exceptions, so a float compare may be evaluated where the source only selects
+# by it: without this, GCC leaves the selects of ops/vmath.h (and softmax's lane max) as branches, and no loop over
+# them vectorises for AVX2 or the baseline (AVX-512's masks did). It changes no value.
+OPS_FP ?= -fno-trapping-math
+$(BUILD)/ops/%.o: CFLAGS += $(OPS_VEC) $(OPS_FP)
 $(BUILD)/ops/cuda/%.o: CFLAGS += $(CUDA_CFLAGS)
 
 Q ?= @

@@ -30,17 +30,20 @@ static inline float pardo_vexp2i(int32_t n) {
     return f;
 }
 
-/* e^x in float32 (Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, a degree-6
- * polynomial for e^r, then 2^n applied in two halves so that subnormal and
- * near-overflow results come out right). */
-static inline float pardo_vexpf(float x) {
-    const float lo = -104.0f, hi = 89.0f; // e^-104 rounds to 0, e^89 to inf
-    float xc = x < lo ? lo : x;
-    xc = xc > hi ? hi : xc;
-    xc = xc == xc ? xc : 0.0f; // NaN: compute on 0, return NaN below
+/* e^(hi + lo) in float32 without rounding hi + lo first (Cephes' expf: hi
+ * + lo = n ln2 + r, |r| <= ln2 / 2, r taken as hi - n ln2 (exact) + lo, a
+ * degree-6 polynomial for e^r, then 2^n applied in two halves so that
+ * subnormal and near-overflow results come out right). erfc's e^(-x^2 + P)
+ * passes -x^2 split in two, so that its rounding costs nothing. */
+static inline float pardo_vexpf2(float hi, float lo) {
+    const float s = hi + lo;
+    float sc = s < -104.0f ? -104.0f : s; // e^-104 rounds to 0, e^89 to inf
+    sc = sc > 89.0f ? 89.0f : sc;
+    sc = sc == sc ? sc : 0.0f; // NaN: compute on 0, return NaN below
+    const float h = sc == s ? hi : sc, l = sc == s ? lo : 0.0f;
     const float magic = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
-    const float nf = (xc * 1.44269504088896341f + magic) - magic;
-    const float r = (xc - nf * 0.693359375f) - nf * -2.12194440e-4f;
+    const float nf = (sc * 1.44269504088896341f + magic) - magic;
+    const float r = ((h - nf * 0.693359375f) + l) - nf * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
@@ -48,10 +51,13 @@ static inline float pardo_vexpf(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * (r * r) + r + 1.0f;
-    const int32_t n = (int32_t)nf, n1 = n / 2;
+    const int32_t n = (int32_t)nf, n1 = n >> 1; // floor(n / 2), arithmetic shift (GCC)
     const float y = p * pardo_vexp2i(n1) * pardo_vexp2i(n - n1);
-    return x == x ? y : x;
+    return s == s ? y : s;
 }
+
+/* e^x in float32. */
+static inline float pardo_vexpf(float x) { return pardo_vexpf2(x, 0.0f); }
 
 /* x with the low 12 bits of its significand cleared: its square is exact. */
 static inline float pardo_vhigh12(float x) {
@@ -64,11 +70,10 @@ static inline float pardo_vhigh12(float x) {
 
 /* erfc(z) for z >= 0 given z and z^2 as sq_hi + sq_lo, sq_hi exact
  * (Numerical Recipes' erfcc: t = 1 / (1 + z / 2), erfc(z) = t exp(-z^2 +
- * P(t))). The exponential is taken in two factors, e^-sq_hi e^(P - sq_lo),
- * as musl's erff does, so that rounding -z^2 + P to float (an error of up
- * to 4e-6 in the argument near z = 9) costs nothing. Also returns
- * e^-sq_hi in *e_hi. */
-static inline float pardo_verfc_sq(float z, float sq_hi, float sq_lo, float *e_hi) {
+ * P(t))); the exponential takes -sq_hi and P - sq_lo apart (pardo_vexpf2),
+ * as musl's erff splits its e^-z^2, so that rounding -z^2 + P to float (an
+ * error of up to 4e-6 in the argument near z = 9) costs nothing. */
+static inline float pardo_verfc_sq(float z, float sq_hi, float sq_lo) {
     const float t = 1.0f / (1.0f + 0.5f * z);
     float p = 0.17087277f;
     p = p * t + -0.82215223f;
@@ -80,8 +85,7 @@ static inline float pardo_verfc_sq(float z, float sq_hi, float sq_lo, float *e_h
     p = p * t + 0.37409196f;
     p = p * t + 1.00002368f;
     p = p * t + -1.26551223f;
-    *e_hi = pardo_vexpf(-sq_hi);
-    return t * *e_hi * pardo_vexpf(p - sq_lo);
+    return t * pardo_vexpf2(-sq_hi, p - sq_lo);
 }
 
 /* erfc(x) in float32: erfc(-|x|) = 2 - erfc(|x|). */
@@ -89,38 +93,40 @@ static inline float pardo_verfcf(float x) {
     float z = x < 0 ? -x : x;
     z = z > 1e4f ? 1e4f : z; // erfc(1e4) is 0 already; keeps inf - inf out of the split
     const float zh = pardo_vhigh12(z);
-    float e_hi;
-    const float e = pardo_verfc_sq(z, zh * zh, (z - zh) * (z + zh), &e_hi);
+    const float e = pardo_verfc_sq(z, zh * zh, (z - zh) * (z + zh));
     return x < 0 ? 2.0f - e : e;
 }
 
-/* Phi(x), the standard normal CDF, = erfc(-x / sqrt 2) / 2, with x^2 / 2
- * split exactly from x (not from x / sqrt 2 rounded, whose error would grow
- * with x^2); *pdf_e gets e^(-x^2 / 2), for the density. */
-static inline float pardo_vnormal_cdf(float x, float *pdf_e) {
+/* x^2 / 2 as hi + lo, hi exact, split from x (not from x / sqrt 2 rounded,
+ * whose error would grow with x^2); |x| capped at 1e4 (Phi is 0 or 1 and
+ * the density 0 long before), which keeps inf - inf out of the split. */
+static inline void pardo_vhalf_square(float x, float *hi, float *lo) {
     float a = x < 0 ? -x : x;
-    a = a > 1e4f ? 1e4f : a; // Phi is 0 or 1 already; keeps inf - inf out of the split
+    a = a > 1e4f ? 1e4f : a;
     const float ah = pardo_vhigh12(a);
-    const float sq_hi = 0.5f * (ah * ah), sq_lo = 0.5f * ((a - ah) * (a + ah));
-    float e_hi;
-    const float e = 0.5f * pardo_verfc_sq(a * 0.707106781186547524f, sq_hi, sq_lo, &e_hi);
-    *pdf_e = e_hi * pardo_vexpf(-sq_lo);
+    *hi = 0.5f * (ah * ah);
+    *lo = 0.5f * ((a - ah) * (a + ah));
+}
+
+/* Phi(x), the standard normal CDF, = erfc(-x / sqrt 2) / 2. */
+static inline float pardo_vnormal_cdf(float x) {
+    float hi, lo;
+    pardo_vhalf_square(x, &hi, &lo);
+    const float a = x < 0 ? -x : x, z = (a > 1e4f ? 1e4f : a) * 0.707106781186547524f;
+    const float e = 0.5f * pardo_verfc_sq(z, hi, lo);
     return x > 0 ? 1.0f - e : e;
 }
 
 /* gelu(x) = x Phi(x) = 0.5 x erfc(-x / sqrt 2), the exact form, in float32:
  * the gelu op's float32 kernel and the GEMM's gelu epilogue both call this,
  * so a fused matmul + bias + gelu gives the ops' bits. */
-static inline float pardo_vgeluf(float x) {
-    float pdf_e;
-    return x * pardo_vnormal_cdf(x, &pdf_e);
-}
+static inline float pardo_vgeluf(float x) { return x * pardo_vnormal_cdf(x); }
 
 /* d gelu / dx = Phi(x) + x phi(x), phi the standard normal density, in float32. */
 static inline float pardo_vgelu_gradf(float x) {
-    float pdf_e;
-    const float cdf = pardo_vnormal_cdf(x, &pdf_e);
-    return cdf + x * (0.398942280401432678f * pdf_e);
+    float hi, lo;
+    pardo_vhalf_square(x, &hi, &lo);
+    return pardo_vnormal_cdf(x) + x * (0.398942280401432678f * pardo_vexpf2(-hi, -lo));
 }
 
 /* The logistic sigmoid 1 / (1 + e^-x) in float32, from e^-|x| (never overflows). */
