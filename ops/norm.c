@@ -136,8 +136,8 @@ typedef struct ln_job {
  * rows in order in double). */
 #define LN_KERNELS(SUF, T)                                                                                             \
     PARDO_SIMD_CLONES static void ln_fwd_##SUF(const ln_job *jb, int64_t r0, int64_t r1) {                             \
-        const T *x = jb->x, *s = jb->scale, *b = jb->bias;                                                             \
-        T *y = jb->y, *mo = jb->mean, *io = jb->inv;                                                                   \
+        const T *restrict x = jb->x, *restrict s = jb->scale, *restrict b = jb->bias;                                  \
+        T *restrict y = jb->y, *restrict mo = jb->mean, *restrict io = jb->inv;                                        \
         const int64_t n = jb->g.n;                                                                                     \
         for (int64_t r = r0; r < r1; r++) {                                                                            \
             const T *xr = x + r * n;                                                                                   \
@@ -161,8 +161,9 @@ typedef struct ln_job {
         }                                                                                                              \
     }                                                                                                                  \
     PARDO_SIMD_CLONES static void ln_bwd_rows_##SUF(const ln_job *jb, int64_t r0, int64_t r1) {                        \
-        const T *x = jb->x, *s = jb->scale, *dy = jb->dy, *dm = jb->dmean, *di = jb->dinv;                             \
-        T *dx = jb->dx;                                                                                                \
+        const T *restrict x = jb->x, *restrict s = jb->scale, *restrict dy = jb->dy, *restrict dm = jb->dmean,         \
+                *restrict di = jb->dinv;                                                                               \
+        T *restrict dx = jb->dx;                                                                                       \
         const int64_t n = jb->g.n;                                                                                     \
         const double nn = (double)n;                                                                                   \
         for (int64_t r = r0; r < r1; r++) {                                                                            \
@@ -205,8 +206,8 @@ typedef struct ln_job {
         }                                                                                                              \
     }                                                                                                                  \
     PARDO_SIMD_CLONES static void ln_bwd_cols_##SUF(const ln_job *jb, int64_t c0, int64_t c1) {                        \
-        const T *x = jb->x, *dy = jb->dy;                                                                              \
-        T *ds = jb->dscale, *db = jb->dbias;                                                                           \
+        const T *restrict x = jb->x, *restrict dy = jb->dy;                                                            \
+        T *restrict ds = jb->dscale, *restrict db = jb->dbias;                                                         \
         const int64_t n = jb->g.n;                                                                                     \
         double acc_s[LN_COL_BLOCK], acc_b[LN_COL_BLOCK];                                                               \
         for (int64_t c = c0; c < c1; c += LN_COL_BLOCK) {                                                              \

@@ -66,8 +66,8 @@ typedef struct sm_job {
 /* Softmax of float32 rows [o0, o1) of n contiguous elements (inner 1): the
  * max, then e = exp(scale x - max) through ops/vmath.h with the sum in
  * double, then y = e * (1 / sum). */
-PARDO_SIMD_CLONES static void softmax_rows_f32(const float *x, float *y, int64_t o0, int64_t o1, int64_t n,
-                                               float scale) {
+PARDO_SIMD_CLONES static void softmax_rows_f32(const float *restrict x, float *restrict y, int64_t o0, int64_t o1,
+                                               int64_t n, float scale) {
     const int64_t nv = n / SM_LANES * SM_LANES;
     for (int64_t o = o0; o < o1; o++) {
         const float *xr = x + o * n;
@@ -266,8 +266,8 @@ static int sm_grad_infer(pardo_infer_ctx *ctx) {
  * order), so that float32 rows vectorise. */
 #define SM_GRAD_KERNEL(NAME, T)                                                                                        \
     PARDO_SIMD_CLONES static void NAME(const sm_job *jb, int64_t o0, int64_t o1) {                                     \
-        const T *y = jb->y, *dy = jb->dy;                                                                              \
-        T *dx = jb->out;                                                                                               \
+        const T *restrict y = jb->y, *restrict dy = jb->dy;                                                            \
+        T *restrict dx = jb->out;                                                                                      \
         const int64_t n = jb->n, inner = jb->inner, nv = inner == 1 ? n / SM_LANES * SM_LANES : 0;                     \
         const bool log_form = jb->log_form;                                                                            \
         const T scale = (T)jb->scale;                                                                                  \
