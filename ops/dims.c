@@ -20,13 +20,10 @@
 
 static const pardo_arg_def y_out[] = {{"Y", "output tensor, X's dtype", false, false}};
 
-/* Y = X's elements in shape (ndim, shape). */
+/* Y = X's elements in shape (ndim, shape): a view of X where that is safe
+ * (pardo_kernel_output_as), else a copy. */
 static int copy_as(pardo_kernel_ctx *ctx, int ndim, const int64_t *shape) {
-    pardo_tensor *x = ctx->in[0];
-    pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, ndim, shape);
-    if (!y) return ctx->st->code;
-    if (y != x && x->nbytes) memcpy(pardo_tensor_data(y), pardo_tensor_data(x), x->nbytes);
-    return PARDO_OK;
+    return pardo_kernel_output_as(ctx, 0, 0, ndim, shape) ? PARDO_OK : ctx->st->code;
 }
 
 /* ---- shape ---- */

@@ -117,9 +117,9 @@ int pardo_index_back_grad(pardo_kernel_ctx *ctx, int dy_k) {
                             pardo_dtype_name(x->dtype), (long long)x->numel,
                             pardo_shape_str(x->ndim, x->shape, s2, sizeof s2));
     }
+    if (dy) return pardo_kernel_output_as(ctx, 0, dy_k, x->ndim, x->shape) ? PARDO_OK : ctx->st->code;
     pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!dx) return ctx->st->code;
-    if (dy && dx->nbytes) memcpy(pardo_tensor_data(dx), pardo_tensor_data(dy), dx->nbytes);
-    else pardo_tensor_zero(dx);
+    pardo_tensor_zero(dx);
     return PARDO_OK;
 }

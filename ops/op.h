@@ -179,6 +179,16 @@ char *pardo_grad_op_type(const char *type, char *buf, size_t n);
 pardo_tensor *pardo_kernel_output(pardo_kernel_ctx *ctx, int i, pardo_dtype dtype, int ndim,
                                   const int64_t *shape);
 
+/* Gives output i input `in`'s elements in shape (ndim, shape), which has as
+ * many elements (reshape, flatten, squeeze, unsqueeze and their gradients):
+ * on the CPU a view of the input's data, no copy, where both vars are
+ * temporaries that only their producer (this op) writes, so that nothing
+ * can write through the view or under it while it lives; else a copy in a
+ * tensor from pardo_kernel_output. A view is never reused as another op's
+ * output nor pooled (it holds its input alive until it is released).
+ * Returns the tensor (borrowed from ctx) or NULL with ctx->st filled. */
+pardo_tensor *pardo_kernel_output_as(pardo_kernel_ctx *ctx, int i, int in, int ndim, const int64_t *shape);
+
 /* False when the graph leaves output i out ("", an input gradient nobody
  * needs): the kernel may skip computing it and must not ask for its tensor. */
 bool pardo_kernel_wants_output(const pardo_kernel_ctx *ctx, int i);

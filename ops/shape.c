@@ -44,13 +44,10 @@ static int identity_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-/* Y = X's elements in shape (ndim, shape). */
+/* Y = X's elements in shape (ndim, shape): a view of X where that is safe
+ * (pardo_kernel_output_as), else a copy. */
 static int copy_as(pardo_kernel_ctx *ctx, int ndim, const int64_t *shape) {
-    pardo_tensor *x = ctx->in[0];
-    pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, ndim, shape);
-    if (!y) return ctx->st->code;
-    if (y != x && x->nbytes) memcpy(pardo_tensor_data(y), pardo_tensor_data(x), x->nbytes);
-    return PARDO_OK;
+    return pardo_kernel_output_as(ctx, 0, 0, ndim, shape) ? PARDO_OK : ctx->st->code;
 }
 
 static int identity_cpu(pardo_kernel_ctx *ctx) { return copy_as(ctx, ctx->in[0]->ndim, ctx->in[0]->shape); }

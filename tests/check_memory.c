@@ -176,6 +176,78 @@ START_TEST(executor_frees_dead_temporaries) {
 }
 END_TEST
 
+/* reshape, flatten and unsqueeze of a temporary that only its producer
+ * writes give a view of its data (no copy), also in training (reshape_grad
+ * of a gradient); of a feed, a param, or a temp an in-place op writes
+ * again, a copy; the values the same either way, a view never pooled. */
+START_TEST(reshape_of_a_private_temp_is_a_view) {
+    static const char text[] =
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"float32\", \"shape\": [4, 6], \"role\": \"feed\"},"
+        "\"w\": {\"dtype\": \"float32\", \"shape\": [4, 6], \"role\": \"param\", \"init\": "
+        "{\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 3}}},"
+        "\"ops\": [{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"h\"]},"
+        "{\"op\": \"reshape\", \"in\": [\"h\"], \"out\": [\"h2\"], \"attrs\": {\"shape\": [2, 12]}},"
+        "{\"op\": \"flatten\", \"in\": [\"h2\"], \"out\": [\"h3\"], \"attrs\": {\"axis\": 0}},"
+        "{\"op\": \"reshape\", \"in\": [\"x\"], \"out\": [\"xr\"], \"attrs\": {\"shape\": [24]}},"
+        "{\"op\": \"reshape\", \"in\": [\"w\"], \"out\": [\"wr\"], \"attrs\": {\"shape\": [24]}},"
+        "{\"op\": \"abs\", \"in\": [\"x\"], \"out\": [\"a\"]},"
+        "{\"op\": \"reshape\", \"in\": [\"a\"], \"out\": [\"ar\"], \"attrs\": {\"shape\": [24]}},"
+        "{\"op\": \"neg\", \"in\": [\"a\"], \"out\": [\"a\"]},"
+        "{\"op\": \"unsqueeze\", \"in\": [\"h3\"], \"out\": [\"h4\"], \"attrs\": {\"axes\": [0]}}]}]}";
+    pardo_program *p = test_program(text, "graph.json");
+    test_rng r = {5};
+    int64_t xs[] = {4, 6};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, xs, -1, 1);
+    static const char *const names[] = {"x"}, *const keep[] = {"h", "h2", "h3", "h4", "xr", "wr", "w", "ar", "a"};
+    pardo_tensor *const feeds[] = {x};
+    for (int release = 0; release < 2; release++) {
+        pardo_executor *ex = test_executor_with(
+            p, (pardo_exec_options){.nthreads = 1, .release_temps = release, .keep = keep, .n_keep = 9}, 1, names,
+            feeds);
+        test_run_steps(ex, 3);
+        const void *h = pardo_tensor_data(pardo_executor_fetch(ex, "h"));
+        static const char *const views[] = {"h2", "h3", "h4"};
+        for (int k = 0; k < 3; k++) {
+            pardo_tensor *t = pardo_executor_fetch(ex, views[k]);
+            ck_assert_msg(t->base && pardo_tensor_data(t) == h, "%s is not a view of h", views[k]);
+        }
+        static const char *const copies[] = {"xr", "wr", "ar"}, *const of[] = {"x", "w", "a"};
+        for (int k = 0; k < 3; k++) {
+            pardo_tensor *t = pardo_executor_fetch(ex, copies[k]), *src = pardo_executor_fetch(ex, of[k]);
+            ck_assert_msg(!t->base && pardo_tensor_data(t) != pardo_tensor_data(src), "%s is a view", copies[k]);
+        }
+        /* the values: h4 is h, xr is x, ar is |x| although a was negated after it */
+        const float *hv = h, *h4 = pardo_tensor_data(pardo_executor_fetch(ex, "h4")),
+                    *xr = pardo_tensor_data(pardo_executor_fetch(ex, "xr")),
+                    *ar = pardo_tensor_data(pardo_executor_fetch(ex, "ar")), *xv = pardo_tensor_data(x);
+        for (int i = 0; i < 24; i++) {
+            ck_assert(h4[i] == hv[i] && hv[i] == (xv[i] < 0 ? 0.0f : xv[i]));
+            ck_assert(xr[i] == xv[i] && ar[i] == (xv[i] < 0 ? -xv[i] : xv[i]));
+        }
+        pardo_executor_free(ex);
+    }
+    pardo_tensor_release(x);
+    pardo_program_free(p);
+}
+END_TEST
+
+/* A view is never pooled nor reused as an output: its data is its base's. */
+START_TEST(pool_refuses_views) {
+    pardo_status st;
+    int64_t s4[] = {4};
+    pardo_tensor *base = pardo_tensor_new_cpu(PARDO_F32, 1, s4, &st), *v = pardo_tensor_new(PARDO_F32, 1, s4, &st);
+    ck_assert_int_eq(pardo_tensor_view_of(v, base, 0, &st), PARDO_OK);
+    pardo_tensor_pool pool;
+    pardo_tensor_pool_init(&pool);
+    pardo_tensor_pool_put(&pool, v); /* released, not kept */
+    ck_assert_int_eq(pool.n, 0);
+    ck_assert_int_eq(atomic_load(&base->refs), 1);
+    pardo_tensor_pool_clear(&pool);
+    pardo_tensor_release(base);
+}
+END_TEST
+
 /* The data-parallel graph with temporaries freed: same loss as keeping
  * them, and no heap growth in the steady state (freed tensors come back
  * from the pool; tensor_arrays keep their parts). */
@@ -409,6 +481,8 @@ Suite *make_memory_suite(void) {
     tcase_add_test(tc, add_grad_with_an_operand_left_out);
     tcase_add_test(tc, updates_follow_their_params_last_use);
     tcase_add_test(tc, kept_weights_follow_their_writes);
+    tcase_add_test(tc, reshape_of_a_private_temp_is_a_view);
+    tcase_add_test(tc, pool_refuses_views);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -37,7 +37,7 @@ void pardo_tensor_pool_clear(pardo_tensor_pool *pool) {
 
 void pardo_tensor_pool_put(pardo_tensor_pool *pool, pardo_tensor *t) {
     if (!t) return;
-    if (t->is_array || t->nbytes == 0 || atomic_load(&t->refs) != 1) {
+    if (t->is_array || t->base || t->nbytes == 0 || atomic_load(&t->refs) != 1) { /* a view's data is not its own */
         pardo_tensor_release(t);
         return;
     }

@@ -28,7 +28,7 @@ void pardo_tensor_pool_init(pardo_tensor_pool *pool);
 void pardo_tensor_pool_clear(pardo_tensor_pool *pool);
 
 /* Takes over the caller's reference to t when t is a plain tensor nobody
- * else holds (else just releases it). */
+ * else holds (else just releases it: an array, a view, a shared one). */
 void pardo_tensor_pool_put(pardo_tensor_pool *pool, pardo_tensor *t);
 
 /* A tensor of exactly the bytes dtype and shape need, reshaped to them and
