@@ -42,7 +42,8 @@
 #include "scratch.h"
 #include "window2d.h"
 
-#define COL_BYTES (1 << 20)    // im2col columns of one chunk of images, at most (one image's at least)
+#define COL_BYTES (1 << 19)    // im2col columns of one chunk of images, at most (one image's at least): with the
+                               // product's packed copy of them and its output rows, about a core's L2
 #define GRAD_BLOCKS 16         // conv2d_grad sums dW and dB over at most this many blocks of images
 #define PART_ELEMS (1 << 22)   // elements of those blocks' partial sums of dW, at most (one block at least)
 #define PAR_MIN_MACS (1 << 18) // a conv2d (gradient) of fewer multiply-adds runs on the calling thread

@@ -85,15 +85,26 @@ static bool pool_is_2x2(const pool_geom *g) {
            p->pad[1] == 0 && p->pad[2] == 0 && p->pad[3] == 0;
 }
 
-/* Defines the pool kernels of element type T with suffix SUF, each on the
- * planes (n, c) [p0, p1): maxpool_fwd_SUF, maxpool_bwd_SUF (dX = dY at the
- * first max of each window, 0 elsewhere), avgpool_fwd_SUF (sum in double /
- * count), avgpool_bwd_SUF (dX = sum of dY / count over the windows holding
- * each element). Each writes every element of its planes of the output.
+/* Defines the pool kernels of element type T (U: an unsigned integer of its
+ * size) with suffix SUF, each on the planes (n, c) [p0, p1): maxpool_fwd_SUF,
+ * maxpool_bwd_SUF (dX = dY at the first max of each window, 0 elsewhere),
+ * avgpool_fwd_SUF (sum in double / count), avgpool_bwd_SUF (dX = sum of dY
+ * / count over the windows holding each element). Each writes every element
+ * of its planes of the output.
  * The 2x2 windows with strides 2 run as rows of simple loops the compiler
  * vectorises (the same arithmetic and the same first maximum); the others
  * walk each window clipped to the input. */
-#define POOL_KERNELS(SUF, T)                                                                                           \
+#define POOL_KERNELS(SUF, T, U)                                                                                        \
+    static inline U bits_##SUF(T v) {                                                                                  \
+        U u;                                                                                                           \
+        memcpy(&u, &v, sizeof u);                                                                                      \
+        return u;                                                                                                      \
+    }                                                                                                                  \
+    static inline T from_bits_##SUF(U u) {                                                                             \
+        T v;                                                                                                           \
+        memcpy(&v, &u, sizeof v);                                                                                      \
+        return v;                                                                                                      \
+    }                                                                                                                  \
     static int64_t maxpool_argmax_##SUF(const pool_geom *g, const T *xp, int64_t oh, int64_t ow) {                     \
         int64_t h0, h1, w0, w1;                                                                                        \
         pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                           \
@@ -117,16 +128,18 @@ static bool pool_is_2x2(const pool_geom *g) {
     PARDO_WINDOW2D_LOOPS static void max2x2_grad_row_##SUF(const T *restrict a, const T *restrict b,                   \
                                                            const T *restrict dy, T *restrict da, T *restrict db,       \
                                                            int64_t n) {                                                \
-        /* selects only (no branches, so that it vectorises): the gradient goes to x3 if it beats the maximum of   \
-         * x0..x2, what is left to x2 if it beats that of x0, x1, then to x1 if it beats x0, else to x0 */         \
+        /* the gradient goes to x3 if it beats the maximum of x0..x2, what is left of it to x2 if that beats the      \
+         * maximum of x0, x1, then to x1 if it beats x0, else to x0: as masks on dY's bits, without branches, so     \
+         * that the loop vectorises and a row shorter than a vector (its scalar loop) does not mispredict */         \
         for (int64_t i = 0; i < n; i++) {                                                                              \
-            const T x0 = a[2 * i], x1 = a[2 * i + 1], x2 = b[2 * i], x3 = b[2 * i + 1], d = dy[i];                     \
+            const T x0 = a[2 * i], x1 = a[2 * i + 1], x2 = b[2 * i], x3 = b[2 * i + 1];                                \
             const T m1 = x1 > x0 ? x1 : x0, m2 = x2 > m1 ? x2 : m1;                                                    \
-            const T r2 = x3 > m2 ? (T)0 : d, r1 = x2 > m1 ? (T)0 : r2;                                                 \
-            da[2 * i] = x1 > x0 ? (T)0 : r1;                                                                           \
-            da[2 * i + 1] = x1 > x0 ? r1 : (T)0;                                                                       \
-            db[2 * i] = x2 > m1 ? r2 : (T)0;                                                                           \
-            db[2 * i + 1] = x3 > m2 ? d : (T)0;                                                                        \
+            const U s1 = -(U)(x1 > x0), s2 = -(U)(x2 > m1), s3 = -(U)(x3 > m2), d = bits_##SUF(dy[i]);                \
+            const U r2 = d & ~s3, r1 = r2 & ~s2;                                                                       \
+            da[2 * i] = from_bits_##SUF(r1 & ~s1);                                                                     \
+            da[2 * i + 1] = from_bits_##SUF(r1 & s1);                                                                  \
+            db[2 * i] = from_bits_##SUF(r2 & s2);                                                                      \
+            db[2 * i + 1] = from_bits_##SUF(d & s3);                                                                   \
         }                                                                                                              \
     }                                                                                                                  \
     PARDO_WINDOW2D_LOOPS static void avg2x2_row_##SUF(const T *restrict a, const T *restrict b, T *restrict y,         \
@@ -242,8 +255,8 @@ static bool pool_is_2x2(const pool_geom *g) {
         }                                                                                                              \
     }
 
-POOL_KERNELS(f32, float)
-POOL_KERNELS(f64, double)
+POOL_KERNELS(f32, float, uint32_t)
+POOL_KERNELS(f64, double, uint64_t)
 
 /* A pool kernel on planes [p0, p1): the forward reads x and writes y, the backward reads x (max) and dy, writes dx. */
 typedef void (*pool_fn)(const pool_geom *g, const void *x, const void *dy, void *out, int64_t p0, int64_t p1);
