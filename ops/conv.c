@@ -47,6 +47,8 @@
 #define GRAD_BLOCKS 16         // conv2d_grad sums dW and dB over at most this many blocks of images
 #define PART_ELEMS (1 << 22)   // elements of those blocks' partial sums of dW, at most (one block at least)
 #define PAR_MIN_MACS (1 << 18) // a conv2d (gradient) of fewer multiply-adds runs on the calling thread
+#define GATHER_BELOW 512       // conv2d_grad gathers a chunk's dY rows for one product over the chunk where the output
+                               // has fewer elements per channel (products over one image's would be short); measured
 
 /* Sizes of one conv2d; -1 where unknown during inference. */
 typedef struct conv_geom {
@@ -282,48 +284,51 @@ static int no_scratch(pardo_kernel_ctx *c, const char *what, size_t bytes) {
         if ((j->dw && !direct) || (j->dx && !direct)) {                                                                \
             if (!(col = pardo_scratch_get(PARDO_SCRATCH_COL, col_bytes))) return no_scratch(c, "columns", col_bytes);  \
         }                                                                                                              \
-        if ((nb > 1 || j->mask) && !(rows = pardo_scratch_get(PARDO_SCRATCH_ROWS, rows_bytes)))                         \
+        if ((j->mask || (nb > 1 && P < GATHER_BELOW)) && !(rows = pardo_scratch_get(PARDO_SCRATCH_ROWS, rows_bytes)))  \
             return no_scratch(c, "output gradient rows", rows_bytes);                                                  \
         const T *x = j->x, *w = j->w, *dy = j->dy, *mask = j->mask;                                                    \
         T *dx = j->dx, *dw = j->dw;                                                                                    \
         const pardo_dtype dt = j->ctx->in[0]->dtype;                                                                   \
         const pardo_im2col ig = {.win = &g->win, .c = g->cg, .h = g->h, .w = g->w, .oh = g->oh, .ow = g->ow};          \
+        /* masked, or for small images, the chunk's rows of dY are gathered side by side and each product covers   \
+         * the chunk; else each product reads one image's rows of dY in place */                                      \
+        const int64_t per = rows ? nb : 1;                                                                             \
         for (int64_t gi = 0; gi < g->group; gi++) {                                                                    \
             const int64_t y0 = (n0 * g->m + gi * g->mg) * P; /* image n0's group gi in dY */                          \
-            const T *dyg = dy + y0;                                                                                    \
-            int64_t ldy = P;                                                                                           \
-            if (rows) {                                                                                                \
-                for (int64_t i = 0; i < nb; i++)                                                                       \
-                    for (int64_t r = 0; r < g->mg; r++) {                                                              \
-                        const int64_t o = y0 + (i * g->m + r) * P;                                                     \
-                        gather_row_##SUF(rows + r * ld + i * P, dy + o, mask ? mask + o : NULL, P);                    \
-                    }                                                                                                  \
-                dyg = rows;                                                                                            \
-                ldy = ld;                                                                                              \
-            }                                                                                                          \
-            if (j->dbp)                                                                                                \
-                for (int64_t r = 0; r < g->mg; r++) j->dbp[blk * g->m + gi * g->mg + r] += row_sum_##SUF(dyg + r * ldy, ld); \
-            const T *xg = x + (n0 * g->c + gi * g->cg) * hw;                                                           \
-            if (dw) {                                                                                                  \
-                for (int64_t i = 0; !direct && i < nb; i++) pardo_im2col_##SUF(&ig, xg + i * g->c * hw, col + i * P, ld); \
-                T *part = blk == 0 ? dw : (T *)j->part + (blk - 1) * wn;                                               \
-                pardo_gemm gm = {.dtype = dt, .tb = true, .m = g->mg, .n = K, .k = ld, .a = dyg, .lda = ldy,           \
-                                 .b = direct ? xg : col, .ldb = direct ? hw : ld, .c = part + gi * g->mg * K,          \
-                                 .ldc = K, .accumulate = !first};                                                      \
-                int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                      \
-                if (rc != PARDO_OK) return rc;                                                                         \
-            }                                                                                                          \
-            if (dx) {                                                                                                  \
-                T *dxg = dx + (n0 * g->c + gi * g->cg) * hw;                                                           \
-                pardo_gemm gm = {.dtype = dt, .ta = true, .m = K, .n = ld, .k = g->mg, .a = w + gi * g->mg * K,        \
-                                 .lda = K, .b = dyg, .ldb = ldy, .c = direct ? dxg : col, .ldc = direct ? hw : ld};    \
-                int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                      \
-                if (rc != PARDO_OK) return rc;                                                                         \
-                for (int64_t i = 0; !direct && i < nb; i++) {                                                          \
-                    T *dxi = dxg + i * g->c * hw;                                                                      \
-                    memset(dxi, 0, sizeof(T) * (size_t)(g->cg * hw));                                                  \
-                    pardo_col2im_##SUF(&ig, col + i * P, ld, dxi);                                                     \
+            for (int64_t i = 0; rows && i < nb; i++)                                                                   \
+                for (int64_t r = 0; r < g->mg; r++) {                                                                  \
+                    const int64_t o = y0 + (i * g->m + r) * P;                                                         \
+                    gather_row_##SUF(rows + r * ld + i * P, dy + o, mask ? mask + o : NULL, P);                        \
                 }                                                                                                      \
+            const T *xg = x + (n0 * g->c + gi * g->cg) * hw;                                                           \
+            for (int64_t i = 0; dw && !direct && i < nb; i++)                                                          \
+                pardo_im2col_##SUF(&ig, xg + i * g->c * hw, col + i * P, ld);                                          \
+            for (int64_t i0 = 0; i0 < nb && (j->dbp || dw); i0 += per) {                                               \
+                const T *dyg = rows ? rows : dy + y0 + i0 * g->m * P;                                                  \
+                const int64_t ldy = rows ? ld : P;                                                                     \
+                for (int64_t r = 0; j->dbp && r < g->mg; r++)                                                          \
+                    j->dbp[blk * g->m + gi * g->mg + r] += row_sum_##SUF(dyg + r * ldy, per * P);                      \
+                if (!dw) continue;                                                                                     \
+                T *part = blk == 0 ? dw : (T *)j->part + (blk - 1) * wn;                                               \
+                pardo_gemm gm = {.dtype = dt, .tb = true, .m = g->mg, .n = K, .k = per * P, .a = dyg, .lda = ldy,      \
+                                 .b = direct ? xg : col + i0 * P, .ldb = direct ? hw : ld, .c = part + gi * g->mg * K, \
+                                 .ldc = K, .accumulate = !(first && i0 == 0)};                                         \
+                int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                      \
+                if (rc != PARDO_OK) return rc;                                                                         \
+            }                                                                                                          \
+            if (!dx) continue;                                                                                         \
+            T *dxg = dx + (n0 * g->c + gi * g->cg) * hw;                                                               \
+            for (int64_t i0 = 0; i0 < nb; i0 += per) {                                                                 \
+                pardo_gemm gm = {.dtype = dt, .ta = true, .m = K, .n = per * P, .k = g->mg, .a = w + gi * g->mg * K,   \
+                                 .lda = K, .b = rows ? rows : dy + y0 + i0 * g->m * P, .ldb = rows ? ld : P,           \
+                                 .c = direct ? dxg : col + i0 * P, .ldc = direct ? hw : ld};                           \
+                int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                      \
+                if (rc != PARDO_OK) return rc;                                                                         \
+            }                                                                                                          \
+            for (int64_t i = 0; !direct && i < nb; i++) {                                                              \
+                T *dxi = dxg + i * g->c * hw;                                                                          \
+                memset(dxi, 0, sizeof(T) * (size_t)(g->cg * hw));                                                      \
+                pardo_col2im_##SUF(&ig, col + i * P, ld, dxi);                                                         \
             }                                                                                                          \
         }                                                                                                              \
         return PARDO_OK;                                                                                               \
