@@ -12,12 +12,13 @@
  *            copied out to its image with the bias added and relu applied
  *            (in place when nb is 1), while it is in cache;
  *   dW:      dW_g += dY_g [M/group, nb * P] x col^T, dY_g the chunk's output
- *            gradient rows gathered side by side (and taken where Y > 0
- *            where the forward applied relu, attr activation: Y, input 3,
- *            is then relu's output, and this is relu_grad's mask);
+ *            gradient rows gathered side by side (for small images; for
+ *            bigger ones one product per image reads dY in place);
  *   dX:      col = W_g^T x dY_g, then scattered back into each image
  *            (col2im);
  *   dB:      the sums of dY_g's rows, in double.
+ * With attr activation relu, conv2d_grad's input 3 Y is relu's output and
+ * dY is taken where Y > 0 (relu_grad's mask) as it is gathered.
  * A 1x1 kernel with strides 1 and no pads needs no columns: its X is them.
  *
  * Chunks of images run over the kernel's threads (pardo_parallel_for_blocks,
@@ -284,48 +285,54 @@ static int no_scratch(pardo_kernel_ctx *c, const char *what, size_t bytes) {
         if ((j->dw && !direct) || (j->dx && !direct)) {                                                                \
             if (!(col = pardo_scratch_get(PARDO_SCRATCH_COL, col_bytes))) return no_scratch(c, "columns", col_bytes);  \
         }                                                                                                              \
-        if ((j->mask || (nb > 1 && P < GATHER_BELOW)) && !(rows = pardo_scratch_get(PARDO_SCRATCH_ROWS, rows_bytes)))  \
+        /* for small images the chunk's rows of dY are gathered side by side, one product covering the chunk; for  \
+         * bigger ones each product covers one image, reading its rows of dY in place, or a copy taken through the   \
+         * mask. Which, depends on the shapes alone: masked or not (relu_grad fused in or not), the same sums. */     \
+        const bool gather = nb > 1 && P < GATHER_BELOW;                                                                \
+        const int64_t per = gather ? nb : 1;                                                                           \
+        if ((gather || j->mask) && !(rows = pardo_scratch_get(PARDO_SCRATCH_ROWS, rows_bytes)))                        \
             return no_scratch(c, "output gradient rows", rows_bytes);                                                  \
         const T *x = j->x, *w = j->w, *dy = j->dy, *mask = j->mask;                                                    \
         T *dx = j->dx, *dw = j->dw;                                                                                    \
         const pardo_dtype dt = j->ctx->in[0]->dtype;                                                                   \
         const pardo_im2col ig = {.win = &g->win, .c = g->cg, .h = g->h, .w = g->w, .oh = g->oh, .ow = g->ow};          \
-        /* masked, or for small images, the chunk's rows of dY are gathered side by side and each product covers   \
-         * the chunk; else each product reads one image's rows of dY in place */                                      \
-        const int64_t per = rows ? nb : 1;                                                                             \
         for (int64_t gi = 0; gi < g->group; gi++) {                                                                    \
             const int64_t y0 = (n0 * g->m + gi * g->mg) * P; /* image n0's group gi in dY */                          \
-            for (int64_t i = 0; rows && i < nb; i++)                                                                   \
-                for (int64_t r = 0; r < g->mg; r++) {                                                                  \
-                    const int64_t o = y0 + (i * g->m + r) * P;                                                         \
-                    gather_row_##SUF(rows + r * ld + i * P, dy + o, mask ? mask + o : NULL, P);                        \
-                }                                                                                                      \
             const T *xg = x + (n0 * g->c + gi * g->cg) * hw;                                                           \
+            T *dxg = dx ? dx + (n0 * g->c + gi * g->cg) * hw : NULL;                                                   \
             for (int64_t i = 0; dw && !direct && i < nb; i++)                                                          \
                 pardo_im2col_##SUF(&ig, xg + i * g->c * hw, col + i * P, ld);                                          \
-            for (int64_t i0 = 0; i0 < nb && (j->dbp || dw); i0 += per) {                                               \
-                const T *dyg = rows ? rows : dy + y0 + i0 * g->m * P;                                                  \
-                const int64_t ldy = rows ? ld : P;                                                                     \
+            for (int64_t i0 = 0; i0 < nb; i0 += per) {                                                                 \
+                const T *dyg = dy + y0 + i0 * g->m * P;                                                                \
+                int64_t ldy = P;                                                                                       \
+                if (rows) { /* the rows of images [i0, i0 + per), side by side, masked */                              \
+                    for (int64_t i = 0; i < per; i++)                                                                  \
+                        for (int64_t r = 0; r < g->mg; r++) {                                                          \
+                            const int64_t o = y0 + ((i0 + i) * g->m + r) * P;                                          \
+                            gather_row_##SUF(rows + r * per * P + i * P, dy + o, mask ? mask + o : NULL, P);           \
+                        }                                                                                              \
+                    dyg = rows;                                                                                        \
+                    ldy = per * P;                                                                                     \
+                }                                                                                                      \
                 for (int64_t r = 0; j->dbp && r < g->mg; r++)                                                          \
                     j->dbp[blk * g->m + gi * g->mg + r] += row_sum_##SUF(dyg + r * ldy, per * P);                      \
-                if (!dw) continue;                                                                                     \
-                T *part = blk == 0 ? dw : (T *)j->part + (blk - 1) * wn;                                               \
-                pardo_gemm gm = {.dtype = dt, .tb = true, .m = g->mg, .n = K, .k = per * P, .a = dyg, .lda = ldy,      \
-                                 .b = direct ? xg : col + i0 * P, .ldb = direct ? hw : ld, .c = part + gi * g->mg * K, \
-                                 .ldc = K, .accumulate = !(first && i0 == 0)};                                         \
-                int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                      \
-                if (rc != PARDO_OK) return rc;                                                                         \
+                if (dw) {                                                                                              \
+                    T *part = blk == 0 ? dw : (T *)j->part + (blk - 1) * wn;                                           \
+                    pardo_gemm gm = {.dtype = dt, .tb = true, .m = g->mg, .n = K, .k = per * P, .a = dyg,              \
+                                     .lda = ldy, .b = direct ? xg : col + i0 * P, .ldb = direct ? hw : ld,             \
+                                     .c = part + gi * g->mg * K, .ldc = K, .accumulate = !(first && i0 == 0)};         \
+                    int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                  \
+                    if (rc != PARDO_OK) return rc;                                                                     \
+                }                                                                                                      \
+                if (dx) { /* into the columns of images [i0, i0 + per), which dW has just used */                      \
+                    pardo_gemm gm = {.dtype = dt, .ta = true, .m = K, .n = per * P, .k = g->mg,                        \
+                                     .a = w + gi * g->mg * K, .lda = K, .b = dyg, .ldb = ldy,                          \
+                                     .c = direct ? dxg : col + i0 * P, .ldc = direct ? hw : ld};                       \
+                    int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                  \
+                    if (rc != PARDO_OK) return rc;                                                                     \
+                }                                                                                                      \
             }                                                                                                          \
-            if (!dx) continue;                                                                                         \
-            T *dxg = dx + (n0 * g->c + gi * g->cg) * hw;                                                               \
-            for (int64_t i0 = 0; i0 < nb; i0 += per) {                                                                 \
-                pardo_gemm gm = {.dtype = dt, .ta = true, .m = K, .n = per * P, .k = g->mg, .a = w + gi * g->mg * K,   \
-                                 .lda = K, .b = rows ? rows : dy + y0 + i0 * g->m * P, .ldb = rows ? ld : P,           \
-                                 .c = direct ? dxg : col + i0 * P, .ldc = direct ? hw : ld};                           \
-                int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                      \
-                if (rc != PARDO_OK) return rc;                                                                         \
-            }                                                                                                          \
-            for (int64_t i = 0; !direct && i < nb; i++) {                                                              \
+            for (int64_t i = 0; dx && !direct && i < nb; i++) {                                                        \
                 T *dxi = dxg + i * g->c * hw;                                                                          \
                 memset(dxi, 0, sizeof(T) * (size_t)(g->cg * hw));                                                      \
                 pardo_col2im_##SUF(&ig, col + i * P, ld, dxi);                                                         \
@@ -571,7 +578,7 @@ static int conv_grad_cpu(pardo_kernel_ctx *ctx) {
         return pardo_errorf(ctx->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv2d_grad's partial sums",
                             part_at + db_bytes);
     j.part = part;
-    if (db) {
+    if (db_bytes) {
         j.dbp = (double *)(part + part_at);
         memset(j.dbp, 0, db_bytes);
     }

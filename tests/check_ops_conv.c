@@ -324,6 +324,41 @@ static const conv_case grad_cases[] = {
     {{37, 4, 38, 38}, {4, 4, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
 };
 
+/* No input channels (an empty sum: Y is the bias) and no output channels (Y empty, dX zeros), forward and
+ * gradients, against the naive loops. */
+START_TEST(test_conv_empty_channels) {
+    static const conv_case ec[] = {
+        {{2, 0, 5, 5}, {3, 0, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
+        {{2, 4, 5, 5}, {0, 2, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},
+    };
+    for (int k = 0; k < LEN(ec); k++) {
+        const conv_case *c = &ec[k];
+        test_rng r = {80u + (uint64_t)k};
+        int64_t ys[4] = {c->xs[0], c->ws[0], out_size(c, 0), out_size(c, 1)};
+        pardo_tensor *in[5] = {test_tensor_random(&r, PARDO_F32, 4, c->xs, -1, 1),
+                               test_tensor_random(&r, PARDO_F32, 4, c->ws, -1, 1),
+                               test_tensor_random(&r, PARDO_F32, 1, c->ws, -1, 1), NULL,
+                               test_tensor_random(&r, PARDO_F32, 4, ys, -1, 1)};
+        pardo_tensor *y = NULL, *g[3], *want[3];
+        pardo_status st;
+        char attrs[256];
+        conv_attrs(c, attrs, sizeof attrs);
+        ck_assert_msg(test_run_op("conv2d", attrs, 3, in, 1, &y, &st) == PARDO_OK, "case %d: %s", k, st.msg);
+        pardo_tensor *wy = ref_conv(c, in[0], in[1], in[2]);
+        test_assert_close(y, wy, 0, 0);
+        ck_assert_msg(test_run_op("conv2d_grad", attrs, 5, in, 3, g, &st) == PARDO_OK, "case %d: %s", k, st.msg);
+        ref_conv_grad(c, in[0], in[1], in[4], NULL, want);
+        for (int i = 0; i < 3; i++) {
+            test_assert_close(g[i], want[i], 1e-6, 1e-6);
+            pardo_tensor_release(g[i]);
+            pardo_tensor_release(want[i]);
+        }
+        pardo_tensor *all[] = {in[0], in[1], in[2], in[4], y, wy};
+        for (int i = 0; i < LEN(all); i++) pardo_tensor_release(all[i]);
+    }
+}
+END_TEST
+
 /* conv2d_grad's dX, dW and dB against ref_conv_grad, in float64 and float32, on cases[] and grad_cases[]. */
 START_TEST(test_conv_grad_reference) {
     static const pardo_dtype dts[] = {PARDO_F64, PARDO_F32};
@@ -406,6 +441,50 @@ END_TEST
 static bool same_bits(const pardo_tensor *a, const pardo_tensor *b) {
     return a && b && a->nbytes == b->nbytes && memcmp(pardo_tensor_data(a), pardo_tensor_data(b), a->nbytes) == 0;
 }
+
+/* conv2d_grad with activation relu (dY masked as it is read) gives the bits of relu_grad then conv2d_grad
+ * without it, as the fusion pass needs: small images (a chunk's rows gathered) and bigger ones (one image per
+ * product), on 1 and 2 threads. */
+START_TEST(test_conv_relu_grad_fused_bits) {
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != 2) pardo_thread_pool_shutdown();
+    ck_assert_msg(pardo_thread_pool_configure(2, &st) == PARDO_OK, "%s", st.msg);
+    static const conv_case fc[] = {
+        {{21, 3, 10, 9}, {4, 3, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
+        {{33, 2, 23, 23}, {6, 1, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},
+    };
+    for (int k = 0; k < LEN(fc); k++)
+        for (int th = 1; th <= 2; th++) {
+            const conv_case *c = &fc[k];
+            test_rng r = {90u + (uint64_t)k};
+            int64_t ys[4] = {c->xs[0], c->ws[0], out_size(c, 0), out_size(c, 1)};
+            pardo_tensor *in[5] = {test_tensor_random(&r, PARDO_F32, 4, c->xs, -1, 1),
+                                   test_tensor_random(&r, PARDO_F32, 4, c->ws, -1, 1),
+                                   test_tensor_random(&r, PARDO_F32, 1, c->ws, -1, 1), NULL,
+                                   test_tensor_random(&r, PARDO_F32, 4, ys, -1, 1)};
+            char plain[256], fused[256];
+            conv_attrs(c, plain, sizeof plain);
+            conv_attrs_act(c, "relu", fused, sizeof fused);
+            const char *names[3] = {"dx", "dw", "db"};
+            pardo_tensor *y = NULL, *dz = NULL, *ga[3] = {NULL, NULL, NULL}, *gb[3] = {NULL, NULL, NULL};
+            ck_assert_msg(run_ctx("conv2d", fused, 3, in, 1, &y, NULL, th, &st) == PARDO_OK, "%s", st.msg);
+            pardo_tensor *rg[3] = {NULL, y, in[4]};
+            ck_assert_msg(run_ctx("relu_grad", NULL, 3, rg, 1, &dz, NULL, th, &st) == PARDO_OK, "%s", st.msg);
+            pardo_tensor *dyin = in[4];
+            in[3] = y;
+            ck_assert_msg(run_ctx("conv2d_grad", fused, 5, in, 3, ga, names, th, &st) == PARDO_OK, "%s", st.msg);
+            in[4] = dz;
+            ck_assert_msg(run_ctx("conv2d_grad", plain, 5, in, 3, gb, names, th, &st) == PARDO_OK, "%s", st.msg);
+            for (int i = 0; i < 3; i++) {
+                ck_assert_msg(same_bits(ga[i], gb[i]), "case %d, %d threads: output %d differs", k, th, i);
+                pardo_tensor_release(ga[i]);
+                pardo_tensor_release(gb[i]);
+            }
+            pardo_tensor *all[] = {in[0], in[1], in[2], dyin, y, dz};
+            for (int i = 0; i < LEN(all); i++) pardo_tensor_release(all[i]);
+        }
+}
+END_TEST
 
 /* conv2d and conv2d_grad give the same bits on 1 and 2 threads: a batch split over the threads by chunks of images
  * (the weight and bias gradients summed per block of images), a batch of 1 whose products the threads split, a
@@ -684,8 +763,10 @@ Suite *make_ops_conv_suite(void) {
     tcase_add_test(core, test_conv_infer);
     tcase_add_test(core, test_conv_fixtures);
     tcase_add_test(core, test_conv_grad_reference);
+    tcase_add_test(core, test_conv_empty_channels);
     tcase_add_test(core, test_conv_activation_relu);
     tcase_add_test(core, test_conv_threads_same_bits);
+    tcase_add_test(core, test_conv_relu_grad_fused_bits);
     tcase_add_test(core, test_conv_no_allocation_steady_state);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
