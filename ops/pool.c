@@ -10,10 +10,14 @@
  * divided by the number of input elements inside it, not by kH * kW.
  * max_pool2d takes the first maximum of a window in row-major order (strict
  * >), and max_pool2d_grad routes each output gradient to that element.
- * Nothing is allocated per call. */
+ * The kernels work plane by plane ((n, c)), the planes split over the
+ * kernel's threads for big inputs; 2x2 windows with strides 2 and no pads
+ * (the usual pooling) run as vectorised row loops. Nothing is allocated
+ * per call. */
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel_util.h"
 #include "nn_util.h"
 #include "op.h"
 #include "window2d.h"
@@ -73,12 +77,34 @@ static int pool_geometry(const pardo_op *op, const pardo_type *x, pool_geom *g, 
     return PARDO_OK;
 }
 
-/* Defines the pool kernels of element type T with suffix SUF. Each walks the
- * planes (n, c) and the output positions, with the window clipped to the
- * input: maxpool_fwd_SUF, maxpool_bwd_SUF (dX += dY at the first max),
- * avgpool_fwd_SUF (sum in double / count), avgpool_bwd_SUF (dX += dY /
- * count over the window). */
-#define POOL_KERNELS(SUF, T)                                                                                           \
+/* True for the common window: 2x2, strides 2, no pads (the windows tile
+ * the input, leaving at most its last row and column out). */
+static bool pool_is_2x2(const pool_geom *g) {
+    const pardo_window2d *p = &g->win;
+    return p->kernel[0] == 2 && p->kernel[1] == 2 && p->stride[0] == 2 && p->stride[1] == 2 && p->pad[0] == 0 &&
+           p->pad[1] == 0 && p->pad[2] == 0 && p->pad[3] == 0;
+}
+
+/* Defines the pool kernels of element type T (U: an unsigned integer of its
+ * size) with suffix SUF, each on the planes (n, c) [p0, p1): maxpool_fwd_SUF,
+ * maxpool_bwd_SUF (dX = dY at the first max of each window, 0 elsewhere),
+ * avgpool_fwd_SUF (sum in double / count), avgpool_bwd_SUF (dX = sum of dY
+ * / count over the windows holding each element). Each writes every element
+ * of its planes of the output.
+ * The 2x2 windows with strides 2 run as rows of simple loops the compiler
+ * vectorises (the same arithmetic and the same first maximum); the others
+ * walk each window clipped to the input. */
+#define POOL_KERNELS(SUF, T, U)                                                                                        \
+    static inline U bits_##SUF(T v) {                                                                                  \
+        U u;                                                                                                           \
+        memcpy(&u, &v, sizeof u);                                                                                      \
+        return u;                                                                                                      \
+    }                                                                                                                  \
+    static inline T from_bits_##SUF(U u) {                                                                             \
+        T v;                                                                                                           \
+        memcpy(&v, &u, sizeof v);                                                                                      \
+        return v;                                                                                                      \
+    }                                                                                                                  \
     static int64_t maxpool_argmax_##SUF(const pool_geom *g, const T *xp, int64_t oh, int64_t ow) {                     \
         int64_t h0, h1, w0, w1;                                                                                        \
         pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                           \
@@ -89,34 +115,103 @@ static int pool_geometry(const pardo_op *op, const pardo_type *x, pool_geom *g, 
                 if (xp[ih * g->w + iw] > xp[best]) best = ih * g->w + iw;                                              \
         return best;                                                                                                   \
     }                                                                                                                  \
-    static void maxpool_fwd_##SUF(const pool_geom *g, const void *vx, void *vy) {                                      \
+    /* one output row of the 2x2 windows from input rows a and b */                                                    \
+    PARDO_WINDOW2D_LOOPS static void max2x2_row_##SUF(const T *restrict a, const T *restrict b, T *restrict y,         \
+                                                      int64_t n) {                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            T m = a[2 * i];                                                                                            \
+            m = a[2 * i + 1] > m ? a[2 * i + 1] : m;                                                                   \
+            m = b[2 * i] > m ? b[2 * i] : m;                                                                           \
+            y[i] = b[2 * i + 1] > m ? b[2 * i + 1] : m;                                                                \
+        }                                                                                                              \
+    }                                                                                                                  \
+    PARDO_WINDOW2D_LOOPS static void max2x2_grad_row_##SUF(const T *restrict a, const T *restrict b,                   \
+                                                           const T *restrict dy, T *restrict da, T *restrict db,       \
+                                                           int64_t n) {                                                \
+        /* the gradient goes to x3 if it beats the maximum of x0..x2, what is left of it to x2 if that beats the      \
+         * maximum of x0, x1, then to x1 if it beats x0, else to x0: as masks on dY's bits, without branches, so     \
+         * that the loop vectorises and a row shorter than a vector (its scalar loop) does not mispredict */         \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            const T x0 = a[2 * i], x1 = a[2 * i + 1], x2 = b[2 * i], x3 = b[2 * i + 1];                                \
+            const T m1 = x1 > x0 ? x1 : x0, m2 = x2 > m1 ? x2 : m1;                                                    \
+            const U s1 = -(U)(x1 > x0), s2 = -(U)(x2 > m1), s3 = -(U)(x3 > m2), d = bits_##SUF(dy[i]);                \
+            const U r2 = d & ~s3, r1 = r2 & ~s2;                                                                       \
+            da[2 * i] = from_bits_##SUF(r1 & ~s1);                                                                     \
+            da[2 * i + 1] = from_bits_##SUF(r1 & s1);                                                                  \
+            db[2 * i] = from_bits_##SUF(r2 & s2);                                                                      \
+            db[2 * i + 1] = from_bits_##SUF(d & s3);                                                                   \
+        }                                                                                                              \
+    }                                                                                                                  \
+    PARDO_WINDOW2D_LOOPS static void avg2x2_row_##SUF(const T *restrict a, const T *restrict b, T *restrict y,         \
+                                                      int64_t n) {                                                     \
+        for (int64_t i = 0; i < n; i++)                                                                                \
+            y[i] = (T)(((double)a[2 * i] + (double)a[2 * i + 1] + (double)b[2 * i] + (double)b[2 * i + 1]) / 4.0);     \
+    }                                                                                                                  \
+    PARDO_WINDOW2D_LOOPS static void avg2x2_grad_row_##SUF(const T *restrict dy, T *restrict da, T *restrict db,       \
+                                                           int64_t n) {                                                \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            const T d = (T)((double)dy[i] / 4.0);                                                                      \
+            da[2 * i] = da[2 * i + 1] = db[2 * i] = db[2 * i + 1] = d;                                                 \
+        }                                                                                                              \
+    }                                                                                                                  \
+    /* the input elements no 2x2 window reads (an odd last row or column) get no gradient */                          \
+    static void zero_2x2_rest_##SUF(const pool_geom *g, T *dxp) {                                                      \
+        for (int64_t ih = 0; ih < 2 * g->oh && 2 * g->ow < g->w; ih++)                                                 \
+            memset(dxp + ih * g->w + 2 * g->ow, 0, sizeof(T) * (size_t)(g->w - 2 * g->ow));                            \
+        if (2 * g->oh < g->h) memset(dxp + 2 * g->oh * g->w, 0, sizeof(T) * (size_t)((g->h - 2 * g->oh) * g->w));     \
+    }                                                                                                                  \
+    static void maxpool_fwd_##SUF(const pool_geom *g, const void *vx, const void *vdy, void *vy, int64_t p0,           \
+                                  int64_t p1) {                                                                        \
+        (void)vdy;                                                                                                     \
         const T *x = vx;                                                                                               \
         T *y = vy;                                                                                                     \
-        for (int64_t pl = 0; pl < g->n * g->c; pl++) {                                                                 \
+        const bool two = pool_is_2x2(g);                                                                               \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             const T *xp = x + pl * g->h * g->w;                                                                        \
             T *yp = y + pl * g->oh * g->ow;                                                                            \
             for (int64_t oh = 0; oh < g->oh; oh++)                                                                     \
-                for (int64_t ow = 0; ow < g->ow; ow++) yp[oh * g->ow + ow] = xp[maxpool_argmax_##SUF(g, xp, oh, ow)];  \
+                if (two)                                                                                               \
+                    max2x2_row_##SUF(xp + 2 * oh * g->w, xp + (2 * oh + 1) * g->w, yp + oh * g->ow, g->ow);            \
+                else                                                                                                   \
+                    for (int64_t ow = 0; ow < g->ow; ow++)                                                             \
+                        yp[oh * g->ow + ow] = xp[maxpool_argmax_##SUF(g, xp, oh, ow)];                                 \
         }                                                                                                              \
     }                                                                                                                  \
-    static void maxpool_bwd_##SUF(const pool_geom *g, const void *vx, const void *vdy, void *vdx) {                    \
+    static void maxpool_bwd_##SUF(const pool_geom *g, const void *vx, const void *vdy, void *vdx, int64_t p0,          \
+                                  int64_t p1) {                                                                        \
         const T *x = vx, *dy = vdy;                                                                                    \
         T *dx = vdx;                                                                                                   \
-        for (int64_t pl = 0; pl < g->n * g->c; pl++) {                                                                 \
+        const bool two = pool_is_2x2(g);                                                                               \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             const T *xp = x + pl * g->h * g->w, *dyp = dy + pl * g->oh * g->ow;                                        \
             T *dxp = dx + pl * g->h * g->w;                                                                            \
+            if (two) {                                                                                                 \
+                for (int64_t oh = 0; oh < g->oh; oh++)                                                                 \
+                    max2x2_grad_row_##SUF(xp + 2 * oh * g->w, xp + (2 * oh + 1) * g->w, dyp + oh * g->ow,              \
+                                          dxp + 2 * oh * g->w, dxp + (2 * oh + 1) * g->w, g->ow);                      \
+                zero_2x2_rest_##SUF(g, dxp);                                                                           \
+                continue;                                                                                              \
+            }                                                                                                          \
+            memset(dxp, 0, sizeof(T) * (size_t)(g->h * g->w));                                                         \
             for (int64_t oh = 0; oh < g->oh; oh++)                                                                     \
                 for (int64_t ow = 0; ow < g->ow; ow++)                                                                 \
                     dxp[maxpool_argmax_##SUF(g, xp, oh, ow)] += dyp[oh * g->ow + ow];                                  \
         }                                                                                                              \
     }                                                                                                                  \
-    static void avgpool_fwd_##SUF(const pool_geom *g, const void *vx, void *vy) {                                      \
+    static void avgpool_fwd_##SUF(const pool_geom *g, const void *vx, const void *vdy, void *vy, int64_t p0,           \
+                                  int64_t p1) {                                                                        \
+        (void)vdy;                                                                                                     \
         const T *x = vx;                                                                                               \
         T *y = vy;                                                                                                     \
-        for (int64_t pl = 0; pl < g->n * g->c; pl++) {                                                                 \
+        const bool two = pool_is_2x2(g);                                                                               \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             const T *xp = x + pl * g->h * g->w;                                                                        \
             T *yp = y + pl * g->oh * g->ow;                                                                            \
             for (int64_t oh = 0; oh < g->oh; oh++) {                                                                   \
+                if (two) {                                                                                             \
+                    avg2x2_row_##SUF(xp + 2 * oh * g->w, xp + (2 * oh + 1) * g->w, yp + oh * g->ow, g->ow);            \
+                    continue;                                                                                          \
+                }                                                                                                      \
                 int64_t h0, h1;                                                                                        \
                 pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                   \
                 for (int64_t ow = 0; ow < g->ow; ow++) {                                                               \
@@ -130,12 +225,22 @@ static int pool_geometry(const pardo_op *op, const pardo_type *x, pool_geom *g, 
             }                                                                                                          \
         }                                                                                                              \
     }                                                                                                                  \
-    static void avgpool_bwd_##SUF(const pool_geom *g, const void *vdy, void *vdx) {                                    \
+    static void avgpool_bwd_##SUF(const pool_geom *g, const void *vx, const void *vdy, void *vdx, int64_t p0,          \
+                                  int64_t p1) {                                                                        \
+        (void)vx;                                                                                                      \
         const T *dy = vdy;                                                                                             \
         T *dx = vdx;                                                                                                   \
-        for (int64_t pl = 0; pl < g->n * g->c; pl++) {                                                                 \
+        const bool two = pool_is_2x2(g);                                                                               \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             const T *dyp = dy + pl * g->oh * g->ow;                                                                    \
             T *dxp = dx + pl * g->h * g->w;                                                                            \
+            if (two) {                                                                                                 \
+                for (int64_t oh = 0; oh < g->oh; oh++)                                                                 \
+                    avg2x2_grad_row_##SUF(dyp + oh * g->ow, dxp + 2 * oh * g->w, dxp + (2 * oh + 1) * g->w, g->ow);    \
+                zero_2x2_rest_##SUF(g, dxp);                                                                           \
+                continue;                                                                                              \
+            }                                                                                                          \
+            memset(dxp, 0, sizeof(T) * (size_t)(g->h * g->w));                                                         \
             for (int64_t oh = 0; oh < g->oh; oh++) {                                                                   \
                 int64_t h0, h1;                                                                                        \
                 pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                   \
@@ -150,10 +255,38 @@ static int pool_geometry(const pardo_op *op, const pardo_type *x, pool_geom *g, 
         }                                                                                                              \
     }
 
-POOL_KERNELS(f32, float)
-POOL_KERNELS(f64, double)
+POOL_KERNELS(f32, float, uint32_t)
+POOL_KERNELS(f64, double, uint64_t)
 
-typedef void (*pool_fwd_fn)(const pool_geom *g, const void *x, void *y);
+/* A pool kernel on planes [p0, p1): the forward reads x and writes y, the backward reads x (max) and dy, writes dx. */
+typedef void (*pool_fn)(const pool_geom *g, const void *x, const void *dy, void *out, int64_t p0, int64_t p1);
+
+typedef struct pool_job {
+    const pool_geom *g;
+    pool_fn fn;
+    const void *x, *dy;
+    void *out;
+} pool_job;
+
+static void pool_items(void *arg, int64_t p0, int64_t p1) {
+    const pool_job *j = arg;
+    j->fn(j->g, j->x, j->dy, j->out, p0, p1);
+}
+
+/* Runs fn over every plane of g: split over ctx's threads (pardo_parallel_for) where the input has at least
+ * PARDO_PAR_MIN elements, else on the calling thread. Each plane is one item's alone, so the bits do not depend
+ * on the split. */
+static int pool_planes(pardo_kernel_ctx *ctx, const pool_geom *g, pool_fn fn, const void *x, const void *dy,
+                       void *out) {
+    pool_job j = {.g = g, .fn = fn, .x = x, .dy = dy, .out = out};
+    const int64_t planes = g->n * g->c;
+    if (planes == 0) return PARDO_OK;
+    if ((double)planes * (double)(g->h * g->w) < (double)PARDO_PAR_MIN) {
+        pool_items(&j, 0, planes);
+        return PARDO_OK;
+    }
+    return pardo_parallel_for(ctx, planes, pool_items, &j);
+}
 
 static const pardo_arg_def pool_in[] = {{"X", "input [N, C, H, W] (float32 or float64)", false, false}};
 static const pardo_arg_def pool_out[] = {{"Y", "output [N, C, oH, oW]", false, false}};
@@ -169,8 +302,8 @@ static int pool_infer(pardo_infer_ctx *ctx) {
     return pool_geometry(ctx->op, ctx->in[0], &g, &ctx->out[0], ctx->st);
 }
 
-/* Runs the forward kernel `fwd` (f32 or f64 by X's dtype). */
-static int pool_run(pardo_kernel_ctx *ctx, pool_fwd_fn f32, pool_fwd_fn f64) {
+/* Runs the forward kernel f32 or f64 (by X's dtype). */
+static int pool_run(pardo_kernel_ctx *ctx, pool_fn f32, pool_fn f64) {
     pardo_tensor *x = ctx->in[0];
     pardo_type tx = pardo_tensor_type(x), ty;
     pool_geom g;
@@ -178,8 +311,7 @@ static int pool_run(pardo_kernel_ctx *ctx, pool_fwd_fn f32, pool_fwd_fn f64) {
     if (rc != PARDO_OK) return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, 4, ty.shape);
     if (!y) return ctx->st->code;
-    (x->dtype == PARDO_F32 ? f32 : f64)(&g, pardo_tensor_data(x), pardo_tensor_data(y));
-    return PARDO_OK;
+    return pool_planes(ctx, &g, x->dtype == PARDO_F32 ? f32 : f64, pardo_tensor_data(x), NULL, pardo_tensor_data(y));
 }
 
 static int maxpool_cpu(pardo_kernel_ctx *ctx) { return pool_run(ctx, maxpool_fwd_f32, maxpool_fwd_f64); }
@@ -195,8 +327,8 @@ static int pool_grad_infer(pardo_infer_ctx *ctx) {
     return rc;
 }
 
-/* The gradient kernels: checks X and dY, makes dX zeros and, when dY is
- * given, lets the max or avg backward add into it. */
+/* The gradient kernels: checks X and dY; dX is zeros without dY, else the
+ * max or avg backward writes it. */
 static int pool_grad_run(pardo_kernel_ctx *ctx, bool max) {
     pardo_tensor *x = ctx->in[0], *dy = pardo_nn_in(ctx, 2);
     pardo_type tx = pardo_tensor_type(x), ty;
@@ -208,15 +340,12 @@ static int pool_grad_run(pardo_kernel_ctx *ctx, bool max) {
     }
     if (rc != PARDO_OK) return rc;
     if (!pardo_kernel_wants_output(ctx, 0)) return PARDO_OK;
-    pardo_tensor *dx = pardo_nn_zeros(ctx, 0, x->dtype, 4, x->shape);
+    if (!dy) return pardo_nn_zeros(ctx, 0, x->dtype, 4, x->shape) ? PARDO_OK : ctx->st->code;
+    pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, 4, x->shape);
     if (!dx) return ctx->st->code;
-    if (!dy) return PARDO_OK;
     const bool f32 = x->dtype == PARDO_F32;
-    if (max)
-        (f32 ? maxpool_bwd_f32 : maxpool_bwd_f64)(&g, pardo_tensor_data(x), pardo_tensor_data(dy),
-                                                  pardo_tensor_data(dx));
-    else (f32 ? avgpool_bwd_f32 : avgpool_bwd_f64)(&g, pardo_tensor_data(dy), pardo_tensor_data(dx));
-    return PARDO_OK;
+    pool_fn fn = max ? (f32 ? maxpool_bwd_f32 : maxpool_bwd_f64) : (f32 ? avgpool_bwd_f32 : avgpool_bwd_f64);
+    return pool_planes(ctx, &g, fn, pardo_tensor_data(x), pardo_tensor_data(dy), pardo_tensor_data(dx));
 }
 
 static int maxpool_grad_cpu(pardo_kernel_ctx *ctx) { return pool_grad_run(ctx, true); }

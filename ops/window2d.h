@@ -11,6 +11,21 @@
 
 #include "core/graph.h"
 #include "core/status.h"
+#include "kernel_util.h"
+
+/* Before a loop kernel of the 2-D window ops (im2col, the pools, conv2d's
+ * row loops): PARDO_SIMD_CLONES (AVX-512, AVX2 and the baseline, picked at
+ * load) and, with GCC, the "cheap" vectorizer cost model for it (-O2's
+ * "very cheap" one vectorizes a loop only when its trip count is known to
+ * be a multiple of the vector length, which leaves the wide clones scalar),
+ * and no loops turned into memset / memcpy calls (the zeros at a row's
+ * padded edges are an element or two, which a call costs far more than). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PARDO_WINDOW2D_LOOPS \
+    PARDO_SIMD_CLONES __attribute__((optimize("vect-cost-model=cheap", "no-tree-loop-distribute-patterns")))
+#else
+#define PARDO_WINDOW2D_LOOPS PARDO_SIMD_CLONES
+#endif
 
 typedef struct pardo_window2d {
     int64_t kernel[2];   // taps along H and W; -1 while unknown (inference)

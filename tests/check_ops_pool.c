@@ -1,14 +1,18 @@
 /* check_ops_pool.c - max_pool2d and avg_pool2d with their gradients: the
  * forward against naive loops over each window clipped to the input
  * (count_include_pad = 0 for avg; first maximum for max), the gradients
- * against finite differences and hand-made routing, PyTorch fixtures,
- * inference, and attr errors. */
+ * against finite differences, hand-made routing and naive loops (the
+ * vectorised 2x2 windows on odd sizes, NaN, ties, outputs holding old data,
+ * and 1 and 2 threads giving the same bits), PyTorch fixtures, inference,
+ * and attr errors. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "check_suites.h"
+#include "core/value_json.h"
+#include "exec/thread_pool.h"
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -166,6 +170,153 @@ START_TEST(test_pool_grads) {
 }
 END_TEST
 
+/* ---- naive loops for the forward and the gradients; threads; reused outputs ---- */
+
+/* The flat index of the first maximum (strict >, row-major, as max_pool2d: a NaN first stays, a NaN later is
+ * never taken) of window (oh, ow) of plane p, or -1 when the window has no input element. */
+static int64_t ref_argmax(const pool_case *c, const pardo_tensor *x, int64_t p, int64_t oh, int64_t ow) {
+    const int64_t H = c->xs[2], W = c->xs[3];
+    int64_t best = -1;
+    for (int64_t kh = 0; kh < c->k[0]; kh++)
+        for (int64_t kw = 0; kw < c->k[1]; kw++) {
+            int64_t ih = oh * c->s[0] - c->pads[0] + kh, iw = ow * c->s[1] - c->pads[1] + kw;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            const int64_t i = (p * H + ih) * W + iw;
+            if (best < 0 || pardo_tensor_get_f64(x, i) > pardo_tensor_get_f64(x, best)) best = i;
+        }
+    return best;
+}
+
+/* The forward (y) and the gradient dX for dy of max (or avg) pooling, by the definitions, in double. */
+static void ref_pool_both(const pool_case *c, const pardo_tensor *x, const pardo_tensor *dy, bool max,
+                          pardo_tensor **y, pardo_tensor **dx) {
+    const int64_t N = c->xs[0], C = c->xs[1], H = c->xs[2], W = c->xs[3];
+    const int64_t OH = (H + c->pads[0] + c->pads[2] - c->k[0]) / c->s[0] + 1;
+    const int64_t OW = (W + c->pads[1] + c->pads[3] - c->k[1]) / c->s[1] + 1;
+    int64_t ys[4] = {N, C, OH, OW};
+    pardo_status st;
+    *y = pardo_tensor_new_cpu(x->dtype, 4, ys, &st);
+    *dx = pardo_tensor_new_cpu(x->dtype, 4, c->xs, &st);
+    ck_assert(*y && *dx);
+    for (int64_t i = 0; i < (*dx)->numel; i++) pardo_tensor_set_f64(*dx, i, 0);
+    for (int64_t p = 0; p < N * C; p++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                const int64_t yi = (p * OH + oh) * OW + ow;
+                const double d = pardo_tensor_get_f64(dy, yi);
+                if (max) {
+                    const int64_t b = ref_argmax(c, x, p, oh, ow);
+                    pardo_tensor_set_f64(*y, yi, pardo_tensor_get_f64(x, b));
+                    pardo_tensor_set_f64(*dx, b, pardo_tensor_get_f64(*dx, b) + d);
+                    continue;
+                }
+                double sum = 0;
+                int count = 0;
+                for (int pass = 0; pass < 2; pass++)
+                    for (int64_t kh = 0; kh < c->k[0]; kh++)
+                        for (int64_t kw = 0; kw < c->k[1]; kw++) {
+                            int64_t ih = oh * c->s[0] - c->pads[0] + kh, iw = ow * c->s[1] - c->pads[1] + kw;
+                            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                            const int64_t i = (p * H + ih) * W + iw;
+                            if (pass == 0) {
+                                sum += pardo_tensor_get_f64(x, i);
+                                count++;
+                            } else {
+                                pardo_tensor_set_f64(*dx, i, pardo_tensor_get_f64(*dx, i) + d / count);
+                            }
+                        }
+                pardo_tensor_set_f64(*y, yi, sum / count);
+            }
+}
+
+/* Runs op (attrs JSON) on in[0..n_in) into *out with a kernel ctx of nthreads threads; a tensor already in *out
+ * of the right dtype and shape is reused (written over, as an executor's outputs are). */
+static int run_pool_ctx(const char *type, const char *attrs, int n_in, pardo_tensor **in, pardo_tensor **out,
+                        int nthreads, pardo_status *st) {
+    pardo_op op;
+    memset(&op, 0, sizeof op);
+    char tname[32], oname[] = "out", *outs[1] = {oname};
+    snprintf(tname, sizeof tname, "%s", type);
+    op.type = tname;
+    op.def = pardo_op_lookup(type);
+    ck_assert_ptr_nonnull(op.def);
+    op.out = outs;
+    op.n_out = 1;
+    op.n_in = n_in;
+    ck_assert_msg(pardo_value_parse_json(attrs, &op.attrs, st) == PARDO_OK, "%s", st->msg);
+    pardo_kernel_ctx ctx = {.op = &op, .n_in = n_in, .in = in, .n_out = 1, .out = out, .st = st,
+                            .device = PARDO_DEVICE_CPU, .nthreads = nthreads};
+    int rc = op.def->cpu(&ctx);
+    pardo_value_free(op.attrs);
+    return rc;
+}
+
+/* A tensor of dtype and shape full of NaN: an output holding old data. */
+static pardo_tensor *nan_tensor(pardo_dtype dt, const int64_t *shape) {
+    pardo_status st;
+    pardo_tensor *t = pardo_tensor_new_cpu(dt, 4, shape, &st);
+    ck_assert_ptr_nonnull(t);
+    for (int64_t i = 0; i < t->numel; i++) pardo_tensor_set_f64(t, i, (double)NAN);
+    return t;
+}
+
+/* Forward and gradient of both pools against ref_pool_both, in float32 and float64, each output first holding
+ * NaN (every element must be written), on 1 and 2 threads with the same bits: the 2x2 windows with strides 2
+ * (the vectorised rows) on even and odd sizes (a last row and column no window reads), with ties and NaN in the
+ * input, and other windows; inputs past PARDO_PAR_MIN elements are split over the threads. */
+START_TEST(test_pool_rows_threads_reference) {
+    pardo_status st;
+    if (pardo_thread_pool_started() && pardo_thread_pool_size() != 2) pardo_thread_pool_shutdown();
+    ck_assert_msg(pardo_thread_pool_configure(2, &st) == PARDO_OK, "%s", st.msg);
+    static const pool_case pc[] = {
+        {{2, 3, 6, 8}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
+        {{3, 2, 7, 9}, {2, 2}, {2, 2}, {0, 0, 0, 0}},    /* odd: the last row and column are read by no window */
+        {{1, 1, 2, 35}, {2, 2}, {2, 2}, {0, 0, 0, 0}},   /* one row of windows, past a vector's width */
+        {{16, 16, 28, 28}, {2, 2}, {2, 2}, {0, 0, 0, 0}}, /* the CNN's first pool: split over the threads */
+        {{8, 16, 15, 17}, {3, 3}, {2, 2}, {1, 1, 1, 1}},  /* the generic walk, split over the threads */
+        {{2, 2, 5, 6}, {2, 2}, {1, 1}, {0, 0, 1, 1}},
+    };
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
+    for (int k = 0; k < LEN(pc); k++)
+        for (int t = 0; t < 2; t++)
+            for (int m = 0; m < 2; m++) {
+                const pool_case *c = &pc[k];
+                test_rng r = {700u + (uint64_t)(k * 4 + t * 2 + m)};
+                pardo_tensor *x = test_tensor_random(&r, dts[t], 4, c->xs, -1, 1);
+                /* ties (values on a coarse grid) and, for max, a few NaN */
+                for (int64_t i = 0; i < x->numel; i++) {
+                    const double v = floor(pardo_tensor_get_f64(x, i) * 3) / 3;
+                    pardo_tensor_set_f64(x, i, m && i % 13 == 5 ? (double)NAN : v);
+                }
+                const int64_t OH = (c->xs[2] + c->pads[0] + c->pads[2] - c->k[0]) / c->s[0] + 1,
+                              OW = (c->xs[3] + c->pads[1] + c->pads[3] - c->k[1]) / c->s[1] + 1,
+                              ys[4] = {c->xs[0], c->xs[1], OH, OW};
+                pardo_tensor *dy = test_tensor_random(&r, dts[t], 4, ys, -1, 1), *want_y, *want_dx;
+                ref_pool_both(c, x, dy, m, &want_y, &want_dx);
+                char attrs[160], gop[32];
+                pool_attrs(c, attrs, sizeof attrs);
+                const char *op = m ? "max_pool2d" : "avg_pool2d";
+                snprintf(gop, sizeof gop, "%s_grad", op);
+                pardo_tensor *y[2], *dx[2];
+                for (int th = 0; th < 2; th++) {
+                    y[th] = nan_tensor(dts[t], ys);
+                    dx[th] = nan_tensor(dts[t], c->xs);
+                    ck_assert_msg(run_pool_ctx(op, attrs, 1, &x, &y[th], th + 1, &st) == PARDO_OK, "%s", st.msg);
+                    pardo_tensor *gin[3] = {x, y[th], dy};
+                    ck_assert_msg(run_pool_ctx(gop, attrs, 3, gin, &dx[th], th + 1, &st) == PARDO_OK, "%s", st.msg);
+                }
+                const double tol = t ? 1e-14 : 1e-6;
+                test_assert_close(y[0], want_y, tol, tol);
+                test_assert_close(dx[0], want_dx, tol, tol);
+                ck_assert_msg(memcmp(pardo_tensor_data(y[0]), pardo_tensor_data(y[1]), y[0]->nbytes) == 0 &&
+                                  memcmp(pardo_tensor_data(dx[0]), pardo_tensor_data(dx[1]), dx[0]->nbytes) == 0,
+                              "%s case %d: 2 threads differ from 1", op, k);
+                pardo_tensor *all[] = {x, dy, want_y, want_dx, y[0], y[1], dx[0], dx[1]};
+                for (int i = 0; i < LEN(all); i++) pardo_tensor_release(all[i]);
+            }
+}
+END_TEST
+
 START_TEST(test_pool_infer) {
     pardo_type y, x = test_type(PARDO_F32, 4, (int64_t[]){-1, 16, 28, 27});
     const pardo_type *in[1] = {&x};
@@ -265,6 +416,7 @@ Suite *make_ops_pool_suite(void) {
     tcase_add_test(core, test_pool_grads);
     tcase_add_test(core, test_pool_infer);
     tcase_add_test(core, test_pool_fixtures);
+    tcase_add_test(core, test_pool_rows_threads_reference);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_pool_errors);
