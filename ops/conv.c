@@ -451,6 +451,16 @@ static int conv_cpu(pardo_kernel_ctx *ctx) {
     return conv_loop(&j, (g.n + j.cs - 1) / j.cs, macs, fwd_items);
 }
 
+/* conv2d_grad reads Y only for attr activation "relu" (dY is taken where Y
+ * > 0): elsewhere Y is left out of it, so that Y dies after its forward
+ * readers and the fusion pass sees a relu's input read by the relu alone. */
+static int conv_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
+    const char *act = "none";
+    int rc = pardo_attr_string(req->fwd, "activation", "none", &act, st);
+    if (rc != PARDO_OK) return rc;
+    return pardo_grad_wired(req, blk, 0, strcmp(act, "relu") == 0 ? 0 : 1, st);
+}
+
 const pardo_op_def pardo_op_conv2d = {
     .type = "conv2d",
     .doc = "2-D convolution (ONNX Conv, NCHW): Y = X * W + B with strides, pads, dilations and groups, then attr "
@@ -463,7 +473,7 @@ const pardo_op_def pardo_op_conv2d = {
     .n_attrs = 5,
     .infer = conv_infer,
     .cpu = conv_cpu,
-    .grad = pardo_grad_standard,
+    .grad = conv_grad_build,
 };
 
 /* ---- conv2d_grad ---- */

@@ -485,6 +485,63 @@ START_TEST(softmax_takes_in_its_scale) {
 }
 END_TEST
 
+/* conv2d -> relu (inference), and with relu_grad -> conv2d_grad as
+ * autodiff writes them (training): conv2d {activation: relu} writing the
+ * relu's output and conv2d_grad {activation: relu} reading it and its
+ * gradient, with the bits of the ops one by one, float32 and float64; a
+ * relu whose input is also fetched stays. */
+START_TEST(conv_takes_in_its_relu) {
+    static const char fmt[] =
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"%s\", \"shape\": [-1, 2, 6, 5], \"role\": \"feed\"},"
+        "\"da\": {\"dtype\": \"%s\", \"shape\": [-1, 3, 6, 5], \"role\": \"feed\"},"
+        "\"w\": {\"dtype\": \"%s\", \"shape\": [3, 2, 3, 3], \"role\": \"param\", \"init\": "
+        "{\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 7}},"
+        "\"b\": {\"dtype\": \"%s\", \"shape\": [3], \"role\": \"param\", \"value\": [0.5, -0.25, 0]}},"
+        "\"ops\": [{\"op\": \"conv2d\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"z\"], "
+        "\"attrs\": {\"pads\": [1, 1, 1, 1]}},"
+        "{\"op\": \"relu\", \"in\": [\"z\"], \"out\": [\"a\"]}%s]}]}";
+    static const char grads[] =
+        ", {\"op\": \"relu_grad\", \"in\": [\"\", \"a\", \"da\"], \"out\": [\"dz\"]},"
+        "{\"op\": \"conv2d_grad\", \"in\": [\"x\", \"w\", \"b\", \"\", \"dz\"], \"out\": [\"dx\", \"dw\", \"db\"], "
+        "\"attrs\": {\"pads\": [1, 1, 1, 1]}}";
+    static const char *const dts[] = {"float32", "float64"};
+    for (int dt = 0; dt < 2; dt++)
+        for (int train = 0; train < 2; train++) {
+            char text[4096];
+            snprintf(text, sizeof text, fmt, dts[dt], dts[dt], dts[dt], dts[dt], train ? grads : "");
+            test_rng r = {60u + (uint64_t)(dt * 2 + train)};
+            int64_t xs[] = {3, 2, 6, 5}, as[] = {3, 3, 6, 5};
+            const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
+            pardo_tensor *x = test_tensor_random(&r, d, 4, xs, -1, 1), *da = test_tensor_random(&r, d, 4, as, -1, 1);
+            static const char *const names[] = {"x", "da"}, *const outs[] = {"a", "dx", "dw", "db"};
+            pardo_tensor *const feeds[] = {x, da};
+            char what[64];
+            snprintf(what, sizeof what, "conv %s%s", dts[dt], train ? " training" : "");
+            fused_and_unfused_agree(text, 2, names, feeds, train ? 4 : 1, outs, what, true);
+            pardo_program *p = test_program(text, "graph.json");
+            pardo_program *f = fused(p, outs, train ? 4 : 1);
+            ck_assert_int_eq(count_ops(f, 0, "relu") + count_ops(f, 0, "relu_grad"), 0);
+            static const char *const cv_out[] = {"a"}, *const cg_in[] = {"x", "w", "b", "a", "da"};
+            assert_names(&f->blocks[0].ops[0], true, cv_out, 1);
+            ck_assert_str_eq(attr_str(&f->blocks[0].ops[0], "activation"), "relu");
+            if (train) {
+                assert_names(&f->blocks[0].ops[1], false, cg_in, 5);
+                ck_assert_str_eq(attr_str(&f->blocks[0].ops[1], "activation"), "relu");
+            }
+            pardo_program_free(f);
+            /* z fetched too: nothing fuses */
+            static const char *const keep_z[] = {"a", "dx", "dw", "db", "z"};
+            f = fused(p, keep_z, 5);
+            ck_assert_int_eq(count_ops(f, 0, "relu"), 1);
+            pardo_program_free(f);
+            pardo_program_free(p);
+            pardo_tensor_release(x);
+            pardo_tensor_release(da);
+        }
+}
+END_TEST
+
 /* A float32 merge of parts taken into the sgd that reads it for a plain
  * mean (over 2 and 4 parts: times the exact inverse; over 3: a divide), a
  * sum and a weighted mean of unequal parts, with an empty part (weight 0,
@@ -609,6 +666,7 @@ Suite *make_fuse_suite(void) {
     tcase_add_test(tc, backward_chain_keeps_the_bits_with_batch_dims);
     tcase_add_test(tc, bias_grad_copy_is_passed_on);
     tcase_add_test(tc, softmax_takes_in_its_scale);
+    tcase_add_test(tc, conv_takes_in_its_relu);
     tcase_add_test(tc, merged_updates_keep_the_bits);
     tcase_add_test(tc, fused_matmul_refuses_autodiff);
     tcase_add_test(tc, fused_forms_refuse_bad_inputs);

@@ -14,6 +14,9 @@
  *       layer's matmul_grad)                => add_grad -> ("", dbias); that op reads dC
  *   scale (bias 0) -> softmax [, softmax_grad -> scale_grad] (attention's
  *       1/sqrt(d) before its softmax)      => softmax {scale} [, softmax_grad {scale}]
+ *   conv2d -> relu [, relu_grad -> conv2d_grad]
+ *                                          => conv2d {activation: relu} [, conv2d_grad {activation: relu}
+ *                                             reading the relu's output and dY]
  *
  * A chain fuses only where its intermediates are temporaries nobody else
  * can see: no other op of any block reads or writes them, no attr names
@@ -42,6 +45,8 @@ typedef struct fusion {
     int pass_on;   // this add_grad's output pass_on - 1 (a copy of its dC) is dropped (0: not)
     int scaled;    // this softmax (softmax_grad) takes in the scale op at index scaled - 1 (0: not)
     int scale_grad; // this softmax_grad takes in the scale_grad at index scale_grad - 1 and writes its dX (0: not)
+    int relu;      // this conv2d takes in the relu at index relu - 1 (attr activation relu; 0: not)
+    int relu_grad; // this conv2d_grad takes in the relu_grad at index relu_grad - 1: it reads that op's Y and dY
     const char *from, *to; // this op reads `to` where it read `from` (an add_grad's dropped copy; NULL: none)
 } fusion;
 
@@ -393,6 +398,61 @@ static void plan_softmax_scale(const pardo_program *p, int b, int i, const fuse_
     }
 }
 
+/* The string attr `name` of op is absent or `want`. */
+static bool attr_is(const pardo_op *op, const char *name, const char *want) {
+    const pardo_value *a = pardo_attr(op, name);
+    return !a || (a->kind == PARDO_V_STRING && strcmp(a->string, want) == 0);
+}
+
+/* conv2d at index i (no activation) whose output Z only a relu reads: the
+ * relu goes into the conv (attr activation relu, the kernel's epilogue);
+ * and in training, relu_grad(Y = the relu's output, dY) -> dZ, dZ only read
+ * as dY by this conv's conv2d_grad: that conv2d_grad {activation: relu}
+ * reads the relu's Y and dY itself (the mask, in the same bits). */
+static void plan_conv_relu(const pardo_program *p, int b, int i, const fuse_ctx *fc, const bool *chained,
+                           fusion *fuse) {
+    const pardo_block *blk = &p->blocks[b];
+    const pardo_op *cv = &blk->ops[i];
+    if (strcmp(cv->type, "conv2d") || cv->n_out != 1 || !cv->out[0][0] || chained[i] || fuse[i].from ||
+        !attr_is(cv, "activation", "none"))
+        return;
+    const char *z = cv->out[0];
+    const var_uses *uz = uses_find(fc->uses, p, b, z);
+    if (!uz || uz->reads != 1 || uz->read_block != b) return;
+    const int j = uz->read_op;
+    const pardo_op *r = &blk->ops[j];
+    if (j <= i || strcmp(r->type, "relu") || r->n_in != 1 || r->n_out != 1 || !r->out[0][0] || chained[j] ||
+        fuse[j].from || strcmp(r->out[0], z) == 0 || pardo_op_reads(cv, r->out[0]) || !private_temp(p, b, z, i, j, fc))
+        return;
+    const char *a = r->out[0];
+    const var_uses *ua = uses_find(fc->uses, p, b, a);
+    if (!ua || ua->writes != 1) return;
+    fuse[i].relu = j + 1;
+    /* the backward: relu_grad reading a as its Y, whose dZ only this conv's gradient reads */
+    for (int g = j + 1; g < blk->n_ops; g++) {
+        const pardo_op *rg = &blk->ops[g];
+        if (strcmp(rg->type, "relu_grad") || rg->n_in != 3 || rg->n_out != 1 || strcmp(rg->in[1], a) ||
+            rg->in[0][0] || !rg->in[2][0] || !rg->out[0][0] || chained[g] || fuse[g].from)
+            continue;
+        const char *dz = rg->out[0], *da = rg->in[2];
+        const var_uses *ud = uses_find(fc->uses, p, b, dz), *uda = uses_find(fc->uses, p, b, da);
+        if (!ud || ud->reads != 1 || ud->read_block != b || !uda || uda->writes > 1 ||
+            (uda->writes == 1 && (uda->write_block != b || uda->write_op > g)))
+            return;
+        const int c = ud->read_op;
+        const pardo_op *cg = &blk->ops[c];
+        if (c <= g || strcmp(cg->type, "conv2d_grad") || cg->n_in != 5 || strcmp(cg->in[4], dz) || cg->in[3][0] ||
+            chained[c] || fuse[c].from || !attr_is(cg, "activation", "none") || !private_temp(p, b, dz, g, c, fc))
+            return;
+        for (int k = 0; k < 3; k++)
+            if (strcmp(cg->in[k], k < cv->n_in ? cv->in[k] : "")) return;
+        for (int x = g + 1; x < c; x++)
+            if (pardo_op_writes(&blk->ops[x], da)) return;
+        fuse[c].relu_grad = g + 1;
+        return;
+    }
+}
+
 /* Fills fuse[0..n_ops) for block b of p. */
 static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion *fuse) {
     const pardo_block *blk = &p->blocks[b];
@@ -444,6 +504,7 @@ static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion
     }
     for (int i = 0; i < blk->n_ops; i++) plan_pass_on(p, b, i, fc, chained, fuse);
     for (int i = 0; i < blk->n_ops; i++) plan_softmax_scale(p, b, i, fc, chained, fuse);
+    for (int i = 0; i < blk->n_ops; i++) plan_conv_relu(p, b, i, fc, chained, fuse);
     free(chained);
 }
 
@@ -557,6 +618,27 @@ static int emit_softmax_scaled(pardo_block *to, const pardo_block *blk, int i, c
     return pardo_op_add_output(op, out, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+/* Copies op i of blk with attr activation "relu": a conv2d writing its
+ * relu's output, or a conv2d_grad reading the relu_grad's Y and dY. */
+static int emit_conv_relu(pardo_block *to, const pardo_block *blk, int i, const fusion *f, pardo_status *st) {
+    const pardo_op *src = &blk->ops[i];
+    pardo_op *op = new_op_like(to, src, st);
+    if (!op) return st->code;
+    if (!op->attrs && !(op->attrs = pardo_value_new_object()))
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing ops");
+    pardo_value *relu = pardo_value_new_string("relu");
+    int rc = relu ? pardo_value_set(op->attrs, "activation", relu, st)
+                  : pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing ops");
+    pardo_value_free(relu);
+    if (rc != PARDO_OK) return rc;
+    const pardo_op *rg = f->relu_grad ? &blk->ops[f->relu_grad - 1] : NULL;
+    for (int k = 0; rc == PARDO_OK && k < src->n_in; k++)
+        rc = pardo_op_add_input(op, rg && k == 3 ? rg->in[1] : rg && k == 4 ? rg->in[2] : src->in[k], st);
+    for (int k = 0; rc == PARDO_OK && k < src->n_out; k++)
+        rc = pardo_op_add_output(op, f->relu ? blk->ops[f->relu - 1].out[0] : src->out[k], st);
+    return rc;
+}
+
 /* Rewrites block b's chains; *n_fused counts the ops taken into others and
  * the add_grads whose copy is passed on. */
 static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused, pardo_status *st) {
@@ -577,6 +659,8 @@ static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused,
         if (fuse[i].update) gone[i] = true;
         if (fuse[i].scaled) gone[fuse[i].scaled - 1] = true;
         if (fuse[i].scale_grad) gone[fuse[i].scale_grad - 1] = true;
+        if (fuse[i].relu) gone[fuse[i].relu - 1] = true;
+        if (fuse[i].relu_grad) gone[fuse[i].relu_grad - 1] = true;
     }
     int passed_on = 0;
     for (int i = 0; i < n; i++) taken += gone[i], passed_on += fuse[i].pass_on > 0;
@@ -589,6 +673,7 @@ static int fuse_block(pardo_program *p, int b, const fuse_ctx *fc, int *n_fused,
         else if (fuse[i].merge) rc = emit_update(&to, blk, i, &fuse[i], st);
         else if (fuse[i].pass_on || fuse[i].from) rc = emit_passed_on(&to, blk, i, &fuse[i], st);
         else if (fuse[i].scaled) rc = emit_softmax_scaled(&to, blk, i, &fuse[i], st);
+        else if (fuse[i].relu || fuse[i].relu_grad) rc = emit_conv_relu(&to, blk, i, &fuse[i], st);
         else rc = pardo_block_add_op_copy(&to, op, st) ? PARDO_OK : st->code;
     }
     if (rc != PARDO_OK) goto done;
