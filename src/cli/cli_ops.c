@@ -37,7 +37,7 @@ static void describe(const pardo_op_def *d) {
     char gtype[128];
     const pardo_op_def *g = d->grad ? pardo_op_lookup(pardo_grad_op_type(d->type, gtype, sizeof gtype)) : NULL;
     if (!d->grad) printf("gradient: no (not differentiable)\n");
-    else if (d->grad == pardo_grad_standard && g) printf("gradient: yes (%s)\n", g->type);
+    else if (g) printf("gradient: yes (%s)\n", g->type); /* the gradient op T_grad its builder appends */
     else printf("gradient: yes\n");
     printf("cuda kernel: %s\n", d->cuda ? "yes" : "no (runs on the CPU)");
     printf("in place: %s\n", d->inplace ? "yes" : "no");
