@@ -156,6 +156,15 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
     return q;
 }
 
+/* A row panel of A stored along its rows packed [p][mr] with SIMD (gemm_pack.c), or false for the loop. */
+static bool pack_a_f32(const float *a, int64_t lda, int64_t rows, int64_t mr, int64_t kcb, float *d) {
+    return pardo_gemm_pack_a_f32(a, lda, rows, mr, kcb, d);
+}
+static bool pack_a_f64(const double *a, int64_t lda, int64_t rows, int64_t mr, int64_t kcb, double *d) {
+    (void)a, (void)lda, (void)rows, (void)mr, (void)kcb, (void)d;
+    return false;
+}
+
 /* Defines the sweep over rows for element type T: tiles, short row panels, row panels, a block of rows. */
 #define GEMM_DRIVER(SFX, T)                                                                                            \
     /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, then the epilogue ep (NULL: none),  \
@@ -227,7 +236,7 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
             const int64_t bs = j->direct ? g->ldb : nr, pstep = j->direct ? nr : kcb * nr;                             \
             for (int64_t ic = r0; ic < r1; ic += MC_ROWS) {                                                            \
                 const int64_t ie = ic + MC_ROWS < r1 ? ic + MC_ROWS : r1;                                              \
-                if (g->m < mr || (j->np > 1 && g->ta)) {                                                               \
+                if (g->m < mr || (j->np > 1 && (g->ta || !own_is_avx512()))) {                                                             \
                     /* A read down its columns (or tiny): pack the block's row panels (panel q's [p][mr] at ap + q *   \
                      * mr * kcb; down columns, a stored row of A at a time, so the reads run along it), then sweep     \
                      * them with each column panel of B in L1 (measured: 3% faster than each row panel in L1 across   \
@@ -246,6 +255,7 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
                         }                                                                                              \
                     }                                                                                                  \
                     for (int64_t q = 0; q < npan && !g->ta; q++)                                                       \
+                        if (!pack_a_##SFX(a + pan[q].top * g->lda + p0, g->lda, pan[q].rows, mr, kcb, ap + q * mr * kcb)) \
                         for (int64_t p = 0; p < kcb; p++) {                                                            \
                             T *d = ap + q * mr * kcb + p * mr;                                                         \
                             for (int64_t i = 0; i < pan[q].rows; i++) d[i] = a[(pan[q].top + i) * g->lda + p0 + p];    \
@@ -351,6 +361,11 @@ static void swap_rows(const pardo_gemm *g, const void *t, int64_t i0, int64_t i1
         for (; jdone + 16 <= g->n; jdone += 16)
             pardo_gemm_tr16_f32((const float *)t + jdone * g->m + i0, g->m, (float *)g->c + i0 * g->ldc + jdone,
                                 g->ldc);
+    else if (g->dtype == PARDO_F32 && i1 - i0 == 16 && own_has_avx2())
+        for (; jdone + 8 <= g->n; jdone += 8)
+            for (int64_t h = i0; h < i1; h += 8)
+                pardo_gemm_tr8_f32((const float *)t + jdone * g->m + h, g->m, (float *)g->c + h * g->ldc + jdone,
+                                   g->ldc);
 #endif
     for (int64_t i = i0; i < i1; i++) {
         if (g->dtype == PARDO_F32)

@@ -24,6 +24,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GEMM_X86 1
 #define AVX512 __attribute__((target("avx512f")))
+#define AVX2 __attribute__((target("avx2,fma")))
 #else
 #define GEMM_X86 0
 #endif
@@ -80,6 +81,15 @@ extern const gemm_arch *pardo_gemm_own_arch;
 static inline bool own_is_avx512(void) {
 #if GEMM_X86
     return pardo_gemm_own_arch == pardo_gemm_arch_avx512;
+#else
+    return false;
+#endif
+}
+
+/* True when the own kernels are AVX2's or AVX-512's (the CPU has AVX2: the AVX2 copies and transposes may run). */
+static inline bool own_has_avx2(void) {
+#if GEMM_X86
+    return pardo_gemm_own_arch == pardo_gemm_arch_avx512 || pardo_gemm_own_arch == pardo_gemm_arch_avx2;
 #else
     return false;
 #endif
@@ -144,6 +154,13 @@ void pardo_gemm_pack_block(gemm_job *j, int64_t kb, int64_t begin, int64_t end, 
 /* d[p * ldd + i] = s[i * lds + p] for p, i < 16: a 16 x 16 float block transposed in AVX-512 registers (the
  * packing of a B stored transposed, and a swapped product's result into C). The CPU must have AVX-512. */
 AVX512 void pardo_gemm_tr16_f32(const float *s, int64_t lds, float *d, int64_t ldd);
+/* The same for an 8 x 8 block in AVX2 registers (own_has_avx2). */
+AVX2 void pardo_gemm_tr8_f32(const float *s, int64_t lds, float *d, int64_t ldd);
 #endif
+
+/* Packs rows [0, rows) of A (stored along its rows, lda apart) for K columns [0, kcb) as a row panel [p][mr]
+ * (d[p * mr + i] = a[i * lda + p], zeros for rows up to mr): with AVX2, 8 columns at a time transposed in
+ * registers; false (nothing written) where it does not apply (no AVX2, mr > 8), for the caller's loop. */
+bool pardo_gemm_pack_a_f32(const float *a, int64_t lda, int64_t rows, int64_t mr, int64_t kcb, float *d);
 
 #endif

@@ -125,7 +125,6 @@ UK512_F64(2, 1)
 UK512_F64(1, 2)
 UK512_F64(1, 1)
 
-#define AVX2 __attribute__((target("avx2,fma")))
 #define RELU256_PS(x) _mm256_max_ps(_mm256_setzero_ps(), x)
 #define RELU256_PD(x) _mm256_max_pd(_mm256_setzero_pd(), x)
 #define YMASK256_PS(x, y) _mm256_and_ps(x, _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ))

@@ -7,9 +7,11 @@
  * median over rounds. OpenBLAS is timed where the build found it
  * (BENCH_OPENBLAS), called directly with its thread count set to 1.
  *
- *   bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1]
+ *   bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1] [--isa avx512f|avx2|c]
  * --cpu 1 times the calling thread's CPU time instead of the wall clock: a
  * steadier 1-thread figure on a busy machine (the 2-thread one is then meaningless).
+ * --isa makes pardo's own kernel use that instruction set (pardo_gemm_force_isa;
+ * OPENBLAS_CORETYPE=Haswell does the same to OpenBLAS on an AVX-512 CPU).
  * One JSON line per shape: {"bench": "gemm", "shape": ..., "m", "n", "k", "ta", "tb",
  *   "pardo_gflops", "openblas_gflops" (or null), "pardo_gflops_2t" (T threads),
  *   "impl": pardo's implementation} */
@@ -92,6 +94,7 @@ static double time_openblas(const pardo_gemm *g, int reps, double *buf) {
 
 int main(int argc, char **argv) {
     int rounds = 5, reps = 20, threads = 2;
+    const char *isa = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--rounds") == 0)
             rounds = atoi(argv[i + 1]);
@@ -101,13 +104,19 @@ int main(int argc, char **argv) {
             threads = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--cpu") == 0)
             clock_id = atoi(argv[i + 1]) ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+        else if (strcmp(argv[i], "--isa") == 0)
+            isa = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1]\n");
+            fprintf(stderr, "usage: bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1] [--isa avx512f|avx2|c]\n");
             return 1;
         }
     }
     if (rounds < 1 || reps < 1 || threads < 1) return 1;
     pardo_status st;
+    if (isa && pardo_gemm_force_isa(isa, &st) != PARDO_OK) {
+        fprintf(stderr, "bench_gemm: %s\n", st.msg);
+        return 1;
+    }
     if (pardo_thread_pool_configure(threads, &st) != PARDO_OK) {
         fprintf(stderr, "bench_gemm: %s\n", st.msg);
         return 1;
