@@ -127,7 +127,7 @@ void pardo_gemm_epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
 }
 
 /* The epilogue of g's tile at row i0, column j0 (in ep), or NULL when g has none. */
-static const tile_ep *tile_ep_at(const pardo_gemm *g, int64_t i0, int64_t j0, tile_ep *ep) {
+static inline const tile_ep *tile_ep_at(const pardo_gemm *g, int64_t i0, int64_t j0, tile_ep *ep) {
     if (!g->bias && !g->relu && !g->relu_y) return NULL;
     const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
     ep->bias = g->bias ? (const char *)g->bias + (size_t)j0 * es : NULL;
@@ -167,16 +167,11 @@ static bool pack_a_f64(const double *a, int64_t lda, int64_t rows, int64_t mr, i
 
 /* Defines the sweep over rows for element type T: tiles, short row panels, row panels, a block of rows. */
 #define GEMM_DRIVER(SFX, T)                                                                                            \
-    /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, then the epilogue ep (NULL: none),  \
-     * or through the tile buffer when the tile is short (h < mr rows, of which the first sh are the panel above's and \
-     * not written) or narrow (w < the kernel's kw columns). */                                                        \
-    static void tile_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca, const T *bp, int64_t bs,   \
-                           T *cp, int64_t ldc, int64_t mr, int64_t h, int64_t sh, int64_t w, int64_t kw, bool add,     \
-                           const tile_ep *ep) {                                                                        \
-        if (h == mr && w == kw) {                                                                                      \
-            uk(kcb, ap, ra, ca, bp, bs, cp, ldc, add, ep);                                                             \
-            return;                                                                                                    \
-        }                                                                                                              \
+    /* A tile through the tile buffer: short (h < mr rows, of which the first sh are the panel above's and not      \
+     * written) or narrow (w < the kernel's kw columns); out of line, so the full tiles' path stays short. */          \
+    __attribute__((noinline)) static void edge_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca,  \
+                                                      const T *bp, int64_t bs, T *cp, int64_t ldc, int64_t h,          \
+                                                      int64_t sh, int64_t w, bool add, const tile_ep *ep) {            \
         T tile[MR_MAX * NR_MAX] __attribute__((aligned(64)));                                                          \
         uk(kcb, ap, ra, ca, bp, bs, tile, NR_MAX, false, NULL);                                                        \
         for (int64_t i = 0; i < h; i++) {                                                                              \
@@ -185,6 +180,17 @@ static bool pack_a_f64(const double *a, int64_t lda, int64_t rows, int64_t mr, i
             if (ep)                                                                                                    \
                 epilogue_span_##SFX(cp + i * ldc, ep->bias, ep->relu, ep->y ? (const T *)ep->y + i * ldc : NULL, w);   \
         }                                                                                                              \
+    }                                                                                                                  \
+    /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, then the epilogue ep (NULL: none); \
+     * inline (a product of short K, as dA = dY W^T of a 10-class layer, spends as long getting to the kernel as in  \
+     * it: measured 0.75 -> 0.88 of OpenBLAS there with AVX2), edge_ for short or narrow tiles. */                     \
+    static inline void tile_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca, const T *bp,        \
+                                  int64_t bs, T *cp, int64_t ldc, int64_t mr, int64_t h, int64_t sh, int64_t w,        \
+                                  int64_t kw, bool add, const tile_ep *ep) {                                           \
+        if (h == mr && w == kw)                                                                                        \
+            uk(kcb, ap, ra, ca, bp, bs, cp, ldc, add, ep);                                                             \
+        else                                                                                                           \
+            edge_##SFX(uk, kcb, ap, ra, ca, bp, bs, cp, ldc, h, sh, w, add, ep);                                       \
     }                                                                                                                  \
                                                                                                                        \
     /* A short row panel (h < mr rows, row r of A at ap + r * ra) cut into short kernels (short_rows). */            \
@@ -203,7 +209,7 @@ static bool pack_a_f64(const double *a, int64_t lda, int64_t rows, int64_t mr, i
     /* Row panel pn of C by the column panel from column j0, w wide: the short kernels where pn is cut, else one     \
      * tile of mr rows whose first sh are the panel above's; A from pn's top row at at (strides ra, ca), the panel of  \
      * B at bp (rows bs apart); on the last K block (last) the tiles end with the epilogue. */                         \
-    static void panel_##SFX(const pardo_gemm *g, const gemm_arch *ar, const a_panel *pn, bool down, int64_t kcb,       \
+    static inline void panel_##SFX(const pardo_gemm *g, const gemm_arch *ar, const a_panel *pn, bool down, int64_t kcb, \
                             const T *at, int64_t ra, int64_t ca, const T *bp, int64_t bs, int64_t j0, int64_t w,       \
                             bool add, bool last) {                                                                     \
         const int width = width_for(ar, w);                                                                            \
