@@ -159,6 +159,8 @@ static void epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, in
 static void column_split_case(pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool acc,
                               int64_t pad);
 
+static void rows_independent_of_row_count(void);
+
 START_TEST(every_instruction_set) {
     /* the kernels this CPU can run besides the one it picks: AVX2+FMA and plain C (and the SIMD transposes off) */
     pardo_status st;
@@ -173,6 +175,7 @@ START_TEST(every_instruction_set) {
         same_bits(PARDO_GEMM_OWN, PARDO_F64, 131, 67, 260, true, false, true);
         column_split_case(PARDO_F32, 192, 508, 300, false, true, false, 1);
         column_split_case(PARDO_F64, 120, 64, 260, true, false, true, 0);
+        rows_independent_of_row_count(); /* the short kernels' rows are the full tile's */
         for (int mask = 0; mask < 2; mask++) { /* each kernel's epilogue */
             epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F32, 29, 70, 300, false, false, true, true, mask);
             epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F64, 31, 67, 60, true, false, true, mask == 0, mask);
@@ -340,7 +343,7 @@ END_TEST
  * part's share of a batch against the whole batch), on every path a shape
  * may take: the tiles, the dot products of few columns, the swapped
  * product of a transposed weight or of few columns from a transposed A. */
-START_TEST(rows_do_not_depend_on_the_row_count) {
+static void rows_independent_of_row_count(void) {
     static const struct {
         int64_t n, k;
         bool ta, tb;
@@ -370,6 +373,8 @@ START_TEST(rows_do_not_depend_on_the_row_count) {
         prod_free(&p);
     }
 }
+
+START_TEST(rows_do_not_depend_on_the_row_count) { rows_independent_of_row_count(); }
 END_TEST
 
 /* The epilogue (bias along rows, then relu, then relu_grad's mask through
