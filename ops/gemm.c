@@ -17,6 +17,7 @@
  * so the bits do not depend on the thread count. */
 #include "gemm_internal.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -93,45 +94,66 @@ const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl) {
 
 /* ---- the blocked product ---- */
 
-/* The epilogue on n elements of a row of C: += bias, then relu, then the relu_grad mask through y (bias and y
- * at the same columns; either NULL: none); the same arithmetic as the add, relu and relu_grad ops, so the bits
- * match theirs. The kernels apply it as they store a tile (tile_ep); this is for what they do not. */
-#define EPILOGUE_SPAN(SFX, T)                                                                                          \
-    static void epilogue_span_##SFX(T *restrict row, const T *restrict bias, bool relu, const T *restrict y,          \
+/* The epilogue on n elements of a row of C: += bias, then the activation, then the relu_grad mask through y
+ * (bias and y at the same columns; either NULL: none); the same arithmetic as the add, relu or gelu, and
+ * relu_grad ops, so the bits match theirs (gelu's expression is ops/activation.c's, term for term, in T: ERFC is
+ * erfcf or erfc as tgmath.h picks there). The kernels apply it as they store a tile (tile_ep), but for gelu;
+ * this is for what they do not. */
+#define SQRT1_2 0.70710678118654752440 /* 1 / sqrt(2), as ops/activation.c writes it */
+#define EPILOGUE_SPAN(SFX, T, ERFC)                                                                                    \
+    static void epilogue_span_##SFX(T *restrict row, const T *restrict bias, pardo_gemm_act act, const T *restrict y, \
                                     int64_t n) {                                                                       \
-        if (bias && relu)                                                                                              \
+        if (act == PARDO_GEMM_ACT_GELU)                                                                                \
+            for (int64_t q = 0; q < n; q++) {                                                                          \
+                const T v = bias ? row[q] + bias[q] : row[q];                                                          \
+                row[q] = (T)0.5 * v * ERFC(-v * (T)SQRT1_2);                                                           \
+            }                                                                                                          \
+        else if (bias && act == PARDO_GEMM_ACT_RELU)                                                                   \
             for (int64_t q = 0; q < n; q++) {                                                                          \
                 const T v = row[q] + bias[q];                                                                          \
                 row[q] = v < 0 ? (T)0 : v;                                                                             \
             }                                                                                                          \
         else if (bias)                                                                                                 \
             for (int64_t q = 0; q < n; q++) row[q] = row[q] + bias[q];                                                 \
-        else if (relu)                                                                                                 \
+        else if (act == PARDO_GEMM_ACT_RELU)                                                                           \
             for (int64_t q = 0; q < n; q++) row[q] = row[q] < 0 ? (T)0 : row[q];                                       \
         if (y)                                                                                                         \
             for (int64_t q = 0; q < n; q++) row[q] = y[q] > 0 ? row[q] : (T)0;                                         \
     }
-EPILOGUE_SPAN(f32, float)
-EPILOGUE_SPAN(f64, double)
+EPILOGUE_SPAN(f32, float, erfcf)
+EPILOGUE_SPAN(f64, double, erfc)
+
+static bool has_epilogue(const pardo_gemm *g) { return g->bias || g->act != PARDO_GEMM_ACT_NONE || g->relu_y; }
 
 void pardo_gemm_epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
-    if (!g->bias && !g->relu && !g->relu_y) return;
+    if (!has_epilogue(g)) return;
     for (int64_t i = r0; i < r1; i++) {
         if (g->dtype == PARDO_F32)
-            epilogue_span_f32((float *)g->c + i * g->ldc, g->bias, g->relu,
+            epilogue_span_f32((float *)g->c + i * g->ldc, g->bias, g->act,
                               g->relu_y ? (const float *)g->relu_y + i * g->ldc : NULL, g->n);
         else
-            epilogue_span_f64((double *)g->c + i * g->ldc, g->bias, g->relu,
+            epilogue_span_f64((double *)g->c + i * g->ldc, g->bias, g->act,
                               g->relu_y ? (const double *)g->relu_y + i * g->ldc : NULL, g->n);
+    }
+}
+
+void pardo_gemm_epilogue_tile(pardo_dtype dtype, void *c, int64_t ldc, int64_t rows, int64_t cols, const tile_ep *ep) {
+    for (int64_t i = 0; i < rows; i++) {
+        if (dtype == PARDO_F32)
+            epilogue_span_f32((float *)c + i * ldc, ep->bias, ep->act, ep->y ? (const float *)ep->y + i * ldc : NULL,
+                              cols);
+        else
+            epilogue_span_f64((double *)c + i * ldc, ep->bias, ep->act, ep->y ? (const double *)ep->y + i * ldc : NULL,
+                              cols);
     }
 }
 
 /* The epilogue of g's tile at row i0, column j0 (in ep), or NULL when g has none. */
 static inline const tile_ep *tile_ep_at(const pardo_gemm *g, int64_t i0, int64_t j0, tile_ep *ep) {
-    if (!g->bias && !g->relu && !g->relu_y) return NULL;
+    if (!has_epilogue(g)) return NULL;
     const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
     ep->bias = g->bias ? (const char *)g->bias + (size_t)j0 * es : NULL;
-    ep->relu = g->relu;
+    ep->act = g->act;
     ep->y = g->relu_y ? (const char *)g->relu_y + (size_t)(i0 * g->ldc + j0) * es : NULL;
     return ep;
 }
@@ -178,7 +200,7 @@ static bool pack_a_f64(const double *a, int64_t lda, int64_t rows, int64_t mr, i
             for (int64_t q = 0; q < w; q++)                                                                            \
                 cp[i * ldc + q] = add ? cp[i * ldc + q] + tile[(i + sh) * NR_MAX + q] : tile[(i + sh) * NR_MAX + q];   \
             if (ep)                                                                                                    \
-                epilogue_span_##SFX(cp + i * ldc, ep->bias, ep->relu, ep->y ? (const T *)ep->y + i * ldc : NULL, w);   \
+                epilogue_span_##SFX(cp + i * ldc, ep->bias, ep->act, ep->y ? (const T *)ep->y + i * ldc : NULL, w);    \
         }                                                                                                              \
     }                                                                                                                  \
     /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, then the epilogue ep (NULL: none); \
@@ -200,7 +222,7 @@ static bool pack_a_f64(const double *a, int64_t lda, int64_t rows, int64_t mr, i
         for (int64_t off = 0, s; off < h; off += s) {                                                                  \
             s = short_rows(ar, h - off);                                                                               \
             tile_ep e;                                                                                                 \
-            if (ep) e = (tile_ep){ep->bias, ep->relu, ep->y ? (const T *)ep->y + off * ldc : NULL};                    \
+            if (ep) e = (tile_ep){ep->bias, ep->act, ep->y ? (const T *)ep->y + off * ldc : NULL};                     \
             tile_##SFX(kernel_for(ar, s, width, down), kcb, ap + off * ra, ra, ca, bp, bs, cp + off * ldc, ldc, s, s,  \
                        0, w, kw, add, ep ? &e : NULL);                                                                 \
         }                                                                                                              \

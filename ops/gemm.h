@@ -46,6 +46,14 @@ typedef struct pardo_gemm_packed {
 /* Frees what p holds and zeroes it. */
 void pardo_gemm_packed_clear(pardo_gemm_packed *p);
 
+/* The activation of a product's epilogue, applied after the bias (the arithmetic of the op it stands for, so
+ * the bits are the op's). */
+typedef enum pardo_gemm_act {
+    PARDO_GEMM_ACT_NONE = 0,
+    PARDO_GEMM_ACT_RELU, // C < 0 ? 0 : C (NaN kept), the relu op
+    PARDO_GEMM_ACT_GELU, // 0.5 C erfc(-C / sqrt 2) (= 0.5 C (1 + erf(C / sqrt 2))), the gelu op (ops/activation.c)
+} pardo_gemm_act;
+
 /* One product. op(A) is [m, k], op(B) is [k, n], C is [m, n]. A is stored
  * [m, k] with row stride lda ([k, m] when ta); B is stored [k, n] with row
  * stride ldb ([n, k] when tb); C has row stride ldc. Strides in elements. */
@@ -62,7 +70,7 @@ typedef struct pardo_gemm {
     bool accumulate;   // C += op(A) op(B); else C = op(A) op(B) (C's old values are not read)
     /* epilogue, applied to each row of C once its product is done (while it is in cache): */
     const void *bias;  // C[i][j] += bias[j] (n elements of dtype; borrowed), or NULL
-    bool relu;         // then C[i][j] = C[i][j] < 0 ? 0 : C[i][j] (NaN kept, like the relu op)
+    pardo_gemm_act act; // then C[i][j] = act(C[i][j]): none, relu or gelu, as the op of that name computes it
     const void *relu_y; // then C[i][j] = y[i][j] > 0 ? C[i][j] : 0, y of C's dtype with rows ldc apart (relu_grad
                         // through its forward output; borrowed), or NULL
     pardo_gemm_packed *b_packed; // op(B) kept packed from product to product (borrowed), or NULL; own kernel only
@@ -104,9 +112,9 @@ bool pardo_gemm_blas_compiled(void);
  * split this way whatever this says.) For tests and benchmarks. */
 bool pardo_gemm_splits_columns(const pardo_gemm *g, int nthreads);
 
-/* Internal, ops/gemm.c: g's epilogue (bias along the rows, then relu, then
- * relu_grad's mask through relu_y; the arithmetic of the add, relu and
- * relu_grad ops) on rows [r0, r1) of C, for the paths whose kernels do not
+/* Internal, ops/gemm.c: g's epilogue (bias along the rows, then the
+ * activation, then relu_grad's mask through relu_y; the arithmetic of the
+ * add, relu or gelu, and relu_grad ops) on rows [r0, r1) of C, for the paths whose kernels do not
  * apply it as they store (BLAS's, the swapped product's, the dot products',
  * an empty sum's). */
 void pardo_gemm_epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1);

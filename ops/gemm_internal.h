@@ -33,13 +33,18 @@
 #define NR_MAX 64 // largest kernel tile, columns
 
 /* The epilogue of one tile, applied as the last K block's sums are stored (the same arithmetic as the add,
- * relu and relu_grad ops, so the bits match theirs): C += bias along the row, then relu, then relu_grad's mask
- * through y. Pointers at the tile's first column (y: its first element, rows ldc apart, like C's). */
+ * relu or gelu, and relu_grad ops, so the bits match theirs): C += bias along the row, then the activation,
+ * then relu_grad's mask through y. Pointers at the tile's first column (y: its first element, rows ldc apart,
+ * like C's). */
 typedef struct tile_ep {
     const void *bias; // or NULL
-    bool relu;
+    pardo_gemm_act act;
     const void *y; // or NULL
 } tile_ep;
+
+/* gemm.c: ep on a rows x cols tile of C (rows ldc apart) of dtype, element by element (the kernels store a
+ * tile whose activation has no vector form, gelu's erfc, and hand it here). */
+void pardo_gemm_epilogue_tile(pardo_dtype dtype, void *c, int64_t ldc, int64_t rows, int64_t cols, const tile_ep *ep);
 
 /* An mr x (nv * lanes) tile: C[i][j] (+)= sum_p a(i, p) b(p, j) over p < kc,
  * a(i, p) = a[i * rsa + p * csa], b(p, j) = b[p * bs + j]; add: C += sum;

@@ -38,14 +38,21 @@
                 _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) acc[i][v] = FMA(av, bv[v], acc[i][v]);            \
             }                                                                                                          \
         }                                                                                                              \
-        if (ep) {                                                                                                      \
+        if (ep && ep->act == PARDO_GEMM_ACT_GELU) { /* no vector erfc: stored, then element by element */           \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                      \
+                _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {                                                 \
+                T *cp = c + i * ldc + v * LANES;                                                                       \
+                STOREU(cp, add ? ADD(LOADU(cp), acc[i][v]) : acc[i][v]);                                               \
+            }                                                                                                          \
+            pardo_gemm_epilogue_tile(sizeof(T) == sizeof(double) ? PARDO_F64 : PARDO_F32, c, ldc, MR, NV * LANES, ep);  \
+        } else if (ep) {                                                                                               \
             const T *bias = ep->bias, *y = ep->y;                                                                      \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                      \
                 _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {                                                 \
                     T *cp = c + i * ldc + v * LANES;                                                                   \
                     V x = add ? ADD(LOADU(cp), acc[i][v]) : acc[i][v];                                                 \
                     if (bias) x = ADD(x, LOADU(bias + v * LANES));                                                     \
-                    if (ep->relu) x = RELU(x);                                                                         \
+                    if (ep->act == PARDO_GEMM_ACT_RELU) x = RELU(x);                                                   \
                     if (y) x = YMASK(x, LOADU(y + i * ldc + v * LANES));                                               \
                     STOREU(cp, x);                                                                                     \
                 }                                                                                                      \
