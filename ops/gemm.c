@@ -36,33 +36,26 @@
 
 /* ---- which implementation runs ---- */
 
-typedef enum { PICK_DEFAULT, PICK_OWN, PICK_BLAS } gemm_pick;
-
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 const gemm_arch *pardo_gemm_own_arch = pardo_gemm_arch_c; // [0] float32, [1] float64
-static gemm_pick env_pick = PICK_DEFAULT;                  // $PARDO_GEMM
 
 /* The best own kernels this CPU runs. */
 static const gemm_arch *best_arch(void) {
 #if GEMM_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return pardo_gemm_arch_avx512;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return pardo_gemm_arch_avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return pardo_gemm_arch_avx2;
 #endif
     return pardo_gemm_arch_c;
 }
 
-static void setup(void) {
-    pardo_gemm_own_arch = best_arch();
-    const char *e = getenv("PARDO_GEMM");
-    if (e && strcmp(e, "own") == 0)
-        env_pick = PICK_OWN;
-    else if (e && strcmp(e, "blas") == 0 && pardo_gemm_blas_compiled())
-        env_pick = PICK_BLAS;
-}
+static void setup(void) { pardo_gemm_own_arch = best_arch(); }
+
+void pardo_gemm_setup(void) { pthread_once(&setup_once, setup); }
 
 int pardo_gemm_force_isa(const char *isa, pardo_status *st) {
-    pthread_once(&setup_once, setup);
+    pardo_gemm_setup();
     const gemm_arch *best = best_arch(), *want = NULL;
     if (strcmp(isa, "auto") == 0)
         want = best;
@@ -75,20 +68,28 @@ int pardo_gemm_force_isa(const char *isa, pardo_status *st) {
         want = pardo_gemm_arch_avx2;
 #endif
     if (!want) return pardo_errorf(st, PARDO_ENOTSUP, "gemm: no '%s' kernel on this CPU (auto, avx512f, avx2, c)", isa);
+    if (want != pardo_gemm_own_arch) pardo_gemm_pick_reset(); /* the pick's key names the own kernels */
     pardo_gemm_own_arch = want;
     return PARDO_OK;
 }
 
-static bool use_blas(pardo_gemm_impl impl) {
-    pthread_once(&setup_once, setup);
+/* Whether impl runs g through BLAS (g NULL: for no shape in particular, as pardo_gemm_describe says). */
+static bool use_blas(pardo_gemm_impl impl, const pardo_gemm *g) {
+    pardo_gemm_setup();
     if (impl == PARDO_GEMM_BLAS) return true;
     if (impl == PARDO_GEMM_OWN) return false;
-    if (env_pick != PICK_DEFAULT) return env_pick == PICK_BLAS;
+    if (g) return pardo_gemm_pick_blas(g);
+    const pardo_gemm_impl forced = pardo_gemm_env_impl();
+    if (forced != PARDO_GEMM_AUTO) return forced == PARDO_GEMM_BLAS;
     return !pardo_gemm_own_arch[0].simd && pardo_gemm_blas_compiled();
 }
 
+pardo_gemm_impl pardo_gemm_resolve(const pardo_gemm *g, pardo_gemm_impl impl) {
+    return use_blas(impl, g) && pardo_gemm_blas_compiled() ? PARDO_GEMM_BLAS : PARDO_GEMM_OWN;
+}
+
 const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl) {
-    if (use_blas(impl)) return pardo_gemm_blas_name();
+    if (use_blas(impl, NULL)) return pardo_gemm_blas_name();
     return pardo_gemm_own_arch[dtype == PARDO_F64].name;
 }
 
@@ -553,7 +554,7 @@ static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g, int kc) {
 }
 
 bool pardo_gemm_splits_columns(const pardo_gemm *g, int nthreads) {
-    pthread_once(&setup_once, setup);
+    pardo_gemm_setup();
     const gemm_arch *ar = arch_for(g->dtype, g->ta, g->n);
     return !g->b_packed && split_columns(g, (g->n + ar->nr - 1) / ar->nr, nthreads);
 }
@@ -600,8 +601,8 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
                             "gemm: bad product (%s, m %lld, n %lld, k %lld, lda %lld, ldb %lld, ldc %lld)",
                             pardo_dtype_name(g->dtype), (long long)g->m, (long long)g->n, (long long)g->k,
                             (long long)g->lda, (long long)g->ldb, (long long)g->ldc);
-    const bool blas = use_blas(impl);
-    if (blas && !pardo_gemm_blas_compiled())
+    pardo_gemm_setup();
+    if (impl == PARDO_GEMM_BLAS && !pardo_gemm_blas_compiled())
         return pardo_errorf(ctx->st, PARDO_ENOTSUP, "gemm: pardo was built without BLAS (make BLAS=1)");
     if (g->m == 0 || g->n == 0) return PARDO_OK;
     if (g->k == 0) { /* an empty sum */
@@ -616,7 +617,7 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
         one.nthreads = 1;
         one.idle_help = false;
     }
-    if (blas) return gemm_blas(&one, g);
+    if (use_blas(impl, g) && pardo_gemm_blas_compiled()) return gemm_blas(&one, g);
     int rc;
     if (own_is_avx512() && pardo_gemm_narrow(&one, g, &rc)) return rc;
     if (swap_pays(g)) return gemm_swapped(&one, g);

@@ -79,8 +79,11 @@ typedef struct pardo_gemm {
 
 /* Which implementation runs a product. */
 typedef enum pardo_gemm_impl {
-    PARDO_GEMM_AUTO = 0, // $PARDO_GEMM (own or blas) if set; else the own SIMD kernel where the CPU has one,
-                         // else BLAS where pardo was built with it, else the own plain C kernel
+    PARDO_GEMM_AUTO = 0, // $PARDO_GEMM (own or blas) if set; else, where the CPU has an own SIMD kernel and pardo
+                         // was built with BLAS, the pick (ops/gemm_pick.c): per shape class (dtype, transposes,
+                         // n and k, never m nor the thread count) the faster of the two, measured once and cached
+                         // ($PARDO_GEMM_CACHE: a file, or off for the own kernel); else the own SIMD kernel, else
+                         // BLAS where built in, else the own plain C kernel
     PARDO_GEMM_OWN,      // the own kernel
     PARDO_GEMM_BLAS,     // the CBLAS library (PARDO_ENOTSUP when pardo was built without one)
 } pardo_gemm_impl;
@@ -91,6 +94,22 @@ typedef enum pardo_gemm_impl {
  * sizes, strides or dtype) or PARDO_ENOTSUP (BLAS asked for, not built in).
  * Thread-safe. */
 int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl impl);
+
+/* What impl runs g with: PARDO_GEMM_OWN or PARDO_GEMM_BLAS (PARDO_GEMM_AUTO as above; the first product of a
+ * shape class measures it, a few ms, on the calling thread). Thread-safe. */
+pardo_gemm_impl pardo_gemm_resolve(const pardo_gemm *g, pardo_gemm_impl impl);
+
+/* The pick in words (for pardo --version): forced, off or none and why, or the cache file and each shape class
+ * decided so far with what it runs (reads the file; measures nothing). Into buf (n bytes, NUL-terminated,
+ * cut to fit). Thread-safe. */
+void pardo_gemm_pick_summary(char *buf, size_t n);
+
+/* For tests: forgets the pick (the classes decided, the cache file read) and reads $PARDO_GEMM and
+ * $PARDO_GEMM_CACHE again on next use; the classes measured since; the cache file in use (NULL: none, the
+ * pick off or not built). Not thread-safe: no product may run meanwhile. */
+void pardo_gemm_pick_reset(void);
+int pardo_gemm_pick_measured(void);
+const char *pardo_gemm_pick_path(void);
 
 /* The implementation impl resolves to for dtype, in words ("own avx512f
  * 12x32", "OpenBLAS 0.3.21 ..."). A static string. */
@@ -129,5 +148,8 @@ bool pardo_gemm_narrow(pardo_kernel_ctx *ctx, const pardo_gemm *g, int *rc);
  * calling thread (PARDO_ENOTSUP without BLAS); and the library's name. */
 int pardo_gemm_blas_rows(const pardo_gemm *g, int64_t m0, int64_t m1, pardo_status *st);
 const char *pardo_gemm_blas_name(void);
+/* ... whether the library opens (opening it on first call); and the file it is opened from. */
+bool pardo_gemm_blas_usable(void);
+const char *pardo_gemm_blas_library(void);
 
 #endif

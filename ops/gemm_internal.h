@@ -82,6 +82,14 @@ extern const gemm_arch pardo_gemm_arch_avx2[2];       // 6x16 float, 6x8 double
  * (or pardo_gemm_force_isa's); written only before products run. */
 extern const gemm_arch *pardo_gemm_own_arch;
 
+/* gemm.c: picks the own kernels for this CPU (once; every entry of gemm.h calls it first). */
+void pardo_gemm_setup(void);
+
+/* gemm_pick.c: $PARDO_GEMM's implementation (OWN or BLAS; AUTO where unset or not one of them), read once; and
+ * whether PARDO_GEMM_AUTO runs g through BLAS (the env, the CPU, the pick for g's class, measured now if new). */
+pardo_gemm_impl pardo_gemm_env_impl(void);
+bool pardo_gemm_pick_blas(const pardo_gemm *g);
+
 /* True when the own kernels are AVX-512's (gemm_narrow.c's and the SIMD transposes may run too). */
 static inline bool own_is_avx512(void) {
 #if GEMM_X86

@@ -14,7 +14,9 @@
  * OPENBLAS_CORETYPE=Haswell does the same to OpenBLAS on an AVX-512 CPU).
  * One JSON line per shape: {"bench": "gemm", "shape": ..., "m", "n", "k", "ta", "tb",
  *   "pardo_gflops", "openblas_gflops" (or null), "pardo_gflops_2t" (T threads),
- *   "impl": pardo's implementation} */
+ *   "impl": pardo's implementation for the shape: the own kernel, or BLAS where
+ *   the pick (ops/gemm_pick.c) measured it faster for the shape's class; PARDO_GEMM=own
+ *   times the own kernel alone} */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +129,7 @@ int main(int argc, char **argv) {
     enum { NS = sizeof shapes / sizeof shapes[0] };
     double *buf = malloc(sizeof(double) * (size_t)reps);
     double *res = malloc(sizeof(double) * (size_t)rounds * NS * 3);
+    const char *impl[NS]; /* what pardo ran each shape with (the pick's choice for its class, or forced) */
     /* 64-byte aligned, as pardo's tensors are (src/core/synced_mem.c): malloc's large blocks are 16 bytes past a
      * page, which turns off the in-place read of B that a product of few rows takes on a tensor */
     float *a = aligned_alloc(64, sizeof(float) * 784 * 512), *b = aligned_alloc(64, sizeof(float) * 784 * 512),
@@ -158,6 +161,7 @@ int main(int argc, char **argv) {
             o[1] = 0;
 #endif
             o[2] = time_pardo(&many, &g, reps, buf);
+            impl[s] = pardo_gemm_describe(PARDO_F32, pardo_gemm_resolve(&g, PARDO_GEMM_AUTO));
         }
     for (int s = 0; s < NS; s++) {
         const shape *sh = &shapes[s];
@@ -173,8 +177,7 @@ int main(int argc, char **argv) {
             printf("\"openblas_gflops\": %.2f, ", flop / tb * 1e-9);
         else
             printf("\"openblas_gflops\": null, ");
-        printf("\"pardo_gflops_2t\": %.2f, \"threads\": %d, \"impl\": \"%s\"}\n", flop / t2 * 1e-9, threads,
-               pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
+        printf("\"pardo_gflops_2t\": %.2f, \"threads\": %d, \"impl\": \"%s\"}\n", flop / t2 * 1e-9, threads, impl[s]);
     }
     free(buf);
     free(res);
