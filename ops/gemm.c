@@ -188,6 +188,15 @@ static bool pack_a_f64(const double *a, int64_t lda, int64_t rows, int64_t mr, i
     return false;
 }
 
+/* pn rows of a full row panel of A stored transposed packed [p][mr] with SIMD (gemm_pack.c), or false. */
+static bool pack_at_f32(const float *at, int64_t lda, int64_t pn, int64_t mr, float *d, bool last) {
+    return pardo_gemm_pack_at_f32(at, lda, pn, mr, d, last);
+}
+static bool pack_at_f64(const double *at, int64_t lda, int64_t pn, int64_t mr, double *d, bool last) {
+    (void)at, (void)lda, (void)pn, (void)mr, (void)d, (void)last;
+    return false;
+}
+
 /* Defines the sweep over rows for element type T: tiles, short row panels, row panels, a block of rows. */
 #define GEMM_DRIVER(SFX, T)                                                                                            \
     /* A tile through the tile buffer: short (h < mr rows, of which the first sh are the panel above's and not      \
@@ -272,15 +281,21 @@ static bool pack_a_f64(const double *a, int64_t lda, int64_t rows, int64_t mr, i
                      * the column panels where K is a part's 128 rows; the same at 256) */                             \
                     a_panel pan[MC_ROWS];                                                                              \
                     const int64_t npan = a_panels(ar, g->m, ic, ie, pan);                                              \
-                    for (int64_t p = 0; p < kcb && g->ta; p++) {                                                       \
-                        const T *src = a + (p0 + p) * g->lda;                                                          \
+                    for (int64_t p = 0; p < kcb && g->ta; p += 8) { /* 8 stored rows of A at a time */               \
+                        const int64_t pn = kcb - p < 8 ? kcb - p : 8;                                                  \
                         for (int64_t q = 0; q < npan; q++) {                                                           \
-                            T *d = ap + q * mr * kcb + p * mr;                                                         \
-                            if (pan[q].rows == MR_MAX) /* a copy of known size: inline moves, not a call */            \
-                                memcpy(d, src + pan[q].top, MR_MAX * sizeof(T));                                       \
-                            else                                                                                       \
-                                memcpy(d, src + pan[q].top, (size_t)pan[q].rows * sizeof(T));                          \
-                            for (int64_t i = pan[q].rows; i < mr; i++) d[i] = 0;                                       \
+                            const T *src = a + (p0 + p) * g->lda + pan[q].top;                                         \
+                            if (pan[q].rows == mr &&                                                                   \
+                                pack_at_##SFX(src, g->lda, pn, mr, ap + q * mr * kcb + p * mr, p + pn == kcb))         \
+                                continue;                                                                              \
+                            for (int64_t pp = 0; pp < pn; pp++) {                                                      \
+                                T *d = ap + q * mr * kcb + (p + pp) * mr;                                              \
+                                if (pan[q].rows == MR_MAX) /* a copy of known size: inline moves, not a call */        \
+                                    memcpy(d, src + pp * g->lda, MR_MAX * sizeof(T));                                  \
+                                else                                                                                   \
+                                    memcpy(d, src + pp * g->lda, (size_t)pan[q].rows * sizeof(T));                     \
+                                for (int64_t i = pan[q].rows; i < mr; i++) d[i] = 0;                                   \
+                            }                                                                                          \
                         }                                                                                              \
                     }                                                                                                  \
                     for (int64_t q = 0; q < npan && !g->ta; q++)                                                       \

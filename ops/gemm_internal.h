@@ -176,4 +176,10 @@ AVX2 void pardo_gemm_tr8_f32(const float *s, int64_t lds, float *d, int64_t ldd)
  * registers; false (nothing written) where it does not apply (no AVX2, mr > 8), for the caller's loop. */
 bool pardo_gemm_pack_a_f32(const float *a, int64_t lda, int64_t rows, int64_t mr, int64_t kcb, float *d);
 
+/* Packs pn rows of A stored transposed ([k, m]: row p at at + p * lda, the panel's mr elements first) as a
+ * full row panel's [p][mr] at d: with AVX2, a masked load of each row and a store of 8 lanes, the lanes past
+ * mr overwritten by the next row's (or by a later call's, unless last: then the last row is stored masked);
+ * false (nothing written) where it does not apply (no AVX2, mr > 8). */
+bool pardo_gemm_pack_at_f32(const float *at, int64_t lda, int64_t pn, int64_t mr, float *d, bool last);
+
 #endif

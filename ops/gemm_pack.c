@@ -142,6 +142,19 @@ bool pardo_gemm_pack_a_f32(const float *a, int64_t lda, int64_t rows, int64_t mr
     return pack_a_avx2(a, lda, rows, mr, kcb, d);
 }
 
+AVX2 static void pack_at_avx2(const float *at, int64_t lda, int64_t pn, int64_t mr, float *d, bool last) {
+    const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)mr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const int64_t whole = last && mr < 8 ? pn - 1 : pn;
+    for (int64_t p = 0; p < whole; p++) _mm256_storeu_ps(d + p * mr, _mm256_maskload_ps(at + p * lda, keep));
+    if (whole < pn) _mm256_maskstore_ps(d + whole * mr, keep, _mm256_maskload_ps(at + whole * lda, keep));
+}
+
+bool pardo_gemm_pack_at_f32(const float *at, int64_t lda, int64_t pn, int64_t mr, float *d, bool last) {
+    if (mr > 8 || !own_has_avx2()) return false;
+    pack_at_avx2(at, lda, pn, mr, d, last);
+    return true;
+}
+
 static int64_t transpose_f32(const float *s, int64_t lds, int64_t rows, int64_t kcb, float *d, int64_t ldd) {
     int64_t p = 0;
     if (rows % 16 == 0 && own_is_avx512()) {
@@ -154,6 +167,11 @@ static int64_t transpose_f32(const float *s, int64_t lds, int64_t rows, int64_t 
     return p;
 }
 #else
+bool pardo_gemm_pack_at_f32(const float *at, int64_t lda, int64_t pn, int64_t mr, float *d, bool last) {
+    (void)at, (void)lda, (void)pn, (void)mr, (void)d, (void)last;
+    return false;
+}
+
 static int64_t transpose_f32(const float *s, int64_t lds, int64_t rows, int64_t kcb, float *d, int64_t ldd) {
     (void)s, (void)lds, (void)rows, (void)kcb, (void)d, (void)ldd;
     return 0;
