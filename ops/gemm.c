@@ -446,9 +446,12 @@ static bool swap_pays(const pardo_gemm *g) {
     if (g->tb) {
         if (g->m <= DIRECT_MAX_ROWS && g->n >= 4 * g->m) return true;
         /* by the transposes, but not where B is kept packed from run to run (pardo_gemm_packed: no packing to
-         * save; the bits are the same either way) */
+         * save; the bits are the same either way), nor where the kernels pack A as stored too (AVX2's): the swapped
+         * product then packs both as well and transposes its result besides (measured with AVX2, 1 thread: fc1's
+         * dX = dY W1^T best 99 -> 105 GFLOP/s unswapped, a part's 100 or 128 rows against a square weight 81 -> 95
+         * and 98 -> 107) */
         const double swapped = (double)g->m * (double)((g->ta ? 0 : g->k) + g->n), packed = (double)g->n * (double)g->k;
-        return !g->b_packed && swapped < packed;
+        return !g->b_packed && own_is_avx512() && swapped < packed;
     }
     return g->ta && g->n < NARROW_COLS && g->m >= 4 * g->n;
 }
