@@ -637,7 +637,7 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
     }
     if (use_blas(impl, g) && pardo_gemm_blas_compiled()) return gemm_blas(&one, g);
     int rc;
-    if (own_is_avx512() && pardo_gemm_narrow(&one, g, &rc)) return rc;
+    if (own_has_avx2() && pardo_gemm_narrow(&one, g, own_is_avx512(), &rc)) return rc;
     if (swap_pays(g)) return gemm_swapped(&one, g);
     return gemm_own(&one, g, 0);
 }

@@ -141,8 +141,8 @@ void pardo_gemm_epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1);
 /* Internal, ops/gemm_narrow.c: g as dot products along K where it has few
  * columns (a 10-class layer's Y = H W: float32, A not transposed, no
  * accumulate, at most 12 columns), with *rc its status; false where it does
- * not apply. For the own kernel where it runs AVX-512. */
-bool pardo_gemm_narrow(pardo_kernel_ctx *ctx, const pardo_gemm *g, int *rc);
+ * not apply. For the own kernel where it runs AVX-512 (avx512) or AVX2. */
+bool pardo_gemm_narrow(pardo_kernel_ctx *ctx, const pardo_gemm *g, bool avx512, int *rc);
 
 /* Internal, ops/gemm_blas.c: rows [m0, m1) of g's C through CBLAS on the
  * calling thread (PARDO_ENOTSUP without BLAS); and the library's name. */

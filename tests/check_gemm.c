@@ -163,6 +163,8 @@ static void rows_independent_of_row_count(void);
 
 static void gelu_epilogue_cases(int nthreads);
 
+static void narrow_cases(void);
+
 START_TEST(every_instruction_set) {
     /* the kernels this CPU can run besides the one it picks: AVX2+FMA and plain C (and the SIMD transposes off) */
     pardo_status st;
@@ -179,6 +181,7 @@ START_TEST(every_instruction_set) {
         column_split_case(PARDO_F64, 120, 64, 260, true, false, true, 0);
         rows_independent_of_row_count(); /* the short kernels' rows are the full tile's */
         gelu_epilogue_cases(1);
+        narrow_cases(); /* AVX2's dot products of few columns (plain C: the tiles) */
         for (int mask = 0; mask < 2; mask++) { /* each kernel's epilogue */
             epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F32, 29, 70, 300, false, false, true, true, mask);
             epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F64, 31, 67, 60, true, false, true, mask == 0, mask);
@@ -686,11 +689,10 @@ END_TEST
 
 /* Products of 1 to 12 columns from A as stored (a 10-class layer's Y = H W,
  * a regression head's one column) run as dot products along K
- * (ops/gemm_narrow.c, AVX-512): against the naive loop for K below, at and
+ * (ops/gemm_narrow.c, AVX-512 or AVX2): against the naive loop for K below, at and
  * past a vector, rows around the kernels' 2 to 6, B stored either way,
  * the epilogue; and the same bits on 1 and 2 threads. */
-START_TEST(narrow_products) {
-    pool_size(2);
+static void narrow_cases(void) {
     const int64_t ks2[4] = {5, 16, 300, 784};
     for (int64_t n = 1; n <= 13; n++)
         for (int c = 0; c < 4; c++)
@@ -701,6 +703,11 @@ START_TEST(narrow_products) {
             }
     for (int mask = 0; mask < 2; mask++)
         epilogue_case(PARDO_GEMM_OWN, 2, PARDO_F32, 256, 10, 512, false, false, true, true, mask);
+}
+
+START_TEST(narrow_products) {
+    pool_size(2);
+    narrow_cases();
 }
 END_TEST
 
