@@ -133,9 +133,9 @@ bool pardo_gemm_splits_columns(const pardo_gemm *g, int nthreads);
 
 /* Internal, ops/gemm.c: g's epilogue (bias along the rows, then the
  * activation, then relu_grad's mask through relu_y; the arithmetic of the
- * add, relu or gelu, and relu_grad ops) on rows [r0, r1) of C, for the paths whose kernels do not
- * apply it as they store (BLAS's, the swapped product's, the dot products',
- * an empty sum's). */
+ * add, relu or gelu, and relu_grad ops) on rows [r0, r1) of C, for the
+ * paths whose kernels do not apply it as they store (BLAS's, the swapped
+ * product's, the dot products', an empty sum's). */
 void pardo_gemm_epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1);
 
 /* Internal, ops/gemm_narrow.c: g as dot products along K where it has few
