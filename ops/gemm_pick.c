@@ -12,17 +12,22 @@
  * the batch's). A class is measured the first time a product of it runs: its
  * representative shape (256 rows, n 10, 64 or 256, k 16 or 256) on the
  * calling thread, each implementation run once to warm up and then in
- * alternation (a few ms in all; the shortest time of each), and BLAS picked
- * where it is at least PICK_MARGIN faster. The file is read on first use and
- * rewritten whole after each measurement (a temp file renamed over it, after
- * adopting what another process wrote meanwhile); one that is corrupt, of
- * another machine or version (its key line differs), or cannot be written is
- * ignored: classes are measured again and kept in memory.
+ * alternation (at least 5 times, about 3 ms in all; the shortest time of
+ * each), and BLAS picked where it is at least PICK_MARGIN faster. The file
+ * is read on first use and rewritten whole after each measurement (a temp
+ * file renamed over it, after adopting what another process wrote
+ * meanwhile). It holds a section per key (another machine sharing the home
+ * folder, another OPENBLAS_CORETYPE or forced instruction set: this
+ * process's first, at most PICK_KEYS); a file that is corrupt, or has no
+ * section of this key, or cannot be written is ignored: the classes are
+ * measured again and kept in memory.
  *
  * The file:
  *   pardo-gemm-pick 1
  *   key cpu=<CPU brand>|isa=<own kernels>|kernels=<PICK_KERNELS>|blas=<library file>|coretype=<$OPENBLAS_CORETYPE>|threads=1
  *   <f32|f64> <ta 0|1> <tb 0|1> <narrow|medium|wide> <short|long> <own|blas> <own us> <blas us>
+ *   ...
+ *   key <another key>
  *   ...
  * (the times are the measurement's, for people; the key's threads is the
  * thread count the classes were measured at). */
@@ -48,10 +53,12 @@
 #define PICK_KERNELS 2          // the own kernels' version in the key: bump when kernels or blocking change
 #define PICK_MARGIN 0.95        // BLAS is picked where its time is below this share of the own kernels'
 #define PICK_ROWS 256           // rows of a class's representative product (a batch)
-#define PICK_BUDGET_S 0.002     // seconds of timed runs per class, about (after one warm-up run of each)
-#define PICK_MAX_ROUNDS 50      // alternations of the two, at most (at least 2)
+#define PICK_BUDGET_S 0.003     // seconds of timed runs per class, about (after one warm-up run of each)
+#define PICK_MIN_ROUNDS 5       // alternations of the two, at least (the shortest of 3 misled it on a busy machine)
+#define PICK_MAX_ROUNDS 50      // and at most
 #define PICK_FILE_MAX 65536     // bytes: a longer file is not a pick file
 #define PICK_LINE_MAX (PATH_MAX + 1024) // bytes of a line, at most (the key line's)
+#define PICK_KEYS 8             // keys' sections a file keeps, at most (this process's first)
 
 enum { N_NCLASS = 3, N_KCLASS = 2, N_CLASSES = 2 * 2 * 2 * N_NCLASS * N_KCLASS };
 enum { PICK_UNKNOWN = 0, PICK_OWN = 1, PICK_BLAS = 2 };
@@ -155,16 +162,27 @@ static bool parse_entry(const char *line, int *cls, int *pick, double *own_us, d
     return true;
 }
 
-/* Reads the cache file and adopts its picks for the classes not decided yet; the whole file is ignored
- * (false) when it is missing, unreadable, too long, of another format or key, or has a line that is no entry. */
-static bool load_file(void) {
+/* The other keys' sections of the file last read (another machine sharing the home folder, another
+ * OPENBLAS_CORETYPE, another instruction set forced), kept verbatim to be written back after ours. */
+static char others[PICK_FILE_MAX];
+static size_t others_len;
+static int others_n; // sections in others
+
+/* Reads the cache file: adopts its picks under this process's key for the classes not decided yet, and keeps the
+ * other keys' sections (others); false (nothing adopted, no others) when the file is missing, unreadable, too
+ * long, of another format, or has a line that is neither a key nor an entry (the whole file is ignored). True
+ * when it was read; *ours says whether it had this key. */
+static bool load_file(bool *ours) {
+    *ours = false;
+    others_len = 0;
+    others_n = 0;
     if (!P.path[0]) return false;
     FILE *f = fopen(P.path, "r");
     if (!f) return false;
-    char line[PICK_LINE_MAX];
+    static char line[PICK_LINE_MAX];
     int picks[N_CLASSES] = {0};
     double times[N_CLASSES][2];
-    bool ok = true;
+    bool ok = true, mine = false, found = false;
     size_t total = 0;
     for (int no = 0; ok && fgets(line, sizeof line, f); no++) {
         size_t len = strlen(line);
@@ -173,31 +191,47 @@ static bool load_file(void) {
             ok = false;
             break;
         }
-        line[--len] = '\0';
-        if (no == 0)
-            ok = strcmp(line, PICK_FORMAT) == 0;
-        else if (no == 1)
-            ok = strncmp(line, "key ", 4) == 0 && strcmp(line + 4, P.key) == 0;
-        else if (line[0] != '#' && line[0] != '\0') {
+        if (no == 0) {
+            ok = strcmp(line, PICK_FORMAT "\n") == 0;
+        } else if (strncmp(line, "key ", 4) == 0) {
+            line[len - 1] = '\0';
+            mine = strcmp(line + 4, P.key) == 0;
+            found |= mine;
+            line[len - 1] = '\n';
+            if (!mine) others_n++;
+        } else if (no == 1) {
+            ok = false; /* the first section has no key */
+        } else if (line[0] != '#' && line[0] != '\n') {
             int c, p;
             double ou, bu;
+            line[len - 1] = '\0';
             ok = parse_entry(line, &c, &p, &ou, &bu);
-            if (ok) {
+            line[len - 1] = '\n';
+            if (ok && mine) {
                 picks[c] = p;
                 times[c][0] = ou;
                 times[c][1] = bu;
             }
         }
+        if (ok && no > 0 && !mine && line[0] != '#') { /* another key's line, kept as it is */
+            memcpy(others + others_len, line, len);
+            others_len += len;
+        }
     }
     ok = ok && !ferror(f) && total > 0;
     fclose(f);
-    if (!ok) return false;
+    if (!ok) {
+        others_len = 0;
+        others_n = 0;
+        return false;
+    }
     for (int c = 0; c < N_CLASSES; c++)
         if (picks[c] && atomic_load(&P.e[c].pick) == PICK_UNKNOWN) {
             P.e[c].own_us = times[c][0];
             P.e[c].blas_us = times[c][1];
             atomic_store_explicit(&P.e[c].pick, picks[c], memory_order_release);
         }
+    *ours = found;
     return true;
 }
 
@@ -224,7 +258,8 @@ static void make_dirs(void) {
  * or the new, whole); on any failure the file is left as it was and the picks stay in memory. */
 static void write_file(void) {
     if (!P.path[0]) return;
-    load_file(); /* what another process measured meanwhile: kept too */
+    bool ours;
+    load_file(&ours); /* what another process measured meanwhile, and the other keys' sections: kept too */
     make_dirs();
     char tmp[PATH_MAX + 32];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", P.path, (long)getpid()) >= (int)sizeof tmp) return;
@@ -249,6 +284,13 @@ static void write_file(void) {
                             fprintf(f, "%s %d %d %s %s %s %.1f %.1f\n", dt ? "f64" : "f32", ta, tb, nclass_names[nc],
                                     kclass_names[kc], p == PICK_BLAS ? "blas" : "own", e->own_us, e->blas_us);
                     }
+    /* then the other keys', the most recent first, at most PICK_KEYS in all (the last ones dropped) */
+    for (size_t at = 0, n = 1; at < others_len; n++) {
+        const char *next = memmem(others + at + 4, others_len - at - 4, "\nkey ", 5);
+        const size_t end = next ? (size_t)(next - others) + 1 : others_len;
+        if (n < PICK_KEYS) fwrite(others + at, 1, end - at, f);
+        at = end;
+    }
     const bool ok = fflush(f) == 0 && !ferror(f);
     if (fclose(f) != 0 || !ok || rename(tmp, P.path) != 0)
         unlink(tmp);
@@ -299,7 +341,7 @@ static void measure(int c) {
         const double w0 = time_run(&g, PARDO_GEMM_OWN), w1 = time_run(&g, PARDO_GEMM_BLAS); /* warm up */
         if (w0 >= 0 && w1 >= 0) {
             int rounds = (int)(PICK_BUDGET_S / (w0 + w1 + 1e-9));
-            rounds = rounds < 2 ? 2 : rounds > PICK_MAX_ROUNDS ? PICK_MAX_ROUNDS : rounds;
+            rounds = rounds < PICK_MIN_ROUNDS ? PICK_MIN_ROUNDS : rounds > PICK_MAX_ROUNDS ? PICK_MAX_ROUNDS : rounds;
             best[0] = w0;
             best[1] = w1;
             for (int r = 0; r < rounds; r++)
@@ -332,7 +374,9 @@ static void ready_locked(void) {
     if (P.on) {
         cache_path();
         make_key(P.key, sizeof P.key);
-        P.in_file = load_file();
+        bool ours = false;
+        load_file(&ours);
+        P.in_file = ours;
     }
     atomic_store(&P.ready, true);
 }

@@ -3,8 +3,8 @@
  * with PARDO_GEMM=own and PARDO_GEMM_CACHE=off; each test sets its own
  * environment and resets the pick): a class measured once, written, read back
  * by the next process (a reset), whatever the product's row count; a corrupt
- * file, one of another machine (its key), and a folder that cannot be
- * written never fail a product and are measured again; PARDO_GEMM and
+ * file, one of another machine (its key: kept beside ours), and a folder
+ * that cannot be written never fail a product and are measured again; PARDO_GEMM and
  * PARDO_GEMM_CACHE=off override it; a product through the pick has the bits
  * of the implementation it resolves to. In a build without BLAS the pick is
  * off and every test checks that instead. */
@@ -181,17 +181,39 @@ START_TEST(key_mismatch_measured_again) {
     ck_assert_int_eq(pardo_gemm_pick_measured(), 1);
     char line[4096];
     ck_assert(file_line(file, 1, line, sizeof line));
-    ck_assert_msg(strstr(line, "Some Other CPU") == NULL, "the foreign key was kept: %s", line);
-    ck_assert(!file_has(file, "9.0 1.0")); /* nor its entry */
+    ck_assert_msg(strstr(line, "Some Other CPU") == NULL, "the foreign key came first: %s", line);
+    /* its section is kept, after ours, for the machine it belongs to */
+    ck_assert(file_has(file, "\nkey cpu=Some Other CPU|isa=own avx2+fma 6x16|kernels=1|blas=x|coretype=|threads=1\n"
+                             "f32 1 0 wide long blas 9.0 1.0\n"));
+    pardo_gemm_pick_reset(); /* and ours is read back from it */
+    pardo_gemm_resolve(&g, PARDO_GEMM_AUTO);
+    ck_assert_int_eq(pardo_gemm_pick_measured(), 0);
     /* the key names the own kernels: forcing another instruction set makes a new key, measured anew */
     pardo_status st;
-    if (pardo_gemm_force_isa("avx2", &st) == PARDO_OK) {
+    char first[4096];
+    ck_assert(file_line(file, 1, first, sizeof first));
+    if (pardo_gemm_force_isa("avx2", &st) == PARDO_OK && strstr(first, "isa=own avx2") == NULL) {
         pardo_gemm_resolve(&g, PARDO_GEMM_AUTO);
         ck_assert_int_eq(pardo_gemm_pick_measured(), 1);
         ck_assert(file_line(file, 1, line, sizeof line));
         ck_assert_msg(strstr(line, "isa=own avx2") != NULL, "%s", line);
+        ck_assert(file_has(file, first)); /* the other instruction set's section kept */
         ck_assert_int_eq(pardo_gemm_force_isa("auto", &st), PARDO_OK);
+        pardo_gemm_resolve(&g, PARDO_GEMM_AUTO); /* back: read, not measured */
+        ck_assert_int_eq(pardo_gemm_pick_measured(), 0);
     }
+    /* a file of many keys keeps at most 8 sections, this process's first */
+    char text[16384];
+    size_t len = (size_t)snprintf(text, sizeof text, "pardo-gemm-pick 1\n");
+    for (int i = 0; i < 12; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "key cpu=machine %d|x\nf32 0 0 wide long own 1.0 2.0\n", i);
+    test_write_file(file, text, len);
+    pardo_gemm_pick_reset();
+    pardo_gemm g2 = shape(256, 64, 16, false, false);
+    pardo_gemm_resolve(&g2, PARDO_GEMM_AUTO);
+    ck_assert_int_eq(pardo_gemm_pick_measured(), 1);
+    ck_assert(file_has(file, "key cpu=machine 0|x\n") && file_has(file, "key cpu=machine 6|x\n"));
+    ck_assert(!file_has(file, "key cpu=machine 7|x\n"));
 }
 END_TEST
 
