@@ -25,8 +25,9 @@ CC       ?= gcc
 CUDA_HOME ?= /usr/local/cuda
 NVCC     ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
 CUDA     ?= $(if $(NVCC),1,0)
-# BLAS=1 links OpenBLAS (found by pkg-config) for the matrix product; the own kernel in ops/gemm.c is used
-# either way where the CPU has AVX2 or AVX-512 (PARDO_GEMM=blas picks the library at run time).
+# BLAS=1 links OpenBLAS (found by pkg-config) for the matrix product: per shape class the faster of it and the
+# own kernel (ops/gemm_pick.c, measured once and cached; PARDO_GEMM=own|blas forces one). BLIS is not looked for:
+# pardo calls OpenBLAS's own entry points (openblas_set_num_threads) and opens one library.
 BLAS_FOUND := $(shell pkg-config --exists openblas 2>/dev/null && echo 1)
 BLAS     ?= $(if $(BLAS_FOUND),1,0)
 SANITIZE ?=
@@ -220,9 +221,12 @@ endif
 
 # ASan in a process that loads the CUDA runtime needs the shadow gap unprotected.
 # Sanitizer builds run 3 to 10 times slower: give Check's per-test timeout room.
+# The tests pin the matrix product to the own kernel and turn its pick off (no cache file is read or written;
+# tests/check_gemm_pick.c sets its own environment).
 TEST_ENV = CK_TIMEOUT_MULTIPLIER=$(if $(SANITIZE),4,1) \
            ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-           TSAN_OPTIONS=halt_on_error=1 PARDO_TEST_FIXTURES=tests/fixtures NPY_CLOSE=$(NPY_CLOSE)
+           TSAN_OPTIONS=halt_on_error=1 PARDO_TEST_FIXTURES=tests/fixtures NPY_CLOSE=$(NPY_CLOSE) \
+           PARDO_GEMM=own PARDO_GEMM_CACHE=off
 
 # Every tests/cli*_test.sh script gets the binary's path; each prints "cli...: N passed, N failed".
 CLI_TESTS := $(sort $(wildcard tests/cli*_test.sh))
@@ -278,11 +282,12 @@ install: $(BIN) $(LIB)
 
 # Fuzzing, not a test (make test never runs it): fails when a case crashes, hangs, trips a sanitizer or fails
 # without exit status 2 on bad input; the cases it finds land in build/fuzz-findings (see tools/fuzz/fuzz.py).
+# The matrix product's pick is off there (timings under ASan would be cached as this machine's).
 FUZZ_ARGS ?=
 FUZZ_PYTHON ?= /usr/bin/python3
 fuzz:
 	$(MAKE) SANITIZE=address,undefined OPT=-O1 build-asan$(SUFFIX)/pardo
-	$(FUZZ_PYTHON) tools/fuzz/fuzz.py --pardo build-asan$(SUFFIX)/pardo $(FUZZ_ARGS)
+	PARDO_GEMM_CACHE=off $(FUZZ_PYTHON) tools/fuzz/fuzz.py --pardo build-asan$(SUFFIX)/pardo $(FUZZ_ARGS)
 
 # every build folder: build, build-asan, build-tsan, each with any of the -nocuda, -noblas, -noonnx suffixes
 clean:

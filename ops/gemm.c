@@ -17,6 +17,7 @@
  * so the bits do not depend on the thread count. */
 #include "gemm_internal.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -35,33 +36,26 @@
 
 /* ---- which implementation runs ---- */
 
-typedef enum { PICK_DEFAULT, PICK_OWN, PICK_BLAS } gemm_pick;
-
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 const gemm_arch *pardo_gemm_own_arch = pardo_gemm_arch_c; // [0] float32, [1] float64
-static gemm_pick env_pick = PICK_DEFAULT;                  // $PARDO_GEMM
 
 /* The best own kernels this CPU runs. */
 static const gemm_arch *best_arch(void) {
 #if GEMM_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return pardo_gemm_arch_avx512;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return pardo_gemm_arch_avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return pardo_gemm_arch_avx2;
 #endif
     return pardo_gemm_arch_c;
 }
 
-static void setup(void) {
-    pardo_gemm_own_arch = best_arch();
-    const char *e = getenv("PARDO_GEMM");
-    if (e && strcmp(e, "own") == 0)
-        env_pick = PICK_OWN;
-    else if (e && strcmp(e, "blas") == 0 && pardo_gemm_blas_compiled())
-        env_pick = PICK_BLAS;
-}
+static void setup(void) { pardo_gemm_own_arch = best_arch(); }
+
+void pardo_gemm_setup(void) { pthread_once(&setup_once, setup); }
 
 int pardo_gemm_force_isa(const char *isa, pardo_status *st) {
-    pthread_once(&setup_once, setup);
+    pardo_gemm_setup();
     const gemm_arch *best = best_arch(), *want = NULL;
     if (strcmp(isa, "auto") == 0)
         want = best;
@@ -74,64 +68,93 @@ int pardo_gemm_force_isa(const char *isa, pardo_status *st) {
         want = pardo_gemm_arch_avx2;
 #endif
     if (!want) return pardo_errorf(st, PARDO_ENOTSUP, "gemm: no '%s' kernel on this CPU (auto, avx512f, avx2, c)", isa);
+    if (want != pardo_gemm_own_arch) pardo_gemm_pick_reset(); /* the pick's key names the own kernels */
     pardo_gemm_own_arch = want;
     return PARDO_OK;
 }
 
-static bool use_blas(pardo_gemm_impl impl) {
-    pthread_once(&setup_once, setup);
+/* Whether impl runs g through BLAS (g NULL: for no shape in particular, as pardo_gemm_describe says). */
+static bool use_blas(pardo_gemm_impl impl, const pardo_gemm *g) {
+    pardo_gemm_setup();
     if (impl == PARDO_GEMM_BLAS) return true;
     if (impl == PARDO_GEMM_OWN) return false;
-    if (env_pick != PICK_DEFAULT) return env_pick == PICK_BLAS;
+    if (g) return pardo_gemm_pick_blas(g);
+    const pardo_gemm_impl forced = pardo_gemm_env_impl();
+    if (forced != PARDO_GEMM_AUTO) return forced == PARDO_GEMM_BLAS;
     return !pardo_gemm_own_arch[0].simd && pardo_gemm_blas_compiled();
 }
 
+pardo_gemm_impl pardo_gemm_resolve(const pardo_gemm *g, pardo_gemm_impl impl) {
+    return use_blas(impl, g) && pardo_gemm_blas_compiled() ? PARDO_GEMM_BLAS : PARDO_GEMM_OWN;
+}
+
 const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl) {
-    if (use_blas(impl)) return pardo_gemm_blas_name();
+    if (use_blas(impl, NULL)) return pardo_gemm_blas_name();
     return pardo_gemm_own_arch[dtype == PARDO_F64].name;
 }
 
 /* ---- the blocked product ---- */
 
-/* The epilogue on n elements of a row of C: += bias, then relu, then the relu_grad mask through y (bias and y
- * at the same columns; either NULL: none); the same arithmetic as the add, relu and relu_grad ops, so the bits
- * match theirs. The kernels apply it as they store a tile (tile_ep); this is for what they do not. */
-#define EPILOGUE_SPAN(SFX, T)                                                                                          \
-    static void epilogue_span_##SFX(T *restrict row, const T *restrict bias, bool relu, const T *restrict y,          \
+/* The epilogue on n elements of a row of C: += bias, then the activation, then the relu_grad mask through y
+ * (bias and y at the same columns; either NULL: none); the same arithmetic as the add, relu or gelu, and
+ * relu_grad ops, so the bits match theirs (gelu's expression is ops/activation.c's, term for term, in T: ERFC is
+ * erfcf or erfc as tgmath.h picks there). The kernels apply it as they store a tile (tile_ep), but for gelu;
+ * this is for what they do not. */
+#define SQRT1_2 0.70710678118654752440 /* 1 / sqrt(2), as ops/activation.c writes it */
+#define EPILOGUE_SPAN(SFX, T, ERFC)                                                                                    \
+    static void epilogue_span_##SFX(T *restrict row, const T *restrict bias, pardo_gemm_act act, const T *restrict y, \
                                     int64_t n) {                                                                       \
-        if (bias && relu)                                                                                              \
+        if (act == PARDO_GEMM_ACT_GELU)                                                                                \
+            for (int64_t q = 0; q < n; q++) {                                                                          \
+                const T v = bias ? row[q] + bias[q] : row[q];                                                          \
+                row[q] = (T)0.5 * v * ERFC(-v * (T)SQRT1_2);                                                           \
+            }                                                                                                          \
+        else if (bias && act == PARDO_GEMM_ACT_RELU)                                                                   \
             for (int64_t q = 0; q < n; q++) {                                                                          \
                 const T v = row[q] + bias[q];                                                                          \
                 row[q] = v < 0 ? (T)0 : v;                                                                             \
             }                                                                                                          \
         else if (bias)                                                                                                 \
             for (int64_t q = 0; q < n; q++) row[q] = row[q] + bias[q];                                                 \
-        else if (relu)                                                                                                 \
+        else if (act == PARDO_GEMM_ACT_RELU)                                                                           \
             for (int64_t q = 0; q < n; q++) row[q] = row[q] < 0 ? (T)0 : row[q];                                       \
         if (y)                                                                                                         \
             for (int64_t q = 0; q < n; q++) row[q] = y[q] > 0 ? row[q] : (T)0;                                         \
     }
-EPILOGUE_SPAN(f32, float)
-EPILOGUE_SPAN(f64, double)
+EPILOGUE_SPAN(f32, float, erfcf)
+EPILOGUE_SPAN(f64, double, erfc)
+
+static bool has_epilogue(const pardo_gemm *g) { return g->bias || g->act != PARDO_GEMM_ACT_NONE || g->relu_y; }
 
 void pardo_gemm_epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1) {
-    if (!g->bias && !g->relu && !g->relu_y) return;
+    if (!has_epilogue(g)) return;
     for (int64_t i = r0; i < r1; i++) {
         if (g->dtype == PARDO_F32)
-            epilogue_span_f32((float *)g->c + i * g->ldc, g->bias, g->relu,
+            epilogue_span_f32((float *)g->c + i * g->ldc, g->bias, g->act,
                               g->relu_y ? (const float *)g->relu_y + i * g->ldc : NULL, g->n);
         else
-            epilogue_span_f64((double *)g->c + i * g->ldc, g->bias, g->relu,
+            epilogue_span_f64((double *)g->c + i * g->ldc, g->bias, g->act,
                               g->relu_y ? (const double *)g->relu_y + i * g->ldc : NULL, g->n);
     }
 }
 
+void pardo_gemm_epilogue_tile(pardo_dtype dtype, void *c, int64_t ldc, int64_t rows, int64_t cols, const tile_ep *ep) {
+    for (int64_t i = 0; i < rows; i++) {
+        if (dtype == PARDO_F32)
+            epilogue_span_f32((float *)c + i * ldc, ep->bias, ep->act, ep->y ? (const float *)ep->y + i * ldc : NULL,
+                              cols);
+        else
+            epilogue_span_f64((double *)c + i * ldc, ep->bias, ep->act, ep->y ? (const double *)ep->y + i * ldc : NULL,
+                              cols);
+    }
+}
+
 /* The epilogue of g's tile at row i0, column j0 (in ep), or NULL when g has none. */
-static const tile_ep *tile_ep_at(const pardo_gemm *g, int64_t i0, int64_t j0, tile_ep *ep) {
-    if (!g->bias && !g->relu && !g->relu_y) return NULL;
+static inline const tile_ep *tile_ep_at(const pardo_gemm *g, int64_t i0, int64_t j0, tile_ep *ep) {
+    if (!has_epilogue(g)) return NULL;
     const size_t es = g->dtype == PARDO_F64 ? sizeof(double) : sizeof(float);
     ep->bias = g->bias ? (const char *)g->bias + (size_t)j0 * es : NULL;
-    ep->relu = g->relu;
+    ep->act = g->act;
     ep->y = g->relu_y ? (const char *)g->relu_y + (size_t)(i0 * g->ldc + j0) * es : NULL;
     return ep;
 }
@@ -156,26 +179,50 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
     return q;
 }
 
+/* A row panel of A stored along its rows packed [p][mr] with SIMD (gemm_pack.c), or false for the loop. */
+static bool pack_a_f32(const float *a, int64_t lda, int64_t rows, int64_t mr, int64_t kcb, float *d) {
+    return pardo_gemm_pack_a_f32(a, lda, rows, mr, kcb, d);
+}
+static bool pack_a_f64(const double *a, int64_t lda, int64_t rows, int64_t mr, int64_t kcb, double *d) {
+    (void)a, (void)lda, (void)rows, (void)mr, (void)kcb, (void)d;
+    return false;
+}
+
+/* pn rows of a full row panel of A stored transposed packed [p][mr] with SIMD (gemm_pack.c), or false. */
+static bool pack_at_f32(const float *at, int64_t lda, int64_t pn, int64_t mr, float *d, bool last) {
+    return pardo_gemm_pack_at_f32(at, lda, pn, mr, d, last);
+}
+static bool pack_at_f64(const double *at, int64_t lda, int64_t pn, int64_t mr, double *d, bool last) {
+    (void)at, (void)lda, (void)pn, (void)mr, (void)d, (void)last;
+    return false;
+}
+
 /* Defines the sweep over rows for element type T: tiles, short row panels, row panels, a block of rows. */
 #define GEMM_DRIVER(SFX, T)                                                                                            \
-    /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, then the epilogue ep (NULL: none),  \
-     * or through the tile buffer when the tile is short (h < mr rows, of which the first sh are the panel above's and \
-     * not written) or narrow (w < the kernel's kw columns). */                                                        \
-    static void tile_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca, const T *bp, int64_t bs,   \
-                           T *cp, int64_t ldc, int64_t mr, int64_t h, int64_t sh, int64_t w, int64_t kw, bool add,     \
-                           const tile_ep *ep) {                                                                        \
-        if (h == mr && w == kw) {                                                                                      \
-            uk(kcb, ap, ra, ca, bp, bs, cp, ldc, add, ep);                                                             \
-            return;                                                                                                    \
-        }                                                                                                              \
+    /* A tile through the tile buffer: short (h < mr rows, of which the first sh are the panel above's and not      \
+     * written) or narrow (w < the kernel's kw columns); out of line, so the full tiles' path stays short. */          \
+    __attribute__((noinline)) static void edge_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca,  \
+                                                      const T *bp, int64_t bs, T *cp, int64_t ldc, int64_t h,          \
+                                                      int64_t sh, int64_t w, bool add, const tile_ep *ep) {            \
         T tile[MR_MAX * NR_MAX] __attribute__((aligned(64)));                                                          \
         uk(kcb, ap, ra, ca, bp, bs, tile, NR_MAX, false, NULL);                                                        \
         for (int64_t i = 0; i < h; i++) {                                                                              \
             for (int64_t q = 0; q < w; q++)                                                                            \
                 cp[i * ldc + q] = add ? cp[i * ldc + q] + tile[(i + sh) * NR_MAX + q] : tile[(i + sh) * NR_MAX + q];   \
             if (ep)                                                                                                    \
-                epilogue_span_##SFX(cp + i * ldc, ep->bias, ep->relu, ep->y ? (const T *)ep->y + i * ldc : NULL, w);   \
+                epilogue_span_##SFX(cp + i * ldc, ep->bias, ep->act, ep->y ? (const T *)ep->y + i * ldc : NULL, w);    \
         }                                                                                                              \
+    }                                                                                                                  \
+    /* One tile: kernel uk on A (ap, strides ra, ca) and panel bp into C at cp, then the epilogue ep (NULL: none); \
+     * inline (a product of short K, as dA = dY W^T of a 10-class layer, spends as long getting to the kernel as in  \
+     * it: measured 0.75 -> 0.88 of OpenBLAS there with AVX2), edge_ for short or narrow tiles. */                     \
+    static inline void tile_##SFX(ukernel_fn uk, int64_t kcb, const T *ap, int64_t ra, int64_t ca, const T *bp,        \
+                                  int64_t bs, T *cp, int64_t ldc, int64_t mr, int64_t h, int64_t sh, int64_t w,        \
+                                  int64_t kw, bool add, const tile_ep *ep) {                                           \
+        if (h == mr && w == kw)                                                                                        \
+            uk(kcb, ap, ra, ca, bp, bs, cp, ldc, add, ep);                                                             \
+        else                                                                                                           \
+            edge_##SFX(uk, kcb, ap, ra, ca, bp, bs, cp, ldc, h, sh, w, add, ep);                                       \
     }                                                                                                                  \
                                                                                                                        \
     /* A short row panel (h < mr rows, row r of A at ap + r * ra) cut into short kernels (short_rows). */            \
@@ -185,7 +232,7 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
         for (int64_t off = 0, s; off < h; off += s) {                                                                  \
             s = short_rows(ar, h - off);                                                                               \
             tile_ep e;                                                                                                 \
-            if (ep) e = (tile_ep){ep->bias, ep->relu, ep->y ? (const T *)ep->y + off * ldc : NULL};                    \
+            if (ep) e = (tile_ep){ep->bias, ep->act, ep->y ? (const T *)ep->y + off * ldc : NULL};                     \
             tile_##SFX(kernel_for(ar, s, width, down), kcb, ap + off * ra, ra, ca, bp, bs, cp + off * ldc, ldc, s, s,  \
                        0, w, kw, add, ep ? &e : NULL);                                                                 \
         }                                                                                                              \
@@ -194,7 +241,7 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
     /* Row panel pn of C by the column panel from column j0, w wide: the short kernels where pn is cut, else one     \
      * tile of mr rows whose first sh are the panel above's; A from pn's top row at at (strides ra, ca), the panel of  \
      * B at bp (rows bs apart); on the last K block (last) the tiles end with the epilogue. */                         \
-    static void panel_##SFX(const pardo_gemm *g, const gemm_arch *ar, const a_panel *pn, bool down, int64_t kcb,       \
+    static inline void panel_##SFX(const pardo_gemm *g, const gemm_arch *ar, const a_panel *pn, bool down, int64_t kcb, \
                             const T *at, int64_t ra, int64_t ca, const T *bp, int64_t bs, int64_t j0, int64_t w,       \
                             bool add, bool last) {                                                                     \
         const int width = width_for(ar, w);                                                                            \
@@ -227,25 +274,32 @@ static int64_t a_panels(const gemm_arch *ar, int64_t m, int64_t ic, int64_t ie, 
             const int64_t bs = j->direct ? g->ldb : nr, pstep = j->direct ? nr : kcb * nr;                             \
             for (int64_t ic = r0; ic < r1; ic += MC_ROWS) {                                                            \
                 const int64_t ie = ic + MC_ROWS < r1 ? ic + MC_ROWS : r1;                                              \
-                if (g->m < mr || (j->np > 1 && g->ta)) {                                                               \
+                if (g->m < mr || (j->np > 1 && (g->ta || !own_is_avx512()))) {                                                             \
                     /* A read down its columns (or tiny): pack the block's row panels (panel q's [p][mr] at ap + q *   \
                      * mr * kcb; down columns, a stored row of A at a time, so the reads run along it), then sweep     \
                      * them with each column panel of B in L1 (measured: 3% faster than each row panel in L1 across   \
                      * the column panels where K is a part's 128 rows; the same at 256) */                             \
                     a_panel pan[MC_ROWS];                                                                              \
                     const int64_t npan = a_panels(ar, g->m, ic, ie, pan);                                              \
-                    for (int64_t p = 0; p < kcb && g->ta; p++) {                                                       \
-                        const T *src = a + (p0 + p) * g->lda;                                                          \
+                    for (int64_t p = 0; p < kcb && g->ta; p += 8) { /* 8 stored rows of A at a time */               \
+                        const int64_t pn = kcb - p < 8 ? kcb - p : 8;                                                  \
                         for (int64_t q = 0; q < npan; q++) {                                                           \
-                            T *d = ap + q * mr * kcb + p * mr;                                                         \
-                            if (pan[q].rows == MR_MAX) /* a copy of known size: inline moves, not a call */            \
-                                memcpy(d, src + pan[q].top, MR_MAX * sizeof(T));                                       \
-                            else                                                                                       \
-                                memcpy(d, src + pan[q].top, (size_t)pan[q].rows * sizeof(T));                          \
-                            for (int64_t i = pan[q].rows; i < mr; i++) d[i] = 0;                                       \
+                            const T *src = a + (p0 + p) * g->lda + pan[q].top;                                         \
+                            if (pan[q].rows == mr &&                                                                   \
+                                pack_at_##SFX(src, g->lda, pn, mr, ap + q * mr * kcb + p * mr, p + pn == kcb))         \
+                                continue;                                                                              \
+                            for (int64_t pp = 0; pp < pn; pp++) {                                                      \
+                                T *d = ap + q * mr * kcb + (p + pp) * mr;                                              \
+                                if (pan[q].rows == MR_MAX) /* a copy of known size: inline moves, not a call */        \
+                                    memcpy(d, src + pp * g->lda, MR_MAX * sizeof(T));                                  \
+                                else                                                                                   \
+                                    memcpy(d, src + pp * g->lda, (size_t)pan[q].rows * sizeof(T));                     \
+                                for (int64_t i = pan[q].rows; i < mr; i++) d[i] = 0;                                   \
+                            }                                                                                          \
                         }                                                                                              \
                     }                                                                                                  \
                     for (int64_t q = 0; q < npan && !g->ta; q++)                                                       \
+                        if (!pack_a_##SFX(a + pan[q].top * g->lda + p0, g->lda, pan[q].rows, mr, kcb, ap + q * mr * kcb)) \
                         for (int64_t p = 0; p < kcb; p++) {                                                            \
                             T *d = ap + q * mr * kcb + p * mr;                                                         \
                             for (int64_t i = 0; i < pan[q].rows; i++) d[i] = a[(pan[q].top + i) * g->lda + p0 + p];    \
@@ -351,6 +405,11 @@ static void swap_rows(const pardo_gemm *g, const void *t, int64_t i0, int64_t i1
         for (; jdone + 16 <= g->n; jdone += 16)
             pardo_gemm_tr16_f32((const float *)t + jdone * g->m + i0, g->m, (float *)g->c + i0 * g->ldc + jdone,
                                 g->ldc);
+    else if (g->dtype == PARDO_F32 && i1 - i0 == 16 && own_has_avx2())
+        for (; jdone + 8 <= g->n; jdone += 8)
+            for (int64_t h = i0; h < i1; h += 8)
+                pardo_gemm_tr8_f32((const float *)t + jdone * g->m + h, g->m, (float *)g->c + h * g->ldc + jdone,
+                                   g->ldc);
 #endif
     for (int64_t i = i0; i < i1; i++) {
         if (g->dtype == PARDO_F32)
@@ -387,9 +446,12 @@ static bool swap_pays(const pardo_gemm *g) {
     if (g->tb) {
         if (g->m <= DIRECT_MAX_ROWS && g->n >= 4 * g->m) return true;
         /* by the transposes, but not where B is kept packed from run to run (pardo_gemm_packed: no packing to
-         * save; the bits are the same either way) */
+         * save; the bits are the same either way), nor where the kernels pack A as stored too (AVX2's): the swapped
+         * product then packs both as well and transposes its result besides (measured with AVX2, 1 thread: fc1's
+         * dX = dY W1^T best 99 -> 105 GFLOP/s unswapped, a part's 100 or 128 rows against a square weight 81 -> 95
+         * and 98 -> 107) */
         const double swapped = (double)g->m * (double)((g->ta ? 0 : g->k) + g->n), packed = (double)g->n * (double)g->k;
-        return !g->b_packed && swapped < packed;
+        return !g->b_packed && own_is_avx512() && swapped < packed;
     }
     return g->ta && g->n < NARROW_COLS && g->m >= 4 * g->n;
 }
@@ -510,7 +572,7 @@ static int gemm_own(pardo_kernel_ctx *ctx, const pardo_gemm *g, int kc) {
 }
 
 bool pardo_gemm_splits_columns(const pardo_gemm *g, int nthreads) {
-    pthread_once(&setup_once, setup);
+    pardo_gemm_setup();
     const gemm_arch *ar = arch_for(g->dtype, g->ta, g->n);
     return !g->b_packed && split_columns(g, (g->n + ar->nr - 1) / ar->nr, nthreads);
 }
@@ -557,8 +619,8 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
                             "gemm: bad product (%s, m %lld, n %lld, k %lld, lda %lld, ldb %lld, ldc %lld)",
                             pardo_dtype_name(g->dtype), (long long)g->m, (long long)g->n, (long long)g->k,
                             (long long)g->lda, (long long)g->ldb, (long long)g->ldc);
-    const bool blas = use_blas(impl);
-    if (blas && !pardo_gemm_blas_compiled())
+    pardo_gemm_setup();
+    if (impl == PARDO_GEMM_BLAS && !pardo_gemm_blas_compiled())
         return pardo_errorf(ctx->st, PARDO_ENOTSUP, "gemm: pardo was built without BLAS (make BLAS=1)");
     if (g->m == 0 || g->n == 0) return PARDO_OK;
     if (g->k == 0) { /* an empty sum */
@@ -573,9 +635,9 @@ int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl i
         one.nthreads = 1;
         one.idle_help = false;
     }
-    if (blas) return gemm_blas(&one, g);
+    if (use_blas(impl, g) && pardo_gemm_blas_compiled()) return gemm_blas(&one, g);
     int rc;
-    if (own_is_avx512() && pardo_gemm_narrow(&one, g, &rc)) return rc;
+    if (own_has_avx2() && pardo_gemm_narrow(&one, g, own_is_avx512(), &rc)) return rc;
     if (swap_pays(g)) return gemm_swapped(&one, g);
     return gemm_own(&one, g, 0);
 }

@@ -46,6 +46,14 @@ typedef struct pardo_gemm_packed {
 /* Frees what p holds and zeroes it. */
 void pardo_gemm_packed_clear(pardo_gemm_packed *p);
 
+/* The activation of a product's epilogue, applied after the bias (the arithmetic of the op it stands for, so
+ * the bits are the op's). */
+typedef enum pardo_gemm_act {
+    PARDO_GEMM_ACT_NONE = 0,
+    PARDO_GEMM_ACT_RELU, // C < 0 ? 0 : C (NaN kept), the relu op
+    PARDO_GEMM_ACT_GELU, // 0.5 C erfc(-C / sqrt 2) (= 0.5 C (1 + erf(C / sqrt 2))), the gelu op (ops/activation.c)
+} pardo_gemm_act;
+
 /* One product. op(A) is [m, k], op(B) is [k, n], C is [m, n]. A is stored
  * [m, k] with row stride lda ([k, m] when ta); B is stored [k, n] with row
  * stride ldb ([n, k] when tb); C has row stride ldc. Strides in elements. */
@@ -62,7 +70,7 @@ typedef struct pardo_gemm {
     bool accumulate;   // C += op(A) op(B); else C = op(A) op(B) (C's old values are not read)
     /* epilogue, applied to each row of C once its product is done (while it is in cache): */
     const void *bias;  // C[i][j] += bias[j] (n elements of dtype; borrowed), or NULL
-    bool relu;         // then C[i][j] = C[i][j] < 0 ? 0 : C[i][j] (NaN kept, like the relu op)
+    pardo_gemm_act act; // then C[i][j] = act(C[i][j]): none, relu or gelu, as the op of that name computes it
     const void *relu_y; // then C[i][j] = y[i][j] > 0 ? C[i][j] : 0, y of C's dtype with rows ldc apart (relu_grad
                         // through its forward output; borrowed), or NULL
     pardo_gemm_packed *b_packed; // op(B) kept packed from product to product (borrowed), or NULL; own kernel only
@@ -71,8 +79,11 @@ typedef struct pardo_gemm {
 
 /* Which implementation runs a product. */
 typedef enum pardo_gemm_impl {
-    PARDO_GEMM_AUTO = 0, // $PARDO_GEMM (own or blas) if set; else the own SIMD kernel where the CPU has one,
-                         // else BLAS where pardo was built with it, else the own plain C kernel
+    PARDO_GEMM_AUTO = 0, // $PARDO_GEMM (own or blas) if set; else, where the CPU has an own SIMD kernel and pardo
+                         // was built with BLAS, the pick (ops/gemm_pick.c): per shape class (dtype, transposes,
+                         // n and k, never m nor the thread count) the faster of the two, measured once and cached
+                         // ($PARDO_GEMM_CACHE: a file, or off for the own kernel); else the own SIMD kernel, else
+                         // BLAS where built in, else the own plain C kernel
     PARDO_GEMM_OWN,      // the own kernel
     PARDO_GEMM_BLAS,     // the CBLAS library (PARDO_ENOTSUP when pardo was built without one)
 } pardo_gemm_impl;
@@ -83,6 +94,22 @@ typedef enum pardo_gemm_impl {
  * sizes, strides or dtype) or PARDO_ENOTSUP (BLAS asked for, not built in).
  * Thread-safe. */
 int pardo_gemm_run(pardo_kernel_ctx *ctx, const pardo_gemm *g, pardo_gemm_impl impl);
+
+/* What impl runs g with: PARDO_GEMM_OWN or PARDO_GEMM_BLAS (PARDO_GEMM_AUTO as above; the first product of a
+ * shape class measures it, a few ms, on the calling thread). Thread-safe. */
+pardo_gemm_impl pardo_gemm_resolve(const pardo_gemm *g, pardo_gemm_impl impl);
+
+/* The pick in words (for pardo --version): forced, off or none and why, or the cache file and each shape class
+ * decided so far with what it runs (reads the file; measures nothing). Into buf (n bytes, NUL-terminated,
+ * cut to fit). Thread-safe. */
+void pardo_gemm_pick_summary(char *buf, size_t n);
+
+/* For tests: forgets the pick (the classes decided, the cache file read) and reads $PARDO_GEMM and
+ * $PARDO_GEMM_CACHE again on next use; the classes measured since; the cache file in use (NULL: none, the
+ * pick off or not built). Not thread-safe: no product may run meanwhile. */
+void pardo_gemm_pick_reset(void);
+int pardo_gemm_pick_measured(void);
+const char *pardo_gemm_pick_path(void);
 
 /* The implementation impl resolves to for dtype, in words ("own avx512f
  * 12x32", "OpenBLAS 0.3.21 ..."). A static string. */
@@ -104,22 +131,25 @@ bool pardo_gemm_blas_compiled(void);
  * split this way whatever this says.) For tests and benchmarks. */
 bool pardo_gemm_splits_columns(const pardo_gemm *g, int nthreads);
 
-/* Internal, ops/gemm.c: g's epilogue (bias along the rows, then relu, then
- * relu_grad's mask through relu_y; the arithmetic of the add, relu and
- * relu_grad ops) on rows [r0, r1) of C, for the paths whose kernels do not
- * apply it as they store (BLAS's, the swapped product's, the dot products',
- * an empty sum's). */
+/* Internal, ops/gemm.c: g's epilogue (bias along the rows, then the
+ * activation, then relu_grad's mask through relu_y; the arithmetic of the
+ * add, relu or gelu, and relu_grad ops) on rows [r0, r1) of C, for the
+ * paths whose kernels do not apply it as they store (BLAS's, the swapped
+ * product's, the dot products', an empty sum's). */
 void pardo_gemm_epilogue_rows(const pardo_gemm *g, int64_t r0, int64_t r1);
 
 /* Internal, ops/gemm_narrow.c: g as dot products along K where it has few
  * columns (a 10-class layer's Y = H W: float32, A not transposed, no
  * accumulate, at most 12 columns), with *rc its status; false where it does
- * not apply. For the own kernel where it runs AVX-512. */
-bool pardo_gemm_narrow(pardo_kernel_ctx *ctx, const pardo_gemm *g, int *rc);
+ * not apply. For the own kernel where it runs AVX-512 (avx512) or AVX2. */
+bool pardo_gemm_narrow(pardo_kernel_ctx *ctx, const pardo_gemm *g, bool avx512, int *rc);
 
 /* Internal, ops/gemm_blas.c: rows [m0, m1) of g's C through CBLAS on the
  * calling thread (PARDO_ENOTSUP without BLAS); and the library's name. */
 int pardo_gemm_blas_rows(const pardo_gemm *g, int64_t m0, int64_t m1, pardo_status *st);
 const char *pardo_gemm_blas_name(void);
+/* ... whether the library opens (opening it on first call); and the file it is opened from. */
+bool pardo_gemm_blas_usable(void);
+const char *pardo_gemm_blas_library(void);
 
 #endif

@@ -70,6 +70,13 @@ static void blas_setup(void) {
 
 bool pardo_gemm_blas_compiled(void) { return true; }
 
+bool pardo_gemm_blas_usable(void) {
+    pthread_once(&blas_once, blas_setup);
+    return blas_sgemm != NULL;
+}
+
+const char *pardo_gemm_blas_library(void) { return PARDO_BLAS_LIBRARY; }
+
 const char *pardo_gemm_blas_name(void) {
     pthread_once(&blas_once, blas_setup);
     return blas_name;
@@ -99,6 +106,10 @@ int pardo_gemm_blas_rows(const pardo_gemm *g, int64_t m0, int64_t m1, pardo_stat
 #else
 
 bool pardo_gemm_blas_compiled(void) { return false; }
+
+bool pardo_gemm_blas_usable(void) { return false; }
+
+const char *pardo_gemm_blas_library(void) { return "none"; }
 
 const char *pardo_gemm_blas_name(void) { return "blas: none (built with BLAS=0)"; }
 

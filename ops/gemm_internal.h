@@ -24,6 +24,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GEMM_X86 1
 #define AVX512 __attribute__((target("avx512f")))
+#define AVX2 __attribute__((target("avx2,fma")))
 #else
 #define GEMM_X86 0
 #endif
@@ -32,13 +33,18 @@
 #define NR_MAX 64 // largest kernel tile, columns
 
 /* The epilogue of one tile, applied as the last K block's sums are stored (the same arithmetic as the add,
- * relu and relu_grad ops, so the bits match theirs): C += bias along the row, then relu, then relu_grad's mask
- * through y. Pointers at the tile's first column (y: its first element, rows ldc apart, like C's). */
+ * relu or gelu, and relu_grad ops, so the bits match theirs): C += bias along the row, then the activation,
+ * then relu_grad's mask through y. Pointers at the tile's first column (y: its first element, rows ldc apart,
+ * like C's). */
 typedef struct tile_ep {
     const void *bias; // or NULL
-    bool relu;
+    pardo_gemm_act act;
     const void *y; // or NULL
 } tile_ep;
+
+/* gemm.c: ep on a rows x cols tile of C (rows ldc apart) of dtype, element by element (the kernels store a
+ * tile whose activation has no vector form, gelu's erfc, and hand it here). */
+void pardo_gemm_epilogue_tile(pardo_dtype dtype, void *c, int64_t ldc, int64_t rows, int64_t cols, const tile_ep *ep);
 
 /* An mr x (nv * lanes) tile: C[i][j] (+)= sum_p a(i, p) b(p, j) over p < kc,
  * a(i, p) = a[i * rsa + p * csa], b(p, j) = b[p * bs + j]; add: C += sum;
@@ -76,10 +82,27 @@ extern const gemm_arch pardo_gemm_arch_avx2[2];       // 6x16 float, 6x8 double
  * (or pardo_gemm_force_isa's); written only before products run. */
 extern const gemm_arch *pardo_gemm_own_arch;
 
+/* gemm.c: picks the own kernels for this CPU (once; every entry of gemm.h calls it first). */
+void pardo_gemm_setup(void);
+
+/* gemm_pick.c: $PARDO_GEMM's implementation (OWN or BLAS; AUTO where unset or not one of them), read once; and
+ * whether PARDO_GEMM_AUTO runs g through BLAS (the env, the CPU, the pick for g's class, measured now if new). */
+pardo_gemm_impl pardo_gemm_env_impl(void);
+bool pardo_gemm_pick_blas(const pardo_gemm *g);
+
 /* True when the own kernels are AVX-512's (gemm_narrow.c's and the SIMD transposes may run too). */
 static inline bool own_is_avx512(void) {
 #if GEMM_X86
     return pardo_gemm_own_arch == pardo_gemm_arch_avx512;
+#else
+    return false;
+#endif
+}
+
+/* True when the own kernels are AVX2's or AVX-512's (the CPU has AVX2: the AVX2 copies and transposes may run). */
+static inline bool own_has_avx2(void) {
+#if GEMM_X86
+    return pardo_gemm_own_arch == pardo_gemm_arch_avx512 || pardo_gemm_own_arch == pardo_gemm_arch_avx2;
 #else
     return false;
 #endif
@@ -144,6 +167,19 @@ void pardo_gemm_pack_block(gemm_job *j, int64_t kb, int64_t begin, int64_t end, 
 /* d[p * ldd + i] = s[i * lds + p] for p, i < 16: a 16 x 16 float block transposed in AVX-512 registers (the
  * packing of a B stored transposed, and a swapped product's result into C). The CPU must have AVX-512. */
 AVX512 void pardo_gemm_tr16_f32(const float *s, int64_t lds, float *d, int64_t ldd);
+/* The same for an 8 x 8 block in AVX2 registers (own_has_avx2). */
+AVX2 void pardo_gemm_tr8_f32(const float *s, int64_t lds, float *d, int64_t ldd);
 #endif
+
+/* Packs rows [0, rows) of A (stored along its rows, lda apart) for K columns [0, kcb) as a row panel [p][mr]
+ * (d[p * mr + i] = a[i * lda + p], zeros for rows up to mr): with AVX2, 8 columns at a time transposed in
+ * registers; false (nothing written) where it does not apply (no AVX2, mr > 8), for the caller's loop. */
+bool pardo_gemm_pack_a_f32(const float *a, int64_t lda, int64_t rows, int64_t mr, int64_t kcb, float *d);
+
+/* Packs pn rows of A stored transposed ([k, m]: row p at at + p * lda, the panel's mr elements first) as a
+ * full row panel's [p][mr] at d: with AVX2, a masked load of each row and a store of 8 lanes, the lanes past
+ * mr overwritten by the next row's (or by a later call's, unless last: then the last row is stored masked);
+ * false (nothing written) where it does not apply (no AVX2, mr > 8). */
+bool pardo_gemm_pack_at_f32(const float *at, int64_t lda, int64_t pn, int64_t mr, float *d, bool last);
 
 #endif

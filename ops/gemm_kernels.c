@@ -5,7 +5,8 @@
  * C; the last K block's tiles end with the epilogue as they are stored.
  * Written once as a macro and instantiated for AVX-512 (12x32 and 6x64
  * float, 12x16 double, and the short kernels of 6, 4, 2 and 1 rows),
- * AVX2+FMA (6x16, 6x8) and plain C (4x8), each with its target attribute,
+ * AVX2+FMA (6x16, 6x8, and the short kernels of 4, 2 and 1 rows) and
+ * plain C (4x8), each with its target attribute,
  * so the default build stays portable and the CPU picks one at run time
  * (gemm.c). The kernels are static: gemm.c reaches them through the tables
  * at the end (gemm_internal.h), one per instruction set and dtype. */
@@ -37,14 +38,21 @@
                 _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) acc[i][v] = FMA(av, bv[v], acc[i][v]);            \
             }                                                                                                          \
         }                                                                                                              \
-        if (ep) {                                                                                                      \
+        if (ep && ep->act == PARDO_GEMM_ACT_GELU) { /* no vector erfc: stored, then element by element */           \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                      \
+                _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {                                                 \
+                T *cp = c + i * ldc + v * LANES;                                                                       \
+                STOREU(cp, add ? ADD(LOADU(cp), acc[i][v]) : acc[i][v]);                                               \
+            }                                                                                                          \
+            pardo_gemm_epilogue_tile(sizeof(T) == sizeof(double) ? PARDO_F64 : PARDO_F32, c, ldc, MR, NV * LANES, ep);  \
+        } else if (ep) {                                                                                               \
             const T *bias = ep->bias, *y = ep->y;                                                                      \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                      \
                 _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {                                                 \
                     T *cp = c + i * ldc + v * LANES;                                                                   \
                     V x = add ? ADD(LOADU(cp), acc[i][v]) : acc[i][v];                                                 \
                     if (bias) x = ADD(x, LOADU(bias + v * LANES));                                                     \
-                    if (ep->relu) x = RELU(x);                                                                         \
+                    if (ep->act == PARDO_GEMM_ACT_RELU) x = RELU(x);                                                   \
                     if (y) x = YMASK(x, LOADU(y + i * ldc + v * LANES));                                               \
                     STOREU(cp, x);                                                                                     \
                 }                                                                                                      \
@@ -125,7 +133,6 @@ UK512_F64(2, 1)
 UK512_F64(1, 2)
 UK512_F64(1, 1)
 
-#define AVX2 __attribute__((target("avx2,fma")))
 #define RELU256_PS(x) _mm256_max_ps(_mm256_setzero_ps(), x)
 #define RELU256_PD(x) _mm256_max_pd(_mm256_setzero_pd(), x)
 #define YMASK256_PS(x, y) _mm256_and_ps(x, _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ))
@@ -136,10 +143,26 @@ UK512_F64(1, 1)
 #define AVX2_PD                                                                                                        \
     _mm256_setzero_pd(), _mm256_load_pd, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd,          \
         _mm256_add_pd, RELU256_PD, YMASK256_PD
-UKERNEL(uk_avx2_f32, AVX2, float, __m256, 8, 6, 2, AVX2_PS)
-UKERNEL(uk_avx2_f32_half, AVX2, float, __m256, 8, 6, 1, AVX2_PS)
-UKERNEL(uk_avx2_f64, AVX2, double, __m256d, 4, 6, 2, AVX2_PD)
-UKERNEL(uk_avx2_f64_half, AVX2, double, __m256d, 4, 6, 1, AVX2_PD)
+/* uk256_f32_MRxNV: MR rows by NV vectors of 8 floats (uk256_f64_: of 4 doubles); 6 x 16 (6 x 8) and its half, and
+ * the short kernels of 4, 2 and 1 rows a last row panel of fewer than 6 rows is made of */
+#define UK256_F32(MR, NV) UKERNEL(uk256_f32_##MR##x##NV, AVX2, float, __m256, 8, MR, NV, AVX2_PS)
+#define UK256_F64(MR, NV) UKERNEL(uk256_f64_##MR##x##NV, AVX2, double, __m256d, 4, MR, NV, AVX2_PD)
+UK256_F32(6, 2)
+UK256_F32(6, 1)
+UK256_F32(4, 2)
+UK256_F32(4, 1)
+UK256_F32(2, 2)
+UK256_F32(2, 1)
+UK256_F32(1, 2)
+UK256_F32(1, 1)
+UK256_F64(6, 2)
+UK256_F64(6, 1)
+UK256_F64(4, 2)
+UK256_F64(4, 1)
+UK256_F64(2, 2)
+UK256_F64(2, 1)
+UK256_F64(1, 2)
+UK256_F64(1, 1)
 #endif
 
 /* the mr-row kernels of full and half width, PFX##SFX and PFX##_half##SFX (no short ones) */
@@ -166,7 +189,9 @@ const gemm_arch pardo_gemm_arch_avx512_wide = {
     "own avx512f 6x64", 6, 64, 128, {ROWS6(uk512_f32, 4, _r), ROWS6(uk512_f32, 2, _r), ROWS6(uk512_f32, 1, _r)},
     {ROWS6(uk512_f32, 4, _c), ROWS6(uk512_f32, 2, _c), ROWS6(uk512_f32, 1, _c)}, .simd = true};
 const gemm_arch pardo_gemm_arch_avx2[2] = {
-    {"own avx2+fma 6x16", 6, 16, 256, FULL_HALF(6, uk_avx2_f32, _r), FULL_HALF(6, uk_avx2_f32, _c), .simd = true},
-    {"own avx2+fma 6x8", 6, 8, 256, FULL_HALF(6, uk_avx2_f64, _r), FULL_HALF(6, uk_avx2_f64, _c), .simd = true},
+    {"own avx2+fma 6x16", 6, 16, 256, {ROWS6(uk256_f32, 2, _r), ROWS6(uk256_f32, 1, _r)},
+     {ROWS6(uk256_f32, 2, _c), ROWS6(uk256_f32, 1, _c)}, .simd = true},
+    {"own avx2+fma 6x8", 6, 8, 256, {ROWS6(uk256_f64, 2, _r), ROWS6(uk256_f64, 1, _r)},
+     {ROWS6(uk256_f64, 2, _c), ROWS6(uk256_f64, 1, _c)}, .simd = true},
 };
 #endif

@@ -286,7 +286,7 @@ static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epi
         pardo_gemm g = mm_desc(a->dtype, pa + (size_t)(o.off[0] * a_mat) * es, pb + (size_t)(o.off[1] * b_mat) * es,
                                py + (size_t)(i * y_mat) * es, m, n, k, p.ta, p.tb, false);
         g.bias = ep ? ep->bias : NULL;
-        g.relu = ep && ep->relu;
+        g.act = ep && ep->relu ? PARDO_GEMM_ACT_RELU : PARDO_GEMM_ACT_NONE;
         g.b_packed = kept;
         g.b_version = b->mem->version;
         if ((rc = pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO)) != PARDO_OK) return rc;

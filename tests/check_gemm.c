@@ -159,6 +159,12 @@ static void epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, in
 static void column_split_case(pardo_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool acc,
                               int64_t pad);
 
+static void rows_independent_of_row_count(void);
+
+static void gelu_epilogue_cases(int nthreads);
+
+static void narrow_cases(void);
+
 START_TEST(every_instruction_set) {
     /* the kernels this CPU can run besides the one it picks: AVX2+FMA and plain C (and the SIMD transposes off) */
     pardo_status st;
@@ -173,6 +179,9 @@ START_TEST(every_instruction_set) {
         same_bits(PARDO_GEMM_OWN, PARDO_F64, 131, 67, 260, true, false, true);
         column_split_case(PARDO_F32, 192, 508, 300, false, true, false, 1);
         column_split_case(PARDO_F64, 120, 64, 260, true, false, true, 0);
+        rows_independent_of_row_count(); /* the short kernels' rows are the full tile's */
+        gelu_epilogue_cases(1);
+        narrow_cases(); /* AVX2's dot products of few columns (plain C: the tiles) */
         for (int mask = 0; mask < 2; mask++) { /* each kernel's epilogue */
             epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F32, 29, 70, 300, false, false, true, true, mask);
             epilogue_case(PARDO_GEMM_OWN, 1, PARDO_F64, 31, 67, 60, true, false, true, mask == 0, mask);
@@ -340,7 +349,7 @@ END_TEST
  * part's share of a batch against the whole batch), on every path a shape
  * may take: the tiles, the dot products of few columns, the swapped
  * product of a transposed weight or of few columns from a transposed A. */
-START_TEST(rows_do_not_depend_on_the_row_count) {
+static void rows_independent_of_row_count(void) {
     static const struct {
         int64_t n, k;
         bool ta, tb;
@@ -370,6 +379,8 @@ START_TEST(rows_do_not_depend_on_the_row_count) {
         prod_free(&p);
     }
 }
+
+START_TEST(rows_do_not_depend_on_the_row_count) { rows_independent_of_row_count(); }
 END_TEST
 
 /* The epilogue (bias along rows, then relu, then relu_grad's mask through
@@ -396,7 +407,7 @@ static void epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, in
     ck_assert_msg(run(impl, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
     g = p.g;
     g.bias = with_bias ? bias : NULL;
-    g.relu = relu;
+    g.act = relu ? PARDO_GEMM_ACT_RELU : PARDO_GEMM_ACT_NONE;
     g.relu_y = mask ? y : NULL;
     ck_assert_msg(run(impl, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
     int negatives = 0, masked = 0;
@@ -452,6 +463,103 @@ START_TEST(epilogue_matches_add_relu_and_relu_grad) {
                 epilogue_case(PARDO_GEMM_BLAS, th, PARDO_F32, 300, 64, 200, false, true, true, true, mask);
         }
     }
+}
+END_TEST
+
+/* The gelu epilogue (bias along rows, then gelu, then maybe relu_grad's mask) gives bitwise what the plain
+ * product then the add and gelu ops themselves give (run as ops, on tensors of the product's rows), on the
+ * paths epilogue_case covers. */
+static void gelu_epilogue_case(pardo_gemm_impl impl, int nthreads, pardo_dtype dt, int64_t m, int64_t n, int64_t k,
+                               bool ta, bool tb, bool with_bias, bool mask) {
+    pardo_status st;
+    prod p = prod_make(dt, m, n, k, ta, tb, 1, false, (uint64_t)(m * 37 + n * 5 + k));
+    const size_t es = dt == PARDO_F32 ? sizeof(float) : sizeof(double);
+    void *plain = calloc((size_t)(m * p.g.ldc + 1), es), *y = calloc((size_t)(m * p.g.ldc + 1), es);
+    double *vals = calloc((size_t)(m * n + 1), sizeof(double)), *bvals = calloc((size_t)n + 1, sizeof(double));
+    ck_assert(plain && y && vals && bvals);
+    test_rng r = {(uint64_t)n + 3};
+    for (int64_t j = 0; j < n; j++) bvals[j] = dt == PARDO_F32 ? (double)(float)test_rng_uniform(&r, -2, 2)
+                                                              : test_rng_uniform(&r, -2, 2);
+    for (int64_t i = 0; i < m * p.g.ldc; i++) set(dt, y, i, i % 5 == 0 ? -1.0 : i % 5 == 1 ? (double)NAN : 1.0);
+    pardo_tensor *bias = test_tensor_from(dt, 1, &n, bvals);
+    ck_assert_ptr_nonnull(bias);
+    pardo_gemm g = p.g;
+    g.c = plain;
+    ck_assert_msg(run(impl, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
+    g = p.g;
+    g.bias = with_bias ? pardo_tensor_data(bias) : NULL;
+    g.act = PARDO_GEMM_ACT_GELU;
+    g.relu_y = mask ? y : NULL;
+    ck_assert_msg(run(impl, nthreads, &g, &st) == PARDO_OK, "%s", st.msg);
+    /* the reference: add, then gelu, as ops */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) vals[i * n + j] = get(dt, plain, i * p.g.ldc + j);
+    const int64_t shape[2] = {m, n};
+    pardo_tensor *x = test_tensor_from(dt, 2, shape, vals), *sum = NULL, *want = NULL;
+    ck_assert_ptr_nonnull(x);
+    if (with_bias) {
+        pardo_tensor *in[2] = {x, bias};
+        ck_assert_msg(test_run_op("add", NULL, 2, in, 1, &sum, &st) == PARDO_OK, "%s", st.msg);
+    } else {
+        sum = x;
+        pardo_tensor_retain(sum);
+    }
+    ck_assert_msg(test_run_op("gelu", NULL, 1, &sum, 1, &want, &st) == PARDO_OK, "%s", st.msg);
+    const char *w = pardo_tensor_data(want);
+    int64_t mixed = 0; /* elements where gelu is neither 0 nor x: it had something to do */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            const int64_t at = i * p.g.ldc + j;
+            const double before = get(dt, pardo_tensor_data(sum), i * n + j), after = get(dt, w, i * n + j);
+            mixed += after != 0 && after != before;
+            const bool keep = !mask || get(dt, y, at) > 0;
+            const double zero = 0.0;
+            const float zerof = 0.0f;
+            const void *expect = keep ? (const void *)(w + (size_t)(i * n + j) * es)
+                                      : dt == PARDO_F32 ? (const void *)&zerof : (const void *)&zero;
+            ck_assert_msg(memcmp((char *)p.c + (size_t)at * es, expect, es) == 0,
+                          "%s m %lld n %lld k %lld ta %d tb %d bias %d mask %d: C[%lld, %lld] = %.9g, expected the "
+                          "bits of %.9g",
+                          pardo_dtype_name(dt), (long long)m, (long long)n, (long long)k, ta, tb, with_bias, mask,
+                          (long long)i, (long long)j, get(dt, p.c, at), keep ? after : 0.0);
+        }
+    ck_assert(m * n < 8 || k == 0 || mixed > 0);
+    pardo_tensor_release(x);
+    pardo_tensor_release(sum);
+    pardo_tensor_release(want);
+    pardo_tensor_release(bias);
+    free(plain);
+    free(y);
+    free(vals);
+    free(bvals);
+    prod_free(&p);
+}
+
+/* The gelu epilogue's shapes: the tiles (A along rows and down columns, K blocks, short row panels, narrow
+ * column panels), the split by column panels at 2 threads, an empty sum, the swapped products, the dot
+ * products of few columns, float64, and BLAS where built in. */
+static void gelu_epilogue_cases(int nthreads) {
+    for (int b = 0; b < 2; b++) {
+        const bool bias = b == 0;
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F32, 97, 70, 300, false, false, bias, false);
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F32, 128, 256, 200, false, false, bias, b == 1);
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F32, 13, 64, 64, false, false, bias, false);
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F32, 25, 33, 257, true, true, bias, false);
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F64, 131, 67, 260, true, false, bias, b == 1);
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F32, 5, 7, 0, false, false, bias, false);
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F32, 5, 70, 300, false, true, bias, false);
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F32, 200, 10, 64, true, false, bias, false);
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F32, 256, 10, 512, false, false, bias, b == 1);
+        gelu_epilogue_case(PARDO_GEMM_OWN, nthreads, PARDO_F64, 40, 96, 33, false, true, bias, false);
+        if (pardo_gemm_blas_compiled())
+            gelu_epilogue_case(PARDO_GEMM_BLAS, nthreads, PARDO_F32, 300, 64, 200, false, true, bias, b == 1);
+    }
+}
+
+START_TEST(gelu_epilogue_matches_add_and_gelu_ops) {
+    pool_size(2);
+    gelu_epilogue_cases(1);
+    gelu_epilogue_cases(2);
 }
 END_TEST
 
@@ -581,11 +689,10 @@ END_TEST
 
 /* Products of 1 to 12 columns from A as stored (a 10-class layer's Y = H W,
  * a regression head's one column) run as dot products along K
- * (ops/gemm_narrow.c, AVX-512): against the naive loop for K below, at and
+ * (ops/gemm_narrow.c, AVX-512 or AVX2): against the naive loop for K below, at and
  * past a vector, rows around the kernels' 2 to 6, B stored either way,
  * the epilogue; and the same bits on 1 and 2 threads. */
-START_TEST(narrow_products) {
-    pool_size(2);
+static void narrow_cases(void) {
     const int64_t ks2[4] = {5, 16, 300, 784};
     for (int64_t n = 1; n <= 13; n++)
         for (int c = 0; c < 4; c++)
@@ -596,6 +703,11 @@ START_TEST(narrow_products) {
             }
     for (int mask = 0; mask < 2; mask++)
         epilogue_case(PARDO_GEMM_OWN, 2, PARDO_F32, 256, 10, 512, false, false, true, true, mask);
+}
+
+START_TEST(narrow_products) {
+    pool_size(2);
+    narrow_cases();
 }
 END_TEST
 
@@ -640,7 +752,7 @@ START_TEST(part_product_helped_by_an_idle_thread) {
                 for (int64_t i = 0; i < p.g.m * p.g.ldc; i++) set(d, y, i, i % 3 == 0 ? -1.0 : 1.0);
                 if (epi && c == 0) { /* the forward chain: matmul -> add -> relu */
                     p.g.bias = bias;
-                    p.g.relu = true;
+                    p.g.act = PARDO_GEMM_ACT_RELU;
                 } else if (epi) { /* the backward chain: matmul_grad -> relu_grad */
                     p.g.relu_y = y;
                 }
@@ -811,6 +923,7 @@ Suite *make_gemm_suite(void) {
     tcase_add_test(core, rows_do_not_depend_on_the_row_count);
     tcase_add_test(core, quarter_width_panels);
     tcase_add_test(core, epilogue_matches_add_relu_and_relu_grad);
+    tcase_add_test(core, gelu_epilogue_matches_add_and_gelu_ops);
     tcase_add_test(core, kept_b_is_read_only_while_current);
     tcase_add_test(core, matmul_op_at_two_threads);
     suite_add_tcase(s, core);

@@ -24,6 +24,7 @@
     X(ops_activation)   \
     X(ops_matmul)       \
     X(gemm)             \
+    X(gemm_pick)        \
     X(ops_reduce)       \
     X(ops_softmax)      \
     X(ops_shape)        \

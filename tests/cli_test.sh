@@ -25,6 +25,7 @@ stdout_has "help" "pardo --version"
 expect "version" 0 -- --version
 stdout_has "version" "pardo 0.1.0"
 stdout_has "version" "matmul: own"
+stdout_has "version" "matmul pick: " # off under make test (PARDO_GEMM_CACHE=off): no cache file
 stdout_has "version" "CUDA: "
 for c in run check ops dot; do
     expect "$c --help" 0 -- $c --help

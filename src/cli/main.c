@@ -48,12 +48,16 @@ static const char usage[] =
     "this build runs products with. Exit status: 0 ok, 1 the run failed,\n"
     "2 bad usage or a bad input file, 130 stopped by SIGINT or SIGTERM.\n";
 
-/* `pardo --version`: the version, then the build's parts (the matrix product this CPU gets, BLAS, CUDA);
- * starts no CUDA runtime. */
+/* `pardo --version`: the version, then the build's parts (the matrix product this CPU gets and its pick between
+ * the own kernel and BLAS, read from the cache file, BLAS, CUDA); starts no CUDA runtime, opens no BLAS. */
 static int print_version(void) {
     printf("pardo %s\n", PARDO_VERSION);
     printf("matmul: %s (float32, on this CPU)\n", pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
-    printf("BLAS: %s\n", pardo_gemm_blas_compiled() ? "built in (opened on first use; PARDO_GEMM=blas picks it)"
+    char pick[4096];
+    pardo_gemm_pick_summary(pick, sizeof pick);
+    printf("matmul pick: %s\n", pick);
+    printf("BLAS: %s\n", pardo_gemm_blas_compiled() ? "built in (opened on first use; runs the classes the pick gave "
+                                                       "it, or every product with PARDO_GEMM=blas)"
                                                      : "not built in (make BLAS=1)");
     printf("ONNX: %s\n", pardo_onnx_built() ? "built in (pardo run|check|dot|transpile MODEL.onnx, pardo import)"
                                              : "not built in (make ONNX=1, with protobuf-c, protoc-c and onnx.proto installed)");

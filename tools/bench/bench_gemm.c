@@ -7,12 +7,16 @@
  * median over rounds. OpenBLAS is timed where the build found it
  * (BENCH_OPENBLAS), called directly with its thread count set to 1.
  *
- *   bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1]
+ *   bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1] [--isa avx512f|avx2|c]
  * --cpu 1 times the calling thread's CPU time instead of the wall clock: a
  * steadier 1-thread figure on a busy machine (the 2-thread one is then meaningless).
+ * --isa makes pardo's own kernel use that instruction set (pardo_gemm_force_isa;
+ * OPENBLAS_CORETYPE=Haswell does the same to OpenBLAS on an AVX-512 CPU).
  * One JSON line per shape: {"bench": "gemm", "shape": ..., "m", "n", "k", "ta", "tb",
  *   "pardo_gflops", "openblas_gflops" (or null), "pardo_gflops_2t" (T threads),
- *   "impl": pardo's implementation} */
+ *   "impl": pardo's implementation for the shape: the own kernel, or BLAS where
+ *   the pick (ops/gemm_pick.c) measured it faster for the shape's class; PARDO_GEMM=own
+ *   times the own kernel alone} */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +96,7 @@ static double time_openblas(const pardo_gemm *g, int reps, double *buf) {
 
 int main(int argc, char **argv) {
     int rounds = 5, reps = 20, threads = 2;
+    const char *isa = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--rounds") == 0)
             rounds = atoi(argv[i + 1]);
@@ -101,13 +106,19 @@ int main(int argc, char **argv) {
             threads = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--cpu") == 0)
             clock_id = atoi(argv[i + 1]) ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+        else if (strcmp(argv[i], "--isa") == 0)
+            isa = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1]\n");
+            fprintf(stderr, "usage: bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1] [--isa avx512f|avx2|c]\n");
             return 1;
         }
     }
     if (rounds < 1 || reps < 1 || threads < 1) return 1;
     pardo_status st;
+    if (isa && pardo_gemm_force_isa(isa, &st) != PARDO_OK) {
+        fprintf(stderr, "bench_gemm: %s\n", st.msg);
+        return 1;
+    }
     if (pardo_thread_pool_configure(threads, &st) != PARDO_OK) {
         fprintf(stderr, "bench_gemm: %s\n", st.msg);
         return 1;
@@ -118,8 +129,11 @@ int main(int argc, char **argv) {
     enum { NS = sizeof shapes / sizeof shapes[0] };
     double *buf = malloc(sizeof(double) * (size_t)reps);
     double *res = malloc(sizeof(double) * (size_t)rounds * NS * 3);
-    float *a = malloc(sizeof(float) * 784 * 512), *b = malloc(sizeof(float) * 784 * 512),
-          *c = malloc(sizeof(float) * 784 * 512);
+    const char *impl[NS]; /* what pardo ran each shape with (the pick's choice for its class, or forced) */
+    /* 64-byte aligned, as pardo's tensors are (src/core/synced_mem.c): malloc's large blocks are 16 bytes past a
+     * page, which turns off the in-place read of B that a product of few rows takes on a tensor */
+    float *a = aligned_alloc(64, sizeof(float) * 784 * 512), *b = aligned_alloc(64, sizeof(float) * 784 * 512),
+          *c = aligned_alloc(64, sizeof(float) * 784 * 512);
     if (!buf || !res || !a || !b || !c) return 1;
     fill(a, 784 * 512, 1);
     fill(b, 784 * 512, 2);
@@ -147,6 +161,7 @@ int main(int argc, char **argv) {
             o[1] = 0;
 #endif
             o[2] = time_pardo(&many, &g, reps, buf);
+            impl[s] = pardo_gemm_describe(PARDO_F32, pardo_gemm_resolve(&g, PARDO_GEMM_AUTO));
         }
     for (int s = 0; s < NS; s++) {
         const shape *sh = &shapes[s];
@@ -162,8 +177,7 @@ int main(int argc, char **argv) {
             printf("\"openblas_gflops\": %.2f, ", flop / tb * 1e-9);
         else
             printf("\"openblas_gflops\": null, ");
-        printf("\"pardo_gflops_2t\": %.2f, \"threads\": %d, \"impl\": \"%s\"}\n", flop / t2 * 1e-9, threads,
-               pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
+        printf("\"pardo_gflops_2t\": %.2f, \"threads\": %d, \"impl\": \"%s\"}\n", flop / t2 * 1e-9, threads, impl[s]);
     }
     free(buf);
     free(res);
