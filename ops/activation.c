@@ -56,10 +56,9 @@ UNARY_GRAD_OP_FROM_Y(tanh, "dX = dY * (1 - Y^2) (gradient of tanh; float32, floa
 #define SQRT1_2 0.70710678118654752440      /* 1 / sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
 
-static inline double gelu_d(double v) { return 0.5 * v * erfc(-v * SQRT1_2); }
 static inline double gelu_grad_d(double v) { return 0.5 * erfc(-v * SQRT1_2) + v * (INV_SQRT_2PI * exp(-0.5 * v * v)); }
 
 UNARY_OP(gelu, "Y = X * Phi(X) = 0.5 * X * (1 + erf(X / sqrt(2))), the exact form (float32, float64)", NULL, 0, NULL,
-         NULL, r = BY_TYPE(v, pardo_vgeluf, gelu_d);)
+         NULL, r = BY_TYPE(v, pardo_vgeluf, pardo_gelu_f64);)
 UNARY_GRAD_OP(gelu, "dX = dY * (Phi(X) + X * phi(X)), phi the normal density (gradient of gelu; float32, float64)",
               NULL, 0, NULL, r = g * BY_TYPE(v, pardo_vgelu_gradf, gelu_grad_d);)

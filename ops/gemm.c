@@ -16,6 +16,8 @@
  * a short last row panel overlaps the one above rather than being padded),
  * so the bits do not depend on the thread count. */
 #include "gemm_internal.h"
+#include "kernel_util.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -97,18 +99,13 @@ const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl) {
 
 /* The epilogue on n elements of a row of C: += bias, then the activation, then the relu_grad mask through y
  * (bias and y at the same columns; either NULL: none); the same arithmetic as the add, relu or gelu, and
- * relu_grad ops, so the bits match theirs (gelu's expression is ops/activation.c's, term for term, in T: ERFC is
- * erfcf or erfc as tgmath.h picks there). The kernels apply it as they store a tile (tile_ep), but for gelu;
- * this is for what they do not. */
-#define SQRT1_2 0.70710678118654752440 /* 1 / sqrt(2), as ops/activation.c writes it */
-#define EPILOGUE_SPAN(SFX, T, ERFC)                                                                                    \
-    static void epilogue_span_##SFX(T *restrict row, const T *restrict bias, pardo_gemm_act act, const T *restrict y, \
-                                    int64_t n) {                                                                       \
+ * relu_grad ops, so the bits match theirs (GELU is the gelu op's function for T, from ops/vmath.h). The kernels apply it as they store a tile (tile_ep),
+ * but for gelu; this is for what they do not. */
+#define EPILOGUE_SPAN(SFX, T, GELU)                                                                                    \
+    PARDO_SIMD_CLONES static void epilogue_span_##SFX(T *restrict row, const T *restrict bias, pardo_gemm_act act,    \
+                                                      const T *restrict y, int64_t n) {                                \
         if (act == PARDO_GEMM_ACT_GELU)                                                                                \
-            for (int64_t q = 0; q < n; q++) {                                                                          \
-                const T v = bias ? row[q] + bias[q] : row[q];                                                          \
-                row[q] = (T)0.5 * v * ERFC(-v * (T)SQRT1_2);                                                           \
-            }                                                                                                          \
+            for (int64_t q = 0; q < n; q++) row[q] = GELU(bias ? row[q] + bias[q] : row[q]);                          \
         else if (bias && act == PARDO_GEMM_ACT_RELU)                                                                   \
             for (int64_t q = 0; q < n; q++) {                                                                          \
                 const T v = row[q] + bias[q];                                                                          \
@@ -121,8 +118,8 @@ const char *pardo_gemm_describe(pardo_dtype dtype, pardo_gemm_impl impl) {
         if (y)                                                                                                         \
             for (int64_t q = 0; q < n; q++) row[q] = y[q] > 0 ? row[q] : (T)0;                                         \
     }
-EPILOGUE_SPAN(f32, float, erfcf)
-EPILOGUE_SPAN(f64, double, erfc)
+EPILOGUE_SPAN(f32, float, pardo_vgeluf)
+EPILOGUE_SPAN(f64, double, pardo_gelu_f64)
 
 static bool has_epilogue(const pardo_gemm *g) { return g->bias || g->act != PARDO_GEMM_ACT_NONE || g->relu_y; }
 

@@ -51,7 +51,7 @@ void pardo_gemm_packed_clear(pardo_gemm_packed *p);
 typedef enum pardo_gemm_act {
     PARDO_GEMM_ACT_NONE = 0,
     PARDO_GEMM_ACT_RELU, // C < 0 ? 0 : C (NaN kept), the relu op
-    PARDO_GEMM_ACT_GELU, // 0.5 C erfc(-C / sqrt 2) (= 0.5 C (1 + erf(C / sqrt 2))), the gelu op (ops/activation.c)
+    PARDO_GEMM_ACT_GELU, // 0.5 C erfc(-C / sqrt 2), exactly as the gelu op computes it (float32: ops/vmath.h)
 } pardo_gemm_act;
 
 /* One product. op(A) is [m, k], op(B) is [k, n], C is [m, n]. A is stored

@@ -43,7 +43,7 @@ typedef struct tile_ep {
 } tile_ep;
 
 /* gemm.c: ep on a rows x cols tile of C (rows ldc apart) of dtype, element by element (the kernels store a
- * tile whose activation has no vector form, gelu's erfc, and hand it here). */
+ * tile whose activation has no vector form in their registers, gelu, and hand it here). */
 void pardo_gemm_epilogue_tile(pardo_dtype dtype, void *c, int64_t ldc, int64_t rows, int64_t cols, const tile_ep *ep);
 
 /* An mr x (nv * lanes) tile: C[i][j] (+)= sum_p a(i, p) b(p, j) over p < kc,

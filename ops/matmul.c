@@ -6,9 +6,10 @@
  * operand to have rank >= 2. Each product goes through ops/gemm.h (the own
  * packed kernel, or BLAS), its rows split over the threads of block 0.
  * An optional third input, a bias, is added to the product (broadcast to
- * Y's shape), and attr activation "relu" applies relu after it: the form
- * the fusion pass (transpiler/fuse.c) gives matmul -> add -> relu, run as
- * one GEMM whose epilogue adds the bias and applies relu to each row block
+ * Y's shape), and attr activation "relu" (or "gelu") applies relu (gelu)
+ * after it: the form the fusion pass (transpiler/fuse.c) gives matmul ->
+ * add -> relu (gelu), run as one GEMM whose epilogue adds the bias and
+ * applies the activation to each row block
  * while it is in cache (a [N] bias; any other bias shape after the
  * product), with the bits of the ops one after another.
  * matmul_grad: dA and dB, summed over the batches an operand was broadcast
@@ -23,6 +24,7 @@
 #include "gemm.h"
 #include "kernel_util.h"
 #include "op.h"
+#include "vmath.h"
 
 static const pardo_arg_def ab_in[] = {
     {"A", "left operand [..., M, K] (or [K])", false, false},
@@ -33,7 +35,8 @@ static const pardo_arg_def y_out[] = {{"Y", "product [broadcast batch..., M, N]"
 static const pardo_attr_def matmul_attrs[] = {
     {"transpose_a", PARDO_ATTR_BOOL, "false", "use A with its last two dims swapped"},
     {"transpose_b", PARDO_ATTR_BOOL, "false", "use B with its last two dims swapped"},
-    {"activation", PARDO_ATTR_STRING, "\"none\"", "applied after the bias: \"none\" or \"relu\""},
+    {"activation", PARDO_ATTR_STRING, "\"none\"", "applied after the bias: \"none\", \"relu\" or \"gelu\" (the exact "
+                                                 "form, as the gelu op)"},
 };
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
 
@@ -51,14 +54,17 @@ static int matmul_attrs_get(const pardo_op *op, bool *ta, bool *tb, pardo_status
     return rc;
 }
 
-/* The activation attr: relu or none; PARDO_EINVAL for any other word. */
-static int matmul_activation(const pardo_op *op, bool *relu, pardo_status *st) {
-    const char *act;
-    int rc = pardo_attr_string(op, "activation", "none", &act, st);
+/* The activation attr: none, relu or gelu; PARDO_EINVAL for any other word. */
+static int matmul_activation(const pardo_op *op, pardo_gemm_act *act, pardo_status *st) {
+    const char *name;
+    int rc = pardo_attr_string(op, "activation", "none", &name, st);
     if (rc != PARDO_OK) return rc;
-    *relu = strcmp(act, "relu") == 0;
-    if (!*relu && strcmp(act, "none") != 0)
-        return pardo_errorf(st, PARDO_EINVAL, "attr 'activation' is \"%s\", expected \"none\" or \"relu\"", act);
+    *act = strcmp(name, "relu") == 0   ? PARDO_GEMM_ACT_RELU
+           : strcmp(name, "gelu") == 0 ? PARDO_GEMM_ACT_GELU
+                                       : PARDO_GEMM_ACT_NONE;
+    if (*act == PARDO_GEMM_ACT_NONE && strcmp(name, "none") != 0)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'activation' is \"%s\", expected \"none\", \"relu\" or \"gelu\"",
+                            name);
     return PARDO_OK;
 }
 
@@ -122,8 +128,8 @@ static void mm_out_tail(const mm_dims *d, int64_t *shape, int *nd) {
 /* The bias (input 2), where given: Y's dtype, broadcasting to Y's shape
  * without growing it. */
 static int bias_infer(pardo_infer_ctx *ctx, const pardo_type *y) {
-    bool relu;
-    int rc = matmul_activation(ctx->op, &relu, ctx->st);
+    pardo_gemm_act act;
+    int rc = matmul_activation(ctx->op, &act, ctx->st);
     const pardo_type *bias = ctx->n_in > 2 ? ctx->in[2] : NULL;
     if (rc != PARDO_OK || !bias) return rc;
     char sb[128], sy[128];
@@ -194,8 +200,8 @@ static int mm(pardo_kernel_ctx *ctx, pardo_dtype dt, const void *a, const void *
 
 /* The epilogue a forward product may carry (pardo_matmul_epilogue_cpu). */
 typedef struct mm_epilogue {
-    const void *bias; // [N] of Y's dtype, or NULL
-    bool relu;
+    const void *bias;   // [N] of Y's dtype, or NULL
+    pardo_gemm_act act; // after the bias
 } mm_epilogue;
 
 /* What the forward and gradient kernels share: attrs, matrix dims, the
@@ -286,7 +292,7 @@ static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epi
         pardo_gemm g = mm_desc(a->dtype, pa + (size_t)(o.off[0] * a_mat) * es, pb + (size_t)(o.off[1] * b_mat) * es,
                                py + (size_t)(i * y_mat) * es, m, n, k, p.ta, p.tb, false);
         g.bias = ep ? ep->bias : NULL;
-        g.act = ep && ep->relu ? PARDO_GEMM_ACT_RELU : PARDO_GEMM_ACT_NONE;
+        g.act = ep ? ep->act : PARDO_GEMM_ACT_NONE;
         g.b_packed = kept;
         g.b_version = b->mem->version;
         if ((rc = pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO)) != PARDO_OK) return rc;
@@ -294,9 +300,9 @@ static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epi
     return PARDO_OK;
 }
 
-/* Y += bias broadcast to Y's shape, then relu where asked: the arithmetic
- * of the add and relu ops, for a bias the GEMM's epilogue does not take. */
-static int add_bias_after(pardo_kernel_ctx *ctx, pardo_tensor *y, const pardo_tensor *bias, bool relu) {
+/* Y += bias broadcast to Y's shape, then the activation: the arithmetic of
+ * the add and relu or gelu ops, for a bias the GEMM's epilogue does not take. */
+static int add_bias_after(pardo_kernel_ctx *ctx, pardo_tensor *y, const pardo_tensor *bias, pardo_gemm_act act) {
     pardo_bcast2 p;
     int rc = pardo_bcast2_plan(y->ndim, y->shape, bias->ndim, bias->shape, &p, ctx->st);
     if (rc == PARDO_OK && !pardo_shape_equal(p.ndim, p.shape, y->ndim, y->shape)) {
@@ -316,50 +322,51 @@ static int add_bias_after(pardo_kernel_ctx *ctx, pardo_tensor *y, const pardo_te
             const float *pb = (const float *)pardo_tensor_data(bias) + o.off[1];
             for (int64_t i = 0; i < n; i++) {
                 const float v = py[i] + pb[i * sb];
-                py[i] = relu && v < 0 ? 0.0f : v;
+                py[i] = act == PARDO_GEMM_ACT_RELU ? (v < 0 ? 0.0f : v) : act == PARDO_GEMM_ACT_GELU ? pardo_vgeluf(v) : v;
             }
         } else {
             double *py = (double *)pardo_tensor_data(y) + base;
             const double *pb = (const double *)pardo_tensor_data(bias) + o.off[1];
             for (int64_t i = 0; i < n; i++) {
                 const double v = py[i] + pb[i * sb];
-                py[i] = relu && v < 0 ? 0.0 : v;
+                py[i] = act == PARDO_GEMM_ACT_RELU ? (v < 0 ? 0.0 : v) : act == PARDO_GEMM_ACT_GELU ? pardo_gelu_f64(v) : v;
             }
         }
     }
     return PARDO_OK;
 }
 
-/* Y = act(op(A) op(B) + bias): a [N] bias of Y's dtype (and relu) go into
- * the GEMM's epilogue; any other bias is added after the product. */
+/* Y = act(op(A) op(B) + bias): a [N] bias of Y's dtype (and the activation)
+ * go into the GEMM's epilogue; any other bias is added after the product. */
 static int matmul_cpu(pardo_kernel_ctx *ctx) {
     mm_plan p;
-    bool relu;
+    pardo_gemm_act act;
     const pardo_tensor *bias = ctx->n_in > 2 ? ctx->in[2] : NULL;
     int rc = mm_plan_make(ctx, ctx->in[0], ctx->in[1], &p);
-    if (rc == PARDO_OK) rc = matmul_activation(ctx->op, &relu, ctx->st);
+    if (rc == PARDO_OK) rc = matmul_activation(ctx->op, &act, ctx->st);
     if (rc != PARDO_OK) return rc;
     if (bias && (bias->is_array || bias->dtype != ctx->in[0]->dtype))
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'bias' is %s %s, expected a tensor of %s like A",
                             bias->is_array ? "a tensor_array of" : "a tensor of", pardo_dtype_name(bias->dtype),
                             pardo_dtype_name(ctx->in[0]->dtype));
-    /* relu alone always fits the epilogue; a bias only as a [N] along Y's last dim */
+    /* the activation alone always fits the epilogue; a bias only as a [N] along Y's last dim */
     const bool in_epilogue = !bias || (!p.d.b_vec && bias->ndim == 1 && bias->shape[0] == p.d.n);
-    mm_epilogue ep = {in_epilogue && bias ? pardo_tensor_data(bias) : NULL, relu && in_epilogue};
+    mm_epilogue ep = {in_epilogue && bias ? pardo_tensor_data(bias) : NULL,
+                      in_epilogue ? act : PARDO_GEMM_ACT_NONE};
     if ((rc = matmul_forward(ctx, &p, &ep)) != PARDO_OK || in_epilogue) return rc;
-    return add_bias_after(ctx, ctx->out[0], bias, relu);
+    return add_bias_after(ctx, ctx->out[0], bias, act);
 }
 
 /* matmul_grad reads A, B and dY, never Y: leave Y out, so that Y can be
  * freed after its forward readers. */
 static int matmul_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
     const pardo_op *f = req->fwd;
-    bool relu;
-    int rc = matmul_activation(f, &relu, st);
+    pardo_gemm_act act;
+    int rc = matmul_activation(f, &act, st);
     if (rc != PARDO_OK) return rc;
-    if (relu || (f->n_in > 2 && f->in[2][0]))
+    if (act != PARDO_GEMM_ACT_NONE || (f->n_in > 2 && f->in[2][0]))
         return pardo_errorf(st, PARDO_ENOTSUP, "matmul with a bias input or an activation has no gradient: write "
-                            "matmul, add and relu (pardo run and pardo train fuse them after autodiff)");
+                            "matmul, add and relu or gelu (pardo run and pardo train fuse them after autodiff)");
     return pardo_grad_wired_n(req, blk, 0, 1, 2, st); /* matmul_grad's layout: A, B, Y, dY */
 }
 
@@ -399,12 +406,14 @@ static const pardo_arg_def grad_out[] = {
 static int matmul_grad_infer(pardo_infer_ctx *ctx) {
     const pardo_type *a = ctx->in[0], *b = ctx->in[1], *dy = ctx->n_in > 3 ? ctx->in[3] : NULL,
                      *ry = ctx->n_in > 4 ? ctx->in[4] : NULL, *bias = ctx->n_in > 5 ? ctx->in[5] : NULL;
-    bool ta, tb, relu;
+    bool ta, tb;
+    pardo_gemm_act act;
     int rc = matmul_attrs_get(ctx->op, &ta, &tb, ctx->st);
-    if (rc == PARDO_OK) rc = matmul_activation(ctx->op, &relu, ctx->st);
-    if (rc == PARDO_OK && relu)
-        rc = pardo_errorf(ctx->st, PARDO_EINVAL, "attr 'activation' is \"relu\": matmul_grad is the gradient of a "
-                          "matmul without one (a relu after A's producer is input 4 'relu_y')");
+    if (rc == PARDO_OK) rc = matmul_activation(ctx->op, &act, ctx->st);
+    if (rc == PARDO_OK && act != PARDO_GEMM_ACT_NONE)
+        rc = pardo_errorf(ctx->st, PARDO_EINVAL, "attr 'activation' is \"%s\": matmul_grad is the gradient of a "
+                          "matmul without one (a relu after A's producer is input 4 'relu_y')",
+                          act == PARDO_GEMM_ACT_RELU ? "relu" : "gelu");
     if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 0, a, "input 0 'A'", ctx->st);
     if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 1, b, "input 1 'B'", ctx->st);
     if (rc == PARDO_OK) rc = pardo_expect_dtype(a, "input 0 'A'", float_dtypes, 2, ctx->st);

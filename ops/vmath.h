@@ -19,6 +19,7 @@
 #ifndef PARDO_VMATH_H
 #define PARDO_VMATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -121,6 +122,10 @@ static inline float pardo_vnormal_cdf(float x) {
  * the gelu op's float32 kernel and the GEMM's gelu epilogue both call this,
  * so a fused matmul + bias + gelu gives the ops' bits. */
 static inline float pardo_vgeluf(float x) { return x * pardo_vnormal_cdf(x); }
+
+/* gelu in float64, from libm's erfc: the gelu op's float64 kernel, the
+ * GEMM's epilogue and matmul's bias-after path all call this. */
+static inline double pardo_gelu_f64(double x) { return 0.5 * x * erfc(-x * 0.70710678118654752440); }
 
 /* d gelu / dx = Phi(x) + x phi(x), phi the standard normal density, in float32. */
 static inline float pardo_vgelu_gradf(float x) {

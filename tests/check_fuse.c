@@ -485,6 +485,58 @@ START_TEST(softmax_takes_in_its_scale) {
 }
 END_TEST
 
+/* matmul -> add -> gelu and matmul(x, w, b) -> gelu (inference): one
+ * matmul {activation: gelu}, the GEMM's epilogue computing the gelu op's
+ * bits (rows past the kernels' tiles, float32 and float64); with gelu_grad
+ * reading the gelu's input (training), nothing fuses past the add. */
+START_TEST(matmul_takes_in_a_gelu) {
+    static const char fmt[] =
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"x\": {\"dtype\": \"%s\", \"shape\": [-1, 5], \"role\": \"feed\"},"
+        "\"dy\": {\"dtype\": \"%s\", \"shape\": [-1, 37], \"role\": \"feed\"},"
+        "\"w\": {\"dtype\": \"%s\", \"shape\": [5, 37], \"role\": \"param\", \"init\": "
+        "{\"fill\": \"uniform\", \"low\": -2, \"high\": 2, \"seed\": 5}},"
+        "\"b\": {\"dtype\": \"%s\", \"shape\": [37], \"role\": \"param\", \"init\": "
+        "{\"fill\": \"uniform\", \"low\": -1, \"high\": 1, \"seed\": 6}}},"
+        "\"ops\": [%s]}]}";
+    static const char chain[] = "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]},"
+                                "{\"op\": \"add\", \"in\": [\"h\", \"b\"], \"out\": [\"z\"]},"
+                                "{\"op\": \"gelu\", \"in\": [\"z\"], \"out\": [\"a\"]}";
+    static const char gemm_gelu[] = "{\"op\": \"matmul\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"z\"]},"
+                                    "{\"op\": \"gelu\", \"in\": [\"z\"], \"out\": [\"a\"]}";
+    static const char training[] = "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]},"
+                                   "{\"op\": \"add\", \"in\": [\"h\", \"b\"], \"out\": [\"z\"]},"
+                                   "{\"op\": \"gelu\", \"in\": [\"z\"], \"out\": [\"a\"]},"
+                                   "{\"op\": \"gelu_grad\", \"in\": [\"z\", \"a\", \"dy\"], \"out\": [\"dz\"]}";
+    static const char *const dts[] = {"float32", "float64"};
+    for (int dt = 0; dt < 2; dt++)
+        for (int form = 0; form < 3; form++) {
+            char text[4096];
+            snprintf(text, sizeof text, fmt, dts[dt], dts[dt], dts[dt], dts[dt],
+                     form == 0 ? chain : form == 1 ? gemm_gelu : training);
+            test_rng r = {80u + (uint64_t)(dt * 3 + form)};
+            int64_t xs[] = {29, 5}, ys[] = {29, 37};
+            const pardo_dtype d = dt ? PARDO_F64 : PARDO_F32;
+            pardo_tensor *x = test_tensor_random(&r, d, 2, xs, -3, 3), *dy = test_tensor_random(&r, d, 2, ys, -1, 1);
+            static const char *const names[] = {"x", "dy"}, *const outs[] = {"a", "dz"};
+            pardo_tensor *const feeds[] = {x, dy};
+            char what[64];
+            snprintf(what, sizeof what, "gelu %s form %d", dts[dt], form);
+            fused_and_unfused_agree(text, 2, names, feeds, form == 2 ? 2 : 1, outs, what, true);
+            pardo_program *p = test_program(text, "graph.json");
+            pardo_program *f = fused(p, outs, form == 2 ? 2 : 1);
+            const pardo_op *mm = &f->blocks[0].ops[0];
+            ck_assert_str_eq(mm->type, "matmul");
+            ck_assert_str_eq(attr_str(mm, "activation"), form == 2 ? "" : "gelu");
+            ck_assert_int_eq(count_ops(f, 0, "gelu"), form == 2 ? 1 : 0);
+            pardo_program_free(f);
+            pardo_program_free(p);
+            pardo_tensor_release(x);
+            pardo_tensor_release(dy);
+        }
+}
+END_TEST
+
 /* conv2d -> relu (inference), and with relu_grad -> conv2d_grad as
  * autodiff writes them (training): conv2d {activation: relu} writing the
  * relu's output and conv2d_grad {activation: relu} reading it and its
@@ -624,7 +676,7 @@ START_TEST(fused_forms_refuse_bad_inputs) {
     } cases[] = {
         {"\"b\": {\"dtype\": \"float32\", \"shape\": [4], \"role\": \"param\", \"value\": [1, 2, 3, 4]}",
          "{\"op\": \"matmul\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"y\"], \"attrs\": {\"activation\": \"tanh\"}}",
-         "attr 'activation' is \"tanh\", expected \"none\" or \"relu\"", PARDO_EINVAL},
+         "attr 'activation' is \"tanh\", expected \"none\", \"relu\" or \"gelu\"", PARDO_EINVAL},
         {"\"b\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"value\": [1, 2, 3]}",
          "{\"op\": \"matmul\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"y\"]}",
          "input 2 'bias' has shape [3], which does not broadcast to the product's [-1, 4]", PARDO_ESHAPE},
@@ -667,6 +719,7 @@ Suite *make_fuse_suite(void) {
     tcase_add_test(tc, bias_grad_copy_is_passed_on);
     tcase_add_test(tc, softmax_takes_in_its_scale);
     tcase_add_test(tc, conv_takes_in_its_relu);
+    tcase_add_test(tc, matmul_takes_in_a_gelu);
     tcase_add_test(tc, merged_updates_keep_the_bits);
     tcase_add_test(tc, fused_matmul_refuses_autodiff);
     tcase_add_test(tc, fused_forms_refuse_bad_inputs);

@@ -2,8 +2,10 @@
  * op that carries its epilogue, as ONNX Runtime's graph transformers make
  * FusedMatMul / FusedGemm, so the executor stays generic and runs ops:
  *
- *   matmul -> add (a [N] bias) [-> relu]  => matmul(A, B, bias) {activation: relu}
- *   matmul(A, B, bias) -> relu              => matmul(A, B, bias) {activation: relu} (an imported Gemm + Relu)
+ *   matmul -> add (a [N] bias) [-> relu | gelu]
+ *                                          => matmul(A, B, bias) {activation: relu | gelu}
+ *   matmul(A, B, bias) -> relu | gelu       => matmul(A, B, bias) {activation: relu | gelu} (an imported Gemm + Relu)
+ *       (a gelu only where nothing else reads its input: inference; gelu_grad reads it in training)
  *   matmul_grad -> relu_grad [-> add_grad] (dA through relu's mask, then the
  *       add's gradient, whose left-out operand's gradient is dC itself)
  *                                          => matmul_grad(A, B, Y, dY, relu_y, bias) -> (dZ, dB, dbias)
@@ -40,6 +42,7 @@ typedef struct fusion {
                    // 1 (relu_grad) or 2 (relu_grad, add_grad)
     int follow[2]; // their indices, in order
     int bias;      // the add's (add_grad's) input that is the bias (0 or 1); -1: the matmul's own (input 2)
+    const char *act; // a matmul's activation, the chain's last op: "relu" or "gelu" (NULL: none)
     int update;    // this merge is taken into the update at index update - 1 (0: not fused)
     int merge;     // this update takes the merge at index merge - 1 (0: not fused)
     int pass_on;   // this add_grad's output pass_on - 1 (a copy of its dC) is dropped (0: not)
@@ -453,6 +456,9 @@ static void plan_conv_relu(const pardo_program *p, int b, int i, const fuse_ctx 
     }
 }
 
+/* An op the GEMM's epilogue applies after the bias (matmul's attr activation). */
+static bool is_epilogue_act(const char *type) { return strcmp(type, "relu") == 0 || strcmp(type, "gelu") == 0; }
+
 /* Fills fuse[0..n_ops) for block b of p. */
 static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion *fuse) {
     const pardo_block *blk = &p->blocks[b];
@@ -464,14 +470,15 @@ static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion
             if (mm->n_in <= 4 && mm->n_out <= 2) plan_grad_chain(p, b, i, fc, &fuse[i]);
             continue;
         }
-        /* matmul(A, B, bias) -> relu, as an imported Gemm + Relu: the relu goes into the epilogue */
+        /* matmul(A, B, bias) -> relu or gelu, as an imported Gemm + Relu: the activation goes into the epilogue */
         if (strcmp(mm->type, "matmul") == 0 && mm->n_in == 3 && mm->in[2][0] && mm->n_out == 1 &&
-            !pardo_attr(mm, "activation") && strcmp(add->type, "relu") == 0 && add->n_in == 1 && add->n_out == 1 &&
+            !pardo_attr(mm, "activation") && is_epilogue_act(add->type) && add->n_in == 1 && add->n_out == 1 &&
             strcmp(add->in[0], mm->out[0]) == 0 && !pardo_op_reads(mm, add->out[0]) &&
             bias_fits_epilogue(p, b, mm, mm->in[2]) && private_temp(p, b, mm->out[0], i, i + 1, fc)) {
             fuse[i].len = 1;
             fuse[i].follow[0] = i + 1;
             fuse[i].bias = -1;
+            fuse[i].act = add->type;
             i += 1;
             continue;
         }
@@ -489,10 +496,10 @@ static void plan_block(const pardo_program *p, int b, const fuse_ctx *fc, fusion
         fuse[i].bias = 1 - at;
         if (i + 2 < blk->n_ops) {
             const pardo_op *relu = &blk->ops[i + 2];
-            if (strcmp(relu->type, "relu") == 0 && relu->n_in == 1 && relu->n_out == 1 &&
+            if (is_epilogue_act(relu->type) && relu->n_in == 1 && relu->n_out == 1 &&
                 strcmp(relu->in[0], z) == 0 && !pardo_op_reads(mm, relu->out[0]) &&
                 strcmp(relu->out[0], bias) != 0 && private_temp(p, b, z, i + 1, i + 2, fc))
-                fuse[i].len = 2, fuse[i].follow[1] = i + 2;
+                fuse[i].len = 2, fuse[i].follow[1] = i + 2, fuse[i].act = relu->type;
         }
         i += fuse[i].len;
     }
@@ -538,9 +545,8 @@ static int emit_matmul(pardo_block *to, const pardo_block *blk, int i, const fus
     if (add_names(op, false, in, 3, st) != PARDO_OK ||
         add_names(op, true, (const char *const *)last->out, 1, st) != PARDO_OK)
         return st->code;
-    /* the relu is the chain's last op: matmul -> add -> relu, or matmul(bias) -> relu */
-    return f->len == 2 || f->bias < 0 ? pardo_op_set_attr(op, "activation", pardo_value_new_string("relu"), st)
-                                      : PARDO_OK;
+    /* the activation is the chain's last op: matmul -> add -> relu / gelu, or matmul(bias) -> relu / gelu */
+    return f->act ? pardo_op_set_attr(op, "activation", pardo_value_new_string(f->act), st) : PARDO_OK;
 }
 
 /* matmul_grad with relu_grad's mask [and add_grad's bias gradient]: dA goes
