@@ -33,6 +33,7 @@
  * buffers (ops/scratch.h): nothing is allocated per call in the steady
  * state. */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gemm.h"
@@ -205,6 +206,19 @@ static int no_scratch(pardo_kernel_ctx *c, const char *what, size_t bytes) {
     return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv2d's %s", bytes, what);
 }
 
+/* Which implementation runs the products: the own kernel, whose bits do not
+ * depend on a product's column count, unless $PARDO_GEMM forces one. The
+ * columns are a chunk's images side by side, whose number depends on the
+ * batch (a parallel_do part's share or the whole) and the thread count, and
+ * the own/BLAS pick (ops/gemm_pick.c) decides by column count: through it,
+ * conv2d's bits would depend on both. */
+static pardo_gemm_impl conv_gemm_impl(void) {
+    static int forced = -1; /* whether $PARDO_GEMM is set, read once (a data race would be benign: same value) */
+    int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
+    if (f < 0) __atomic_store_n(&forced, f = getenv("PARDO_GEMM") != NULL, __ATOMIC_RELAXED);
+    return f ? PARDO_GEMM_AUTO : PARDO_GEMM_OWN;
+}
+
 /* Defines the row loops and chunk kernels of element type T with suffix SUF:
  * finish_row_SUF (a forward row copied out with its bias and relu),
  * gather_row_SUF (an output gradient row, masked), row_sum_SUF (in double,
@@ -263,7 +277,7 @@ static int no_scratch(pardo_kernel_ctx *c, const char *what, size_t bytes) {
             T *out = nb == 1 ? y + (n0 * g->m + gi * g->mg) * P : rows;                                                \
             pardo_gemm gm = {.dtype = j->ctx->in[0]->dtype, .m = g->mg, .n = ld, .k = K, .a = w + gi * g->mg * K,      \
                              .lda = K, .b = direct ? xg : col, .ldb = direct ? hw : ld, .c = out, .ldc = ld};          \
-            int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                          \
+            int rc = pardo_gemm_run(c, &gm, conv_gemm_impl());                                                          \
             if (rc != PARDO_OK) return rc;                                                                             \
             if (nb == 1 && !b && !j->relu) continue;                                                                   \
             for (int64_t i = 0; i < nb; i++)                                                                           \
@@ -321,14 +335,14 @@ static int no_scratch(pardo_kernel_ctx *c, const char *what, size_t bytes) {
                     pardo_gemm gm = {.dtype = dt, .tb = true, .m = g->mg, .n = K, .k = per * P, .a = dyg,              \
                                      .lda = ldy, .b = direct ? xg : col + i0 * P, .ldb = direct ? hw : ld,             \
                                      .c = part + gi * g->mg * K, .ldc = K, .accumulate = !(first && i0 == 0)};         \
-                    int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                  \
+                    int rc = pardo_gemm_run(c, &gm, conv_gemm_impl());                                                  \
                     if (rc != PARDO_OK) return rc;                                                                     \
                 }                                                                                                      \
                 if (dx) { /* into the columns of images [i0, i0 + per), which dW has just used */                      \
                     pardo_gemm gm = {.dtype = dt, .ta = true, .m = K, .n = per * P, .k = g->mg,                        \
                                      .a = w + gi * g->mg * K, .lda = K, .b = dyg, .ldb = ldy,                          \
                                      .c = direct ? dxg : col + i0 * P, .ldc = direct ? hw : ld};                       \
-                    int rc = pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);                                                  \
+                    int rc = pardo_gemm_run(c, &gm, conv_gemm_impl());                                                  \
                     if (rc != PARDO_OK) return rc;                                                                     \
                 }                                                                                                      \
             }                                                                                                          \

@@ -7,6 +7,7 @@
  * packed panels (and a swapped product's result) live in, grown to the
  * largest product seen and freed when the thread ends. */
 #include "gemm_internal.h"
+#include "scratch.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,32 +17,11 @@
 #include <immintrin.h>
 #endif
 
-/* ---- per-thread buffers, grown, freed when the thread ends ---- */
+/* ---- per-thread buffers, grown, freed when the thread ends (ops/scratch.h) ---- */
 
-static pthread_key_t buf_keys[N_BUFS];
-static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
-static bool buf_keys_ok;
-static _Thread_local void *bufs[N_BUFS];    // 64-byte aligned
-static _Thread_local size_t buf_caps[N_BUFS]; // bytes
+_Static_assert(PARDO_SCRATCH_SLOTS - PARDO_SCRATCH_GEMM == N_BUFS, "scratch.h keeps a slot for each GEMM buffer");
 
-static void buf_free(void *p) { free(p); }
-static void buf_keys_make(void) {
-    buf_keys_ok = true;
-    for (int i = 0; i < N_BUFS; i++) buf_keys_ok &= pthread_key_create(&buf_keys[i], buf_free) == 0;
-}
-
-void *pardo_gemm_buf_get(int which, size_t n) {
-    if (n <= buf_caps[which]) return bufs[which];
-    pthread_once(&buf_once, buf_keys_make);
-    size_t cap = (n + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, cap);
-    if (!p) return NULL;
-    free(bufs[which]);
-    bufs[which] = p;
-    buf_caps[which] = cap;
-    if (buf_keys_ok) pthread_setspecific(buf_keys[which], p); /* freed at thread exit */
-    return p;
-}
+void *pardo_gemm_buf_get(int which, size_t n) { return pardo_scratch_get(PARDO_SCRATCH_GEMM + which, n); }
 
 /* ---- packing ---- */
 

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "kernel_util.h"
 #include "scratch.h"
 
 /* The column masks of the contiguous path: for each kw, P words (uint32_t for float32, uint64_t for float64), all
@@ -74,16 +75,6 @@ static const void *col_masks(const pardo_im2col *g, size_t es) {
     }
 
 #define IM2COL_KERNELS(SUF, T, U)                                                                                      \
-    static inline U bits_##SUF(T v) {                                                                                  \
-        U u;                                                                                                           \
-        memcpy(&u, &v, sizeof u);                                                                                      \
-        return u;                                                                                                      \
-    }                                                                                                                  \
-    static inline T from_bits_##SUF(U u) {                                                                             \
-        T v;                                                                                                           \
-        memcpy(&v, &u, sizeof v);                                                                                      \
-        return v;                                                                                                      \
-    }                                                                                                                  \
     PARDO_WINDOW2D_LOOPS void pardo_im2col_##SUF(const pardo_im2col *g, const T *x, T *col, int64_t ldc) {             \
         const pardo_window2d *p = g->win;                                                                              \
         const int64_t kh_n = p->kernel[0], kw_n = p->kernel[1], sh = p->stride[0], sw = p->stride[1];                  \
@@ -97,7 +88,7 @@ static const void *col_masks(const pardo_im2col *g, size_t es) {
             /* one pass over the run, the edge elements (which read padding) masked to zero */                        \
             const U *mk = masks + kw * pn;                                                                             \
             for (int64_t q = 0; q < q0; q++) row[q] = 0;                                                               \
-            for (int64_t q = q0; q < q1; q++) row[q] = from_bits_##SUF(bits_##SUF(xp[q + off]) & mk[q]);               \
+            for (int64_t q = q0; q < q1; q++) row[q] = pardo_from_bits_##SUF(pardo_bits_##SUF(xp[q + off]) & mk[q]);               \
             for (int64_t q = q1; q < pn; q++) row[q] = 0;                                                              \
         } else if (contiguous) {                                                                                       \
             for (int64_t q = 0; q < q0; q++) row[q] = 0;                                                               \
@@ -136,7 +127,7 @@ static const void *col_masks(const pardo_im2col *g, size_t es) {
         if (masks) {                                                                                                   \
             /* one pass over the run; an input element gets + 0 from the edge elements, which read padding */        \
             const U *mk = masks + kw * pn;                                                                             \
-            for (int64_t q = q0; q < q1; q++) xp[q + off] += from_bits_##SUF(bits_##SUF(row[q]) & mk[q]);              \
+            for (int64_t q = q0; q < q1; q++) xp[q + off] += pardo_from_bits_##SUF(pardo_bits_##SUF(row[q]) & mk[q]);              \
             continue;                                                                                                  \
         }                                                                                                              \
         if (contiguous) {                                                                                              \

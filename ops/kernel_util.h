@@ -108,6 +108,28 @@ struct pardo_kernel_ctx;
 int pardo_run_chunks(struct pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *arg, int64_t e0, int64_t e1),
                      void *arg);
 
+/* A float's bits and back (select loops mask with them: pool.c, im2col.c). */
+static inline uint32_t pardo_bits_f32(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+static inline float pardo_from_bits_f32(uint32_t u) {
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+static inline uint64_t pardo_bits_f64(double v) {
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+static inline double pardo_from_bits_f64(uint64_t u) {
+    double v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
 /* Runs fn(arg, r0, r1) over the rows [0, rows) of a kernel whose rows hold
  * row_elems elements each and are computed independently (softmax, layer
  * norm): one call on the calling thread when all rows hold fewer than

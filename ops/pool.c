@@ -95,16 +95,6 @@ static bool pool_is_2x2(const pool_geom *g) {
  * vectorises (the same arithmetic and the same first maximum); the others
  * walk each window clipped to the input. */
 #define POOL_KERNELS(SUF, T, U)                                                                                        \
-    static inline U bits_##SUF(T v) {                                                                                  \
-        U u;                                                                                                           \
-        memcpy(&u, &v, sizeof u);                                                                                      \
-        return u;                                                                                                      \
-    }                                                                                                                  \
-    static inline T from_bits_##SUF(U u) {                                                                             \
-        T v;                                                                                                           \
-        memcpy(&v, &u, sizeof v);                                                                                      \
-        return v;                                                                                                      \
-    }                                                                                                                  \
     static int64_t maxpool_argmax_##SUF(const pool_geom *g, const T *xp, int64_t oh, int64_t ow) {                     \
         int64_t h0, h1, w0, w1;                                                                                        \
         pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                           \
@@ -134,12 +124,12 @@ static bool pool_is_2x2(const pool_geom *g) {
         for (int64_t i = 0; i < n; i++) {                                                                              \
             const T x0 = a[2 * i], x1 = a[2 * i + 1], x2 = b[2 * i], x3 = b[2 * i + 1];                                \
             const T m1 = x1 > x0 ? x1 : x0, m2 = x2 > m1 ? x2 : m1;                                                    \
-            const U s1 = -(U)(x1 > x0), s2 = -(U)(x2 > m1), s3 = -(U)(x3 > m2), d = bits_##SUF(dy[i]);                \
+            const U s1 = -(U)(x1 > x0), s2 = -(U)(x2 > m1), s3 = -(U)(x3 > m2), d = pardo_bits_##SUF(dy[i]);                \
             const U r2 = d & ~s3, r1 = r2 & ~s2;                                                                       \
-            da[2 * i] = from_bits_##SUF(r1 & ~s1);                                                                     \
-            da[2 * i + 1] = from_bits_##SUF(r1 & s1);                                                                  \
-            db[2 * i] = from_bits_##SUF(r2 & s2);                                                                      \
-            db[2 * i + 1] = from_bits_##SUF(d & s3);                                                                   \
+            da[2 * i] = pardo_from_bits_##SUF(r1 & ~s1);                                                                     \
+            da[2 * i + 1] = pardo_from_bits_##SUF(r1 & s1);                                                                  \
+            db[2 * i] = pardo_from_bits_##SUF(r2 & s2);                                                                      \
+            db[2 * i + 1] = pardo_from_bits_##SUF(d & s3);                                                                   \
         }                                                                                                              \
     }                                                                                                                  \
     PARDO_WINDOW2D_LOOPS static void avg2x2_row_##SUF(const T *restrict a, const T *restrict b, T *restrict y,         \

@@ -5,7 +5,7 @@
  * and never shrunk, so the steady state allocates nothing; a thread's
  * buffers are freed when the thread ends (a pthread key's destructor; the
  * main thread's stay reachable through its thread-local pointers until the
- * process exits, as ops/gemm_pack.c's pack buffers do).
+ * process exits). The GEMM's pack buffers are slots here too.
  *
  * A kernel owns a slot on its thread from pardo_scratch_get until it
  * returns; kernels do not nest on a thread (a pool thread runs one item at
@@ -22,7 +22,8 @@ enum {
     PARDO_SCRATCH_ROWS, // conv2d: a chunk's output (gradient) rows gathered (items)
     PARDO_SCRATCH_PART, // conv2d_grad: the per-block partial sums (the caller, across its loop)
     PARDO_SCRATCH_MASK, // im2col: the column masks of the last geometry (inside one call; kept for the next)
-    PARDO_SCRATCH_SLOTS
+    PARDO_SCRATCH_GEMM, // the GEMM's packed op(B) and its other buffers: N_BUFS slots from here (ops/gemm_internal.h)
+    PARDO_SCRATCH_SLOTS = PARDO_SCRATCH_GEMM + 3
 };
 
 /* The calling thread's buffer `slot` (PARDO_SCRATCH_*) with room for at
