@@ -48,6 +48,7 @@ static int op_error(const pardo_program *p, int i, pardo_status *st) {
  * cannot move, the order stays and place_ops says why. */
 static void hoist_optimize_ops(pardo_block *blk) {
     int n = blk->n_ops;
+    if (n == 0) return; /* no ops (an ONNX graph of no nodes): nothing to move, and blk->ops may be NULL */
     for (int i = 0; i < n; i++) {
         if (blk->ops[i].role != PARDO_OP_OPTIMIZE) continue;
         for (int j = i + 1; j < n; j++)
