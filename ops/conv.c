@@ -250,13 +250,8 @@ static pardo_gemm_impl conv_gemm_impl(void) {
             memcpy(d, s, sizeof(T) * (size_t)n);                                                                       \
     }                                                                                                                  \
     PARDO_WINDOW2D_LOOPS static double row_sum_##SUF(const T *s, int64_t n) {                                          \
-        double lane[16] = {0};                                                                                         \
-        int64_t i = 0;                                                                                                 \
-        for (; i + 16 <= n; i += 16)                                                                                   \
-            for (int l = 0; l < 16; l++) lane[l] += (double)s[i + l];                                                  \
-        double t = 0;                                                                                                  \
-        for (int l = 0; l < 16; l++) t += lane[l];                                                                     \
-        for (; i < n; i++) t += (double)s[i];                                                                          \
+        double t;                                                                                                      \
+        PARDO_LANE_SUM(t, 16, n, (double)s[j]);                                                                        \
         return t;                                                                                                      \
     }                                                                                                                  \
     static int fwd_chunk_##SUF(const conv_job *j, pardo_kernel_ctx *c, int64_t n0, int64_t nb) {                       \

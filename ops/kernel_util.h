@@ -130,6 +130,26 @@ static inline double pardo_from_bits_f64(uint64_t u) {
     return v;
 }
 
+/* OUT (a double) = the sum over j in [0, n) of TERM, a double expression of
+ * j: LANES at a time lane by lane, then over the lanes in order, then the
+ * tail in order. The compiler vectorises it without reassociating anything,
+ * so the bits depend only on n and LANES (not on the CPU's vector width nor
+ * on how a kernel's rows are split over threads). */
+#define PARDO_LANE_SUM(OUT, LANES, n, TERM)                                                                            \
+    do {                                                                                                               \
+        double lane_[LANES];                                                                                           \
+        const int64_t nv_ = (n) / (LANES) * (LANES);                                                                   \
+        for (int l_ = 0; l_ < (LANES); l_++) lane_[l_] = 0;                                                            \
+        for (int64_t b_ = 0; b_ < nv_; b_ += (LANES))                                                                  \
+            for (int l_ = 0; l_ < (LANES); l_++) {                                                                     \
+                const int64_t j = b_ + l_;                                                                             \
+                lane_[l_] += (TERM);                                                                                   \
+            }                                                                                                          \
+        (OUT) = 0;                                                                                                     \
+        for (int l_ = 0; l_ < (LANES); l_++) (OUT) += lane_[l_];                                                       \
+        for (int64_t j = nv_; j < (n); j++) (OUT) += (TERM);                                                           \
+    } while (0)
+
 /* Runs fn(arg, r0, r1) over the rows [0, rows) of a kernel whose rows hold
  * row_elems elements each and are computed independently (softmax, layer
  * norm): one call on the calling thread when all rows hold fewer than

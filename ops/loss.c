@@ -71,20 +71,8 @@ static int mse_check(const pardo_op *op, const pardo_type *p, const pardo_type *
             }                                                                                                          \
             return;                                                                                                    \
         }                                                                                                              \
-        /* the sum lane by lane, then over the lanes in order: it vectorises, and its bits do not depend on the       \
-         * CPU's vector width */                                                                                       \
-        double lane[MSE_LANES] = {0}, s = 0;                                                                           \
-        const int64_t nv = n / MSE_LANES * MSE_LANES;                                                                  \
-        for (int64_t i = 0; i < nv; i += MSE_LANES)                                                                    \
-            for (int l = 0; l < MSE_LANES; l++) {                                                                      \
-                const double d = (double)p[i + l] - (double)t[i + l];                                                  \
-                lane[l] += d * d;                                                                                      \
-            }                                                                                                          \
-        for (int l = 0; l < MSE_LANES; l++) s += lane[l];                                                              \
-        for (int64_t i = nv; i < n; i++) {                                                                             \
-            const double d = (double)p[i] - (double)t[i];                                                              \
-            s += d * d;                                                                                                \
-        }                                                                                                              \
+        double s; /* in lanes: it vectorises */                                                                        \
+        PARDO_LANE_SUM(s, MSE_LANES, n, ((double)p[j] - (double)t[j]) * ((double)p[j] - (double)t[j]));               \
         if (red == MSE_SUM) y[0] = (T)s;                                                                               \
         else y[0] = (T)(n > 0 ? s / (double)n : 0.0);                                                                  \
     }                                                                                                                  \

@@ -17,18 +17,18 @@
  *
  * Rows split over block 0's threads (pardo_run_rows); dscale and dbias,
  * sums over the rows, split by columns instead and sum the rows in order,
- * from row statistics the row pass keeps (the one allocation: 2 doubles a
- * row, in the gradient). Sums run in double, in lanes (LN_LANE_SUM), so the
+ * from row statistics the row pass keeps (2 doubles a row, in the calling
+ * thread's scratch: ops/scratch.h; nothing is allocated in the steady state). Sums run in double, in lanes (PARDO_LANE_SUM), so the
  * bits depend on neither the thread count nor the CPU's vector width. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernel_util.h"
 #include "nn_util.h"
 #include "op.h"
+#include "scratch.h"
 
 static const pardo_attr_def ln_attrs[] = {
     {"axis", PARDO_ATTR_INT, "-1", "first normalised axis: normalise over dims axis..end (negative from the end)"},
@@ -109,21 +109,15 @@ typedef struct ln_job {
  * bits do not depend on the CPU's vector width or the thread split. */
 #define LN_LANES 8
 
-/* Sum over j < n of TERM (an expression of j, in double), LN_LANES at a
- * time, into OUT. */
-#define LN_LANE_SUM(OUT, n, TERM)                                                                                      \
+/* The mean and inverse standard deviation (biased variance, in double) of
+ * row xr of n elements, into the doubles MEAN and INV. */
+#define LN_ROW_STATS(xr, n, eps, MEAN, INV)                                                                            \
     do {                                                                                                               \
-        double lane_[LN_LANES];                                                                                        \
-        const int64_t nv_ = (n) / LN_LANES * LN_LANES;                                                                 \
-        for (int l_ = 0; l_ < LN_LANES; l_++) lane_[l_] = 0;                                                           \
-        for (int64_t b_ = 0; b_ < nv_; b_ += LN_LANES)                                                                 \
-            for (int l_ = 0; l_ < LN_LANES; l_++) {                                                                    \
-                const int64_t j = b_ + l_;                                                                             \
-                lane_[l_] += (TERM);                                                                                   \
-            }                                                                                                          \
-        (OUT) = 0;                                                                                                     \
-        for (int l_ = 0; l_ < LN_LANES; l_++) (OUT) += lane_[l_];                                                      \
-        for (int64_t j = nv_; j < (n); j++) (OUT) += (TERM);                                                           \
+        double sum_, var_;                                                                                             \
+        PARDO_LANE_SUM(sum_, LN_LANES, n, (double)(xr)[j]);                                                            \
+        (MEAN) = (n) > 0 ? sum_ / (double)(n) : 0.0;                                                                   \
+        PARDO_LANE_SUM(var_, LN_LANES, n, ((double)(xr)[j] - (MEAN)) * ((double)(xr)[j] - (MEAN)));                    \
+        (INV) = 1.0 / sqrt(((n) > 0 ? var_ / (double)(n) : 0.0) + (eps));                                              \
     } while (0)
 
 /* Columns of dscale and dbias one pass of the column kernel sums at once. */
@@ -142,11 +136,8 @@ typedef struct ln_job {
         for (int64_t r = r0; r < r1; r++) {                                                                            \
             const T *xr = x + r * n;                                                                                   \
             T *yr = y + r * n;                                                                                         \
-            double sum, var;                                                                                           \
-            LN_LANE_SUM(sum, n, (double)xr[j]);                                                                        \
-            const double mean = n > 0 ? sum / (double)n : 0.0;                                                         \
-            LN_LANE_SUM(var, n, ((double)xr[j] - mean) * ((double)xr[j] - mean));                                      \
-            const double inv = 1.0 / sqrt((n > 0 ? var / (double)n : 0.0) + jb->g.eps);                               \
+            double mean, inv;                                                                                          \
+            LN_ROW_STATS(xr, n, jb->g.eps, mean, inv);                                                                 \
             if (s && b)                                                                                                \
                 for (int64_t j = 0; j < n; j++) yr[j] = (T)(((double)xr[j] - mean) * inv * (double)s[j] + (double)b[j]); \
             else                                                                                                       \
@@ -168,11 +159,8 @@ typedef struct ln_job {
         const double nn = (double)n;                                                                                   \
         for (int64_t r = r0; r < r1; r++) {                                                                            \
             const T *xr = x + r * n, *dyr = dy ? dy + r * n : NULL;                                                    \
-            double sum, var;                                                                                           \
-            LN_LANE_SUM(sum, n, (double)xr[j]);                                                                        \
-            const double mean = n > 0 ? sum / nn : 0.0;                                                                \
-            LN_LANE_SUM(var, n, ((double)xr[j] - mean) * ((double)xr[j] - mean));                                      \
-            const double inv = 1.0 / sqrt((n > 0 ? var / nn : 0.0) + jb->g.eps);                                       \
+            double mean, inv;                                                                                          \
+            LN_ROW_STATS(xr, n, jb->g.eps, mean, inv);                                                                 \
             if (jb->stats) {                                                                                           \
                 jb->stats[2 * r] = mean;                                                                               \
                 jb->stats[2 * r + 1] = inv;                                                                            \
@@ -181,11 +169,11 @@ typedef struct ln_job {
             /* dL/dxhat_j = dy_j * scale_j; its mean and its mean against xhat */                                      \
             double mg = 0, mgx = 0;                                                                                    \
             if (dyr && s) {                                                                                            \
-                LN_LANE_SUM(mg, n, (double)dyr[j] * (double)s[j]);                                                     \
-                LN_LANE_SUM(mgx, n, (double)dyr[j] * (double)s[j] * (((double)xr[j] - mean) * inv));                   \
+                PARDO_LANE_SUM(mg, LN_LANES, n, (double)dyr[j] * (double)s[j]);                                        \
+                PARDO_LANE_SUM(mgx, LN_LANES, n, (double)dyr[j] * (double)s[j] * (((double)xr[j] - mean) * inv));      \
             } else if (dyr) {                                                                                          \
-                LN_LANE_SUM(mg, n, (double)dyr[j]);                                                                    \
-                LN_LANE_SUM(mgx, n, (double)dyr[j] * (((double)xr[j] - mean) * inv));                                  \
+                PARDO_LANE_SUM(mg, LN_LANES, n, (double)dyr[j]);                                                       \
+                PARDO_LANE_SUM(mgx, LN_LANES, n, (double)dyr[j] * (((double)xr[j] - mean) * inv));                     \
             }                                                                                                          \
             mg /= nn;                                                                                                  \
             mgx /= nn;                                                                                                 \
@@ -394,14 +382,13 @@ static int ln_grad_cpu(pardo_kernel_ctx *ctx) {
     jb.dscale = out[1] ? pardo_tensor_data(out[1]) : NULL;
     jb.dbias = out[2] ? pardo_tensor_data(out[2]) : NULL;
     const bool cols = jb.dy && (jb.dscale || jb.dbias) && g.rows > 0 && g.n > 0;
-    if (cols && !(jb.stats = malloc(sizeof(double) * 2 * (size_t)g.rows)))
+    if (cols && !(jb.stats = pardo_scratch_get(PARDO_SCRATCH_STATS, sizeof(double) * 2 * (size_t)g.rows)))
         return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory for the statistics of %lld rows",
                             (long long)g.rows);
     rc = jb.dx || cols ? pardo_run_rows(ctx, g.rows, g.n, ln_bwd_rows_range, &jb) : PARDO_OK;
     if (rc == PARDO_OK && cols)
         rc = pardo_run_rows(ctx, (g.n + LN_COL_BLOCK - 1) / LN_COL_BLOCK, LN_COL_BLOCK * g.rows, ln_bwd_cols_range,
                             &jb);
-    free(jb.stats);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 /* scratch.h - per-thread scratch buffers for kernels that need room of their
  * own while they run (conv2d's im2col columns, its gathered output
- * gradients, the per-block partial sums of its weight gradient): each
+ * gradients, the per-block partial sums of its weight gradient;
+ * layer_norm_grad's row statistics): each
  * thread keeps PARDO_SCRATCH_SLOTS buffers, grown to the largest size asked
  * and never shrunk, so the steady state allocates nothing; a thread's
  * buffers are freed when the thread ends (a pthread key's destructor; the
@@ -22,6 +23,7 @@ enum {
     PARDO_SCRATCH_ROWS, // conv2d: a chunk's output (gradient) rows gathered (items)
     PARDO_SCRATCH_PART, // conv2d_grad: the per-block partial sums (the caller, across its loop)
     PARDO_SCRATCH_MASK, // im2col: the column masks of the last geometry (inside one call; kept for the next)
+    PARDO_SCRATCH_STATS, // layer_norm_grad: each row's mean and inverse deviation (the caller, across its loops)
     PARDO_SCRATCH_GEMM, // the GEMM's packed op(B) and its other buffers: N_BUFS slots from here (ops/gemm_internal.h)
     PARDO_SCRATCH_SLOTS = PARDO_SCRATCH_GEMM + 3
 };

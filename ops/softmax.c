@@ -268,23 +268,21 @@ static int sm_grad_infer(pardo_infer_ctx *ctx) {
     PARDO_SIMD_CLONES static void NAME(const sm_job *jb, int64_t o0, int64_t o1) {                                     \
         const T *restrict y = jb->y, *restrict dy = jb->dy;                                                            \
         T *restrict dx = jb->out;                                                                                      \
-        const int64_t n = jb->n, inner = jb->inner, nv = inner == 1 ? n / SM_LANES * SM_LANES : 0;                     \
+        const int64_t n = jb->n, inner = jb->inner;                                                                    \
         const bool log_form = jb->log_form;                                                                            \
         const T scale = (T)jb->scale;                                                                                  \
         for (int64_t o = o0; o < o1; o++)                                                                              \
             for (int64_t i = 0; i < inner; i++) {                                                                      \
                 const int64_t base = o * n * inner + i;                                                                \
-                double lane[SM_LANES], s = 0;                                                                          \
-                for (int l = 0; l < SM_LANES; l++) lane[l] = 0;                                                        \
-                for (int64_t k = 0; k < nv; k += SM_LANES)                                                             \
-                    for (int l = 0; l < SM_LANES; l++)                                                                 \
-                        lane[l] += log_form ? (double)dy[base + k + l]                                                 \
-                                            : (double)dy[base + k + l] * (double)y[base + k + l];                      \
-                for (int l = 0; l < SM_LANES; l++) s += lane[l];                                                       \
-                for (int64_t k = nv; k < n; k++) {                                                                     \
-                    const int64_t j = base + k * inner;                                                                \
-                    s += log_form ? (double)dy[j] : (double)dy[j] * (double)y[j];                                      \
-                }                                                                                                      \
+                double s = 0;                                                                                          \
+                if (inner == 1)                                                                                        \
+                    PARDO_LANE_SUM(s, SM_LANES, n,                                                                     \
+                                   log_form ? (double)dy[base + j] : (double)dy[base + j] * (double)y[base + j]);      \
+                else                                                                                                   \
+                    for (int64_t k = 0; k < n; k++) {                                                                  \
+                        const int64_t j = base + k * inner;                                                            \
+                        s += log_form ? (double)dy[j] : (double)dy[j] * (double)y[j];                                  \
+                    }                                                                                                  \
                 if (log_form)                                                                                          \
                     for (int64_t k = 0; k < n; k++) {                                                                  \
                         const int64_t j = base + k * inner;                                                            \
