@@ -166,6 +166,16 @@ static bool binds_part(const pardo_program *p, int b, const char *name) {
            pardo_value_get(pardo_value_get(attrs, "parts_out"), name);
 }
 
+/* True when the var `name` is block b's own temporary tensor (no value)
+ * that the caller does not keep and no parallel_do binds to a part: what
+ * private_temp asks of a var before it counts its uses. */
+static bool private_var(const pardo_program *p, int b, const char *name, const fuse_ctx *fc) {
+    int owner = -1;
+    const pardo_graph_var *v = pardo_program_lookup_var(p, b, name, &owner);
+    return v && owner == b && v->role == PARDO_VAR_TEMP && v->kind == PARDO_VAR_TENSOR && !v->value &&
+           !pardo_name_listed(fc->keep, fc->n_keep, name) && !binds_part(p, b, name);
+}
+
 /* True when the var `name` of block b is a temporary that exactly one op
  * (block b's `writer`) writes and exactly one (`reader`, once) reads, that
  * no attr value names, that no parallel_do binds to a part (parts_in,
@@ -173,10 +183,7 @@ static bool binds_part(const pardo_program *p, int b, const char *name) {
  * name means a var of its own (a child block's `w@GRAD`) do not count. */
 static bool private_temp(const pardo_program *p, int b, const char *name, int writer, int reader,
                          const fuse_ctx *fc) {
-    int owner = -1;
-    const pardo_graph_var *v = pardo_program_lookup_var(p, b, name, &owner);
-    if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value) return false;
-    if (pardo_name_listed(fc->keep, fc->n_keep, name) || binds_part(p, b, name)) return false;
+    if (!private_var(p, b, name, fc)) return false;
     const var_uses *u = uses_find(fc->uses, p, b, name);
     return u && !u->in_attr && u->reads == 1 && u->read_block == b && u->read_op == reader && u->writes == 1 &&
            u->write_block == b && u->write_op == writer;
@@ -291,6 +298,13 @@ static bool bias_fits_epilogue(const pardo_program *p, int b, const pardo_op *mm
     return tb->ndim == 1 && ty->ndim >= 2 && tb->shape[0] > 0 && ty->shape[ty->ndim - 1] == tb->shape[0];
 }
 
+/* True when some op of blk in (from, to) writes `name` (or, with reads, reads it). */
+static bool used_between(const pardo_block *blk, int from, int to, const char *name, bool reads) {
+    for (int x = from + 1; x < to; x++)
+        if (pardo_op_writes(&blk->ops[x], name) || (reads && pardo_op_reads(&blk->ops[x], name))) return true;
+    return false;
+}
+
 /* add_grad at index i with an operand left out (its gradient is dC
  * itself, which add_grad copies) whose copy one later op reads, and nothing
  * else: that op reads dC instead and the copy is not made (the gradient
@@ -310,9 +324,8 @@ static void plan_pass_on(const pardo_program *p, int b, int i, const fuse_ctx *f
     if (!u || u->read_block != b || u->read_op <= i || strcmp(h, dc) == 0 || strcmp(a->out[1 - fill], dc) == 0)
         return;
     const int j = u->read_op;
-    if (chained[j] || fuse[j].from || !private_temp(p, b, h, i, j, fc)) return;
-    for (int x = i + 1; x <= j; x++)
-        if (pardo_op_writes(&blk->ops[x], dc)) return;
+    if (chained[j] || fuse[j].from || !private_temp(p, b, h, i, j, fc) || used_between(blk, i, j + 1, dc, false))
+        return;
     fuse[i].pass_on = fill + 1;
     fuse[j].from = h;
     fuse[j].to = dc;
@@ -323,13 +336,6 @@ static bool attr_number(const pardo_op *op, const char *name, double dflt, doubl
     const pardo_value *a = pardo_attr(op, name);
     if (!a) return *v = dflt, true;
     return a->kind == PARDO_V_NUMBER && (*v = a->number, true);
-}
-
-/* True when no op of blk in (from, to) reads or writes `name`. */
-static bool untouched_between(const pardo_block *blk, int from, int to, const char *name) {
-    for (int x = from + 1; x < to; x++)
-        if (pardo_op_reads(&blk->ops[x], name) || pardo_op_writes(&blk->ops[x], name)) return false;
-    return true;
 }
 
 /* scale at index i (bias 0) whose output S only a softmax reads, and in a
@@ -367,13 +373,8 @@ static void plan_softmax_scale(const pardo_program *p, int b, int i, const fuse_
         else return;
     }
     if (sm < 0 || chained[sm] || fuse[sm].from || n_readers != us->reads || (sg < 0 && us->reads != 1)) return;
-    /* S read by these ops only, and no block but b sees it (private_temp asks for one reader: count both) */
-    int owner = -1;
-    const pardo_graph_var *v = pardo_program_lookup_var(p, b, sv, &owner);
-    if (!v || owner != b || v->role != PARDO_VAR_TEMP || v->kind != PARDO_VAR_TENSOR || v->value ||
-        pardo_name_listed(fc->keep, fc->n_keep, sv) || binds_part(p, b, sv) || us->write_block != b ||
-        us->write_op != i)
-        return;
+    /* S read by these ops only, and no block but b sees it (private_temp asks for one reader: counted above) */
+    if (!private_var(p, b, sv, fc) || us->write_block != b || us->write_op != i) return;
     int gj = -1;
     if (sg >= 0) {
         const pardo_op *g = &blk->ops[sg];
@@ -391,7 +392,7 @@ static void plan_softmax_scale(const pardo_program *p, int b, int i, const fuse_
         const char *dx = sgr->out[0];
         const var_uses *udx = uses_find(fc->uses, p, b, dx);
         if (!udx || udx->writes != 1 || strcmp(dx, x) == 0 || strcmp(dx, g->in[1]) == 0 || strcmp(dx, g->in[2]) == 0 ||
-            !untouched_between(blk, sg, gj, dx))
+            used_between(blk, sg, gj, dx, true))
             return;
     }
     fuse[sm].scaled = i + 1;
@@ -449,8 +450,7 @@ static void plan_conv_relu(const pardo_program *p, int b, int i, const fuse_ctx 
             return;
         for (int k = 0; k < 3; k++)
             if (strcmp(cg->in[k], k < cv->n_in ? cv->in[k] : "")) return;
-        for (int x = g + 1; x < c; x++)
-            if (pardo_op_writes(&blk->ops[x], da)) return;
+        if (used_between(blk, g, c, da, false)) return;
         fuse[c].relu_grad = g + 1;
         return;
     }
@@ -611,12 +611,7 @@ static int emit_softmax_scaled(pardo_block *to, const pardo_block *blk, int i, c
     (void)attr_number(src, "scale", 1.0, &own);
     pardo_op *op = new_op_like(to, src, st);
     if (!op) return st->code;
-    if (!op->attrs && !(op->attrs = pardo_value_new_object()))
-        return pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing ops");
-    pardo_value *num = pardo_value_new_number(c * own);
-    int rc = num ? pardo_value_set(op->attrs, "scale", num, st) : pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing ops");
-    pardo_value_free(num);
-    if (rc != PARDO_OK) return rc;
+    if (pardo_op_set_attr(op, "scale", pardo_value_new_number(c * own), st) != PARDO_OK) return st->code;
     for (int k = 0; k < src->n_in; k++)
         if (pardo_op_add_input(op, strcmp(src->in[k], sc->out[0]) == 0 ? sc->in[0] : src->in[k], st) != PARDO_OK)
             return st->code;
@@ -630,13 +625,7 @@ static int emit_conv_relu(pardo_block *to, const pardo_block *blk, int i, const 
     const pardo_op *src = &blk->ops[i];
     pardo_op *op = new_op_like(to, src, st);
     if (!op) return st->code;
-    if (!op->attrs && !(op->attrs = pardo_value_new_object()))
-        return pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing ops");
-    pardo_value *relu = pardo_value_new_string("relu");
-    int rc = relu ? pardo_value_set(op->attrs, "activation", relu, st)
-                  : pardo_errorf(st, PARDO_ENOMEM, "out of memory fusing ops");
-    pardo_value_free(relu);
-    if (rc != PARDO_OK) return rc;
+    int rc = pardo_op_set_attr(op, "activation", pardo_value_new_string("relu"), st);
     const pardo_op *rg = f->relu_grad ? &blk->ops[f->relu_grad - 1] : NULL;
     for (int k = 0; rc == PARDO_OK && k < src->n_in; k++)
         rc = pardo_op_add_input(op, rg && k == 3 ? rg->in[1] : rg && k == 4 ? rg->in[2] : src->in[k], st);
