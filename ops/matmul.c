@@ -16,6 +16,7 @@
  * to; optionally dA leaves through the mask of a relu whose output is
  * input 4 (relu_grad fused in) and the bias gradient of an add before that
  * relu (input 5, the bias) is output 2 (add_grad fused in). */
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -358,16 +359,42 @@ static int matmul_cpu(pardo_kernel_ctx *ctx) {
 }
 
 /* matmul_grad reads A, B and dY, never Y: leave Y out, so that Y can be
- * freed after its forward readers. */
+ * freed after its forward readers. A bias input (an imported Gemm's) gets
+ * its gradient as add's: add_grad("", bias, "", dY) sums dY to the bias's
+ * shape. An activation has no gradient here (the fusion pass makes those
+ * after autodiff). */
 static int matmul_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
     const pardo_op *f = req->fwd;
     pardo_gemm_act act;
     int rc = matmul_activation(f, &act, st);
     if (rc != PARDO_OK) return rc;
-    if (act != PARDO_GEMM_ACT_NONE || (f->n_in > 2 && f->in[2][0]))
-        return pardo_errorf(st, PARDO_ENOTSUP, "matmul with a bias input or an activation has no gradient: write "
-                            "matmul, add and relu or gelu (pardo run and pardo train fuse them after autodiff)");
-    return pardo_grad_wired_n(req, blk, 0, 1, 2, st); /* matmul_grad's layout: A, B, Y, dY */
+    if (act != PARDO_GEMM_ACT_NONE)
+        return pardo_errorf(st, PARDO_ENOTSUP, "matmul with an activation has no gradient: write matmul, add and "
+                            "relu or gelu (pardo run and pardo train fuse them after autodiff)");
+    const bool has_bias = f->n_in > 2 && f->in[2][0];
+    char bias_grad[512] = "";
+    if (has_bias) snprintf(bias_grad, sizeof bias_grad, "%s", req->in_grads[2]);
+    const char *dy = req->out_grads[0];
+    char dy_copy[512];
+    snprintf(dy_copy, sizeof dy_copy, "%s", dy);
+    char bias[512] = "", name[300] = "";
+    if (has_bias) snprintf(bias, sizeof bias, "%s", f->in[2]);
+    if (f->name) snprintf(name, sizeof name, "%s@grad_bias", f->name);
+    /* f may live in blk: everything taken from it is copied before blk->ops grows */
+    if ((!has_bias || req->in_grads[0][0] || req->in_grads[1][0]) &&
+        (rc = pardo_grad_wired_n(req, blk, 0, 1, 2, st)) != PARDO_OK) /* matmul_grad's layout: A, B, Y, dY */
+        return rc;
+    if (!bias_grad[0] || !dy_copy[0]) return PARDO_OK;
+    pardo_op *g = pardo_block_add_op(blk, "add_grad", st);
+    if (!g) return st->code;
+    g->role = PARDO_OP_BACKWARD;
+    if (name[0] && !(g->name = strdup(name))) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    const char *in[] = {"", bias, "", dy_copy}, *out[] = {"", bias_grad};
+    for (int k = 0; k < 4; k++)
+        if (pardo_op_add_input(g, in[k], st) != PARDO_OK) return st->code;
+    for (int k = 0; k < 2; k++)
+        if (pardo_op_add_output(g, out[k], st) != PARDO_OK) return st->code;
+    return PARDO_OK;
 }
 
 const pardo_op_def pardo_op_matmul = {

@@ -336,6 +336,31 @@ START_TEST(test_matmul_gradients) {
 }
 END_TEST
 
+/* matmul with a bias input (an imported Gemm's): dA, dB as without it, and
+ * the bias's gradient (add_grad's, dY summed to its shape) against finite
+ * differences; [N] along Y's last dim, a [M, 1] column and a scalar bias,
+ * plain and transposed B; each gradient alone too. */
+START_TEST(test_matmul_bias_gradients) {
+    static const struct {
+        int bias_nd;
+        int64_t bias[2];
+        bool tb;
+    } bc[] = {{1, {5}, false}, {1, {5}, true}, {2, {3, 1}, false}, {0, {0}, false}};
+    for (int c = 0; c < LEN(bc); c++) {
+        test_rng r = {1700u + (uint64_t)c};
+        int64_t a[] = {3, 4}, b_plain[] = {4, 5}, b_t[] = {5, 4};
+        pardo_tensor *in[3] = {test_tensor_random(&r, PARDO_F64, 2, a, -1, 1),
+                               test_tensor_random(&r, PARDO_F64, 2, bc[c].tb ? b_t : b_plain, -1, 1),
+                               test_tensor_random(&r, PARDO_F64, bc[c].bias_nd, bc[c].bias, -1, 1)};
+        const char *attrs = bc[c].tb ? "{\"transpose_b\": true}" : NULL;
+        test_check_grad_default("matmul", attrs, 3, in, 1, 7u);
+        test_check_grad_default("matmul", attrs, 3, in, 1, 4u);
+        test_check_grad_default("matmul", attrs, 3, in, 1, 3u);
+        for (int k = 0; k < 3; k++) pardo_tensor_release(in[k]);
+    }
+}
+END_TEST
+
 /* Runs matmul then matmul_grad on a, b with dY = dy (NULL: absent). */
 static void run_mm_grad(const char *attrs, pardo_tensor *a, pardo_tensor *b, pardo_tensor *dy, pardo_tensor **out) {
     pardo_tensor *in[2] = {a, b}, *y = NULL;
@@ -425,6 +450,7 @@ Suite *make_ops_matmul_suite(void) {
     tcase_add_test(core, test_matmul_reused_output);
     tcase_add_test(core, test_matmul_infer);
     tcase_add_test(core, test_matmul_gradients);
+    tcase_add_test(core, test_matmul_bias_gradients);
     tcase_add_test(core, test_matmul_gradient_float32_and_absent_dy);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");

@@ -14,6 +14,12 @@ typedef enum pardo_optimizer_kind {
     PARDO_OPTIMIZER_ADAM,
 } pardo_optimizer_kind;
 
+typedef enum pardo_loss_kind {
+    PARDO_LOSS_NONE = 0,
+    PARDO_LOSS_SOFTMAX_CROSS_ENTROPY, // logits [N, C] against int64 class labels [N]
+    PARDO_LOSS_MSE,                   // a prediction against targets of its dtype and shape
+} pardo_loss_kind;
+
 typedef struct pardo_pass_options {
     const char *loss;               // backward: the scalar var of block 0 to differentiate
     pardo_optimizer_kind optimizer; // optimizer: which update to append
@@ -22,6 +28,9 @@ typedef struct pardo_pass_options {
     bool nesterov;                  // momentum: Nesterov update
     double beta1, beta2, epsilon;   // adam (torch defaults 0.9, 0.999, 1e-8)
     int parts;                      // multi_cpu: parts per batch; 0: the run's thread count
+    pardo_loss_kind add_loss;       // add_loss: which loss to append
+    const char *add_loss_output;    // add_loss: the output var of block 0 it reads; borrowed
+    const char *labels;             // add_loss: the new labels feed (NULL: "labels"); borrowed
     const char *const *keep;        // fuse: vars the caller fetches (never fused away); borrowed
     int n_keep;
 } pardo_pass_options;
@@ -58,6 +67,20 @@ int pardo_pass_infer_shapes(pardo_program *p, const pardo_pass_options *opt, par
  * backward or optimize ops, an op on the path that is not differentiable.
  * Requires pardo_pass_check first. */
 int pardo_pass_backward(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
+
+/* `--add-loss KIND:OUTPUT`: appends to block 0 a loss op of role loss
+ * (softmax_cross_entropy or mse_loss, reduction mean) reading output var
+ * opt->add_loss_output and a new feed opt->labels ("labels" by default:
+ * int64 [N] for softmax_cross_entropy, the output's dtype and shape with
+ * any row count for mse), writing the scalar `loss`; then re-checks the
+ * program. Errors name the file: no op writes the output (the graph's
+ * outputs listed), not a float tensor, logits not [N, C], the labels or
+ * loss name taken, a graph that already has a loss. */
+int pardo_pass_add_loss(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
+
+/* Loss names as --add-loss spells them ("softmax_cross_entropy", "mse");
+ * false for an unknown word. */
+bool pardo_loss_kind_parse(const char *s, pardo_loss_kind *out);
 
 /* Appends one optimizer op (role optimize) per param of block 0 that has a
  * gradient P@GRAD, updating P in place, and declares the state it needs

@@ -11,6 +11,7 @@ static const char transpile_help[] =
     "usage: pardo transpile GRAPH -o OUT [--parts N] [--backward LOSS]\n"
     "                       [--optimizer sgd|momentum|adam] [--lr X] [--mu X] [--nesterov]\n"
     "                       [--beta1 X] [--beta2 X] [--epsilon X] [--weights FILE]\n"
+    "                       [--add-loss softmax_cross_entropy|mse:OUTPUT [--labels NAME]]\n"
     "\n"
     "Rewrites a single-thread graph into a data-parallel one and writes it to OUT:\n"
     "every feed is split into parts (X -> X@PARTS), one parallel_do runs the forward,\n"
@@ -20,7 +21,13 @@ static const char transpile_help[] =
     "batch dim).\n"
     "  -o OUT             the graph file to write (written whole or not at all)\n"
     "  --parts N          parts per batch (default 0: the thread count at run time)\n"
-    "  --backward LOSS    first append the gradient ops of the scalar LOSS (V@GRAD)\n"
+    "  --add-loss KIND:OUTPUT  first append a loss on output var OUTPUT (an inference model, such\n"
+    "                     as an imported ONNX one, has none): softmax_cross_entropy (OUTPUT the\n"
+    "                     logits [N, C], against int64 class labels [N]) or mse (against targets\n"
+    "                     of OUTPUT's shape), mean over the rows, written to var `loss`; then\n"
+    "                     --backward loss trains the model\n"
+    "  --labels NAME      the feed var --add-loss adds for the labels or targets (default labels)\n"
+    "  --backward LOSS    append the gradient ops of the scalar LOSS (V@GRAD)\n"
     "  --optimizer NAME   then one sgd, momentum or adam update per param (torch.optim's equations)\n"
     "  --lr X             learning rate (default 0.01)\n"
     "  --mu X, --nesterov momentum coefficient (0.9) and Nesterov's update\n"
@@ -78,6 +85,20 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
             if (!(v = cli_flag_value("transpile", argc, argv, &i, "--optimizer"))) return CLI_BAD_INPUT;
             if (!pardo_optimizer_parse(v, &a->opt.optimizer))
                 return cli_usage_error("transpile", "--optimizer expects sgd, momentum or adam, got '%s'", v);
+        } else if (cli_flag_is(arg, "--add-loss")) {
+            if (!(v = cli_flag_value("transpile", argc, argv, &i, "--add-loss"))) return CLI_BAD_INPUT;
+            const char *colon = strchr(v, ':');
+            char kind[64];
+            size_t len = colon ? (size_t)(colon - v) : 0;
+            if (colon && len < sizeof kind) memcpy(kind, v, len);
+            kind[colon && len < sizeof kind ? len : 0] = '\0';
+            if (!colon || !colon[1] || !pardo_loss_kind_parse(kind, &a->opt.add_loss))
+                return cli_usage_error("transpile",
+                                       "--add-loss expects softmax_cross_entropy:OUTPUT or mse:OUTPUT, got '%s'", v);
+            a->opt.add_loss_output = colon + 1;
+        } else if (cli_flag_is(arg, "--labels")) {
+            if (!(a->opt.labels = cli_flag_value("transpile", argc, argv, &i, "--labels"))) return CLI_BAD_INPUT;
+            if (!a->opt.labels[0]) return cli_usage_error("transpile", "--labels expects a var name");
         } else if (cli_flag_is(arg, "--weights")) {
             if (!(a->weights = cli_flag_value("transpile", argc, argv, &i, "--weights"))) return CLI_BAD_INPUT;
         } else if (strcmp(arg, "--nesterov") == 0) {
@@ -94,6 +115,8 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
     if (!a->out) return cli_usage_error("transpile", "missing -o OUT");
     if (a->lr_given && a->opt.optimizer == PARDO_OPTIMIZER_NONE)
         return cli_usage_error("transpile", "--lr needs --optimizer");
+    if (a->opt.labels && a->opt.add_loss == PARDO_LOSS_NONE)
+        return cli_usage_error("transpile", "--labels needs --add-loss");
     if (a->opt.nesterov && a->opt.optimizer != PARDO_OPTIMIZER_MOMENTUM)
         return cli_usage_error("transpile", "--nesterov needs --optimizer momentum");
     return -1;
@@ -107,7 +130,8 @@ int pardo_cli_transpile(int argc, char **argv) {
     if (!p) return CLI_BAD_INPUT;
     pardo_status st;
     pardo_status_clear(&st);
-    if ((a.opt.loss && pardo_pass_backward(p, &a.opt, &st) != PARDO_OK) ||
+    if ((a.opt.add_loss != PARDO_LOSS_NONE && pardo_pass_add_loss(p, &a.opt, &st) != PARDO_OK) ||
+        (a.opt.loss && pardo_pass_backward(p, &a.opt, &st) != PARDO_OK) ||
         (a.opt.optimizer != PARDO_OPTIMIZER_NONE && pardo_pass_optimizer(p, &a.opt, &st) != PARDO_OK) ||
         pardo_pass_multi_cpu(p, &a.opt, &st) != PARDO_OK) {
         cli_print_error(&st);
