@@ -287,4 +287,5 @@ const pardo_op_def pardo_op_accuracy = {
     .n_outputs = 1,
     .infer = acc_infer,
     .cpu = acc_cpu,
+    .metric = true,
 };

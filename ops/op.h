@@ -127,6 +127,8 @@ typedef struct pardo_op_def {
     unsigned array_ok;                // bit k: input k may be a tensor or a tensor_array (the kernel takes both)
     unsigned array_out;               // bit k: output k is a tensor_array (kind of the var validate adds)
     bool variadic_out;                // the last output may repeat (parallel_do)
+    bool metric;                      // output 0 is a float scalar metric of the batch (accuracy), mean over
+                                      // rows: `pardo train` reports its epoch mean beside the loss
 } pardo_op_def;
 
 /* The usual gradient builder (SPEC section 2): one op of type "<T>_grad"

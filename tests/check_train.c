@@ -5,6 +5,8 @@
  * optimize op left, logits brought back from the parallel_do, the same
  * loss and logits as the plain inference graph, params untouched. */
 #include <check.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +40,13 @@ static pardo_program *training_program(int parts) {
     return test_training_program(classifier, "clf.json", "loss", PARDO_OPTIMIZER_ADAM, pardo_pass_defaults().lr, parts);
 }
 
+/* Removes the last entry of l (the test's own list surgery). */
+static void drop_last(pardo_tensor_list *l) {
+    l->n--;
+    free(l->names[l->n]);
+    pardo_tensor_release(l->tensors[l->n]);
+}
+
 START_TEST(train_state_round_trip) {
     char dir[64], path[128];
     pardo_status st;
@@ -50,11 +59,15 @@ START_TEST(train_state_round_trip) {
                            .shuffle = true,
                            .seed = 0xfedcba9876543210ULL,
                            .loss_sum = 0.1 + 1e-17 * 3,
-                           .rows = 544};
+                           .rows = 544,
+                           .metric_sum = 517.25,
+                           .best_eval_loss = 0.0625 + 1e-17,
+                           .best_epoch = 2,
+                           .bad_epochs = 1};
     pardo_tensor_list l;
     pardo_tensor_list_init(&l);
     ck_assert(pardo_train_state_save(&s, &l, &st) == PARDO_OK);
-    ck_assert_int_eq(l.n, 8);
+    ck_assert_int_eq(l.n, 12);
     ck_assert_msg(pardo_safetensors_write(path, &l, &st) == PARDO_OK, "%s", st.msg);
     pardo_tensor_list_clear(&l);
     ck_assert(pardo_safetensors_read(path, &l, &st) == PARDO_OK);
@@ -70,6 +83,22 @@ START_TEST(train_state_round_trip) {
     ck_assert(back.seed == 0xfedcba9876543210ULL);
     ck_assert(memcmp(&back.loss_sum, &s.loss_sum, sizeof s.loss_sum) == 0); /* bit for bit */
     ck_assert_int_eq(back.rows, 544);
+    ck_assert(back.metric_sum == 517.25);
+    ck_assert(memcmp(&back.best_eval_loss, &s.best_eval_loss, sizeof s.best_eval_loss) == 0);
+    ck_assert_int_eq(back.best_epoch, 2);
+    ck_assert_int_eq(back.bad_epochs, 1);
+    pardo_tensor_list_clear(&l);
+    /* an older checkpoint, without the early-stopping counters (the last 4 saved): none of them yet */
+    ck_assert(pardo_train_state_save(&s, &l, &st) == PARDO_OK);
+    for (int k = 0; k < 4; k++) drop_last(&l);
+    ck_assert_msg(pardo_train_state_load(&l, path, &back, &found, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert(found && back.epoch == 3 && back.best_epoch == 0 && back.bad_epochs == 0 && isinf(back.best_eval_loss));
+    pardo_tensor_list_clear(&l);
+    /* some of them but not all: refused, naming the one missing */
+    ck_assert(pardo_train_state_save(&s, &l, &st) == PARDO_OK);
+    drop_last(&l);
+    ck_assert(pardo_train_state_load(&l, path, &back, &found, &st) == PARDO_EPARSE);
+    ck_assert_msg(strstr(st.msg, "pardo@bad_epochs") != NULL, "%s", st.msg);
     pardo_tensor_list_clear(&l);
     /* a checkpoint without counters (pardo run's) */
     ck_assert(pardo_train_state_load(&l, path, &back, &found, &st) == PARDO_OK);

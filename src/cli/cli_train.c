@@ -12,6 +12,7 @@
  * leaves at once (checkpoints are renamed into place, never torn). */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@ static const char train_help[] =
     "usage: pardo train GRAPH --data NAME=FILE.npy... --batch-size B [--epochs E]\n"
     "                   [--shuffle] [--seed S] [--drop-last] [--eval NAME=FILE.npy]...\n"
     "                   [--threads N] [--executor auto|sequential|dataflow] [--load CKPT] [--save CKPT]\n"
-    "                   [--log FILE.jsonl] [--loss NAME]\n"
+    "                   [--log FILE.jsonl] [--loss NAME] [--early-stop N] [--save-best CKPT]\n"
     "                   [--no-fuse] [--trace FILE] [--profile]\n"
     "\n"
     "Trains GRAPH, a training graph (one with optimize ops, as `pardo transpile\n"
@@ -59,8 +60,13 @@ static const char train_help[] =
     "  --load CKPT           start from a checkpoint: params, optimizer state and, if it has them,\n"
     "                        the epoch and batch it stopped at\n"
     "  --save CKPT           write a checkpoint after each epoch, at the end, and when stopped\n"
-    "  --log FILE.jsonl      append one JSON object per epoch: epoch, loss, eval_loss,\n"
-    "                        eval_accuracy, samples_per_s, seconds\n"
+    "  --early-stop N        stop once N epochs in a row end without a lower eval loss than the\n"
+    "                        best so far (needs --eval; a --load checkpoint's count goes on)\n"
+    "  --save-best CKPT      write a checkpoint (as --save's) after each epoch whose eval loss is\n"
+    "                        the lowest so far: the best epoch's params (needs --eval)\n"
+    "  --log FILE.jsonl      append one JSON object per epoch: epoch, loss, accuracy, eval_loss,\n"
+    "                        eval_accuracy, samples_per_s, seconds (accuracy: the mean of the\n"
+    "                        graph's accuracy op over the epoch's batches, where it has one)\n"
     "  --loss NAME           the loss var (default: the output of the op with role loss)\n"
     "  --no-fuse             run the ops as the graph has them (by default matmul -> add -> relu, the\n"
     "                        backward products' relu and bias gradients and merge -> update run fused,\n"
@@ -86,10 +92,10 @@ typedef struct train_args {
     int n_data;
     named_file eval[MAX_ITEMS];
     int n_eval;
-    long batch_size, epochs, threads, seed;
+    long batch_size, epochs, threads, seed, early_stop; // early_stop 0: off
     pardo_executor_kind executor;
     bool shuffle, drop_last, seed_given;
-    const char *load, *save, *log, *loss, *trace;
+    const char *load, *save, *save_best, *log, *loss, *trace;
     bool profile, no_fuse;
 } train_args;
 
@@ -172,6 +178,12 @@ static int parse_args(int argc, char **argv, train_args *a) {
             if (!(a->load = cli_flag_value("train", argc, argv, &i, "--load"))) return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--save")) {
             if (!(a->save = cli_flag_value("train", argc, argv, &i, "--save"))) return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--early-stop")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--early-stop")) ||
+                !cli_parse_int("train", "--early-stop", v, 1, 1000000000L, &a->early_stop))
+                return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--save-best")) {
+            if (!(a->save_best = cli_flag_value("train", argc, argv, &i, "--save-best"))) return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--log")) {
             if (!(a->log = cli_flag_value("train", argc, argv, &i, "--log"))) return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--loss")) {
@@ -194,6 +206,12 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (a->n_data == 0) return cli_usage_error("train", "missing --data NAME=FILE.npy");
     if (a->batch_size == 0) return cli_usage_error("train", "missing --batch-size B");
     if (a->seed_given && !a->shuffle) return cli_usage_error("train", "--seed needs --shuffle");
+    if (a->early_stop && a->n_eval == 0)
+        return cli_usage_error("train", "--early-stop needs --eval NAME=FILE (it watches the eval loss)");
+    if (a->save_best && a->n_eval == 0)
+        return cli_usage_error("train", "--save-best needs --eval NAME=FILE (the best epoch is the lowest eval loss)");
+    if (a->save_best && a->save && strcmp(a->save_best, a->save) == 0)
+        return cli_usage_error("train", "--save-best and --save name the same file '%s'", a->save);
     if (!cli_resolve_threads(&a->threads)) return CLI_BAD_INPUT;
     return -1;
 }
@@ -311,16 +329,18 @@ typedef struct trainer {
     double step_seconds; // of training alone (loader waits and steps)
     int64_t samples;     // rows trained in this process
     bool tracing;        // --trace or --profile started a trace (ended by cli_trace_finish)
+    bool early_stopped;  // --early-stop ended the run before --epochs
 } trainer;
 
-static int save_checkpoint(trainer *t) {
+/* Writes params, state and where the run is to path (atomic). */
+static int save_checkpoint(trainer *t, const char *path) {
     pardo_status st;
     pardo_status_clear(&st);
     pardo_tensor_list l;
     pardo_tensor_list_init(&l);
     int rc = pardo_executor_collect_state(t->ex, &l, &st);
     if (rc == PARDO_OK) rc = pardo_train_state_save(&t->state, &l, &st);
-    if (rc == PARDO_OK) rc = pardo_safetensors_write(t->a->save, &l, &st);
+    if (rc == PARDO_OK) rc = pardo_safetensors_write(path, &l, &st);
     pardo_tensor_list_clear(&l);
     if (rc != PARDO_OK) {
         pardo_progress_break(&t->progress);
@@ -330,13 +350,13 @@ static int save_checkpoint(trainer *t) {
     return CLI_OK;
 }
 
-/* The scalar value of the loss var after a run of ex. */
-static int read_loss(pardo_executor *ex, const char *name, double *out, pardo_status *st) {
+/* The scalar value of var `name` (the loss, or `what` else) after a run of ex. */
+static int read_scalar(pardo_executor *ex, const char *what, const char *name, double *out, pardo_status *st) {
     pardo_tensor *t = pardo_executor_fetch(ex, name);
-    if (!t || t->is_array) return pardo_errorf(st, PARDO_ERUNTIME, "the loss '%s' has no value after the step", name);
+    if (!t || t->is_array) return pardo_errorf(st, PARDO_ERUNTIME, "the %s '%s' has no value after the step", what, name);
     if (t->numel != 1 || !pardo_dtype_is_float(t->dtype))
-        return pardo_errorf(st, PARDO_ERUNTIME, "the loss '%s' is a %s of %lld elements, expected a float scalar", name,
-                            pardo_dtype_name(t->dtype), (long long)t->numel);
+        return pardo_errorf(st, PARDO_ERUNTIME, "the %s '%s' is a %s of %lld elements, expected a float scalar", what,
+                            name, pardo_dtype_name(t->dtype), (long long)t->numel);
     if (!pardo_tensor_cpu(t, st)) return st->code;
     *out = pardo_tensor_get_f64(t, 0);
     return PARDO_OK;
@@ -408,7 +428,7 @@ static int evaluate(trainer *t, eval_result *r, pardo_status *st) {
         double loss = 0;
         if ((rc = feed_batch(ev->ex, &ev->data, b, st)) == PARDO_OK &&
             (rc = pardo_executor_run(ev->ex, st)) == PARDO_OK &&
-            (rc = read_loss(ev->ex, ev->loss, &loss, st)) == PARDO_OK && ev->logits)
+            (rc = read_scalar(ev->ex, "loss", ev->loss, &loss, st)) == PARDO_OK && ev->logits)
             rc = count_correct(ev, b, &r->correct, st);
         if (rc == PARDO_OK) {
             sum += loss * (double)b->rows;
@@ -456,8 +476,8 @@ static void stage_drain(data_set *d, staged *sg) {
 /* Runs one training step on batch b (its tensors, or the stage's copy of
  * them): the next batch's copy is pushed before the step starts, so that it
  * runs while the step does; the loss is fetched as the step's var. */
-static int train_step(trainer *t, staged *sg, const pardo_batch *b, bool has_next, double *loss, int64_t *rows,
-                      pardo_status *st) {
+static int train_step(trainer *t, staged *sg, const pardo_batch *b, bool has_next, double *loss, double *metric,
+                      int64_t *rows, pardo_status *st) {
     data_set *d = &t->data;
     *rows = b->rows;
     int rc = PARDO_OK;
@@ -478,9 +498,24 @@ static int train_step(trainer *t, staged *sg, const pardo_batch *b, bool has_nex
     if (rc == PARDO_OK) rc = pardo_executor_fetch_wait(t->ex, t->li.loss, &unused, st);
     int wrc = pardo_executor_wait(t->ex, st); /* after an error too: nothing of the step may still run */
     if (rc == PARDO_OK) rc = wrc;
-    if (rc == PARDO_OK) rc = read_loss(t->ex, t->li.loss, loss, st);
+    if (rc == PARDO_OK) rc = read_scalar(t->ex, "loss", t->li.loss, loss, st);
+    if (rc == PARDO_OK && t->li.metric) rc = read_scalar(t->ex, "accuracy", t->li.metric, metric, st);
     if (!sg->stage) pardo_loader_release(d->loader, b);
     return rc;
+}
+
+/* Counts an epoch's eval loss against the best so far; true when it is
+ * the new best (strictly lower: a tie is not progress, as torch's
+ * ReduceLROnPlateau and Keras's EarlyStopping with min_delta 0 count it). */
+static bool note_eval_loss(pardo_train_state *s, double eval_loss) {
+    if (s->best_epoch > 0 && !(eval_loss < s->best_eval_loss)) {
+        s->bad_epochs++;
+        return false;
+    }
+    s->best_eval_loss = eval_loss;
+    s->best_epoch = s->epoch; /* already counted as done */
+    s->bad_epochs = 0;
+    return true;
 }
 
 /* Trains epochs state.epoch .. epochs - 1 from batch state.batch. Returns
@@ -507,10 +542,10 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
                 return PARDO_OK;
             }
             PARDO_ASSERT(b->epoch == e && b->index == t->state.batch);
-            double loss = 0;
+            double loss = 0, metric = 0;
             int64_t rows;
             bool has_next = t->state.batch + 1 < n_batches;
-            rc = train_step(t, sg, b, has_next, &loss, &rows, st);
+            rc = train_step(t, sg, b, has_next, &loss, &metric, &rows, st);
             b = sg->b; /* the next batch, when the stage pushed it */
             if (rc != PARDO_OK) {
                 pardo_coordinator_request_stop(t->coord, st); /* the loader stops too */
@@ -520,6 +555,7 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
             t->steps_run++;
             t->state.batch++;
             t->state.loss_sum += loss * (double)rows;
+            t->state.metric_sum += metric * (double)rows;
             t->state.rows += rows;
             rows_run += rows;
             pardo_progress_batch(&t->progress, t->state.batch, t->state.loss_sum / (double)t->state.rows, rows_run);
@@ -530,13 +566,17 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
         pardo_epoch_stats s = {.epoch = e + 1,
                                .epochs = a->epochs,
                                .loss = t->state.loss_sum / (double)t->state.rows,
+                               .has_metric = t->li.metric != NULL,
+                               .accuracy = t->state.metric_sum / (double)t->state.rows,
                                .samples_per_s = t_train > 0 ? (double)rows_run / t_train : 0};
         t->samples += rows_run;
         t->step_seconds += t_train;
         t->state.epoch++;
         t->state.batch = 0;
         t->state.loss_sum = 0;
+        t->state.metric_sum = 0;
         t->state.rows = 0;
+        bool best = false;
         if (t->has_eval) {
             eval_result r;
             if ((rc = evaluate(t, &r, st)) != PARDO_OK) return rc;
@@ -548,6 +588,7 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
             s.eval_loss = r.loss;
             s.has_accuracy = t->ev.logits != NULL;
             s.eval_accuracy = r.rows ? (double)r.correct / (double)r.rows : 0;
+            best = note_eval_loss(&t->state, r.loss);
         }
         s.seconds = pardo_now_s() - t0;
         t->seconds += s.seconds;
@@ -560,10 +601,16 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
             return st->code;
         }
         t->log_records++;
-        if (a->save && save_checkpoint(t) != CLI_OK) {
-            rc = pardo_errorf(st, PARDO_EIO, "%s: the checkpoint was not written", a->save);
-            pardo_coordinator_request_stop(t->coord, st);
-            return rc;
+        const char *ckpt[2] = {a->save, best ? a->save_best : NULL};
+        for (int k = 0; k < 2; k++)
+            if (ckpt[k] && save_checkpoint(t, ckpt[k]) != CLI_OK) {
+                rc = pardo_errorf(st, PARDO_EIO, "%s: the checkpoint was not written", ckpt[k]);
+                pardo_coordinator_request_stop(t->coord, st);
+                return rc;
+            }
+        if (a->early_stop && t->state.bad_epochs >= a->early_stop) {
+            t->early_stopped = true;
+            return PARDO_OK;
         }
     }
     return PARDO_OK;
@@ -604,6 +651,7 @@ static int load_checkpoint(trainer *t, int64_t n_batches) {
     pardo_train_state *s = &t->state;
     if (!found) {
         memset(s, 0, sizeof(*s));
+        s->best_eval_loss = (double)INFINITY;
     } else if (s->batch > 0) { /* stopped mid-epoch: the same batches must follow */
         if (s->batch_size != a->batch_size || s->shuffle != a->shuffle ||
             (a->shuffle && s->seed != (uint64_t)a->seed)) {
@@ -689,8 +737,11 @@ static void print_summary(const trainer *t) {
            (long long)t->state.epoch, t->a->epochs);
     if (!t->have_last) return;
     if (t->last_trained) printf("loss: %.6f\n", t->last.loss);
+    if (t->last_trained && t->last.has_metric) printf("accuracy: %.4f\n", t->last.accuracy);
     if (t->last.has_eval) printf("eval_loss: %.6f\n", t->last.eval_loss);
     if (t->last.has_eval && t->last.has_accuracy) printf("eval_accuracy: %.4f\n", t->last.eval_accuracy);
+    if ((t->a->early_stop || t->a->save_best) && t->state.best_epoch > 0)
+        printf("best_eval_loss: %.6f (epoch %lld)\n", t->state.best_eval_loss, (long long)t->state.best_epoch);
 }
 
 /* Maps the first error of the run to an exit status: a failed step (or
@@ -769,7 +820,7 @@ static int run_training(trainer *t) {
     if (stopped) {
         fprintf(stderr, "pardo: stopped in epoch %lld after batch %lld (%lld steps in all)\n",
                 (long long)t->state.epoch + 1, (long long)t->state.batch, (long long)t->state.step);
-        if (a->save && save_checkpoint(t) != CLI_OK) return CLI_FAILED;
+        if (a->save && save_checkpoint(t, a->save) != CLI_OK) return CLI_FAILED;
         print_summary(t);
         return CLI_INTERRUPTED;
     }
@@ -786,7 +837,11 @@ static int run_training(trainer *t) {
                                       .eval_accuracy = r.rows ? (double)r.correct / (double)r.rows : 0};
         t->have_last = true;
     }
-    if (a->save && t->steps_run == 0 && save_checkpoint(t) != CLI_OK) return CLI_FAILED;
+    if (a->save && t->steps_run == 0 && save_checkpoint(t, a->save) != CLI_OK) return CLI_FAILED;
+    if (t->early_stopped)
+        fprintf(stderr, "pardo: early stop after epoch %lld: %lld epochs without a lower eval loss than %.6f (epoch %lld)%s%s\n",
+                (long long)t->state.epoch, (long long)t->state.bad_epochs, t->state.best_eval_loss,
+                (long long)t->state.best_epoch, a->save_best ? "; its params are in " : "", a->save_best ? a->save_best : "");
     print_summary(t);
     return CLI_OK;
 }
@@ -805,13 +860,13 @@ static int find_loss_fused(pardo_program *prog, const train_args *a, pardo_loss_
         }
         if (pass == 1 || a->no_fuse) return CLI_OK;
         /* copies: the pass frees the ops whose names li may borrow */
-        char *keep[3] = {NULL, NULL, NULL};
-        const char *from[3] = {li->loss, li->logits, li->labels};
+        char *keep[4] = {NULL, NULL, NULL, NULL};
+        const char *from[4] = {li->loss, li->logits, li->labels, li->metric};
         bool copied = true;
-        for (int k = 0; k < 3; k++) copied &= !from[k] || (keep[k] = strdup(from[k])) != NULL;
-        int rc = copied ? cli_fuse(prog, (const char *const *)keep, 3) : CLI_BAD_INPUT;
+        for (int k = 0; k < 4; k++) copied &= !from[k] || (keep[k] = strdup(from[k])) != NULL;
+        int rc = copied ? cli_fuse(prog, (const char *const *)keep, 4) : CLI_BAD_INPUT;
         if (!copied) fprintf(stderr, "pardo: out of memory\n");
-        for (int k = 0; k < 3; k++) free(keep[k]);
+        for (int k = 0; k < 4; k++) free(keep[k]);
         if (rc != CLI_OK) return rc;
     }
     return CLI_OK;
@@ -841,9 +896,9 @@ int pardo_cli_train(int argc, char **argv) {
         pardo_program_free(prog);
         return CLI_BAD_INPUT;
     }
-    const char *keep[] = {t.li.loss};
+    const char *keep[] = {t.li.loss, t.li.metric};
     pardo_exec_options opt = {.nthreads = (int)a.threads, .kind = a.executor, .training = true,
-                              .release_temps = true, .keep = keep, .n_keep = 1};
+                              .release_temps = true, .keep = keep, .n_keep = t.li.metric ? 2 : 1};
     if (pardo_executor_new(prog, &opt, &t.ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         pardo_program_free(prog);

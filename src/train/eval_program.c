@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op.h"
 #include "pass.h"
 
 static bool dropped(const pardo_program *p, int block, const pardo_op *op) {
@@ -29,6 +30,23 @@ static const pardo_op *loss_op(const pardo_program *p, const char *name, int *bl
                 *block = b;
                 return op;
             }
+        }
+    return NULL;
+}
+
+/* The block-0 var of the first metric op's output (pardo_loss_info.metric). */
+static const char *find_metric(const pardo_program *p) {
+    for (int b = 0; b < p->n_blocks; b++)
+        for (int i = 0; i < p->blocks[b].n_ops; i++) {
+            const pardo_op *op = &p->blocks[b].ops[i];
+            if (!op->def || !op->def->metric || op->n_out < 1 || !op->out[0][0]) continue;
+            const pardo_graph_var *v = pardo_block_find_var(&p->blocks[0], op->out[0]);
+            if (!v || v->kind != PARDO_VAR_TENSOR || v->role != PARDO_VAR_TEMP || !pardo_dtype_is_float(v->type.dtype) ||
+                v->type.ndim != 0)
+                continue;
+            bool written = false;
+            for (int k = 0; k < p->blocks[0].n_ops && !written; k++) written = pardo_op_writes(&p->blocks[0].ops[k], v->name) > 0;
+            if (written) return v->name;
         }
     return NULL;
 }
@@ -59,6 +77,7 @@ int pardo_loss_find(const pardo_program *p, const char *loss, pardo_loss_info *o
             pardo_shape_str(v->type.ndim, v->type.shape, shape, sizeof shape));
     }
     out->loss = v->name;
+    out->metric = find_metric(p);
     if (!op) return PARDO_OK;
     out->block = block;
     if (op->n_in < 2 || !op->in[0][0] || !op->in[1][0]) return PARDO_OK;

@@ -18,6 +18,9 @@ typedef struct pardo_loss_info {
     const char *logits; // the loss op's first input, a float [N, C] var, or NULL: no accuracy
     const char *labels; // the loss op's second input, an integer [N] feed of block 0, or NULL
     int block;          // the block of the loss op; -1 when no op of role loss writes the loss
+    const char *metric; // a float scalar var of block 0 holding the batch's accuracy: output 0 of the first op
+                        // whose def is a metric (in block 0, or merged back there from a parallel_do under
+                        // its own name); NULL: none. Borrowed from the program
 } pardo_loss_info;
 
 /* True when an op of any block of p has role optimize (effective role). */
@@ -30,8 +33,8 @@ bool pardo_program_trains(const pardo_program *p);
  * temp of block 0 (not a feed, param or state): otherwise PARDO_ENOTFOUND
  * or PARDO_EINVAL naming p's file and the var. logits and labels are the inputs of the op of role loss that
  * writes the loss (in any block), when they fit: a float rank-2 input 0
- * and an integer rank-1 input 1 that is a feed of block 0. Borrows from
- * p. */
+ * and an integer rank-1 input 1 that is a feed of block 0. metric as
+ * pardo_loss_info says. Borrows from p. */
 int pardo_loss_find(const pardo_program *p, const char *loss, pardo_loss_info *out, pardo_status *st);
 
 /* Builds the program that evaluates training program `train` (checked):

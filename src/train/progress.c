@@ -56,6 +56,7 @@ void pardo_progress_epoch_end(pardo_progress *p, const pardo_epoch_stats *s) {
     if (p->drawn) fputs("\r\033[K", p->out);
     p->drawn = false;
     fprintf(p->out, "epoch %lld/%lld: loss %.6f", (long long)s->epoch, (long long)s->epochs, s->loss);
+    if (s->has_metric) fprintf(p->out, ", accuracy %.4f", s->accuracy);
     if (s->has_eval) fprintf(p->out, ", eval_loss %.6f", s->eval_loss);
     if (s->has_eval && s->has_accuracy) fprintf(p->out, ", eval_accuracy %.4f", s->eval_accuracy);
     fprintf(p->out, ", %.0f samples/s, %.3f s\n", s->samples_per_s, s->seconds);
@@ -72,6 +73,7 @@ static void json_num(FILE *f, const char *key, bool have, double v, const char *
 int pardo_train_log_write(FILE *f, const char *path, const pardo_epoch_stats *s, pardo_status *st) {
     fprintf(f, "{\"epoch\": %lld", (long long)s->epoch);
     json_num(f, "loss", true, s->loss, "%.9g");
+    json_num(f, "accuracy", s->has_metric, s->accuracy, "%.9g");
     json_num(f, "eval_loss", s->has_eval, s->eval_loss, "%.9g");
     json_num(f, "eval_accuracy", s->has_eval && s->has_accuracy, s->eval_accuracy, "%.9g");
     json_num(f, "samples_per_s", true, s->samples_per_s, "%.1f");

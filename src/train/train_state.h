@@ -11,6 +11,12 @@
  *   pardo@seed        int64    the shuffle's seed (its 64 bits)
  *   pardo@loss_sum    float64  sum of loss * rows over the epoch's finished batches
  *   pardo@rows        int64    rows of those batches
+ * and, written since early stopping came (a checkpoint without them loads
+ * with none of them: no best epoch yet):
+ *   pardo@metric_sum     float64  sum of the graph's accuracy * rows over those batches
+ *   pardo@best_eval_loss float64  the lowest eval loss after an epoch (meaningless while best_epoch is 0)
+ *   pardo@best_epoch     int64    the epoch (1-based) that had it; 0: none yet
+ *   pardo@bad_epochs     int64    epochs since then without a lower eval loss
  * The batch order of an epoch depends only on (seed, epoch, rows)
  * (pardo_loader_order), so no generator position needs saving. */
 #ifndef PARDO_TRAIN_STATE_H
@@ -31,6 +37,10 @@ typedef struct pardo_train_state {
     uint64_t seed;      // its seed
     double loss_sum;    // sum of loss * rows over the finished batches of epoch `epoch`
     int64_t rows;       // rows of those batches
+    double metric_sum;  // sum of accuracy * rows over those batches (graphs with an accuracy op)
+    double best_eval_loss; // the lowest eval loss at an epoch's end; INFINITY while best_epoch is 0
+    int64_t best_epoch; // 1-based epoch of best_eval_loss; 0: none yet
+    int64_t bad_epochs; // evaluated epochs since best_epoch without a lower eval loss
 } pardo_train_state;
 
 /* Appends the counters to l as new scalar tensors (entries "pardo@epoch"
@@ -38,7 +48,7 @@ typedef struct pardo_train_state {
 int pardo_train_state_save(const pardo_train_state *s, pardo_tensor_list *l, pardo_status *st);
 
 /* Reads the counters from checkpoint entries l (named `ckpt` in messages).
- * *found is false, and *s zeroed, when l has none of them (a checkpoint of
+ * *found is false, and *s zeroed (best_eval_loss INFINITY), when l has none of them (a checkpoint of
  * `pardo run`). Some but not all of them, an entry that is not a scalar of
  * its dtype, a negative counter, or a batch size below 1 is PARDO_EPARSE
  * naming ckpt and the entry. Thread-safe. */
