@@ -56,7 +56,7 @@ done
 accuracy_checks=0
 onnx_skipped=0
 while IFS="$TAB" read -r where cmd; do
-    case $cmd in *.onnx*|*build/mlp.json*|*build/cnn2.json*)
+    case $cmd in *.onnx*|*build/mlp.json*|*build/cnn2.json*|*build/mlp_ft.json*)
         if [ "$onnx_built" = 0 ]; then onnx_skipped=$((onnx_skipped + 1)); continue; fi ;;
     esac
     want=0
