@@ -4,7 +4,8 @@
 # A graph file without a loss gets softmax_cross_entropy and trains; the
 # PyTorch export tests/fixtures/onnx/mlp.onnx (its Gemms become matmuls with
 # a bias input, which have a gradient) is fine-tuned for a few epochs with
-# softmax_cross_entropy and with mse, at 1 and 2 parts, on
+# softmax_cross_entropy and with mse, at 1 and 2 parts, and the transformer
+# encoder export with softmax_cross_entropy, on
 # tests/fixtures/onnx/finetune (made by its make_data.py), and its loss falls;
 # the trained checkpoint runs in the model; bad uses exit 2 writing nothing.
 # Usage: tests/cli_finetune_test.sh PATH/TO/pardo
@@ -92,4 +93,10 @@ expect "add-loss mse" 0 -- transpile "$F/mlp.onnx" -o "$T/mse.json" --add-loss m
 expect "fine-tune mse" 0 -- train "$T/mse.json" --load "$T/mse.safetensors" --data x=$FT/x.npy \
     --data target=$FT/targets.npy --batch-size 16 --epochs 10 --log "$T/mse.jsonl"
 falls "fine-tune mse" "$T/mse.jsonl" 2
+# the transformer encoder layer (embedding, attention, layer norms) learns the first token mod 3, in 2 parts
+expect "add-loss transformer" 0 -- transpile "$F/transformer.onnx" -o "$T/tr.json" --parts 2 \
+    --add-loss softmax_cross_entropy:y --backward loss --optimizer adam --lr 0.003
+expect "fine-tune transformer" 0 -- train "$T/tr.json" --load "$T/tr.safetensors" --data tokens=$FT/tokens.npy \
+    --data labels=$FT/token_labels.npy --batch-size 16 --epochs 12 --threads 2 --log "$T/tr.jsonl"
+falls "fine-tune transformer" "$T/tr.jsonl" 4
 cli_finish
