@@ -7,7 +7,9 @@
  * median over rounds. OpenBLAS is timed where the build found it
  * (BENCH_OPENBLAS), called directly with its thread count set to 1.
  *
- *   bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1] [--isa avx512f|avx2|c]
+ *   bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1] [--isa avx512f|avx2|c] [--shapes mlp|block]
+ * --shapes block times W11's products instead (the transformer MLP block,
+ * 2048 tokens, 256 -> 1024 -> 256), a diagnostic `make bench` does not run.
  * --cpu 1 times the calling thread's CPU time instead of the wall clock: a
  * steadier 1-thread figure on a busy machine (the 2-thread one is then meaningless).
  * --isa makes pardo's own kernel use that instruction set (pardo_gemm_force_isa;
@@ -49,7 +51,7 @@ typedef struct shape {
 
 /* Y = A W with A [256, in], W [in, out]: forward (m 256, n out, k in),
  * dA = dY W^T (m 256, n in, k out, tb), dW = A^T dY (m in, n out, k 256, ta). */
-static const shape shapes[] = {
+static const shape mlp_shapes[] = {
     {"fc1 Y = X W1       [256,784]x[784,512]", 256, 512, 784, 0, 0},
     {"fc1 dX = dY W1^T   [256,512]x[512,784]", 256, 784, 512, 0, 1},
     {"fc1 dW1 = X^T dY   [784,256]x[256,512]", 784, 512, 256, 1, 0},
@@ -60,6 +62,17 @@ static const shape shapes[] = {
     {"fc3 dA2 = dY W3^T  [256,10]x[10,512]", 256, 512, 10, 0, 1},
     {"fc3 dW3 = A2^T dY  [512,256]x[256,10]", 512, 10, 256, 1, 0},
 };
+
+/* W11's block: H = X W1 [2048, 256] x [256, 1024], Y = H W2 [2048, 1024] x [1024, 256], and their gradients. */
+static const shape block_shapes[] = {
+    {"fc1 H = X W1       [2048,256]x[256,1024]", 2048, 1024, 256, 0, 0},
+    {"fc1 dX = dH W1^T   [2048,1024]x[1024,256]", 2048, 256, 1024, 0, 1},
+    {"fc1 dW1 = X^T dH   [256,2048]x[2048,1024]", 256, 1024, 2048, 1, 0},
+    {"fc2 Y = H W2       [2048,1024]x[1024,256]", 2048, 256, 1024, 0, 0},
+    {"fc2 dH = dY W2^T   [2048,256]x[256,1024]", 2048, 1024, 256, 0, 1},
+    {"fc2 dW2 = H^T dY   [1024,2048]x[2048,256]", 1024, 256, 2048, 1, 0},
+};
+#define MAX_ELEMS (2048 * 1024) /* the largest operand of either set */
 
 static void fill(float *p, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; i++) {
@@ -96,6 +109,8 @@ static double time_openblas(const pardo_gemm *g, int reps, double *buf) {
 
 int main(int argc, char **argv) {
     int rounds = 5, reps = 20, threads = 2;
+    const shape *shapes = mlp_shapes;
+    int ns = sizeof mlp_shapes / sizeof mlp_shapes[0];
     const char *isa = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--rounds") == 0)
@@ -108,8 +123,13 @@ int main(int argc, char **argv) {
             clock_id = atoi(argv[i + 1]) ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
         else if (strcmp(argv[i], "--isa") == 0)
             isa = argv[i + 1];
+        else if (strcmp(argv[i], "--shapes") == 0 && strcmp(argv[i + 1], "mlp") == 0)
+            shapes = mlp_shapes, ns = sizeof mlp_shapes / sizeof mlp_shapes[0];
+        else if (strcmp(argv[i], "--shapes") == 0 && strcmp(argv[i + 1], "block") == 0)
+            shapes = block_shapes, ns = sizeof block_shapes / sizeof block_shapes[0];
         else {
-            fprintf(stderr, "usage: bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1] [--isa avx512f|avx2|c]\n");
+            fprintf(stderr, "usage: bench_gemm [--rounds R] [--reps N] [--threads T] [--cpu 1] [--isa avx512f|avx2|c] "
+                            "[--shapes mlp|block]\n");
             return 1;
         }
     }
@@ -126,17 +146,18 @@ int main(int argc, char **argv) {
 #ifdef BENCH_OPENBLAS
     openblas_set_num_threads(1);
 #endif
-    enum { NS = sizeof shapes / sizeof shapes[0] };
+    enum { NS_MAX = 16 };
+    const int NS = ns;
     double *buf = malloc(sizeof(double) * (size_t)reps);
     double *res = malloc(sizeof(double) * (size_t)rounds * NS * 3);
-    const char *impl[NS]; /* what pardo ran each shape with (the pick's choice for its class, or forced) */
+    const char *impl[NS_MAX]; /* what pardo ran each shape with (the pick's choice for its class, or forced) */
     /* 64-byte aligned, as pardo's tensors are (src/core/synced_mem.c): malloc's large blocks are 16 bytes past a
      * page, which turns off the in-place read of B that a product of few rows takes on a tensor */
-    float *a = aligned_alloc(64, sizeof(float) * 784 * 512), *b = aligned_alloc(64, sizeof(float) * 784 * 512),
-          *c = aligned_alloc(64, sizeof(float) * 784 * 512);
+    float *a = aligned_alloc(64, sizeof(float) * MAX_ELEMS), *b = aligned_alloc(64, sizeof(float) * MAX_ELEMS),
+          *c = aligned_alloc(64, sizeof(float) * MAX_ELEMS);
     if (!buf || !res || !a || !b || !c) return 1;
-    fill(a, 784 * 512, 1);
-    fill(b, 784 * 512, 2);
+    fill(a, MAX_ELEMS, 1);
+    fill(b, MAX_ELEMS, 2);
     pardo_kernel_ctx one = {.st = &st, .nthreads = 1}, many = {.st = &st, .nthreads = threads};
     for (int r = 0; r < rounds; r++)
         for (int s = 0; s < NS; s++) {
