@@ -62,6 +62,8 @@
     X(sgd) \
     X(momentum) \
     X(adam) \
+    X(adamw) \
+    X(clip_grad_norm) \
     X(split) X(merge) X(parallel_do)
 
 #endif

@@ -1,14 +1,19 @@
-/* optimizer.c - sgd, momentum and adam: each updates a param in place (the
- * param var is both input 0 and output 0) and its state vars likewise, with
- * torch.optim's equations (no weight decay, dampening 0, no amsgrad):
+/* optimizer.c - sgd, momentum, adam and adamw: each updates a param in
+ * place (the param var is both input 0 and output 0) and its state vars
+ * likewise, with torch.optim's equations (dampening 0, no amsgrad); and
+ * clip_grad_norm, which scales gradients by their global norm first:
  *
- *   sgd:      p -= lr * g
- *   momentum: v = mu * v + g; p -= lr * (nesterov ? g + mu * v : v)
- *             (torch.optim.SGD with momentum mu; its first step sets v = g,
- *             which is mu * 0 + g from the zero state)
- *   adam:     t = step + 1; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+ *   sgd:      g += wd p; p -= lr * g
+ *   momentum: g += wd p; v = mu * v + g; p -= lr * (nesterov ? g + mu * v : v)
+ *             (torch.optim.SGD with momentum mu and weight_decay wd; its first
+ *             step sets v = g, which is mu * 0 + g from the zero state)
+ *   adam:     g += wd p; t = step + 1; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
  *             p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
  *             (torch.optim.Adam's form of lr * m_hat / (sqrt(v_hat) + eps))
+ *   adamw:    adam without the L2 term, the decay decoupled: p *= 1 - lr wd
+ *             first (torch.optim.AdamW; weight_decay default 0.01)
+ *   clip_grad_norm: total = sqrt(sum over every gradient of g^2); each g *=
+ *             min(1, max_norm / (total + 1e-6)) (torch.nn.utils.clip_grad_norm_)
  *
  * lr is a float32 or float64 scalar tensor ([] or [1]); adam's step is an
  * int64 or float scalar state the op increments. grad and the moment states
@@ -22,6 +27,7 @@
  * merge op would (attr grad_merge: mean, weighted by the split named by the
  * last input weight_by where given, or sum) a tile at a time as the update
  * runs, with the bits of merge then update. */
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,17 +194,22 @@ static int opt_outputs(pardo_kernel_ctx *ctx, const int *in_of, int n_out, pardo
  * optional state output (v_out, m_out) may be NULL: the new state is then
  * dropped. */
 #define OPT_KERNELS(SUF, T)                                                                                            \
-    PARDO_SIMD_CLONES static void sgd_##SUF(int64_t n, const void *vp, const void *vg, double lr, void *vpo) {         \
+    PARDO_SIMD_CLONES static void sgd_##SUF(int64_t n, const void *vp, const void *vg, double lr, double wd,           \
+                                            void *vpo) {                                                               \
         const T *p = vp, *g = vg;                                                                                      \
         T *po = vpo;                                                                                                   \
-        for (int64_t i = 0; i < n; i++) po[i] = (T)((double)p[i] - lr * (double)g[i]);                                 \
+        if (wd == 0)                                                                                                   \
+            for (int64_t i = 0; i < n; i++) po[i] = (T)((double)p[i] - lr * (double)g[i]);                             \
+        else                                                                                                           \
+            for (int64_t i = 0; i < n; i++) po[i] = (T)((double)p[i] - lr * ((double)g[i] + wd * (double)p[i]));       \
     }                                                                                                                  \
     PARDO_SIMD_CLONES static void momentum_##SUF(int64_t n, const void *vp, const void *vg, const void *vv,            \
-                                                 double lr, double mu, bool nesterov, void *vpo, void *vvo) {          \
+                                                 double lr, double mu, double wd, bool nesterov, void *vpo,            \
+                                                 void *vvo) {                                                          \
         const T *p = vp, *g = vg, *v = vv;                                                                             \
         T *po = vpo, *vo = vvo;                                                                                        \
         for (int64_t i = 0; i < n; i++) {                                                                              \
-            const double gi = (double)g[i];                                                                            \
+            const double gi = wd == 0 ? (double)g[i] : (double)g[i] + wd * (double)p[i];                               \
             const T vn = (T)(mu * (double)v[i] + gi);                                                                  \
             const double upd = nesterov ? gi + mu * (double)vn : (double)vn;                                           \
             po[i] = (T)((double)p[i] - lr * upd);                                                                      \
@@ -207,15 +218,17 @@ static int opt_outputs(pardo_kernel_ctx *ctx, const int *in_of, int n_out, pardo
     }                                                                                                                  \
     PARDO_SIMD_CLONES static void adam_##SUF(int64_t n, const void *vp, const void *vg, const void *vm,                \
                                              const void *vv, double step_size, double bc2_sqrt, double b1,             \
-                                             double b2, double eps, void *vpo, void *vmo, void *vvo) {                 \
+                                             double b2, double eps, double wd, double decay, void *vpo, void *vmo,     \
+                                             void *vvo) {                                                              \
         const T *p = vp, *g = vg, *m = vm, *v = vv;                                                                    \
         T *po = vpo, *mo = vmo, *vo = vvo;                                                                             \
         for (int64_t i = 0; i < n; i++) {                                                                              \
-            const double gi = (double)g[i];                                                                            \
+            const double gi = wd == 0 ? (double)g[i] : (double)g[i] + wd * (double)p[i];                               \
             const T mn = (T)(b1 * (double)m[i] + (1 - b1) * gi);                                                       \
             const T vn = (T)(b2 * (double)v[i] + (1 - b2) * gi * gi);                                                  \
             const double denom = sqrt((double)vn) / bc2_sqrt + eps;                                                    \
-            po[i] = (T)((double)p[i] - step_size * (double)mn / denom);                                                \
+            const double pd = decay == 1 ? (double)p[i] : (double)(T)((double)p[i] * decay);                           \
+            po[i] = (T)(pd - step_size * (double)mn / denom);                                                          \
             if (mo) mo[i] = mn;                                                                                        \
             if (vo) vo[i] = vn;                                                                                        \
         }                                                                                                              \
@@ -236,6 +249,8 @@ typedef struct opt_job {
     const void *p, *g, *s1, *s2; // param, grad, states (velocity; or moment1, moment2)
     void *po, *o1, *o2;          // updated param and states (a NULL state output drops it)
     double lr, mu, b1, b2, eps, bc2_sqrt;
+    double wd;    // L2 weight decay added to the gradient (sgd, momentum, adam)
+    double decay; // adamw: the param's factor 1 - lr wd before the step (1: none)
     bool nesterov;
 } opt_job;
 
@@ -267,14 +282,15 @@ enum { MERGED_LANES = 16 };
             for (int k = 0; k < (L); k++) acc[k] += (double)x[q][(I) + k] * w[q];                                     \
         for (int k = 0; k < (L); k++) {                                                                                \
             const float g = (float)(G_OF(acc[k]));                                                                     \
-            po[(I) + k] = (float)((double)p[(I) + k] - lr * (double)g);                                                \
+            const double gd = wd == 0 ? (double)g : (double)g + wd * (double)p[(I) + k];                               \
+            po[(I) + k] = (float)((double)p[(I) + k] - lr * gd);                                                       \
         }                                                                                                              \
     } while (0)
 #define MERGED_MEAN(a) ((a) / (double)mean_of)
 #define MERGED_SCALED(a) ((a) * inv)
 #define MERGED_SUM(a) (a)
 PARDO_SIMD_CLONES static void sgd_merged_f32(int64_t n, const float *p, const float *const *x, const double *w, int nx,
-                                             int mean_of, double lr, float *po) {
+                                             int mean_of, double lr, double wd, float *po) {
     int64_t i = 0;
     const double inv = pardo_merge_exact_inverse(mean_of);
     if (inv != 0) {
@@ -309,7 +325,7 @@ static bool sgd_merged(const opt_job *j, int64_t begin, int64_t end) {
     }
     if (nx == 0) return false;
     const int mean_of = m->mode == PARDO_MERGE_MEAN && !m->w ? m->n : 0;
-    sgd_merged_f32(end - begin, (const float *)j->p + begin, x, w, nx, mean_of, j->lr, (float *)j->po + begin);
+    sgd_merged_f32(end - begin, (const float *)j->p + begin, x, w, nx, mean_of, j->lr, j->wd, (float *)j->po + begin);
     return true;
 }
 
@@ -352,14 +368,15 @@ static void opt_range(void *arg, int64_t begin, int64_t end) {
     }
     const int64_t n = end - begin, k = begin * (j->f32 ? (int64_t)sizeof(float) : (int64_t)sizeof(double));
     switch (j->kind) {
-    case OPT_SGD: (j->f32 ? sgd_f32 : sgd_f64)(n, AT(j->p, k), AT(j->g, k), j->lr, AT(j->po, k)); break;
+    case OPT_SGD: (j->f32 ? sgd_f32 : sgd_f64)(n, AT(j->p, k), AT(j->g, k), j->lr, j->wd, AT(j->po, k)); break;
     case OPT_MOMENTUM:
-        (j->f32 ? momentum_f32 : momentum_f64)(n, AT(j->p, k), AT(j->g, k), AT(j->s1, k), j->lr, j->mu, j->nesterov,
-                                               AT(j->po, k), AT(j->o1, k));
+        (j->f32 ? momentum_f32 : momentum_f64)(n, AT(j->p, k), AT(j->g, k), AT(j->s1, k), j->lr, j->mu, j->wd,
+                                               j->nesterov, AT(j->po, k), AT(j->o1, k));
         break;
     case OPT_ADAM:
         (j->f32 ? adam_f32 : adam_f64)(n, AT(j->p, k), AT(j->g, k), AT(j->s1, k), AT(j->s2, k), j->lr, j->bc2_sqrt,
-                                       j->b1, j->b2, j->eps, AT(j->po, k), AT(j->o1, k), AT(j->o2, k));
+                                       j->b1, j->b2, j->eps, j->wd, j->decay, AT(j->po, k), AT(j->o1, k),
+                                       AT(j->o2, k));
         break;
     }
 }
@@ -385,6 +402,17 @@ static int opt_run(pardo_kernel_ctx *ctx, const opt_grad *g, opt_job *j, int64_t
 #define OPT_GRAD_MERGE_ATTR                                                                                            \
     {"grad_merge", PARDO_ATTR_STRING, "\"mean\"", "with grad a tensor_array of parts: how they combine, mean or sum"}
 
+#define OPT_WEIGHT_DECAY_ATTR(DFLT, WHAT) {"weight_decay", PARDO_ATTR_FLOAT, DFLT, WHAT}
+#define OPT_L2_DOC "L2 penalty: wd * param added to the gradient (torch.optim's weight_decay), >= 0"
+
+/* attr weight_decay (default dflt), checked >= 0 and finite. */
+static int opt_weight_decay(const pardo_op *op, double dflt, double *wd, pardo_status *st) {
+    int rc = pardo_attr_float(op, "weight_decay", dflt, wd, st);
+    if (rc == PARDO_OK && !(*wd >= 0 && isfinite(*wd)))
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'weight_decay' is %g, expected a number >= 0", *wd);
+    return rc;
+}
+
 static const pardo_arg_def opt_param_out = {"param", "the updated param (name the input var: updated in place)", false,
                                             false};
 
@@ -398,12 +426,14 @@ static const pardo_arg_def sgd_in[] = {
     {"lr", "learning rate, float scalar ([] or [1])", false, false},
     OPT_WEIGHT_BY_IN,
 };
-static const pardo_attr_def sgd_attrs[] = {OPT_GRAD_MERGE_ATTR};
+static const pardo_attr_def sgd_attrs[] = {OPT_WEIGHT_DECAY_ATTR("0", OPT_L2_DOC), OPT_GRAD_MERGE_ATTR};
 static const int sgd_same[] = {1};
 static const char *const sgd_names[] = {"input 1 'grad'"};
 
 static int sgd_infer(pardo_infer_ctx *ctx) {
-    int rc = opt_check(ctx->op, ctx->in, sgd_same, sgd_names, 1, 2, ctx->st);
+    double wd;
+    int rc = opt_weight_decay(ctx->op, 0, &wd, ctx->st);
+    if (rc == PARDO_OK) rc = opt_check(ctx->op, ctx->in, sgd_same, sgd_names, 1, 2, ctx->st);
     if (rc == PARDO_OK) ctx->out[0] = *ctx->in[0];
     return rc;
 }
@@ -417,24 +447,26 @@ static int sgd_cpu(pardo_kernel_ctx *ctx) {
     int rc = opt_grad_prepare(ctx, 3, &g);
     if (rc != PARDO_OK) return rc;
     opt_types(ctx, &g, 3, types, tp);
-    rc = opt_check(ctx->op, tp, sgd_same, sgd_names, 1, 2, ctx->st);
+    double wd;
+    rc = opt_weight_decay(ctx->op, 0, &wd, ctx->st);
+    if (rc == PARDO_OK) rc = opt_check(ctx->op, tp, sgd_same, sgd_names, 1, 2, ctx->st);
     if (rc == PARDO_OK) rc = opt_outputs(ctx, in_of, 1, out);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0];
     opt_job j = {.kind = OPT_SGD, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
-                 .g = g.data, .po = pardo_tensor_data(out[0]), .lr = pardo_tensor_get_f64(ctx->in[2], 0)};
+                 .g = g.data, .po = pardo_tensor_data(out[0]), .lr = pardo_tensor_get_f64(ctx->in[2], 0), .wd = wd};
     return opt_run(ctx, &g, &j, p->numel);
 }
 
 const pardo_op_def pardo_op_sgd = {
     .type = "sgd",
-    .doc = "param -= lr * grad, in place (torch.optim.SGD)",
+    .doc = "param -= lr * (grad + weight_decay * param), in place (torch.optim.SGD)",
     .inputs = sgd_in,
     .n_inputs = 4,
     .outputs = &opt_param_out,
     .n_outputs = 1,
     .attrs = sgd_attrs,
-    .n_attrs = 1,
+    .n_attrs = 2,
     .infer = sgd_infer,
     .cpu = sgd_cpu,
     .inplace = true,
@@ -458,6 +490,7 @@ static const pardo_arg_def momentum_out[] = {
 static const pardo_attr_def momentum_attrs[] = {
     {"mu", PARDO_ATTR_FLOAT, "0.9", "momentum factor"},
     {"nesterov", PARDO_ATTR_BOOL, "false", "Nesterov momentum: step along grad + mu * velocity"},
+    OPT_WEIGHT_DECAY_ATTR("0", OPT_L2_DOC),
     OPT_GRAD_MERGE_ATTR,
 };
 static const int momentum_same[] = {1, 2};
@@ -466,8 +499,10 @@ static const char *const momentum_names[] = {"input 1 'grad'", "input 2 'velocit
 static int momentum_infer(pardo_infer_ctx *ctx) {
     double mu;
     bool nesterov;
+    double wd;
     int rc = pardo_attr_float(ctx->op, "mu", 0.9, &mu, ctx->st);
     if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "nesterov", false, &nesterov, ctx->st);
+    if (rc == PARDO_OK) rc = opt_weight_decay(ctx->op, 0, &wd, ctx->st);
     if (rc == PARDO_OK) rc = opt_check(ctx->op, ctx->in, momentum_same, momentum_names, 2, 3, ctx->st);
     if (rc != PARDO_OK) return rc;
     ctx->out[0] = *ctx->in[0];
@@ -486,8 +521,10 @@ static int momentum_cpu(pardo_kernel_ctx *ctx) {
     int rc = opt_grad_prepare(ctx, 4, &g);
     if (rc != PARDO_OK) return rc;
     opt_types(ctx, &g, 4, types, tp);
+    double wd;
     rc = pardo_attr_float(ctx->op, "mu", 0.9, &mu, ctx->st);
     if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "nesterov", false, &nesterov, ctx->st);
+    if (rc == PARDO_OK) rc = opt_weight_decay(ctx->op, 0, &wd, ctx->st);
     if (rc == PARDO_OK) rc = opt_check(ctx->op, tp, momentum_same, momentum_names, 2, 3, ctx->st);
     if (rc == PARDO_OK) rc = opt_outputs(ctx, in_of, ctx->n_out < 2 ? ctx->n_out : 2, out);
     if (rc != PARDO_OK) return rc;
@@ -496,19 +533,20 @@ static int momentum_cpu(pardo_kernel_ctx *ctx) {
     opt_job j = {.kind = OPT_MOMENTUM, .f32 = p->dtype == PARDO_F32, .p = pardo_tensor_data(p),
                  .g = g.data, .s1 = pardo_tensor_data(ctx->in[2]),
                  .po = pardo_tensor_data(out[0]), .o1 = vo, .lr = pardo_tensor_get_f64(ctx->in[3], 0), .mu = mu,
-                 .nesterov = nesterov};
+                 .wd = wd, .nesterov = nesterov};
     return opt_run(ctx, &g, &j, p->numel);
 }
 
 const pardo_op_def pardo_op_momentum = {
     .type = "momentum",
-    .doc = "SGD with momentum, in place (torch.optim.SGD, dampening 0): v = mu v + g; param -= lr * (v or g + mu v)",
+    .doc = "SGD with momentum, in place (torch.optim.SGD, dampening 0): g += weight_decay param; v = mu v + g; "
+           "param -= lr * (v or g + mu v)",
     .inputs = momentum_in,
     .n_inputs = 5,
     .outputs = momentum_out,
     .n_outputs = 2,
     .attrs = momentum_attrs,
-    .n_attrs = 3,
+    .n_attrs = 4,
     .infer = momentum_infer,
     .cpu = momentum_cpu,
     .inplace = true,
@@ -533,17 +571,27 @@ static const pardo_arg_def adam_out[] = {
     {"v", "the updated second moment (name the input var)", true, false},
     {"step", "step + 1 (name the input var)", true, false},
 };
-static const pardo_attr_def adam_attrs[] = {
-    {"beta1", PARDO_ATTR_FLOAT, "0.9", "decay of the first moment, in [0, 1)"},
-    {"beta2", PARDO_ATTR_FLOAT, "0.999", "decay of the second moment, in [0, 1)"},
-    {"epsilon", PARDO_ATTR_FLOAT, "1e-08", "added to the denominator, >= 0"},
+#define ADAM_ATTRS                                                                                                     \
+    {"beta1", PARDO_ATTR_FLOAT, "0.9", "decay of the first moment, in [0, 1)"},                                        \
+        {"beta2", PARDO_ATTR_FLOAT, "0.999", "decay of the second moment, in [0, 1)"},                                 \
+        {"epsilon", PARDO_ATTR_FLOAT, "1e-08", "added to the denominator, >= 0"}
+static const pardo_attr_def adam_attrs[] = {ADAM_ATTRS, OPT_WEIGHT_DECAY_ATTR("0", OPT_L2_DOC), OPT_GRAD_MERGE_ATTR};
+static const pardo_attr_def adamw_attrs[] = {
+    ADAM_ATTRS,
+    OPT_WEIGHT_DECAY_ATTR("0.01", "decoupled weight decay: param *= 1 - lr * weight_decay before the step "
+                                  "(torch.optim.AdamW), >= 0"),
     OPT_GRAD_MERGE_ATTR,
 };
+#define ADAMW_DEFAULT_DECAY 0.01
+
+/* True for adamw (decoupled decay), false for adam (L2 on the gradient). */
+static bool adam_decoupled(const pardo_op *op) { return strcmp(op->type, "adamw") == 0; }
 static const int adam_same[] = {1, 2, 3};
 static const char *const adam_names[] = {"input 1 'grad'", "input 2 'm'", "input 3 'v'"};
 
-static int adam_attrs_get(const pardo_op *op, double *b1, double *b2, double *eps, pardo_status *st) {
-    int rc = pardo_attr_float(op, "beta1", 0.9, b1, st);
+static int adam_attrs_get(const pardo_op *op, double *b1, double *b2, double *eps, double *wd, pardo_status *st) {
+    int rc = opt_weight_decay(op, adam_decoupled(op) ? ADAMW_DEFAULT_DECAY : 0, wd, st);
+    if (rc == PARDO_OK) rc = pardo_attr_float(op, "beta1", 0.9, b1, st);
     if (rc == PARDO_OK) rc = pardo_attr_float(op, "beta2", 0.999, b2, st);
     if (rc == PARDO_OK) rc = pardo_attr_float(op, "epsilon", 1e-8, eps, st);
     if (rc != PARDO_OK) return rc;
@@ -554,17 +602,17 @@ static int adam_attrs_get(const pardo_op *op, double *b1, double *b2, double *ep
 }
 
 static int adam_check(const pardo_op *op, const pardo_type *const *in, double *b1, double *b2, double *eps,
-                      pardo_status *st) {
-    int rc = adam_attrs_get(op, b1, b2, eps, st);
+                      double *wd, pardo_status *st) {
+    int rc = adam_attrs_get(op, b1, b2, eps, wd, st);
     if (rc == PARDO_OK) rc = opt_check(op, in, adam_same, adam_names, 3, 5, st);
     if (rc == PARDO_OK) rc = pardo_nn_expect_scalar(in[4], "input 4 'step'", step_dtypes, 4, st);
     return rc;
 }
 
 static int adam_infer(pardo_infer_ctx *ctx) {
-    double b1, b2, eps;
+    double b1, b2, eps, wd;
     static const int in_of[] = {0, 2, 3, 4};
-    int rc = adam_check(ctx->op, ctx->in, &b1, &b2, &eps, ctx->st);
+    int rc = adam_check(ctx->op, ctx->in, &b1, &b2, &eps, &wd, ctx->st);
     if (rc != PARDO_OK) return rc;
     for (int k = 0; k < ctx->n_out && k < 4; k++) ctx->out[k] = *ctx->in[in_of[k]];
     return PARDO_OK;
@@ -575,12 +623,12 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
     const pardo_type *tp[6];
     pardo_tensor *out[4] = {NULL, NULL, NULL, NULL};
     static const int in_of[] = {0, 2, 3, 4};
-    double b1, b2, eps;
+    double b1, b2, eps, wd;
     opt_grad g;
     int rc = opt_grad_prepare(ctx, 6, &g);
     if (rc != PARDO_OK) return rc;
     opt_types(ctx, &g, 6, types, tp);
-    rc = adam_check(ctx->op, tp, &b1, &b2, &eps, ctx->st);
+    rc = adam_check(ctx->op, tp, &b1, &b2, &eps, &wd, ctx->st);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *p = ctx->in[0], *step = ctx->in[4];
     const double t = pardo_tensor_get_f64(step, 0) + 1, lr = pardo_tensor_get_f64(ctx->in[5], 0);
@@ -593,6 +641,12 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
                  .s2 = pardo_tensor_data(ctx->in[3]), .po = pardo_tensor_data(out[0]),
                  .o1 = out[1] ? pardo_tensor_data(out[1]) : NULL, .o2 = out[2] ? pardo_tensor_data(out[2]) : NULL,
                  .lr = step_size, .b1 = b1, .b2 = b2, .eps = eps, .bc2_sqrt = bc2_sqrt};
+    if (adam_decoupled(ctx->op)) {
+        j.decay = 1 - lr * wd;
+    } else {
+        j.decay = 1;
+        j.wd = wd;
+    }
     if ((rc = opt_run(ctx, &g, &j, p->numel)) != PARDO_OK) return rc;
     if (out[3]) pardo_tensor_set_f64(out[3], 0, t);
     return PARDO_OK;
@@ -600,16 +654,136 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_adam = {
     .type = "adam",
-    .doc = "Adam, in place (torch.optim.Adam): bias-corrected moments m, v; param -= lr m_hat / (sqrt(v_hat) + eps)",
+    .doc = "Adam, in place (torch.optim.Adam): g += weight_decay param; bias-corrected moments m, v; param -= lr "
+           "m_hat / (sqrt(v_hat) + eps)",
     .inputs = adam_in,
     .n_inputs = 7,
     .outputs = adam_out,
     .n_outputs = 4,
     .attrs = adam_attrs,
-    .n_attrs = 4,
+    .n_attrs = 5,
     .infer = adam_infer,
     .cpu = adam_cpu,
     .inplace = true,
     .array_ok = 2u,
     .array_in = 1u << 6, /* weight_by */
+};
+
+const pardo_op_def pardo_op_adamw = {
+    .type = "adamw",
+    .doc = "AdamW, in place (torch.optim.AdamW): param *= 1 - lr weight_decay, then adam's step without L2",
+    .inputs = adam_in,
+    .n_inputs = 7,
+    .outputs = adam_out,
+    .n_outputs = 4,
+    .attrs = adamw_attrs,
+    .n_attrs = 5,
+    .infer = adam_infer,
+    .cpu = adam_cpu,
+    .inplace = true,
+    .array_ok = 2u,
+    .array_in = 1u << 6, /* weight_by */
+};
+
+/* ---- clip_grad_norm ---- */
+
+static const pardo_arg_def clip_in[] = {
+    {"grads", "the gradients to clip together (float32 or float64, any shapes)", false, true},
+};
+static const pardo_arg_def clip_out[] = {
+    {"grads", "the same gradients scaled (name the input vars: scaled in place)", false, true},
+};
+static const pardo_attr_def clip_attrs[] = {
+    {"max_norm", PARDO_ATTR_FLOAT, NULL, "the largest L2 norm of all the gradients together, > 0"},
+};
+#define CLIP_EPS 1e-6 /* torch.nn.utils.clip_grad_norm_'s */
+
+static int clip_max_norm(const pardo_op *op, double *max_norm, pardo_status *st) {
+    if (!pardo_attr(op, "max_norm")) return pardo_errorf(st, PARDO_EINVAL, "attr 'max_norm' is required");
+    int rc = pardo_attr_float(op, "max_norm", 0, max_norm, st);
+    if (rc == PARDO_OK && !(*max_norm > 0 && isfinite(*max_norm)))
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'max_norm' is %g, expected a number > 0", *max_norm);
+    return rc;
+}
+
+static int clip_infer(pardo_infer_ctx *ctx) {
+    double max_norm;
+    int rc = clip_max_norm(ctx->op, &max_norm, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (ctx->n_out != ctx->n_in)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "%d outputs for %d gradients, expected one each", ctx->n_out,
+                            ctx->n_in);
+    for (int k = 0; k < ctx->n_in; k++) {
+        char what[48];
+        snprintf(what, sizeof what, "input %d", k);
+        if ((rc = pardo_nn_expect_float(ctx->in[k], what, ctx->st)) != PARDO_OK) return rc;
+        ctx->out[k] = *ctx->in[k];
+    }
+    return PARDO_OK;
+}
+
+/* Sum of squares of n elements of type T in double, in 8 lanes. */
+#define CLIP_SUMSQ(SUF, T)                                                                                             \
+    static double clip_sumsq_##SUF(const T *g, int64_t n) {                                                           \
+        double lane[8] = {0};                                                                                          \
+        int64_t i = 0;                                                                                                 \
+        for (; i + 8 <= n; i += 8)                                                                                     \
+            for (int k = 0; k < 8; k++) lane[k] += (double)g[i + k] * (double)g[i + k];                                \
+        for (; i < n; i++) lane[0] += (double)g[i] * (double)g[i];                                                     \
+        double s = 0;                                                                                                  \
+        for (int k = 0; k < 8; k++) s += lane[k];                                                                      \
+        return s;                                                                                                      \
+    }                                                                                                                  \
+    PARDO_SIMD_CLONES static void clip_scale_##SUF(const T *g, int64_t n, double coef, T *out) {                     \
+        const T c = (T)coef;                                                                                           \
+        for (int64_t i = 0; i < n; i++) out[i] = g[i] * c;                                                             \
+    }
+CLIP_SUMSQ(f32, float)
+CLIP_SUMSQ(f64, double)
+
+static int clip_cpu(pardo_kernel_ctx *ctx) {
+    double max_norm, sumsq = 0;
+    int rc = clip_max_norm(ctx->op, &max_norm, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (ctx->n_out != ctx->n_in)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "%d outputs for %d gradients, expected one each", ctx->n_out,
+                            ctx->n_in);
+    for (int k = 0; k < ctx->n_in; k++) {
+        const pardo_tensor *g = ctx->in[k];
+        if (g->is_array || !pardo_dtype_is_float(g->dtype))
+            return pardo_errorf(ctx->st, PARDO_ESHAPE, "input %d is %s, expected a float32 or float64 tensor", k,
+                                g->is_array ? "a tensor_array" : pardo_dtype_name(g->dtype));
+        sumsq += g->dtype == PARDO_F32 ? clip_sumsq_f32(pardo_tensor_data(g), g->numel)
+                                       : clip_sumsq_f64(pardo_tensor_data(g), g->numel);
+    }
+    /* torch scales by min(1, coef) always; a factor 1 changes nothing, so the gradients are left as they are */
+    const double coef = max_norm / (sqrt(sumsq) + CLIP_EPS);
+    for (int k = 0; k < ctx->n_in; k++) {
+        const pardo_tensor *g = ctx->in[k];
+        pardo_tensor *o = pardo_kernel_output(ctx, k, g->dtype, g->ndim, g->shape);
+        if (!o) return ctx->st->code;
+        if (coef >= 1) {
+            if (o != g) memcpy(pardo_tensor_data(o), pardo_tensor_data(g), (size_t)g->numel * pardo_dtype_size(g->dtype));
+        } else if (g->dtype == PARDO_F32) {
+            clip_scale_f32(pardo_tensor_data(g), g->numel, coef, pardo_tensor_data(o));
+        } else {
+            clip_scale_f64(pardo_tensor_data(g), g->numel, coef, pardo_tensor_data(o));
+        }
+    }
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_clip_grad_norm = {
+    .type = "clip_grad_norm",
+    .doc = "scales the gradients, in place, by min(1, max_norm / (total + 1e-6)), total the L2 norm of all of them "
+           "together (torch.nn.utils.clip_grad_norm_)",
+    .inputs = clip_in,
+    .n_inputs = 1,
+    .outputs = clip_out,
+    .n_outputs = 1,
+    .attrs = clip_attrs,
+    .n_attrs = 1,
+    .infer = clip_infer,
+    .cpu = clip_cpu,
+    .inplace = true,
 };

@@ -190,7 +190,8 @@ static bool private_temp(const pardo_program *p, int b, const char *name, int wr
 }
 
 static bool is_update(const char *type) {
-    return strcmp(type, "sgd") == 0 || strcmp(type, "momentum") == 0 || strcmp(type, "adam") == 0;
+    return strcmp(type, "sgd") == 0 || strcmp(type, "momentum") == 0 || strcmp(type, "adam") == 0 ||
+           strcmp(type, "adamw") == 0;
 }
 
 /* A merge of mode mean or sum (what an update merges as it runs). */

@@ -1,4 +1,5 @@
 /* optimizer.c - appends optimizer ops and their state vars (see pass.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,15 @@ pardo_pass_options pardo_pass_defaults(void) {
     o.beta1 = 0.9;
     o.beta2 = 0.999;
     o.epsilon = 1e-8;
+    o.weight_decay = NAN;
     return o;
 }
 
-static const char *const optimizer_names[] = {NULL, "sgd", "momentum", "adam"};
+static const char *const optimizer_names[] = {NULL, "sgd", "momentum", "adam", "adamw"};
+#define N_OPTIMIZER_NAMES 5
 
 bool pardo_optimizer_parse(const char *s, pardo_optimizer_kind *out) {
-    for (int i = 1; i < 4; i++)
+    for (int i = 1; i < N_OPTIMIZER_NAMES; i++)
         if (s && strcmp(s, optimizer_names[i]) == 0) {
             *out = (pardo_optimizer_kind)i;
             return true;
@@ -29,7 +32,7 @@ bool pardo_optimizer_parse(const char *s, pardo_optimizer_kind *out) {
 }
 
 const char *pardo_optimizer_name(pardo_optimizer_kind k) {
-    return (k > 0 && k < 4) ? optimizer_names[k] : "none";
+    return (k > 0 && k < N_OPTIMIZER_NAMES) ? optimizer_names[k] : "none";
 }
 
 /* Declares a state var like param (zeros), or an int64 scalar counter. */
@@ -55,18 +58,25 @@ static int add_state(pardo_block *blk, const pardo_graph_var *param, const char 
     return PARDO_OK;
 }
 
-/* The constant learning-rate var for dtype dt, declared on first use. */
+/* The learning-rate var for dtype dt, declared on first use: a state
+ * scalar starting at lr, which the runtime may set (pardo train --lr). */
 static int lr_var(pardo_block *blk, pardo_dtype dt, double lr, const char **name, pardo_status *st) {
     *name = dt == PARDO_F64 ? "learning_rate@float64" : "learning_rate";
     if (pardo_block_find_var(blk, *name)) return PARDO_OK;
     pardo_graph_var *v = pardo_block_add_var(blk, *name, st);
-    if (!v || !(v->value = malloc(sizeof(double)))) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    if (!v) return st->code;
     v->declared = true;
+    v->role = PARDO_VAR_STATE;
     v->type.dtype = dt;
     v->type.ndim = 0;
-    v->value[0] = lr;
-    v->n_value = 1;
+    v->init.fill = PARDO_FILL_CONSTANT;
+    v->init.value = lr;
     return PARDO_OK;
+}
+
+/* Sets attr weight_decay on an update unless the options leave the op's default. */
+static int set_weight_decay(pardo_op *op, const pardo_pass_options *o, pardo_status *st) {
+    return isnan(o->weight_decay) ? PARDO_OK : pardo_op_set_attr(op, "weight_decay", pardo_value_new_number(o->weight_decay), st);
 }
 
 static int add_names(pardo_op *op, const char *const *in, int n_in, const char *const *out, int n_out,
@@ -91,6 +101,7 @@ static int append_update(pardo_block *blk, int param_index, const pardo_pass_opt
         const char *in[] = {param.name, grad, lr}, *out[] = {param.name};
         if (!(op = pardo_block_add_op(blk, "sgd", st))) return st->code;
         rc = add_names(op, in, 3, out, 1, st);
+        if (rc == PARDO_OK) rc = set_weight_decay(op, o, st);
         break;
     }
     case PARDO_OPTIMIZER_MOMENTUM: {
@@ -101,9 +112,11 @@ static int append_update(pardo_block *blk, int param_index, const pardo_pass_opt
         rc = add_names(op, in, 4, out, 2, st);
         if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "mu", pardo_value_new_number(o->mu), st);
         if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "nesterov", pardo_value_new_bool(o->nesterov), st);
+        if (rc == PARDO_OK) rc = set_weight_decay(op, o, st);
         break;
     }
-    case PARDO_OPTIMIZER_ADAM: {
+    case PARDO_OPTIMIZER_ADAM:
+    case PARDO_OPTIMIZER_ADAMW: {
         if ((rc = add_state(blk, &param, "MOMENT1", false, st)) != PARDO_OK ||
             (rc = add_state(blk, &param, "MOMENT2", false, st)) != PARDO_OK ||
             (rc = add_state(blk, &param, "STEP", true, st)) != PARDO_OK)
@@ -112,11 +125,13 @@ static int append_update(pardo_block *blk, int param_index, const pardo_pass_opt
         snprintf(s2, sizeof s2, "%s@MOMENT2", param.name);
         snprintf(s3, sizeof s3, "%s@STEP", param.name);
         const char *in[] = {param.name, grad, s1, s2, s3, lr}, *out[] = {param.name, s1, s2, s3};
-        if (!(op = pardo_block_add_op(blk, "adam", st))) return st->code;
+        if (!(op = pardo_block_add_op(blk, o->optimizer == PARDO_OPTIMIZER_ADAMW ? "adamw" : "adam", st)))
+            return st->code;
         rc = add_names(op, in, 6, out, 4, st);
         if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "beta1", pardo_value_new_number(o->beta1), st);
         if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "beta2", pardo_value_new_number(o->beta2), st);
         if (rc == PARDO_OK) rc = pardo_op_set_attr(op, "epsilon", pardo_value_new_number(o->epsilon), st);
+        if (rc == PARDO_OK) rc = set_weight_decay(op, o, st);
         break;
     }
     case PARDO_OPTIMIZER_NONE: return pardo_errorf(st, PARDO_EINVAL, "no optimizer given");
@@ -179,6 +194,32 @@ done:
     return rc;
 }
 
+/* True when param var gets an update: a float param with a gradient
+ * (written into grad, n bytes). */
+static bool has_update(const pardo_block *blk, const pardo_graph_var *var, char *grad, size_t n) {
+    if (var->role != PARDO_VAR_PARAM || !pardo_dtype_is_float(var->type.dtype)) return false;
+    snprintf(grad, n, "%s@GRAD", var->name);
+    return pardo_block_find_var(blk, grad) != NULL;
+}
+
+/* One clip_grad_norm op (role optimize) over the gradients of the first
+ * n_params vars that get an update, scaling them in place; the updates
+ * appended after it read them clipped. */
+static int append_clip(pardo_block *blk, int n_params, double max_norm, pardo_status *st) {
+    char grad[512];
+    pardo_op *op = pardo_block_add_op(blk, "clip_grad_norm", st);
+    if (!op) return st->code;
+    op->role = PARDO_OP_OPTIMIZE;
+    if (!(op->name = strdup("clip_grad_norm"))) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    for (int v = 0; v < n_params; v++) {
+        if (!has_update(blk, &blk->vars[v], grad, sizeof grad)) continue;
+        if (pardo_op_add_input(op, grad, st) != PARDO_OK || pardo_op_add_output(op, grad, st) != PARDO_OK)
+            return st->code;
+    }
+    if (op->n_in == 0) return pardo_errorf(st, PARDO_EINVAL, "no param has a gradient to clip");
+    return pardo_op_set_attr(op, "max_norm", pardo_value_new_number(max_norm), st);
+}
+
 int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
     pardo_block *blk = &p->blocks[0];
     const char *path = p->path ? p->path : "graph";
@@ -188,11 +229,11 @@ int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_
             return pardo_errorf(st, PARDO_EINVAL, "%s: --optimizer: the graph already has optimize ops (op %d, %s)",
                                 path, i, blk->ops[i].type);
     int n_params = blk->n_vars, updated = 0;
+    if (opt->clip_grad_norm > 0 && append_clip(blk, n_params, opt->clip_grad_norm, st) != PARDO_OK)
+        return pardo_status_prefix(st, "%s: --clip-grad-norm: ", path);
     for (int v = 0; v < n_params; v++) {
         const pardo_graph_var *var = &blk->vars[v];
-        if (var->role != PARDO_VAR_PARAM || !pardo_dtype_is_float(var->type.dtype)) continue;
-        snprintf(grad, sizeof grad, "%s@GRAD", var->name);
-        if (!pardo_block_find_var(blk, grad)) continue;
+        if (!has_update(blk, var, grad, sizeof grad)) continue;
         int rc = append_update(blk, v, opt, st);
         if (rc != PARDO_OK) return pardo_status_prefix(st, "%s: --optimizer %s: ", path, pardo_optimizer_name(opt->optimizer));
         updated++;

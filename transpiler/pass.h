@@ -12,6 +12,7 @@ typedef enum pardo_optimizer_kind {
     PARDO_OPTIMIZER_SGD,
     PARDO_OPTIMIZER_MOMENTUM,
     PARDO_OPTIMIZER_ADAM,
+    PARDO_OPTIMIZER_ADAMW,
 } pardo_optimizer_kind;
 
 typedef enum pardo_loss_kind {
@@ -26,7 +27,9 @@ typedef struct pardo_pass_options {
     double lr;                      // optimizer: learning rate
     double mu;                      // momentum: coefficient (torch default 0.9)
     bool nesterov;                  // momentum: Nesterov update
-    double beta1, beta2, epsilon;   // adam (torch defaults 0.9, 0.999, 1e-8)
+    double beta1, beta2, epsilon;   // adam, adamw (torch defaults 0.9, 0.999, 1e-8)
+    double weight_decay;            // optimizer: L2 (sgd, momentum, adam) or decoupled (adamw); NAN: the op's default
+    double clip_grad_norm;          // optimizer: clip the gradients by their global L2 norm first; 0: no clipping
     int parts;                      // multi_cpu: parts per batch; 0: the run's thread count
     pardo_loss_kind add_loss;       // add_loss: which loss to append
     const char *add_loss_output;    // add_loss: the output var of block 0 it reads; borrowed
@@ -36,11 +39,12 @@ typedef struct pardo_pass_options {
 } pardo_pass_options;
 
 /* Options with every default set (no loss, no optimizer, lr 0.01, mu 0.9,
- * beta1 0.9, beta2 0.999, epsilon 1e-8). */
+ * beta1 0.9, beta2 0.999, epsilon 1e-8, weight decay the op's default: 0,
+ * adamw's 0.01; no clipping). */
 pardo_pass_options pardo_pass_defaults(void);
 
 /* Optimizer names as the command line spells them ("sgd", "momentum",
- * "adam"); false for an unknown word. */
+ * "adam", "adamw"); false for an unknown word. */
 bool pardo_optimizer_parse(const char *s, pardo_optimizer_kind *out);
 const char *pardo_optimizer_name(pardo_optimizer_kind k);
 
@@ -85,9 +89,14 @@ bool pardo_loss_kind_parse(const char *s, pardo_loss_kind *out);
 /* Appends one optimizer op (role optimize) per param of block 0 that has a
  * gradient P@GRAD, updating P in place, and declares the state it needs
  * (role state, init zeros, so checkpoints save it): momentum P@VELOCITY;
- * adam P@MOMENT1, P@MOMENT2 and an int64 step counter P@STEP. The learning
- * rate is a constant var `learning_rate` (`learning_rate@float64` for float64
- * params). Errors: no param has a gradient, an optimizer already present. */
+ * adam and adamw P@MOMENT1, P@MOMENT2 and an int64 step counter P@STEP.
+ * The learning rate is a state var `learning_rate` (`learning_rate@float64`
+ * for float64 params), a float scalar whose init is opt->lr: `pardo train
+ * --lr` and its schedules set it at run time, checkpoints keep it. With
+ * opt->clip_grad_norm > 0 a clip_grad_norm op (role optimize) scales every
+ * gradient the updates read by their global norm first. opt->weight_decay
+ * (unless NAN) is each update's attr weight_decay. Errors: no param has a
+ * gradient, an optimizer already present. */
 int pardo_pass_optimizer(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
 
 /* The multi-CPU rewrite (SPEC section 2, "The multi-CPU transpiler"): every

@@ -9,8 +9,9 @@
 
 static const char transpile_help[] =
     "usage: pardo transpile GRAPH -o OUT [--parts N] [--backward LOSS]\n"
-    "                       [--optimizer sgd|momentum|adam] [--lr X] [--mu X] [--nesterov]\n"
-    "                       [--beta1 X] [--beta2 X] [--epsilon X] [--weights FILE]\n"
+    "                       [--optimizer sgd|momentum|adam|adamw] [--lr X] [--mu X] [--nesterov]\n"
+    "                       [--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X]\n"
+    "                       [--clip-grad-norm X] [--weights FILE]\n"
     "                       [--add-loss softmax_cross_entropy|mse:OUTPUT [--labels NAME]]\n"
     "\n"
     "Rewrites a single-thread graph into a data-parallel one and writes it to OUT:\n"
@@ -28,10 +29,15 @@ static const char transpile_help[] =
     "                     --backward loss trains the model\n"
     "  --labels NAME      the feed var --add-loss adds for the labels or targets (default labels)\n"
     "  --backward LOSS    append the gradient ops of the scalar LOSS (V@GRAD)\n"
-    "  --optimizer NAME   then one sgd, momentum or adam update per param (torch.optim's equations)\n"
-    "  --lr X             learning rate (default 0.01)\n"
+    "  --optimizer NAME   then one sgd, momentum, adam or adamw update per param (torch.optim's\n"
+    "                     equations)\n"
+    "  --lr X             learning rate (default 0.01; pardo train --lr replaces it at run time)\n"
     "  --mu X, --nesterov momentum coefficient (0.9) and Nesterov's update\n"
-    "  --beta1 X, --beta2 X, --epsilon X   adam (0.9, 0.999, 1e-8)\n"
+    "  --beta1 X, --beta2 X, --epsilon X   adam and adamw (0.9, 0.999, 1e-8)\n"
+    "  --weight-decay X   sgd, momentum, adam: an L2 term X * param added to the gradient (default 0);\n"
+    "                     adamw: decoupled, param *= 1 - lr * X before each step (default 0.01)\n"
+    "  --clip-grad-norm X scale the (merged) gradients so that their global L2 norm is at most X\n"
+    "                     before the updates (torch.nn.utils.clip_grad_norm_)\n"
     "  --weights FILE     GRAPH is an ONNX model: its params' tensors go to FILE\n"
     "                     (default: OUT with .safetensors for .json), for --load\n";
 
@@ -39,6 +45,7 @@ typedef struct transpile_args {
     const char *graph, *out, *weights;
     pardo_pass_options opt;
     bool lr_given;
+    bool tuning_given; // --weight-decay or --clip-grad-norm
 } transpile_args;
 
 static bool number_flag(const char *arg, const char *flag, int argc, char **argv, int *i, double lo, double hi,
@@ -64,10 +71,13 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
             !number_flag(arg, "--mu", argc, argv, &i, 0, 1, &a->opt.mu, &matched) ||
             !number_flag(arg, "--beta1", argc, argv, &i, 0, 0.999999999, &a->opt.beta1, &matched) ||
             !number_flag(arg, "--beta2", argc, argv, &i, 0, 0.999999999, &a->opt.beta2, &matched) ||
-            !number_flag(arg, "--epsilon", argc, argv, &i, 0, 1, &a->opt.epsilon, &matched))
+            !number_flag(arg, "--epsilon", argc, argv, &i, 0, 1, &a->opt.epsilon, &matched) ||
+            !number_flag(arg, "--weight-decay", argc, argv, &i, 0, 1e9, &a->opt.weight_decay, &matched) ||
+            !number_flag(arg, "--clip-grad-norm", argc, argv, &i, 1e-30, 1e30, &a->opt.clip_grad_norm, &matched))
             return CLI_BAD_INPUT;
         if (matched) {
             a->lr_given |= cli_flag_is(arg, "--lr");
+            a->tuning_given |= cli_flag_is(arg, "--weight-decay") || cli_flag_is(arg, "--clip-grad-norm");
             continue;
         }
         if (strcmp(arg, "-o") == 0 || cli_flag_is(arg, "--out")) {
@@ -84,7 +94,7 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
         } else if (cli_flag_is(arg, "--optimizer")) {
             if (!(v = cli_flag_value("transpile", argc, argv, &i, "--optimizer"))) return CLI_BAD_INPUT;
             if (!pardo_optimizer_parse(v, &a->opt.optimizer))
-                return cli_usage_error("transpile", "--optimizer expects sgd, momentum or adam, got '%s'", v);
+                return cli_usage_error("transpile", "--optimizer expects sgd, momentum, adam or adamw, got '%s'", v);
         } else if (cli_flag_is(arg, "--add-loss")) {
             if (!(v = cli_flag_value("transpile", argc, argv, &i, "--add-loss"))) return CLI_BAD_INPUT;
             const char *colon = strchr(v, ':');
@@ -115,6 +125,8 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
     if (!a->out) return cli_usage_error("transpile", "missing -o OUT");
     if (a->lr_given && a->opt.optimizer == PARDO_OPTIMIZER_NONE)
         return cli_usage_error("transpile", "--lr needs --optimizer");
+    if (a->tuning_given && a->opt.optimizer == PARDO_OPTIMIZER_NONE)
+        return cli_usage_error("transpile", "--weight-decay and --clip-grad-norm need --optimizer");
     if (a->opt.labels && a->opt.add_loss == PARDO_LOSS_NONE)
         return cli_usage_error("transpile", "--labels needs --add-loss");
     if (a->opt.nesterov && a->opt.optimizer != PARDO_OPTIMIZER_MOMENTUM)
