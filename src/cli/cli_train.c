@@ -27,6 +27,7 @@
 #include "exec/executor.h"
 #include "train/feed_stage.h"
 #include "train/loader.h"
+#include "train/lr_schedule.h"
 #include "io/npy_map.h"
 #include "train/progress.h"
 #include "io/safetensors.h"
@@ -39,6 +40,7 @@ static const char train_help[] =
     "                   [--shuffle] [--seed S] [--drop-last] [--eval NAME=FILE.npy]...\n"
     "                   [--threads N] [--executor auto|sequential|dataflow] [--load CKPT] [--save CKPT]\n"
     "                   [--log FILE.jsonl] [--loss NAME] [--early-stop N] [--save-best CKPT]\n"
+    "                   [--lr X] [--lr-schedule constant|step:EVERY:GAMMA|cosine|linear] [--warmup-steps N]\n"
     "                   [--no-fuse] [--trace FILE] [--profile]\n"
     "\n"
     "Trains GRAPH, a training graph (one with optimize ops, as `pardo transpile\n"
@@ -51,6 +53,11 @@ static const char train_help[] =
     "  --drop-last           drop an epoch's last batch when it is short\n"
     "  --eval NAME=FILE.npy  after each epoch, the mean loss (and the accuracy, for a classifier's\n"
     "                        logits and labels) over these rows, without updating the params\n"
+    "  --lr X                the learning rate, replacing the graph's (the rate var its updates read)\n"
+    "  --lr-schedule S       the rate over the run's steps (epochs x batches, a --load checkpoint's\n"
+    "                        counted): constant (default), step:EVERY:GAMMA (times GAMMA every\n"
+    "                        EVERY steps), cosine (to 0, torch's CosineAnnealingLR) or linear (to 0)\n"
+    "  --warmup-steps N      first N steps from 0 up to the rate in a line, then the schedule\n"
     "  --threads N           threads to use (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
     "  --executor auto|sequential|dataflow\n"
     "                        how the training and evaluation steps run their ops: in file order\n"
@@ -65,7 +72,7 @@ static const char train_help[] =
     "  --save-best CKPT      write a checkpoint (as --save's) after each epoch whose eval loss is\n"
     "                        the lowest so far: the best epoch's params (needs --eval)\n"
     "  --log FILE.jsonl      append one JSON object per epoch: epoch, loss, accuracy, eval_loss,\n"
-    "                        eval_accuracy, samples_per_s, seconds (accuracy: the mean of the\n"
+    "                        eval_accuracy, lr (the epoch's last step's), samples_per_s, seconds (accuracy: the mean of the\n"
     "                        graph's accuracy op over the epoch's batches, where it has one)\n"
     "  --loss NAME           the loss var (default: the output of the op with role loss)\n"
     "  --no-fuse             run the ops as the graph has them (by default matmul -> add -> relu, the\n"
@@ -96,6 +103,9 @@ typedef struct train_args {
     pardo_executor_kind executor;
     bool shuffle, drop_last, seed_given;
     const char *load, *save, *save_best, *log, *loss, *trace;
+    double lr;                  // --lr; < 0: the graph's
+    pardo_lr_schedule schedule; // --lr-schedule and --warmup-steps
+    bool lr_given;              // any of the three: the rate is set before every step
     bool profile, no_fuse;
 } train_args;
 
@@ -141,6 +151,7 @@ static bool add_named(const char *flag, const char *v, named_file *list, int *n)
 static int parse_args(int argc, char **argv, train_args *a) {
     memset(a, 0, sizeof(*a));
     a->epochs = 1;
+    a->lr = -1;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i], *v;
         int shared = cli_parse_exec_flag("train", argc, argv, &i, &a->threads, &a->executor);
@@ -182,6 +193,26 @@ static int parse_args(int argc, char **argv, train_args *a) {
             if (!(v = cli_flag_value("train", argc, argv, &i, "--early-stop")) ||
                 !cli_parse_int("train", "--early-stop", v, 1, 1000000000L, &a->early_stop))
                 return CLI_BAD_INPUT;
+        } else if (cli_flag_is(arg, "--lr")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--lr")) ||
+                !cli_parse_double("train", "--lr", v, 1e-300, 1e9, &a->lr))
+                return CLI_BAD_INPUT;
+            a->lr_given = true;
+        } else if (cli_flag_is(arg, "--lr-schedule")) {
+            char err[160];
+            int64_t warmup = a->schedule.warmup;
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--lr-schedule"))) return CLI_BAD_INPUT;
+            if (!pardo_lr_schedule_parse(v, &a->schedule, err, sizeof err))
+                return cli_usage_error("train", "--lr-schedule %s", err);
+            a->schedule.warmup = warmup;
+            a->lr_given = true;
+        } else if (cli_flag_is(arg, "--warmup-steps")) {
+            long w;
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--warmup-steps")) ||
+                !cli_parse_int("train", "--warmup-steps", v, 0, 1L << 50, &w))
+                return CLI_BAD_INPUT;
+            a->schedule.warmup = w;
+            a->lr_given = true;
         } else if (cli_flag_is(arg, "--save-best")) {
             if (!(a->save_best = cli_flag_value("train", argc, argv, &i, "--save-best"))) return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--log")) {
@@ -330,6 +361,10 @@ typedef struct trainer {
     int64_t samples;     // rows trained in this process
     bool tracing;        // --trace or --profile started a trace (ended by cli_trace_finish)
     bool early_stopped;  // --early-stop ended the run before --epochs
+    const char *lr_vars[4]; // the rate vars the updates read (pardo_lr_vars); borrowed from prog
+    double lr_base[4];      // each one's base rate: --lr, or the graph's
+    int n_lr;
+    int64_t total_steps;    // of the whole run: --epochs x batches per epoch
 } trainer;
 
 /* Writes params, state and where the run is to path (atomic). */
@@ -504,6 +539,47 @@ static int train_step(trainer *t, staged *sg, const pardo_batch *b, bool has_nex
     return rc;
 }
 
+/* Sets every rate var to its base times factor, before a step. */
+static void set_rate(trainer *t, double factor) {
+    for (int k = 0; k < t->n_lr; k++) {
+        pardo_tensor *v = pardo_executor_fetch(t->ex, t->lr_vars[k]);
+        if (v && !v->is_array && v->numel == 1) pardo_tensor_set_f64(v, 0, t->lr_base[k] * factor);
+    }
+}
+
+/* The rate the last step ran with (the first rate var's value), 0 without one. */
+static double current_rate(trainer *t) {
+    pardo_tensor *v = t->n_lr ? pardo_executor_fetch(t->ex, t->lr_vars[0]) : NULL;
+    pardo_status st;
+    if (!v || v->is_array || v->numel != 1 || !pardo_tensor_cpu(v, &st)) return 0;
+    return pardo_tensor_get_f64(v, 0);
+}
+
+/* Finds the rate vars and their base rates. Returns -1, or exit status 2
+ * when --lr or a schedule was given for a graph whose updates read none. */
+static int open_rates(trainer *t, int64_t n_batches) {
+    const train_args *a = t->a;
+    t->n_lr = pardo_lr_vars(t->prog, t->lr_vars, 4);
+    t->total_steps = a->epochs * n_batches;
+    if (a->lr_given && t->n_lr == 0) {
+        fprintf(stderr,
+                "pardo: %s: no optimize op reads a learning rate (an input named lr), so --lr, --lr-schedule and "
+                "--warmup-steps have nothing to set; make the graph with 'pardo transpile --optimizer'\n",
+                a->graph);
+        return CLI_BAD_INPUT;
+    }
+    for (int k = 0; k < t->n_lr; k++) {
+        t->lr_base[k] = a->lr;
+        if (a->lr < 0 && !pardo_lr_declared(t->prog, t->lr_vars[k], &t->lr_base[k])) {
+            if (!a->lr_given) continue;
+            fprintf(stderr, "pardo: %s: the learning rate var '%s' has no constant init or value to schedule from; "
+                            "give --lr\n", a->graph, t->lr_vars[k]);
+            return CLI_BAD_INPUT;
+        }
+    }
+    return -1;
+}
+
 /* Counts an epoch's eval loss against the best so far; true when it is
  * the new best (strictly lower: a tie is not progress, as torch's
  * ReduceLROnPlateau and Keras's EarlyStopping with min_delta 0 count it). */
@@ -545,6 +621,7 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
             double loss = 0, metric = 0;
             int64_t rows;
             bool has_next = t->state.batch + 1 < n_batches;
+            if (a->lr_given) set_rate(t, pardo_lr_factor(&a->schedule, t->state.step, t->total_steps));
             rc = train_step(t, sg, b, has_next, &loss, &metric, &rows, st);
             b = sg->b; /* the next batch, when the stage pushed it */
             if (rc != PARDO_OK) {
@@ -567,6 +644,8 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
                                .epochs = a->epochs,
                                .loss = t->state.loss_sum / (double)t->state.rows,
                                .has_metric = t->li.metric != NULL,
+                               .has_lr = t->n_lr > 0,
+                               .lr = current_rate(t),
                                .accuracy = t->state.metric_sum / (double)t->state.rows,
                                .samples_per_s = t_train > 0 ? (double)rows_run / t_train : 0};
         t->samples += rows_run;
@@ -767,6 +846,7 @@ static int run_training(trainer *t) {
     int code = data_set_open(&t->data, t->prog, t->ex, &opt);
     if (code >= 0) return code;
     if ((code = load_checkpoint(t, pardo_loader_batches(t->data.loader))) >= 0) return code;
+    if ((code = open_rates(t, pardo_loader_batches(t->data.loader))) >= 0) return code;
     if (a->n_eval > 0) {
         t->has_eval = true;
         if ((code = open_evaluator(t, &opt)) >= 0) return code;

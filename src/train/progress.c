@@ -59,6 +59,7 @@ void pardo_progress_epoch_end(pardo_progress *p, const pardo_epoch_stats *s) {
     if (s->has_metric) fprintf(p->out, ", accuracy %.4f", s->accuracy);
     if (s->has_eval) fprintf(p->out, ", eval_loss %.6f", s->eval_loss);
     if (s->has_eval && s->has_accuracy) fprintf(p->out, ", eval_accuracy %.4f", s->eval_accuracy);
+    if (s->has_lr) fprintf(p->out, ", lr %.6g", s->lr);
     fprintf(p->out, ", %.0f samples/s, %.3f s\n", s->samples_per_s, s->seconds);
     fflush(p->out);
 }
@@ -76,6 +77,7 @@ int pardo_train_log_write(FILE *f, const char *path, const pardo_epoch_stats *s,
     json_num(f, "accuracy", s->has_metric, s->accuracy, "%.9g");
     json_num(f, "eval_loss", s->has_eval, s->eval_loss, "%.9g");
     json_num(f, "eval_accuracy", s->has_eval && s->has_accuracy, s->eval_accuracy, "%.9g");
+    json_num(f, "lr", s->has_lr, s->lr, "%.9g");
     json_num(f, "samples_per_s", true, s->samples_per_s, "%.1f");
     json_num(f, "seconds", true, s->seconds, "%.6f");
     fputs("}\n", f);

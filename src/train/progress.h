@@ -18,6 +18,8 @@ typedef struct pardo_epoch_stats {
     double loss;          // mean training loss over the epoch's batches, weighted by rows
     bool has_metric;      // the graph has an accuracy op (pardo_loss_info.metric)
     double accuracy;      // its mean over the epoch's training batches, weighted by rows
+    bool has_lr;          // the graph's updates read a learning rate var
+    double lr;            // the rate of the epoch's last step
     bool has_eval;        // --eval was given and the evaluation ran
     double eval_loss;     // mean loss over the eval set, weighted by rows
     bool has_accuracy;    // the graph has logits and labels
@@ -54,15 +56,16 @@ void pardo_progress_epoch_begin(pardo_progress *p, int64_t epoch, int64_t n_batc
 void pardo_progress_batch(pardo_progress *p, int64_t batches_done, double mean_loss, int64_t rows);
 
 /* Ends the epoch: replaces the live line (or adds a plain one) with
- * "epoch E/N: loss L, accuracy A, eval_loss L, eval_accuracy A, S samples/s,
- * T s" (accuracy where the graph has an accuracy op, eval_* with --eval). */
+ * "epoch E/N: loss L, accuracy A, eval_loss L, eval_accuracy A, lr R, S
+ * samples/s, T s" (accuracy where the graph has an accuracy op, eval_* with
+ * --eval, lr where its updates read a rate var). */
 void pardo_progress_epoch_end(pardo_progress *p, const pardo_epoch_stats *s);
 
 /* Ends a live line with a newline, so a message can follow. */
 void pardo_progress_break(pardo_progress *p);
 
 /* Writes s to f as one line of JSON: {"epoch": 1, "loss": ..., "accuracy": ..., "eval_loss":
- * ..., "eval_accuracy": ..., "samples_per_s": ..., "seconds": ...}, with
+ * ..., "eval_accuracy": ..., "lr": ..., "samples_per_s": ..., "seconds": ...}, with
  * null for what was not measured (and for a non-finite number), then
  * flushes f. PARDO_EIO (st names `path`) when the write fails. */
 int pardo_train_log_write(FILE *f, const char *path, const pardo_epoch_stats *s, pardo_status *st);
