@@ -31,6 +31,12 @@ static const opt_case cases[] = {
     {"nesterov", "momentum", "{\"mu\": 0.8, \"nesterov\": true}", 0.05, {"buf", NULL}, 1},
     {"adam", "adam", NULL, 0.01, {"m", "v"}, 2},
     {"adam_b", "adam", "{\"beta1\": 0.8, \"beta2\": 0.95, \"epsilon\": 0.0001}", 0.002, {"m", "v"}, 2},
+    {"sgd_wd", "sgd", "{\"weight_decay\": 0.05}", 0.1, {NULL, NULL}, 0},
+    {"momentum_wd", "momentum", "{\"mu\": 0.9, \"weight_decay\": 0.1}", 0.1, {"buf", NULL}, 1},
+    {"adam_wd", "adam", "{\"weight_decay\": 0.2}", 0.01, {"m", "v"}, 2},
+    {"adamw", "adamw", NULL, 0.01, {"m", "v"}, 2}, /* weight_decay's default, 0.01, as torch's */
+    {"adamw_b", "adamw", "{\"beta1\": 0.8, \"beta2\": 0.95, \"epsilon\": 0.0001, \"weight_decay\": 0.5}", 0.05,
+     {"m", "v"}, 2},
 };
 
 /* Loads optim/<name>.npy, name = fmt filled with a string and an int. */
@@ -45,7 +51,7 @@ static pardo_tensor *load(const char *fmt, const char *a, int t) {
  * op's inputs are param, grad, states..., [step,] lr. */
 static void run_case(const opt_case *c, const char *dt, bool lr_vector) {
     pardo_status st;
-    const bool adam = strcmp(c->op, "adam") == 0, f32 = strcmp(dt, "f32") == 0;
+    const bool adam = strncmp(c->op, "adam", 4) == 0, f32 = strcmp(dt, "f32") == 0;
     const int n_in = 3 + c->n_state + (adam ? 1 : 0), n_out = 1 + c->n_state + (adam ? 1 : 0);
     pardo_tensor *in[6] = {NULL}, *out[4] = {NULL};
     in[0] = load("%s_p0", dt, 0);
@@ -89,6 +95,42 @@ START_TEST(test_optimizer_fixtures) {
         run_case(&cases[c], "f64", false);
         run_case(&cases[c], "f32", c % 2 == 0); /* lr as [1] sometimes */
     }
+}
+END_TEST
+
+/* clip_grad_norm of two gradients against torch.nn.utils.clip_grad_norm_:
+ * clipped (max_norm 1.5, their norm is about 5) and left alone (100), in
+ * float64 and float32; a max_norm <= 0 or missing is refused. */
+START_TEST(test_clip_grad_norm_fixtures) {
+    static const char *const dts[] = {"f64", "f32"}, *const maxes[] = {"1.5", "100"};
+    pardo_status st;
+    for (int d = 0; d < 2; d++)
+        for (int m = 0; m < 2; m++) {
+            pardo_tensor *in[2] = {load("%s_g%d", dts[d], 1), NULL}, *out[2] = {NULL, NULL};
+            char name[32], attrs[48];
+            snprintf(name, sizeof name, "clip_%s_b", dts[d]);
+            in[1] = load("%s", name, 0);
+            snprintf(attrs, sizeof attrs, "{\"max_norm\": %s}", maxes[m]);
+            ck_assert_msg(test_run_op("clip_grad_norm", attrs, 2, in, 2, out, &st) == PARDO_OK, "%s", st.msg);
+            for (int k = 0; k < 2; k++) {
+                snprintf(name, sizeof name, "clip_%s_%s_%c", dts[d], maxes[m], "ab"[k]);
+                pardo_tensor *want = load("%s", name, 0);
+                test_assert_close(out[k], want, d ? 1e-6 : 1e-12, 0);
+                pardo_tensor_release(want);
+                pardo_tensor_release(out[k]);
+            }
+            for (int k = 0; k < 2; k++) pardo_tensor_release(in[k]);
+        }
+    int64_t n = 3;
+    pardo_tensor *g = test_tensor_from(PARDO_F32, 1, &n, (double[]){3, 4, 0}), *o = NULL;
+    ck_assert(test_run_op("clip_grad_norm", "{\"max_norm\": 0}", 1, &g, 1, &o, &st) == PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "max_norm") != NULL, "%s", st.msg);
+    ck_assert(test_run_op("clip_grad_norm", NULL, 1, &g, 1, &o, &st) == PARDO_EINVAL);
+    /* the naive loop: norm 5 clipped to 1 */
+    ck_assert(test_run_op("clip_grad_norm", "{\"max_norm\": 1}", 1, &g, 1, &o, &st) == PARDO_OK);
+    ck_assert(fabs(pardo_tensor_get_f64(o, 0) - 0.6) < 1e-6 && fabs(pardo_tensor_get_f64(o, 1) - 0.8) < 1e-6);
+    pardo_tensor_release(o);
+    pardo_tensor_release(g);
 }
 END_TEST
 
@@ -312,6 +354,7 @@ Suite *make_ops_optimizer_suite(void) {
     Suite *s = suite_create("ops_optimizer");
     TCase *core = tcase_create("Core");
     tcase_add_test(core, test_optimizer_fixtures);
+    tcase_add_test(core, test_clip_grad_norm_fixtures);
     tcase_add_test(core, test_optimizer_in_place);
     tcase_add_test(core, test_optimizer_split_over_threads);
     tcase_add_test(core, test_optimizer_optional_state_outputs);

@@ -13,6 +13,7 @@
 
 #include "check_suites.h"
 #include "train/eval_program.h"
+#include "train/lr_schedule.h"
 #include "graph_test_util.h"
 #include "pass.h"
 #include "io/safetensors.h"
@@ -39,6 +40,40 @@ static const char classifier[] = CLASSIFIER("loss");
 static pardo_program *training_program(int parts) {
     return test_training_program(classifier, "clf.json", "loss", PARDO_OPTIMIZER_ADAM, pardo_pass_defaults().lr, parts);
 }
+
+/* The learning rate schedules against torch.optim.lr_scheduler's rates
+ * (tests/fixtures/optim/lr_*.npy, 40 steps at base 0.1), and bad forms. */
+START_TEST(lr_schedules_match_pytorch) {
+    static const struct {
+        const char *fixture, *form;
+        int64_t warmup;
+    } cases[] = {{"lr_step", "step:7:0.5", 0}, {"lr_cosine", "cosine", 0}, {"lr_linear", "linear", 0},
+                 {"lr_warm_cosine", "cosine", 10}};
+    char err[160], path[64];
+    for (int c = 0; c < 4; c++) {
+        pardo_lr_schedule s;
+        ck_assert_msg(pardo_lr_schedule_parse(cases[c].form, &s, err, sizeof err), "%s", err);
+        s.warmup = cases[c].warmup;
+        snprintf(path, sizeof path, "optim/%s.npy", cases[c].fixture);
+        pardo_tensor *want = test_npy_load(path);
+        ck_assert_int_eq(want->numel, 40);
+        for (int64_t step = 0; step < 40; step++) {
+            double got = 0.1 * pardo_lr_factor(&s, step, 40), w = pardo_tensor_get_f64(want, step);
+            ck_assert_msg(fabs(got - w) <= 1e-12 + 1e-9 * fabs(w), "%s step %lld: %.17g, torch %.17g", cases[c].form,
+                          (long long)step, got, w);
+        }
+        pardo_tensor_release(want);
+    }
+    pardo_lr_schedule s;
+    ck_assert(pardo_lr_schedule_parse("constant", &s, err, sizeof err) && pardo_lr_factor(&s, 5, 10) == 1);
+    static const char *const bad[] = {"step:0:0.5", "step:3", "step:3:0", "step:3:-1", "step:x:0.5", "cosine:3",
+                                      "bogus", "", "step:3:0.5x"};
+    for (int k = 0; k < (int)(sizeof bad / sizeof bad[0]); k++) {
+        ck_assert_msg(!pardo_lr_schedule_parse(bad[k], &s, err, sizeof err), "'%s' parsed", bad[k]);
+        ck_assert_msg(strstr(err, "step:EVERY:GAMMA") != NULL, "%s", err);
+    }
+}
+END_TEST
 
 /* Removes the last entry of l (the test's own list surgery). */
 static void drop_last(pardo_tensor_list *l) {
@@ -312,6 +347,7 @@ Suite *make_train_suite(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("Core");
     tcase_add_test(tc, train_state_round_trip);
+    tcase_add_test(tc, lr_schedules_match_pytorch);
     tcase_add_test(tc, resumed_steps_continue_the_count);
     tcase_add_test(tc, loss_and_logits_are_found_by_role);
     tcase_add_test(tc, eval_program_matches_the_inference_graph);

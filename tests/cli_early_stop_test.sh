@@ -23,7 +23,7 @@ TRAIN="train $G $DATA $EVAL --batch-size 64"
 
 # ---- training accuracy ------------------------------------------------------
 expect "train with accuracy" 0 -- $TRAIN --epochs 2 --log "$T/a.jsonl"
-grep -q "^epoch 2/2: loss [0-9.]*, accuracy 0\.[0-9]*, eval_loss [0-9.]*, eval_accuracy [0-9.]*, [0-9]* samples/s" "$T/err" &&
+grep -q "^epoch 2/2: loss [0-9.]*, accuracy 0\.[0-9]*, eval_loss [0-9.]*, eval_accuracy [0-9.]*, lr 0.01, [0-9]* samples/s" "$T/err" &&
     ok || bad "no accuracy in the epoch line: $(cat "$T/err")"
 grep -q '^{"epoch": 2, "loss": [0-9.e-]*, "accuracy": 0\.[0-9]*, "eval_loss"' "$T/a.jsonl" && ok ||
     bad "no accuracy in the log: $(cat "$T/a.jsonl")"

@@ -27,10 +27,10 @@ expect "train digits" 0 -- train "$G" $DATA $EVAL --batch-size 32 --epochs 10 --
 acc=$(sed -n 's/^eval_accuracy: \([0-9.]*\)$/\1/p' "$T/out")
 if [ -n "$acc" ] && awk -v a="$acc" 'BEGIN { exit !(a >= 0.95) }'; then ok; else bad "held-out accuracy '$acc' < 0.95: $(cat "$T/out")"; fi
 stdout_has "train digits" "trained 450 steps"
-grep -q "^epoch 10/10: loss [0-9.]*, eval_loss [0-9.]*, eval_accuracy [0-9.]*, [0-9]* samples/s, [0-9.]* s$" "$T/err" && ok ||
+grep -q "^epoch 10/10: loss [0-9.]*, eval_loss [0-9.]*, eval_accuracy [0-9.]*, lr 0.01, [0-9]* samples/s, [0-9.]* s$" "$T/err" && ok ||
     bad "no plain epoch line: $(cat "$T/err")"
 [ "$(wc -l <"$T/a.jsonl")" -eq 10 ] && ok || bad "log has $(wc -l <"$T/a.jsonl") lines, expected 10"
-grep -q '^{"epoch": 10, "loss": [0-9.e-]*, "accuracy": null, "eval_loss": [0-9.e-]*, "eval_accuracy": [0-9.e-]*, "samples_per_s": [0-9.]*, "seconds": [0-9.]*}$' "$T/a.jsonl" &&
+grep -q '^{"epoch": 10, "loss": [0-9.e-]*, "accuracy": null, "eval_loss": [0-9.e-]*, "eval_accuracy": [0-9.e-]*, "lr": 0.0099[0-9]*, "samples_per_s": [0-9.]*, "seconds": [0-9.]*}$' "$T/a.jsonl" &&
     ok || bad "log line format: $(tail -1 "$T/a.jsonl")"
 # the checkpoint loads into the inference graph; its held-out loss is the evaluation's
 expect "run the trained params" 0 -- run graphs/digits_mlp.json --load "$T/a.safetensors" \
