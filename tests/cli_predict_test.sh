@@ -92,4 +92,29 @@ close "cast feed, same probs" "$T/p2/probs.npy" "$T/p0/probs.npy" 0 0
 expect "refused cast" 2 "$D/mlp_y.npy: the file is int64 [" "but the var 'x' is float32" -- \
     run graphs/mlp.json --feed x=$D/mlp_y.npy --fetch probs
 
+# ---- pardo train --data/--eval FILE.csv and cast files ---------------------
+cat >"$T/idx.json" <<'G'
+{"pardo": 1, "blocks": [{"vars": {"x": {"dtype": "float32", "shape": [-1, 64], "role": "feed"},
+                                  "y": {"dtype": "int64", "shape": [-1], "role": "feed"}},
+ "ops": [{"op": "identity", "in": ["x"], "out": ["xo"]}, {"op": "identity", "in": ["y"], "out": ["yo"]},
+         {"op": "cast", "in": ["y"], "out": ["y32"], "attrs": {"dtype": "int32"}}]}]}
+G
+expect "data as csv" 0 -- run "$T/idx.json" --feed x=$D/mlp_x.npy --feed y=$D/mlp_y.npy --fetch xo --fetch yo \
+    --out "$T/csv" --format csv
+expect "labels as int32" 0 -- run "$T/idx.json" --feed x=$D/mlp_x.npy --feed y=$D/mlp_y.npy --fetch y32 --out "$T/i32"
+expect "train on npy" 0 -- train "$T/train.json" --data x=$D/mlp_x.npy --data y=$D/mlp_y.npy --batch-size 16 \
+    --eval x=$D/mlp_x.npy --eval y=$D/mlp_y.npy --save "$T/npy.st"
+expect "train on csv" 0 -- train "$T/train.json" --data x="$T/csv/xo.csv" --data y="$T/csv/yo.csv" --batch-size 16 \
+    --eval x="$T/csv/xo.csv" --eval y="$T/csv/yo.csv" --save "$T/csv.st"
+if cmp -s "$T/npy.st" "$T/csv.st"; then ok; else bad "training on the CSV copies gave another checkpoint"; fi
+expect "train on int32 labels" 0 "$T/i32/y32.npy: int32 [" "cast to int64 for 'y'" -- \
+    train "$T/train.json" --data x=$D/mlp_x.npy --data y="$T/i32/y32.npy" --batch-size 16 \
+    --eval x=$D/mlp_x.npy --eval y=$D/mlp_y.npy --save "$T/i32.st"
+if cmp -s "$T/npy.st" "$T/i32.st"; then ok; else bad "training on int32 labels gave another checkpoint"; fi
+expect "train refuses a float label file" 2 "$D/mlp_x.npy: the file is float32 [" ", 64], but feed var 'y' is int64 [-1]" -- \
+    train "$T/train.json" --data x=$D/mlp_x.npy --data y=$D/mlp_x.npy --batch-size 16
+printf '1\n2,3\n' >"$T/ragged_y.csv"
+expect "train refuses a ragged csv" 2 "$T/ragged_y.csv: line 2: more than 1 fields" -- \
+    train "$T/train.json" --data x=$D/mlp_x.npy --data y="$T/ragged_y.csv" --batch-size 16
+
 cli_finish
