@@ -78,6 +78,7 @@ printf '1,2\n3,x\n' >"$T/nan.csv"
 expect "non-number csv" 2 "$T/nan.csv: line 2, column 2: 'x' is not an integer" -- run "$T/id2.json" --feed p="$T/nan.csv"
 printf '1,2,3\n' >"$T/wide.csv"
 expect "csv columns vs shape" 2 "$T/wide.csv: line 1: more than 2 fields" "[-1, 2]" -- run "$T/id2.json" --feed p="$T/wide.csv"
+expect "csv for no feed" 2 "$T/h.csv: $T/id2.json has no feed var 'q'" -- run "$T/id2.json" --feed p="$T/h.csv" --feed q="$T/h.csv"
 expect "bad --format" 2 "--format expects npy or csv, got 'tsv'" -- run "$T/id2.json" --feed p="$T/h.csv" --format tsv
 
 # ---- dtype casts of feeds ------------------------------------------------

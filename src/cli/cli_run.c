@@ -194,7 +194,12 @@ static int bind_feeds(pardo_executor *ex, const pardo_program *prog, const pardo
         pardo_tensor *t = NULL, *c = NULL;
         pardo_status_clear(&st);
         int rc;
-        if (v && v->role == PARDO_VAR_FEED && pardo_csv_is_csv_path(file)) {
+        if (pardo_csv_is_csv_path(file)) { /* the text is parsed as the feed var says */
+            if (!v || v->role != PARDO_VAR_FEED) {
+                fprintf(stderr, "pardo: %s: %s has no feed var '%s'%s%s\n", file, a->graph, name,
+                        v ? "; it is a " : "", v ? pardo_var_role_name(v->role) : "");
+                return CLI_BAD_INPUT;
+            }
             rc = pardo_csv_read(file, &v->type, &c, &st);
         } else {
             rc = pardo_npy_read(file, &t, &st);
