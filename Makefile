@@ -8,9 +8,10 @@
 #   make demo       build, run the example graphs, train an MLP on the handwritten digits (>= 95% held out)
 #   make bench      build the bench drivers and run tools/bench/run: pardo against PyTorch, ONNX Runtime and
 #                   OpenBLAS (BENCH_ARGS=--quick for a short check; see tools/bench/run --help)
-#   make install    build/pardo to $(PREFIX)/bin, build/libpardo.a to $(PREFIX)/lib, the engine's header as
-#                   $(PREFIX)/include/pardo/engine.h (with the headers it includes) and its link line as
-#                   $(PREFIX)/lib/pkgconfig/pardo.pc (PREFIX=/usr/local; DESTDIR is put in front of every path)
+#   make install    build/pardo to $(PREFIX)/bin, build/libpardo.a to $(PREFIX)/lib, the public headers under
+#                   $(PREFIX)/include/pardo/ (<pardo/engine.h>, <pardo/exec/executor.h>, ...) and the link line
+#                   as $(PREFIX)/lib/pkgconfig/pardo.pc (PREFIX=/usr/local; DESTDIR is put in front of every path)
+#   make uninstall  removes exactly what make install put there
 #   make fuzz       build build-asan/pardo and feed it broken graphs, feeds, checkpoints, traces and command
 #                   lines (tools/fuzz/fuzz.py, Debian's python3-numpy; FUZZ_ARGS="--iterations N --seed S")
 #   make onnx-test  run the ONNX backend node tests (Debian's libonnx-testdata) through pardo's importer, with the
@@ -129,7 +130,7 @@ TEST_BIN := $(BUILD)/check_pardo
 BENCH_BINS := $(BUILD)/tools/bench/bench_threads $(BUILD)/tools/bench/bench_pardo $(BUILD)/tools/bench/bench_gemm \
               $(BUILD)/tools/bench/bench_engine
 
-.PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps install onnx-test
+.PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps install uninstall onnx-test
 all: $(BIN) $(LIB)
 
 deps:
@@ -259,26 +260,41 @@ BENCH_ARGS ?=
 bench: $(BENCH_BINS) $(BIN)
 	tools/bench/run --build $(BUILD) $(BENCH_ARGS)
 
-# make install: the binary, the library, the public engine header as <pardo/engine.h> with the headers it includes
-# under the same relative names (engine.h's "core/status.h" is include/pardo/core/status.h), and pardo.pc with the
-# flags a program linking libpardo.a needs in this build (cJSON, libm, threads, and dl, CUDA or a sanitizer where
-# the build has them): cc app.c $$(pkg-config --cflags --libs pardo). DESTDIR stages the files elsewhere.
+# make install: the binary, the library, the public headers under include/pardo/ and pardo.pc with the flags a
+# program linking libpardo.a needs in this build (cJSON, libm, threads, and dl, CUDA or a sanitizer where the build
+# has them): cc app.c $$(pkg-config --cflags --libs pardo). The public headers are what a program driving pardo
+# includes (the engine; loading a graph or model, checking it, the executor, tensors, scopes, status; npy, CSV and
+# safetensors files) and every header they include, each under its name relative to src/, ops/ or transpiler/
+# (src/core/status.h is include/pardo/core/status.h; src/engine/engine.h is <pardo/engine.h>), so their own
+# includes work with pardo.pc's -I$${includedir}/pardo. make uninstall removes exactly those files, then the
+# folders under include/pardo it leaves empty. DESTDIR stages the files elsewhere.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 INSTALL ?= install
 PARDO_VERSION := $(shell sed -n 's/^\#define PARDO_VERSION "\(.*\)"/\1/p' src/cli/version.h)
 PC_LIBS = -L$${libdir} -lpardo $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++) -pthread $(SAN_FLAGS)
+PUBLIC_HEADERS := src/engine/engine.h src/core/status.h src/core/tensor.h src/core/tensor_list.h src/core/scope.h \
+                  src/core/graph.h src/core/value.h src/core/device.h src/core/synced_mem.h src/exec/executor.h \
+                  src/io/model_load.h src/io/npy.h src/io/csv.h src/io/safetensors.h ops/op.h transpiler/pass.h
+header_dest = $(patsubst src/%,%,$(patsubst src/engine/%,%,$(patsubst ops/%,%,$(patsubst transpiler/%,%,$(1)))))
+INSTALLED := bin/pardo lib/libpardo.a lib/pkgconfig/pardo.pc $(addprefix include/pardo/,$(call header_dest,$(PUBLIC_HEADERS)))
 install: $(BIN) $(LIB)
-	$(INSTALL) -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/pardo/core
+	$(INSTALL) -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/pardo
 	$(INSTALL) -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/pardo
 	$(INSTALL) -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libpardo.a
-	$(INSTALL) -m 644 src/engine/engine.h $(DESTDIR)$(PREFIX)/include/pardo/engine.h
-	$(INSTALL) -m 644 src/core/status.h $(DESTDIR)$(PREFIX)/include/pardo/core/status.h
+	@set -e; for h in $(PUBLIC_HEADERS); do d=$${h#src/engine/}; d=$${d#src/}; d=$${d#ops/}; d=$${d#transpiler/}; \
+	    echo "$(INSTALL) -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/pardo/$$d"; \
+	    $(INSTALL) -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/pardo/$$d; done
 	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' 'Name: pardo' \
-	    'Description: runs ML op graphs on CPU threads; the dependency engine C API is <pardo/engine.h>' \
-	    'Version: $(PARDO_VERSION)' 'Cflags: $(strip -I$${includedir} -pthread $(SAN_FLAGS))' \
+	    'Description: runs ML op graphs on CPU threads; the C API is under <pardo/...>, the engine <pardo/engine.h>' \
+	    'Version: $(PARDO_VERSION)' 'Cflags: $(strip -I$${includedir} -I$${includedir}/pardo -pthread $(SAN_FLAGS))' \
 	    'Libs: $(strip $(PC_LIBS))' >$(DESTDIR)$(PREFIX)/lib/pkgconfig/pardo.pc
-	@echo "  installed pardo, libpardo.a, <pardo/engine.h> and pardo.pc under $(DESTDIR)$(PREFIX)"
+	@echo "  installed pardo, libpardo.a, the headers under include/pardo and pardo.pc under $(DESTDIR)$(PREFIX)"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
+	@for d in core exec io; do rmdir $(DESTDIR)$(PREFIX)/include/pardo/$$d 2>/dev/null || true; done; \
+	    rmdir $(DESTDIR)$(PREFIX)/include/pardo 2>/dev/null || true
 
 # Fuzzing, not a test (make test never runs it): fails when a case crashes, hangs, trips a sanitizer or fails
 # without exit status 2 on bad input; the cases it finds land in build/fuzz-findings (see tools/fuzz/fuzz.py).

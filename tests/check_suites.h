@@ -13,6 +13,7 @@
     X(synced_mem)       \
     X(file_io)          \
     X(npy)              \
+    X(csv)              \
     X(safetensors)      \
     X(graph_json)       \
     X(graph_json_errors)\

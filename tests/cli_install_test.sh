@@ -1,7 +1,11 @@
 #!/bin/sh
 # cli_install_test.sh - `make install` into a scratch DESTDIR: the binary,
-# libpardo.a, <pardo/engine.h> with the headers it includes, and pardo.pc;
-# nothing written outside DESTDIR. Then a small C program that includes only
+# libpardo.a, the public headers under include/pardo/ (each compiles on its
+# own, with every header it includes installed), and pardo.pc; nothing
+# written outside DESTDIR. A program built with pkg-config's flags loads a
+# graph file, feeds it, runs it and prints a fetched value; the installed
+# pardo runs the same graph. `make uninstall` then leaves no file in
+# DESTDIR. Then a small C program that includes only
 # <pardo/engine.h> is compiled against the installed headers and linked
 # against the installed libpardo.a with pardo.pc's flags; it pushes ops on
 # vars and checks the order of their side effects, errors and refusals as
@@ -29,7 +33,9 @@ P=$DEST$PREFIX
 # shellcheck disable=SC2086
 if ${MAKE:-make} -s --no-print-directory -C "$ROOT" install DESTDIR="$DEST" PREFIX="$PREFIX" BUILD="$BUILD_DIR" \
     $SWITCHES >"$T/make.out" 2>&1; then ok; else bad "make install failed: $(cat "$T/make.out")"; fi
-for f in bin/pardo lib/libpardo.a include/pardo/engine.h include/pardo/core/status.h lib/pkgconfig/pardo.pc; do
+for f in bin/pardo lib/libpardo.a include/pardo/engine.h include/pardo/core/status.h lib/pkgconfig/pardo.pc \
+    include/pardo/exec/executor.h include/pardo/io/model_load.h include/pardo/pass.h include/pardo/core/tensor.h \
+    include/pardo/core/scope.h include/pardo/io/npy.h include/pardo/io/csv.h include/pardo/io/safetensors.h; do
     if [ -f "$P/$f" ]; then ok; else bad "make install: no $PREFIX/$f under DESTDIR"; fi
 done
 if [ -x "$P/bin/pardo" ] && "$P/bin/pardo" --version 2>&1 | grep -q "^pardo "; then ok; else
@@ -50,6 +56,77 @@ grep -q "^Libs: -L\${libdir} -lpardo .*-lcjson" "$P/lib/pkgconfig/pardo.pc" && o
 PC_CFLAGS=$(pkg-config --define-variable=prefix="$P" --cflags "$P/lib/pkgconfig/pardo.pc") &&
     PC_LIBS=$(pkg-config --define-variable=prefix="$P" --libs "$P/lib/pkgconfig/pardo.pc") && ok ||
     bad "pkg-config cannot read the installed pardo.pc"
+
+# every installed header compiles on its own
+for h in $(cd "$P/include/pardo" && find . -name '*.h' | sed 's|^\./||'); do
+    printf '#include <pardo/%s>\nint pardo_header_test_unit;\n' "$h" >"$T/one.c"
+    # shellcheck disable=SC2086
+    if $CC -std=c11 -Wall -Wextra -Wpedantic -Werror $PC_CFLAGS -c "$T/one.c" -o "$T/one.o" 2>"$T/cc.err"; then ok; else
+        bad "<pardo/$h> does not compile on its own: $(cat "$T/cc.err")"
+    fi
+done
+
+# ---- a program that loads a graph, runs it and prints a fetched value ----------
+cat >"$T/g.json" <<'G'
+{"pardo": 1, "blocks": [{"vars": {"x": {"dtype": "float32", "shape": [-1, 3], "role": "feed"},
+                                  "w": {"dtype": "float32", "shape": [3], "value": [1, 2, 3]}},
+ "ops": [{"op": "mul", "in": ["x", "w"], "out": ["y"]}, {"op": "scale", "in": ["y"], "out": ["z"], "attrs": {"scale": 0.5}}]}]}
+G
+cat >"$T/app.c" <<'EOF'
+/* Loads the graph file argv[1], checks it, feeds x = [[2, 3, 4]], runs it and prints the fetched z. */
+#include <pardo/exec/executor.h>
+#include <pardo/io/model_load.h>
+#include <pardo/pass.h>
+
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_program *p = NULL;
+    pardo_tensor_list weights;
+    pardo_tensor_list_init(&weights);
+    bool onnx = false;
+    pardo_executor *ex = NULL;
+    int64_t shape[2] = {1, 3};
+    pardo_tensor *x = NULL;
+    pardo_pass_options opt = pardo_pass_defaults();
+    pardo_exec_options eo = {.nthreads = 1};
+    if (argc != 2 || pardo_model_load(argv[1], &p, &weights, &onnx, &st) != PARDO_OK ||
+        pardo_pass_check(p, &opt, &st) != PARDO_OK || pardo_executor_new(p, &eo, &ex, &st) != PARDO_OK ||
+        pardo_executor_init_vars(ex, NULL, argv[1], &st) != PARDO_OK ||
+        !(x = pardo_tensor_new_cpu(PARDO_F32, 2, shape, &st))) {
+        fprintf(stderr, "app: %s\n", st.msg);
+        return 1;
+    }
+    float *xd = pardo_tensor_mutable_cpu(x, &st);
+    xd[0] = 2, xd[1] = 3, xd[2] = 4;
+    if (pardo_executor_feed(ex, "x", x, "app", &st) != PARDO_OK || pardo_executor_run(ex, &st) != PARDO_OK) {
+        fprintf(stderr, "app: %s\n", st.msg);
+        return 1;
+    }
+    pardo_tensor *z = pardo_executor_fetch(ex, "z");
+    printf("z =");
+    for (int64_t i = 0; z && i < z->numel; i++) printf(" %g", pardo_tensor_get_f64(z, i));
+    printf("\n");
+    pardo_tensor_release(x);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+    pardo_tensor_list_clear(&weights);
+    return 0;
+}
+EOF
+# shellcheck disable=SC2086
+if $CC -std=c11 -Wall -Wextra -Werror $PC_CFLAGS "$T/app.c" -o "$T/app" $PC_LIBS 2>"$T/cc.err"; then ok; else
+    bad "the graph program does not build with pkg-config's flags: $(cat "$T/cc.err")"
+fi
+if [ -x "$T/app" ] && [ "$(timeout 60 "$T/app" "$T/g.json" 2>&1)" = "z = 1 3 6" ]; then ok; else
+    bad "the graph program printed: $("$T/app" "$T/g.json" 2>&1)"
+fi
+printf '2,3,4\n' >"$T/x.csv"
+if "$P/bin/pardo" run "$T/g.json" --feed x="$T/x.csv" --fetch z 2>&1 | grep -qF "z: float32 [1, 3] = [1, 3, 6]"; then ok; else
+    bad "the installed pardo run: $("$P/bin/pardo" run "$T/g.json" --feed x="$T/x.csv" --fetch z 2>&1)"
+fi
 
 # ---- a program against <pardo/engine.h> and libpardo.a -------------------
 cat >"$T/engine_order.c" <<'EOF'
@@ -290,5 +367,13 @@ if nm -g --defined-only "$P/lib/libpardo.a" 2>/dev/null | grep -q " T pardo_engi
 else
     echo "cli-install: the installed libpardo.a has no pardo_engine_push yet (no src/engine/engine.c): compiled the engine program, did not link or run it"
 fi
+
+# ---- make uninstall: no file of pardo's left in DESTDIR --------------------
+# shellcheck disable=SC2086
+if ${MAKE:-make} -s --no-print-directory -C "$ROOT" uninstall DESTDIR="$DEST" PREFIX="$PREFIX" BUILD="$BUILD_DIR" \
+    $SWITCHES >"$T/make.out" 2>&1; then ok; else bad "make uninstall failed: $(cat "$T/make.out")"; fi
+left=$(find "$DEST" ! -type d)
+if [ -z "$left" ]; then ok; else bad "make uninstall left: $left"; fi
+if [ -e "$P/include/pardo" ]; then bad "make uninstall left $PREFIX/include/pardo"; else ok; fi
 
 cli_finish

@@ -15,22 +15,40 @@
 #include "core/name_index.h"
 #include "exec/executor.h"
 #include "io/file_io.h"
+#include "io/csv.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
 #include "core/tensor_print.h"
 #include "exec/thread_pool.h"
 #include "trace/trace.h"
+#include "train/eval_program.h"
+#include "prune.h"
 
 static const char run_help[] =
-    "usage: pardo run GRAPH [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]\n"
-    "                 [--load CKPT] [--save CKPT] [--steps N] [--threads N]\n"
-    "                 [--executor auto|sequential|dataflow] [--device cpu|cuda[:K]]\n"
+    "usage: pardo run GRAPH [--feed NAME=FILE.npy|FILE.csv]... [--fetch NAME]... [--out DIR]\n"
+    "                 [--format npy|csv] [--load CKPT] [--save CKPT] [--steps N] [--train]\n"
+    "                 [--threads N] [--executor auto|sequential|dataflow] [--device cpu|cuda[:K]]\n"
     "                 [--no-fuse] [--trace FILE] [--profile]\n"
     "\n"
     "Runs block 0 of GRAPH N times (default 1) and prints the fetched vars.\n"
-    "  --feed NAME=FILE.npy  bind feed var NAME to a .npy array (every feed var needs one)\n"
+    "Only the ops the fetched vars need run, so a feed they do not need may be left out.\n"
+    "A graph's updates (ops of role optimize, and the backward ops they need) run when\n"
+    "the run can show them: with --train, --save or --steps N > 1 (then every update\n"
+    "runs) or when a fetched var is one they write (a gradient, an updated param);\n"
+    "otherwise they are left out and the params keep their values. The run is in eval mode (dropout is the identity, batch_norm uses its\n"
+    "running statistics) unless --train.\n"
+    "  --feed NAME=FILE      bind feed var NAME to a .npy array or a .csv file (numbers, one row\n"
+    "                        a line, comma-separated; the shape from the var, -1 the row count;\n"
+    "                        a first line that is not numbers is a header and skipped). A .npy of\n"
+    "                        another dtype is cast where exact enough (float64 -> float32,\n"
+    "                        float32 -> float64, int32 -> int64, int64 -> int32 when every value\n"
+    "                        fits), with a note; float <-> int and bool <-> number are refused\n"
     "  --fetch NAME          print var NAME after the last step (default: the vars no op reads)\n"
-    "  --out DIR             also save each fetched var as DIR/NAME.npy\n"
+    "  --out DIR             also save each fetched var as DIR/NAME.npy (or .csv)\n"
+    "  --format npy|csv      the --out files' format (default npy); csv: one line per row of\n"
+    "                        the first dim, the rest flattened, floats printed to round-trip\n"
+    "  --train               run in training mode (dropout active, batch_norm on batch statistics)\n"
+    "                        and run the graph's updates\n"
     "  --load CKPT           start params and state from a safetensors checkpoint\n"
     "  --save CKPT           write params and state to a safetensors checkpoint at the end\n"
     "  --steps N             run N steps (default 1)\n"
@@ -61,7 +79,7 @@ typedef struct run_args {
     const char *fetch[MAX_ITEMS];
     int n_fetch;
     const char *out_dir, *load, *save, *trace;
-    bool profile, no_fuse;
+    bool profile, no_fuse, train, csv;
     long steps, threads;
     pardo_executor_kind executor;
     pardo_device_kind device;
@@ -107,7 +125,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
         } else if (cli_flag_is(arg, "--feed")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--feed"))) return CLI_BAD_INPUT;
             const char *eq = strchr(v, '=');
-            if (!eq || eq == v || !eq[1]) return cli_usage_error("run", "--feed expects NAME=FILE.npy, got '%s'", v);
+            if (!eq || eq == v || !eq[1])
+                return cli_usage_error("run", "--feed expects NAME=FILE.npy or NAME=FILE.csv, got '%s'", v);
             if (a->n_feeds == MAX_ITEMS) return cli_usage_error("run", "at most %d --feed", MAX_ITEMS);
             a->feed_name[a->n_feeds] = v;
             a->feed_file[a->n_feeds++] = eq + 1;
@@ -127,6 +146,13 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->profile = true;
         } else if (strcmp(arg, "--no-fuse") == 0) {
             a->no_fuse = true;
+        } else if (strcmp(arg, "--train") == 0) {
+            a->train = true;
+        } else if (cli_flag_is(arg, "--format")) {
+            if (!(v = cli_flag_value("run", argc, argv, &i, "--format"))) return CLI_BAD_INPUT;
+            if (strcmp(v, "csv") != 0 && strcmp(v, "npy") != 0)
+                return cli_usage_error("run", "--format expects npy or csv, got '%s'", v);
+            a->csv = strcmp(v, "csv") == 0;
         } else if (cli_flag_is(arg, "--steps")) {
             if (!(v = cli_flag_value("run", argc, argv, &i, "--steps")) ||
                 !cli_parse_int("run", "--steps", v, 1, 1000000000L, &a->steps))
@@ -146,8 +172,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
     return -1;
 }
 
-/* Feeds every --feed file; returns an exit status or -1. */
-static int bind_feeds(pardo_executor *ex, const run_args *a) {
+/* Feeds every --feed file (.npy, or .csv parsed into the var's dtype; a
+ * .npy of a near dtype cast, csv.h); a feed of `orig` the cut program no
+ * longer has is not read, with a note. Returns an exit status or -1. */
+static int bind_feeds(pardo_executor *ex, const pardo_program *prog, const pardo_program *orig, const run_args *a) {
     pardo_status st;
     for (int i = 0; i < a->n_feeds; i++) {
         char name[256];
@@ -155,15 +183,36 @@ static int bind_feeds(pardo_executor *ex, const run_args *a) {
         if (len >= sizeof name) return cli_usage_error("run", "--feed name is too long");
         memcpy(name, a->feed_name[i], len);
         name[len] = '\0';
-        pardo_tensor *t = NULL;
+        const char *file = a->feed_file[i];
+        const pardo_graph_var *v = pardo_block_find_var(&prog->blocks[0], name);
+        const pardo_graph_var *ov = pardo_block_find_var(&orig->blocks[0], name);
+        if (!v && ov && ov->role == PARDO_VAR_FEED) {
+            fprintf(stderr, "pardo: note: --feed %s=%s: the fetched vars do not need '%s'; not read\n", name, file,
+                    name);
+            continue;
+        }
+        pardo_tensor *t = NULL, *c = NULL;
         pardo_status_clear(&st);
-        if (pardo_npy_read(a->feed_file[i], &t, &st) != PARDO_OK ||
-            pardo_executor_feed(ex, name, t, a->feed_file[i], &st) != PARDO_OK) {
-            pardo_tensor_release(t);
+        int rc;
+        if (pardo_csv_is_csv_path(file)) { /* the text is parsed as the feed var says */
+            if (!v || v->role != PARDO_VAR_FEED) {
+                fprintf(stderr, "pardo: %s: %s has no feed var '%s'%s%s\n", file, a->graph, name,
+                        v ? "; it is a " : "", v ? pardo_var_role_name(v->role) : "");
+                return CLI_BAD_INPUT;
+            }
+            rc = pardo_csv_read(file, &v->type, &c, &st);
+        } else {
+            rc = pardo_npy_read(file, &t, &st);
+            if (rc == PARDO_OK && v && v->role == PARDO_VAR_FEED) rc = pardo_feed_cast(t, v->type.dtype, file, name, &c, &st);
+            else if (rc == PARDO_OK) c = pardo_tensor_retain(t);
+        }
+        if (rc == PARDO_OK) rc = pardo_executor_feed(ex, name, c, file, &st);
+        pardo_tensor_release(t);
+        pardo_tensor_release(c);
+        if (rc != PARDO_OK) {
             cli_print_error(&st);
             return CLI_BAD_INPUT;
         }
-        pardo_tensor_release(t);
     }
     return -1;
 }
@@ -211,12 +260,14 @@ static int write_outputs(pardo_executor *ex, const run_args *a) {
         char file[512], path[4096];
         file_name_for(a->fetch[f], file, sizeof file);
         pardo_tensor *t = pardo_executor_fetch(ex, a->fetch[f]);
-        /* a tensor_array is saved one file per part: DIR/NAME.partI.npy */
+        /* a tensor_array is saved one file per part: DIR/NAME.partI.npy (.csv) */
         for (int i = 0; i < (t->is_array ? t->n_parts : 1); i++) {
-            if (t->is_array) snprintf(path, sizeof path, "%s/%s.part%d.npy", a->out_dir, file, i);
-            else snprintf(path, sizeof path, "%s/%s.npy", a->out_dir, file);
+            const char *ext = a->csv ? "csv" : "npy";
+            if (t->is_array) snprintf(path, sizeof path, "%s/%s.part%d.%s", a->out_dir, file, i, ext);
+            else snprintf(path, sizeof path, "%s/%s.%s", a->out_dir, file, ext);
             pardo_status_clear(&st);
-            if (pardo_npy_write(path, t->is_array ? t->parts[i] : t, &st) != PARDO_OK) {
+            pardo_tensor *part = t->is_array ? t->parts[i] : t;
+            if ((a->csv ? pardo_csv_write(path, part, &st) : pardo_npy_write(path, part, &st)) != PARDO_OK) {
                 cli_print_error(&st);
                 return CLI_FAILED;
             }
@@ -247,7 +298,7 @@ static int finish_trace(const run_args *a, pardo_executor *ex, const char *statu
 }
 
 /* Everything after a successfully parsed command line. */
-static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex) {
+static int run_graph(run_args *a, const pardo_program *prog, const pardo_program *orig, pardo_executor *ex) {
     pardo_status st;
     pardo_status_clear(&st);
     int rc;
@@ -259,7 +310,7 @@ static int run_graph(run_args *a, const pardo_program *prog, pardo_executor *ex)
         cli_print_error(&st);
         return CLI_BAD_INPUT;
     }
-    if ((rc = bind_feeds(ex, a)) >= 0) return rc;
+    if ((rc = bind_feeds(ex, prog, orig, a)) >= 0) return rc;
     if (pardo_executor_check_feeds(ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         return CLI_BAD_INPUT;
@@ -337,28 +388,38 @@ int pardo_cli_run(int argc, char **argv) {
     if (rc >= 0) return rc;
     pardo_status st;
     pardo_status_clear(&st);
-    pardo_program *prog = cli_start(a.threads, a.graph);
-    if (!prog) return CLI_BAD_INPUT;
-    bool training = false;
-    for (int i = 0; i < prog->blocks[0].n_ops; i++)
-        training |= prog->blocks[0].ops[i].role == PARDO_OP_OPTIMIZE || prog->blocks[0].ops[i].role == PARDO_OP_BACKWARD;
+    pardo_program *orig = cli_start(a.threads, a.graph), *prog = NULL;
+    if (!orig) return CLI_BAD_INPUT;
+    /* the ops the fetches need; the updates too where the run can show them (see run_help) */
+    bool updates = a.train || a.save || a.steps > 1;
+    if (pardo_pass_prune(orig, a.fetch, a.n_fetch, updates, &prog, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        pardo_program_free(orig);
+        return st.code == PARDO_ENOMEM ? CLI_FAILED : CLI_BAD_INPUT;
+    }
+    if (pardo_program_trains(orig) && !a.train)
+        fprintf(stderr, "note: %s has optimize ops; running in eval mode (dropout off, batch_norm on running stats)%s; "
+                "--train to train\n", a.graph, pardo_program_trains(prog) ? " with its updates" : " without its updates");
     if (a.n_fetch == 0) default_fetches(prog, &a);
     if (!a.no_fuse && a.device == PARDO_DEVICE_CPU && cli_fuse(prog, a.fetch, a.n_fetch) != CLI_OK) {
         pardo_program_free(prog);
+        pardo_program_free(orig);
         return CLI_BAD_INPUT;
     }
     /* temporaries are freed after their last reader and their buffers reused; the fetched vars stay */
-    pardo_exec_options opt = {.nthreads = (int)a.threads, .kind = a.executor, .training = training,
+    pardo_exec_options opt = {.nthreads = (int)a.threads, .kind = a.executor, .training = a.train,
                               .device = a.device, .device_index = a.device_index, .release_temps = true,
                               .keep = a.fetch, .n_keep = a.n_fetch};
     pardo_executor *ex = NULL;
     if (pardo_executor_new(prog, &opt, &ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         pardo_program_free(prog);
+        pardo_program_free(orig);
         return CLI_BAD_INPUT;
     }
-    rc = run_graph(&a, prog, ex);
+    rc = run_graph(&a, prog, orig, ex);
     pardo_executor_free(ex);
     pardo_program_free(prog);
+    pardo_program_free(orig);
     return rc;
 }

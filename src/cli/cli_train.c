@@ -28,6 +28,8 @@
 #include "train/feed_stage.h"
 #include "train/loader.h"
 #include "train/lr_schedule.h"
+#include "io/csv.h"
+#include "io/npy.h"
 #include "io/npy_map.h"
 #include "train/progress.h"
 #include "io/safetensors.h"
@@ -36,8 +38,8 @@
 #include "train/train_state.h"
 
 static const char train_help[] =
-    "usage: pardo train GRAPH --data NAME=FILE.npy... --batch-size B [--epochs E]\n"
-    "                   [--shuffle] [--seed S] [--drop-last] [--eval NAME=FILE.npy]...\n"
+    "usage: pardo train GRAPH --data NAME=FILE.npy|FILE.csv... --batch-size B [--epochs E]\n"
+    "                   [--shuffle] [--seed S] [--drop-last] [--eval NAME=FILE.npy|FILE.csv]...\n"
     "                   [--threads N] [--executor auto|sequential|dataflow] [--load CKPT] [--save CKPT]\n"
     "                   [--log FILE.jsonl] [--loss NAME] [--early-stop N] [--save-best CKPT]\n"
     "                   [--lr X] [--lr-schedule constant|step:EVERY:GAMMA|cosine|linear] [--warmup-steps N]\n"
@@ -45,7 +47,9 @@ static const char train_help[] =
     "\n"
     "Trains GRAPH, a training graph (one with optimize ops, as `pardo transpile\n"
     "--backward LOSS --optimizer adam` writes), one step per batch of the data.\n"
-    "  --data NAME=FILE.npy  the rows of feed var NAME (every feed needs one; all with the same rows)\n"
+    "  --data NAME=FILE.npy  the rows of feed var NAME (every feed needs one; all with the same rows);\n"
+    "                        a .csv file is parsed into the var's dtype (one row a line), a .npy of a\n"
+    "                        near dtype cast (float64 <-> float32, int32 <-> int64) with a note\n"
     "  --batch-size B        rows per step; an epoch's last batch may have fewer\n"
     "  --epochs E            train until E epochs are done, counting a --load checkpoint's (default 1)\n"
     "  --shuffle             a new order of the rows every epoch ...\n"
@@ -72,8 +76,9 @@ static const char train_help[] =
     "  --save-best CKPT      write a checkpoint (as --save's) after each epoch whose eval loss is\n"
     "                        the lowest so far: the best epoch's params (needs --eval)\n"
     "  --log FILE.jsonl      append one JSON object per epoch: epoch, loss, accuracy, eval_loss,\n"
-    "                        eval_accuracy, lr (the epoch's last step's), samples_per_s, seconds (accuracy: the mean of the\n"
-    "                        graph's accuracy op over the epoch's batches, where it has one)\n"
+    "                        eval_accuracy, lr (the epoch's last step's), samples_per_s, seconds\n"
+    "                        (accuracy: the mean of the graph's accuracy op over the epoch's\n"
+    "                        batches, where it has one)\n"
     "  --loss NAME           the loss var (default: the output of the op with role loss)\n"
     "  --no-fuse             run the ops as the graph has them (by default matmul -> add -> relu, the\n"
     "                        backward products' relu and bias gradients and merge -> update run fused,\n"
@@ -123,7 +128,7 @@ static bool stop_signalled(void) { return atomic_load(&signals_seen) > 0; }
 static bool add_named(const char *flag, const char *v, named_file *list, int *n) {
     const char *eq = strchr(v, '=');
     if (!eq || eq == v || !eq[1]) {
-        cli_usage_error("train", "%s expects NAME=FILE.npy, got '%s'", flag, v);
+        cli_usage_error("train", "%s expects NAME=FILE.npy or NAME=FILE.csv, got '%s'", flag, v);
         return false;
     }
     size_t len = (size_t)(eq - v);
@@ -263,6 +268,46 @@ static void data_set_free(data_set *d) {
     for (int i = 0; i < d->n; i++) pardo_npy_map_close(d->maps[i]);
 }
 
+/* Opens a --data/--eval file for feed var v as *m: a .csv parsed into v's
+ * dtype, a .npy mapped, or read and cast when its dtype is a near one
+ * (csv.h); a refused dtype or a shape that is not v's (rows aside) is
+ * refused naming the file's own dtype and shape. */
+static int open_feed_file(const char *file, const pardo_graph_var *v, pardo_npy_map **m, pardo_status *st) {
+    pardo_tensor *t = NULL, *c = NULL;
+    int rc;
+    if (pardo_csv_is_csv_path(file)) {
+        if ((rc = pardo_csv_read(file, &v->type, &t, st)) == PARDO_OK) rc = pardo_npy_map_from_tensor(file, t, m, st);
+        pardo_tensor_release(t);
+        return rc;
+    }
+    if ((rc = pardo_npy_map_open(file, m, st)) != PARDO_OK) return rc;
+    const pardo_npy_info *in = &(*m)->info;
+    bool fits = in->ndim == v->type.ndim && in->ndim > 0;
+    for (int d = 0; fits && d < in->ndim; d++) fits = v->type.shape[d] < 0 || v->type.shape[d] == in->shape[d];
+    int kind = pardo_feed_cast_kind(in->dtype, v->type.dtype);
+    if (!fits || kind < 0) {
+        char fs[160], vs[160];
+        rc = pardo_errorf(st, PARDO_ESHAPE, "%s: the file is %s %s, but feed var '%s' is %s %s%s", file,
+                          pardo_dtype_name(in->dtype), pardo_shape_str(in->ndim, in->shape, fs, sizeof fs), v->name,
+                          pardo_dtype_name(v->type.dtype), pardo_shape_str(v->type.ndim, v->type.shape, vs, sizeof vs),
+                          kind < 0 ? " (only float64 <-> float32 and int32 <-> int64 casts are made)"
+                                   : " (rows are the first dim; the others must match)");
+    } else if (kind > 0) {
+        pardo_npy_map_close(*m);
+        *m = NULL;
+        rc = pardo_npy_read(file, &t, st);
+        if (rc == PARDO_OK) rc = pardo_feed_cast(t, v->type.dtype, file, v->name, &c, st);
+        if (rc == PARDO_OK) rc = pardo_npy_map_from_tensor(file, c, m, st);
+        pardo_tensor_release(t);
+        pardo_tensor_release(c);
+    }
+    if (rc != PARDO_OK) {
+        pardo_npy_map_close(*m);
+        *m = NULL;
+    }
+    return rc;
+}
+
 /* Maps the files of d and checks them against the feeds of block 0 of p:
  * every file feeds a feed var, every feed var has a file. Then makes the
  * loader and checks its batch tensors against the vars through `ex` (the
@@ -279,9 +324,9 @@ static int data_set_open(data_set *d, const pardo_program *p, pardo_executor *ex
                     v ? pardo_var_role_name(v->role) : "");
             return CLI_BAD_INPUT;
         }
-        if (pardo_npy_map_open(d->files[i].file, &d->maps[i], &st) != PARDO_OK) {
+        if (open_feed_file(d->files[i].file, v, &d->maps[i], &st) != PARDO_OK) {
             cli_print_error(&st);
-            return CLI_BAD_INPUT;
+            return st.code == PARDO_ENOMEM ? CLI_FAILED : CLI_BAD_INPUT;
         }
     }
     for (int i = 0; i < b0->n_vars; i++) {
@@ -289,7 +334,8 @@ static int data_set_open(data_set *d, const pardo_program *p, pardo_executor *ex
         bool given = false;
         for (int k = 0; k < d->n && !given; k++) given = strcmp(d->files[k].name, v->name) == 0;
         if (v->role == PARDO_VAR_FEED && !given) {
-            fprintf(stderr, "pardo: %s: feed var '%s' has no data: pass %s %s=FILE.npy\n", p->path, v->name, d->flag,
+            fprintf(stderr, "pardo: %s: feed var '%s' has no data: pass %s %s=FILE.npy (or .csv)\n", p->path, v->name,
+                    d->flag,
                     v->name);
             return CLI_BAD_INPUT;
         }

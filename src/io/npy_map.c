@@ -9,6 +9,7 @@
 void pardo_npy_map_close(pardo_npy_map *m) {
     if (!m) return;
     pardo_file_view_close(&m->view);
+    pardo_tensor_release(m->held);
     free(m->path);
     free(m);
 }
@@ -37,4 +38,21 @@ size_t pardo_npy_map_row_bytes(const pardo_npy_map *m) {
     size_t n = pardo_dtype_size(m->info.dtype);
     for (int d = 1; d < m->info.ndim; d++) n *= (size_t)m->info.shape[d];
     return n;
+}
+
+int pardo_npy_map_from_tensor(const char *path, pardo_tensor *t, pardo_npy_map **out, pardo_status *st) {
+    *out = NULL;
+    pardo_npy_map *m = calloc(1, sizeof(*m));
+    if (!m || !(m->path = strdup(path))) {
+        free(m);
+        return pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", path);
+    }
+    m->held = pardo_tensor_retain(t);
+    m->info.dtype = t->dtype;
+    m->info.ndim = t->ndim;
+    for (int d = 0; d < t->ndim; d++) m->info.shape[d] = t->shape[d];
+    m->info.nbytes = (size_t)t->nbytes;
+    m->data = pardo_tensor_data(t);
+    *out = m;
+    return PARDO_OK;
 }

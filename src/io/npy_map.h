@@ -17,6 +17,7 @@ typedef struct pardo_npy_map {
     const unsigned char *data; // info.nbytes bytes of array data, read-only; borrowed from the mapping
     char *path;                // the file's path, for messages; owned
     pardo_file_view view;      // the file, mapped (or read, for a pipe); owned
+    pardo_tensor *held;        // the data in memory instead (a CSV parsed, a file cast), one reference; else NULL
 } pardo_npy_map;
 
 /* Opens and maps the .npy file at path and checks it (magic, version,
@@ -26,6 +27,13 @@ typedef struct pardo_npy_map {
  * reader treats any non-zero byte as true. *out is closed with
  * pardo_npy_map_close. Thread-safe; the data may be read from any thread. */
 int pardo_npy_map_open(const char *path, pardo_npy_map **out, pardo_status *st);
+
+/* A map over tensor t held in memory (a CSV file parsed, a .npy cast to
+ * its var's dtype), presented as a mapped file is: info from t's dtype and
+ * shape, data its host bytes. Takes a reference to t (the caller keeps
+ * its own); path (copied) names it in messages. PARDO_ENOMEM. Closed with
+ * pardo_npy_map_close. */
+int pardo_npy_map_from_tensor(const char *path, pardo_tensor *t, pardo_npy_map **out, pardo_status *st);
 
 /* Rows of the array (its first dim; 1 for a scalar). */
 int64_t pardo_npy_map_rows(const pardo_npy_map *m);

@@ -11,7 +11,9 @@ Three kinds of cases, taken in turn:
             shape, a dtype, a role, an input or output name, an op type, ops
             deleted, copied or swapped, a value of the wrong JSON kind), and/or
             one of its feed files (another dtype, batch or rank, truncated,
-            a header byte changed); run through check, dot, run (with a trace
+            a header byte changed), and/or one feed given as a CSV file (maybe
+            with a header, cut short or with a byte changed to one of CSV's
+            own characters) to run and train; run through check, dot, run (with a trace
             and a checkpoint), sometimes train and transpile + run; then the
             checkpoint and the trace, cut short or with a byte changed, read
             back by run --load and trace summary / timeline; train's own
@@ -211,6 +213,26 @@ def mutate_npy(rng, path):
         damage_file(rng, path, header=128 if c == 5 else 0)
 
 
+def csv_feed(rng, work, files):
+    """files with one feed's .npy written as a CSV file beside it (rows: its first dim, the rest flattened),
+    maybe with a header line, maybe damaged (cut, or a byte changed to one of CSV's own characters)."""
+    name = rng.choice(sorted(files))
+    try:
+        a = np.load(os.path.join(work, files[name]))
+    except Exception:  # a damaged header NumPy cannot read (its tokenizer's errors too): no CSV this time
+        return files
+    rows = a.reshape(1, 1) if a.ndim == 0 else a.reshape(a.shape[0], -1)
+    path = os.path.join(work, name + ".csv")
+    np.savetxt(path, rows.astype(np.int64) if a.dtype.kind in "biu" else rows,
+               fmt="%d" if a.dtype.kind in "biu" else "%.9g", delimiter=",",
+               header="h" if rng.random() < 0.2 else "", comments="")
+    if rng.random() < 0.5:
+        damage_file(rng, path, chars=None if rng.random() < 0.3 else ",\n\r-.e+0123456789x nan")
+    out = dict(files)
+    out[name] = name + ".csv"
+    return out
+
+
 def damage_file(rng, path, header=0, chars=None):
     """Cuts the file at a random length, or changes one byte (within the first `header` bytes when set; to one
     of `chars` when given)."""
@@ -247,6 +269,8 @@ def case_mutate(rng, runner, corpus, work):
             mutate_npy(rng, os.path.join(work, rng.choice(sorted(files.values()))))
         except (ValueError, OSError, EOFError):
             pass  # an earlier cut left nothing NumPy reads: pardo gets it as it is
+    if files and rng.random() < 0.3:
+        files = csv_feed(rng, work, files)
     with open(os.path.join(work, "g.json"), "w") as f:
         json.dump(g, f)
     feeds = seeds.feed_args("--feed", files)
