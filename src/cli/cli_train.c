@@ -62,6 +62,9 @@ static const char train_help[] =
     "                        counted): constant (default), step:EVERY:GAMMA (times GAMMA every\n"
     "                        EVERY steps), cosine (to 0, torch's CosineAnnealingLR) or linear (to 0)\n"
     "  --warmup-steps N      first N steps from 0 up to the rate in a line, then the schedule\n"
+    ;
+/* The rest of the help (one literal each: a C string literal over 4095 bytes is not portable). */
+static const char train_help_more[] =
     "  --threads N           threads to use (default: $PARDO_NUM_THREADS, or the online CPUs)\n"
     "  --executor auto|sequential|dataflow\n"
     "                        how the training and evaluation steps run their ops: in file order\n"
@@ -164,6 +167,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
         if (shared > 0) continue;
         if (cli_is_help(arg)) {
             fputs(train_help, stdout);
+            fputs(train_help_more, stdout);
             return CLI_OK;
         } else if (cli_flag_is(arg, "--data")) {
             if (!(v = cli_flag_value("train", argc, argv, &i, "--data")) ||
