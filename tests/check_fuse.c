@@ -642,8 +642,9 @@ START_TEST(merged_updates_keep_the_bits) {
 }
 END_TEST
 
-/* A matmul with a bias or an activation has no gradient of its own (the
- * pass runs after autodiff); the error says what to write instead. */
+/* A matmul with an activation has no gradient of its own (the pass runs
+ * after autodiff); the error says what to write instead. (A bias input,
+ * an imported Gemm's, has one: check_ops_matmul.) */
 START_TEST(fused_matmul_refuses_autodiff) {
     pardo_status st;
     pardo_program *p = NULL;
@@ -652,7 +653,7 @@ START_TEST(fused_matmul_refuses_autodiff) {
         "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 3], \"role\": \"feed\"},"
         "\"w\": {\"dtype\": \"float32\", \"shape\": [3, 4], \"role\": \"param\", \"value\": [1,2,3,4,5,6,7,8,9,1,2,3]},"
         "\"b\": {\"dtype\": \"float32\", \"shape\": [4], \"role\": \"param\", \"value\": [1, 2, 3, 4]}},"
-        "\"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"h\"]},"
+        "\"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"h\"], \"attrs\": {\"activation\": \"relu\"}},"
         "{\"op\": \"reduce_sum\", \"in\": [\"h\"], \"out\": [\"loss\"], \"attrs\": {\"keepdims\": false}}]}]}",
         "fusedmm.json", &p, &st);
     ck_assert_msg(rc == PARDO_OK, "%s", st.msg);

@@ -92,7 +92,7 @@ for t in 1 2; do
             --batch-size 64 --epochs 2 --shuffle --seed 3 --threads $t --executor $e --save "$T/$e.safetensors" \
             --log "$T/$e.jsonl"
         grep -v "samples/s" "$T/out" >"$T/train.$e.out"
-        grep -o '"epoch": [0-9]*, "loss": [^,]*, "eval_loss": [^,]*, "eval_accuracy": [^,]*' "$T/$e.jsonl" \
+        grep -o '"epoch": [0-9]*, "loss": [^,]*, "accuracy": [^,]*, "eval_loss": [^,]*, "eval_accuracy": [^,]*, "lr": [^,]*' "$T/$e.jsonl" \
             >"$T/log.$e" 2>/dev/null
     done
     if [ -s "$T/sequential.safetensors" ] && cmp -s "$T/sequential.safetensors" "$T/dataflow.safetensors"; then ok; else
