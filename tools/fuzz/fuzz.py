@@ -436,11 +436,13 @@ def case_cli(rng, runner, corpus, work):
     flags = ["--feed", "--fetch", "--out", "--load", "--save", "--steps", "--threads", "--executor", "--device",
              "--trace", "--profile", "--data", "--batch-size", "--epochs", "--shuffle", "--seed", "--eval", "-o",
              "--parts", "--backward", "--optimizer", "--lr", "summary", "timeline", "--help", "-h", "--", "-", "--x",
-             "--steps=2", "--threads=0"]
+             "--steps=2", "--threads=0", "--train", "--format", "--early-stop", "--save-best", "--lr-schedule",
+             "--warmup-steps", "--add-loss", "--labels", "--weight-decay", "--clip-grad-norm"]
     values = ["0", "1", "2", "-1", "3", "99999999999999999999", "1e3", "abc", "", "=", "x=", "=y", "a=b=c", "cuda",
               "cuda:7", "cpu", "mlp.json", "mlp_adam_p3.json", "nonexistent.json", "/dev/null", "/", "out", "ck.st",
               "sgd", "adam", "nope", "loss", "0.1", "nan", "inf", "tr.json", "mlp.a.npy", "a=mlp.a.npy",
-              "l=mlp.l.npy", "z", "auto", "sequential", "dataflow"]
+              "l=mlp.l.npy", "z", "auto", "sequential", "dataflow", "csv", "npy", "cosine", "linear", "step:2:0.5",
+              "step:0:1", "mse:y", "softmax_cross_entropy:logits", "mse:", "adamw", "1e-300"]
     args = [rng.choice(["run", "train", "transpile", "check", "ops", "dot", "trace", "help", "--help", "--version",
                         "", "bogus"])]
     if args[0] == "trace":
