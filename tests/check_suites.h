@@ -35,6 +35,7 @@
     X(ops_conv)         \
     X(ops_pool)         \
     X(ops_norm)         \
+    X(ops_batch_norm)   \
     X(ops_dropout)      \
     X(ops_embedding)    \
     X(ops_loss)         \

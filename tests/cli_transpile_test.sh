@@ -59,7 +59,7 @@ expect "unknown loss" 2 "no var 'lost'" -- transpile graphs/mlp.json -o "$T/e1.j
 no_file "unknown loss" "$T/e1.json"
 expect "loss not scalar" 2 "float scalar" "probs" -- transpile graphs/mlp.json -o "$T/e2.json" --backward probs
 expect "optimizer without gradients" 2 "no param has a gradient" -- transpile graphs/mlp.json -o "$T/e3.json" --optimizer sgd
-expect "unknown optimizer" 2 "--optimizer expects sgd, momentum or adam" -- transpile graphs/mlp.json -o "$T/e4.json" --optimizer rmsprop
+expect "unknown optimizer" 2 "--optimizer expects sgd, momentum, adam or adamw" -- transpile graphs/mlp.json -o "$T/e4.json" --optimizer rmsprop
 expect "missing -o" 2 "missing -o OUT" -- transpile graphs/mlp.json
 expect "bad --lr" 2 "--lr expects a number" -- transpile graphs/mlp.json -o "$T/e5.json" --backward loss --optimizer sgd --lr fast
 expect "bad --parts" 2 "--parts expects an integer" -- transpile graphs/mlp.json -o "$T/e6.json" --parts -1

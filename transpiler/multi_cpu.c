@@ -64,7 +64,18 @@ static void hoist_optimize_ops(pardo_block *blk) {
     free(order);
 }
 
-/* Gives every op a role and checks that the optimize ops come last. */
+/* True when op writes a var of block 0 of role `role`. */
+static bool writes_role(const pardo_block *blk, const pardo_op *op, pardo_var_role role) {
+    for (int k = 0; k < op->n_out; k++) {
+        const pardo_graph_var *v = op->out[k][0] ? pardo_block_find_var(blk, op->out[k]) : NULL;
+        if (v && v->role == role) return true;
+    }
+    return false;
+}
+
+/* Gives every op a role and checks that the optimize ops come last. A
+ * forward or backward op may write a state var (batch_norm's running
+ * statistics): each part writes its own copy, merged back (below). */
 static int place_ops(pardo_program *p, int *first_optimize, pardo_status *st) {
     pardo_block *blk = &p->blocks[0];
     *first_optimize = blk->n_ops;
@@ -87,9 +98,9 @@ static int place_ops(pardo_program *p, int *first_optimize, pardo_status *st) {
                          "rewrite runs forward, loss and backward ops per part and the optimizer after them",
                          pardo_op_role_name(op->role), *first_optimize);
             return op_error(p, i, st);
-        } else if (pardo_op_writes_state(p, 0, op)) {
-            pardo_errorf(st, PARDO_EINVAL, "this %s op writes a param or state var; only optimize ops may, since "
-                         "parts run at once", pardo_op_role_name(op->role));
+        } else if (writes_role(blk, op, PARDO_VAR_PARAM)) {
+            pardo_errorf(st, PARDO_EINVAL, "this %s op writes a param; only optimize ops may, since parts run at once",
+                         pardo_op_role_name(op->role));
             return op_error(p, i, st);
         }
     }
@@ -105,6 +116,7 @@ typedef struct plan {
     name_list reads;    // block-0 vars the part ops read (not split)
     name_list merged;   // vars merged back into block 0
     name_list moved;    // declared temps written by the part ops: they move into block 1
+    name_list state;    // state vars of block 0 the part ops write: per part as S@PART, merged back into S
 } plan;
 
 static void list_free(name_list *l) {
@@ -117,6 +129,7 @@ static void plan_free(plan *pl) {
     list_free(&pl->reads);
     list_free(&pl->merged);
     list_free(&pl->moved);
+    list_free(&pl->state);
 }
 
 /* Who touches what in block 0, found in one pass over its ops: the first
@@ -159,6 +172,7 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
         for (int k = 0; k < op->n_out && rc == PARDO_OK; k++) {
             const pardo_graph_var *v = op->out[k][0] ? pardo_block_find_var(blk, op->out[k]) : NULL;
             if (v && v->declared && v->role == PARDO_VAR_TEMP) rc = add_unique(&pl->moved, v->name, st);
+            if (v && v->role == PARDO_VAR_STATE) rc = add_unique(&pl->state, v->name, st);
         }
     }
     /* merged: what the optimizer reads, what the loss ops write, and the outputs no op reads */
@@ -166,7 +180,7 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
         const pardo_op *op = &blk->ops[i];
         for (int k = 0; k < op->n_out && rc == PARDO_OK; k++) {
             const char *name = op->out[k];
-            if (!name[0]) continue;
+            if (!name[0] || has_name(&pl->state, name)) continue;
             int last = pardo_name_index_get(&u.last_read, name); /* -1: no op reads it */
             if (last >= n_part_ops || op->role == PARDO_OP_LOSS || last < 0) rc = add_unique(&pl->merged, name, st);
         }
@@ -182,6 +196,39 @@ static int make_plan(const pardo_program *p, int n_part_ops, plan *pl, pardo_sta
 }
 
 static void parts_name(const char *var, char *buf, size_t n) { snprintf(buf, n, "%s@PARTS", var); }
+static void part_name(const char *var, char *buf, size_t n) { snprintf(buf, n, "%s@PART", var); }
+
+/* Block 1's ops write a state var S of block 0 as S@PART (and read that
+ * copy after the write), which parts_out hands to S@PARTS. */
+static int rename_state_writes(pardo_block *b1, const plan *pl, pardo_status *st) {
+    char name[512];
+    bool *written = calloc((size_t)pl->state.n + 1, sizeof(bool));
+    if (!written) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    for (int i = 0; i < b1->n_ops; i++) {
+        pardo_op *op = &b1->ops[i];
+        for (int k = 0; k < op->n_in; k++)
+            for (int s = 0; s < pl->state.n; s++)
+                if (written[s] && strcmp(op->in[k], pl->state.names[s]) == 0) {
+                    part_name(pl->state.names[s], name, sizeof name);
+                    char *dup = strdup(name);
+                    if (!dup) { free(written); return pardo_errorf(st, PARDO_ENOMEM, "out of memory"); }
+                    free(op->in[k]);
+                    op->in[k] = dup;
+                }
+        for (int k = 0; k < op->n_out; k++)
+            for (int s = 0; s < pl->state.n; s++)
+                if (strcmp(op->out[k], pl->state.names[s]) == 0) {
+                    part_name(pl->state.names[s], name, sizeof name);
+                    char *dup = strdup(name);
+                    if (!dup) { free(written); return pardo_errorf(st, PARDO_ENOMEM, "out of memory"); }
+                    free(op->out[k]);
+                    op->out[k] = dup;
+                    written[s] = true;
+                }
+    }
+    free(written);
+    return PARDO_OK;
+}
 
 /* Declares tensor_array var `name` in blk with parts of type ty; dim 0 of a
  * split's parts is -1 (their rows). The parts a parallel_do fills have the
@@ -223,6 +270,11 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
         const pardo_type *ty = &pardo_block_find_var(old, pl->merged.names[i])->type;
         if ((rc = declare_array(b0, name, ty, false, st)) != PARDO_OK) return rc;
     }
+    for (int i = 0; i < pl->state.n; i++) {
+        parts_name(pl->state.names[i], name, sizeof name);
+        const pardo_type *ty = &pardo_block_find_var(old, pl->state.names[i])->type;
+        if ((rc = declare_array(b0, name, ty, false, st)) != PARDO_OK) return rc;
+    }
     /* block 0: splits */
     for (int i = 0; i < pl->feeds.n; i++) {
         pardo_op *op = pardo_block_add_op(b0, "split", st);
@@ -254,6 +306,15 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
         pardo_value_free(s);
         if (rc == PARDO_OK) rc = pardo_op_add_output(pd, name, st);
     }
+    for (int i = 0; rc == PARDO_OK && i < pl->state.n; i++) {
+        char part[512];
+        parts_name(pl->state.names[i], name, sizeof name);
+        part_name(pl->state.names[i], part, sizeof part);
+        pardo_value *s = pardo_value_new_string(name);
+        rc = s ? pardo_value_set(pout, part, s, st) : pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        pardo_value_free(s);
+        if (rc == PARDO_OK) rc = pardo_op_add_output(pd, name, st);
+    }
     if (rc == PARDO_OK) rc = pardo_op_set_attr(pd, "block", pardo_value_new_number(1), st);
     if (rc == PARDO_OK) rc = pardo_op_set_attr(pd, "parts_in", pin, st);
     else pardo_value_free(pin);
@@ -278,13 +339,26 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
         }
         if (rc != PARDO_OK || pardo_op_add_output(op, v->name, st) != PARDO_OK) return st->code;
     }
+    /* each part's state (batch_norm's running statistics, each part's own
+     * batch: DDP without SyncBatchNorm) averaged back, weighted by the
+     * parts' rows; role optimize, so an evaluation leaves the state alone */
+    for (int i = 0; i < pl->state.n; i++) {
+        pardo_op *op = pardo_block_add_op(b0, "merge", st);
+        parts_name(pl->state.names[i], name, sizeof name);
+        if (!op || pardo_op_add_input(op, name, st) != PARDO_OK || pardo_op_add_input(op, weight, st) != PARDO_OK ||
+            pardo_op_set_attr(op, "mode", pardo_value_new_string("mean"), st) != PARDO_OK ||
+            pardo_op_set_attr(op, "weight_by", pardo_value_new_string(weight), st) != PARDO_OK ||
+            pardo_op_add_output(op, pl->state.names[i], st) != PARDO_OK)
+            return st->code;
+        op->role = PARDO_OP_OPTIMIZE;
+    }
     /* the optimizer ops, as they were */
     for (int i = pl->n_part_ops; i < old->n_ops; i++)
         if (!pardo_block_add_op_copy(b0, &old->ops[i], st)) return st->code;
     /* block 1: the forward, loss and backward ops */
     for (int i = 0; i < pl->n_part_ops; i++)
         if (!pardo_block_add_op_copy(b1, &old->ops[i], st)) return st->code;
-    return PARDO_OK;
+    return rename_state_writes(b1, pl, st);
 }
 
 int pardo_pass_multi_cpu(pardo_program *p, const pardo_pass_options *opt, pardo_status *st) {
