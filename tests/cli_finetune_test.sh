@@ -99,4 +99,19 @@ expect "add-loss transformer" 0 -- transpile "$F/transformer.onnx" -o "$T/tr.jso
 expect "fine-tune transformer" 0 -- train "$T/tr.json" --load "$T/tr.safetensors" --data tokens=$FT/tokens.npy \
     --data labels=$FT/token_labels.npy --batch-size 16 --epochs 12 --threads 2 --log "$T/tr.jsonl"
 falls "fine-tune transformer" "$T/tr.jsonl" 4
+# the CNN with its BatchNormalization nodes kept: batch_norm ops, their running statistics state, which
+# training updates (each batch's statistics, in 2 parts) and the tuned model then runs on
+expect "add-loss cnn_bn" 0 -- transpile "$F/cnn_bn.onnx" -o "$T/cb.json" --parts 2 \
+    --add-loss softmax_cross_entropy:y --backward loss --optimizer adam --lr 0.01
+grep -q '"net.1.running_mean": {"dtype": "float32", "shape": \[4\], "role": "state"' "$T/cb.json" && ok ||
+    bad "the running mean is no state var: $(grep running_mean "$T/cb.json" | head -2)"
+expect "fine-tune cnn_bn" 0 -- train "$T/cb.json" --load "$T/cb.safetensors" --data x=$FT/images.npy \
+    --data labels=$FT/image_labels.npy --batch-size 16 --epochs 10 --threads 2 --log "$T/cb.jsonl" \
+    --save "$T/cbt.safetensors"
+falls "fine-tune cnn_bn" "$T/cb.jsonl" 2
+expect "cnn_bn running mean before" 0 -- run "$F/cnn_bn.onnx" --feed x=$F/cnn_bn_in.npy --fetch net.1.running_mean \
+    --out "$T/rm0"
+expect "cnn_bn running mean after" 0 -- run "$F/cnn_bn.onnx" --load "$T/cbt.safetensors" --feed x=$F/cnn_bn_in.npy \
+    --fetch net.1.running_mean --out "$T/rm1"
+cmp -s "$T/rm0/net.1.running_mean.npy" "$T/rm1/net.1.running_mean.npy" && bad "training left the running mean" || ok
 cli_finish

@@ -343,6 +343,24 @@ const char *onnx_var_of(onnx_ctx *c, onnx_value *v, pardo_status *st) {
     return NULL;
 }
 
+const char *onnx_state_var(onnx_ctx *c, onnx_value *v, pardo_status *st) {
+    char name[512];
+    pardo_tensor *t = v->konst;
+    /* an initializer keeps its ONNX name where nothing made a var of it yet; else a fresh name */
+    if (v->initializer && !v->var) snprintf(name, sizeof name, "%s", v->name);
+    else snprintf(name, sizeof name, "%s@state", v->name);
+    if (pardo_block_find_var(block0(c), name))
+        return onnx_bad(c, st, "'%s' is a running statistic of two BatchNormalization nodes", v->name), NULL;
+    if (!declare(c, name, t->dtype, t->ndim, t->shape, PARDO_VAR_STATE, st) ||
+        pardo_tensor_list_add(c->weights, name, t, st) != PARDO_OK)
+        return NULL;
+    if (v->initializer && !v->var && !(v->var = strdup(name))) {
+        pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return pardo_block_find_var(block0(c), name)->name;
+}
+
 /* Infers op i of block 0 with its registry entry (as infer_shapes does,
  * inputs' types from the vars, outputs bound as undeclared temps), so a
  * mapping's type query costs the ops since the last one, not the whole

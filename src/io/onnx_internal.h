@@ -95,6 +95,11 @@ const char *onnx_var_of(onnx_ctx *c, onnx_value *v, pardo_status *st);
  * tensor into weights) when `param` and t is float, else a constant var.
  * Borrowed name; NULL with st set on error. */
 const char *onnx_const_var(onnx_ctx *c, const char *hint, pardo_tensor *t, bool param, pardo_status *st);
+/* A state var (role state, its tensor among the model's weights) holding
+ * constant v's tensor: a BatchNormalization's running statistic, which
+ * batch_norm updates in place when training. Named as v where v is an
+ * initializer no var was made of yet. The var's name (borrowed), or NULL. */
+const char *onnx_state_var(onnx_ctx *c, onnx_value *v, pardo_status *st);
 
 /* The var for output i of node n (ONNX's name; created as a value). */
 const char *onnx_out_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st);

@@ -827,8 +827,9 @@ static int batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_s
     return emit1(c, n, "add", add, 2, st) ? PARDO_OK : st->code;
 }
 
-/* BatchNormalization in inference: y = x * a + b with a = scale / sqrt(var + eps), b = B - mean * a,
- * folded at load from the constant statistics (as ONNX Runtime's fusion into Conv does). */
+/* BatchNormalization with statistics known at load: a batch_norm op, its scale and bias params, its
+ * running mean and var state vars (the model's weights), so that a fine-tuned model normalises with each
+ * batch's statistics and updates the running ones, and eval mode uses those. */
 static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"epsilon", "momentum", "spatial", "training_mode", "is_test", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
@@ -851,31 +852,23 @@ static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     pardo_type t;
     if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
     if (t.ndim < 2) return onnx_bad(c, st, "input of rank %d; expected [N, C, ...]", t.ndim);
-    double eps = onnx_attr_float(n, "epsilon", 1e-5);
-    int64_t shape[PARDO_MAX_DIMS] = {ch};
-    for (int i = 2; i < t.ndim; i++) shape[i - 1] = 1;
-    pardo_tensor *a = pardo_tensor_new_cpu(t.dtype, t.ndim - 1, shape, st);
-    pardo_tensor *b = a ? pardo_tensor_new_cpu(t.dtype, t.ndim - 1, shape, st) : NULL;
-    if (!b) {
-        pardo_tensor_release(a);
+    for (int i = 0; i < 4; i++)
+        if (p[i]->konst->dtype != t.dtype)
+            return onnx_bad(c, st, "input %d is %s, X %s", i + 1, pardo_dtype_name(p[i]->konst->dtype),
+                            pardo_dtype_name(t.dtype));
+    /* batch_norm: scale and bias params, the running statistics state it updates when training (pardo train,
+     * pardo run --train) and reads otherwise */
+    const char *in[5] = {x, onnx_var_of(c, p[0], st), NULL, NULL, NULL};
+    if (!in[1] || !(in[2] = onnx_var_of(c, p[1], st)) || !(in[3] = onnx_state_var(c, p[2], st)) ||
+        !(in[4] = onnx_state_var(c, p[3], st)))
         return st->code;
-    }
-    for (int64_t k = 0; k < ch; k++) {
-        double scale = pardo_tensor_get_f64(p[0]->konst, k), bias = pardo_tensor_get_f64(p[1]->konst, k),
-               mean = pardo_tensor_get_f64(p[2]->konst, k), var = pardo_tensor_get_f64(p[3]->konst, k);
-        double ak = scale / sqrt(var + eps);
-        pardo_tensor_set_f64(a, k, ak);
-        pardo_tensor_set_f64(b, k, bias - mean * ak);
-    }
-    /* a and b are the model's trainable scale and shift from here on: params */
-    const char *an = onnx_const_var(c, "bn_scale", a, true, st);
-    const char *bn = an ? onnx_const_var(c, "bn_shift", b, true, st) : (pardo_tensor_release(b), NULL);
-    const char *mid = bn ? onnx_temp(c, "bn", st) : NULL;
-    if (!mid) return st->code;
-    const char *in1[2] = {x, an};
-    if (!onnx_emit(c, "mul", in1, 2, &mid, 1, st)) return st->code;
-    const char *in2[2] = {mid, bn};
-    return emit1(c, n, "add", in2, 2, st) ? PARDO_OK : st->code;
+    const char *out[3] = {onnx_out_var(c, n, 0, st), in[3], in[4]};
+    if (!out[0]) return st->code;
+    pardo_op *op = onnx_emit(c, "batch_norm", in, 5, out, 3, st);
+    return op && onnx_set_float(op, "epsilon", onnx_attr_float(n, "epsilon", 1e-5), st) == PARDO_OK &&
+                   onnx_set_float(op, "momentum", onnx_attr_float(n, "momentum", 0.9), st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
 }
 
 static int map_layer_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
