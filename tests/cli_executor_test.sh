@@ -70,7 +70,7 @@ for g in graphs/*.json; do
                 --fetch w --fetch b --fetch loss ;;
         graphs/mlp.json) same_run "$g" "$g" $MLP --fetch logits --fetch probs --fetch loss ;;
         graphs/mlp_parallel.json) same_run "$g" "$g" $MLP --fetch loss --fetch loss_parts ;;
-        graphs/digits_mlp.json | graphs/digits_cnn.json) same_run "$g" "$g" $DIGITS ;;
+        graphs/digits_mlp.json | graphs/digits_cnn.json | graphs/digits_bn_mlp.json) same_run "$g" "$g" $DIGITS ;;
         graphs/two_tower.json) same_run "$g" "$g" --feed x=$D/two_tower_x.npy --fetch y --fetch ha8 --fetch hb8 ;;
         *) bad "$g: no feeds known for it: add it to tests/cli_executor_test.sh" ;;
     esac
