@@ -38,4 +38,11 @@ expect "eval run" 0 -- run $G --load "$T/ck1.safetensors" $TEST --fetch bn1_mean
 cmp -s "$T/eval/bn1_mean.npy" "$T/run1/bn1_mean.npy" && ok || bad "an eval-mode run changed the running mean"
 expect "train-mode run" 0 -- run $G --load "$T/ck1.safetensors" $TEST --fetch bn1_mean --out "$T/tr" --train
 cmp -s "$T/tr/bn1_mean.npy" "$T/run1/bn1_mean.npy" && bad "--train left the running mean as it was" || ok
+# a batch_norm the file gives no role is a forward op (it writes a temp beside its state), not an update
+sed 's/"name": "bn1", "role": "forward"}/"name": "bn1"}/' $G >"$T/norole.json"
+grep -q '"name": "bn1"}' "$T/norole.json" && ok || bad "sed left the role"
+expect "run, no role" 0 -- run "$T/norole.json" $TEST --fetch loss
+grep -q "optimize ops" "$T/err" && bad "a batch_norm without a role is taken for an update: $(cat "$T/err")" || ok
+expect "transpile, no role" 0 -- transpile "$T/norole.json" -o "$T/nr.json" --backward loss --optimizer adam --parts 2
+expect "train, no role" 0 -- train "$T/nr.json" $DATA $EVAL --batch-size 32 --epochs 1
 cli_finish

@@ -347,9 +347,22 @@ static bool touches_grad(const pardo_op *op) {
     return false;
 }
 
+/* True when op writes a param or state var and nothing else (an update:
+ * not batch_norm, whose output is a temp beside its running statistics). */
+static bool writes_only_state(const pardo_program *p, int block, const pardo_op *op) {
+    bool any = false;
+    for (int k = 0; k < op->n_out; k++) {
+        if (!op->out[k][0]) continue;
+        const pardo_graph_var *v = pardo_program_lookup_var(p, block, op->out[k], NULL);
+        if (!v || (v->role != PARDO_VAR_PARAM && v->role != PARDO_VAR_STATE)) return false;
+        any = true;
+    }
+    return any;
+}
+
 pardo_op_role pardo_op_effective_role(const pardo_program *p, int block, const pardo_op *op) {
     if (op->role != PARDO_OP_ROLE_NONE) return op->role;
-    return pardo_op_writes_state(p, block, op) ? PARDO_OP_OPTIMIZE
+    return writes_only_state(p, block, op) ? PARDO_OP_OPTIMIZE
            : touches_grad(op)                  ? PARDO_OP_BACKWARD
                                                : PARDO_OP_FORWARD;
 }

@@ -190,8 +190,8 @@ bool pardo_ops_conflict(const pardo_op *a, const pardo_op *b);
 bool pardo_op_writes_state(const pardo_program *p, int block, const pardo_op *op);
 
 /* An op's role, with the multi-CPU transpiler's rule for ops the file gave
- * none: writes a param or state var: optimize; reads or writes a var named
- * "...@GRAD...": backward; else forward. */
+ * none: writes params or state vars and nothing else (an update): optimize;
+ * reads or writes a var named "...@GRAD...": backward; else forward. */
 pardo_op_role pardo_op_effective_role(const pardo_program *p, int block, const pardo_op *op);
 
 /* True when `name` is one of the n names (NULL entries never match). */
