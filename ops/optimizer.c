@@ -652,38 +652,22 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
     return PARDO_OK;
 }
 
-const pardo_op_def pardo_op_adam = {
-    .type = "adam",
-    .doc = "Adam, in place (torch.optim.Adam): g += weight_decay param; bias-corrected moments m, v; param -= lr "
-           "m_hat / (sqrt(v_hat) + eps)",
-    .inputs = adam_in,
-    .n_inputs = 7,
-    .outputs = adam_out,
-    .n_outputs = 4,
-    .attrs = adam_attrs,
-    .n_attrs = 5,
-    .infer = adam_infer,
-    .cpu = adam_cpu,
-    .inplace = true,
-    .array_ok = 2u,
-    .array_in = 1u << 6, /* weight_by */
-};
-
-const pardo_op_def pardo_op_adamw = {
-    .type = "adamw",
-    .doc = "AdamW, in place (torch.optim.AdamW): param *= 1 - lr weight_decay, then adam's step without L2",
-    .inputs = adam_in,
-    .n_inputs = 7,
-    .outputs = adam_out,
-    .n_outputs = 4,
-    .attrs = adamw_attrs,
-    .n_attrs = 5,
-    .infer = adam_infer,
-    .cpu = adam_cpu,
-    .inplace = true,
-    .array_ok = 2u,
-    .array_in = 1u << 6, /* weight_by */
-};
+/* adam and adamw: one kernel, told apart by the type (adam_decoupled). */
+#define ADAM_DEF(TYPE, DOC, ATTRS)                                                                                     \
+    {                                                                                                                  \
+        .type = TYPE, .doc = DOC, .inputs = adam_in, .n_inputs = 7, .outputs = adam_out, .n_outputs = 4,               \
+        .attrs = ATTRS, .n_attrs = 5, .infer = adam_infer, .cpu = adam_cpu, .inplace = true, .array_ok = 2u,           \
+        .array_in = 1u << 6, /* weight_by */                                                                           \
+    }
+const pardo_op_def pardo_op_adam =
+    ADAM_DEF("adam",
+             "Adam, in place (torch.optim.Adam): g += weight_decay param; bias-corrected moments m, v; param -= lr "
+             "m_hat / (sqrt(v_hat) + eps)",
+             adam_attrs);
+const pardo_op_def pardo_op_adamw =
+    ADAM_DEF("adamw", "AdamW, in place (torch.optim.AdamW): param *= 1 - lr weight_decay, then adam's step without L2",
+             adamw_attrs);
+#undef ADAM_DEF
 
 /* ---- clip_grad_norm ---- */
 
