@@ -682,21 +682,21 @@ static const pardo_attr_def clip_attrs[] = {
 };
 #define CLIP_EPS 1e-6 /* torch.nn.utils.clip_grad_norm_'s */
 
-static int clip_max_norm(const pardo_op *op, double *max_norm, pardo_status *st) {
+/* attr max_norm (required, > 0) and one output per gradient. */
+static int clip_check(const pardo_op *op, int n_in, int n_out, double *max_norm, pardo_status *st) {
     if (!pardo_attr(op, "max_norm")) return pardo_errorf(st, PARDO_EINVAL, "attr 'max_norm' is required");
     int rc = pardo_attr_float(op, "max_norm", 0, max_norm, st);
     if (rc == PARDO_OK && !(*max_norm > 0 && isfinite(*max_norm)))
         return pardo_errorf(st, PARDO_EINVAL, "attr 'max_norm' is %g, expected a number > 0", *max_norm);
+    if (rc == PARDO_OK && n_out != n_in)
+        return pardo_errorf(st, PARDO_EINVAL, "%d outputs for %d gradients, expected one each", n_out, n_in);
     return rc;
 }
 
 static int clip_infer(pardo_infer_ctx *ctx) {
     double max_norm;
-    int rc = clip_max_norm(ctx->op, &max_norm, ctx->st);
+    int rc = clip_check(ctx->op, ctx->n_in, ctx->n_out, &max_norm, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (ctx->n_out != ctx->n_in)
-        return pardo_errorf(ctx->st, PARDO_EINVAL, "%d outputs for %d gradients, expected one each", ctx->n_out,
-                            ctx->n_in);
     for (int k = 0; k < ctx->n_in; k++) {
         char what[48];
         snprintf(what, sizeof what, "input %d", k);
@@ -706,16 +706,11 @@ static int clip_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-/* Sum of squares of n elements of type T in double, in 8 lanes. */
+/* Sum of squares of n elements of type T in double, in 8 lanes (PARDO_LANE_SUM). */
 #define CLIP_SUMSQ(SUF, T)                                                                                             \
     static double clip_sumsq_##SUF(const T *g, int64_t n) {                                                           \
-        double lane[8] = {0};                                                                                          \
-        int64_t i = 0;                                                                                                 \
-        for (; i + 8 <= n; i += 8)                                                                                     \
-            for (int k = 0; k < 8; k++) lane[k] += (double)g[i + k] * (double)g[i + k];                                \
-        for (; i < n; i++) lane[0] += (double)g[i] * (double)g[i];                                                     \
-        double s = 0;                                                                                                  \
-        for (int k = 0; k < 8; k++) s += lane[k];                                                                      \
+        double s;                                                                                                      \
+        PARDO_LANE_SUM(s, 8, n, (double)g[j] * (double)g[j]);                                                          \
         return s;                                                                                                      \
     }                                                                                                                  \
     PARDO_SIMD_CLONES static void clip_scale_##SUF(const T *g, int64_t n, double coef, T *out) {                     \
@@ -727,11 +722,8 @@ CLIP_SUMSQ(f64, double)
 
 static int clip_cpu(pardo_kernel_ctx *ctx) {
     double max_norm, sumsq = 0;
-    int rc = clip_max_norm(ctx->op, &max_norm, ctx->st);
+    int rc = clip_check(ctx->op, ctx->n_in, ctx->n_out, &max_norm, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (ctx->n_out != ctx->n_in)
-        return pardo_errorf(ctx->st, PARDO_EINVAL, "%d outputs for %d gradients, expected one each", ctx->n_out,
-                            ctx->n_in);
     for (int k = 0; k < ctx->n_in; k++) {
         const pardo_tensor *g = ctx->in[k];
         if (g->is_array || !pardo_dtype_is_float(g->dtype))
