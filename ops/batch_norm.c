@@ -18,7 +18,18 @@
  * + eps)); dscale = sum(dY xhat), dbias = sum(dY). The running statistics
  * get no gradient. Sums run in double in 8 lanes, channel by channel (the
  * channels split over the threads), so the bits do not depend on the
- * thread count. Nothing is allocated in a call. */
+ * thread count. Nothing is allocated in a call.
+ *
+ * The sync form (attr sync, torch.nn.SyncBatchNorm): in a parallel_do
+ * part the statistics are the whole batch's, over every part's rows.
+ * pardo transpile --parts rewrites each such op into batch_norm_stats
+ * (a part's per-channel count M_p, sum x, sum x^2), all_reduce (the sums
+ * over the parts) and the op with those sums as its input `stats`; the
+ * gradient op likewise, batch_norm_stats then also summing M_p sum dY and
+ * M_p sum dY x. Part p's loss is its rows' mean and merge weighs the parts'
+ * gradients by w_p = M_p / M, so the part's dX is the whole batch's over
+ * w_p: dX = scale inv (dY - (T1 + xhat T2) / M_p), T1 = sum_p w_p sum dY,
+ * T2 = sum_p w_p sum dY xhat (one part: the formula above). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,6 +43,9 @@ static const pardo_attr_def bn_attrs[] = {
     {"epsilon", PARDO_ATTR_FLOAT, "1e-05", "added to the variance, >= 0"},
     {"momentum", PARDO_ATTR_FLOAT, "0.9", "running = running * momentum + batch * (1 - momentum) (ONNX's; torch's "
                                           "momentum is 1 - this), in [0, 1]"},
+    {"sync", PARDO_ATTR_BOOL, "false", "in a parallel_do part, the statistics over every part's rows "
+                                       "(torch.nn.SyncBatchNorm); pardo transpile --parts rewrites it to take input "
+                                       "stats"},
 };
 
 static const pardo_arg_def bn_in[] = {
@@ -40,6 +54,8 @@ static const pardo_arg_def bn_in[] = {
     {"bias", "per channel [C]", false, false},
     {"mean", "running mean [C] (state)", false, false},
     {"var", "running variance [C] (state)", false, false},
+    {"stats", "training: the batch's sums instead of X's, float64 [1 + 2C] or [1 + 4C] (batch_norm_stats over "
+              "every part, all_reduce)", true, false},
 };
 static const pardo_arg_def bn_out[] = {
     {"Y", "X normalised, X's dtype and shape", false, false},
@@ -83,11 +99,27 @@ static int bn_geometry(const pardo_op *op, const pardo_type *const *in, bn_geom 
     return PARDO_OK;
 }
 
+/* Checks the optional `stats` input (input `index`, may be NULL): float64 [1 + 2C], or [1 + 4C] where
+ * need_grad (the gradient's sums too). */
+static int bn_check_stats(const pardo_type *t, int index, const bn_geom *g, bool need_grad, pardo_status *st) {
+    if (!t || g->c < 0) return PARDO_OK;
+    const int64_t want = 1 + (need_grad ? 4 : 2) * g->c;
+    if (t->dtype == PARDO_F64 && t->ndim == 1 && (t->shape[0] < 0 || t->shape[0] == want ||
+                                                    (!need_grad && t->shape[0] == 1 + 4 * g->c)))
+        return PARDO_OK;
+    char sh[96];
+    return pardo_errorf(st, PARDO_ESHAPE, "input %d 'stats' is %s %s, expected float64 [%lld] (batch_norm_stats of "
+                        "X%s over %lld channels)", index, pardo_dtype_name(t->dtype),
+                        pardo_shape_str(t->ndim, t->shape, sh, sizeof sh), (long long)want, need_grad ? " and dY" : "",
+                        (long long)g->c);
+}
+
 static int bn_infer(pardo_infer_ctx *ctx) {
     bn_geom g;
     const pardo_type *in[5];
     for (int k = 0; k < 5; k++) in[k] = k < ctx->n_in ? ctx->in[k] : NULL;
     int rc = bn_geometry(ctx->op, in, &g, ctx->st);
+    if (rc == PARDO_OK) rc = bn_check_stats(ctx->n_in > 5 ? ctx->in[5] : NULL, 5, &g, false, ctx->st);
     if (rc != PARDO_OK) return rc;
     ctx->out[0] = *ctx->in[0];
     for (int k = 1; k < ctx->n_out && k < 3; k++) ctx->out[k] = *ctx->in[k + 2];
@@ -123,8 +155,17 @@ static void bn_channel_sums(const void *x, bool f32, const bn_geom *g, int64_t c
     *out = acc;
 }
 
-/* The batch's mean and biased variance of channel c (two passes). */
-static void bn_batch_stats(const void *x, bool f32, const bn_geom *g, int64_t c, double *mean, double *var) {
+/* The batch's mean and biased variance of channel c: two passes over X, or from the sums of every part
+ * (stats, batch_norm_stats's layout; NULL: X is the batch). */
+static void bn_batch_stats(const void *x, bool f32, const bn_geom *g, const double *stats, int64_t c, double *mean,
+                           double *var) {
+    if (stats) {
+        const double m = stats[0];
+        *mean = m > 0 ? stats[1 + c] / m : 0;
+        const double v = m > 0 ? stats[1 + g->c + c] / m - *mean * *mean : 0;
+        *var = v > 0 ? v : 0;
+        return;
+    }
     const double m = (double)(g->n * g->s);
     double s1, s2;
     bn_channel_sums(x, f32, g, c, 0, false, &s1);
@@ -137,6 +178,7 @@ typedef struct bn_job {
     bn_geom g;
     bool f32, training;
     const void *x, *scale, *bias, *mean, *var, *dy;
+    const double *stats;            // the sums over every part (sync form), or NULL
     void *y, *mean_out, *var_out;   // forward (the running outputs may be NULL)
     void *dx, *dscale, *dbias;      // gradient (each may be NULL)
 } bn_job;
@@ -145,11 +187,11 @@ static void bn_fwd_range(void *arg, int64_t c0, int64_t c1) {
     const bn_job *jb = arg;
     const bn_geom *g = &jb->g;
     const bool f = jb->f32;
-    const double m = (double)(g->n * g->s);
+    const double m = jb->stats ? jb->stats[0] : (double)(g->n * g->s);
     for (int64_t c = c0; c < c1; c++) {
         double mean = BN_AT(jb->mean, f, c), var = BN_AT(jb->var, f, c), rm = mean, rv = var;
         if (jb->training) {
-            bn_batch_stats(jb->x, f, g, c, &mean, &var);
+            bn_batch_stats(jb->x, f, g, jb->stats, c, &mean, &var);
             rm = rm * g->momentum + mean * (1 - g->momentum);
             rv = rv * g->momentum + (m > 1 ? var * m / (m - 1) : var) * (1 - g->momentum);
         }
@@ -172,8 +214,9 @@ static void bn_fwd_range(void *arg, int64_t c0, int64_t c1) {
     }
 }
 
-/* The [C] inputs' run-time types and X's, and the geometry. */
-static int bn_prepare(pardo_kernel_ctx *ctx, bn_geom *g) {
+/* The [C] inputs' run-time types and X's, and the geometry; *stats the sums of input stats_at (NULL where
+ * the op has none or it does not run in training mode). */
+static int bn_prepare(pardo_kernel_ctx *ctx, bn_geom *g, int stats_at, bool need_grad, const double **stats) {
     pardo_type types[5];
     const pardo_type *tp[5];
     for (int k = 0; k < 5; k++) {
@@ -184,12 +227,22 @@ static int bn_prepare(pardo_kernel_ctx *ctx, bn_geom *g) {
         types[k] = pardo_tensor_type(ctx->in[k]);
         tp[k] = &types[k];
     }
-    return bn_geometry(ctx->op, tp, g, ctx->st);
+    int rc = bn_geometry(ctx->op, tp, g, ctx->st);
+    *stats = NULL;
+    const pardo_tensor *t = stats_at < ctx->n_in ? ctx->in[stats_at] : NULL;
+    if (rc != PARDO_OK || !t || !ctx->training) return rc;
+    pardo_type ty = pardo_tensor_type(t);
+    if (t->is_array || (rc = bn_check_stats(&ty, stats_at, g, need_grad, ctx->st)) != PARDO_OK)
+        return rc != PARDO_OK ? rc : pardo_errorf(ctx->st, PARDO_ESHAPE, "input %d 'stats' is a tensor_array",
+                                                  stats_at);
+    *stats = pardo_tensor_data(t);
+    return PARDO_OK;
 }
 
 static int bn_cpu(pardo_kernel_ctx *ctx) {
     bn_geom g;
-    int rc = bn_prepare(ctx, &g);
+    const double *stats;
+    int rc = bn_prepare(ctx, &g, 5, false, &stats);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *x = ctx->in[0], *out[3] = {NULL, NULL, NULL};
     if (!(out[0] = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape))) return ctx->st->code;
@@ -200,11 +253,14 @@ static int bn_cpu(pardo_kernel_ctx *ctx) {
     }
     bn_job jb = {.g = g, .f32 = x->dtype == PARDO_F32, .training = ctx->training, .x = pardo_tensor_data(x),
                 .scale = pardo_tensor_data(ctx->in[1]), .bias = pardo_tensor_data(ctx->in[2]),
-                .mean = pardo_tensor_data(ctx->in[3]), .var = pardo_tensor_data(ctx->in[4]),
+                .mean = pardo_tensor_data(ctx->in[3]), .var = pardo_tensor_data(ctx->in[4]), .stats = stats,
                 .y = pardo_tensor_data(out[0]), .mean_out = out[1] ? pardo_tensor_data(out[1]) : NULL,
                 .var_out = out[2] ? pardo_tensor_data(out[2]) : NULL};
     return pardo_parallel_for(ctx, g.c, bn_fwd_range, &jb);
 }
+
+static int bn_sync_parts(const pardo_op *op, pardo_block *blk, pardo_status *st);
+static int bn_grad_sync_parts(const pardo_op *op, pardo_block *blk, pardo_status *st);
 
 /* The running outputs are state, not on any path to the loss: the
  * gradient op takes X, scale, bias, mean, var, Y ("": not read) and dY. */
@@ -222,14 +278,15 @@ const pardo_op_def pardo_op_batch_norm = {
     .doc = "ONNX BatchNormalization over [N, C, ...]: the batch's statistics when training (and the running ones "
            "updated in place), the running ones otherwise (float32, float64)",
     .inputs = bn_in,
-    .n_inputs = 5,
+    .n_inputs = 6,
     .outputs = bn_out,
     .n_outputs = 3,
     .attrs = bn_attrs,
-    .n_attrs = 2,
+    .n_attrs = 3,
     .infer = bn_infer,
     .cpu = bn_cpu,
     .grad = bn_grad_build,
+    .sync_parts = bn_sync_parts,
     .inplace = true,
 };
 
@@ -247,6 +304,8 @@ static const pardo_arg_def bn_grad_in[] = {
     {"dY", "gradient of Y", false, false},
     {"d_running_mean", "(not read: \"\")", true, false},
     {"d_running_var", "(not read: \"\")", true, false},
+    {"stats", "training: the batch's sums, float64 [1 + 4C] (batch_norm_stats of X and dY over every part, "
+              "all_reduce)", true, false},
 };
 static const pardo_arg_def bn_grad_out[] = {
     {"dX", "gradient of X", true, false},
@@ -263,7 +322,8 @@ static int bn_grad_infer(pardo_infer_ctx *ctx) {
     if (rc != PARDO_OK) return rc;
     if (ctx->n_in < 9 || !ctx->in[8])
         return pardo_errorf(ctx->st, PARDO_EINVAL, "input 8 'dY' is required");
-    if ((rc = pardo_nn_expect_same(ctx->in[8], "input 8 'dY'", ctx->in[0], "input 0 'X'", ctx->st)) != PARDO_OK)
+    if ((rc = pardo_nn_expect_same(ctx->in[8], "input 8 'dY'", ctx->in[0], "input 0 'X'", ctx->st)) != PARDO_OK ||
+        (rc = bn_check_stats(ctx->n_in > 11 ? ctx->in[11] : NULL, 11, &g, true, ctx->st)) != PARDO_OK)
         return rc;
     for (int k = 0; k < ctx->n_out && k < 5; k++) ctx->out[k] = k == 0 ? *ctx->in[0] : *ctx->in[1];
     return PARDO_OK;
@@ -273,10 +333,10 @@ static void bn_grad_range(void *arg, int64_t c0, int64_t c1) {
     const bn_job *jb = arg;
     const bn_geom *g = &jb->g;
     const bool f = jb->f32;
-    const double m = (double)(g->n * g->s);
+    const double m = (double)(g->n * g->s); /* this part's M_p */
     for (int64_t c = c0; c < c1; c++) {
         double mean = BN_AT(jb->mean, f, c), var = BN_AT(jb->var, f, c);
-        if (jb->training) bn_batch_stats(jb->x, f, g, c, &mean, &var);
+        if (jb->training) bn_batch_stats(jb->x, f, g, jb->stats, c, &mean, &var);
         const double inv = 1 / sqrt(var + g->eps), scale = BN_AT(jb->scale, f, c);
         double sdy = 0, sdyx = 0; /* sum dY, sum dY xhat */
         for (int64_t r = 0; r < g->n; r++) {
@@ -297,8 +357,15 @@ static void bn_grad_range(void *arg, int64_t c0, int64_t c1) {
         if (jb->dscale) BN_SET(jb->dscale, f, c, sdyx);
         if (jb->dbias) BN_SET(jb->dbias, f, c, sdy);
         if (!jb->dx) continue;
-        /* training: dX = scale inv (dY - sum dY / M - xhat sum(dY xhat) / M); eval: dX = scale inv dY */
-        const double k = scale * inv, mdy = jb->training && m > 0 ? sdy / m : 0, mdyx = jb->training && m > 0 ? sdyx / m : 0;
+        /* training: dX = scale inv (dY - sum dY / M - xhat sum(dY xhat) / M), or with every part's sums
+         * (T1 + xhat T2) / M_p (see the top); eval: dX = scale inv dY */
+        double t1 = sdy, t2 = sdyx;
+        if (jb->stats) {
+            const double mall = jb->stats[0];
+            t1 = mall > 0 ? jb->stats[1 + 2 * g->c + c] / mall : 0;
+            t2 = mall > 0 ? inv * (jb->stats[1 + 3 * g->c + c] / mall - mean * t1) : 0;
+        }
+        const double k = scale * inv, mdy = jb->training && m > 0 ? t1 / m : 0, mdyx = jb->training && m > 0 ? t2 / m : 0;
         for (int64_t r = 0; r < g->n; r++) {
             const int64_t base = (r * g->c + c) * g->s;
             for (int64_t i = 0; i < g->s; i++) {
@@ -311,7 +378,8 @@ static void bn_grad_range(void *arg, int64_t c0, int64_t c1) {
 
 static int bn_grad_cpu(pardo_kernel_ctx *ctx) {
     bn_geom g;
-    int rc = bn_prepare(ctx, &g);
+    const double *stats;
+    int rc = bn_prepare(ctx, &g, 11, true, &stats);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *x = ctx->in[0], *dy = ctx->n_in > 8 ? ctx->in[8] : NULL, *out[3] = {NULL, NULL, NULL};
     if (!dy || dy->is_array || dy->dtype != x->dtype || dy->numel != x->numel)
@@ -323,7 +391,7 @@ static int bn_grad_cpu(pardo_kernel_ctx *ctx) {
     }
     bn_job jb = {.g = g, .f32 = x->dtype == PARDO_F32, .training = ctx->training, .x = pardo_tensor_data(x),
                 .scale = pardo_tensor_data(ctx->in[1]), .mean = pardo_tensor_data(ctx->in[3]),
-                .var = pardo_tensor_data(ctx->in[4]), .dy = pardo_tensor_data(dy),
+                .var = pardo_tensor_data(ctx->in[4]), .dy = pardo_tensor_data(dy), .stats = stats,
                 .dx = out[0] ? pardo_tensor_data(out[0]) : NULL, .dscale = out[1] ? pardo_tensor_data(out[1]) : NULL,
                 .dbias = out[2] ? pardo_tensor_data(out[2]) : NULL};
     return pardo_parallel_for(ctx, g.c, bn_grad_range, &jb);
@@ -333,11 +401,155 @@ const pardo_op_def pardo_op_batch_norm_grad = {
     .type = "batch_norm_grad",
     .doc = "gradient of batch_norm: dX (through the batch's statistics when training), dscale, dbias",
     .inputs = bn_grad_in,
-    .n_inputs = 11,
+    .n_inputs = 12,
     .outputs = bn_grad_out,
     .n_outputs = 5,
     .attrs = bn_attrs,
-    .n_attrs = 2,
+    .n_attrs = 3,
     .infer = bn_grad_infer,
     .cpu = bn_grad_cpu,
+    .sync_parts = bn_grad_sync_parts,
 };
+
+/* ---- batch_norm_stats ---- */
+
+static const pardo_arg_def bn_stats_in[] = {
+    {"X", "input [N, C, ...] (float32 or float64)", false, false},
+    {"dY", "the gradient of batch_norm's Y (the gradient's sums), X's dtype and shape", true, false},
+};
+static const pardo_arg_def bn_stats_out[] = {
+    {"stats", "float64 [1 + 2C]: M_p (N x the elements per channel and row), then per channel sum x, sum x^2; "
+              "with dY [1 + 4C], then M_p sum dY, M_p sum dY x",
+     false, false},
+};
+
+/* X's geometry (channels from dim 1) and, where given, dY's match. */
+static int bn_stats_geometry(const pardo_type *x, const pardo_type *dy, bn_geom *g, pardo_status *st) {
+    int rc = pardo_nn_expect_float(x, "input 0 'X'", st);
+    if (rc == PARDO_OK && dy) rc = pardo_nn_expect_same(dy, "input 1 'dY'", x, "input 0 'X'", st);
+    if (rc != PARDO_OK) return rc;
+    if (x->ndim < 2) return pardo_errorf(st, PARDO_ESHAPE, "input 0 'X' has %d dims, expected [N, C, ...]", x->ndim);
+    g->n = x->shape[0];
+    g->c = x->shape[1];
+    g->s = 1;
+    for (int d = 2; d < x->ndim; d++) g->s = x->shape[d] < 0 || g->s < 0 ? -1 : g->s * x->shape[d];
+    return PARDO_OK;
+}
+
+static int bn_stats_infer(pardo_infer_ctx *ctx) {
+    bn_geom g;
+    const pardo_type *dy = ctx->n_in > 1 ? ctx->in[1] : NULL;
+    int rc = bn_stats_geometry(ctx->in[0], dy, &g, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = (pardo_type){.dtype = PARDO_F64, .ndim = 1, .shape = {g.c < 0 ? -1 : 1 + (dy ? 4 : 2) * g.c}};
+    return PARDO_OK;
+}
+
+static void bn_stats_range(void *arg, int64_t c0, int64_t c1) {
+    const bn_job *jb = arg;
+    const bn_geom *g = &jb->g;
+    const int64_t C = g->c;
+    const double mp = (double)(g->n * g->s);
+    double *out = jb->y;
+    for (int64_t c = c0; c < c1; c++) {
+        double s1 = 0, s2 = 0, d1 = 0, d2 = 0;
+        for (int64_t r = 0; r < g->n; r++) {
+            const int64_t base = (r * g->c + c) * g->s;
+            double a, b, e = 0, h = 0;
+            if (jb->f32) {
+                const float *xp = (const float *)jb->x + base, *dp = jb->dy ? (const float *)jb->dy + base : NULL;
+                PARDO_LANE_SUM(a, 8, g->s, (double)xp[j]);
+                PARDO_LANE_SUM(b, 8, g->s, (double)xp[j] * (double)xp[j]);
+                if (dp) PARDO_LANE_SUM(e, 8, g->s, (double)dp[j]);
+                if (dp) PARDO_LANE_SUM(h, 8, g->s, (double)dp[j] * (double)xp[j]);
+            } else {
+                const double *xp = (const double *)jb->x + base, *dp = jb->dy ? (const double *)jb->dy + base : NULL;
+                PARDO_LANE_SUM(a, 8, g->s, xp[j]);
+                PARDO_LANE_SUM(b, 8, g->s, xp[j] * xp[j]);
+                if (dp) PARDO_LANE_SUM(e, 8, g->s, dp[j]);
+                if (dp) PARDO_LANE_SUM(h, 8, g->s, dp[j] * xp[j]);
+            }
+            s1 += a;
+            s2 += b;
+            d1 += e;
+            d2 += h;
+        }
+        out[1 + c] = s1;
+        out[1 + C + c] = s2;
+        if (jb->dy) {
+            out[1 + 2 * C + c] = mp * d1;
+            out[1 + 3 * C + c] = mp * d2;
+        }
+    }
+}
+
+static int bn_stats_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *x = ctx->in[0], *dy = ctx->n_in > 1 ? ctx->in[1] : NULL;
+    if (x->is_array || (dy && dy->is_array))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "a tensor_array input, expected tensors");
+    pardo_type tx = pardo_tensor_type(x), tdy = dy ? pardo_tensor_type(dy) : tx;
+    bn_geom g;
+    int rc = bn_stats_geometry(&tx, dy ? &tdy : NULL, &g, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    const int64_t len = 1 + (dy ? 4 : 2) * g.c;
+    pardo_tensor *out = pardo_kernel_output(ctx, 0, PARDO_F64, 1, &len);
+    if (!out) return ctx->st->code;
+    ((double *)pardo_tensor_data(out))[0] = (double)(g.n * g.s);
+    bn_job jb = {.g = g, .f32 = x->dtype == PARDO_F32, .x = pardo_tensor_data(x),
+                 .dy = dy ? pardo_tensor_data(dy) : NULL, .y = pardo_tensor_data(out)};
+    return pardo_parallel_for(ctx, g.c, bn_stats_range, &jb);
+}
+
+const pardo_op_def pardo_op_batch_norm_stats = {
+    .type = "batch_norm_stats",
+    .doc = "a part's batch sums for the sync form of batch_norm (count, sum x, sum x^2 per channel; with dY the "
+           "gradient's sums): all_reduce them over the parts and give them to batch_norm(_grad) as input stats",
+    .inputs = bn_stats_in,
+    .n_inputs = 2,
+    .outputs = bn_stats_out,
+    .n_outputs = 1,
+    .infer = bn_stats_infer,
+    .cpu = bn_stats_cpu,
+};
+
+/* ---- the sync form in a parallel_do part (pardo_op_def.sync_parts) ---- */
+
+/* Appends to blk (which op is not in): batch_norm_stats(X[, dY]) -> B@BN_STATS, all_reduce ->
+ * B@BN_STATS_ALL, then a copy of op with that as input `stats_at` (the inputs before it padded with ""), all
+ * of op's role. B is op's first named output. */
+static int bn_sync_append(const pardo_op *op, pardo_block *blk, int dy_at, int stats_at, pardo_status *st) {
+    const char *base = NULL;
+    for (int k = 0; k < op->n_out && !base; k++)
+        if (op->out[k][0]) base = op->out[k];
+    if (!base || op->n_in < 1 || (dy_at >= 0 && op->n_in <= dy_at))
+        return pardo_errorf(st, PARDO_EINVAL, "%s: the sync form needs X%s and a named output", op->type,
+                            dy_at >= 0 ? ", dY" : "");
+    if (op->n_in > stats_at && op->in[stats_at][0])
+        return pardo_errorf(st, PARDO_EINVAL, "%s: input %d 'stats' is given already", op->type, stats_at);
+    char sums[512], all[512];
+    snprintf(sums, sizeof sums, "%s@BN_STATS", base);
+    snprintf(all, sizeof all, "%s@BN_STATS_ALL", base);
+    pardo_op *stats = pardo_block_add_op(blk, "batch_norm_stats", st);
+    if (!stats || pardo_op_add_input(stats, op->in[0], st) != PARDO_OK ||
+        (dy_at >= 0 && pardo_op_add_input(stats, op->in[dy_at], st) != PARDO_OK) ||
+        pardo_op_add_output(stats, sums, st) != PARDO_OK)
+        return st->code;
+    stats->role = op->role;
+    pardo_op *reduce = pardo_block_add_op(blk, "all_reduce", st);
+    if (!reduce || pardo_op_add_input(reduce, sums, st) != PARDO_OK || pardo_op_add_output(reduce, all, st) != PARDO_OK)
+        return st->code;
+    reduce->role = op->role;
+    pardo_op *self = pardo_block_add_op_copy(blk, op, st);
+    if (!self) return st->code;
+    while (self->n_in < stats_at)
+        if (pardo_op_add_input(self, "", st) != PARDO_OK) return st->code;
+    return pardo_op_add_input(self, all, st);
+}
+
+static int bn_sync_parts(const pardo_op *op, pardo_block *blk, pardo_status *st) {
+    return bn_sync_append(op, blk, -1, 5, st);
+}
+
+static int bn_grad_sync_parts(const pardo_op *op, pardo_block *blk, pardo_status *st) {
+    return bn_sync_append(op, blk, 8, 11, st);
+}

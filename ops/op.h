@@ -109,6 +109,13 @@ typedef struct pardo_grad_request {
  * gradient). Op pointers into blk are invalidated (blk->ops may grow). */
 typedef int (*pardo_grad_fn)(const pardo_grad_request *req, pardo_block *blk, pardo_status *st);
 
+/* The sync form of an op whose kernel reduces over the batch (batch_norm's
+ * statistics, attr sync): appends to blk, which op is not in, the ops that
+ * run op in a parallel_do part with that reduction over every part's rows
+ * (all_reduce between them; the multi_cpu pass calls it for block 1).
+ * Names are borrowed from op; blk's op pointers are invalidated. */
+typedef int (*pardo_sync_fn)(const pardo_op *op, pardo_block *blk, pardo_status *st);
+
 typedef struct pardo_op_def {
     const char *type;                 // name in graph files
     const char *doc;                  // one line
@@ -129,6 +136,7 @@ typedef struct pardo_op_def {
     bool variadic_out;                // the last output may repeat (parallel_do)
     bool metric;                      // output 0 is a float scalar metric of the batch (accuracy), mean over
                                       // rows: `pardo train` reports its epoch mean beside the loss
+    pardo_sync_fn sync_parts;         // its sync form in a parallel_do part; NULL: none (see pardo_sync_fn)
 } pardo_op_def;
 
 /* The usual gradient builder (SPEC section 2): one op of type "<T>_grad"

@@ -55,7 +55,7 @@
     X(max_pool2d) X(max_pool2d_grad) \
     X(avg_pool2d) X(avg_pool2d_grad) \
     X(layer_norm) X(layer_norm_grad) \
-    X(batch_norm) X(batch_norm_grad) \
+    X(batch_norm) X(batch_norm_grad) X(batch_norm_stats) \
     X(dropout) X(dropout_grad) \
     X(embedding) X(embedding_grad) \
     X(mse_loss) X(mse_loss_grad) \
@@ -65,6 +65,6 @@
     X(adam) \
     X(adamw) \
     X(clip_grad_norm) \
-    X(split) X(merge) X(parallel_do)
+    X(split) X(merge) X(parallel_do) X(all_reduce)
 
 #endif

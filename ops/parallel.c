@@ -1,6 +1,12 @@
 /* parallel.c - the parallel ops (SPEC section 2, "Split, Merge, ParallelDo"):
  * split cuts a tensor into a tensor_array of parts, parallel_do runs a block
  * once per part on the thread pool, merge joins the parts again.
+ * all_reduce, in a part block, gives every part the sum over the parts of
+ * its inputs (cross-part statistics: batch_norm's sync form): parallel_do
+ * runs such a block in segments, the parts joining at each all_reduce,
+ * which the forking thread computes in part order before the next segment
+ * forks (a barrier inside a kernel would deadlock when parts outnumber the
+ * threads). Outside a part block it copies its inputs (one part).
  *
  * Parts along axis 0 are views of the input's rows (pardo_tensor_view_of: no
  * copy; each part holds the input) where no op can write them: every
@@ -399,6 +405,46 @@ const pardo_op_def pardo_op_merge = {
     .array_in = 3u,
 };
 
+/* ---- all_reduce ---- */
+
+static const pardo_arg_def ar_in[] = {{"X", "a tensor per output (float32 or float64)", false, true}};
+static const pardo_arg_def ar_out[] = {{"Y", "X's sum over the parallel_do's parts, X's dtype and shape", false, true}};
+
+static int ar_infer(pardo_infer_ctx *ctx) {
+    if (ctx->n_out != ctx->n_in)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "%d inputs but %d outputs, expected one output per input", ctx->n_in,
+                            ctx->n_out);
+    for (int k = 0; k < ctx->n_in; k++) {
+        if (ctx->in[k]->dtype != PARDO_F32 && ctx->in[k]->dtype != PARDO_F64)
+            return pardo_errorf(ctx->st, PARDO_ESHAPE, "input %d is %s, expected float32 or float64", k,
+                                pardo_dtype_name(ctx->in[k]->dtype));
+        ctx->out[k] = *ctx->in[k];
+    }
+    return PARDO_OK;
+}
+
+/* Block 0 (one part): Y = X. In a part block parallel_do computes it. */
+static int ar_cpu(pardo_kernel_ctx *ctx) {
+    for (int k = 0; k < ctx->n_in; k++) {
+        const pardo_tensor *x = ctx->in[k];
+        if (x->is_array) return pardo_errorf(ctx->st, PARDO_EINVAL, "input %d is a tensor_array, expected a tensor", k);
+        if (!pardo_kernel_output_as(ctx, k, k, x->ndim, x->shape)) return ctx->st->code;
+    }
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_all_reduce = {
+    .type = "all_reduce",
+    .doc = "in a parallel_do part block: each output is its input summed over the parts, in part order (the parts "
+           "join there); elsewhere a copy",
+    .inputs = ar_in,
+    .n_inputs = 1,
+    .outputs = ar_out,
+    .n_outputs = 1,
+    .infer = ar_infer,
+    .cpu = ar_cpu,
+};
+
 /* ---- parallel_do ---- */
 
 static const pardo_arg_def pd_in[] = {
@@ -439,6 +485,8 @@ typedef struct pd_state {
     pardo_scope *parent; // the calling scope the child scopes hang from
     pd_part *parts;      // cap_parts entries, the first n_scopes with a scope
     int cap_parts, n_scopes;
+    int n_block_ops;     // ops of the block
+    bool *joins;         // n_block_ops: op i is an all_reduce (the parts join before it); NULL when none is
 } pd_state;
 
 static void pd_free_scopes(pd_state *s) {
@@ -451,6 +499,7 @@ static void pd_state_free(void *p) {
     if (!s) return;
     pd_free_scopes(s);
     free(s->parts);
+    free(s->joins);
     free(s->ins);
     free(s->outs);
     free(s);
@@ -472,6 +521,13 @@ static pd_state *pd_state_new(pardo_kernel_ctx *ctx) {
     pd_state *s = calloc(1, sizeof(*s));
     if (!s) goto oom;
     s->block = (int)block;
+    const pardo_block *blk = &prog->blocks[s->block];
+    s->n_block_ops = blk->n_ops;
+    for (int i = 0; i < blk->n_ops; i++) {
+        if (blk->ops[i].def != &pardo_op_all_reduce) continue;
+        if (!s->joins && !(s->joins = calloc((size_t)blk->n_ops, sizeof(bool)))) goto oom;
+        s->joins[i] = true;
+    }
     s->n_ins = pin ? pin->n : 0;
     s->n_outs = pout ? pout->n : 0;
     if ((s->n_ins && !(s->ins = calloc((size_t)s->n_ins, sizeof(*s->ins)))) ||
@@ -525,6 +581,9 @@ typedef struct pd_job {
     int n;              // parts
     uint64_t flow;      // trace: the first part's flow id; 0 when no trace is on
     pardo_early *early; // the stage after the op, started by parts that end first (executor.h); or NULL
+    int first, end;     // the segment of the block the parts run now: ops [first, end)
+    int segment;        // its index (trace: a part's spans of one run share its flow)
+    bool tracing;       // a trace is on
     _Alignas(64)
         atomic_int stop; // (a cache line of its own) set by the first part that fails; parts read it between ops
     atomic_int failed;   // the first part that failed, or -1
@@ -557,8 +616,8 @@ static int hand_on_after(void *arg, int index, pardo_status *st) {
     return PARDO_OK;
 }
 
-/* Part i: bind its slices, run the block, hand its outputs to the arrays. */
-static int pd_run_part(pd_job *j, int i, pardo_status *st) {
+/* Part i's first segment: takes back last run's outputs and binds its slices. */
+static int pd_bind_part(pd_job *j, int i, pardo_status *st) {
     pardo_kernel_ctx *ctx = j->ctx;
     pd_state *s = j->s;
     pardo_scope *scope = s->parts[i].scope;
@@ -577,16 +636,91 @@ static int pd_run_part(pd_job *j, int i, pardo_status *st) {
         if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "part %d of '%s' is unset", i, ctx->op->in[s->ins[k].slot]);
         if ((rc = pardo_scope_set(scope, s->ins[k].var, t, st)) != PARDO_OK) return rc;
     }
-    pd_part_run pr = {j, i};
-    pardo_block_run run = {.nthreads = 1, .stop = &j->stop, .cpu_only = true, .idle_help = true,
-                           .after_op = hand_on_after,
-                           .after_arg = &pr, .progress = j->early ? pardo_early_progress(j->early, i) : NULL};
-    rc = pardo_executor_run_block_with(ctx->exec, s->block, scope, &run, st);
+    return PARDO_OK;
+}
+
+/* Part i's last segment ended (rc): the outputs no op named go to the arrays, the slices are unbound (so
+ * split can reuse them). */
+static int pd_unbind_part(pd_job *j, int i, int rc, pardo_status *st) {
+    pd_state *s = j->s;
     for (int k = 0; rc == PARDO_OK && k < s->n_outs; k++) /* a block that ran to its end handed on the others */
         if (s->outs[k].publish_at < 0) rc = hand_on(j, i, k, st);
-    for (int k = 0; k < s->n_ins; k++) /* unbind the slices, so split can reuse them */
-        pardo_tensor_release(pardo_scope_take(scope, s->ins[k].var));
+    for (int k = 0; k < s->n_ins; k++) pardo_tensor_release(pardo_scope_take(s->parts[i].scope, s->ins[k].var));
     return rc;
+}
+
+/* Part i, segment [j->first, j->end) of the block: bound first when the segment is the first, its outputs
+ * handed on as their last op runs and when the block ends. */
+static int pd_run_part(pd_job *j, int i, pardo_status *st) {
+    pd_state *s = j->s;
+    int rc = j->first == 0 ? pd_bind_part(j, i, st) : PARDO_OK;
+    if (rc != PARDO_OK) return rc;
+    pd_part_run pr = {j, i};
+    pardo_block_run run = {.nthreads = 1, .stop = &j->stop, .cpu_only = true, .idle_help = true,
+                           .after_op = hand_on_after, .after_arg = &pr,
+                           .progress = j->early ? pardo_early_progress(j->early, i) : NULL,
+                           .first_op = j->first, .end_op = j->end};
+    if (j->end > j->first) rc = pardo_executor_run_block_with(j->ctx->exec, s->block, s->parts[i].scope, &run, st);
+    return rc != PARDO_OK || j->end == s->n_block_ops ? pd_unbind_part(j, i, rc, st) : rc;
+}
+
+/* All_reduce op `index` of the part block, on the forking thread once every part ran the ops before it: each
+ * part's output k becomes the sum of input k over the parts, added in part order in the input's dtype (the
+ * same bits whatever the threads), and the part hands on what the op ends. */
+static int pd_all_reduce(pd_job *j, int index, pardo_status *st) {
+    pd_state *s = j->s;
+    const pardo_op *op = &j->ctx->prog->blocks[s->block].ops[index];
+    for (int k = 0; k < op->n_in; k++) {
+        const pardo_tensor *x0 = pardo_scope_find(s->parts[0].scope, op->in[k]);
+        if (!x0 || x0->is_array)
+            return pardo_errorf(st, PARDO_ERUNTIME, "all_reduce op %d of block %d: '%s' has no tensor", index,
+                                s->block, op->in[k]);
+        pardo_tensor *sum = NULL; /* part 0's output, which the other parts get a copy of */
+        for (int i = 0; i < j->n; i++) {
+            const pardo_tensor *x = pardo_scope_find(s->parts[i].scope, op->in[k]);
+            if (!x || x->is_array || x->dtype != x0->dtype || !pardo_shape_equal(x->ndim, x->shape, x0->ndim, x0->shape))
+                return pardo_errorf(st, PARDO_ESHAPE, "all_reduce op %d of block %d: part %d's '%s' differs from "
+                                    "part 0's in dtype or shape", index, s->block, i, op->in[k]);
+        }
+        for (int i = 0; i < j->n; i++) {
+            pardo_scope *scope = s->parts[i].scope;
+            pardo_tensor *y = pardo_scope_find_local(scope, op->out[k]);
+            if (!y || y->base || atomic_load(&y->refs) != 1 || y->dtype != x0->dtype ||
+                !pardo_shape_equal(y->ndim, y->shape, x0->ndim, x0->shape)) {
+                if (!(y = pardo_tensor_new(x0->dtype, x0->ndim, x0->shape, st))) return st->code;
+                int rc = pardo_scope_set_move(scope, op->out[k], y, st);
+                if (rc != PARDO_OK) return rc;
+            }
+            void *yd = pardo_tensor_mutable_cpu(y, st);
+            if (!yd) return st->code;
+            if (i > 0) {
+                memcpy(yd, pardo_tensor_data(sum), sum->nbytes);
+                continue;
+            }
+            sum = y;
+            const pardo_tensor *x = pardo_scope_find(s->parts[0].scope, op->in[k]);
+            memcpy(yd, pardo_tensor_data(x), x->nbytes);
+            for (int p = 1; p < j->n; p++) {
+                const pardo_tensor *xp = pardo_scope_find(s->parts[p].scope, op->in[k]);
+                if (y->dtype == PARDO_F32) {
+                    float *d = pardo_tensor_data(y);
+                    const float *a = pardo_tensor_data(xp);
+                    for (int64_t e = 0; e < y->numel; e++) d[e] += a[e];
+                } else {
+                    double *d = pardo_tensor_data(y);
+                    const double *a = pardo_tensor_data(xp);
+                    for (int64_t e = 0; e < y->numel; e++) d[e] += a[e];
+                }
+            }
+        }
+    }
+    for (int i = 0; i < j->n; i++) {
+        pd_part_run pr = {j, i};
+        int rc = hand_on_after(&pr, index, st);
+        if (rc != PARDO_OK) return rc;
+        if (j->early) atomic_store_explicit(pardo_early_progress(j->early, i), index + 1, memory_order_release);
+    }
+    return PARDO_OK;
 }
 
 /* Records part i's span (from t0 to now) in the trace. */
@@ -600,7 +734,8 @@ static void trace_part(const pd_job *j, int i, int64_t t0, int rc, const pardo_s
                           .part = i,
                           .parts = j->n,
                           .rows = first && first->ndim > 0 ? first->shape[0] : -1,
-                          .flow = j->flow + (uint64_t)i,
+                          .segment = j->segment,
+                          .flow = j->flow ? j->flow + (uint64_t)i : 0,
                           .t0 = t0,
                           .t1 = pardo_trace_ticks(),
                           .error = rc == PARDO_OK ? NULL : st->msg};
@@ -611,10 +746,10 @@ static void pd_part_fn(void *arg, int64_t i) {
     pd_job *j = arg;
     pardo_status *st = &j->s->parts[i].st;
     if (atomic_load_explicit(&j->stop, memory_order_acquire)) return; /* another part failed: do not start */
-    int64_t t0 = j->flow ? pardo_trace_ticks() : 0;
+    int64_t t0 = j->tracing ? pardo_trace_ticks() : 0;
     int rc = pd_run_part(j, (int)i, st);
-    if (j->flow) trace_part(j, (int)i, t0, rc, st);
-    if (rc == PARDO_OK && j->early) pardo_early_part_ended(j->early);
+    if (j->tracing) trace_part(j, (int)i, t0, rc, st);
+    if (rc == PARDO_OK && j->early && j->end == j->s->n_block_ops) pardo_early_part_ended(j->early);
     if (rc == PARDO_OK || rc == PARDO_ECANCELED) return;
     st->code = rc;
     int none = -1;
@@ -646,13 +781,36 @@ static int pd_cpu(pardo_kernel_ctx *ctx) {
     if (rc != PARDO_OK) return rc;
     for (int k = 0; k < s->n_outs; k++)
         if (!pardo_kernel_output_array(ctx, s->outs[k].slot, s->outs[k].dtype, n)) return ctx->st->code;
-    pd_job j = {.ctx = ctx, .s = s, .n = n, .flow = pardo_trace_on() ? pardo_trace_flow_start(ctx->op, n) : 0};
+    pd_job j = {.ctx = ctx, .s = s, .n = n, .tracing = pardo_trace_on()};
+    j.flow = j.tracing ? pardo_trace_flow_start(ctx->op, n) : 0;
     atomic_init(&j.stop, 0);
     atomic_init(&j.failed, -1);
     j.early = pardo_executor_early_begin(ctx->exec, ctx->block, ctx->op_index, ctx->scope, ctx->nthreads, ctx->out,
                                          ctx->n_out, n, &j.stop);
-    pardo_thread_pool_for(ctx->nthreads, n, pd_part_fn, &j);
+    /* the block's segments: the parts run ops up to the next all_reduce, which joins them */
+    for (int first = 0; rc == PARDO_OK && atomic_load(&j.failed) < 0;) {
+        int end = first;
+        while (end < s->n_block_ops && !(s->joins && s->joins[end])) end++;
+        if (end > first || first == 0) {
+            j.first = first;
+            j.end = end;
+            pardo_thread_pool_for(ctx->nthreads, n, pd_part_fn, &j);
+            j.segment++;
+        }
+        if (end == s->n_block_ops || atomic_load(&j.failed) >= 0) break;
+        for (; rc == PARDO_OK && end < s->n_block_ops && s->joins[end]; end++) rc = pd_all_reduce(&j, end, ctx->st);
+        first = end;
+        if (rc == PARDO_OK && first == s->n_block_ops) { /* the block ends with its all_reduce ops */
+            for (int i = 0; i < n && rc == PARDO_OK; i++) rc = pd_unbind_part(&j, i, PARDO_OK, ctx->st);
+            break;
+        }
+    }
+    if (rc != PARDO_OK || atomic_load(&j.failed) >= 0) { /* the parts still bound unbind their slices */
+        pardo_status ignored = {0};
+        for (int i = 0; i < n; i++) pd_unbind_part(&j, i, PARDO_ECANCELED, &ignored);
+    }
     pardo_executor_early_end(j.early);
+    if (rc != PARDO_OK) return rc;
     int bad = atomic_load(&j.failed);
     if (bad < 0) return PARDO_OK;
     *ctx->st = s->parts[bad].st;

@@ -3,7 +3,8 @@
  * graph for every merge mode at 1, 2 and 4 threads, uneven splits included;
  * splits on the pool and where parts may be written; inference of
  * tensor_arrays and sub-block vars; reuse in the steady state; 100,000
- * parallel_do calls; merge's arithmetic against a naive loop.
+ * parallel_do calls; merge's arithmetic against a naive loop; all_reduce
+ * joining the parts.
  * check_parallel_errors.c has the errors. */
 #include <check.h>
 #include <float.h>
@@ -538,6 +539,90 @@ START_TEST(mean_over_a_power_of_two_is_the_divide) {
 }
 END_TEST
 
+/* ---- all_reduce: the parts join ---- */
+
+/* Block 1 starts and ends with an all_reduce (the joins of the segments
+ * parallel_do runs): wn = parts x w (an enclosing var), r = the part's
+ * column sums, s = their sum over the parts, then z = all_reduce(s + wn)
+ * and rr = all_reduce(r) at the end; %d is split's attr parts. */
+static const char all_reduce_fmt[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"x\": {\"dtype\": \"float64\", \"shape\": [-1, 2], \"role\": \"feed\"},"
+    "\"w\": {\"dtype\": \"float64\", \"shape\": [2], \"role\": \"param\", \"init\": {\"fill\": \"constant\", \"value\": 0.5}},"
+    "\"xs\": {\"dtype\": \"float64\", \"shape\": [-1, 2], \"kind\": \"tensor_array\"}},"
+    "\"ops\": ["
+    "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": %d}},"
+    "{\"op\": \"parallel_do\", \"name\": \"pd\", \"in\": [\"xs\", \"w\"], \"out\": [\"zs\", \"rrs\", \"ss\"],"
+    " \"attrs\": {\"block\": 1, \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"z\": \"zs\", \"rr\": \"rrs\", \"s\": \"ss\"}}},"
+    "{\"op\": \"merge\", \"in\": [\"zs\"], \"out\": [\"z_max\"], \"attrs\": {\"mode\": \"max\"}},"
+    "{\"op\": \"merge\", \"in\": [\"zs\"], \"out\": [\"z_min\"], \"attrs\": {\"mode\": \"min\"}},"
+    "{\"op\": \"merge\", \"in\": [\"rrs\"], \"out\": [\"rr_max\"], \"attrs\": {\"mode\": \"max\"}},"
+    "{\"op\": \"merge\", \"in\": [\"ss\"], \"out\": [\"s_min\"], \"attrs\": {\"mode\": \"min\"}}"
+    "]},"
+    "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+    "{\"op\": \"all_reduce\", \"in\": [\"w\"], \"out\": [\"wn\"]},"
+    "{\"op\": \"reduce_sum\", \"in\": [\"xp\"], \"out\": [\"r\"], \"attrs\": {\"axes\": [0], \"keepdims\": false}},"
+    "{\"op\": \"all_reduce\", \"in\": [\"r\"], \"out\": [\"s\"]},"
+    "{\"op\": \"add\", \"in\": [\"s\", \"wn\"], \"out\": [\"y\"]},"
+    "{\"op\": \"all_reduce\", \"in\": [\"y\", \"r\"], \"out\": [\"z\", \"rr\"]}"
+    "]}]}";
+
+/* Every part gets the sums over all parts, whatever the parts (more than
+ * the threads, uneven, one) and threads, run after run; in block 0 (one
+ * part) all_reduce copies. */
+START_TEST(all_reduce_joins_the_parts) {
+    test_pool_size(4);
+    const int parts[] = {1, 3, 5, 8};
+    const int threads[] = {1, 2, 4};
+    int64_t shape[2] = {7, 2};
+    double xv[14], col[2] = {0, 0};
+    for (int i = 0; i < 14; i++) {
+        xv[i] = 0.25 * i - 1;
+        col[i % 2] += xv[i];
+    }
+    pardo_tensor *x = test_tensor_from(PARDO_F64, 2, shape, xv);
+    for (size_t pi = 0; pi < sizeof parts / sizeof parts[0]; pi++) {
+        char text[sizeof all_reduce_fmt + 16];
+        snprintf(text, sizeof text, all_reduce_fmt, parts[pi]);
+        pardo_program *p = test_program(text, "all_reduce.json");
+        const int n = parts[pi];
+        for (int t = 0; t < 3; t++) {
+            pardo_executor *ex = test_executor(p, threads[t]);
+            test_feed(ex, "x", x);
+            for (int rep = 0; rep < 3; rep++) {
+                test_run(ex);
+                const pardo_tensor *zmax = test_fetch(ex, "z_max"), *zmin = test_fetch(ex, "z_min"),
+                                   *rr = test_fetch(ex, "rr_max"), *smin = test_fetch(ex, "s_min");
+                for (int c = 0; c < 2; c++) {
+                    const double z = n * (col[c] + n * 0.5);
+                    ck_assert_msg(fabs(pardo_tensor_get_f64(zmax, c) - z) < 1e-12 &&
+                                      fabs(pardo_tensor_get_f64(zmin, c) - z) < 1e-12,
+                                  "%d parts, %d threads: z[%d] %g..%g, expected %g", n, threads[t], c,
+                                  pardo_tensor_get_f64(zmin, c), pardo_tensor_get_f64(zmax, c), z);
+                    ck_assert(fabs(pardo_tensor_get_f64(rr, c) - col[c]) < 1e-12);
+                    ck_assert(fabs(pardo_tensor_get_f64(smin, c) - col[c]) < 1e-12);
+                }
+            }
+            pardo_executor_free(ex);
+        }
+        pardo_program_free(p);
+    }
+    /* block 0: a copy */
+    pardo_program *p = test_program(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 2], \"role\": \"feed\"}},"
+        "\"ops\": [{\"op\": \"all_reduce\", \"in\": [\"x\"], \"out\": [\"y\"]}]}]}", "copy.json");
+    pardo_executor *ex = test_executor(p, 1);
+    pardo_tensor *xf = test_tensor_from(PARDO_F32, 2, shape, xv);
+    test_feed(ex, "x", xf);
+    test_run(ex);
+    test_assert_close(test_fetch(ex, "y"), xf, 0, 0);
+    pardo_tensor_release(xf);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+    pardo_tensor_release(x);
+}
+END_TEST
+
 Suite *make_parallel_suite(void) {
     Suite *s = suite_create("parallel");
     TCase *core = tcase_create("Core");
@@ -552,6 +637,7 @@ Suite *make_parallel_suite(void) {
     tcase_add_test(core, inference_types_parts_and_sub_block_vars);
     tcase_add_test(core, steady_state_reuses_parts_scopes_and_outputs);
     tcase_add_test(core, stress_100000_parallel_do_calls);
+    tcase_add_test(core, all_reduce_joins_the_parts);
     suite_add_tcase(s, core);
     return s;
 }

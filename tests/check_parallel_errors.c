@@ -142,6 +142,69 @@ START_TEST(err_run_time_part_mismatches) {
             0, &st),
         PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "the split batch is empty"), "%s", st.msg);
+    /* all_reduce of parts whose shapes differ (7 rows over 3 parts) names the part and the var */
+    ck_assert_int_eq(
+        run_status(
+            "{\"pardo\": 1, \"blocks\": [{\"vars\": {" X_FEED "}, \"ops\": ["
+            "{\"op\": \"split\", \"in\": [\"x\"], \"out\": [\"xs\"], \"attrs\": {\"parts\": 3}},"
+            "{\"op\": \"parallel_do\", \"name\": \"pd\", \"in\": [\"xs\"], \"out\": [\"cs\"], \"attrs\": {\"block\": 1,"
+            " \"parts_in\": {\"xp\": \"xs\"}, \"parts_out\": {\"c\": \"cs\"}}}]},"
+            "{\"parent\": 0, \"vars\": {}, \"ops\": [{\"op\": \"all_reduce\", \"in\": [\"xp\"], \"out\": [\"c\"]}]}]}",
+            7, &st),
+        PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "'pd' (parallel_do)") && strstr(st.msg, "part 1's 'xp' differs from part 0's"), "%s",
+                  st.msg);
+}
+END_TEST
+
+/* A part failing in a segment before an all_reduce stops the run there (the
+ * join does not run), names the part, and the next run with good data
+ * gives the sums. */
+START_TEST(err_failing_part_before_a_join) {
+    test_pool_size(4);
+    pardo_status st;
+    pardo_program *p = test_program(
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+        "\"a\": {\"dtype\": \"int32\", \"shape\": [-1], \"role\": \"feed\"},"
+        "\"b\": {\"dtype\": \"int32\", \"shape\": [-1], \"role\": \"feed\"}},"
+        "\"ops\": ["
+        "{\"op\": \"split\", \"in\": [\"a\"], \"out\": [\"as\"], \"attrs\": {\"parts\": 4}},"
+        "{\"op\": \"split\", \"in\": [\"b\"], \"out\": [\"bs\"], \"attrs\": {\"parts\": 4}},"
+        "{\"op\": \"parallel_do\", \"name\": \"pd\", \"in\": [\"as\", \"bs\"], \"out\": [\"ts\"],"
+        " \"attrs\": {\"block\": 1, \"parts_in\": {\"ap\": \"as\", \"bp\": \"bs\"}, \"parts_out\": {\"t\": \"ts\"}}},"
+        "{\"op\": \"merge\", \"in\": [\"ts\"], \"out\": [\"total\"], \"attrs\": {\"mode\": \"max\"}}]},"
+        "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+        "{\"op\": \"div\", \"name\": \"ratio\", \"in\": [\"ap\", \"bp\"], \"out\": [\"q\"]},"
+        "{\"op\": \"cast\", \"in\": [\"q\"], \"out\": [\"qf\"], \"attrs\": {\"dtype\": \"float64\"}},"
+        "{\"op\": \"all_reduce\", \"in\": [\"qf\"], \"out\": [\"s\"]},"
+        "{\"op\": \"reduce_sum\", \"in\": [\"s\"], \"out\": [\"t\"], \"attrs\": {\"keepdims\": false}}]}]}",
+        "join.json");
+    int64_t n = 8;
+    double av[8], bad[8], good[8];
+    for (int i = 0; i < 8; i++) {
+        av[i] = 6 * i;
+        bad[i] = i == 5 ? 0 : 3; /* row 5 is in part 2 */
+        good[i] = 3;
+    }
+    pardo_tensor *a = test_tensor_from(PARDO_I32, 1, &n, av), *b = test_tensor_from(PARDO_I32, 1, &n, bad),
+                 *b_ok = test_tensor_from(PARDO_I32, 1, &n, good);
+    const int threads[] = {1, 2, 4};
+    for (int t = 0; t < 3; t++) {
+        pardo_executor *ex = test_executor(p, threads[t]);
+        test_feed(ex, "a", a);
+        test_feed(ex, "b", b);
+        ck_assert_int_eq(pardo_executor_run(ex, &st), PARDO_ERUNTIME);
+        ck_assert_msg(strstr(st.msg, "part 2 of 4 (block 1)") && strstr(st.msg, "'ratio' (div)"), "%s", st.msg);
+        test_feed(ex, "b", b_ok);
+        test_run(ex);
+        /* the quotients 2i summed over the parts ([24, 32] in every part), then over the two: 56 */
+        ck_assert_double_eq(pardo_tensor_get_f64(test_fetch(ex, "total"), 0), 56.0);
+        pardo_executor_free(ex);
+    }
+    pardo_tensor_release(a);
+    pardo_tensor_release(b);
+    pardo_tensor_release(b_ok);
+    pardo_program_free(p);
 }
 END_TEST
 
@@ -338,6 +401,7 @@ Suite *make_parallel_errors_suite(void) {
     tcase_add_test(errors, err_failing_part_stops_the_others);
     tcase_add_test(errors, err_stop_flag_stops_between_ops);
     tcase_add_test(errors, err_run_time_part_mismatches);
+    tcase_add_test(errors, err_failing_part_before_a_join);
     tcase_add_test(errors, err_parallel_do_block_attr);
     tcase_add_test(errors, err_nested_parallel_do_names_both);
     tcase_add_test(errors, err_parallel_do_parts_and_lists);

@@ -235,6 +235,131 @@ START_TEST(inference_merges_equal_single_thread) {
 }
 END_TEST
 
+/* ---- batch_norm's sync form (SyncBatchNorm) ---- */
+
+/* conv2d -> batch_norm (over N x 4 x 4 per channel) -> relu -> linear ->
+ * softmax_cross_entropy; %s is batch_norm's extra attrs. */
+static const char sync_bn_fmt[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"x\": {\"dtype\": \"float32\", \"shape\": [-1, 2, 4, 4], \"role\": \"feed\"},"
+    "\"y\": {\"dtype\": \"int64\", \"shape\": [-1], \"role\": \"feed\"},"
+    "\"k\": {\"dtype\": \"float32\", \"shape\": [3, 2, 3, 3], \"role\": \"param\", \"init\": {\"fill\": \"kaiming_uniform\", \"seed\": 1}},"
+    "\"bs\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", \"low\": 0.5, \"high\": 1.5, \"seed\": 4}},"
+    "\"bb\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"param\", \"init\": {\"fill\": \"uniform\", \"low\": -0.5, \"high\": 0.5, \"seed\": 5}},"
+    "\"bm\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"state\", \"init\": {\"fill\": \"constant\", \"value\": 0}},"
+    "\"bv\": {\"dtype\": \"float32\", \"shape\": [3], \"role\": \"state\", \"init\": {\"fill\": \"constant\", \"value\": 1}},"
+    "\"w\": {\"dtype\": \"float32\", \"shape\": [48, 5], \"role\": \"param\", \"init\": {\"fill\": \"xavier_uniform\", \"seed\": 2}}},"
+    "\"ops\": ["
+    "{\"op\": \"conv2d\", \"in\": [\"x\", \"k\"], \"out\": [\"c\"], \"attrs\": {\"pads\": [1, 1, 1, 1]}},"
+    "{\"op\": \"batch_norm\", \"name\": \"bn\", \"in\": [\"c\", \"bs\", \"bb\", \"bm\", \"bv\"], \"out\": [\"n\", \"bm\", \"bv\"],"
+    " \"attrs\": {\"momentum\": 0.8%s}, \"role\": \"forward\"},"
+    "{\"op\": \"relu\", \"in\": [\"n\"], \"out\": [\"a\"]},"
+    "{\"op\": \"flatten\", \"in\": [\"a\"], \"out\": [\"f\"], \"attrs\": {\"axis\": 1}},"
+    "{\"op\": \"matmul\", \"in\": [\"f\", \"w\"], \"out\": [\"logits\"]},"
+    "{\"op\": \"softmax_cross_entropy\", \"in\": [\"logits\", \"y\"], \"out\": [\"loss\"], \"role\": \"loss\"}"
+    "]}]}";
+
+static const char *const bn_vars[] = {"k", "bs", "bb", "w", "bm", "bv"};
+
+/* The graph with sgd (lr 0.2) and parts (0: none): attr sync or --sync-batch-norm; fused too if asked. */
+static pardo_program *sync_bn_program(int parts, bool attr, bool flag, bool fused) {
+    char text[sizeof sync_bn_fmt + 32];
+    snprintf(text, sizeof text, sync_bn_fmt, attr ? ", \"sync\": true" : "");
+    pardo_status st;
+    pardo_program *p = test_program(text, "sync_bn.json");
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.loss = "loss";
+    opt.optimizer = PARDO_OPTIMIZER_SGD;
+    opt.lr = 0.2;
+    opt.parts = parts;
+    opt.sync_parts = flag;
+    ck_assert_msg(pardo_pass_backward(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(pardo_pass_optimizer(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    if (parts) ck_assert_msg(pardo_pass_multi_cpu(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    if (fused) ck_assert_msg(pardo_pass_fuse(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    return p;
+}
+
+/* Four training-mode steps on a batch of 13 rows; the params and running statistics after them (cloned: the caller
+ * releases them). */
+static void sync_bn_train(const pardo_program *p, int threads, pardo_tensor **out) {
+    test_rng r = {11};
+    int64_t xs[4] = {13, 2, 4, 4}, n = 13;
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 4, xs, -1, 2);
+    double yv[13];
+    for (int i = 0; i < 13; i++) yv[i] = (i * 7) % 5;
+    pardo_tensor *y = test_tensor_from(PARDO_I64, 1, &n, yv);
+    pardo_status st;
+    pardo_executor *ex = NULL;
+    pardo_exec_options eo = {.nthreads = threads, .training = true};
+    ck_assert_msg(pardo_executor_new(p, &eo, &ex, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
+    test_feed(ex, "x", x);
+    test_feed(ex, "y", y);
+    for (int s = 0; s < 4; s++) test_run(ex);
+    for (int i = 0; i < 6; i++) out[i] = pardo_tensor_clone(test_fetch(ex, bn_vars[i]), NULL);
+    pardo_executor_free(ex);
+    pardo_tensor_release(x);
+    pardo_tensor_release(y);
+}
+
+static double max_rel_diff(const pardo_tensor *a, const pardo_tensor *b) {
+    double worst = 0;
+    for (int64_t i = 0; i < a->numel; i++) {
+        double u = pardo_tensor_get_f64(a, i), v = pardo_tensor_get_f64(b, i), d = fabs(u - v) / (fabs(v) + 1e-3);
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+/* With the sync form, 2 and 3 parts (13 rows: 7 + 6, 5 + 4 + 4) train as
+ * one part does: the same params and running statistics within float
+ * rounding (its running variance is the whole batch's, unbiased), by attr
+ * sync or --sync-batch-norm, fused or not, bitwise the same at 1 and 2
+ * threads. Without it each part normalises by its own rows: the run
+ * differs from one part's. */
+START_TEST(sync_batch_norm_trains_as_one_part) {
+    test_pool_size(2);
+    pardo_tensor *one[6], *got[6], *again[6];
+    pardo_program *p = sync_bn_program(0, false, false, false);
+    sync_bn_train(p, 1, one);
+    pardo_program_free(p);
+    static const struct {
+        int parts;
+        bool attr, flag, fused;
+    } cfg[] = {{1, true, false, false}, {2, true, false, false}, {3, false, true, false}, {3, true, false, true}};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        p = sync_bn_program(cfg[c].parts, cfg[c].attr, cfg[c].flag, cfg[c].fused);
+        int joins = 0;
+        for (int i = 0; i < p->blocks[1].n_ops; i++) joins += strcmp(p->blocks[1].ops[i].type, "all_reduce") == 0;
+        ck_assert_int_eq(joins, 2); /* the forward's statistics and the gradient's sums */
+        sync_bn_train(p, 1, got);
+        sync_bn_train(p, 2, again);
+        for (int i = 0; i < 6; i++) {
+            double d = max_rel_diff(got[i], one[i]);
+            ck_assert_msg(d < 2e-5, "%d parts: %s differs from one part's by %g", cfg[c].parts, bn_vars[i], d);
+            ck_assert_msg(memcmp(pardo_tensor_data(got[i]), pardo_tensor_data(again[i]), got[i]->nbytes) == 0,
+                          "%d parts: %s at 2 threads differs from 1", cfg[c].parts, bn_vars[i]);
+            pardo_tensor_release(got[i]);
+            pardo_tensor_release(again[i]);
+        }
+        pardo_program_free(p);
+    }
+    /* the plain form: each part's own statistics */
+    p = sync_bn_program(3, false, false, false);
+    sync_bn_train(p, 2, got);
+    double worst = 0;
+    for (int i = 0; i < 6; i++) {
+        double d = max_rel_diff(got[i], one[i]);
+        if (d > worst) worst = d;
+        pardo_tensor_release(got[i]);
+    }
+    ck_assert_msg(worst > 1e-3, "3 parts without sync train as one part (%g): the test cannot tell", worst);
+    pardo_program_free(p);
+    for (int i = 0; i < 6; i++) pardo_tensor_release(one[i]);
+}
+END_TEST
+
 /* The written graph loads, checks, and names its parts readably. */
 START_TEST(written_graph_checks_and_reads_well) {
     pardo_status st;
@@ -363,6 +488,7 @@ Suite *make_transpile_suite(void) {
     tcase_add_test(tc, inference_merges_equal_single_thread);
     tcase_add_test(tc, written_graph_checks_and_reads_well);
     tcase_add_test(tc, optimizer_stage_runs_params_apart);
+    tcase_add_test(tc, sync_batch_norm_trains_as_one_part);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("Errors");
     tcase_add_test(te, ops_that_cannot_be_placed);

@@ -4,7 +4,8 @@
 # reaches 95% held out; its evaluation runs in eval mode, so its eval loss is
 # what `pardo run` of the inference graph gives from the checkpoint; `pardo
 # run` keeps the statistics unless --train, which updates them; 1 and 2
-# parts keep each part's own statistics (not the same running mean).
+# parts keep each part's own statistics (not the same running mean), and
+# with --sync-batch-norm 2 and 3 parts train as 1 part does.
 # Usage: tests/cli_batch_norm_test.sh PATH/TO/pardo
 set -u
 . "$(dirname "$0")/cli_lib.sh"
@@ -29,6 +30,29 @@ for parts in 1 2; do
         bad "parts $parts: eval_loss $eval_loss is not the eval-mode run's loss $run_loss"
     grep -q '"bn1_mean"' "$T/ck$parts.safetensors" && ok || bad "no running mean in the checkpoint"
 done
+# --sync-batch-norm: 2 and 3 parts normalise by the whole batch's statistics (the parts join at an
+# all_reduce), so they train as 1 part does, the running variance included
+NPY_CLOSE=${NPY_CLOSE:-build/tests/tools/npy_close}
+case $NPY_CLOSE in /*) ;; *) NPY_CLOSE=$ROOT/$NPY_CLOSE ;; esac
+for parts in 1 2 3; do
+    sync=
+    [ $parts -gt 1 ] && sync=--sync-batch-norm
+    expect "transpile sync $parts" 0 -- transpile $G -o "$T/s$parts.json" --backward loss --optimizer sgd --lr 0.1 \
+        --parts $parts $sync
+    expect "train sync $parts" 0 -- train "$T/s$parts.json" $DATA --batch-size 50 --epochs 1 --threads 2 \
+        --save "$T/s$parts.safetensors"
+    expect "run sync $parts" 0 -- run $G --load "$T/s$parts.safetensors" $TEST --fetch bn1_var --fetch logits \
+        --out "$T/srun$parts"
+done
+for parts in 2 3; do
+    for v in bn1_var logits; do
+        if "$NPY_CLOSE" "$T/srun$parts/$v.npy" "$T/srun1/$v.npy" 1e-4 1e-5 2>"$T/close"; then ok
+        else bad "--sync-batch-norm, $parts parts: $v is not 1 part's: $(cat "$T/close")"; fi
+    done
+done
+[ "$(grep -c '"all_reduce"' "$T/s2.json")" = 2 ] && ok || bad "the sync graph lacks its two all_reduce ops"
+expect "check the sync graph" 0 -- check "$T/s2.json"
+grep -q batch_norm_stats "$T/out" && ok || bad "pardo check does not list batch_norm_stats: $(head -5 "$T/out")"
 # the running statistics moved from their init (0), and each part's own statistics give another mean
 expect "untrained mean" 0 -- run $G $TEST --fetch bn1_mean --out "$T/init"
 cmp -s "$T/init/bn1_mean.npy" "$T/run1/bn1_mean.npy" && bad "training left the running mean at its init" || ok

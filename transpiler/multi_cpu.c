@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/name_index.h"
+#include "op.h"
 #include "pass.h"
 
 /* A growable list of borrowed names, kept unique (the index finds them). */
@@ -355,9 +356,18 @@ static int build(const pardo_program *src, const plan *pl, const pardo_pass_opti
     /* the optimizer ops, as they were */
     for (int i = pl->n_part_ops; i < old->n_ops; i++)
         if (!pardo_block_add_op_copy(b0, &old->ops[i], st)) return st->code;
-    /* block 1: the forward, loss and backward ops */
-    for (int i = 0; i < pl->n_part_ops; i++)
-        if (!pardo_block_add_op_copy(b1, &old->ops[i], st)) return st->code;
+    /* block 1: the forward, loss and backward ops; an op with a sync form (attr sync, or --sync-batch-norm)
+     * as its def writes it, joining the parts at an all_reduce */
+    for (int i = 0; i < pl->n_part_ops; i++) {
+        const pardo_op *op = &old->ops[i];
+        bool sync = false;
+        if (op->def && op->def->sync_parts) {
+            if (pardo_attr_bool(op, "sync", false, &sync, st) != PARDO_OK) return op_error(src, i, st);
+            sync |= opt->sync_parts;
+        }
+        if (!sync ? !pardo_block_add_op_copy(b1, op, st) : op->def->sync_parts(op, b1, st) != PARDO_OK)
+            return sync ? op_error(src, i, st) : st->code;
+    }
     return rename_state_writes(b1, pl, st);
 }
 

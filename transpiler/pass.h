@@ -31,6 +31,8 @@ typedef struct pardo_pass_options {
     double weight_decay;            // optimizer: L2 (sgd, momentum, adam) or decoupled (adamw); NAN: the op's default
     double clip_grad_norm;          // optimizer: clip the gradients by their global L2 norm first; 0: no clipping
     int parts;                      // multi_cpu: parts per batch; 0: the run's thread count
+    bool sync_parts;                // multi_cpu: every op with a sync form (batch_norm) takes it, as attr sync
+                                    // true does for one op (--sync-batch-norm)
     pardo_loss_kind add_loss;       // add_loss: which loss to append
     const char *add_loss_output;    // add_loss: the output var of block 0 it reads; borrowed
     const char *labels;             // add_loss: the new labels feed (NULL: "labels"); borrowed

@@ -11,7 +11,7 @@ static const char transpile_help[] =
     "usage: pardo transpile GRAPH -o OUT [--parts N] [--backward LOSS]\n"
     "                       [--optimizer sgd|momentum|adam|adamw] [--lr X] [--mu X] [--nesterov]\n"
     "                       [--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X]\n"
-    "                       [--clip-grad-norm X] [--weights FILE]\n"
+    "                       [--clip-grad-norm X] [--sync-batch-norm] [--weights FILE]\n"
     "                       [--add-loss softmax_cross_entropy|mse:OUTPUT [--labels NAME]]\n"
     "\n"
     "Rewrites a single-thread graph into a data-parallel one and writes it to OUT:\n"
@@ -38,6 +38,9 @@ static const char transpile_help[] =
     "                     adamw: decoupled, param *= 1 - lr * X before each step (default 0.01)\n"
     "  --clip-grad-norm X scale the (merged) gradients so that their global L2 norm is at most X\n"
     "                     before the updates (torch.nn.utils.clip_grad_norm_)\n"
+    "  --sync-batch-norm  every batch_norm takes its training statistics over the whole batch, every\n"
+    "                     part's rows (torch.nn.SyncBatchNorm; as the attr sync: true): the parts join\n"
+    "                     at each; without it each part normalises by its own rows' statistics\n"
     "  --weights FILE     GRAPH is an ONNX model: its params' tensors go to FILE\n"
     "                     (default: OUT with .safetensors for .json), for --load\n";
 
@@ -113,6 +116,8 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
             if (!(a->weights = cli_flag_value("transpile", argc, argv, &i, "--weights"))) return CLI_BAD_INPUT;
         } else if (strcmp(arg, "--nesterov") == 0) {
             a->opt.nesterov = true;
+        } else if (strcmp(arg, "--sync-batch-norm") == 0) {
+            a->opt.sync_parts = true;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             return cli_usage_error("transpile", "unknown flag '%s'", arg);
         } else if (!a->graph) {

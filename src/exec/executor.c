@@ -470,8 +470,9 @@ int pardo_executor_run_block_with(pardo_executor *ex, int block, pardo_scope *sc
     /* trace: an op is ready when the one before it (or a stage) ends, the first at the block's start */
     int64_t ready = pardo_trace_on() ? pardo_trace_ticks() : 0;
     if (ex->early && block == 0 && scope == ex->root) ex->early->active = false;
-    int told = 0; /* ops handed to r.after_op and r.progress so far */
-    for (int i = 0; i < blk->n_ops; i++) {
+    const int end = r.end_op > 0 && r.end_op < blk->n_ops ? r.end_op : blk->n_ops;
+    int told = r.first_op > 0 ? r.first_op : 0; /* ops handed to r.after_op and r.progress so far */
+    for (int i = told; i < end; i++) {
         if (r.stop && atomic_load_explicit(r.stop, memory_order_acquire))
             return pardo_errorf(st, PARDO_ECANCELED, "block %d stopped before op %d", block, i);
         int rc;

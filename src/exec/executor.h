@@ -123,6 +123,8 @@ typedef struct pardo_block_run {
     int (*after_op)(void *arg, int index, pardo_status *st);
     void *after_arg;
     atomic_int *progress; // may be NULL: set to index + 1 (release) after after_op(index) (pardo_early_progress)
+    int first_op, end_op; // run ops [first_op, end_op) only (end_op 0: to the block's end): parallel_do runs a
+                          // part block in segments between its all_reduce ops
 } pardo_block_run;
 
 /* As pardo_executor_run_block, with a stop flag checked at every op

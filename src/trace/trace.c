@@ -490,6 +490,8 @@ void pardo_trace_record_part(const pardo_trace_part *r) {
     o->block = r->block;
     o->part = r->part;
     o->parts = r->parts;
+    o->segment = r->segment;
+    o->pad = 0;
     o->rows = r->rows;
     o->flow = r->flow;
     o->t0 = r->t0;

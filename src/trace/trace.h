@@ -175,6 +175,7 @@ typedef struct pardo_trace_part {
     int op_block, op_index;      // its place
     int block;                   // the block the part ran
     int part, parts;             // this part, and how many
+    int segment;                 // which segment of a block with all_reduce ops (0: the first, or the block)
     int64_t rows;                // rows of the part's first parts_in tensor, or -1
     uint64_t flow;               // its flow id (pardo_trace_flow_start's + part)
     int64_t t0, t1;              // ticks (pardo_trace_ticks)

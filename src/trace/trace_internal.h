@@ -66,7 +66,7 @@ typedef struct rec_flow {
 typedef struct rec_part {
     rec_hdr h;
     const pardo_op *pd;
-    int32_t op_block, op_index, block, part, parts, err_len;
+    int32_t op_block, op_index, block, part, parts, err_len, segment, pad;
     int64_t rows;
     uint64_t flow;
     int64_t t0, t1;

@@ -85,15 +85,24 @@ static int cmp_flow(const void *a, const void *b) {
 }
 
 /* The part event with flow id f, or NULL (parts sorted by flow). */
-static const pardo_tev *find_part(const pardo_tev **parts, int n, unsigned long long f) {
-    int lo = 0, hi = n - 1;
+/* The summed duration of the part spans of flow f (parts sorted by flow; a part block with all_reduce ops
+ * runs in segments, one span each, sharing the part's flow), or -1 when there is none. */
+static double part_time(const pardo_tev **parts, int n, unsigned long long f) {
+    int lo = 0, hi = n - 1, at = -1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (parts[mid]->flow == f) return parts[mid];
+        if (parts[mid]->flow == f) {
+            at = mid;
+            break;
+        }
         if (parts[mid]->flow < f) lo = mid + 1;
         else hi = mid - 1;
     }
-    return NULL;
+    if (at < 0) return -1;
+    while (at > 0 && parts[at - 1]->flow == f) at--;
+    double dur = 0;
+    for (; at < n && parts[at]->flow == f; at++) dur += parts[at]->dur;
+    return dur;
 }
 
 typedef struct pd_acc {
@@ -158,12 +167,12 @@ static int pd_stats(const pardo_trace_model *m, pardo_trace_stats *s) {
         if (e->flows > d->parts) d->parts = e->flows;
         a->parts_wall += (double)e->flows * e->dur;
         for (int k = 0; k < e->flows; k++) {
-            const pardo_tev *part = find_part(parts, n_parts, e->flow + (unsigned long long)k);
-            if (!part) continue; /* a part that did not start (another failed) */
-            d->part_time += part->dur;
-            a->sum[k] += part->dur;
+            const double dur = part_time(parts, n_parts, e->flow + (unsigned long long)k);
+            if (dur < 0) continue; /* a part that did not start (another failed) */
+            d->part_time += dur;
+            a->sum[k] += dur;
             a->count[k]++;
-            if (part->dur > d->max_part) d->max_part = part->dur;
+            if (dur > d->max_part) d->max_part = dur;
         }
     }
     free(runs);

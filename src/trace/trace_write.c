@@ -265,13 +265,14 @@ static void write_part(sbuf *b, const rec_part *o, const char *pid_tid) {
     sb_printf(b, ",\"op_block\":%d,\"op_index\":%d,\"block\":%d,\"part\":%d,\"parts\":%d", (int)o->op_block,
               (int)o->op_index, (int)o->block, (int)o->part, (int)o->parts);
     if (o->rows >= 0) sb_printf(b, ",\"rows\":%lld", (long long)o->rows);
+    if (o->segment > 0) sb_printf(b, ",\"segment\":%d", (int)o->segment);
     sb_printf(b, ",\"flow\":%llu", (unsigned long long)o->flow);
     if (o->err_len > 0) {
         sb_puts(b, ",\"error\":");
         sb_str(b, (const char *)o + sizeof(rec_part));
     }
     sb_puts(b, "}}");
-    if (o->flow) {
+    if (o->flow && o->segment == 0) { /* the arrow ends at the part's first span */
         event_head(b, "parallel_do", "flow", "f", ns_at(o->t0), -1, pid_tid);
         sb_printf(b, ",\"bp\":\"e\",\"id\":%llu}", (unsigned long long)o->flow);
     }
