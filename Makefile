@@ -19,6 +19,7 @@
 #                   tests/onnx_pass_floor (skipped, saying so, where the test data or ONNX support is missing)
 # Switches: CUDA=0|1 (default: 1 where nvcc is found), BLAS=0|1 (default: 1 where pkg-config finds openblas),
 #           ONNX=0|1 (default: 1 where protoc-c, libprotobuf-c and onnx.proto are found),
+#           MPI=0|1 (default: 1 where Open MPI's mpicc is found: mpirun -np N pardo train),
 #           SANITIZE=address,undefined|thread,
 #           WERROR=1 (warnings are errors; CI sets it).
 
@@ -38,13 +39,20 @@ PROTOC_C   ?= $(shell command -v protoc-c 2>/dev/null)
 ONNX_FOUND := $(shell test -n "$(PROTOC_C)" && test -f "$(ONNX_PROTO)" && pkg-config --exists libprotobuf-c 2>/dev/null && echo 1)
 ONNX       ?= $(if $(ONNX_FOUND),1,0)
 
+# MPI=1 builds `mpirun -np N pardo train` (src/exec/comm_mpi.c) with Open MPI's compiler wrapper flags.
+MPICC      ?= $(shell command -v mpicc 2>/dev/null)
+MPI_FOUND  := $(shell test -n "$(MPICC)" && $(MPICC) --showme:compile >/dev/null 2>&1 && echo 1)
+MPI        ?= $(if $(MPI_FOUND),1,0)
+
 # A CPU-only build on a machine with nvcc gets its own folder, so the two never mix objects.
 NOCUDA_SUFFIX = $(if $(and $(NVCC),$(filter 0,$(CUDA))),-nocuda)
 # Likewise a BLAS=0 build where OpenBLAS is found.
 NOBLAS_SUFFIX = $(if $(and $(BLAS_FOUND),$(filter 0,$(BLAS))),-noblas)
 # Likewise an ONNX=0 build where protobuf-c is found.
 NOONNX_SUFFIX = $(if $(and $(ONNX_FOUND),$(filter 0,$(ONNX))),-noonnx)
-SUFFIX = $(NOCUDA_SUFFIX)$(NOBLAS_SUFFIX)$(NOONNX_SUFFIX)
+# Likewise an MPI=0 build where mpicc is found.
+NOMPI_SUFFIX = $(if $(and $(MPI_FOUND),$(filter 0,$(MPI))),-nompi)
+SUFFIX = $(NOCUDA_SUFFIX)$(NOBLAS_SUFFIX)$(NOONNX_SUFFIX)$(NOMPI_SUFFIX)
 ifeq ($(SANITIZE),)
   BUILD ?= build$(SUFFIX)
 else ifeq ($(SANITIZE),address,undefined)
@@ -85,6 +93,16 @@ else ifneq ($(ONNX),0)
   $(error ONNX must be 0 or 1 (got '$(ONNX)'))
 endif
 
+ifeq ($(MPI),1)
+  ifeq ($(MPI_FOUND),)
+    $(error MPI=1 but mpicc was not found (tools/install-deps.sh installs Open MPI))
+  endif
+  MPI_CFLAGS = $(shell $(MPICC) --showme:compile)
+  LDLIBS    += $(shell $(MPICC) --showme:link)
+else ifneq ($(MPI),0)
+  $(error MPI must be 0 or 1 (got '$(MPI)'))
+endif
+
 WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wdouble-promotion
 ifeq ($(WERROR),1)
   WARN += -Werror
@@ -101,7 +119,7 @@ LDLIBS  += -lm
 
 # src/ is in rooms by concern (core, exec, io, trace, train, cli: see ARCHITECTURE.md), one folder deep.
 ONNX_SRC := $(filter-out src/io/onnx_none.c,$(wildcard src/io/onnx*.c))
-LIB_SRC := $(sort $(filter-out src/cli/main.c src/core/device_cuda.c src/core/device_none.c $(wildcard src/io/onnx*.c),$(wildcard src/*/*.c)) \
+LIB_SRC := $(sort $(filter-out src/cli/main.c src/core/device_cuda.c src/core/device_none.c src/exec/comm_mpi.c src/exec/comm_none.c $(wildcard src/io/onnx*.c),$(wildcard src/*/*.c)) \
              $(wildcard ops/*.c) $(wildcard transpiler/*.c))
 CU_SRC  :=
 ifeq ($(CUDA),1)
@@ -112,6 +130,12 @@ ifeq ($(CUDA),1)
   NVCCFLAGS ?= -O2 -std=c++17 -gencode arch=compute_75,code=[compute_75,sm_75] -gencode arch=compute_90,code=sm_90 -Isrc -Iops -MMD -MP --compiler-options -fPIC,-Wall
 else
   LIB_SRC += src/core/device_none.c
+endif
+ifeq ($(MPI),1)
+  LIB_SRC += src/exec/comm_mpi.c
+  $(BUILD)/src/exec/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
+else
+  LIB_SRC += src/exec/comm_none.c
 endif
 ifeq ($(ONNX),1)
   # onnx.pb-c.[ch] generated into the build folder from Debian's onnx.proto

@@ -65,6 +65,7 @@
     X(adam) \
     X(adamw) \
     X(clip_grad_norm) \
-    X(split) X(merge) X(parallel_do) X(all_reduce)
+    X(split) X(merge) X(parallel_do) X(all_reduce) \
+    X(rank_merge)
 
 #endif

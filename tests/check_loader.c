@@ -4,7 +4,8 @@
  * .npy reader), the last partial batch kept or dropped, a start in the
  * middle of an epoch, the queue that never holds more than its capacity,
  * errors of the producer and stops of the consumer through the
- * Coordinator, and the files the mapped reader rejects. */
+ * Coordinator, the files the mapped reader rejects, and the shards of an
+ * MPI job's ranks against one process's batches. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,78 @@ static int drain(pardo_loader *l, int64_t e0, int64_t b0, int64_t e1, int64_t *r
     pardo_task_group_free(g);
     return n;
 }
+
+/* Every batch of epochs [0, epochs) of l: its labels (row ids) in ids[batch][0..rows[batch]). Returns the
+ * batch count. */
+static int collect(pardo_loader *l, int64_t epochs, double ids[][ROWS], int64_t *rows, int max) {
+    pardo_status st;
+    pardo_task_group *g = pardo_task_group_new();
+    pardo_coordinator *c = pardo_coordinator_new();
+    ck_assert_msg(pardo_loader_start(l, g, c, 0, 0, epochs, &st) == PARDO_OK, "%s", st.msg);
+    int n = 0;
+    const pardo_batch *b;
+    while (pardo_loader_next(l, &b, &st) == PARDO_OK) {
+        ck_assert(n < max);
+        rows[n] = b->rows;
+        for (int64_t r = 0; r < b->rows; r++) ids[n][r] = pardo_tensor_get_f64(b->tensors[1], r);
+        n++;
+        pardo_loader_release(l, b);
+    }
+    ck_assert_int_eq(st.code, PARDO_ENOTFOUND);
+    ck_assert_int_eq(pardo_loader_join(l, &st), PARDO_OK);
+    ck_assert_int_eq(pardo_coordinator_join(c, 1, &st), PARDO_OK);
+    pardo_coordinator_free(c);
+    pardo_task_group_free(g);
+    return n;
+}
+
+/* Shards (an MPI job's ranks): rank r's batch k is rows r, r + R, ... of
+ * one process's batch k of R x B rows (the same seeded shuffle), so the
+ * ranks together see what one process sees, the last chunk included; a last
+ * chunk of fewer rows than ranks is left out on every rank (and counted),
+ * or dropped with drop_last. */
+START_TEST(ranks_together_give_one_process_batches) {
+    enum { MAXB = 64 };
+    static double one[MAXB][ROWS], part[MAXB][ROWS];
+    int64_t one_rows[MAXB], part_rows[MAXB];
+    const int ranks[] = {2, 3, 4};
+    for (int ri = 0; ri < 3; ri++)
+        for (int64_t bs = 1; bs <= 3; bs++)
+            for (int mode = 0; mode < 4; mode++) {
+                const int R = ranks[ri];
+                const bool shuffle = mode & 1, drop_last = mode & 2;
+                pardo_status st;
+                pardo_loader_source src[2] = {{"x", x_map}, {"y", y_map}};
+                pardo_loader_options opt = {.batch_size = bs * R, .shuffle = shuffle, .seed = 9, .drop_last = drop_last};
+                pardo_loader *l = NULL;
+                if (pardo_loader_new(src, 2, &opt, &l, &st) != PARDO_OK) continue; /* drop_last, no full batch */
+                const int n_one = collect(l, 2, one, one_rows, MAXB);
+                pardo_loader_free(l);
+                const int64_t rem = ROWS % (bs * R), left_out = !drop_last && rem && rem < R ? rem : 0;
+                for (int r = 0; r < R; r++) {
+                    opt = (pardo_loader_options){.batch_size = bs, .shuffle = shuffle, .seed = 9,
+                                                 .drop_last = drop_last, .rank = r, .ranks = R};
+                    ck_assert_msg(pardo_loader_new(src, 2, &opt, &l, &st) == PARDO_OK, "%s", st.msg);
+                    ck_assert_int_eq(pardo_loader_rows_left_out(l), left_out);
+                    const int n = collect(l, 2, part, part_rows, MAXB);
+                    pardo_loader_free(l);
+                    /* the same batches on every rank; one fewer per epoch than one process when left out */
+                    ck_assert_msg(n == n_one - (left_out ? 2 : 0), "%d ranks, B %lld, mode %d: %d batches, one "
+                                  "process %d", R, (long long)bs, mode, n, n_one);
+                    for (int k = 0, ko = 0; k < n; k++, ko++) {
+                        if (left_out && ko == n_one / 2 - 1) ko++; /* epoch 0's left-out chunk */
+                        int64_t want = (one_rows[ko] - r + R - 1) / R;
+                        ck_assert_int_eq(part_rows[k], want);
+                        ck_assert(want > 0);
+                        for (int64_t j = 0; j < want; j++)
+                            ck_assert_msg(part[k][j] == one[ko][r + j * R], "%d ranks, rank %d, B %lld, mode %d, "
+                                          "batch %d row %lld: %g, expected %g", R, r, (long long)bs, mode, k,
+                                          (long long)j, part[k][j], one[ko][r + j * R]);
+                    }
+                }
+            }
+}
+END_TEST
 
 START_TEST(file_order_keeps_the_last_partial_batch) {
     pardo_loader *l = make_loader(4, false, 0, false);
@@ -473,6 +546,7 @@ Suite *make_loader_suite(void) {
     TCase *tc = tcase_create("Core");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, file_order_keeps_the_last_partial_batch);
+    tcase_add_test(tc, ranks_together_give_one_process_batches);
     tcase_add_test(tc, drop_last_drops_the_short_batch);
     tcase_add_test(tc, shuffle_is_a_seeded_permutation_per_epoch);
     tcase_add_test(tc, shuffled_batches_follow_the_order);

@@ -132,6 +132,14 @@ int pardo_pass_fuse(pardo_program *p, const pardo_pass_options *opt, pardo_statu
 /* validate, then infer_shapes: what `pardo check` and `pardo run` do after loading. */
 int pardo_pass_check(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
 
+/* For the ranks of an MPI job (`mpirun -np N pardo train`, before the
+ * fusion pass): one rank_merge op, role backward, right before block 0's
+ * first op of effective role optimize, over every gradient the updates
+ * read (the temps written before them, in the order of their writers),
+ * weighted by the rows of the first feed block 0 reads; then re-checks.
+ * A graph without updates is left as it is. */
+int pardo_pass_ranks(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
+
 /* Helpers the passes share about parallel_do (transpiler/parallel_blocks.c). */
 
 /* True when op is a parallel_do. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "exec/comm.h"
 #include "gemm.h"
 #include "io/file_io.h"
 #include "exec/thread_pool.h"
@@ -25,7 +26,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     return CLI_BAD_INPUT;
 }
 
-void cli_print_error(const pardo_status *st) { fprintf(stderr, "pardo: %s\n", st->msg); }
+void cli_print_error(const pardo_status *st) {
+    if (pardo_comm_size() > 1) fprintf(stderr, "pardo (rank %d of %d): %s\n", pardo_comm_rank(), pardo_comm_size(), st->msg);
+    else fprintf(stderr, "pardo: %s\n", st->msg);
+}
 
 bool cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
 

@@ -11,7 +11,7 @@
 #include "trace/trace_report.h"
 
 static const char trace_help[] =
-    "usage: pardo trace summary TRACE [--top N] [--csv]\n"
+    "usage: pardo trace summary TRACE... [--top N] [--csv]\n"
     "       pardo trace timeline TRACE -o FILE.svg [--width PX]\n"
     "\n"
     "Reads a Chrome trace (pardo run --trace FILE) and reports on it.\n"
@@ -21,12 +21,14 @@ static const char trace_help[] =
     "'pardo trace summary --help' and 'pardo trace timeline --help' describe each.\n";
 
 static const char summary_help[] =
-    "usage: pardo trace summary TRACE [--top N] [--csv]\n"
+    "usage: pardo trace summary TRACE... [--top N] [--csv]\n"
     "\n"
     "Prints tables of a Chrome trace: per op type (count, total ms, mean, p50 and p99 us, share of the\n"
     "trace's wall span), the top N ops by total time, other spans (parts, stages, loader spans), each\n"
     "thread's busy and idle time, and each parallel_do's efficiency (sum of its part times / (parts x\n"
     "its wall time)) and slowest part.\n"
+    "Several traces (an MPI job's TRACE.rank0.json, TRACE.rank1.json, ...) get a summary each, then\n"
+    "one line per trace: wall time, steps, time in MPI collectives (comm spans) and its share.\n"
     "  --top N   ops in the top table (default 10)\n"
     "  --csv     one long-format CSV instead: section,key,metric,value\n";
 
@@ -62,8 +64,33 @@ static int print_summary(FILE *f, const pardo_trace_model *m, long top, bool csv
     return CLI_OK;
 }
 
+/* One line per trace of a job: wall, steps, the time of its comm spans (allreduce) and their share. */
+static int print_ranks(FILE *f, pardo_trace_model *const *m, int n) {
+    fprintf(f, "\ntraces side by side (comm: time in MPI collectives, every rank waits there for the slowest)\n");
+    fprintf(f, "%-40s %10s %7s %10s %7s\n", "trace", "wall ms", "steps", "comm ms", "share");
+    for (int k = 0; k < n; k++) {
+        pardo_status st;
+        pardo_trace_stats s;
+        pardo_status_clear(&st);
+        if (pardo_trace_stats_compute(m[k], &s, &st) != PARDO_OK) {
+            cli_print_error(&st);
+            return CLI_FAILED;
+        }
+        double comm = 0;
+        for (int i = 0; i < s.n_spans; i++)
+            if (strncmp(s.spans[i].key, "comm/", 5) == 0) comm += s.spans[i].total;
+        fprintf(f, "%-40s %10.3f %7ld %10.3f %6.1f%%\n", m[k]->source, s.wall / 1000, m[k]->steps, comm / 1000,
+                s.wall > 0 ? 100 * comm / s.wall : 0);
+        pardo_trace_stats_clear(&s);
+    }
+    return CLI_OK;
+}
+
+#define MAX_TRACES 256
+
 static int cmd_summary(int argc, char **argv) {
-    const char *path = NULL, *v;
+    const char *paths[MAX_TRACES], *v;
+    int n_paths = 0;
     long top = 10;
     bool csv = false;
     for (int i = 0; i < argc; i++) {
@@ -79,18 +106,23 @@ static int cmd_summary(int argc, char **argv) {
             csv = true;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             return cli_usage_error("trace summary", "unknown flag '%s'", arg);
-        } else if (!path) {
-            path = arg;
+        } else if (n_paths < MAX_TRACES) {
+            paths[n_paths++] = arg;
         } else {
-            return cli_usage_error("trace summary", "unexpected argument '%s' (one TRACE only)", arg);
+            return cli_usage_error("trace summary", "more than %d traces", MAX_TRACES);
         }
     }
-    if (!path) return cli_usage_error("trace summary", "missing TRACE");
-    pardo_trace_model *m = NULL;
-    int rc = load(path, &m);
-    if (rc != CLI_OK) return rc;
-    rc = print_summary(stdout, m, top, csv);
-    pardo_trace_model_free(m);
+    if (n_paths == 0) return cli_usage_error("trace summary", "missing TRACE");
+    /* every trace read before anything is printed: a bad one prints no partial summary */
+    pardo_trace_model *m[MAX_TRACES] = {NULL};
+    int rc = CLI_OK;
+    for (int k = 0; k < n_paths && rc == CLI_OK; k++) rc = load(paths[k], &m[k]);
+    for (int k = 0; k < n_paths && rc == CLI_OK; k++) {
+        if (k > 0 && !csv) fputc('\n', stdout);
+        rc = print_summary(stdout, m[k], top, csv);
+    }
+    if (rc == CLI_OK && n_paths > 1 && !csv) rc = print_ranks(stdout, m, n_paths);
+    for (int k = 0; k < n_paths; k++) pardo_trace_model_free(m[k]);
     return rc;
 }
 

@@ -22,6 +22,7 @@
 
 #include "cli/cli.h"
 #include "trace/trace.h"
+#include "exec/comm.h"
 #include "exec/coordinator.h"
 #include "train/eval_program.h"
 #include "exec/executor.h"
@@ -33,6 +34,7 @@
 #include "io/npy_map.h"
 #include "train/progress.h"
 #include "io/safetensors.h"
+#include "pass.h"
 #include "exec/task.h"
 #include "exec/thread_pool.h"
 #include "train/train_state.h"
@@ -117,15 +119,35 @@ typedef struct train_args {
     bool profile, no_fuse;
 } train_args;
 
-/* Signals seen: the first asks for a stop, the second leaves at once. */
+/* Signals seen: the first asks for a stop, the second leaves at once; but a rank of an MPI job stops only at
+ * a step boundary (the ranks agree on which), since mpirun passes a SIGINT on and follows it with SIGTERM,
+ * then after odls_base_sigkill_timeout (1 s by default) with SIGKILL. */
 static atomic_int signals_seen;
+static bool in_job; /* set before the handler is installed */
 
 static void on_signal(int sig) {
     (void)sig;
-    if (atomic_fetch_add(&signals_seen, 1) > 0) _exit(CLI_INTERRUPTED);
+    if (atomic_fetch_add(&signals_seen, 1) > 0 && !in_job) _exit(CLI_INTERRUPTED);
 }
 
 static bool stop_signalled(void) { return atomic_load(&signals_seen) > 0; }
+
+/* Whether any rank saw a signal: at a step boundary every rank asks, so all stop after the same step
+ * (one process: this one's). */
+static bool stop_agreed(void) {
+    int64_t any = stop_signalled();
+    pardo_status st;
+    if (pardo_comm_size() > 1 && pardo_comm_allreduce_sum(PARDO_I64, &any, 1, &st) != PARDO_OK) return true;
+    return any > 0;
+}
+
+/* Sums vals[0..n) over the ranks (the epoch's and the evaluation's figures); one process: as they are. */
+static int sum_over_ranks(double *vals, int n, pardo_status *st) {
+    return pardo_comm_size() > 1 ? pardo_comm_allreduce_sum(PARDO_F64, vals, n, st) : PARDO_OK;
+}
+
+/* Rank 0 of a job (or the one process) prints, logs and writes checkpoints. */
+static bool is_rank0(void) { return pardo_comm_rank() == 0; }
 
 /* Parses NAME=FILE for `flag` into list; returns false after a usage error. */
 static bool add_named(const char *flag, const char *v, named_file *list, int *n) {
@@ -252,6 +274,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
         return cli_usage_error("train", "--save-best needs --eval NAME=FILE (the best epoch is the lowest eval loss)");
     if (a->save_best && a->save && strcmp(a->save_best, a->save) == 0)
         return cli_usage_error("train", "--save-best and --save name the same file '%s'", a->save);
+    if (a->threads <= 0 && pardo_comm_size() > 1 && !getenv("PARDO_NUM_THREADS")) { /* ranks x threads <= cores */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        a->threads = cores / pardo_comm_local_size() > 0 ? cores / pardo_comm_local_size() : 1;
+    }
     if (!cli_resolve_threads(&a->threads)) return CLI_BAD_INPUT;
     return -1;
 }
@@ -419,6 +445,7 @@ typedef struct trainer {
 
 /* Writes params, state and where the run is to path (atomic). */
 static int save_checkpoint(trainer *t, const char *path) {
+    if (!is_rank0()) return CLI_OK; /* every rank holds the same params */
     pardo_status st;
     pardo_status_clear(&st);
     pardo_tensor_list l;
@@ -530,6 +557,14 @@ static int evaluate(trainer *t, eval_result *r, pardo_status *st) {
     pardo_loader_join(ev->data.loader, &jst);
     pardo_status ust;
     share_params(t, false, &ust);
+    /* every rank's shard: the sums over the ranks (an error on one rank ends the job before this) */
+    double v[4] = {sum, (double)r->rows, (double)r->correct, r->stopped};
+    if (rc == PARDO_OK && (rc = sum_over_ranks(v, 4, st)) == PARDO_OK) {
+        sum = v[0];
+        r->rows = (int64_t)v[1];
+        r->correct = (int64_t)v[2];
+        r->stopped = v[3] > 0;
+    }
     r->loss = r->rows ? sum / (double)r->rows : 0;
     return rc;
 }
@@ -644,6 +679,19 @@ static bool note_eval_loss(pardo_train_state *s, double eval_loss) {
     return true;
 }
 
+/* The epoch's loss and metric sums and rows so far: over every rank's shard (a checkpoint and the epoch
+ * line hold the job's). A run resumed from such a checkpoint keeps them on rank 0 only (load_checkpoint). */
+static int combine_partial_epoch(trainer *t, pardo_status *st) {
+    if (pardo_comm_size() == 1) return PARDO_OK;
+    double v[3] = {t->state.loss_sum, t->state.metric_sum, (double)t->state.rows};
+    int rc = sum_over_ranks(v, 3, st);
+    if (rc != PARDO_OK) return rc;
+    t->state.loss_sum = v[0];
+    t->state.metric_sum = v[1];
+    t->state.rows = (int64_t)v[2];
+    return PARDO_OK;
+}
+
 /* Trains epochs state.epoch .. epochs - 1 from batch state.batch. Returns
  * PARDO_OK, or the code that stopped it (the coordinator holds the error). */
 static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_status *st) {
@@ -660,12 +708,12 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
         const pardo_batch *b = NULL;
         if (t->state.batch < n_batches && (rc = stage_next(d, sg, &b, st)) != PARDO_OK) return rc;
         while (t->state.batch < n_batches) {
-            if (stop_signalled()) { /* the summary counts this epoch's part */
+            if (stop_agreed()) { /* the summary counts this epoch's part */
                 t->samples += rows_run;
                 t->step_seconds += pardo_now_s() - t0;
                 t->seconds += pardo_now_s() - t0;
                 *stopped = true;
-                return PARDO_OK;
+                return combine_partial_epoch(t, st);
             }
             PARDO_ASSERT(b->epoch == e && b->index == t->state.batch);
             double loss = 0, metric = 0;
@@ -690,6 +738,9 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
                 return rc;
         }
         double t_train = pardo_now_s() - t0;
+        double job_rows = (double)rows_run; /* the job's throughput */
+        if ((rc = combine_partial_epoch(t, st)) != PARDO_OK || (rc = sum_over_ranks(&job_rows, 1, st)) != PARDO_OK)
+            return rc;
         pardo_epoch_stats s = {.epoch = e + 1,
                                .epochs = a->epochs,
                                .loss = t->state.loss_sum / (double)t->state.rows,
@@ -697,7 +748,7 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
                                .has_lr = t->n_lr > 0,
                                .lr = current_rate(t),
                                .accuracy = t->state.metric_sum / (double)t->state.rows,
-                               .samples_per_s = t_train > 0 ? (double)rows_run / t_train : 0};
+                               .samples_per_s = t_train > 0 ? job_rows / t_train : 0};
         t->samples += rows_run;
         t->step_seconds += t_train;
         t->state.epoch++;
@@ -763,6 +814,7 @@ static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
  * Returns -1 or an exit status. */
 static int load_checkpoint(trainer *t, int64_t n_batches) {
     const train_args *a = t->a;
+    const int64_t job_batch = a->batch_size * pardo_comm_size(); /* what the ranks' steps take together */
     pardo_status st;
     pardo_status_clear(&st);
     pardo_tensor_list ckpt;
@@ -781,12 +833,12 @@ static int load_checkpoint(trainer *t, int64_t n_batches) {
     if (!found) {
         memset(s, 0, sizeof(*s));
         s->best_eval_loss = (double)INFINITY;
-    } else if (s->batch > 0) { /* stopped mid-epoch: the same batches must follow */
-        if (s->batch_size != a->batch_size || s->shuffle != a->shuffle ||
+    } else if (s->batch > 0) { /* stopped mid-epoch: the same batches must follow (of all ranks together) */
+        if (s->batch_size != job_batch || s->shuffle != a->shuffle ||
             (a->shuffle && s->seed != (uint64_t)a->seed)) {
             fprintf(stderr,
-                    "pardo: %s: stopped in epoch %lld after batch %lld of a run with --batch-size %lld%s; resume "
-                    "it with the same --batch-size, --shuffle and --seed\n",
+                    "pardo: %s: stopped in epoch %lld after batch %lld of a run with --batch-size %lld%s (rows a "
+                    "step over all ranks); resume it with the same batch, --shuffle and --seed\n",
                     a->load, (long long)s->epoch + 1, (long long)s->batch, (long long)s->batch_size,
                     s->shuffle ? " --shuffle" : "");
             return CLI_BAD_INPUT;
@@ -799,7 +851,11 @@ static int load_checkpoint(trainer *t, int64_t n_batches) {
             return CLI_BAD_INPUT;
         }
     }
-    s->batch_size = a->batch_size;
+    if (!is_rank0()) { /* the checkpoint's partial epoch sums are the job's: counted once, on rank 0 */
+        s->loss_sum = s->metric_sum = 0;
+        s->rows = 0;
+    }
+    s->batch_size = job_batch;
     s->shuffle = a->shuffle;
     s->seed = (uint64_t)a->seed;
     if (s->step > 0 && pardo_executor_set_steps(t->ex, (uint64_t)s->step, &st) != PARDO_OK) {
@@ -861,9 +917,10 @@ static void close_evaluator(evaluator *ev) {
 
 /* The final figures on stdout. */
 static void print_summary(const trainer *t) {
-    printf("trained %lld steps in %.2f s, evaluation included (%.0f samples/s in the steps); %lld/%ld epochs done\n",
+    if (!is_rank0()) return;
+    printf("trained %lld steps in %.2f s, evaluation included (%.0f samples/s in the steps%s); %lld/%ld epochs done\n",
            (long long)t->steps_run, t->seconds, t->step_seconds > 0 ? (double)t->samples / t->step_seconds : 0,
-           (long long)t->state.epoch, t->a->epochs);
+           pardo_comm_size() > 1 ? " of rank 0" : "", (long long)t->state.epoch, t->a->epochs);
     if (!t->have_last) return;
     if (t->last_trained) printf("loss: %.6f\n", t->last.loss);
     if (t->last_trained && t->last.has_metric) printf("accuracy: %.4f\n", t->last.accuracy);
@@ -891,10 +948,17 @@ static int run_training(trainer *t) {
                                 .seed = (uint64_t)a->seed,
                                 .drop_last = a->drop_last,
                                 .capacity = 2,
-                                .name = "loader"};
+                                .name = "loader",
+                                .rank = pardo_comm_rank(),
+                                .ranks = pardo_comm_size()};
     t->data = (data_set){.flag = "--data", .files = a->data, .n = a->n_data};
     int code = data_set_open(&t->data, t->prog, t->ex, &opt);
     if (code >= 0) return code;
+    if (pardo_loader_rows_left_out(t->data.loader) && is_rank0())
+        fprintf(stderr, "pardo: note: the last %lld rows of each epoch are left out: fewer than the %d ranks, so a "
+                        "rank would get none (the ranks' batches take %lld x %ld rows)\n",
+                (long long)pardo_loader_rows_left_out(t->data.loader), pardo_comm_size(), (long long)pardo_comm_size(),
+                a->batch_size);
     if ((code = load_checkpoint(t, pardo_loader_batches(t->data.loader))) >= 0) return code;
     if ((code = open_rates(t, pardo_loader_batches(t->data.loader))) >= 0) return code;
     if (a->n_eval > 0) {
@@ -902,8 +966,8 @@ static int run_training(trainer *t) {
         if ((code = open_evaluator(t, &opt)) >= 0) return code;
     }
     /* opened now, so that a log that cannot be written stops the run before it trains */
-    t->log_made = a->log && access(a->log, F_OK) != 0;
-    if (a->log && !(t->log = fopen(a->log, "a"))) {
+    t->log_made = a->log && is_rank0() && access(a->log, F_OK) != 0;
+    if (a->log && is_rank0() && !(t->log = fopen(a->log, "a"))) {
         fprintf(stderr, "pardo: --log %s: cannot open: %s\n", a->log, strerror(errno));
         return CLI_FAILED;
     }
@@ -911,13 +975,14 @@ static int run_training(trainer *t) {
         fprintf(stderr, "pardo: out of memory\n");
         return CLI_FAILED;
     }
-    pardo_progress_init(&t->progress, stderr, isatty(STDERR_FILENO), a->epochs);
+    pardo_progress_init(&t->progress, is_rank0() ? stderr : NULL, isatty(STDERR_FILENO), a->epochs);
     if (a->trace || a->profile) { /* the inputs are good: trace from here, however the run ends */
         const int rc = cli_trace_start();
         if (rc != CLI_OK) return rc;
         t->tracing = true;
     }
 
+    in_job = pardo_comm_size() > 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -948,7 +1013,7 @@ static int run_training(trainer *t) {
         return CLI_FAILED;
     }
     if (stopped) {
-        fprintf(stderr, "pardo: stopped in epoch %lld after batch %lld (%lld steps in all)\n",
+        if (is_rank0()) fprintf(stderr, "pardo: stopped in epoch %lld after batch %lld (%lld steps in all)\n",
                 (long long)t->state.epoch + 1, (long long)t->state.batch, (long long)t->state.step);
         if (a->save && save_checkpoint(t, a->save) != CLI_OK) return CLI_FAILED;
         print_summary(t);
@@ -968,7 +1033,7 @@ static int run_training(trainer *t) {
         t->have_last = true;
     }
     if (a->save && t->steps_run == 0 && save_checkpoint(t, a->save) != CLI_OK) return CLI_FAILED;
-    if (t->early_stopped)
+    if (t->early_stopped && is_rank0())
         fprintf(stderr, "pardo: early stop after epoch %lld: %lld epochs without a lower eval loss than %.6f (epoch %lld)%s%s\n",
                 (long long)t->state.epoch, (long long)t->state.bad_epochs, t->state.best_eval_loss,
                 (long long)t->state.best_epoch, a->save_best ? "; its params are in " : "", a->save_best ? a->save_best : "");
@@ -1002,7 +1067,16 @@ static int find_loss_fused(pardo_program *prog, const train_args *a, pardo_loss_
     return CLI_OK;
 }
 
-int pardo_cli_train(int argc, char **argv) {
+/* --trace FILE of rank R of a job: FILE with ".rankR" before its extension (t.json -> t.rank0.json). */
+static const char *rank_trace_path(const char *path, char *buf, size_t n) {
+    if (!path || pardo_comm_size() == 1) return path;
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash)) dot = path + strlen(path);
+    snprintf(buf, n, "%.*s.rank%d%s", (int)(dot - path), path, pardo_comm_rank(), dot);
+    return buf;
+}
+
+static int train_main(int argc, char **argv) {
     train_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
@@ -1022,6 +1096,14 @@ int pardo_cli_train(int argc, char **argv) {
         pardo_program_free(prog);
         return CLI_BAD_INPUT;
     }
+    if (pardo_comm_size() > 1) { /* the gradients averaged over the ranks before the updates */
+        pardo_pass_options po = pardo_pass_defaults();
+        if (pardo_pass_ranks(prog, &po, &st) != PARDO_OK) {
+            cli_print_error(&st);
+            pardo_program_free(prog);
+            return CLI_BAD_INPUT;
+        }
+    }
     if (find_loss_fused(prog, &a, &t.li) != CLI_OK) {
         pardo_program_free(prog);
         return CLI_BAD_INPUT;
@@ -1037,7 +1119,9 @@ int pardo_cli_train(int argc, char **argv) {
     rc = run_training(&t);
     if (t.tracing) {
         const char *status = rc == CLI_OK ? "ok" : rc == CLI_INTERRUPTED ? "interrupted" : "failed";
-        if (cli_trace_finish(a.trace, a.profile, a.graph, "train", (int)a.threads, (long)t.state.step, status) != CLI_OK &&
+        char path[4096];
+        if (cli_trace_finish(rank_trace_path(a.trace, path, sizeof path), a.profile && is_rank0(), a.graph, "train",
+                             (int)a.threads, (long)t.state.step, status) != CLI_OK &&
             rc == CLI_OK)
             rc = CLI_FAILED;
     }
@@ -1050,4 +1134,23 @@ int pardo_cli_train(int argc, char **argv) {
     pardo_executor_free(t.ex);
     pardo_program_free(prog);
     return rc;
+}
+
+int pardo_cli_train(int argc, char **argv) {
+    pardo_status st;
+    pardo_status_clear(&st);
+    if (pardo_comm_init(&st) != PARDO_OK) { /* under mpirun: join the job */
+        cli_print_error(&st);
+        return CLI_FAILED;
+    }
+    int rc = train_main(argc, argv);
+    if (pardo_comm_size() == 1) return rc;
+    if (rc == CLI_OK || rc == CLI_INTERRUPTED) { /* every rank got here: the same steps, the same stop */
+        pardo_comm_finalize();
+        return rc;
+    }
+    /* this rank failed: its message is out; end every rank rather than leave them waiting in a collective */
+    fprintf(stderr, "pardo: rank %d of %d failed (exit status %d); ending the job\n", pardo_comm_rank(),
+            pardo_comm_size(), rc);
+    pardo_comm_abort(rc);
 }

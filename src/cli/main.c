@@ -11,6 +11,7 @@
 #include "gemm.h"
 #include "op.h"
 #include "cli/version.h"
+#include "exec/comm.h"
 
 static const char usage[] =
     "usage: pardo COMMAND [ARGS]\n"
@@ -59,6 +60,8 @@ static int print_version(void) {
     printf("BLAS: %s\n", pardo_gemm_blas_compiled() ? "built in (opened on first use; runs the classes the pick gave "
                                                        "it, or every product with PARDO_GEMM=blas)"
                                                      : "not built in (make BLAS=1)");
+    printf("MPI: %s\n", pardo_comm_built() ? "built in (mpirun -np N pardo train: data-parallel over the ranks)"
+                                           : "not built in (make MPI=1, with Open MPI installed)");
     printf("ONNX: %s\n", pardo_onnx_built() ? "built in (pardo run|check|dot|transpile MODEL.onnx, pardo import)"
                                              : "not built in (make ONNX=1, with protobuf-c, protoc-c and onnx.proto installed)");
     printf("CUDA: %s\n", pardo_device_compiled() ? "built in (--device cuda looks for a GPU at run time)"

@@ -32,6 +32,8 @@ struct pardo_loader {
     int64_t rows;              // rows of every source
     int64_t n_batches;         // per epoch
     int64_t tail_rows;         // rows of the last batch when short (and kept), else 0
+    int64_t chunk;             // positions of the epoch's order per batch index: ranks x batch_size
+    int64_t left_out;          // rows of an epoch in no rank's batch (a last chunk of fewer rows than ranks)
     pardo_loader_options opt;
     const char *lane; // the producer thread's name (borrowed; NULL: opt.name)
     int n_slots;      // capacity + 1
@@ -153,6 +155,8 @@ int pardo_loader_new(const pardo_loader_source *src, int n, const pardo_loader_o
     }
     if (pardo_npy_map_rows(src[0].data) == 0)
         return pardo_errorf(st, PARDO_EINVAL, "%s: has no rows", src[0].data->path);
+    if (opt->ranks > 1 && (opt->rank < 0 || opt->rank >= opt->ranks))
+        return pardo_errorf(st, PARDO_EINVAL, "rank %d of %d ranks", opt->rank, opt->ranks);
 
     pardo_loader *l = calloc(1, sizeof(*l));
     if (!l) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
@@ -163,9 +167,14 @@ int pardo_loader_new(const pardo_loader_source *src, int n, const pardo_loader_o
     l->opt = *opt;
     if (l->opt.capacity < 1) l->opt.capacity = 2;
     l->rows = pardo_npy_map_rows(src[0].data);
-    int64_t bs = l->opt.batch_size, rem = l->rows % bs;
-    l->n_batches = l->rows / bs + (rem && !l->opt.drop_last);
-    l->tail_rows = l->opt.drop_last ? 0 : rem;
+    if (l->opt.ranks < 1) l->opt.ranks = 1, l->opt.rank = 0;
+    const int64_t bs = l->opt.batch_size, nr = l->opt.ranks;
+    l->chunk = bs * nr;
+    int64_t rem = l->rows % l->chunk;
+    if (rem && !l->opt.drop_last && rem < nr) l->left_out = rem; /* a rank would get no row */
+    l->n_batches = l->rows / l->chunk + (rem && !l->opt.drop_last && !l->left_out);
+    l->tail_rows = l->opt.drop_last || l->left_out || !rem ? 0 : (rem - l->opt.rank + nr - 1) / nr;
+    if (l->tail_rows == bs) l->tail_rows = 0; /* this rank's share of the last chunk is a full batch */
     l->n_slots = l->opt.capacity + 1;
     int rc = PARDO_OK;
     if (!(l->names = calloc((size_t)n, sizeof(*l->names))) || !(l->src = calloc((size_t)n, sizeof(*l->src))) ||
@@ -199,6 +208,8 @@ int pardo_loader_new(const pardo_loader_source *src, int n, const pardo_loader_o
 
 int64_t pardo_loader_rows(const pardo_loader *l) { return l->rows; }
 int64_t pardo_loader_batches(const pardo_loader *l) { return l->n_batches; }
+int64_t pardo_loader_tail_rows(const pardo_loader *l) { return l->tail_rows; }
+int64_t pardo_loader_rows_left_out(const pardo_loader *l) { return l->left_out; }
 
 pardo_tensor *const *pardo_loader_probe(pardo_loader *l, int64_t rows) {
     if (rows == l->opt.batch_size && l->slots[0].full) return l->slots[0].full;
@@ -209,18 +220,20 @@ pardo_tensor *const *pardo_loader_probe(pardo_loader *l, int64_t rows) {
 /* Copies the rows of batch b of epoch e (in l->order) into slot s. */
 static void gather(pardo_loader *l, slot *s, int64_t e, int64_t b) {
     int64_t t0 = pardo_trace_on() ? pardo_trace_now_ns() : 0;
-    int64_t first = b * l->opt.batch_size;
-    int64_t rows = l->rows - first < l->opt.batch_size ? l->rows - first : l->opt.batch_size;
+    const int64_t nr = l->opt.ranks, first = b * l->chunk + l->opt.rank;
+    const int64_t in_chunk = l->rows - b * l->chunk < l->chunk ? l->rows - b * l->chunk : l->chunk;
+    const int64_t rows = (in_chunk - l->opt.rank + nr - 1) / nr; /* positions rank, rank + nr, ... of the chunk */
     bool tail = rows != l->opt.batch_size;
     const int64_t *order = l->order ? l->order + first : NULL;
     for (int i = 0; i < l->n; i++) {
         unsigned char *dst = tail ? s->tail_data[i] : s->full_data[i];
         const unsigned char *src = l->src[i]->data;
         size_t rb = l->row_bytes[i];
-        if (!l->opt.shuffle) {
+        if (!l->opt.shuffle && nr == 1) {
             memcpy(dst, src + (size_t)first * rb, (size_t)rows * rb);
         } else {
-            for (int64_t r = 0; r < rows; r++) memcpy(dst + (size_t)r * rb, src + (size_t)order[r] * rb, rb);
+            for (int64_t r = 0; r < rows; r++)
+                memcpy(dst + (size_t)r * rb, src + (size_t)(order ? order[r * nr] : first + r * nr) * rb, rb);
         }
         if (l->src[i]->info.dtype == PARDO_BOOL)
             for (size_t k = 0; k < (size_t)rows * rb; k++) dst[k] = dst[k] != 0; /* as NumPy reads bools */

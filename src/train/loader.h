@@ -47,6 +47,11 @@ typedef struct pardo_loader_options {
     int capacity;       // batches gathered ahead, >= 1 (0: 2)
     const char *name;   // the producer's task and coordinator name (borrowed; NULL: "loader")
     int64_t fail_at;    // for tests: the fail_at-th batch the producer gathers (1-based) fails with PARDO_EIO; 0: never
+    int rank, ranks;    // a shard for rank `rank` of `ranks` (an MPI job; 0 or 1: every row): the epoch's order is
+                        // cut into chunks of ranks x batch_size positions, and the rank takes positions rank,
+                        // rank + ranks, ... of each (torch's DistributedSampler), so the ranks' batches together
+                        // are the batches of one process with ranks x batch_size rows; the last chunk is cut the
+                        // same way, or left out when it has fewer rows than there are ranks
 } pardo_loader_options;
 
 /* A gathered batch: `rows` rows of every source, in source order. The
@@ -56,7 +61,8 @@ typedef struct pardo_batch {
     int64_t epoch;                // epoch index, from 0
     int64_t index;                // batch index within the epoch, from 0
     int64_t rows;                 // batch_size, or fewer for an epoch's last batch
-    int64_t first_row;            // position of its first row in the epoch's order (index * batch_size)
+    int64_t first_row;            // position of its first row in the epoch's order (index * ranks x batch_size +
+                                  // rank; its rows follow every `ranks` positions)
     pardo_tensor *const *tensors; // one per source: [rows, trailing dims of the source...]; borrowed
 } pardo_batch;
 
@@ -78,8 +84,17 @@ void pardo_loader_free(pardo_loader *l);
 /* Rows of every source. */
 int64_t pardo_loader_rows(const pardo_loader *l);
 
-/* Batches per epoch: ceil(rows / batch_size), or floor with drop_last. */
+/* Batches per epoch: ceil(rows / (ranks x batch_size)), or floor with
+ * drop_last or when the last chunk has fewer rows than there are ranks. */
 int64_t pardo_loader_batches(const pardo_loader *l);
+
+/* Rows this rank's last batch of an epoch has when it is short (0: every
+ * batch has batch_size rows), for pardo_loader_probe. */
+int64_t pardo_loader_tail_rows(const pardo_loader *l);
+
+/* Rows of an epoch in no batch of any rank: with ranks, a last chunk of
+ * fewer rows than ranks (without drop_last; 0 otherwise). */
+int64_t pardo_loader_rows_left_out(const pardo_loader *l);
 
 /* A batch slot's tensors for a batch of `rows` rows (batch_size or the
  * last batch's rows), without starting anything: lets a caller check the

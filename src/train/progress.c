@@ -34,7 +34,7 @@ void pardo_progress_epoch_begin(pardo_progress *p, int64_t epoch, int64_t n_batc
 void pardo_progress_batch(pardo_progress *p, int64_t batches_done, double mean_loss, int64_t rows) {
     if (!p->live) return;
     double now = pardo_now_s();
-    if (now - p->last_draw < REDRAW_S && batches_done < p->n_batches) return;
+    if (!p->out || (now - p->last_draw < REDRAW_S && batches_done < p->n_batches)) return;
     p->last_draw = now;
     double elapsed = now - p->t_start;
     int64_t run = batches_done - p->first_batch;
@@ -53,6 +53,7 @@ void pardo_progress_break(pardo_progress *p) {
 }
 
 void pardo_progress_epoch_end(pardo_progress *p, const pardo_epoch_stats *s) {
+    if (!p->out) return;
     if (p->drawn) fputs("\r\033[K", p->out);
     p->drawn = false;
     fprintf(p->out, "epoch %lld/%lld: loss %.6f", (long long)s->epoch, (long long)s->epochs, s->loss);

@@ -43,7 +43,8 @@ typedef struct pardo_progress {
 /* Seconds on a monotonic clock. */
 double pardo_now_s(void);
 
-/* Starts reporting to out (borrowed); live selects the redrawn line. */
+/* Starts reporting to out (borrowed; NULL: nothing is printed, as on the
+ * ranks but 0 of an MPI job); live selects the redrawn line. */
 void pardo_progress_init(pardo_progress *p, FILE *out, bool live, int64_t epochs);
 
 /* An epoch (1-based) of n_batches begins at batch first_batch. */
