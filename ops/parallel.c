@@ -23,6 +23,7 @@
 #include "exec/executor.h"
 #include "merge_combine.h"
 #include "op.h"
+#include "rank_merge.h"
 #include "core/scope.h"
 #include "exec/thread_pool.h"
 #include "trace/trace.h"
@@ -595,6 +596,7 @@ static int hand_on(pd_job *j, int i, int k, pardo_status *st) {
     pardo_tensor *t = pardo_scope_take(s->parts[i].scope, s->outs[k].var);
     if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "block %d left '%s' without a value", s->block, s->outs[k].var);
     pardo_tensor_array_set_part(j->ctx->out[s->outs[k].slot], i, t);
+    pardo_rank_merge_part_set(j->ctx->out[s->outs[k].slot], i, j->n); /* a gradient summed over MPI ranks early */
     return PARDO_OK;
 }
 
@@ -608,6 +610,7 @@ typedef struct pd_part_run {
 static int hand_on_after(void *arg, int index, pardo_status *st) {
     const pd_part_run *pr = arg;
     const pd_state *s = pr->j->s;
+    pardo_rank_merge_progress(); /* between ops: the buckets summed over MPI ranks move on */
     for (int k = 0; k < s->n_outs; k++)
         if (s->outs[k].publish_at == index) {
             int rc = hand_on(pr->j, pr->part, k, st);

@@ -4,19 +4,39 @@
  * ranks weighted by each rank's rows, sum_r n_r X_r / sum_r n_r, as merge
  * weighs the parts, so N ranks of B rows train as one process of N x B
  * rows. Input 0 is the rank's batch (its dim 0 counts the rows; a split's
- * tensor_array counts its parts' rows). The row counts are summed first
- * (one allreduce of a scalar); each rank then scales its inputs by n_r / n
- * into a buffer the op keeps (no allocation in the steady state), packed in
- * input order (the transpiler's, the same on every rank: never arrival
- * order, horovod#100) in buckets of attr bucket_mb, and each bucket is
- * summed over the ranks by one allreduce, then unpacked into the outputs
- * (in place). One process: the outputs are the inputs. */
+ * tensor_array counts its parts' rows).
+ *
+ * The gradients are packed, in input order (the transpiler's, the same on
+ * every rank: never arrival order, horovod#100), into buckets of attr
+ * bucket_mb, each rank's scaled by its rows n_r, and each bucket is summed
+ * over the ranks by one allreduce, then the sums over sum_r n_r are
+ * unpacked into the outputs (in place); the row count is summed last.
+ *
+ * Overlap (DDP's buckets, Horovod's fusion): from the second run on, a
+ * gradient that a merge (mean, weight_by) of a parallel_do's tensor_array
+ * writes is packed as the parts hand it on (rank_merge.h: sum_i n_i part_i,
+ * which is n_r times the merge), and a bucket whose gradients are all
+ * packed is started (MPI_Iallreduce) at once, by the part thread that
+ * completed it, provided every bucket before it has started: the ranks
+ * start the same collectives in the same order whatever the timing. The
+ * parts advance the started buckets between their ops (Open MPI has no
+ * asynchronous progress); rank_merge then waits for them, and packs and
+ * sums the buckets that did not start early. No allocation in the steady
+ * state. One process: the outputs are the inputs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/scope.h"
 #include "exec/comm.h"
 #include "op.h"
+#include "rank_merge.h"
+#include "trace/trace.h"
+
+extern const pardo_op_def pardo_op_merge; /* the merges whose arrays a slot watches (ops/parallel.c) */
 
 static const pardo_arg_def rm_in[] = {
     {"rows", "the rank's batch: its dim 0 (a tensor_array: its parts' dim 0 summed) weighs the rank", false, false},
@@ -26,7 +46,7 @@ static const pardo_arg_def rm_out[] = {
     {"Y", "X's mean over the ranks weighted by their rows (name X: in place)", false, true},
 };
 static const pardo_attr_def rm_attrs[] = {
-    {"bucket_mb", PARDO_ATTR_FLOAT, "4", "bytes of gradients summed by one allreduce, in MiB (> 0)"},
+    {"bucket_mb", PARDO_ATTR_FLOAT, "1", "bytes of gradients summed by one allreduce, in MiB (> 0)"},
 };
 
 static int rm_infer(pardo_infer_ctx *ctx) {
@@ -34,7 +54,7 @@ static int rm_infer(pardo_infer_ctx *ctx) {
         return pardo_errorf(ctx->st, PARDO_EINVAL, "%d gradients but %d outputs, expected one output per gradient",
                             ctx->n_in - 1, ctx->n_out);
     double mb;
-    int rc = pardo_attr_float(ctx->op, "bucket_mb", 4, &mb, ctx->st);
+    int rc = pardo_attr_float(ctx->op, "bucket_mb", 1, &mb, ctx->st);
     if (rc != PARDO_OK) return rc;
     if (!(mb > 0) || isinf(mb))
         return pardo_errorf(ctx->st, PARDO_EINVAL, "attr 'bucket_mb' is %g, expected a number > 0", mb);
@@ -48,15 +68,65 @@ static int rm_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-/* The buffer the op keeps across runs (pardo_op_state). */
+/* One gradient (input k + 1). */
+typedef struct rm_slot {
+    const char *array_name;    // the tensor_array its merge reads (borrowed from the program), or NULL: packed late
+    const char *weight_name;   // that merge's weight_by array
+    const pardo_tensor *array; // this step's array and weights (root scope), or NULL while not armed
+    const pardo_tensor *weight;
+    int bucket;
+    int64_t offset;    // elements into its bucket
+    int64_t numel;     // and how many
+    atomic_int parts;  // parts handed on this step
+    atomic_bool early; // packed from the parts this step
+} rm_slot;
+
+typedef struct rm_bucket {
+    int first, end;          // slots [first, end)
+    pardo_dtype dtype;
+    int64_t numel;
+    size_t at;               // byte offset in the buffer
+    atomic_int packed;       // slots packed this step
+    atomic_bool started;
+    pardo_comm_request req;
+    bool done;               // its allreduce completed (progress saw it)
+    int64_t t_start, t_done; // trace: ns
+} rm_bucket;
+
+/* What the op keeps across runs (pardo_op_state). */
 typedef struct rm_state {
-    void *buf;
-    size_t cap; // bytes
+    void *buf; // every bucket, one after the other
+    size_t cap;
+    rm_slot *slots;
+    int n_slots;
+    rm_bucket *buckets;
+    int n_buckets;
+    pthread_mutex_t lock; // starting buckets in order
+    int next_start;       // the first bucket not started
+    bool armed;           // registered: parts pack and start this step
 } rm_state;
+
+/* The armed states, for the parts' notifications (rank_merge.h). */
+#define MAX_ARMED 8
+static rm_state *_Atomic armed[MAX_ARMED];
+static atomic_int n_armed, n_started;
+
+static void rm_disarm(rm_state *s) {
+    for (int i = 0; i < MAX_ARMED; i++) {
+        rm_state *expect = s;
+        if (atomic_compare_exchange_strong(&armed[i], &expect, NULL)) atomic_fetch_sub(&n_armed, 1);
+    }
+    s->armed = false;
+}
 
 static void rm_state_free(void *p) {
     rm_state *s = p;
-    if (s) free(s->buf);
+    if (!s) return;
+    rm_disarm(s);
+    pthread_mutex_destroy(&s->lock);
+    free(s->buf);
+    free(s->slots);
+    free(s->buckets);
     free(s);
 }
 
@@ -71,46 +141,232 @@ static double rank_rows(const pardo_tensor *t) {
     return n;
 }
 
-/* Inputs [first, end) (one dtype, at most a bucket's bytes but for a lone big one): scaled by w into buf,
- * summed over the ranks, unpacked into the outputs. */
-static int rm_bucket(pardo_kernel_ctx *ctx, int first, int end, double w, void *buf) {
-    const pardo_dtype dt = ctx->in[first]->dtype;
-    int64_t at = 0;
-    for (int k = first; k < end; k++) {
-        const pardo_tensor *x = ctx->in[k];
-        if (dt == PARDO_F32) {
-            const float *src = pardo_tensor_data(x);
-            float *d = (float *)buf + at;
-            for (int64_t i = 0; i < x->numel; i++) d[i] = (float)((double)src[i] * w);
-        } else {
-            const double *src = pardo_tensor_data(x);
-            double *d = (double *)buf + at;
-            for (int64_t i = 0; i < x->numel; i++) d[i] = src[i] * w;
-        }
-        at += x->numel;
-    }
-    int rc = pardo_comm_allreduce_sum(dt, buf, at, ctx->st);
-    if (rc != PARDO_OK) return rc;
-    at = 0;
-    for (int k = first; k < end; k++) {
-        const pardo_tensor *x = ctx->in[k];
-        pardo_tensor *y = pardo_kernel_output(ctx, k - 1, x->dtype, x->ndim, x->shape);
-        if (!y) return ctx->st->code;
-        memcpy(pardo_tensor_data(y), (char *)buf + at * (int64_t)pardo_dtype_size(dt), x->nbytes);
-        at += x->numel;
-    }
-    return PARDO_OK;
+/* The end of the bucket starting at input `first`: the inputs after it of its dtype while they fit in
+ * `bucket` bytes (a lone bigger one is a bucket of its own). */
+static int bucket_end(const pardo_kernel_ctx *ctx, int first, size_t bucket) {
+    size_t bytes = ctx->in[first]->nbytes;
+    int end = first + 1;
+    for (; end < ctx->n_in && ctx->in[end]->dtype == ctx->in[first]->dtype && bytes + ctx->in[end]->nbytes <= bucket;
+         end++)
+        bytes += ctx->in[end]->nbytes;
+    return end;
 }
 
-/* The end of the bucket starting at input `first`: the inputs after it of its dtype while they fit in
- * `bucket` bytes (a lone bigger one is a bucket of its own); *bytes their size. */
-static int bucket_end(const pardo_kernel_ctx *ctx, int first, size_t bucket, size_t *bytes) {
-    int end = first + 1;
-    *bytes = ctx->in[first]->nbytes;
-    for (; end < ctx->n_in && ctx->in[end]->dtype == ctx->in[first]->dtype && *bytes + ctx->in[end]->nbytes <= bucket;
-         end++)
-        *bytes += ctx->in[end]->nbytes;
-    return end;
+/* The merge (mean, weight_by) of block 0 that writes input var `name` before the op, if any: the slot then
+ * watches its tensor_array. */
+static void find_merge(const pardo_kernel_ctx *ctx, const char *name, rm_slot *sl) {
+    const pardo_block *b0 = &ctx->prog->blocks[ctx->block];
+    for (int i = ctx->op_index - 1; i >= 0; i--) {
+        const pardo_op *op = &b0->ops[i];
+        if (!pardo_op_writes(op, name)) continue;
+        const char *mode = NULL, *weight = NULL;
+        pardo_status st;
+        if (op->def == &pardo_op_merge && op->n_in == 2 && op->n_out == 1 &&
+            pardo_attr_string(op, "mode", "concat", &mode, &st) == PARDO_OK && strcmp(mode, "mean") == 0 &&
+            pardo_attr_string(op, "weight_by", "", &weight, &st) == PARDO_OK && weight[0] &&
+            strcmp(weight, op->in[1]) == 0) {
+            sl->array_name = op->in[0];
+            sl->weight_name = op->in[1];
+        }
+        return; /* the last writer decides */
+    }
+}
+
+/* The layout, made on the first run (the inputs' shapes never change: they are params' gradients). */
+static rm_state *rm_state_new(pardo_kernel_ctx *ctx, size_t bucket) {
+    rm_state *s = calloc(1, sizeof(*s));
+    if (!s) return NULL;
+    pthread_mutex_init(&s->lock, NULL);
+    s->n_slots = ctx->n_in - 1;
+    s->slots = calloc((size_t)s->n_slots, sizeof(*s->slots));
+    s->buckets = calloc((size_t)s->n_slots, sizeof(*s->buckets));
+    if (!s->slots || !s->buckets) {
+        rm_state_free(s);
+        return NULL;
+    }
+    size_t at = 0;
+    for (int first = 1; first < ctx->n_in;) {
+        int end = bucket_end(ctx, first, bucket);
+        rm_bucket *b = &s->buckets[s->n_buckets];
+        *b = (rm_bucket){.first = first - 1, .end = end - 1, .dtype = ctx->in[first]->dtype, .at = at};
+        for (int k = first; k < end; k++) {
+            rm_slot *sl = &s->slots[k - 1];
+            sl->bucket = s->n_buckets;
+            sl->offset = b->numel;
+            sl->numel = ctx->in[k]->numel;
+            b->numel += ctx->in[k]->numel;
+            find_merge(ctx, ctx->op->in[k], sl);
+        }
+        at += (size_t)b->numel * pardo_dtype_size(b->dtype);
+        at = (at + 63) & ~(size_t)63;
+        s->n_buckets++;
+        first = end;
+    }
+    if (!(s->buf = malloc(at ? at : 1))) {
+        rm_state_free(s);
+        return NULL;
+    }
+    s->cap = at;
+    return s;
+}
+
+/* Adds f times src (n elements of dtype) into dst (or sets it, when first). */
+static void axpy(pardo_dtype dt, void *dst, const void *src, int64_t n, double f, bool first) {
+    if (dt == PARDO_F32) {
+        float *d = dst;
+        const float *x = src;
+        const float w = (float)f;
+        if (first)
+            for (int64_t i = 0; i < n; i++) d[i] = x[i] * w;
+        else
+            for (int64_t i = 0; i < n; i++) d[i] += x[i] * w;
+    } else {
+        double *d = dst;
+        const double *x = src;
+        if (first)
+            for (int64_t i = 0; i < n; i++) d[i] = x[i] * f;
+        else
+            for (int64_t i = 0; i < n; i++) d[i] += x[i] * f;
+    }
+}
+
+static void *slot_data(rm_state *s, const rm_slot *sl) {
+    const rm_bucket *b = &s->buckets[sl->bucket];
+    return (char *)s->buf + b->at + (size_t)sl->offset * pardo_dtype_size(b->dtype);
+}
+
+/* Starts, in order, the buckets whose slots are all packed (the first not started must be the next). */
+static void start_ready(rm_state *s) {
+    pthread_mutex_lock(&s->lock);
+    while (s->next_start < s->n_buckets) {
+        rm_bucket *b = &s->buckets[s->next_start];
+        if (atomic_load(&b->packed) != b->end - b->first) break;
+        pardo_status st;
+        b->t_start = pardo_trace_on() ? pardo_trace_now_ns() : 0;
+        if (pardo_comm_iallreduce_sum(b->dtype, (char *)s->buf + b->at, b->numel, &b->req, &st) != PARDO_OK) break;
+        atomic_store(&b->started, true);
+        atomic_fetch_add(&n_started, 1);
+        s->next_start++;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void pardo_rank_merge_part_set(const pardo_tensor *array, int part, int n_parts) {
+    (void)part;
+    if (atomic_load_explicit(&n_armed, memory_order_acquire) == 0) return;
+    for (int a = 0; a < MAX_ARMED; a++) {
+        rm_state *s = atomic_load(&armed[a]);
+        if (!s) continue;
+        for (int k = 0; k < s->n_slots; k++) {
+            rm_slot *sl = &s->slots[k];
+            if (sl->array != array || !sl->weight) continue;
+            if (atomic_fetch_add(&sl->parts, 1) + 1 != n_parts) return;
+            /* the last part: every part is set; n_i part_i summed in part order */
+            const rm_bucket *b = &s->buckets[sl->bucket];
+            void *dst = slot_data(s, sl);
+            bool ok = array->n_parts == n_parts && sl->weight->is_array && sl->weight->n_parts == n_parts;
+            for (int i = 0; ok && i < n_parts; i++) {
+                const pardo_tensor *x = pardo_tensor_array_part(array, i), *w = pardo_tensor_array_part(sl->weight, i);
+                ok = x && w && w->ndim > 0 && x->dtype == b->dtype && !x->is_array && x->numel == sl->numel;
+                if (ok) axpy(b->dtype, dst, pardo_tensor_data(x), x->numel, (double)w->shape[0], i == 0);
+            }
+            if (!ok) return; /* left for rank_merge to pack */
+            atomic_store(&sl->early, true);
+            if (atomic_fetch_add(&s->buckets[sl->bucket].packed, 1) + 1 == b->end - b->first) start_ready(s);
+            return;
+        }
+    }
+}
+
+void pardo_rank_merge_progress(void) {
+    if (atomic_load_explicit(&n_started, memory_order_acquire) == 0) return;
+    for (int a = 0; a < MAX_ARMED; a++) {
+        rm_state *s = atomic_load(&armed[a]);
+        if (!s || pthread_mutex_trylock(&s->lock) != 0) continue;
+        for (int k = 0; k < s->next_start; k++) {
+            rm_bucket *b = &s->buckets[k];
+            if (b->done) continue;
+            pardo_comm_progress(&b->req, &b->done, 1);
+            if (b->done) {
+                b->t_done = b->t_start ? pardo_trace_now_ns() : 0;
+                atomic_fetch_sub(&n_started, 1);
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+/* Waits for (or packs and runs) every bucket, then unpacks sums / total rows into the outputs. */
+static int rm_finish(pardo_kernel_ctx *ctx, rm_state *s, double mine) {
+    int rc = PARDO_OK;
+    for (int k = 0; k < s->n_slots; k++) { /* what the parts did not pack: n_r times the rank's gradient */
+        rm_slot *sl = &s->slots[k];
+        const pardo_tensor *x = ctx->in[k + 1];
+        if (atomic_load(&sl->early)) continue;
+        axpy(x->dtype, slot_data(s, sl), pardo_tensor_data(x), x->numel, mine, true);
+        atomic_fetch_add(&s->buckets[sl->bucket].packed, 1);
+    }
+    start_ready(s); /* every bucket is packed now: the rest start, in order */
+    double rows[1] = {mine};
+    for (int k = 0; k < s->n_buckets && rc == PARDO_OK; k++) {
+        rm_bucket *b = &s->buckets[k];
+        pthread_mutex_lock(&s->lock);
+        bool pending = atomic_load(&b->started) && !b->done;
+        if (pending) b->done = true, atomic_fetch_sub(&n_started, 1); /* taken over here */
+        pthread_mutex_unlock(&s->lock);
+        if (!atomic_load(&b->started))
+            rc = pardo_errorf(ctx->st, PARDO_ERUNTIME, "bucket %d of the gradients did not start", k);
+        else if (pending)
+            rc = pardo_comm_wait(&b->req, ctx->st);
+        if (b->t_start) {
+            int64_t t1 = pending || !b->t_done ? pardo_trace_now_ns() : b->t_done;
+            pardo_trace_arg args[2] = {{"bucket", NULL, (double)k}, {"elements", NULL, (double)b->numel}};
+            pardo_trace_complete("bucket", "comm", b->t_start, t1, args, 2);
+        }
+    }
+    if (rc == PARDO_OK) rc = pardo_comm_allreduce_sum(PARDO_F64, rows, 1, ctx->st);
+    if (rc == PARDO_OK && !(rows[0] > 0))
+        rc = pardo_errorf(ctx->st, PARDO_EINVAL, "no rank has rows in this step: nothing to weigh the gradients by");
+    for (int k = 0; rc == PARDO_OK && k < s->n_slots; k++) {
+        const pardo_tensor *x = ctx->in[k + 1];
+        pardo_tensor *y = pardo_kernel_output(ctx, k, x->dtype, x->ndim, x->shape);
+        if (!y) return ctx->st->code;
+        const void *src = slot_data(s, &s->slots[k]);
+        axpy(x->dtype, pardo_tensor_data(y), src, x->numel, 1 / rows[0], true);
+    }
+    return rc;
+}
+
+/* For the next run: counters back to 0, this step's arrays looked up in the scope, armed (registered). */
+static void rm_arm(pardo_kernel_ctx *ctx, rm_state *s) {
+    for (int k = 0; k < s->n_slots; k++) {
+        rm_slot *sl = &s->slots[k];
+        atomic_store(&sl->parts, 0);
+        atomic_store(&sl->early, false);
+        sl->array = sl->weight = NULL;
+        if (!sl->array_name) continue;
+        const pardo_tensor *a = pardo_scope_find(ctx->scope, sl->array_name),
+                           *w = pardo_scope_find(ctx->scope, sl->weight_name);
+        if (a && w && a->is_array && w->is_array) sl->array = a, sl->weight = w;
+    }
+    for (int k = 0; k < s->n_buckets; k++) {
+        rm_bucket *b = &s->buckets[k];
+        atomic_store(&b->packed, 0);
+        atomic_store(&b->started, false);
+        b->done = false;
+        b->req = 0;
+        b->t_start = b->t_done = 0;
+    }
+    s->next_start = 0;
+    if (s->armed) return;
+    for (int i = 0; i < MAX_ARMED; i++) {
+        rm_state *expect = NULL;
+        if (atomic_compare_exchange_strong(&armed[i], &expect, s)) {
+            atomic_fetch_add(&n_armed, 1);
+            s->armed = true;
+            return;
+        }
+    }
 }
 
 static int rm_cpu(pardo_kernel_ctx *ctx) {
@@ -123,38 +379,25 @@ static int rm_cpu(pardo_kernel_ctx *ctx) {
         return PARDO_OK;
     }
     double mb;
-    int rc = pardo_attr_float(ctx->op, "bucket_mb", 4, &mb, ctx->st);
+    int rc = pardo_attr_float(ctx->op, "bucket_mb", 1, &mb, ctx->st);
     if (rc != PARDO_OK) return rc;
     const size_t bucket = (size_t)(mb * 1048576.0) < 64 ? 64 : (size_t)(mb * 1048576.0);
-    double rows[1] = {rank_rows(ctx->in[0])};
-    const double mine = rows[0];
-    if ((rc = pardo_comm_allreduce_sum(PARDO_F64, rows, 1, ctx->st)) != PARDO_OK) return rc;
-    if (!(rows[0] > 0))
-        return pardo_errorf(ctx->st, PARDO_EINVAL, "no rank has rows in this step: nothing to weigh the gradients by");
-    const double w = mine / rows[0];
-    /* the buffer: the biggest bucket */
-    size_t need = 0, bytes;
-    for (int first = 1; first < ctx->n_in; first = bucket_end(ctx, first, bucket, &bytes))
-        if (bucket_end(ctx, first, bucket, &bytes) && bytes > need) need = bytes;
     pardo_op_state *slot = ctx->state;
-    rm_state local = {0}, *s = slot ? slot->data : NULL;
-    if (slot && !s) {
-        if (!(s = calloc(1, sizeof(*s)))) return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory");
+    if (!slot) return pardo_errorf(ctx->st, PARDO_EINVAL, "rank_merge runs only in an executor (it keeps state)");
+    rm_state *s = slot->data;
+    if (!s) {
+        if (!(s = rm_state_new(ctx, bucket))) return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory");
         slot->data = s;
         slot->free_fn = rm_state_free;
     }
-    if (!s) s = &local;
-    if (need > s->cap) {
-        void *b = realloc(s->buf, need);
-        if (!b) return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory for a %zu-byte bucket", need);
-        s->buf = b;
-        s->cap = need;
-    }
-    for (int first = 1, end; rc == PARDO_OK && first < ctx->n_in; first = end) {
-        end = bucket_end(ctx, first, bucket, &bytes);
-        rc = rm_bucket(ctx, first, end, w, s->buf);
-    }
-    if (s == &local) free(local.buf);
+    /* the inputs keep the layout's shapes (the gradients of params) */
+    for (int k = 0; k < s->n_slots; k++)
+        if (ctx->in[k + 1]->numel != s->slots[k].numel || ctx->in[k + 1]->dtype != s->buckets[s->slots[k].bucket].dtype)
+            return pardo_errorf(ctx->st, PARDO_ESHAPE, "input %d has %lld elements, %lld at its first run", k + 1,
+                                (long long)ctx->in[k + 1]->numel, (long long)s->slots[k].numel);
+    rc = rm_finish(ctx, s, rank_rows(ctx->in[0]));
+    if (rc == PARDO_OK) rm_arm(ctx, s);
+    else rm_disarm(s);
     return rc;
 }
 

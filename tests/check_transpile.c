@@ -235,6 +235,66 @@ START_TEST(inference_merges_equal_single_thread) {
 }
 END_TEST
 
+/* The ranks pass (mpirun): one rank_merge op, role backward, right before
+ * the first update, reading the batch then every gradient in the order of
+ * their merges and writing them in place; in one process it is a copy:
+ * the same bits as without it, steps on. A graph with no updates is left
+ * alone. */
+START_TEST(ranks_pass_puts_rank_merge_before_the_updates) {
+    pardo_status st;
+    pardo_program *p = transpiled("loss", PARDO_OPTIMIZER_ADAM, 0.01, false, 2);
+    pardo_program *plain = pardo_program_clone(p);
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.bucket_mb = 0.25;
+    ck_assert_msg(pardo_pass_ranks(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    const pardo_block *b0 = &p->blocks[0];
+    int at = -1, first_update = -1;
+    for (int i = 0; i < b0->n_ops; i++) {
+        if (strcmp(b0->ops[i].type, "rank_merge") == 0) {
+            ck_assert_int_eq(at, -1);
+            at = i;
+        }
+        if (first_update < 0 && b0->ops[i].role == PARDO_OP_OPTIMIZE) first_update = i;
+    }
+    ck_assert_int_ge(at, 0);
+    ck_assert_int_eq(first_update, at + 1);
+    const pardo_op *rm = &b0->ops[at];
+    ck_assert_int_eq(rm->role, PARDO_OP_BACKWARD);
+    ck_assert_str_eq(rm->in[0], "x");
+    ck_assert_int_eq(rm->n_in, 5);
+    ck_assert_int_eq(rm->n_out, 4);
+    const pardo_value *mb = pardo_attr(rm, "bucket_mb");
+    ck_assert(mb && mb->number == 0.25);
+    /* the gradients in the order their merges come */
+    int last = -1;
+    for (int k = 0; k < 4; k++) {
+        ck_assert_str_eq(rm->in[k + 1], rm->out[k]);
+        ck_assert_ptr_nonnull(strstr(rm->in[k + 1], "@GRAD"));
+        int writer = -1;
+        for (int i = 0; i < at && writer < 0; i++)
+            if (strcmp(b0->ops[i].type, "merge") == 0 && strcmp(b0->ops[i].out[0], rm->in[k + 1]) == 0) writer = i;
+        ck_assert_int_gt(writer, last);
+        last = writer;
+    }
+    /* one process: the same bits as the graph without it */
+    pardo_executor *a = start(p, 2, ""), *b = start(plain, 2, "");
+    steps(a, 3);
+    steps(b, 3);
+    for (int i = 0; i < 4; i++)
+        test_assert_close(pardo_executor_fetch(a, params[i]), pardo_executor_fetch(b, params[i]), 0, 0);
+    pardo_executor_free(a);
+    pardo_executor_free(b);
+    pardo_program_free(p);
+    pardo_program_free(plain);
+    /* nothing to average in an inference graph */
+    p = transpiled(NULL, PARDO_OPTIMIZER_NONE, 0, false, 2);
+    int n_ops = p->blocks[0].n_ops;
+    ck_assert_int_eq(pardo_pass_ranks(p, &opt, &st), PARDO_OK);
+    ck_assert_int_eq(p->blocks[0].n_ops, n_ops);
+    pardo_program_free(p);
+}
+END_TEST
+
 /* ---- batch_norm's sync form (SyncBatchNorm) ---- */
 
 /* conv2d -> batch_norm (over N x 4 x 4 per channel) -> relu -> linear ->
@@ -489,6 +549,7 @@ Suite *make_transpile_suite(void) {
     tcase_add_test(tc, written_graph_checks_and_reads_well);
     tcase_add_test(tc, optimizer_stage_runs_params_apart);
     tcase_add_test(tc, sync_batch_norm_trains_as_one_part);
+    tcase_add_test(tc, ranks_pass_puts_rank_merge_before_the_updates);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("Errors");
     tcase_add_test(te, ops_that_cannot_be_placed);

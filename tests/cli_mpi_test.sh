@@ -58,6 +58,19 @@ two_loss=$(sed -n 's/^loss: //p' "$T/out")
 params "$T/one.safetensors" one
 params "$T/two.safetensors" two
 same_params "2 ranks x 25 against 1 x 50" one two
+# 2 parts a rank on 2 threads, buckets of 1 KB (one per gradient, started as the parts hand them on), against
+# one process of 4 parts
+expect "transpile 4 parts" 0 -- transpile $G -o "$T/p4.json" --backward loss --optimizer momentum --lr 0.05 --parts 4
+expect "one process, 4 parts" 0 -- train "$T/p4.json" $DATA --epochs 3 --shuffle --seed 5 --threads 2 --batch-size 50 \
+    --save "$T/four.safetensors"
+$MPIRUN -np 2 "$PARDO" train "$T/p2.json" $DATA --epochs 3 --shuffle --seed 5 --threads 2 --batch-size 25 \
+    --bucket-mb 0.001 --save "$T/two2.safetensors" --trace "$T/b.json" >"$T/out" 2>"$T/err"
+[ $? = 0 ] && ok || bad "mpirun -np 2, 2 parts a rank: $(cat "$T/err")"
+params "$T/four.safetensors" four
+params "$T/two2.safetensors" two2
+same_params "2 ranks x 2 parts against 1 x 4 parts" four two2
+[ "$(grep -o '"name":"bucket","cat":"comm"[^}]*"bucket":3' "$T/b.rank0.json" | head -1)" ] && ok ||
+    bad "--bucket-mb 0.001 did not give the 4 buckets of the 4 gradients"
 # a check that can fail: one process of 25 rows a step trains otherwise
 expect "one process, batch 25" 0 -- train "$T/p1.json" $COMMON --batch-size 25 --save "$T/alone.safetensors"
 params "$T/alone.safetensors" alone
@@ -88,6 +101,7 @@ watchdog() {
     (sleep 60 && kill -9 "$1") >/dev/null 2>&1 &
     wd=$!
 }
+: >"$T/err" # emptied before the job starts: the wait below must see this job's lines
 mpirun --oversubscribe -np 2 "$PARDO" train "$T/p1.json" $DATA --batch-size 25 --epochs 1000000 --threads 1 \
     --save "$T/sig.safetensors" >"$T/out" 2>"$T/err" &
 job=$!
@@ -100,6 +114,7 @@ kill $wd 2>/dev/null
 [ $rc != 0 ] && ok || bad "mpirun exited 0 after SIGINT"
 grep -q "stopped in epoch" "$T/err" && ok || bad "no 'stopped' line after SIGINT: $(tail -3 "$T/err")"
 # stopped mid-epoch: the same steps follow with 2 ranks of 25 or one process of 50 (the checkpoint counts the job's batch)
+: >"$T/err"
 mpirun --oversubscribe -np 2 "$PARDO" train "$T/p1.json" $DATA --batch-size 25 --epochs 1000000 --threads 1 \
     --load "$T/sig.safetensors" --save "$T/sig2.safetensors" >"$T/out" 2>"$T/err" &
 job=$!

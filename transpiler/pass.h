@@ -31,6 +31,7 @@ typedef struct pardo_pass_options {
     double weight_decay;            // optimizer: L2 (sgd, momentum, adam) or decoupled (adamw); NAN: the op's default
     double clip_grad_norm;          // optimizer: clip the gradients by their global L2 norm first; 0: no clipping
     int parts;                      // multi_cpu: parts per batch; 0: the run's thread count
+    double bucket_mb;               // ranks: rank_merge's attr bucket_mb; 0: its default
     bool sync_parts;                // multi_cpu: every op with a sync form (batch_norm) takes it, as attr sync
                                     // true does for one op (--sync-batch-norm)
     pardo_loss_kind add_loss;       // add_loss: which loss to append

@@ -78,6 +78,8 @@ int pardo_pass_ranks(pardo_program *p, const pardo_pass_options *opt, pardo_stat
         pardo_op *op = rc == PARDO_OK ? pardo_block_add_op(blk, "rank_merge", st) : NULL;
         if (rc == PARDO_OK && !op) rc = st->code;
         if (rc == PARDO_OK && !(op->name = strdup("rank_merge"))) rc = pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        if (rc == PARDO_OK && opt->bucket_mb > 0)
+            rc = pardo_op_set_attr(op, "bucket_mb", pardo_value_new_number(opt->bucket_mb), st);
         if (rc == PARDO_OK) {
             op->role = PARDO_OP_BACKWARD;
             rc = pardo_op_add_input(op, names[n_grads], st);

@@ -45,7 +45,7 @@ static const char train_help[] =
     "                   [--threads N] [--executor auto|sequential|dataflow] [--load CKPT] [--save CKPT]\n"
     "                   [--log FILE.jsonl] [--loss NAME] [--early-stop N] [--save-best CKPT]\n"
     "                   [--lr X] [--lr-schedule constant|step:EVERY:GAMMA|cosine|linear] [--warmup-steps N]\n"
-    "                   [--no-fuse] [--trace FILE] [--profile]\n"
+    "                   [--no-fuse] [--trace FILE] [--profile] [--bucket-mb X]\n"
     "\n"
     "Trains GRAPH, a training graph (one with optimize ops, as `pardo transpile\n"
     "--backward LOSS --optimizer adam` writes), one step per batch of the data.\n"
@@ -92,6 +92,8 @@ static const char train_help_more[] =
     "                        also when the run fails or is stopped; recording stops at\n"
     "                        $PARDO_TRACE_MAX_MB MiB of events (default 16, about 150 MB of JSON)\n"
     "  --profile             print the trace's summary tables on stderr at the end (no file)\n"
+    "  --bucket-mb X         under mpirun: MiB of gradients summed over the ranks by one allreduce\n"
+    "                        (default 1; a bucket starts while the backward pass goes on)\n"
     "Progress goes to stderr, the final figures to stdout. SIGINT or SIGTERM stops after\n"
     "the current step and writes the --save checkpoint (exit status 130).\n";
 
@@ -114,6 +116,7 @@ typedef struct train_args {
     bool shuffle, drop_last, seed_given;
     const char *load, *save, *save_best, *log, *loss, *trace;
     double lr;                  // --lr; < 0: the graph's
+    double bucket_mb;           // --bucket-mb; 0: rank_merge's default
     pardo_lr_schedule schedule; // --lr-schedule and --warmup-steps
     bool lr_given;              // any of the three: the rate is set before every step
     bool profile, no_fuse;
@@ -229,6 +232,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
                 !cli_parse_double("train", "--lr", v, 1e-300, 1e9, &a->lr))
                 return CLI_BAD_INPUT;
             a->lr_given = true;
+        } else if (cli_flag_is(arg, "--bucket-mb")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--bucket-mb")) ||
+                !cli_parse_double("train", "--bucket-mb", v, 1e-6, 1e6, &a->bucket_mb))
+                return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--lr-schedule")) {
             char err[160];
             int64_t warmup = a->schedule.warmup;
@@ -1098,6 +1105,7 @@ static int train_main(int argc, char **argv) {
     }
     if (pardo_comm_size() > 1) { /* the gradients averaged over the ranks before the updates */
         pardo_pass_options po = pardo_pass_defaults();
+        po.bucket_mb = a.bucket_mb;
         if (pardo_pass_ranks(prog, &po, &st) != PARDO_OK) {
             cli_print_error(&st);
             pardo_program_free(prog);

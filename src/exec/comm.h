@@ -41,6 +41,22 @@ int pardo_comm_local_size(void);
  * its sum over the ranks. The same on every rank (MPI_Allreduce). */
 int pardo_comm_allreduce_sum(pardo_dtype dtype, void *buf, int64_t n, pardo_status *st);
 
+/* A started non-blocking allreduce (pardo_comm_iallreduce_sum); 0: none. */
+typedef int64_t pardo_comm_request;
+
+/* Starts an in-place sum allreduce of buf (MPI_Iallreduce; buf must stay
+ * untouched until the request completes) into *req. Every rank must start
+ * its collectives in the same order. One process: done at once (*req 0). */
+int pardo_comm_iallreduce_sum(pardo_dtype dtype, void *buf, int64_t n, pardo_comm_request *req, pardo_status *st);
+
+/* Advances the started requests (Open MPI moves data only inside MPI
+ * calls): MPI_Test on each of reqs[0..n) not yet done, setting done[k];
+ * when another thread holds the communicator it returns at once. */
+void pardo_comm_progress(pardo_comm_request *reqs, bool *done, int n);
+
+/* Waits for req to complete (and frees it; *req becomes 0). */
+int pardo_comm_wait(pardo_comm_request *req, pardo_status *st);
+
 /* Ends every rank of the job with exit status `status` (MPI_Abort), or
  * exits this process without a job. Never returns. */
 _Noreturn void pardo_comm_abort(int status);

@@ -13,6 +13,8 @@ static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static int comm_rank = 0, comm_size = 1;
 static bool comm_joined = false;
 
+static MPI_Datatype mpi_type(pardo_dtype dtype);
+
 bool pardo_comm_built(void) { return true; }
 
 bool pardo_comm_launched(void) {
@@ -51,8 +53,7 @@ int pardo_comm_local_size(void) {
 
 int pardo_comm_allreduce_sum(pardo_dtype dtype, void *buf, int64_t n, pardo_status *st) {
     if (!comm_joined || comm_size == 1 || n == 0) return PARDO_OK;
-    MPI_Datatype t = dtype == PARDO_F32 ? MPI_FLOAT : dtype == PARDO_F64 ? MPI_DOUBLE : dtype == PARDO_I64 ? MPI_INT64_T
-                                                                                                             : MPI_DATATYPE_NULL;
+    MPI_Datatype t = mpi_type(dtype);
     if (t == MPI_DATATYPE_NULL)
         return pardo_errorf(st, PARDO_EINVAL, "allreduce of %s: expected float32, float64 or int64",
                             pardo_dtype_name(dtype));
@@ -78,6 +79,72 @@ int pardo_comm_allreduce_sum(pardo_dtype dtype, void *buf, int64_t n, pardo_stat
                             comm_rank, comm_size, msg);
     }
     return PARDO_OK;
+}
+
+/* The MPI request behind a pardo_comm_request: a slot of this table (requests outstanding at once are few:
+ * one per bucket of a step). */
+#define MAX_REQUESTS 1024
+static MPI_Request requests[MAX_REQUESTS];
+static bool request_used[MAX_REQUESTS];
+
+static MPI_Datatype mpi_type(pardo_dtype dtype) {
+    return dtype == PARDO_F32 ? MPI_FLOAT : dtype == PARDO_F64 ? MPI_DOUBLE : dtype == PARDO_I64 ? MPI_INT64_T
+                                                                                                  : MPI_DATATYPE_NULL;
+}
+
+int pardo_comm_iallreduce_sum(pardo_dtype dtype, void *buf, int64_t n, pardo_comm_request *req, pardo_status *st) {
+    *req = 0;
+    if (!comm_joined || comm_size == 1 || n == 0) return PARDO_OK;
+    if (mpi_type(dtype) == MPI_DATATYPE_NULL || n > (1 << 30))
+        return pardo_errorf(st, PARDO_EINVAL, "a non-blocking allreduce of %lld %s", (long long)n,
+                            pardo_dtype_name(dtype));
+    pthread_mutex_lock(&comm_lock);
+    int slot = 0;
+    while (slot < MAX_REQUESTS && request_used[slot]) slot++;
+    int rc = slot < MAX_REQUESTS ? MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, mpi_type(dtype), MPI_SUM, MPI_COMM_WORLD,
+                                                  &requests[slot])
+                                 : MPI_ERR_OTHER;
+    if (rc == MPI_SUCCESS) request_used[slot] = true;
+    pthread_mutex_unlock(&comm_lock);
+    if (rc != MPI_SUCCESS)
+        return pardo_errorf(st, PARDO_ERUNTIME, "MPI_Iallreduce of %lld elements on rank %d of %d failed%s",
+                            (long long)n, comm_rank, comm_size, slot < MAX_REQUESTS ? "" : " (too many started)");
+    *req = slot + 1;
+    return PARDO_OK;
+}
+
+void pardo_comm_progress(pardo_comm_request *reqs, bool *done, int n) {
+    if (pthread_mutex_trylock(&comm_lock) != 0) return; /* another thread is in MPI: it progresses them too */
+    for (int k = 0; k < n; k++) {
+        if (done[k] || reqs[k] == 0) {
+            done[k] = true;
+            continue;
+        }
+        int flag = 0;
+        MPI_Test(&requests[reqs[k] - 1], &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            request_used[reqs[k] - 1] = false;
+            reqs[k] = 0;
+            done[k] = true;
+        }
+    }
+    pthread_mutex_unlock(&comm_lock);
+}
+
+int pardo_comm_wait(pardo_comm_request *req, pardo_status *st) {
+    if (*req == 0) return PARDO_OK;
+    int rc = MPI_SUCCESS;
+    /* waiting under the lock would keep the other threads out of MPI: test until done instead */
+    for (int flag = 0; !flag && rc == MPI_SUCCESS;) {
+        pthread_mutex_lock(&comm_lock);
+        rc = MPI_Test(&requests[*req - 1], &flag, MPI_STATUS_IGNORE);
+        if (flag || rc != MPI_SUCCESS) request_used[*req - 1] = false;
+        pthread_mutex_unlock(&comm_lock);
+    }
+    *req = 0;
+    return rc == MPI_SUCCESS ? PARDO_OK
+                             : pardo_errorf(st, PARDO_ERUNTIME, "a non-blocking allreduce on rank %d of %d failed",
+                                            comm_rank, comm_size);
 }
 
 _Noreturn void pardo_comm_abort(int status) {

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "exec/comm.h"
 #include "exec/executor.h"
 #include "gemm.h"
 #include "io/graph_json.h"
@@ -138,6 +139,7 @@ int main(int argc, char **argv) {
     if (threads < 1 || parts < 0 || batch < 1 || steps < 1 || warmup < 0 || nops < 1) die("bad numbers", NULL);
 
     pardo_status st;
+    if (pardo_comm_init(&st) != PARDO_OK) die("MPI", &st); /* under mpirun: a rank of the job (W13) */
     if (pardo_thread_pool_configure(threads, &st) != PARDO_OK) die("--threads", &st);
     pardo_program *p = NULL;
     pardo_pass_options opt = pardo_pass_defaults();
@@ -162,6 +164,8 @@ int main(int argc, char **argv) {
         opt.parts = parts;
         if (pardo_pass_multi_cpu(p, &opt, &st) != PARDO_OK) die("multi_cpu", &st);
     }
+    /* as pardo train does under mpirun: the gradients averaged over the ranks before the updates */
+    if (train && pardo_comm_size() > 1 && pardo_pass_ranks(p, &opt, &st) != PARDO_OK) die("ranks", &st);
 
     pardo_executor *ex = NULL;
     char name[32];
@@ -237,14 +241,16 @@ int main(int argc, char **argv) {
     pardo_tensor *v = pardo_executor_fetch(ex, fetch);
     double value = v ? pardo_tensor_get_f64(v, 0) : 0;
     double med = t[steps / 2];
-    printf(
+    if (pardo_comm_rank() == 0) printf(
         "{\"bench\": \"pardo\", \"mode\": \"%s\", \"executor\": \"%s\", \"threads\": %d, \"parts\": %d, "
         "\"steps\": %d, \"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
         mode, kind == PARDO_EXEC_DATAFLOW ? "dataflow" : "sequential", threads, parts, steps, med, t[steps / 10],
         t[steps * 9 / 10], value);
     if (chain) printf(", \"us_per_op\": %.4f", med / nops);
-    printf(", \"heap_delta_bytes\": %lld, \"peak_rss_kb\": %ld, \"gemm\": \"%s\"}\n", heap_delta, peak_rss_kb(),
-           pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
+    if (pardo_comm_rank() == 0)
+        printf(", \"ranks\": %d, \"heap_delta_bytes\": %lld, \"peak_rss_kb\": %ld, \"gemm\": \"%s\"}\n",
+               pardo_comm_size(), heap_delta, peak_rss_kb(), pardo_gemm_describe(PARDO_F32, PARDO_GEMM_AUTO));
+    pardo_comm_finalize();
     free(t);
     for (int k = 0; k < n_feeds; k++) pardo_tensor_release(feeds[k]);
     pardo_executor_free(ex);

@@ -1,0 +1,20 @@
+/* rank_merge.h - what parallel_do (ops/parallel.c) tells the rank_merge op
+ * (ops/rank_merge.c) while its parts run, so that a bucket of gradients is
+ * summed over the ranks as soon as every part has handed its gradients on,
+ * while the rest of the backward pass runs. */
+#ifndef PARDO_RANK_MERGE_H
+#define PARDO_RANK_MERGE_H
+
+#include "core/tensor.h"
+
+/* Part `part` of tensor_array `array` (of n_parts) was set. A rank_merge
+ * whose gradient the merge of that array gives packs it once its n_parts
+ * are set, and starts the buckets that are then complete, in bucket order.
+ * Thread-safe; one atomic load when no rank_merge waits for arrays. */
+void pardo_rank_merge_part_set(const pardo_tensor *array, int part, int n_parts);
+
+/* After an op of a part: advances the buckets started (Open MPI moves their
+ * data only inside MPI calls). Thread-safe; one atomic load when none is. */
+void pardo_rank_merge_progress(void);
+
+#endif
