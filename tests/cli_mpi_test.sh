@@ -84,6 +84,13 @@ rc=$?
 [ $rc = 2 ] && ok || bad "a bad file on rank 1: mpirun exited $rc, expected 2: $(cat "$T/err")"
 grep -q "digits_test_x.npy has 359" "$T/err" && grep -q "rank 1 of 2 failed (exit status 2)" "$T/err" && ok ||
     bad "a bad file on rank 1: $(cat "$T/err")"
+# a rank with other data (good files, fewer rows) would run fewer steps: refused on every rank before the first
+$MPIRUN -np 1 "$PARDO" train "$T/p1.json" $DATA --batch-size 25 --epochs 2 --threads 1 : \
+    -np 1 "$PARDO" train "$T/p1.json" --data x=$D/digits_test_x.npy --data y=$D/digits_test_y.npy --batch-size 25 \
+    --epochs 2 --threads 1 >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 2 ] && ok || bad "other data on rank 1: mpirun exited $rc, expected 2: $(cat "$T/err")"
+grep -q "the ranks differ in the --data rows (this rank: 359" "$T/err" && ok || bad "other data on rank 1: $(cat "$T/err")"
 # a failing op on rank 1 (a label out of range in its rows): status 1, the op and the rank named
 cp $D/digits_train_y.npy "$T/bad_y.npy"
 # row 901 (rank 1's in file order) gets label 99: byte 128 + 8 x 901 of the int64 array

@@ -946,6 +946,44 @@ static int error_status(const pardo_status *first, const pardo_status *trainer_s
                                                                                                      : CLI_FAILED;
 }
 
+/* Under mpirun: every rank must run the same steps on the same graph, or the collectives would wait for
+ * ever (horovod#534) or mix tensors: the data's rows, the batches, the epochs, the eval rows, the params'
+ * elements and the step a checkpoint resumes at are checked equal over the ranks (the sums of each value and
+ * of its square: N sum v^2 = (sum v)^2 only when all are equal). Returns -1, or exit status 2 on every rank. */
+static int agree_over_ranks(const trainer *t) {
+    if (pardo_comm_size() == 1) return -1;
+    static const char *const what[] = {"the --data rows", "the batches per epoch", "--epochs", "the --eval rows",
+                                       "the params' elements", "the checkpoint's step"};
+    enum { N_VALUES = 6 };
+    int64_t params = 0;
+    const pardo_block *b0 = &t->prog->blocks[0];
+    for (int i = 0; i < b0->n_vars; i++) {
+        const pardo_graph_var *v = &b0->vars[i];
+        int64_t n = 1;
+        for (int d = 0; v->role == PARDO_VAR_PARAM && d < v->type.ndim; d++) n *= v->type.shape[d] > 0 ? v->type.shape[d] : 1;
+        if (v->role == PARDO_VAR_PARAM) params += n;
+    }
+    const int64_t mine[N_VALUES] = {pardo_loader_rows(t->data.loader), pardo_loader_batches(t->data.loader),
+                                    t->a->epochs, t->has_eval ? pardo_loader_rows(t->ev.data.loader) : 0, params,
+                                    t->state.step};
+    double sums[2 * N_VALUES];
+    for (int k = 0; k < N_VALUES; k++) sums[k] = (double)mine[k], sums[N_VALUES + k] = (double)mine[k] * (double)mine[k];
+    pardo_status st;
+    if (sum_over_ranks(sums, 2 * N_VALUES, &st) != PARDO_OK) {
+        cli_print_error(&st);
+        return CLI_FAILED;
+    }
+    const double n = pardo_comm_size();
+    for (int k = 0; k < N_VALUES; k++)
+        if (n * sums[N_VALUES + k] != sums[k] * sums[k]) {
+            fprintf(stderr, "pardo (rank %d of %d): the ranks differ in %s (this rank: %lld; the mean over the ranks: "
+                            "%g): every rank needs the same graph, data, --batch-size, --epochs and --load\n",
+                    pardo_comm_rank(), pardo_comm_size(), what[k], (long long)mine[k], sums[k] / n);
+            return CLI_BAD_INPUT;
+        }
+    return -1;
+}
+
 static int run_training(trainer *t) {
     const train_args *a = t->a;
     pardo_status st;
@@ -972,6 +1010,7 @@ static int run_training(trainer *t) {
         t->has_eval = true;
         if ((code = open_evaluator(t, &opt)) >= 0) return code;
     }
+    if ((code = agree_over_ranks(t)) >= 0) return code;
     /* opened now, so that a log that cannot be written stops the run before it trains */
     t->log_made = a->log && is_rank0() && access(a->log, F_OK) != 0;
     if (a->log && is_rank0() && !(t->log = fopen(a->log, "a"))) {

@@ -437,7 +437,8 @@ def case_cli(rng, runner, corpus, work):
              "--trace", "--profile", "--data", "--batch-size", "--epochs", "--shuffle", "--seed", "--eval", "-o",
              "--parts", "--backward", "--optimizer", "--lr", "summary", "timeline", "--help", "-h", "--", "-", "--x",
              "--steps=2", "--threads=0", "--train", "--format", "--early-stop", "--save-best", "--lr-schedule",
-             "--warmup-steps", "--add-loss", "--labels", "--weight-decay", "--clip-grad-norm"]
+             "--warmup-steps", "--add-loss", "--labels", "--weight-decay", "--clip-grad-norm", "--sync-batch-norm",
+             "--bucket-mb"]
     values = ["0", "1", "2", "-1", "3", "99999999999999999999", "1e3", "abc", "", "=", "x=", "=y", "a=b=c", "cuda",
               "cuda:7", "cpu", "mlp.json", "mlp_adam_p3.json", "nonexistent.json", "/dev/null", "/", "out", "ck.st",
               "sgd", "adam", "nope", "loss", "0.1", "nan", "inf", "tr.json", "mlp.a.npy", "a=mlp.a.npy",
