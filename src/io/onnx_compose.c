@@ -1,0 +1,473 @@
+/* onnx_compose.c - the ONNX op types pardo runs as several of its own ops:
+ * one node expanded into a short chain (Max / Min as where over
+ * comparisons, the Reduce family as reduce_sum / reduce_max between
+ * elementwise ops, the activations pardo has no kernel for, DepthToSpace
+ * as reshape-transpose-reshape, Tile as concats), and the run-time forms
+ * of Clip and BatchNormalization that onnx_ops.c hands over. Its table is
+ * searched beside onnx_ops.c's (onnx_find_mapping); the helpers are
+ * onnx_ops.c's (onnx_internal.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/onnx_internal.h"
+
+/* Sum of any number of inputs: a chain of adds. */
+static int map_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
+    const char *acc = onnx_in_var(c, n, 0, st);
+    if (!acc) return st->code;
+    if (n->n_input == 1) return onnx_emit1(c, n, "identity", &acc, 1, st) ? PARDO_OK : st->code;
+    for (size_t i = 1; i < n->n_input; i++) {
+        const char *in[2] = {acc, onnx_in_var(c, n, (int)i, st)};
+        if (!in[1]) return st->code;
+        const char *out = i + 1 == n->n_input ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "sum", st);
+        if (!out || !onnx_emit(c, "add", in, 2, &out, 1, st)) return st->code;
+        acc = out;
+    }
+    return PARDO_OK;
+}
+
+/* Clip with bounds known only at run time: where(x < min, min, x), then where(y > max, max, y)
+ * (min above max gives max everywhere, as ONNX says). */
+int onnx_clip_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *y = onnx_in_var(c, n, 0, st);
+    for (int k = 1; y && k <= 2; k++) {
+        if (!onnx_input(c, n, k)) continue;
+        const bool last = k == 2 || !onnx_input(c, n, 2);
+        const char *bound = onnx_in_var(c, n, k, st), *cond = bound ? onnx_step(c, n, k == 1 ? "less" : "greater", y, bound,
+                                                                      false, st)
+                                                              : NULL;
+        const char *out = cond ? (last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "clip", st)) : NULL;
+        const char *in[3] = {cond, bound, y};
+        if (!out || !onnx_emit(c, "where", in, 3, &out, 1, st)) return st->code;
+        y = out;
+    }
+    return y ? PARDO_OK : st->code;
+}
+
+/* BatchNormalization whose statistics or scale are known only at run time:
+ * y = (x - mean) / sqrt(var + epsilon) * scale + B, each [C] input
+ * unsqueezed to [C, 1, ...] against x [N, C, ...]. */
+int onnx_batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = onnx_in_var(c, n, 0, st), *in[4];
+    pardo_type t;
+    if (!x || onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 2) return onnx_bad(c, st, "input of rank %d; expected [N, C, ...]", t.ndim);
+    int64_t axes[PARDO_MAX_DIMS];
+    for (int i = 2; i < t.ndim; i++) axes[i - 2] = i - 1;
+    for (int i = 0; i < 4; i++) {
+        const char *v = onnx_in_var(c, n, i + 1, st);
+        if (!v) return st->code;
+        in[i] = v;
+        if (t.ndim > 2) {
+            const char *u = onnx_temp(c, "bn_c", st);
+            pardo_op *op = u ? onnx_emit(c, "unsqueeze", &v, 1, &u, 1, st) : NULL;
+            if (!op || onnx_set_ints(op, "axes", axes, t.ndim - 2, st) != PARDO_OK) return st->code;
+            in[i] = u;
+        }
+    }
+    const char *centred = onnx_temp(c, "bn", st), *veps = onnx_temp(c, "bn", st), *sd = onnx_temp(c, "bn", st),
+               *norm = onnx_temp(c, "bn", st), *scaled = onnx_temp(c, "bn", st);
+    if (!scaled) return st->code;
+    const char *sub[2] = {x, in[2]}, *div[2] = {centred, sd}, *mul[2] = {norm, in[0]}, *add[2] = {scaled, in[1]};
+    pardo_op *op;
+    if (!onnx_emit(c, "sub", sub, 2, &centred, 1, st) || !(op = onnx_emit(c, "scale", &in[3], 1, &veps, 1, st)) ||
+        onnx_set_float(op, "bias", onnx_attr_float(n, "epsilon", 1e-5), st) != PARDO_OK ||
+        !onnx_emit(c, "sqrt", &veps, 1, &sd, 1, st) || !onnx_emit(c, "div", div, 2, &norm, 1, st) ||
+        !onnx_emit(c, "mul", mul, 2, &scaled, 1, st))
+        return st->code;
+    return onnx_emit1(c, n, "add", add, 2, st) ? PARDO_OK : st->code;
+}
+
+/* Max / Min of any number of inputs (numpy broadcasting): where(a > b, a, b) pairwise. */
+static int map_max_min(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_status *st) {
+    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
+    const char *acc = onnx_in_var(c, n, 0, st);
+    if (!acc) return st->code;
+    if (n->n_input == 1) return onnx_emit1(c, n, "identity", &acc, 1, st) ? PARDO_OK : st->code;
+    for (size_t i = 1; i < n->n_input; i++) {
+        const char *b = onnx_in_var(c, n, (int)i, st), *cond = b ? onnx_step(c, n, max ? "greater" : "less", acc, b, false, st) : NULL;
+        if (!cond) return st->code;
+        const bool last = i + 1 == n->n_input;
+        const char *out = last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "extreme", st);
+        const char *in[3] = {cond, acc, b};
+        if (!out || !onnx_emit(c, "where", in, 3, &out, 1, st)) return st->code;
+        acc = out;
+    }
+    return PARDO_OK;
+}
+
+static int map_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_max_min(c, n, true, st); }
+static int map_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_max_min(c, n, false, st); }
+
+/* Mean of any number of inputs: their sum scaled by 1/n. */
+static int map_mean(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
+    const char *acc = onnx_in_var(c, n, 0, st);
+    for (size_t i = 1; acc && i < n->n_input; i++) {
+        const char *b = onnx_in_var(c, n, (int)i, st);
+        acc = b ? onnx_step(c, n, "add", acc, b, false, st) : NULL;
+    }
+    pardo_op *op = acc ? onnx_emit1(c, n, "scale", &acc, 1, st) : NULL;
+    return op && onnx_set_float(op, "scale", 1.0 / (double)n->n_input, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+/* The Reduce family over pardo's reduce_sum / reduce_max: f(reduce(g(x))). */
+static int map_reduce_composite(onnx_ctx *c, const Onnx__NodeProto *n, const char *pre, const char *reduce,
+                                const char *post, pardo_status *st) {
+    static const char *const known[] = {"axes", "keepdims", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int na = 0;
+    const int64_t *axes = onnx_attr_ints(n, "axes", &na);
+    const char *x = onnx_in_var(c, n, 0, st);
+    if (!x) return st->code;
+    if (pre && strcmp(pre, "square") == 0) x = onnx_step(c, n, "mul", x, x, false, st);
+    else if (pre) x = onnx_step(c, n, pre, x, NULL, false, st);
+    if (!x) return st->code;
+    const char *r = post ? onnx_temp(c, reduce, st) : onnx_out_var(c, n, 0, st);
+    pardo_op *op = r ? onnx_emit(c, reduce, &x, 1, &r, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
+        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
+        return st->code;
+    return !post || onnx_step(c, n, post, r, NULL, true, st) ? PARDO_OK : st->code;
+}
+
+static int map_reduce_l1(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, "abs", "reduce_sum", NULL, st);
+}
+static int map_reduce_l2(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, "square", "reduce_sum", "sqrt", st);
+}
+static int map_reduce_sum_square(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, "square", "reduce_sum", NULL, st);
+}
+static int map_reduce_log_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, NULL, "reduce_sum", "log", st);
+}
+/* ReduceLogSumExp = log(sum(exp(x - m))) + m with m the max over the axes (no overflow for big x). */
+static int map_reduce_log_sum_exp(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axes", "keepdims", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int na = 0;
+    const int64_t *axes = onnx_attr_ints(n, "axes", &na);
+    const bool keep = onnx_attr_int(n, "keepdims", 1) != 0;
+    const char *x = onnx_in_var(c, n, 0, st), *r[3] = {NULL, NULL, NULL};
+    static const char *const types[3] = {"reduce_max", "reduce_sum", "reduce_max"};
+    const char *src[3] = {x, NULL, x};
+    for (int i = 0; x && i < 3; i++) {
+        if (i == 1) { /* exp(x - m) */
+            const char *d = onnx_step(c, n, "sub", x, r[0], false, st);
+            if (!d || !(src[1] = onnx_step(c, n, "exp", d, NULL, false, st))) return st->code;
+        }
+        pardo_op *op = (r[i] = onnx_temp(c, "lse", st)) ? onnx_emit(c, types[i], &src[i], 1, &r[i], 1, st) : NULL;
+        if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
+            onnx_set_bool(op, "keepdims", i == 0 || keep, st) != PARDO_OK)
+            return st->code;
+    }
+    const char *l = x ? onnx_step(c, n, "log", r[1], NULL, false, st) : NULL;
+    return l && onnx_step(c, n, "add", l, r[2], true, st) ? PARDO_OK : st->code;
+}
+/* ReduceMin = -reduce_max(-x), for floats. */
+static int map_reduce_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_reduce_composite(c, n, "neg", "reduce_max", "neg", st);
+}
+
+/* Softplus = log(exp(x) + 1); Softsign = x / (1 + |x|). */
+static int map_softplus(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = onnx_in_var(c, n, 0, st), *e = x ? onnx_step(c, n, "exp", x, NULL, false, st) : NULL;
+    const char *p1 = e ? onnx_temp(c, "softplus", st) : NULL;
+    pardo_op *op = p1 ? onnx_emit(c, "scale", &e, 1, &p1, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "bias", 1.0, st) != PARDO_OK) return st->code;
+    return onnx_step(c, n, "log", p1, NULL, true, st) ? PARDO_OK : st->code;
+}
+
+static int map_softsign(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = onnx_in_var(c, n, 0, st), *a = x ? onnx_step(c, n, "abs", x, NULL, false, st) : NULL;
+    const char *d = a ? onnx_temp(c, "softsign", st) : NULL;
+    pardo_op *op = d ? onnx_emit(c, "scale", &a, 1, &d, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "bias", 1.0, st) != PARDO_OK) return st->code;
+    return onnx_step(c, n, "div", x, d, true, st) ? PARDO_OK : st->code;
+}
+
+/* HardSigmoid = clip(alpha x + beta, 0, 1). */
+static int map_hard_sigmoid(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"alpha", "beta", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st), *l = x ? onnx_temp(c, "hard_sigmoid", st) : NULL;
+    pardo_op *op = l ? onnx_emit(c, "scale", &x, 1, &l, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "scale", onnx_attr_float(n, "alpha", 0.2), st) != PARDO_OK ||
+        onnx_set_float(op, "bias", onnx_attr_float(n, "beta", 0.5), st) != PARDO_OK)
+        return st->code;
+    op = onnx_emit1(c, n, "clip", &l, 1, st);
+    return op && onnx_set_float(op, "min", 0.0, st) == PARDO_OK && onnx_set_float(op, "max", 1.0, st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
+}
+
+/* ThresholdedRelu = where(x > alpha, x, 0). */
+static int map_thresholded_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const char *alpha = onnx_scalar_const(c, t.dtype, onnx_attr_float(n, "alpha", 1.0), st),
+               *zero = alpha ? onnx_scalar_const(c, t.dtype, 0, st) : NULL,
+               *cond = zero ? onnx_step(c, n, "greater", x, alpha, false, st) : NULL;
+    const char *in[3] = {cond, x, zero};
+    return cond && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* Elu = where(x > 0, x, alpha (exp(x) - 1)); Selu = gamma times that with alpha. */
+static int map_elu_like(onnx_ctx *c, const Onnx__NodeProto *n, double alpha, double gamma, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const char *zero = onnx_scalar_const(c, t.dtype, 0, st), *e = zero ? onnx_step(c, n, "exp", x, NULL, false, st) : NULL;
+    const char *neg = e ? onnx_temp(c, "elu", st) : NULL, *pos = neg ? onnx_temp(c, "elu", st) : NULL;
+    pardo_op *op = pos ? onnx_emit(c, "scale", &e, 1, &neg, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "scale", alpha * gamma, st) != PARDO_OK ||
+        onnx_set_float(op, "bias", -alpha * gamma, st) != PARDO_OK)
+        return st->code;
+    if (!(op = onnx_emit(c, "scale", &x, 1, &pos, 1, st)) || onnx_set_float(op, "scale", gamma, st) != PARDO_OK)
+        return st->code;
+    const char *cond = onnx_step(c, n, "greater", x, zero, false, st);
+    const char *in[3] = {cond, pos, neg};
+    return cond && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+static int map_elu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_elu_like(c, n, onnx_attr_float(n, "alpha", 1.0), 1.0, st);
+}
+
+static int map_selu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_elu_like(c, n, onnx_attr_float(n, "alpha", 1.67326319217681884765625),
+                        onnx_attr_float(n, "gamma", 1.05070102214813232421875), st);
+}
+
+/* PRelu = where(x < 0, slope x, x), slope broadcast. */
+static int map_prelu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const char *slope = onnx_in_var(c, n, 1, st), *zero = slope ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *sx = zero ? onnx_step(c, n, "mul", x, slope, false, st) : NULL;
+    const char *cond = sx ? onnx_step(c, n, "less", x, zero, false, st) : NULL;
+    const char *in[3] = {cond, sx, x};
+    return cond && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* Sign = where(x > 0, 1, where(x < 0, -1, 0)). */
+static int map_sign(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const char *one = onnx_scalar_const(c, t.dtype, 1, st), *minus = one ? onnx_scalar_const(c, t.dtype, -1, st) : NULL,
+               *zero = minus ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *lt = zero ? onnx_step(c, n, "less", x, zero, false, st) : NULL;
+    const char *gt = lt ? onnx_step(c, n, "greater", x, zero, false, st) : NULL;
+    const char *inner = gt ? onnx_temp(c, "sign", st) : NULL;
+    const char *in1[3] = {lt, minus, zero};
+    if (!inner || !onnx_emit(c, "where", in1, 3, &inner, 1, st)) return st->code;
+    const char *in2[3] = {gt, one, inner};
+    return onnx_emit1(c, n, "where", in2, 3, st) ? PARDO_OK : st->code;
+}
+
+/* Xor of bools = not(a == b). */
+static int map_xor(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *a = onnx_in_var(c, n, 0, st), *b = a ? onnx_in_var(c, n, 1, st) : NULL;
+    const char *e = b ? onnx_step(c, n, "equal", a, b, false, st) : NULL;
+    return e && onnx_step(c, n, "not", e, NULL, true, st) ? PARDO_OK : st->code;
+}
+
+/* Trilu over static last two dims: a constant mask, where(mask, x, 0). */
+static int map_trilu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"upper", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 2 || t.shape[t.ndim - 1] < 0 || t.shape[t.ndim - 2] < 0)
+        return onnx_unsupported(c, st, "Trilu over run-time matrix dims");
+    double k = 0;
+    if (onnx_input(c, n, 1) && !onnx_const_input_scalar(c, n, 1, &k))
+        return onnx_unsupported(c, st, "input 1 (k) must be a constant");
+    const bool upper = onnx_attr_int(n, "upper", 1) != 0;
+    int64_t dims[2] = {t.shape[t.ndim - 2], t.shape[t.ndim - 1]};
+    pardo_tensor *m = pardo_tensor_new_cpu(PARDO_BOOL, 2, dims, st);
+    if (!m) return st->code;
+    uint8_t *md = pardo_tensor_data(m);
+    for (int64_t i = 0; i < dims[0]; i++)
+        for (int64_t j = 0; j < dims[1]; j++) md[i * dims[1] + j] = upper ? (double)(j - i) >= k : (double)(j - i) <= k;
+    const char *mask = onnx_const_var(c, "trilu_mask", m, false, st), *zero = mask ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *in[3] = {mask, x, zero};
+    return zero && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* Shrink = where(x < -lambd, x + bias, where(x > lambd, x - bias, 0)). */
+static int map_shrink(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"lambd", "bias", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const double lambd = onnx_attr_float(n, "lambd", 0.5), bias = onnx_attr_float(n, "bias", 0.0);
+    const char *lo = onnx_scalar_const(c, t.dtype, -lambd, st), *hi = lo ? onnx_scalar_const(c, t.dtype, lambd, st) : NULL,
+               *zero = hi ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *up = zero ? onnx_temp(c, "shrink", st) : NULL, *down = up ? onnx_temp(c, "shrink", st) : NULL;
+    pardo_op *op = down ? onnx_emit(c, "scale", &x, 1, &up, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "bias", bias, st) != PARDO_OK) return st->code;
+    if (!(op = onnx_emit(c, "scale", &x, 1, &down, 1, st)) || onnx_set_float(op, "bias", -bias, st) != PARDO_OK)
+        return st->code;
+    const char *gt = onnx_step(c, n, "greater", x, hi, false, st), *inner = gt ? onnx_temp(c, "shrink", st) : NULL;
+    const char *in1[3] = {gt, down, zero};
+    if (!inner || !onnx_emit(c, "where", in1, 3, &inner, 1, st)) return st->code;
+    const char *lt = onnx_step(c, n, "less", x, lo, false, st);
+    const char *in2[3] = {lt, up, inner};
+    return lt && onnx_emit1(c, n, "where", in2, 3, st) ? PARDO_OK : st->code;
+}
+
+/* HardSwish = x * clip(x / 6 + 1/2, 0, 1). */
+static int map_hard_swish(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st), *l = x ? onnx_temp(c, "hard_swish", st) : NULL,
+               *h = l ? onnx_temp(c, "hard_swish", st) : NULL;
+    pardo_op *op = h ? onnx_emit(c, "scale", &x, 1, &l, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "scale", 1.0 / 6.0, st) != PARDO_OK || onnx_set_float(op, "bias", 0.5, st) != PARDO_OK)
+        return st->code;
+    if (!(op = onnx_emit(c, "clip", &l, 1, &h, 1, st)) || onnx_set_float(op, "min", 0.0, st) != PARDO_OK ||
+        onnx_set_float(op, "max", 1.0, st) != PARDO_OK)
+        return st->code;
+    return onnx_step(c, n, "mul", x, h, true, st) ? PARDO_OK : st->code;
+}
+
+/* Celu = where(x > 0, x, alpha (exp(x / alpha) - 1)). */
+static int map_celu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"alpha", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const double alpha = onnx_attr_float(n, "alpha", 1.0);
+    if (alpha == 0) return onnx_bad(c, st, "attr 'alpha' is 0");
+    const char *zero = onnx_scalar_const(c, t.dtype, 0, st), *xs = zero ? onnx_temp(c, "celu", st) : NULL;
+    pardo_op *op = xs ? onnx_emit(c, "scale", &x, 1, &xs, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "scale", 1.0 / alpha, st) != PARDO_OK) return st->code;
+    const char *e = onnx_step(c, n, "exp", xs, NULL, false, st), *neg = e ? onnx_temp(c, "celu", st) : NULL;
+    if (!neg || !(op = onnx_emit(c, "scale", &e, 1, &neg, 1, st)) || onnx_set_float(op, "scale", alpha, st) != PARDO_OK ||
+        onnx_set_float(op, "bias", -alpha, st) != PARDO_OK)
+        return st->code;
+    const char *cond = onnx_step(c, n, "greater", x, zero, false, st);
+    const char *in[3] = {cond, x, neg};
+    return cond && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* x reshaped to `a`, transposed by perm, reshaped to `b` (0 in a shape copies the batch). */
+static int reshape_transpose_reshape(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, const int64_t *a, int na,
+                                     const int64_t *perm, const int64_t *b, int nb, pardo_status *st) {
+    const char *r = onnx_temp(c, "blocks", st), *tr = r ? onnx_temp(c, "blocks", st) : NULL;
+    pardo_op *op = tr ? onnx_emit(c, "reshape", &x, 1, &r, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "shape", a, na, st) != PARDO_OK) return st->code;
+    if (!(op = onnx_emit(c, "transpose", &r, 1, &tr, 1, st)) || onnx_set_ints(op, "perm", perm, na, st) != PARDO_OK)
+        return st->code;
+    op = onnx_emit1(c, n, "reshape", &tr, 1, st);
+    return op ? onnx_set_ints(op, "shape", b, nb, st) : st->code;
+}
+
+/* DepthToSpace / SpaceToDepth over static C, H, W: a reshape, a transpose and a reshape (ONNX's definition). */
+static int map_depth_space(onnx_ctx *c, const Onnx__NodeProto *n, bool to_space, pardo_status *st) {
+    static const char *const known[] = {"blocksize", "mode", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const int64_t b = onnx_attr_int(n, "blocksize", 0);
+    if (b < 1) return onnx_bad(c, st, "attr 'blocksize' must be at least 1");
+    if (t.ndim != 4 || t.shape[1] < 0 || t.shape[2] < 0 || t.shape[3] < 0)
+        return onnx_unsupported(c, st, "an input other than [N, C, H, W] with static C, H and W");
+    const int64_t C = t.shape[1], H = t.shape[2], W = t.shape[3];
+    char mode[8];
+    const bool crd = strcmp(onnx_attr_string(n, "mode", "DCR", mode, sizeof mode), "CRD") == 0;
+    if (to_space) {
+        if (C % (b * b)) return onnx_bad(c, st, "C %lld is not a multiple of blocksize^2", (long long)C);
+        const int64_t cb = C / (b * b);
+        const int64_t dcr[6] = {0, b, b, cb, H, W}, crd_s[6] = {0, cb, b, b, H, W};
+        const int64_t p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
+        const int64_t out[4] = {0, cb, H * b, W * b};
+        return reshape_transpose_reshape(c, n, x, crd ? crd_s : dcr, 6, crd ? p_crd : p_dcr, out, 4, st);
+    }
+    if (H % b || W % b) return onnx_bad(c, st, "H %lld and W %lld must be multiples of blocksize", (long long)H,
+                                        (long long)W);
+    const int64_t a[6] = {0, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4}, out[4] = {0, C * b * b, H / b, W / b};
+    return reshape_transpose_reshape(c, n, x, a, 6, perm, out, 4, st);
+}
+
+static int map_depth_to_space(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_depth_space(c, n, true, st);
+}
+
+static int map_space_to_depth(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_depth_space(c, n, false, st);
+}
+
+/* Tile with constant repeats: r copies concatenated along each axis. */
+static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    int64_t reps[ONNX_MAX_INTS];
+    int nr = 0;
+    if (!onnx_const_input_ints(c, n, 1, reps, &nr)) return onnx_unsupported(c, st, "input 1 (repeats) must be a constant");
+    if (nr != t.ndim) return onnx_bad(c, st, "%d repeats for rank %d", nr, t.ndim);
+    int last = -1;
+    for (int a = 0; a < nr; a++) {
+        if (reps[a] < 0) return onnx_bad(c, st, "repeat %lld on axis %d", (long long)reps[a], a);
+        if (reps[a] > 64) return onnx_unsupported(c, st, "a repeat over 64");
+        if (reps[a] != 1) last = a;
+    }
+    if (last < 0) return onnx_emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+    const char *acc = x;
+    for (int a = 0; a <= last; a++) {
+        if (reps[a] == 1) continue;
+        const char *copies[64];
+        for (int k = 0; k < reps[a]; k++) copies[k] = acc;
+        const char *out = a == last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "tile", st);
+        pardo_op *op = out && reps[a] ? onnx_emit(c, "concat", copies, (int)reps[a], &out, 1, st) : NULL;
+        if (!op || onnx_set_int(op, "axis", a, st) != PARDO_OK) return reps[a] ? st->code : onnx_unsupported(c, st, "a repeat of 0");
+        acc = out;
+    }
+    return PARDO_OK;
+}
+
+/* ---- the table (sorted; onnx_ops.c checks it) ---- */
+
+const onnx_mapping onnx_compose_table[] = {
+    {"Celu", map_celu},
+    {"DepthToSpace", map_depth_to_space},
+    {"Elu", map_elu},
+    {"HardSigmoid", map_hard_sigmoid},
+    {"HardSwish", map_hard_swish},
+    {"Max", map_max},
+    {"Mean", map_mean},
+    {"Min", map_min},
+    {"PRelu", map_prelu},
+    {"ReduceL1", map_reduce_l1},
+    {"ReduceL2", map_reduce_l2},
+    {"ReduceLogSum", map_reduce_log_sum},
+    {"ReduceLogSumExp", map_reduce_log_sum_exp},
+    {"ReduceMin", map_reduce_min},
+    {"ReduceSumSquare", map_reduce_sum_square},
+    {"Selu", map_selu},
+    {"Shrink", map_shrink},
+    {"Sign", map_sign},
+    {"Softplus", map_softplus},
+    {"Softsign", map_softsign},
+    {"SpaceToDepth", map_space_to_depth},
+    {"Sum", map_sum},
+    {"ThresholdedRelu", map_thresholded_relu},
+    {"Tile", map_tile},
+    {"Trilu", map_trilu},
+    {"Xor", map_xor},
+};
+
+const size_t onnx_compose_count = sizeof onnx_compose_table / sizeof onnx_compose_table[0];
