@@ -49,7 +49,7 @@
     X(gather) X(gather_grad) \
     X(slice) X(slice_grad) \
     X(equal) X(less) X(greater) X(less_or_equal) X(greater_or_equal) \
-    X(not) X(and) X(or) \
+    X(not) X(and) X(or) X(xor) X(is_nan) X(is_inf) \
     X(where_select) X(where_select_grad) /* "where": pardo_op_where is graph.h's locator */ \
     X(conv2d) X(conv2d_grad) \
     X(max_pool2d) X(max_pool2d_grad) \

@@ -273,13 +273,6 @@ static int map_sign(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return onnx_emit1(c, n, "where", in2, 3, st) ? PARDO_OK : st->code;
 }
 
-/* Xor of bools = not(a == b). */
-static int map_xor(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *a = onnx_in_var(c, n, 0, st), *b = a ? onnx_in_var(c, n, 1, st) : NULL;
-    const char *e = b ? onnx_step(c, n, "equal", a, b, false, st) : NULL;
-    return e && onnx_step(c, n, "not", e, NULL, true, st) ? PARDO_OK : st->code;
-}
-
 /* Trilu over static last two dims: a constant mask, where(mask, x, 0). */
 static int map_trilu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"upper", NULL};
@@ -467,7 +460,6 @@ const onnx_mapping onnx_compose_table[] = {
     {"ThresholdedRelu", map_thresholded_relu},
     {"Tile", map_tile},
     {"Trilu", map_trilu},
-    {"Xor", map_xor},
 };
 
 const size_t onnx_compose_count = sizeof onnx_compose_table / sizeof onnx_compose_table[0];

@@ -93,6 +93,19 @@ UNARY(map_neg, "neg")
 UNARY(map_erf, "erf")
 UNARY(map_not, "not")
 
+UNARY(map_is_nan, "is_nan")
+
+static int map_is_inf(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"detect_positive", "detect_negative", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "is_inf", &x, 1, st) : NULL;
+    return op && onnx_set_bool(op, "detect_positive", onnx_attr_int(n, "detect_positive", 1) != 0, st) == PARDO_OK &&
+                   onnx_set_bool(op, "detect_negative", onnx_attr_int(n, "detect_negative", 1) != 0, st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
+}
+
 static int map_identity(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     const char *x = onnx_in_var(c, n, 0, st);
     return x && onnx_emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
@@ -119,6 +132,7 @@ BINARY(map_less_or_equal, "less_or_equal")
 BINARY(map_greater_or_equal, "greater_or_equal")
 BINARY(map_and, "and")
 BINARY(map_or, "or")
+BINARY(map_xor, "xor")
 
 
 static int map_pow(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -873,6 +887,8 @@ static const onnx_mapping table[] = {
     {"Greater", map_greater},
     {"GreaterOrEqual", map_greater_or_equal},
     {"Identity", map_identity},
+    {"IsInf", map_is_inf},
+    {"IsNaN", map_is_nan},
     {"LayerNormalization", map_layer_norm},
     {"LeakyRelu", map_leaky_relu},
     {"Less", map_less},
@@ -906,6 +922,7 @@ static const onnx_mapping table[] = {
     {"Transpose", map_transpose},
     {"Unsqueeze", map_unsqueeze},
     {"Where", map_where},
+    {"Xor", map_xor},
 };
 
 /* Constant always folds (onnx_fold.c); its entry only lists it. */
