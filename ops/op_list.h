@@ -40,6 +40,14 @@
     X(cast) X(cast_grad) \
     X(fill) \
     X(erf) X(erf_grad) \
+    X(floor) X(ceil) X(round) X(sign) \
+    X(sin) X(sin_grad) X(cos) X(cos_grad) X(tan) X(tan_grad) \
+    X(asin) X(asin_grad) X(acos) X(acos_grad) X(atan) X(atan_grad) \
+    X(sinh) X(sinh_grad) X(cosh) X(cosh_grad) \
+    X(asinh) X(asinh_grad) X(acosh) X(acosh_grad) X(atanh) X(atanh_grad) \
+    X(reciprocal) X(reciprocal_grad) \
+    X(max) X(max_grad) X(min) X(min_grad) X(sum) X(sum_grad) X(mean) X(mean_grad) \
+    X(mod) X(cumsum) X(cumsum_grad) X(hardmax) X(det) \
     X(shape) \
     X(unsqueeze) X(unsqueeze_grad) \
     X(squeeze) X(squeeze_grad) \

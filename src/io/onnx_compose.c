@@ -1,6 +1,6 @@
 /* onnx_compose.c - the ONNX op types pardo runs as several of its own ops:
- * one node expanded into a short chain (Max / Min as where over
- * comparisons, the Reduce family as reduce_sum / reduce_max between
+ * one node expanded into a short chain (the Reduce family as
+ * reduce_sum / reduce_max between
  * elementwise ops, the activations pardo has no kernel for, DepthToSpace
  * as reshape-transpose-reshape, Tile as concats), and the run-time forms
  * of Clip and BatchNormalization that onnx_ops.c hands over. Its table is
@@ -12,22 +12,6 @@
 #include <string.h>
 
 #include "io/onnx_internal.h"
-
-/* Sum of any number of inputs: a chain of adds. */
-static int map_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
-    const char *acc = onnx_in_var(c, n, 0, st);
-    if (!acc) return st->code;
-    if (n->n_input == 1) return onnx_emit1(c, n, "identity", &acc, 1, st) ? PARDO_OK : st->code;
-    for (size_t i = 1; i < n->n_input; i++) {
-        const char *in[2] = {acc, onnx_in_var(c, n, (int)i, st)};
-        if (!in[1]) return st->code;
-        const char *out = i + 1 == n->n_input ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "sum", st);
-        if (!out || !onnx_emit(c, "add", in, 2, &out, 1, st)) return st->code;
-        acc = out;
-    }
-    return PARDO_OK;
-}
 
 /* Clip with bounds known only at run time: where(x < min, min, x), then where(y > max, max, y)
  * (min above max gives max everywhere, as ONNX says). */
@@ -79,39 +63,6 @@ int onnx_batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_sta
         !onnx_emit(c, "mul", mul, 2, &scaled, 1, st))
         return st->code;
     return onnx_emit1(c, n, "add", add, 2, st) ? PARDO_OK : st->code;
-}
-
-/* Max / Min of any number of inputs (numpy broadcasting): where(a > b, a, b) pairwise. */
-static int map_max_min(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_status *st) {
-    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
-    const char *acc = onnx_in_var(c, n, 0, st);
-    if (!acc) return st->code;
-    if (n->n_input == 1) return onnx_emit1(c, n, "identity", &acc, 1, st) ? PARDO_OK : st->code;
-    for (size_t i = 1; i < n->n_input; i++) {
-        const char *b = onnx_in_var(c, n, (int)i, st), *cond = b ? onnx_step(c, n, max ? "greater" : "less", acc, b, false, st) : NULL;
-        if (!cond) return st->code;
-        const bool last = i + 1 == n->n_input;
-        const char *out = last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "extreme", st);
-        const char *in[3] = {cond, acc, b};
-        if (!out || !onnx_emit(c, "where", in, 3, &out, 1, st)) return st->code;
-        acc = out;
-    }
-    return PARDO_OK;
-}
-
-static int map_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_max_min(c, n, true, st); }
-static int map_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_max_min(c, n, false, st); }
-
-/* Mean of any number of inputs: their sum scaled by 1/n. */
-static int map_mean(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
-    const char *acc = onnx_in_var(c, n, 0, st);
-    for (size_t i = 1; acc && i < n->n_input; i++) {
-        const char *b = onnx_in_var(c, n, (int)i, st);
-        acc = b ? onnx_step(c, n, "add", acc, b, false, st) : NULL;
-    }
-    pardo_op *op = acc ? onnx_emit1(c, n, "scale", &acc, 1, st) : NULL;
-    return op && onnx_set_float(op, "scale", 1.0 / (double)n->n_input, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
 /* The Reduce family over pardo's reduce_sum / reduce_max: f(reduce(g(x))). */
@@ -255,22 +206,6 @@ static int map_prelu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     const char *cond = sx ? onnx_step(c, n, "less", x, zero, false, st) : NULL;
     const char *in[3] = {cond, sx, x};
     return cond && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
-/* Sign = where(x > 0, 1, where(x < 0, -1, 0)). */
-static int map_sign(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x;
-    pardo_type t;
-    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const char *one = onnx_scalar_const(c, t.dtype, 1, st), *minus = one ? onnx_scalar_const(c, t.dtype, -1, st) : NULL,
-               *zero = minus ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
-    const char *lt = zero ? onnx_step(c, n, "less", x, zero, false, st) : NULL;
-    const char *gt = lt ? onnx_step(c, n, "greater", x, zero, false, st) : NULL;
-    const char *inner = gt ? onnx_temp(c, "sign", st) : NULL;
-    const char *in1[3] = {lt, minus, zero};
-    if (!inner || !onnx_emit(c, "where", in1, 3, &inner, 1, st)) return st->code;
-    const char *in2[3] = {gt, one, inner};
-    return onnx_emit1(c, n, "where", in2, 3, st) ? PARDO_OK : st->code;
 }
 
 /* Trilu over static last two dims: a constant mask, where(mask, x, 0). */
@@ -440,9 +375,6 @@ const onnx_mapping onnx_compose_table[] = {
     {"Elu", map_elu},
     {"HardSigmoid", map_hard_sigmoid},
     {"HardSwish", map_hard_swish},
-    {"Max", map_max},
-    {"Mean", map_mean},
-    {"Min", map_min},
     {"PRelu", map_prelu},
     {"ReduceL1", map_reduce_l1},
     {"ReduceL2", map_reduce_l2},
@@ -452,11 +384,9 @@ const onnx_mapping onnx_compose_table[] = {
     {"ReduceSumSquare", map_reduce_sum_square},
     {"Selu", map_selu},
     {"Shrink", map_shrink},
-    {"Sign", map_sign},
     {"Softplus", map_softplus},
     {"Softsign", map_softsign},
     {"SpaceToDepth", map_space_to_depth},
-    {"Sum", map_sum},
     {"ThresholdedRelu", map_thresholded_relu},
     {"Tile", map_tile},
     {"Trilu", map_trilu},

@@ -94,6 +94,89 @@ UNARY(map_erf, "erf")
 UNARY(map_not, "not")
 
 UNARY(map_is_nan, "is_nan")
+UNARY(map_floor, "floor")
+UNARY(map_ceil, "ceil")
+UNARY(map_round, "round")
+UNARY(map_sign, "sign")
+UNARY(map_reciprocal, "reciprocal")
+UNARY(map_sin, "sin")
+UNARY(map_cos, "cos")
+UNARY(map_tan, "tan")
+UNARY(map_asin, "asin")
+UNARY(map_acos, "acos")
+UNARY(map_atan, "atan")
+UNARY(map_sinh, "sinh")
+UNARY(map_cosh, "cosh")
+UNARY(map_asinh, "asinh")
+UNARY(map_acosh, "acosh")
+UNARY(map_atanh, "atanh")
+UNARY(map_det, "det")
+
+/* Max, Min, Sum, Mean: pardo's variadic op of the same meaning over all the inputs. */
+static int map_variadic(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *in[ONNX_MAX_INTS];
+    if (n->n_input < 1 || n->n_input > ONNX_MAX_INTS) return onnx_unsupported(c, st, "%zu inputs", n->n_input);
+    for (size_t i = 0; i < n->n_input; i++)
+        if (!(in[i] = onnx_in_var(c, n, (int)i, st))) return st->code;
+    return onnx_emit1(c, n, type, in, (int)n->n_input, st) ? PARDO_OK : st->code;
+}
+
+static int map_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_variadic(c, n, "max", st); }
+static int map_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_variadic(c, n, "min", st); }
+static int map_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_variadic(c, n, "sum", st); }
+static int map_mean(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_variadic(c, n, "mean", st); }
+
+static int map_mod(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"fmod", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "mod", in, 2, st);
+    return op && onnx_set_int(op, "fmod", onnx_attr_int(n, "fmod", 0), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+/* CumSum: the axis (input 1) as attr when known at load, else read by cumsum at run time. */
+static int map_cumsum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"exclusive", "reverse", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t axis[ONNX_MAX_INTS];
+    int na = 0;
+    const bool konst = onnx_const_input_ints(c, n, 1, axis, &na);
+    if (konst && na != 1) return onnx_bad(c, st, "input 1 (axis) has %d elements, expected one", na);
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || (!konst && !(in[1] = onnx_in_var(c, n, 1, st)))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "cumsum", in, konst ? 1 : 2, st);
+    if (!op || (konst && onnx_set_int(op, "axis", axis[0], st) != PARDO_OK)) return st->code;
+    return onnx_set_bool(op, "exclusive", onnx_attr_int(n, "exclusive", 0) != 0, st) == PARDO_OK &&
+                   onnx_set_bool(op, "reverse", onnx_attr_int(n, "reverse", 0) != 0, st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
+}
+
+/* Hardmax: along axis from opset 13; before, over the input coerced to 2-D at axis (every dim from axis on),
+ * as flatten, hardmax along the last dim, reshape back (static dims). */
+static int map_hardmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    int64_t axis = onnx_attr_int(n, "axis", c->opset >= 13 ? -1 : 1);
+    if (c->opset >= 13 || axis == t.ndim - 1 || axis == -1) {
+        pardo_op *op = onnx_emit1(c, n, "hardmax", &x, 1, st);
+        return op && onnx_set_int(op, "axis", axis, st) == PARDO_OK ? PARDO_OK : st->code;
+    }
+    for (int i = 0; i < t.ndim; i++)
+        if (t.shape[i] < 0) return onnx_unsupported(c, st, "Hardmax before opset 13 over a run-time dim");
+    const char *flat = onnx_temp(c, "flat", st), *hm = flat ? onnx_temp(c, "hardmax", st) : NULL;
+    pardo_op *f = hm ? onnx_emit(c, "flatten", &x, 1, &flat, 1, st) : NULL;
+    if (!f || onnx_set_int(f, "axis", axis, st) != PARDO_OK) return st->code;
+    pardo_op *h = onnx_emit(c, "hardmax", &flat, 1, &hm, 1, st);
+    if (!h || onnx_set_int(h, "axis", -1, st) != PARDO_OK) return st->code;
+    pardo_op *r = onnx_emit1(c, n, "reshape", &hm, 1, st);
+    return r ? onnx_set_ints(r, "shape", t.shape, t.ndim, st) : st->code;
+}
 
 static int map_is_inf(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"detect_positive", "detect_negative", NULL};
@@ -143,12 +226,6 @@ static int map_pow(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     const char *x = onnx_in_var(c, n, 0, st);
     pardo_op *op = x ? onnx_emit1(c, n, "pow", &x, 1, st) : NULL;
     return op && onnx_set_float(op, "exponent", e, st) == PARDO_OK ? PARDO_OK : st->code;
-}
-
-static int map_reciprocal(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x = onnx_in_var(c, n, 0, st);
-    pardo_op *op = x ? onnx_emit1(c, n, "pow", &x, 1, st) : NULL;
-    return op && onnx_set_float(op, "exponent", -1.0, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
 static int map_leaky_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -861,18 +938,29 @@ static int map_size(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 
 static const onnx_mapping table[] = {
     {"Abs", map_abs},
+    {"Acos", map_acos},
+    {"Acosh", map_acosh},
     {"Add", map_add},
     {"And", map_and},
     {"ArgMax", map_argmax},
     {"ArgMin", map_argmin},
+    {"Asin", map_asin},
+    {"Asinh", map_asinh},
+    {"Atan", map_atan},
+    {"Atanh", map_atanh},
     {"AveragePool", map_average_pool},
     {"BatchNormalization", map_batch_norm},
     {"Cast", map_cast},
+    {"Ceil", map_ceil},
     {"Clip", map_clip},
     {"Concat", map_concat},
     {"Constant", NULL},
     {"ConstantOfShape", map_constant_of_shape},
     {"Conv", map_conv},
+    {"Cos", map_cos},
+    {"Cosh", map_cosh},
+    {"CumSum", map_cumsum},
+    {"Det", map_det},
     {"Div", map_div},
     {"Dropout", map_dropout},
     {"Equal", map_equal},
@@ -880,12 +968,14 @@ static const onnx_mapping table[] = {
     {"Exp", map_exp},
     {"Expand", map_expand},
     {"Flatten", map_flatten},
+    {"Floor", map_floor},
     {"Gather", map_gather},
     {"Gemm", map_gemm},
     {"GlobalAveragePool", map_global_average_pool},
     {"GlobalMaxPool", map_global_max_pool},
     {"Greater", map_greater},
     {"GreaterOrEqual", map_greater_or_equal},
+    {"Hardmax", map_hardmax},
     {"Identity", map_identity},
     {"IsInf", map_is_inf},
     {"IsNaN", map_is_nan},
@@ -896,7 +986,11 @@ static const onnx_mapping table[] = {
     {"Log", map_log},
     {"LogSoftmax", map_log_softmax},
     {"MatMul", map_matmul},
+    {"Max", map_max},
     {"MaxPool", map_max_pool},
+    {"Mean", map_mean},
+    {"Min", map_min},
+    {"Mod", map_mod},
     {"Mul", map_mul},
     {"Neg", map_neg},
     {"Not", map_not},
@@ -909,8 +1003,12 @@ static const onnx_mapping table[] = {
     {"ReduceSum", map_reduce_sum},
     {"Relu", map_relu},
     {"Reshape", map_reshape},
+    {"Round", map_round},
     {"Shape", map_shape},
     {"Sigmoid", map_sigmoid},
+    {"Sign", map_sign},
+    {"Sin", map_sin},
+    {"Sinh", map_sinh},
     {"Size", map_size},
     {"Slice", map_slice},
     {"Softmax", map_softmax},
@@ -918,6 +1016,8 @@ static const onnx_mapping table[] = {
     {"Sqrt", map_sqrt},
     {"Squeeze", map_squeeze},
     {"Sub", map_sub},
+    {"Sum", map_sum},
+    {"Tan", map_tan},
     {"Tanh", map_tanh},
     {"Transpose", map_transpose},
     {"Unsqueeze", map_unsqueeze},
