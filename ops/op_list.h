@@ -25,6 +25,11 @@
     X(sigmoid) X(sigmoid_grad) \
     X(tanh) X(tanh_grad) \
     X(gelu) X(gelu_grad) \
+    X(elu) X(elu_grad) X(selu) X(selu_grad) X(celu) X(celu_grad) \
+    X(hard_sigmoid) X(hard_sigmoid_grad) X(hard_swish) X(hard_swish_grad) \
+    X(softplus) X(softplus_grad) X(softsign) X(softsign_grad) \
+    X(thresholded_relu) X(thresholded_relu_grad) X(mish) X(mish_grad) X(shrink) X(shrink_grad) \
+    X(prelu) X(prelu_grad) \
     X(matmul) X(matmul_grad) \
     X(reduce_sum) X(reduce_sum_grad) \
     X(reduce_mean) X(reduce_mean_grad) \

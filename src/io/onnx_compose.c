@@ -1,8 +1,8 @@
 /* onnx_compose.c - the ONNX op types pardo runs as several of its own ops:
  * one node expanded into a short chain (the Reduce family as
- * reduce_sum / reduce_max between
- * elementwise ops, the activations pardo has no kernel for, DepthToSpace
- * as reshape-transpose-reshape, Tile as concats), and the run-time forms
+ * reduce_sum / reduce_max between elementwise ops, Trilu as a constant
+ * mask, DepthToSpace as reshape-transpose-reshape, Tile as concats), and
+ * the run-time forms
  * of Clip and BatchNormalization that onnx_ops.c hands over. Its table is
  * searched beside onnx_ops.c's (onnx_find_mapping); the helpers are
  * onnx_ops.c's (onnx_internal.h). */
@@ -125,89 +125,6 @@ static int map_reduce_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     return map_reduce_composite(c, n, "neg", "reduce_max", "neg", st);
 }
 
-/* Softplus = log(exp(x) + 1); Softsign = x / (1 + |x|). */
-static int map_softplus(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x = onnx_in_var(c, n, 0, st), *e = x ? onnx_step(c, n, "exp", x, NULL, false, st) : NULL;
-    const char *p1 = e ? onnx_temp(c, "softplus", st) : NULL;
-    pardo_op *op = p1 ? onnx_emit(c, "scale", &e, 1, &p1, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "bias", 1.0, st) != PARDO_OK) return st->code;
-    return onnx_step(c, n, "log", p1, NULL, true, st) ? PARDO_OK : st->code;
-}
-
-static int map_softsign(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x = onnx_in_var(c, n, 0, st), *a = x ? onnx_step(c, n, "abs", x, NULL, false, st) : NULL;
-    const char *d = a ? onnx_temp(c, "softsign", st) : NULL;
-    pardo_op *op = d ? onnx_emit(c, "scale", &a, 1, &d, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "bias", 1.0, st) != PARDO_OK) return st->code;
-    return onnx_step(c, n, "div", x, d, true, st) ? PARDO_OK : st->code;
-}
-
-/* HardSigmoid = clip(alpha x + beta, 0, 1). */
-static int map_hard_sigmoid(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    static const char *const known[] = {"alpha", "beta", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = onnx_in_var(c, n, 0, st), *l = x ? onnx_temp(c, "hard_sigmoid", st) : NULL;
-    pardo_op *op = l ? onnx_emit(c, "scale", &x, 1, &l, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "scale", onnx_attr_float(n, "alpha", 0.2), st) != PARDO_OK ||
-        onnx_set_float(op, "bias", onnx_attr_float(n, "beta", 0.5), st) != PARDO_OK)
-        return st->code;
-    op = onnx_emit1(c, n, "clip", &l, 1, st);
-    return op && onnx_set_float(op, "min", 0.0, st) == PARDO_OK && onnx_set_float(op, "max", 1.0, st) == PARDO_OK
-               ? PARDO_OK
-               : st->code;
-}
-
-/* ThresholdedRelu = where(x > alpha, x, 0). */
-static int map_thresholded_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x;
-    pardo_type t;
-    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const char *alpha = onnx_scalar_const(c, t.dtype, onnx_attr_float(n, "alpha", 1.0), st),
-               *zero = alpha ? onnx_scalar_const(c, t.dtype, 0, st) : NULL,
-               *cond = zero ? onnx_step(c, n, "greater", x, alpha, false, st) : NULL;
-    const char *in[3] = {cond, x, zero};
-    return cond && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
-/* Elu = where(x > 0, x, alpha (exp(x) - 1)); Selu = gamma times that with alpha. */
-static int map_elu_like(onnx_ctx *c, const Onnx__NodeProto *n, double alpha, double gamma, pardo_status *st) {
-    const char *x;
-    pardo_type t;
-    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const char *zero = onnx_scalar_const(c, t.dtype, 0, st), *e = zero ? onnx_step(c, n, "exp", x, NULL, false, st) : NULL;
-    const char *neg = e ? onnx_temp(c, "elu", st) : NULL, *pos = neg ? onnx_temp(c, "elu", st) : NULL;
-    pardo_op *op = pos ? onnx_emit(c, "scale", &e, 1, &neg, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "scale", alpha * gamma, st) != PARDO_OK ||
-        onnx_set_float(op, "bias", -alpha * gamma, st) != PARDO_OK)
-        return st->code;
-    if (!(op = onnx_emit(c, "scale", &x, 1, &pos, 1, st)) || onnx_set_float(op, "scale", gamma, st) != PARDO_OK)
-        return st->code;
-    const char *cond = onnx_step(c, n, "greater", x, zero, false, st);
-    const char *in[3] = {cond, pos, neg};
-    return cond && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
-static int map_elu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_elu_like(c, n, onnx_attr_float(n, "alpha", 1.0), 1.0, st);
-}
-
-static int map_selu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_elu_like(c, n, onnx_attr_float(n, "alpha", 1.67326319217681884765625),
-                        onnx_attr_float(n, "gamma", 1.05070102214813232421875), st);
-}
-
-/* PRelu = where(x < 0, slope x, x), slope broadcast. */
-static int map_prelu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x;
-    pardo_type t;
-    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const char *slope = onnx_in_var(c, n, 1, st), *zero = slope ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
-    const char *sx = zero ? onnx_step(c, n, "mul", x, slope, false, st) : NULL;
-    const char *cond = sx ? onnx_step(c, n, "less", x, zero, false, st) : NULL;
-    const char *in[3] = {cond, sx, x};
-    return cond && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
 /* Trilu over static last two dims: a constant mask, where(mask, x, 0). */
 static int map_trilu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"upper", NULL};
@@ -230,64 +147,6 @@ static int map_trilu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     const char *mask = onnx_const_var(c, "trilu_mask", m, false, st), *zero = mask ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
     const char *in[3] = {mask, x, zero};
     return zero && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
-/* Shrink = where(x < -lambd, x + bias, where(x > lambd, x - bias, 0)). */
-static int map_shrink(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    static const char *const known[] = {"lambd", "bias", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x;
-    pardo_type t;
-    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const double lambd = onnx_attr_float(n, "lambd", 0.5), bias = onnx_attr_float(n, "bias", 0.0);
-    const char *lo = onnx_scalar_const(c, t.dtype, -lambd, st), *hi = lo ? onnx_scalar_const(c, t.dtype, lambd, st) : NULL,
-               *zero = hi ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
-    const char *up = zero ? onnx_temp(c, "shrink", st) : NULL, *down = up ? onnx_temp(c, "shrink", st) : NULL;
-    pardo_op *op = down ? onnx_emit(c, "scale", &x, 1, &up, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "bias", bias, st) != PARDO_OK) return st->code;
-    if (!(op = onnx_emit(c, "scale", &x, 1, &down, 1, st)) || onnx_set_float(op, "bias", -bias, st) != PARDO_OK)
-        return st->code;
-    const char *gt = onnx_step(c, n, "greater", x, hi, false, st), *inner = gt ? onnx_temp(c, "shrink", st) : NULL;
-    const char *in1[3] = {gt, down, zero};
-    if (!inner || !onnx_emit(c, "where", in1, 3, &inner, 1, st)) return st->code;
-    const char *lt = onnx_step(c, n, "less", x, lo, false, st);
-    const char *in2[3] = {lt, up, inner};
-    return lt && onnx_emit1(c, n, "where", in2, 3, st) ? PARDO_OK : st->code;
-}
-
-/* HardSwish = x * clip(x / 6 + 1/2, 0, 1). */
-static int map_hard_swish(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
-    const char *x = onnx_in_var(c, n, 0, st), *l = x ? onnx_temp(c, "hard_swish", st) : NULL,
-               *h = l ? onnx_temp(c, "hard_swish", st) : NULL;
-    pardo_op *op = h ? onnx_emit(c, "scale", &x, 1, &l, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "scale", 1.0 / 6.0, st) != PARDO_OK || onnx_set_float(op, "bias", 0.5, st) != PARDO_OK)
-        return st->code;
-    if (!(op = onnx_emit(c, "clip", &l, 1, &h, 1, st)) || onnx_set_float(op, "min", 0.0, st) != PARDO_OK ||
-        onnx_set_float(op, "max", 1.0, st) != PARDO_OK)
-        return st->code;
-    return onnx_step(c, n, "mul", x, h, true, st) ? PARDO_OK : st->code;
-}
-
-/* Celu = where(x > 0, x, alpha (exp(x / alpha) - 1)). */
-static int map_celu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    static const char *const known[] = {"alpha", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x;
-    pardo_type t;
-    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const double alpha = onnx_attr_float(n, "alpha", 1.0);
-    if (alpha == 0) return onnx_bad(c, st, "attr 'alpha' is 0");
-    const char *zero = onnx_scalar_const(c, t.dtype, 0, st), *xs = zero ? onnx_temp(c, "celu", st) : NULL;
-    pardo_op *op = xs ? onnx_emit(c, "scale", &x, 1, &xs, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "scale", 1.0 / alpha, st) != PARDO_OK) return st->code;
-    const char *e = onnx_step(c, n, "exp", xs, NULL, false, st), *neg = e ? onnx_temp(c, "celu", st) : NULL;
-    if (!neg || !(op = onnx_emit(c, "scale", &e, 1, &neg, 1, st)) || onnx_set_float(op, "scale", alpha, st) != PARDO_OK ||
-        onnx_set_float(op, "bias", -alpha, st) != PARDO_OK)
-        return st->code;
-    const char *cond = onnx_step(c, n, "greater", x, zero, false, st);
-    const char *in[3] = {cond, x, neg};
-    return cond && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
 }
 
 /* x reshaped to `a`, transposed by perm, reshaped to `b` (0 in a shape copies the batch). */
@@ -370,24 +229,14 @@ static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 /* ---- the table (sorted; onnx_ops.c checks it) ---- */
 
 const onnx_mapping onnx_compose_table[] = {
-    {"Celu", map_celu},
     {"DepthToSpace", map_depth_to_space},
-    {"Elu", map_elu},
-    {"HardSigmoid", map_hard_sigmoid},
-    {"HardSwish", map_hard_swish},
-    {"PRelu", map_prelu},
     {"ReduceL1", map_reduce_l1},
     {"ReduceL2", map_reduce_l2},
     {"ReduceLogSum", map_reduce_log_sum},
     {"ReduceLogSumExp", map_reduce_log_sum_exp},
     {"ReduceMin", map_reduce_min},
     {"ReduceSumSquare", map_reduce_sum_square},
-    {"Selu", map_selu},
-    {"Shrink", map_shrink},
-    {"Softplus", map_softplus},
-    {"Softsign", map_softsign},
     {"SpaceToDepth", map_space_to_depth},
-    {"ThresholdedRelu", map_thresholded_relu},
     {"Tile", map_tile},
     {"Trilu", map_trilu},
 };

@@ -112,6 +112,42 @@ UNARY(map_acosh, "acosh")
 UNARY(map_atanh, "atanh")
 UNARY(map_det, "det")
 
+/* An activation whose float attrs (the NULL-terminated `attrs`, ONNX's names and defaults) pass over as they are. */
+static int map_float_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *const *attrs,
+                           pardo_status *st) {
+    if (onnx_check_attrs(c, n, attrs, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, type, &x, 1, st) : NULL;
+    if (!op) return st->code;
+    for (int i = 0; attrs[i]; i++)
+        if (onnx_attr(n, attrs[i]) && onnx_set_float(op, attrs[i], onnx_attr_float(n, attrs[i], 0), st) != PARDO_OK)
+            return st->code;
+    return PARDO_OK;
+}
+
+#define FLOAT_ATTRS(fn, pardo_type, ...)                                                                           \
+    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                       \
+        static const char *const attrs[] = {__VA_ARGS__};                                                          \
+        return map_float_attrs(c, n, pardo_type, attrs, st);                                                       \
+    }
+FLOAT_ATTRS(map_elu, "elu", "alpha", NULL)
+FLOAT_ATTRS(map_selu, "selu", "alpha", "gamma", NULL)
+FLOAT_ATTRS(map_celu, "celu", "alpha", NULL)
+FLOAT_ATTRS(map_hard_sigmoid, "hard_sigmoid", "alpha", "beta", NULL)
+FLOAT_ATTRS(map_hard_swish, "hard_swish", NULL)
+FLOAT_ATTRS(map_softplus, "softplus", NULL)
+FLOAT_ATTRS(map_softsign, "softsign", NULL)
+FLOAT_ATTRS(map_thresholded_relu, "thresholded_relu", "alpha", NULL)
+FLOAT_ATTRS(map_mish, "mish", NULL)
+FLOAT_ATTRS(map_shrink, "shrink", "lambd", "bias", NULL)
+
+static int map_prelu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    return onnx_emit1(c, n, "prelu", in, 2, st) ? PARDO_OK : st->code;
+}
+
 /* Max, Min, Sum, Mean: pardo's variadic op of the same meaning over all the inputs. */
 static int map_variadic(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
@@ -952,6 +988,7 @@ static const onnx_mapping table[] = {
     {"BatchNormalization", map_batch_norm},
     {"Cast", map_cast},
     {"Ceil", map_ceil},
+    {"Celu", map_celu},
     {"Clip", map_clip},
     {"Concat", map_concat},
     {"Constant", NULL},
@@ -963,6 +1000,7 @@ static const onnx_mapping table[] = {
     {"Det", map_det},
     {"Div", map_div},
     {"Dropout", map_dropout},
+    {"Elu", map_elu},
     {"Equal", map_equal},
     {"Erf", map_erf},
     {"Exp", map_exp},
@@ -975,6 +1013,8 @@ static const onnx_mapping table[] = {
     {"GlobalMaxPool", map_global_max_pool},
     {"Greater", map_greater},
     {"GreaterOrEqual", map_greater_or_equal},
+    {"HardSigmoid", map_hard_sigmoid},
+    {"HardSwish", map_hard_swish},
     {"Hardmax", map_hardmax},
     {"Identity", map_identity},
     {"IsInf", map_is_inf},
@@ -990,11 +1030,13 @@ static const onnx_mapping table[] = {
     {"MaxPool", map_max_pool},
     {"Mean", map_mean},
     {"Min", map_min},
+    {"Mish", map_mish},
     {"Mod", map_mod},
     {"Mul", map_mul},
     {"Neg", map_neg},
     {"Not", map_not},
     {"Or", map_or},
+    {"PRelu", map_prelu},
     {"Pow", map_pow},
     {"Range", map_range},
     {"Reciprocal", map_reciprocal},
@@ -1004,7 +1046,9 @@ static const onnx_mapping table[] = {
     {"Relu", map_relu},
     {"Reshape", map_reshape},
     {"Round", map_round},
+    {"Selu", map_selu},
     {"Shape", map_shape},
+    {"Shrink", map_shrink},
     {"Sigmoid", map_sigmoid},
     {"Sign", map_sign},
     {"Sin", map_sin},
@@ -1012,6 +1056,8 @@ static const onnx_mapping table[] = {
     {"Size", map_size},
     {"Slice", map_slice},
     {"Softmax", map_softmax},
+    {"Softplus", map_softplus},
+    {"Softsign", map_softsign},
     {"Split", map_split},
     {"Sqrt", map_sqrt},
     {"Squeeze", map_squeeze},
@@ -1019,6 +1065,7 @@ static const onnx_mapping table[] = {
     {"Sum", map_sum},
     {"Tan", map_tan},
     {"Tanh", map_tanh},
+    {"ThresholdedRelu", map_thresholded_relu},
     {"Transpose", map_transpose},
     {"Unsqueeze", map_unsqueeze},
     {"Where", map_where},
