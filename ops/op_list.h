@@ -34,7 +34,10 @@
     X(reduce_sum) X(reduce_sum_grad) \
     X(reduce_mean) X(reduce_mean_grad) \
     X(reduce_max) X(reduce_max_grad) \
-    X(argmax) \
+    X(reduce_min) X(reduce_min_grad) X(reduce_prod) X(reduce_prod_grad) \
+    X(reduce_l1) X(reduce_l1_grad) X(reduce_l2) X(reduce_l2_grad) X(reduce_sum_square) X(reduce_sum_square_grad) \
+    X(reduce_log_sum) X(reduce_log_sum_grad) X(reduce_log_sum_exp) X(reduce_log_sum_exp_grad) \
+    X(argmax) X(argmin) \
     X(softmax) X(softmax_grad) \
     X(log_softmax) X(log_softmax_grad) \
     X(softmax_cross_entropy) X(softmax_cross_entropy_grad) \

@@ -1,11 +1,9 @@
 /* onnx_compose.c - the ONNX op types pardo runs as several of its own ops:
- * one node expanded into a short chain (the Reduce family as
- * reduce_sum / reduce_max between elementwise ops, Trilu as a constant
- * mask, DepthToSpace as reshape-transpose-reshape, Tile as concats), and
- * the run-time forms
- * of Clip and BatchNormalization that onnx_ops.c hands over. Its table is
- * searched beside onnx_ops.c's (onnx_find_mapping); the helpers are
- * onnx_ops.c's (onnx_internal.h). */
+ * one node expanded into a short chain (Trilu as a constant mask,
+ * DepthToSpace / SpaceToDepth as reshape-transpose-reshape, Tile as
+ * concats), and the run-time forms of Clip and BatchNormalization that
+ * onnx_ops.c hands over. Its table is searched beside onnx_ops.c's
+ * (onnx_find_mapping); the helpers are onnx_ops.c's (onnx_internal.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,66 +61,6 @@ int onnx_batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_sta
         !onnx_emit(c, "mul", mul, 2, &scaled, 1, st))
         return st->code;
     return onnx_emit1(c, n, "add", add, 2, st) ? PARDO_OK : st->code;
-}
-
-/* The Reduce family over pardo's reduce_sum / reduce_max: f(reduce(g(x))). */
-static int map_reduce_composite(onnx_ctx *c, const Onnx__NodeProto *n, const char *pre, const char *reduce,
-                                const char *post, pardo_status *st) {
-    static const char *const known[] = {"axes", "keepdims", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    int na = 0;
-    const int64_t *axes = onnx_attr_ints(n, "axes", &na);
-    const char *x = onnx_in_var(c, n, 0, st);
-    if (!x) return st->code;
-    if (pre && strcmp(pre, "square") == 0) x = onnx_step(c, n, "mul", x, x, false, st);
-    else if (pre) x = onnx_step(c, n, pre, x, NULL, false, st);
-    if (!x) return st->code;
-    const char *r = post ? onnx_temp(c, reduce, st) : onnx_out_var(c, n, 0, st);
-    pardo_op *op = r ? onnx_emit(c, reduce, &x, 1, &r, 1, st) : NULL;
-    if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
-        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
-        return st->code;
-    return !post || onnx_step(c, n, post, r, NULL, true, st) ? PARDO_OK : st->code;
-}
-
-static int map_reduce_l1(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, "abs", "reduce_sum", NULL, st);
-}
-static int map_reduce_l2(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, "square", "reduce_sum", "sqrt", st);
-}
-static int map_reduce_sum_square(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, "square", "reduce_sum", NULL, st);
-}
-static int map_reduce_log_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, NULL, "reduce_sum", "log", st);
-}
-/* ReduceLogSumExp = log(sum(exp(x - m))) + m with m the max over the axes (no overflow for big x). */
-static int map_reduce_log_sum_exp(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    static const char *const known[] = {"axes", "keepdims", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    int na = 0;
-    const int64_t *axes = onnx_attr_ints(n, "axes", &na);
-    const bool keep = onnx_attr_int(n, "keepdims", 1) != 0;
-    const char *x = onnx_in_var(c, n, 0, st), *r[3] = {NULL, NULL, NULL};
-    static const char *const types[3] = {"reduce_max", "reduce_sum", "reduce_max"};
-    const char *src[3] = {x, NULL, x};
-    for (int i = 0; x && i < 3; i++) {
-        if (i == 1) { /* exp(x - m) */
-            const char *d = onnx_step(c, n, "sub", x, r[0], false, st);
-            if (!d || !(src[1] = onnx_step(c, n, "exp", d, NULL, false, st))) return st->code;
-        }
-        pardo_op *op = (r[i] = onnx_temp(c, "lse", st)) ? onnx_emit(c, types[i], &src[i], 1, &r[i], 1, st) : NULL;
-        if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
-            onnx_set_bool(op, "keepdims", i == 0 || keep, st) != PARDO_OK)
-            return st->code;
-    }
-    const char *l = x ? onnx_step(c, n, "log", r[1], NULL, false, st) : NULL;
-    return l && onnx_step(c, n, "add", l, r[2], true, st) ? PARDO_OK : st->code;
-}
-/* ReduceMin = -reduce_max(-x), for floats. */
-static int map_reduce_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, "neg", "reduce_max", "neg", st);
 }
 
 /* Trilu over static last two dims: a constant mask, where(mask, x, 0). */
@@ -230,12 +168,6 @@ static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 
 const onnx_mapping onnx_compose_table[] = {
     {"DepthToSpace", map_depth_to_space},
-    {"ReduceL1", map_reduce_l1},
-    {"ReduceL2", map_reduce_l2},
-    {"ReduceLogSum", map_reduce_log_sum},
-    {"ReduceLogSumExp", map_reduce_log_sum_exp},
-    {"ReduceMin", map_reduce_min},
-    {"ReduceSumSquare", map_reduce_sum_square},
     {"SpaceToDepth", map_space_to_depth},
     {"Tile", map_tile},
     {"Trilu", map_trilu},

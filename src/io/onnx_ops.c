@@ -435,60 +435,30 @@ static int map_reduce_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     return map_reduce(c, n, "reduce_max", 18, st);
 }
 
-/* ArgMax / ArgMin: pardo's argmax of X (ArgMin: of -X), with
- * select_last_index the first max of X reversed along the axis, counted
- * back from the end. */
+#define REDUCE18(fn, pardo_type)                                                                                   \
+    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                       \
+        return map_reduce(c, n, pardo_type, 18, st);                                                               \
+    }
+REDUCE18(map_reduce_min, "reduce_min")
+REDUCE18(map_reduce_prod, "reduce_prod")
+REDUCE18(map_reduce_l1, "reduce_l1")
+REDUCE18(map_reduce_l2, "reduce_l2")
+REDUCE18(map_reduce_sum_square, "reduce_sum_square")
+REDUCE18(map_reduce_log_sum, "reduce_log_sum")
+REDUCE18(map_reduce_log_sum_exp, "reduce_log_sum_exp")
+
+/* ArgMax / ArgMin: pardo's argmax / argmin with the same attrs. */
 static int map_arg_extreme(onnx_ctx *c, const Onnx__NodeProto *n, bool min, pardo_status *st) {
     static const char *const known[] = {"axis", "keepdims", "select_last_index", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
     const char *x = onnx_in_var(c, n, 0, st);
-    pardo_type t;
-    if (!x || onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
-    int64_t axis = onnx_attr_int(n, "axis", 0);
-    if (axis < -t.ndim || axis >= t.ndim) return onnx_bad(c, st, "attr 'axis' %lld out of range for rank %d",
-                                                          (long long)axis, t.ndim);
-    if (axis < 0) axis += t.ndim;
-    const bool last = onnx_attr_int(n, "select_last_index", 0) != 0;
-    const char *src = x;
-    if (min) {
-        const char *neg = onnx_temp(c, "neg", st);
-        if (!neg) return st->code;
-        if (pardo_dtype_is_float(t.dtype)) {
-            if (!onnx_emit(c, "neg", &src, 1, &neg, 1, st)) return st->code;
-        } else {
-            pardo_tensor *zero = pardo_tensor_new_cpu(t.dtype, 0, NULL, st);
-            if (!zero) return st->code;
-            memset(pardo_tensor_data(zero), 0, zero->nbytes);
-            const char *z = onnx_const_var(c, "zero", zero, false, st);
-            const char *in[2] = {z, src};
-            if (!z || !onnx_emit(c, "sub", in, 2, &neg, 1, st)) return st->code;
-        }
-        src = neg;
-    }
-    const int64_t len = t.shape[axis];
-    if (last) {
-        if (len < 0) return onnx_unsupported(c, st, "attr 'select_last_index' 1 over a run-time dim");
-        const char *rev = onnx_temp(c, "reversed", st);
-        pardo_op *op = rev ? onnx_emit(c, "slice", &src, 1, &rev, 1, st) : NULL;
-        const int64_t start = -1, end = -len - 1, step = -1;
-        if (!op || onnx_set_ints(op, "starts", &start, 1, st) != PARDO_OK ||
-            onnx_set_ints(op, "ends", &end, 1, st) != PARDO_OK || onnx_set_ints(op, "axes", &axis, 1, st) != PARDO_OK ||
-            onnx_set_ints(op, "steps", &step, 1, st) != PARDO_OK)
-            return st->code;
-        src = rev;
-    }
-    const char *r = last ? onnx_temp(c, "arg", st) : onnx_out_var(c, n, 0, st);
-    pardo_op *op = r ? onnx_emit(c, "argmax", &src, 1, &r, 1, st) : NULL;
-    if (!op || onnx_set_int(op, "axis", axis, st) != PARDO_OK ||
-        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
-        return st->code;
-    if (!last) return PARDO_OK;
-    pardo_tensor *k = pardo_tensor_new_cpu(PARDO_I64, 0, NULL, st);
-    if (!k) return st->code;
-    *(int64_t *)pardo_tensor_data(k) = len - 1;
-    const char *kv = onnx_const_var(c, "last", k, false, st);
-    const char *in[2] = {kv, r};
-    return kv && onnx_emit1(c, n, "sub", in, 2, st) ? PARDO_OK : st->code;
+    pardo_op *op = x ? onnx_emit1(c, n, min ? "argmin" : "argmax", &x, 1, st) : NULL;
+    return op && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 0), st) == PARDO_OK &&
+                   onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) == PARDO_OK &&
+                   onnx_set_bool(op, "select_last_index", onnx_attr_int(n, "select_last_index", 0) != 0, st) ==
+                       PARDO_OK
+               ? PARDO_OK
+               : st->code;
 }
 
 static int map_argmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -1040,9 +1010,16 @@ static const onnx_mapping table[] = {
     {"Pow", map_pow},
     {"Range", map_range},
     {"Reciprocal", map_reciprocal},
+    {"ReduceL1", map_reduce_l1},
+    {"ReduceL2", map_reduce_l2},
+    {"ReduceLogSum", map_reduce_log_sum},
+    {"ReduceLogSumExp", map_reduce_log_sum_exp},
     {"ReduceMax", map_reduce_max},
     {"ReduceMean", map_reduce_mean},
+    {"ReduceMin", map_reduce_min},
+    {"ReduceProd", map_reduce_prod},
     {"ReduceSum", map_reduce_sum},
+    {"ReduceSumSquare", map_reduce_sum_square},
     {"Relu", map_relu},
     {"Reshape", map_reshape},
     {"Round", map_round},
