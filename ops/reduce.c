@@ -3,7 +3,11 @@
  * reduce_min, reduce_prod, reduce_l1, reduce_sum_square (float32, float64,
  * int32, int64) and reduce_mean, reduce_l2, reduce_log_sum,
  * reduce_log_sum_exp (float32, float64; log_sum_exp in one pass with a
- * running max, so it never overflows), each with its gradient op. attr axes lists the axes (negative
+ * running max, so it never overflows), each with its gradient op (inputs
+ * X, axes, Y, dY; a 3-input X, Y, dY op of an older graph file still
+ * runs). The axes come from attr axes or, like ONNX from opset 18, from an
+ * int64 input read at run time (inference then knows the rank at most);
+ * noop_with_empty_axes makes no axes the identity. attr axes lists the axes (negative
  * counts from the end; absent or [] means all axes), keepdims (default true)
  * keeps them as size-1 dims. Float sums accumulate in double, integer sums in
  * 64 bits wrapping around like numpy. The mean over zero elements is NaN,
@@ -20,14 +24,21 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "index_util.h"
 #include "kernel_util.h"
 #include "op.h"
 
 static const pardo_arg_def x_in[] = {{"X", "input tensor", false, false}};
+static const pardo_arg_def reduce_in[] = {
+    {"X", "input tensor", false, false},
+    {"axes", "int64 (or int32) 1-D: the axes, read at run time (\"\": attr axes), like ONNX's input from opset 18",
+     true, false},
+};
 static const pardo_arg_def y_out[] = {{"Y", "X reduced over axes", false, false}};
 static const pardo_attr_def reduce_attrs[] = {
     {"axes", PARDO_ATTR_INTS, "[]", "axes to reduce, negative from the end; [] reduces all"},
     {"keepdims", PARDO_ATTR_BOOL, "true", "keep reduced axes as size-1 dims"},
+    {"noop_with_empty_axes", PARDO_ATTR_BOOL, "false", "with no axes, Y = X instead of reducing them all (ONNX)"},
 };
 static const pardo_dtype sum_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
 
@@ -36,25 +47,30 @@ static const pardo_dtype sum_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_
 #define GT_I(v, best) ((v) > (best))
 
 /* Reads keepdims and marks the reduced axes of a rank-ndim input in
- * reduced[]. PARDO_EINVAL for an out-of-range or repeated axis. *all is set
- * when axes is absent or empty. ndim < 0 (unknown rank) skips the range
- * checks and leaves reduced[] unset. */
-static int reduce_axes(const pardo_op *op, int ndim, bool reduced[PARDO_MAX_DIMS], bool *keepdims, bool *all,
-                       pardo_status *st) {
+ * reduced[]: from axes_t (an int tensor, the op's run-time input) when not
+ * NULL, else attr axes. PARDO_EINVAL for an out-of-range or repeated axis.
+ * *all is set when the axes are absent or empty and noop_with_empty_axes is
+ * false; with it set, no axis is reduced. ndim < 0 (unknown rank) skips the
+ * range checks and leaves reduced[] unset. */
+static int reduce_axes(const pardo_op *op, const pardo_tensor *axes_t, int ndim, bool reduced[PARDO_MAX_DIMS],
+                       bool *keepdims, bool *all, pardo_status *st) {
     int64_t axes[PARDO_MAX_DIMS];
     int n;
+    bool noop;
     int rc = pardo_attr_bool(op, "keepdims", true, keepdims, st);
-    if (rc == PARDO_OK) rc = pardo_attr_ints(op, "axes", axes, PARDO_MAX_DIMS, &n, st);
+    if (rc == PARDO_OK) rc = pardo_attr_bool(op, "noop_with_empty_axes", false, &noop, st);
+    if (rc == PARDO_OK && axes_t) rc = pardo_index_read_ints(axes_t, "input 1 'axes'", axes, PARDO_MAX_DIMS, &n, st);
+    else if (rc == PARDO_OK) rc = pardo_attr_ints(op, "axes", axes, PARDO_MAX_DIMS, &n, st);
     if (rc != PARDO_OK) return rc;
-    *all = n <= 0;
+    *all = n <= 0 && !noop;
     if (ndim < 0) return PARDO_OK;
     for (int d = 0; d < ndim; d++) reduced[d] = *all;
     for (int i = 0; i < n; i++) {
         int a;
         if ((rc = pardo_normalize_axis(axes[i], ndim, "axes", &a, st)) != PARDO_OK) return rc;
         if (reduced[a])
-            return pardo_errorf(st, PARDO_EINVAL, "attr 'axes' lists axis %d more than once, expected distinct axes",
-                                a);
+            return pardo_errorf(st, PARDO_EINVAL, "%s lists axis %d more than once, expected distinct axes",
+                                axes_t ? "input 1 'axes'" : "attr 'axes'", a);
         reduced[a] = true;
     }
     return PARDO_OK;
@@ -75,7 +91,20 @@ static int reduce_infer(pardo_infer_ctx *ctx, const pardo_dtype *dtypes, int n_d
     const pardo_type *x = ctx->in[0];
     bool reduced[PARDO_MAX_DIMS], keepdims, all;
     int rc = pardo_expect_dtype(x, "input 0 'X'", dtypes, n_dtypes, ctx->st);
-    if (rc == PARDO_OK) rc = reduce_axes(ctx->op, x->ndim, reduced, &keepdims, &all, ctx->st);
+    const pardo_type *at = ctx->n_in > 1 ? ctx->in[1] : NULL;
+    if (rc == PARDO_OK && at) { /* the axes known only at run time: the rank at most */
+        int len;
+        bool noop;
+        if ((rc = pardo_index_expect_list(at, "input 1 'axes'", &len, ctx->st)) == PARDO_OK &&
+            (rc = pardo_attr_bool(ctx->op, "keepdims", true, &keepdims, ctx->st)) == PARDO_OK)
+            rc = pardo_attr_bool(ctx->op, "noop_with_empty_axes", false, &noop, ctx->st);
+        if (rc != PARDO_OK) return rc;
+        ctx->out[0] = *x;
+        if (!keepdims) ctx->out[0].ndim = -1;
+        for (int d = 0; keepdims && d < x->ndim; d++) ctx->out[0].shape[d] = -1;
+        return PARDO_OK;
+    }
+    if (rc == PARDO_OK) rc = reduce_axes(ctx->op, NULL, x->ndim, reduced, &keepdims, &all, ctx->st);
     if (rc != PARDO_OK) return rc;
     pardo_type *y = &ctx->out[0];
     y->dtype = x->dtype;
@@ -269,7 +298,7 @@ static int reduce_cpu(pardo_kernel_ctx *ctx, const reduce_fn *kernels, int n_ker
     if (x->dtype < 0 || (int)x->dtype >= n_kernels)
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, which this reduction does not take",
                             pardo_dtype_name(x->dtype));
-    int rc = reduce_axes(ctx->op, x->ndim, reduced, &keepdims, &all, ctx->st);
+    int rc = reduce_axes(ctx->op, ctx->n_in > 1 ? ctx->in[1] : NULL, x->ndim, reduced, &keepdims, &all, ctx->st);
     if (rc != PARDO_OK) return rc;
     int64_t shape[PARDO_MAX_DIMS];
     int nd;
@@ -301,12 +330,12 @@ static int reduce_max_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, max_ke
 const pardo_op_def pardo_op_reduce_sum = {
     .type = "reduce_sum",
     .doc = "Y = sum of X over axes (float32, float64, int32, int64; gradient: floats)",
-    .inputs = x_in,
-    .n_inputs = 1,
+    .inputs = reduce_in,
+    .n_inputs = 2,
     .outputs = y_out,
     .n_outputs = 1,
     .attrs = reduce_attrs,
-    .n_attrs = 2,
+    .n_attrs = 3,
     .infer = reduce_sum_infer,
     .cpu = reduce_sum_cpu,
     .grad = pardo_grad_standard,
@@ -315,12 +344,12 @@ const pardo_op_def pardo_op_reduce_sum = {
 const pardo_op_def pardo_op_reduce_mean = {
     .type = "reduce_mean",
     .doc = "Y = mean of X over axes (float32, float64)",
-    .inputs = x_in,
-    .n_inputs = 1,
+    .inputs = reduce_in,
+    .n_inputs = 2,
     .outputs = y_out,
     .n_outputs = 1,
     .attrs = reduce_attrs,
-    .n_attrs = 2,
+    .n_attrs = 3,
     .infer = reduce_mean_infer,
     .cpu = reduce_mean_cpu,
     .grad = pardo_grad_standard,
@@ -330,12 +359,12 @@ const pardo_op_def pardo_op_reduce_max = {
     .type = "reduce_max",
     .doc = "Y = max of X over axes; -inf (least int) over none; NaN wins (float32, float64, int32, int64; gradient: "
            "floats, to the first max)",
-    .inputs = x_in,
-    .n_inputs = 1,
+    .inputs = reduce_in,
+    .n_inputs = 2,
     .outputs = y_out,
     .n_outputs = 1,
     .attrs = reduce_attrs,
-    .n_attrs = 2,
+    .n_attrs = 3,
     .infer = reduce_max_infer,
     .cpu = reduce_max_cpu,
     .grad = pardo_grad_standard,
@@ -348,12 +377,12 @@ const pardo_op_def pardo_op_reduce_max = {
     const pardo_op_def pardo_op_##NAME = {                                                                             \
         .type = #NAME,                                                                                                 \
         .doc = DOC,                                                                                                    \
-        .inputs = x_in,                                                                                                \
-        .n_inputs = 1,                                                                                                 \
+        .inputs = reduce_in,                                                                                           \
+        .n_inputs = 2,                                                                                                 \
         .outputs = y_out,                                                                                              \
         .n_outputs = 1,                                                                                                \
         .attrs = reduce_attrs,                                                                                         \
-        .n_attrs = 2,                                                                                                  \
+        .n_attrs = 3,                                                                                                  \
         .infer = NAME##_infer,                                                                                         \
         .cpu = NAME##_cpu,                                                                                             \
         .grad = pardo_grad_standard,                                                                                   \
@@ -378,23 +407,45 @@ REDUCE_OP(reduce_log_sum_exp, log_sum_exp_kernels, 2,
 
 static const pardo_arg_def grad_in[] = {
     {"X", "the forward input", false, false},
-    {"Y", "the forward output", false, false},
+    {"axes", "the forward input axes (\"\": attr axes)", true, false},
+    {"Y", "the forward output (read by the gradients that need it)", true, false},
     {"dY", "gradient of Y (\"\": zeros)", true, false},
 };
-static const pardo_arg_def grad_out[] = {{"dX", "gradient of X, X's dtype and shape", true, false}};
+static const pardo_arg_def grad_out[] = {
+    {"dX", "gradient of X, X's dtype and shape", true, false},
+    {"daxes", "never computed: the axes have no gradient (must be \"\")", true, false},
+};
+
+/* A gradient op's inputs: X, axes, Y, dY; a graph written before the axes input has X, Y, dY (3 inputs). */
+static void grad_inputs(int n_in, const void *const *in, const void **axes, const void **y, const void **dy) {
+    if (n_in == 3) {
+        *axes = NULL;
+        *y = in[1];
+        *dy = in[2];
+        return;
+    }
+    *axes = n_in > 1 ? in[1] : NULL;
+    *y = n_in > 2 ? in[2] : NULL;
+    *dy = n_in > 3 ? in[3] : NULL;
+}
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
 
 static int reduce_grad_infer(pardo_infer_ctx *ctx) {
-    const pardo_type *x = ctx->in[0], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    const void *pa, *py, *pdy;
+    grad_inputs(ctx->n_in, (const void *const *)ctx->in, &pa, &py, &pdy);
+    const pardo_type *x = ctx->in[0], *at = pa, *dy = pdy;
     bool reduced[PARDO_MAX_DIMS], keepdims, all;
-    int rc = reduce_axes(ctx->op, x->ndim, reduced, &keepdims, &all, ctx->st);
+    int len, rc = at ? pardo_index_expect_list(at, "input 1 'axes'", &len, ctx->st)
+                     : reduce_axes(ctx->op, NULL, x->ndim, reduced, &keepdims, &all, ctx->st);
+    (void)py;
     if (rc == PARDO_OK) rc = pardo_grad_expect_float(ctx->op, 0, x, "input 0 'X'", ctx->st);
     if (rc == PARDO_OK) rc = pardo_expect_dtype(x, "input 0 'X'", float_dtypes, 2, ctx->st);
     if (rc == PARDO_OK && dy && dy->dtype != x->dtype)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'dY' has dtype %s, expected %s like input 0 'X'",
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 'dY' has dtype %s, expected %s like input 0 'X'",
                             pardo_dtype_name(dy->dtype), pardo_dtype_name(x->dtype));
     if (rc != PARDO_OK) return rc;
     ctx->out[0] = *x;
+    if (ctx->n_out > 1) ctx->out[1] = at ? *at : *x;
     return PARDO_OK;
 }
 
@@ -466,9 +517,13 @@ EW_GRAD_KERNEL(ew_grad_f32, float)
 EW_GRAD_KERNEL(ew_grad_f64, double)
 
 static int reduce_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
-    pardo_tensor *x = ctx->in[0], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    const void *pa, *py, *pdy;
+    grad_inputs(ctx->n_in, (const void *const *)ctx->in, &pa, &py, &pdy);
+    pardo_tensor *x = ctx->in[0], *y = (pardo_tensor *)py, *dy = (pardo_tensor *)pdy;
     bool reduced[PARDO_MAX_DIMS], keepdims, all;
-    int rc = reduce_axes(ctx->op, x->ndim, reduced, &keepdims, &all, ctx->st);
+    if (ctx->n_out > 1 && pardo_kernel_wants_output(ctx, 1))
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "output 1 'daxes' must be \"\": the axes have no gradient");
+    int rc = reduce_axes(ctx->op, pa, x->ndim, reduced, &keepdims, &all, ctx->st);
     if (rc != PARDO_OK || !pardo_kernel_wants_output(ctx, 0)) return rc;
     if (!pardo_dtype_is_float(x->dtype) || (dy && dy->dtype != x->dtype))
         return pardo_errorf(ctx->st, PARDO_ESHAPE,
@@ -495,7 +550,6 @@ static int reduce_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
         return PARDO_OK;
     }
     if (kind != G_SUM && kind != G_MEAN) {
-        pardo_tensor *y = ctx->in[1];
         if (!y || y->dtype != x->dtype || y->numel != dy->numel)
             return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 1 'Y' must be the forward output (%s, %lld elements)",
                                 pardo_dtype_name(x->dtype), (long long)dy->numel);
@@ -517,11 +571,11 @@ static int reduce_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
         .type = #NAME "_grad",                                                                                         \
         .doc = DOC,                                                                                                    \
         .inputs = grad_in,                                                                                             \
-        .n_inputs = 3,                                                                                                 \
+        .n_inputs = 4,                                                                                                 \
         .outputs = grad_out,                                                                                           \
-        .n_outputs = 1,                                                                                                \
+        .n_outputs = 2,                                                                                                \
         .attrs = reduce_attrs,                                                                                         \
-        .n_attrs = 2,                                                                                                  \
+        .n_attrs = 3,                                                                                                  \
         .infer = reduce_grad_infer,                                                                                    \
         .cpu = NAME##_grad_cpu,                                                                                        \
     };

@@ -654,6 +654,63 @@ START_TEST(test_argmin_select_last) {
 }
 END_TEST
 
+/* The axes as an int64 input read at run time (ONNX from opset 18) give what attr axes gives; with
+ * noop_with_empty_axes no axes is the identity; inference knows the rank at most; the gradients take the
+ * input too (X, axes, Y, dY). */
+START_TEST(test_reduce_axes_input) {
+    static const char *const ops[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+                                      "reduce_l1", "reduce_l2", "reduce_sum_square", "reduce_log_sum",
+                                      "reduce_log_sum_exp"};
+    test_rng r = {4242};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 3, (int64_t[]){2, 3, 4}, 0.2, 2);
+    pardo_tensor *axes = test_tensor_from(PARDO_I64, 1, (int64_t[]){2}, (double[]){-1, 0});
+    pardo_status st;
+    for (int o = 0; o < LEN(ops); o++)
+        for (int keep = 0; keep < 2; keep++) {
+            char attrs[96];
+            snprintf(attrs, sizeof attrs, "{\"axes\": [2, 0], \"keepdims\": %s}", keep ? "true" : "false");
+            pardo_tensor *by_attr = NULL, *by_input = NULL, *in[2] = {x, axes};
+            ck_assert_int_eq(test_run_op(ops[o], attrs, 1, &x, 1, &by_attr, &st), PARDO_OK);
+            ck_assert_msg(test_run_op(ops[o], keep ? NULL : "{\"keepdims\": false}", 2, in, 1, &by_input, &st) ==
+                              PARDO_OK, "%s: %s", ops[o], st.msg);
+            test_assert_close(by_input, by_attr, 0, 0);
+            pardo_tensor_release(by_input);
+            pardo_tensor_release(by_attr);
+            test_check_grad_default(ops[o], keep ? NULL : "{\"keepdims\": false}", 2, in, 1, 1u);
+        }
+    /* no axes: all of them, or with noop_with_empty_axes none */
+    pardo_tensor *none = test_tensor_from(PARDO_I64, 1, (int64_t[]){0}, NULL), *in[2] = {x, none}, *y = NULL;
+    ck_assert_int_eq(test_run_op("reduce_sum", "{\"keepdims\": false}", 2, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->ndim, 0);
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("reduce_sum", "{\"noop_with_empty_axes\": true}", 2, in, 1, &y, &st), PARDO_OK);
+    test_assert_close(y, x, 0, 0);
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("reduce_max", "{\"noop_with_empty_axes\": true}", 1, &x, 1, &y, &st), PARDO_OK);
+    test_assert_close(y, x, 0, 0);
+    pardo_tensor_release(y);
+    /* inference: the rank (keepdims) or nothing */
+    pardo_type tx = test_type(PARDO_F32, 2, (int64_t[]){5, 6}), ta = test_type(PARDO_I64, 1, (int64_t[]){1}), ty;
+    const pardo_type *ti[2] = {&tx, &ta};
+    ck_assert_int_eq(test_infer_op("reduce_mean", NULL, 2, ti, 1, &ty, &st), PARDO_OK);
+    ck_assert_int_eq(ty.ndim, 2);
+    ck_assert_int_eq(ty.shape[0], -1);
+    ck_assert_int_eq(test_infer_op("reduce_mean", "{\"keepdims\": false}", 2, ti, 1, &ty, &st), PARDO_OK);
+    ck_assert_int_eq(ty.ndim, -1);
+    pardo_type tf = test_type(PARDO_F32, 1, (int64_t[]){1});
+    const pardo_type *bad[2] = {&tx, &tf};
+    ck_assert_int_eq(test_infer_op("reduce_mean", NULL, 2, bad, 1, &ty, &st), PARDO_ESHAPE);
+    /* a repeated axis in the input is refused at run time */
+    pardo_tensor *twice = test_tensor_from(PARDO_I64, 1, (int64_t[]){2}, (double[]){1, -2}), *in2[2] = {x, twice};
+    ck_assert_int_eq(test_run_op("reduce_sum", NULL, 2, in2, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "input 1 'axes'"), "%s", st.msg);
+    pardo_tensor_release(twice);
+    pardo_tensor_release(none);
+    pardo_tensor_release(axes);
+    pardo_tensor_release(x);
+}
+END_TEST
+
 Suite *make_ops_reduce_suite(void) {
     Suite *s = suite_create("ops_reduce");
     TCase *core = tcase_create("Core");
@@ -666,6 +723,7 @@ Suite *make_ops_reduce_suite(void) {
     tcase_add_test(core, test_onnx_reductions);
     tcase_add_test(core, test_onnx_reduction_gradients);
     tcase_add_test(core, test_argmin_select_last);
+    tcase_add_test(core, test_reduce_axes_input);
     tcase_add_test(core, test_reduce_max_special);
     tcase_add_test(core, test_argmax);
     tcase_add_test(core, test_argmax_ties_nan_defaults);

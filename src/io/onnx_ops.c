@@ -404,21 +404,23 @@ static int map_reduce(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, i
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
     int64_t axes[ONNX_MAX_INTS];
     int na = 0;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0]) return st->code;
+    const bool noop = onnx_attr_int(n, "noop_with_empty_axes", 0) != 0;
     if (c->opset >= axes_input_from) {
-        if (onnx_input(c, n, 1) && !onnx_const_input_ints(c, n, 1, axes, &na))
-            return onnx_unsupported(c, st, "input 1 (axes) must be a constant");
+        /* axes known at load become the attr; others are read by the op at run time */
+        if (onnx_input(c, n, 1) && !onnx_const_input_ints(c, n, 1, axes, &na) && !(in[1] = onnx_in_var(c, n, 1, st)))
+            return st->code;
     } else {
         const int64_t *a = onnx_attr_ints(n, "axes", &na);
         if (na > ONNX_MAX_INTS) return onnx_unsupported(c, st, "too many axes");
         if (na) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
     }
-    const char *x = onnx_in_var(c, n, 0, st);
-    if (!x) return st->code;
-    if (na == 0 && onnx_attr_int(n, "noop_with_empty_axes", 0))
-        return onnx_emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
-    pardo_op *op = onnx_emit1(c, n, type, &x, 1, st);
-    if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
-        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
+    if (!in[1] && na == 0 && noop) return onnx_emit1(c, n, "identity", in, 1, st) ? PARDO_OK : st->code;
+    pardo_op *op = onnx_emit1(c, n, type, in, in[1] ? 2 : 1, st);
+    if (!op || (!in[1] && onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK) ||
+        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK ||
+        (noop && onnx_set_bool(op, "noop_with_empty_axes", true, st) != PARDO_OK))
         return st->code;
     return PARDO_OK;
 }
