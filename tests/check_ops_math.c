@@ -2,8 +2,8 @@
  * double: the unary float ops against libm, round's halves to even, sign of
  * every dtype, the variadic max, min, sum and mean over broadcast inputs
  * (ints and NaN too), mod with both fmod settings and mixed signs, cumsum
- * (axes, exclusive, reverse, the axis as an input), hardmax and det
- * (against cofactor expansion); the gradients against float64 finite
+ * (axes, exclusive, reverse, the axis as an input), hardmax, det
+ * (against cofactor expansion) and einsum (ops/einsum.c); the gradients against float64 finite
  * differences; the refusals. */
 #include <check.h>
 #include <math.h>
@@ -292,6 +292,97 @@ START_TEST(test_det_against_cofactors) {
 }
 END_TEST
 
+static double get3(const pardo_tensor *t, int64_t a, int64_t b, int64_t c, const int64_t *shape) {
+    return pardo_tensor_get_f64(t, (a * shape[1] + b) * shape[2] + c);
+}
+
+/* einsum's forms against naive loops: a batched product (explicit and implicit output), a batch of
+ * diagonals through '...', a transpose, an inner product to a scalar, a row sum, a broadcast '...'. */
+START_TEST(test_einsum_forms) {
+    test_rng r = {31};
+    pardo_status st;
+    const int64_t sa[3] = {2, 3, 4}, sb[3] = {2, 4, 5};
+    pardo_tensor *a = test_tensor_random(&r, PARDO_F64, 3, sa, -1, 1), *b = test_tensor_random(&r, PARDO_F64, 3, sb, -1, 1);
+    pardo_tensor *ab[2] = {a, b}, *y = NULL;
+    /* explicit, and implicit: the labels that appear once (i, k), so b is summed too, as numpy does */
+    static const char *const bmm[2] = {"{\"equation\": \"bij, bjk -> bik\"}", "{\"equation\": \"bij,bjk\"}"};
+    for (int f = 0; f < 2; f++) {
+        ck_assert_msg(test_run_op("einsum", bmm[f], 2, ab, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+        ck_assert_int_eq(y->ndim, f ? 2 : 3);
+        ck_assert_int_eq(y->shape[y->ndim - 1], 5);
+        for (int bi = 0; bi < 2; bi++)
+            for (int i = 0; i < 3; i++)
+                for (int k = 0; k < 5; k++) {
+                    double want = 0;
+                    for (int j = 0; j < 4; j++) want += get3(a, bi, i, j, sa) * get3(b, bi, j, k, sb);
+                    if (f) { /* add the other batch's in */
+                        if (bi) continue;
+                        for (int j = 0; j < 4; j++) want += get3(a, 1, i, j, sa) * get3(b, 1, j, k, sb);
+                    }
+                    ck_assert_double_eq_tol(pardo_tensor_get_f64(y, f ? i * 5 + k : (bi * 3 + i) * 5 + k), want, 1e-12);
+                }
+        pardo_tensor_release(y);
+    }
+    /* '...ii->...i' over [2, 3, 3] */
+    const int64_t sq[3] = {2, 3, 3};
+    pardo_tensor *m = test_tensor_random(&r, PARDO_F32, 3, sq, -1, 1);
+    ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"...ii ->...i\"}", 1, &m, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->ndim, 2);
+    for (int bi = 0; bi < 2; bi++)
+        for (int i = 0; i < 3; i++)
+            ck_assert_double_eq(pardo_tensor_get_f64(y, bi * 3 + i), get3(m, bi, i, i, sq));
+    pardo_tensor_release(y);
+    /* 'ij->ji', 'ij->i' and 'i,i' */
+    pardo_tensor *t = test_tensor_random(&r, PARDO_F64, 2, (int64_t[]){3, 4}, -1, 1);
+    ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"ij->ji\"}", 1, &t, 1, &y, &st), PARDO_OK);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) ck_assert_double_eq(pardo_tensor_get_f64(y, j * 3 + i), pardo_tensor_get_f64(t, i * 4 + j));
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"ij->i\"}", 1, &t, 1, &y, &st), PARDO_OK);
+    for (int i = 0; i < 3; i++) {
+        double want = 0;
+        for (int j = 0; j < 4; j++) want += pardo_tensor_get_f64(t, i * 4 + j);
+        ck_assert_double_eq_tol(pardo_tensor_get_f64(y, i), want, 1e-14);
+    }
+    pardo_tensor_release(y);
+    pardo_tensor *v = test_tensor_random(&r, PARDO_F64, 1, (int64_t[]){6}, -1, 1), *vv[2] = {v, v};
+    ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"i,i\"}", 2, vv, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->ndim, 0);
+    double dot = 0;
+    for (int i = 0; i < 6; i++) dot += pardo_tensor_get_f64(v, i) * pardo_tensor_get_f64(v, i);
+    ck_assert_double_eq_tol(pardo_tensor_get_f64(y, 0), dot, 1e-14);
+    pardo_tensor_release(y);
+    /* '...' broadcasting: [2, 1, 4] with [3, 4] over 'j' -> '...' [2, 3] */
+    pardo_tensor *p = test_tensor_random(&r, PARDO_F64, 3, (int64_t[]){2, 1, 4}, -1, 1);
+    pardo_tensor *q = test_tensor_random(&r, PARDO_F64, 2, (int64_t[]){3, 4}, -1, 1), *pq[2] = {p, q};
+    ck_assert_msg(test_run_op("einsum", "{\"equation\": \"...j,...j->...\"}", 2, pq, 1, &y, &st) == PARDO_OK, "%s",
+                  st.msg);
+    ck_assert_int_eq(y->ndim, 2);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 3; k++) {
+            double want = 0;
+            for (int j = 0; j < 4; j++) want += pardo_tensor_get_f64(p, i * 4 + j) * pardo_tensor_get_f64(q, k * 4 + j);
+            ck_assert_double_eq_tol(pardo_tensor_get_f64(y, i * 3 + k), want, 1e-14);
+        }
+    pardo_tensor_release(y);
+    /* refusals: a term for the wrong rank, sizes that disagree, no equation, a bad character */
+    ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"ijk->i\"}", 1, &t, 1, &y, &st), PARDO_EINVAL);
+    pardo_tensor *tt[2] = {t, t};
+    ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"ij,ij->ji\"}", 2, tt, 1, &y, &st), PARDO_OK);
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"ij,ji->ij\"}", 2, tt, 1, &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(test_run_op("einsum", NULL, 1, &t, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"i$->i\"}", 1, &t, 1, &y, &st), PARDO_EINVAL);
+    pardo_tensor_release(q);
+    pardo_tensor_release(p);
+    pardo_tensor_release(v);
+    pardo_tensor_release(t);
+    pardo_tensor_release(m);
+    pardo_tensor_release(b);
+    pardo_tensor_release(a);
+}
+END_TEST
+
 START_TEST(test_math_gradients) {
     test_rng r = {21};
     int64_t shape[2] = {2, 3};
@@ -354,6 +445,7 @@ Suite *make_ops_math_suite(void) {
     tcase_add_test(core, test_cumsum_forms);
     tcase_add_test(core, test_hardmax_axes);
     tcase_add_test(core, test_det_against_cofactors);
+    tcase_add_test(core, test_einsum_forms);
     tcase_add_test(core, test_math_gradients);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");

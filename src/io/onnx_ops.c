@@ -148,6 +148,21 @@ static int map_prelu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return onnx_emit1(c, n, "prelu", in, 2, st) ? PARDO_OK : st->code;
 }
 
+static int map_einsum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"equation", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    char eq[256];
+    if (!onnx_attr(n, "equation")) return onnx_bad(c, st, "attr 'equation' is required");
+    onnx_attr_string(n, "equation", "", eq, sizeof eq);
+    const char *in[8];
+    if (n->n_input < 1 || n->n_input > 8) return onnx_unsupported(c, st, "%zu inputs; pardo's einsum takes 1 to 8",
+                                                                 n->n_input);
+    for (size_t i = 0; i < n->n_input; i++)
+        if (!(in[i] = onnx_in_var(c, n, (int)i, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "einsum", in, (int)n->n_input, st);
+    return op && onnx_set_string(op, "equation", eq, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
 /* Max, Min, Sum, Mean: pardo's variadic op of the same meaning over all the inputs. */
 static int map_variadic(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
@@ -972,6 +987,7 @@ static const onnx_mapping table[] = {
     {"Det", map_det},
     {"Div", map_div},
     {"Dropout", map_dropout},
+    {"Einsum", map_einsum},
     {"Elu", map_elu},
     {"Equal", map_equal},
     {"Erf", map_erf},
