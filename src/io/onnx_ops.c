@@ -269,14 +269,19 @@ BINARY(map_or, "or")
 BINARY(map_xor, "xor")
 
 
+/* Pow: a float base with a constant scalar exponent as attr exponent, anything else with the exponent as input 1. */
 static int map_pow(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
     double e;
-    if (!onnx_const_input_scalar(c, n, 1, &e))
-        return onnx_unsupported(c, st, "input 1 (the exponent) must be a constant scalar; pardo's pow takes a "
-                                "constant exponent");
-    const char *x = onnx_in_var(c, n, 0, st);
-    pardo_op *op = x ? onnx_emit1(c, n, "pow", &x, 1, st) : NULL;
-    return op && onnx_set_float(op, "exponent", e, st) == PARDO_OK ? PARDO_OK : st->code;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    if (pardo_dtype_is_float(t.dtype) && onnx_const_input_scalar(c, n, 1, &e)) {
+        pardo_op *op = onnx_emit1(c, n, "pow", &x, 1, st);
+        return op && onnx_set_float(op, "exponent", e, st) == PARDO_OK ? PARDO_OK : st->code;
+    }
+    const char *in[2] = {x, onnx_in_var(c, n, 1, st)};
+    return in[1] && onnx_emit1(c, n, "pow", in, 2, st) ? PARDO_OK : st->code;
 }
 
 static int map_leaky_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
