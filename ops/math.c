@@ -236,6 +236,46 @@ NARY_KERNEL(nary_f64, double, double, BEATS_F)
 NARY_KERNEL(nary_i32, int32_t, uint32_t, BEATS_I)
 NARY_KERNEL(nary_i64, int64_t, uint64_t, BEATS_I)
 
+/* The fast path where every input has the output's shape: one contiguous pass per input over y, built for
+ * each vector width (PARDO_SIMD_CLONES) like the binary elementwise kernels; the same folds, in the same order,
+ * as NARY_KERNEL. */
+#define NARY_SAME_KERNEL(NAME, T, U, BEATS)                                                                            \
+    PARDO_SIMD_CLONES static void NAME(int n, nary_kind kind, const void *const *vx, void *vy, int64_t e0,             \
+                                       int64_t e1) {                                                                   \
+        T *y = vy;                                                                                                     \
+        const T *x0 = vx[0];                                                                                           \
+        for (int64_t i = e0; i < e1; i++) y[i] = x0[i];                                                                \
+        for (int k = 1; k < n; k++) {                                                                                  \
+            const T *xk = vx[k];                                                                                       \
+            if (kind == N_SUM || kind == N_MEAN)                                                                       \
+                for (int64_t i = e0; i < e1; i++) y[i] = (T)((U)y[i] + (U)xk[i]);                                      \
+            else if (kind == N_MAX)                                                                                    \
+                for (int64_t i = e0; i < e1; i++) y[i] = BEATS(N_MAX, xk[i], y[i]) ? xk[i] : y[i];                     \
+            else                                                                                                       \
+                for (int64_t i = e0; i < e1; i++) y[i] = BEATS(N_MIN, xk[i], y[i]) ? xk[i] : y[i];                     \
+        }                                                                                                              \
+        if (kind == N_MEAN)                                                                                            \
+            for (int64_t i = e0; i < e1; i++) y[i] = (T)(y[i] / (T)n);                                                 \
+    }
+
+NARY_SAME_KERNEL(nary_same_f32, float, float, BEATS_F)
+NARY_SAME_KERNEL(nary_same_f64, double, double, BEATS_F)
+NARY_SAME_KERNEL(nary_same_i32, int32_t, uint32_t, BEATS_I)
+NARY_SAME_KERNEL(nary_same_i64, int64_t, uint64_t, BEATS_I)
+
+typedef struct nary_same_job {
+    void (*fn)(int n, nary_kind kind, const void *const *vx, void *vy, int64_t e0, int64_t e1);
+    int n;
+    nary_kind kind;
+    const void *const *x;
+    void *y;
+} nary_same_job;
+
+static void nary_same_range(void *arg, int64_t e0, int64_t e1) {
+    const nary_same_job *j = arg;
+    j->fn(j->n, j->kind, j->x, j->y, e0, e1);
+}
+
 static int nary_run(pardo_kernel_ctx *ctx, nary_kind kind) {
     nary_plan p;
     int rc = nary_plan_make(ctx->n_in, ctx->in, &p, ctx->st);
@@ -249,6 +289,17 @@ static int nary_run(pardo_kernel_ctx *ctx, nary_kind kind) {
     const void *xs[MAX_NARY];
     for (int k = 0; k < p.n; k++) xs[k] = pardo_tensor_data(ctx->in[k]);
     if (p.numel == 0) return PARDO_OK;
+    bool same = true;
+    for (int k = 0; k < p.n && same; k++)
+        same = pardo_shape_equal(ctx->in[k]->ndim, ctx->in[k]->shape, p.nd, p.shape);
+    if (same) {
+        nary_same_job j = {dt == PARDO_F32   ? nary_same_f32
+                           : dt == PARDO_F64 ? nary_same_f64
+                           : dt == PARDO_I32 ? nary_same_i32
+                                             : nary_same_i64,
+                           p.n, kind, xs, pardo_tensor_data(y)};
+        return pardo_run_chunks(ctx, p.numel, nary_same_range, &j);
+    }
     switch (dt) {
     case PARDO_F32: nary_f32(&p, kind, xs, pardo_tensor_data(y)); break;
     case PARDO_F64: nary_f64(&p, kind, xs, pardo_tensor_data(y)); break;
