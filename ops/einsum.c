@@ -117,12 +117,13 @@ static int ein_parse(const pardo_op *op, int n, const int *ranks, ein_eq *e, par
     int count[52 + EIN_ELL] = {0}, k = 0;
     for (int i = 0; i < n; i++)
         for (int d = 0; d < e->nd[i]; d++) count[e->lab[i][d]]++;
-    for (int l = 52; l < 52 + EIN_ELL; l++)
-        if (count[l]) e->lab[n][k++] = l;
-    for (int l = 0; l < 52; l++) {
-        /* alphabetical: A..Z sort before a..z in ASCII, as numpy orders them */
-        const int id = l < 26 ? 26 + l : l - 26;
-        if (count[id] == 1) e->lab[n][k++] = id;
+    for (int l = 0; l < 52 + EIN_ELL; l++) {
+        /* the ellipsis first, then alphabetical: A..Z sort before a..z in ASCII, as numpy orders them */
+        const int id = l < EIN_ELL ? 52 + l : l - EIN_ELL < 26 ? 26 + (l - EIN_ELL) : l - EIN_ELL - 26;
+        if (!(id >= 52 ? count[id] > 0 : count[id] == 1)) continue;
+        if (k == PARDO_MAX_DIMS)
+            return pardo_errorf(st, PARDO_EINVAL, "attr 'equation': an output of more than %d dims", PARDO_MAX_DIMS);
+        e->lab[n][k++] = id;
     }
     e->nd[n] = k;
     return PARDO_OK;
@@ -210,7 +211,12 @@ static int einsum_cpu(pardo_kernel_ctx *ctx) {
                 used[labs[nl++] = e.lab[i][d]] = true;
             }
     int64_t dims[EIN_LABELS], oshape[PARDO_MAX_DIMS], total = 1;
-    for (int k = 0; k < nl; k++) total *= (dims[k] = size[labs[k]]);
+    for (int k = 0; k < nl; k++) {
+        dims[k] = size[labs[k]];
+        if (dims[k] > 0 && total > INT64_MAX / dims[k])
+            return pardo_errorf(ctx->st, PARDO_ENOTSUP, "attr 'equation' makes more than 2^63 terms");
+        total *= dims[k];
+    }
     for (int d = 0; d < e.nd[n]; d++) oshape[d] = size[e.lab[n][d]];
     /* each operand's stride per loop label: the sum over its dims of that label (a diagonal), 0 where the
      * operand broadcasts */

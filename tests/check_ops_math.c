@@ -405,6 +405,10 @@ START_TEST(test_einsum_forms) {
     ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"ij,ji->ij\"}", 2, tt, 1, &y, &st), PARDO_ESHAPE);
     ck_assert_int_eq(test_run_op("einsum", NULL, 1, &t, 1, &y, &st), PARDO_EINVAL);
     ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"i$->i\"}", 1, &t, 1, &y, &st), PARDO_EINVAL);
+    /* an implicit output of more dims than a tensor has */
+    pardo_tensor *u = test_tensor_random(&r, PARDO_F64, 5, (int64_t[]){1, 1, 1, 1, 1}, -1, 1), *uu[2] = {u, u};
+    ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"abcde,fghij\"}", 2, uu, 1, &y, &st), PARDO_EINVAL);
+    pardo_tensor_release(u);
     pardo_tensor_release(q);
     pardo_tensor_release(p);
     pardo_tensor_release(v);
