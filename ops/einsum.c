@@ -4,7 +4,8 @@
  * repeated in one input for its diagonal, labels missing from the output
  * summed over. Computed as one loop over every label's index, products and
  * sums in double: for the small contractions models spell with einsum, not
- * a matrix product's speed (matmul is that). No gradient. */
+ * a matrix product's speed (matmul is that). einsum_grad runs the same loop,
+ * adding dY times the other inputs into each wanted dX_j. */
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -182,27 +183,36 @@ static int einsum_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-static int einsum_cpu(pardo_kernel_ctx *ctx) {
+/* One run's loop: the labels (the output's, then the summed ones), their sizes, and each operand's stride
+ * per label (inputs 0..n-1, the output n): the sum over its dims of that label (a diagonal), 0 where the
+ * operand broadcasts. */
+typedef struct ein_loop {
+    int n, nl, out_nd;
+    int64_t dims[EIN_LABELS];
+    int64_t oshape[PARDO_MAX_DIMS];
+    int64_t str[EIN_IN + 1][EIN_LABELS];
+    int64_t total, inner; // iterations; those of one output element (the summed labels' product)
+} ein_loop;
+
+/* Plans the loop of op over the n tensors x (checked: float32 or float64 of one dtype). */
+static int ein_loop_make(const pardo_kernel_ctx *ctx, int n, pardo_tensor *const *x, ein_loop *L) {
     int ranks[EIN_IN];
     const int64_t *shapes[EIN_IN];
-    if (ctx->n_in < 1 || ctx->n_in > EIN_IN)
-        return pardo_errorf(ctx->st, PARDO_EINVAL, "has %d inputs, expected 1 to %d", ctx->n_in, EIN_IN);
-    const pardo_dtype dt = ctx->in[0]->dtype;
-    for (int i = 0; i < ctx->n_in; i++) {
-        if (!ctx->in[i] || ctx->in[i]->dtype != dt || !pardo_dtype_is_float(dt))
+    if (n < 1 || n > EIN_IN) return pardo_errorf(ctx->st, PARDO_EINVAL, "has %d inputs, expected 1 to %d", n, EIN_IN);
+    const pardo_dtype dt = x[0] ? x[0]->dtype : PARDO_DTYPE_UNKNOWN;
+    for (int i = 0; i < n; i++) {
+        if (!x[i] || x[i]->dtype != dt || !pardo_dtype_is_float(dt))
             return pardo_errorf(ctx->st, PARDO_ESHAPE, "input %d must be float32 or float64 like input 0", i);
-        ranks[i] = ctx->in[i]->ndim;
-        shapes[i] = ctx->in[i]->shape;
+        ranks[i] = x[i]->ndim;
+        shapes[i] = x[i]->shape;
     }
     ein_eq e;
     int64_t size[52 + EIN_ELL];
-    int rc = ein_parse(ctx->op, ctx->n_in, ranks, &e, ctx->st);
+    int rc = ein_parse(ctx->op, n, ranks, &e, ctx->st);
     if (rc == PARDO_OK) rc = ein_sizes(&e, shapes, size, ctx->st);
     if (rc != PARDO_OK) return rc;
-    /* the loop's labels: the output's, then the summed ones */
     int labs[EIN_LABELS], nl = 0;
     bool used[52 + EIN_ELL] = {false};
-    const int n = e.n_in;
     for (int d = 0; d < e.nd[n]; d++) used[labs[nl++] = e.lab[n][d]] = true;
     for (int i = 0; i < n; i++)
         for (int d = 0; d < e.nd[i]; d++)
@@ -210,57 +220,72 @@ static int einsum_cpu(pardo_kernel_ctx *ctx) {
                 if (nl == EIN_LABELS) return pardo_errorf(ctx->st, PARDO_ENOTSUP, "more than %d labels", EIN_LABELS);
                 used[labs[nl++] = e.lab[i][d]] = true;
             }
-    int64_t dims[EIN_LABELS], oshape[PARDO_MAX_DIMS], total = 1;
+    L->n = n;
+    L->nl = nl;
+    L->out_nd = e.nd[n];
+    L->total = L->inner = 1;
     for (int k = 0; k < nl; k++) {
-        dims[k] = size[labs[k]];
-        if (dims[k] > 0 && total > INT64_MAX / dims[k])
+        L->dims[k] = size[labs[k]];
+        if (L->dims[k] > 0 && L->total > INT64_MAX / L->dims[k])
             return pardo_errorf(ctx->st, PARDO_ENOTSUP, "attr 'equation' makes more than 2^63 terms");
-        total *= dims[k];
+        L->total *= L->dims[k];
+        if (k >= e.nd[n]) L->inner *= L->dims[k];
     }
-    for (int d = 0; d < e.nd[n]; d++) oshape[d] = size[e.lab[n][d]];
-    /* each operand's stride per loop label: the sum over its dims of that label (a diagonal), 0 where the
-     * operand broadcasts */
-    int64_t str[EIN_IN + 1][EIN_LABELS];
-    memset(str, 0, sizeof str);
+    for (int d = 0; d < e.nd[n]; d++) L->oshape[d] = size[e.lab[n][d]];
+    memset(L->str, 0, sizeof L->str);
     for (int i = 0; i <= n; i++) {
-        int64_t s = 1;
+        int64_t st = 1;
         for (int d = e.nd[i] - 1; d >= 0; d--) {
-            const int64_t dim = i < n ? shapes[i][d] : oshape[d];
+            const int64_t dim = i < n ? shapes[i][d] : L->oshape[d];
             for (int k = 0; k < nl; k++)
-                if (labs[k] == e.lab[i][d] && dim != 1) str[i][k] += s;
-            s *= dim;
+                if (labs[k] == e.lab[i][d] && dim != 1) L->str[i][k] += st;
+            st *= dim;
         }
     }
-    pardo_tensor *y = pardo_kernel_output(ctx, 0, dt, e.nd[n], oshape);
+    return PARDO_OK;
+}
+
+/* Moves the loop's odometer on by one, with every operand's offset. */
+static inline void ein_next(const ein_loop *L, int64_t *idx, int64_t *off) {
+    for (int k = L->nl - 1; k >= 0; k--) {
+        if (++idx[k] < L->dims[k]) {
+            for (int i = 0; i <= L->n; i++) off[i] += L->str[i][k];
+            return;
+        }
+        idx[k] = 0;
+        for (int i = 0; i <= L->n; i++) off[i] -= L->str[i][k] * (L->dims[k] - 1);
+    }
+}
+
+static inline double f_at(const void *p, bool f32, int64_t i) {
+    return f32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+static int einsum_cpu(pardo_kernel_ctx *ctx) {
+    ein_loop L;
+    int rc = ein_loop_make(ctx, ctx->n_in, ctx->in, &L);
+    if (rc != PARDO_OK) return rc;
+    const pardo_dtype dt = ctx->in[0]->dtype;
+    const bool f32 = dt == PARDO_F32;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, dt, L.out_nd, L.oshape);
     if (!y) return ctx->st->code;
     pardo_tensor_zero(y);
-    if (total == 0) return PARDO_OK;
+    if (L.total == 0) return PARDO_OK;
     const void *x[EIN_IN];
-    for (int i = 0; i < n; i++) x[i] = pardo_tensor_data(ctx->in[i]);
+    for (int i = 0; i < L.n; i++) x[i] = pardo_tensor_data(ctx->in[i]);
     void *py = pardo_tensor_data(y);
     /* the summed labels come last, so each output element's terms are one run of `inner` iterations, summed in
      * double and stored once */
-    int64_t inner = 1;
-    for (int k = e.nd[n]; k < nl; k++) inner *= dims[k];
     int64_t idx[EIN_LABELS] = {0}, off[EIN_IN + 1] = {0};
     double acc = 0;
-    for (int64_t t = 0; t < total; t++) {
+    for (int64_t t = 0; t < L.total; t++, ein_next(&L, idx, off)) {
         double prod = 1;
-        for (int i = 0; i < n; i++)
-            prod *= dt == PARDO_F32 ? (double)((const float *)x[i])[off[i]] : ((const double *)x[i])[off[i]];
+        for (int i = 0; i < L.n; i++) prod *= f_at(x[i], f32, off[i]);
         acc += prod;
-        if ((t + 1) % inner == 0) {
-            if (dt == PARDO_F32) ((float *)py)[off[n]] = (float)acc;
-            else ((double *)py)[off[n]] = acc;
+        if ((t + 1) % L.inner == 0) {
+            if (f32) ((float *)py)[off[L.n]] = (float)acc;
+            else ((double *)py)[off[L.n]] = acc;
             acc = 0;
-        }
-        for (int k = nl - 1; k >= 0; k--) { /* the odometer over the loop labels */
-            if (++idx[k] < dims[k]) {
-                for (int i = 0; i <= n; i++) off[i] += str[i][k];
-                break;
-            }
-            idx[k] = 0;
-            for (int i = 0; i <= n; i++) off[i] -= str[i][k] * (dims[k] - 1);
         }
     }
     return PARDO_OK;
@@ -269,7 +294,7 @@ static int einsum_cpu(pardo_kernel_ctx *ctx) {
 const pardo_op_def pardo_op_einsum = {
     .type = "einsum",
     .doc = "Y = einsum(equation, X...), like ONNX Einsum: '...' broadcast dims, a repeated label a diagonal, "
-           "labels left out of the output summed (float32, float64; no gradient)",
+           "labels left out of the output summed (float32, float64)",
     .inputs = einsum_in,
     .n_inputs = 1,
     .outputs = einsum_out,
@@ -278,4 +303,81 @@ const pardo_op_def pardo_op_einsum = {
     .n_attrs = 1,
     .infer = einsum_infer,
     .cpu = einsum_cpu,
+    .grad = pardo_grad_standard,
+};
+
+/* ---- einsum_grad: inputs X_0..X_{k-1}, Y, dY; outputs dX_0..dX_{k-1} ---- */
+
+static const pardo_arg_def einsum_grad_in[] = {
+    {"X", "the forward inputs X_0..X_{k-1}, then the forward output Y (unused), then dY (\"\": zeros)", true, true},
+};
+static const pardo_arg_def einsum_grad_out[] = {{"dX", "gradient of each X_i, its dtype and shape", true, true}};
+
+static int einsum_grad_infer(pardo_infer_ctx *ctx) {
+    const int k = ctx->n_in - 2;
+    if (k < 1 || k > EIN_IN || ctx->n_out > k)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "has %d inputs and %d outputs, expected k forward inputs, Y and dY "
+                            "in and at most k outputs (1 <= k <= %d)", ctx->n_in, ctx->n_out, EIN_IN);
+    for (int i = 0; i < ctx->n_out; i++) {
+        if (!ctx->in[i]) return pardo_errorf(ctx->st, PARDO_EINVAL, "input %d is absent", i);
+        int rc = pardo_grad_expect_float(ctx->op, i, ctx->in[i], "a forward input", ctx->st);
+        if (rc != PARDO_OK) return rc;
+        ctx->out[i] = *ctx->in[i];
+    }
+    return PARDO_OK;
+}
+
+/* dX_j[its element] += dY[the output element] times the product of the other inputs' elements, over the same
+ * loop as the forward (a diagonal's and a broadcast dim's terms add up where they land). */
+static int einsum_grad_cpu(pardo_kernel_ctx *ctx) {
+    const int k = ctx->n_in - 2;
+    if (k < 1 || k > EIN_IN || ctx->n_out > k)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "has %d inputs and %d outputs, expected k forward inputs, Y and dY "
+                            "in and at most k outputs (1 <= k <= %d)", ctx->n_in, ctx->n_out, EIN_IN);
+    ein_loop L;
+    int rc = ein_loop_make(ctx, k, ctx->in, &L);
+    if (rc != PARDO_OK) return rc;
+    const pardo_dtype dt = ctx->in[0]->dtype;
+    const bool f32 = dt == PARDO_F32;
+    pardo_tensor *dy = ctx->in[k + 1];
+    if (dy && (dy->dtype != dt || !pardo_shape_equal(dy->ndim, dy->shape, L.out_nd, L.oshape)))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input %d 'dY' must have Y's dtype and shape", k + 1);
+    void *dx[EIN_IN] = {NULL};
+    const void *x[EIN_IN];
+    for (int i = 0; i < k; i++) {
+        x[i] = pardo_tensor_data(ctx->in[i]);
+        if (i >= ctx->n_out || !pardo_kernel_wants_output(ctx, i)) continue;
+        pardo_tensor *d = pardo_kernel_output(ctx, i, dt, ctx->in[i]->ndim, ctx->in[i]->shape);
+        if (!d) return ctx->st->code;
+        pardo_tensor_zero(d);
+        dx[i] = pardo_tensor_data(d);
+    }
+    if (!dy || L.total == 0) return PARDO_OK;
+    const void *pdy = pardo_tensor_data(dy);
+    int64_t idx[EIN_LABELS] = {0}, off[EIN_IN + 1] = {0};
+    for (int64_t t = 0; t < L.total; t++, ein_next(&L, idx, off)) {
+        const double g = f_at(pdy, f32, off[k]);
+        for (int j = 0; j < k; j++) {
+            if (!dx[j]) continue;
+            double prod = g;
+            for (int i = 0; i < k; i++)
+                if (i != j) prod *= f_at(x[i], f32, off[i]);
+            if (f32) ((float *)dx[j])[off[j]] += (float)prod;
+            else ((double *)dx[j])[off[j]] += prod;
+        }
+    }
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_einsum_grad = {
+    .type = "einsum_grad",
+    .doc = "dX_j = dY contracted with the other inputs back to X_j's labels (gradient of einsum; float32, float64)",
+    .inputs = einsum_grad_in,
+    .n_inputs = 1,
+    .outputs = einsum_grad_out,
+    .n_outputs = 1,
+    .attrs = einsum_attrs,
+    .n_attrs = 1,
+    .infer = einsum_grad_infer,
+    .cpu = einsum_grad_cpu,
 };

@@ -20,7 +20,8 @@
  * - hardmax along axis (1 at the first max, 0 elsewhere; floats; no
  *   gradient);
  * - det of the last two dims [..., M, M] (floats; LU with partial pivoting
- *   in double; no gradient).
+ *   in double) with det_grad (the cofactors: det inv(X)^T, or each minor's
+ *   determinant where X is singular).
  * Kernels never allocate beyond their outputs. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -883,11 +884,120 @@ static int det_cpu(pardo_kernel_ctx *ctx) {
 const pardo_op_def pardo_op_det = {
     .type = "det",
     .doc = "Y = determinant of each M x M matrix of X [..., M, M], like ONNX Det (LU in double; float32, float64, M "
-           "<= 64; no gradient)",
+           "<= 64)",
     .inputs = x_in,
     .n_inputs = 1,
     .outputs = det_out,
     .n_outputs = 1,
     .infer = det_infer,
     .cpu = det_cpu,
+    .grad = pardo_grad_standard,
+};
+
+/* ---- det_grad: dX = dY * adj(X)^T, the cofactors: det * inv(X)^T where X is invertible ---- */
+
+static const pardo_arg_def det_grad_in[] = {
+    {"X", "the forward input", false, false},
+    {"Y", "the forward output", false, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
+static const pardo_arg_def det_grad_out[] = {{"dX", "gradient of X, X's dtype and shape", true, false}};
+
+static int det_grad_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *x = ctx->in[0];
+    int rc = pardo_grad_expect_float(ctx->op, 0, x, "input 0 'X'", ctx->st);
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(x, "input 0 'X'", float_dtypes, 2, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *x;
+    return PARDO_OK;
+}
+
+/* The inverse of the m x m matrix a (overwritten) into inv by Gauss-Jordan with partial pivoting; false when
+ * a is singular. */
+static bool invert(double *a, double *inv, int m) {
+    for (int i = 0; i < m * m; i++) inv[i] = i % (m + 1) == 0 ? 1 : 0;
+    for (int c = 0; c < m; c++) {
+        int piv = c;
+        for (int r = c + 1; r < m; r++)
+            if (fabs(a[r * m + c]) > fabs(a[piv * m + c])) piv = r;
+        if (a[piv * m + c] == 0) return false;
+        for (int k = 0; k < m && piv != c; k++) {
+            double t = a[c * m + k];
+            a[c * m + k] = a[piv * m + k];
+            a[piv * m + k] = t;
+            t = inv[c * m + k];
+            inv[c * m + k] = inv[piv * m + k];
+            inv[piv * m + k] = t;
+        }
+        const double d = a[c * m + c];
+        for (int k = 0; k < m; k++) {
+            a[c * m + k] /= d;
+            inv[c * m + k] /= d;
+        }
+        for (int r = 0; r < m; r++) {
+            if (r == c) continue;
+            const double f = a[r * m + c];
+            if (f == 0) continue;
+            for (int k = 0; k < m; k++) {
+                a[r * m + k] -= f * a[c * m + k];
+                inv[r * m + k] -= f * inv[c * m + k];
+            }
+        }
+    }
+    return true;
+}
+
+static int det_grad_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *x = ctx->in[0], *dy = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    char s[128];
+    if (!pardo_kernel_wants_output(ctx, 0)) return PARDO_OK;
+    if (!pardo_dtype_is_float(x->dtype) || x->ndim < 2 || x->shape[x->ndim - 1] != x->shape[x->ndim - 2] ||
+        x->shape[x->ndim - 1] > DET_MAX)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is %s %s, expected float32 or float64 [..., M, M] with "
+                            "M <= %d", pardo_dtype_name(x->dtype), pardo_shape_str(x->ndim, x->shape, s, sizeof s),
+                            DET_MAX);
+    const int m = (int)x->shape[x->ndim - 1];
+    const int64_t batch = m ? x->numel / ((int64_t)m * m) : 0;
+    if (dy && (dy->dtype != x->dtype || dy->numel != batch))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'dY' must have Y's dtype and %lld elements",
+                            (long long)batch);
+    pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
+    if (!dx) return ctx->st->code;
+    pardo_tensor_zero(dx);
+    if (!dy) return PARDO_OK;
+    double a[DET_MAX * DET_MAX], inv[DET_MAX * DET_MAX];
+    for (int64_t b = 0; b < batch; b++) {
+        const int64_t base = b * m * m;
+        const double g = pardo_tensor_get_f64(dy, b);
+        for (int64_t i = 0; i < (int64_t)m * m; i++) a[i] = pardo_tensor_get_f64(x, base + i);
+        const double det = det_lu(a, m);
+        for (int64_t i = 0; i < (int64_t)m * m; i++) a[i] = pardo_tensor_get_f64(x, base + i);
+        if (det != 0 && invert(a, inv, m)) { /* d det / d X[i][j] = det * inv[j][i] */
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < m; j++) pardo_tensor_set_f64(dx, base + i * m + j, g * det * inv[j * m + i]);
+            continue;
+        }
+        /* singular: the cofactors, each the determinant of a minor (m - 1 at most 63: it fits in inv) */
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < m; j++) {
+                int k = 0;
+                for (int r = 0; r < m; r++)
+                    for (int c = 0; c < m; c++)
+                        if (r != i && c != j) inv[k++] = pardo_tensor_get_f64(x, base + r * m + c);
+                const double cof = (m == 1 ? 1 : det_lu(inv, m - 1)) * ((i + j) % 2 ? -1 : 1);
+                pardo_tensor_set_f64(dx, base + i * m + j, g * cof);
+            }
+    }
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_det_grad = {
+    .type = "det_grad",
+    .doc = "dX = dY * the cofactors of X (det(X) inv(X)^T where X is invertible) (gradient of det; float32, float64)",
+    .inputs = det_grad_in,
+    .n_inputs = 3,
+    .outputs = det_grad_out,
+    .n_outputs = 1,
+    .infer = det_grad_infer,
+    .cpu = det_grad_cpu,
 };

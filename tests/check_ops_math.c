@@ -439,6 +439,31 @@ START_TEST(test_math_gradients) {
         test_check_grad_default(ops[o], NULL, 3, in, 1, 7u);
         for (int k = 0; k < 3; k++) pardo_tensor_release(in[k]);
     }
+    /* einsum: a product, a diagonal, an inner product, a broadcast '...', a transpose */
+    static const struct {
+        const char *eq;
+        int n, nd[2];
+        int64_t shape[2][3];
+    } es[] = {
+        {"{\"equation\": \"bij,bjk->bik\"}", 2, {3, 3}, {{2, 3, 4}, {2, 4, 2}}},
+        {"{\"equation\": \"...ii->...i\"}", 1, {3, 0}, {{2, 3, 3}, {0}}},
+        {"{\"equation\": \"i,i\"}", 2, {1, 1}, {{5}, {5}}},
+        {"{\"equation\": \"...j,...j->...\"}", 2, {3, 2}, {{2, 1, 4}, {3, 4}}},
+        {"{\"equation\": \"ij->ji\"}", 1, {2, 0}, {{3, 4}, {0}}},
+    };
+    for (int k = 0; k < LEN(es); k++) {
+        pardo_tensor *in[2] = {NULL, NULL};
+        for (int i = 0; i < es[k].n; i++) in[i] = test_tensor_random(&r, PARDO_F64, es[k].nd[i], es[k].shape[i], -1, 1);
+        test_check_grad_default("einsum", es[k].eq, es[k].n, in, 1, es[k].n == 2 ? 3u : 1u);
+        for (int i = 0; i < es[k].n; i++) pardo_tensor_release(in[i]);
+    }
+    /* det: a batch of 3 x 3, and a singular matrix (the cofactors, not an inverse) */
+    pardo_tensor *dm = test_tensor_random(&r, PARDO_F64, 3, (int64_t[]){2, 3, 3}, -1, 1);
+    test_check_grad_default("det", NULL, 1, &dm, 1, 1u);
+    pardo_tensor_release(dm);
+    pardo_tensor *sing = test_tensor_from(PARDO_F64, 2, (int64_t[]){3, 3}, (double[]){1, 2, 3, 2, 4, 6, 0.5, -1, 2});
+    test_check_grad_default("det", NULL, 1, &sing, 1, 1u);
+    pardo_tensor_release(sing);
     static const char *const cs[] = {"{\"axis\": 1}", "{\"axis\": 0, \"exclusive\": true}",
                                      "{\"axis\": -1, \"reverse\": true}", "{\"axis\": 1, \"exclusive\": true, \"reverse\": true}"};
     for (int k = 0; k < LEN(cs); k++) {
