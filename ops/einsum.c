@@ -61,7 +61,8 @@ static int parse_term(const char **p, int rank, int n_ell_out, int *labs, int *n
     if (ell < 0 || (rank >= 0 && ell_at < 0 && letters != rank))
         return pardo_errorf(st, PARDO_EINVAL, "attr 'equation': a term of %d labels for an input of rank %d", letters,
                             rank);
-    if (letters + ell > PARDO_MAX_DIMS) return pardo_errorf(st, PARDO_EINVAL, "attr 'equation': a term of too many dims");
+    if (letters + ell > PARDO_MAX_DIMS)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'equation': a term of too many dims");
     *ell_dims = ell;
     int k = 0;
     for (; *s && *s != ',' && *s != '-'; s++) {

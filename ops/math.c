@@ -101,7 +101,8 @@ static int sign_infer(pardo_infer_ctx *ctx) { return same_type_infer(ctx, num_dt
 static int sign_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0];
     if (x->dtype < PARDO_F32 || x->dtype > PARDO_I64)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, expected float32, float64, int32 or int64",
+        return pardo_errorf(ctx->st, PARDO_ESHAPE,
+                            "input 0 'X' has dtype %s, expected float32, float64, int32 or int64",
                             pardo_dtype_name(x->dtype));
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;

@@ -232,7 +232,8 @@ START_TEST(test_onnx_activations) {
             ck_assert_msg(test_run_op(onnx_acts[c].op, onnx_acts[c].attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s",
                           onnx_acts[c].op, st.msg);
             pardo_tensor *want = pardo_tensor_clone(x, &st);
-            for (int64_t i = 0; i < x->numel; i++) pardo_tensor_set_f64(want, i, onnx_acts[c].f(pardo_tensor_get_f64(x, i)));
+            for (int64_t i = 0; i < x->numel; i++)
+                pardo_tensor_set_f64(want, i, onnx_acts[c].f(pardo_tensor_get_f64(x, i)));
             test_assert_close(y, want, t ? 1e-13 : 2e-6, t ? 1e-15 : 1e-7);
             pardo_tensor_release(want);
             pardo_tensor_release(y);

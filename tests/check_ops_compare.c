@@ -155,7 +155,8 @@ START_TEST(test_xor_broadcast) {
     ck_assert_int_eq(y->dtype, PARDO_BOOL);
     ck_assert_int_eq(y->numel, 12);
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 4; j++) ck_assert_double_eq(pardo_tensor_get_f64(y, i * 4 + j), (av[i] != 0) != (bv[j] != 0));
+        for (int j = 0; j < 4; j++)
+            ck_assert_double_eq(pardo_tensor_get_f64(y, i * 4 + j), (av[i] != 0) != (bv[j] != 0));
     pardo_tensor_release(y);
     pardo_tensor_release(b);
     pardo_tensor_release(a);

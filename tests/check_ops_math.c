@@ -46,8 +46,8 @@ static void check_unary(const char *op, dfn f, double lo, double hi) {
         ck_assert_int_eq(y->dtype, dt);
         for (int64_t i = 0; i < x->numel; i++) {
             const double want = f(pardo_tensor_get_f64(x, i)), got = pardo_tensor_get_f64(y, i);
-            ck_assert_msg(fabs(got - want) <= (t ? 1e-14 : 1e-6) * fmax(1, fabs(want)), "%s %s[%lld]: %.17g, want %.17g",
-                          op, pardo_dtype_name(dt), (long long)i, got, want);
+            ck_assert_msg(fabs(got - want) <= (t ? 1e-14 : 1e-6) * fmax(1, fabs(want)),
+                          "%s %s[%lld]: %.17g, want %.17g", op, pardo_dtype_name(dt), (long long)i, got, want);
         }
         pardo_tensor_release(y);
         pardo_tensor_release(x);
@@ -334,7 +334,8 @@ START_TEST(test_einsum_forms) {
     test_rng r = {31};
     pardo_status st;
     const int64_t sa[3] = {2, 3, 4}, sb[3] = {2, 4, 5};
-    pardo_tensor *a = test_tensor_random(&r, PARDO_F64, 3, sa, -1, 1), *b = test_tensor_random(&r, PARDO_F64, 3, sb, -1, 1);
+    pardo_tensor *a = test_tensor_random(&r, PARDO_F64, 3, sa, -1, 1),
+                 *b = test_tensor_random(&r, PARDO_F64, 3, sb, -1, 1);
     pardo_tensor *ab[2] = {a, b}, *y = NULL;
     /* explicit, and implicit: the labels that appear once (i, k), so b is summed too, as numpy does */
     static const char *const bmm[2] = {"{\"equation\": \"bij, bjk -> bik\"}", "{\"equation\": \"bij,bjk\"}"};
@@ -368,7 +369,8 @@ START_TEST(test_einsum_forms) {
     pardo_tensor *t = test_tensor_random(&r, PARDO_F64, 2, (int64_t[]){3, 4}, -1, 1);
     ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"ij->ji\"}", 1, &t, 1, &y, &st), PARDO_OK);
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 4; j++) ck_assert_double_eq(pardo_tensor_get_f64(y, j * 3 + i), pardo_tensor_get_f64(t, i * 4 + j));
+        for (int j = 0; j < 4; j++)
+            ck_assert_double_eq(pardo_tensor_get_f64(y, j * 3 + i), pardo_tensor_get_f64(t, i * 4 + j));
     pardo_tensor_release(y);
     ck_assert_int_eq(test_run_op("einsum", "{\"equation\": \"ij->i\"}", 1, &t, 1, &y, &st), PARDO_OK);
     for (int i = 0; i < 3; i++) {
@@ -465,7 +467,8 @@ START_TEST(test_math_gradients) {
     test_check_grad_default("det", NULL, 1, &sing, 1, 1u);
     pardo_tensor_release(sing);
     static const char *const cs[] = {"{\"axis\": 1}", "{\"axis\": 0, \"exclusive\": true}",
-                                     "{\"axis\": -1, \"reverse\": true}", "{\"axis\": 1, \"exclusive\": true, \"reverse\": true}"};
+                                     "{\"axis\": -1, \"reverse\": true}",
+                                     "{\"axis\": 1, \"exclusive\": true, \"reverse\": true}"};
     for (int k = 0; k < LEN(cs); k++) {
         pardo_tensor *cx = test_tensor_random(&r, PARDO_F64, 2, (int64_t[]){3, 4}, -1, 1);
         test_check_grad_default("cumsum", cs[k], 1, &cx, 1, 1u);

@@ -612,7 +612,8 @@ START_TEST(test_onnx_reduction_gradients) {
 END_TEST
 
 START_TEST(test_argmin_select_last) {
-    pardo_tensor *x = test_tensor_from(PARDO_F64, 2, (int64_t[]){2, 4}, (double[]){3, 1, 7, 1, 7, NAN, 2, NAN}), *y = NULL;
+    pardo_tensor *x = test_tensor_from(PARDO_F64, 2, (int64_t[]){2, 4}, (double[]){3, 1, 7, 1, 7, NAN, 2, NAN}),
+                 *y = NULL;
     pardo_status st;
     static const struct {
         const char *op, *attrs;
@@ -627,8 +628,8 @@ START_TEST(test_argmin_select_last) {
         ck_assert_msg(test_run_op(cases_arg[c].op, cases_arg[c].attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s", st.msg);
         ck_assert_int_eq(y->dtype, PARDO_I64);
         for (int i = 0; i < 2; i++)
-            ck_assert_msg(pardo_tensor_get_f64(y, i) == cases_arg[c].want[i] - 4 * i, "%s %s row %d: %g", cases_arg[c].op,
-                          cases_arg[c].attrs, i, pardo_tensor_get_f64(y, i));
+            ck_assert_msg(pardo_tensor_get_f64(y, i) == cases_arg[c].want[i] - 4 * i, "%s %s row %d: %g",
+                          cases_arg[c].op, cases_arg[c].attrs, i, pardo_tensor_get_f64(y, i));
         pardo_tensor_release(y);
     }
     /* against a naive loop over random ints with ties, both ends */

@@ -18,9 +18,8 @@ int onnx_clip_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     for (int k = 1; y && k <= 2; k++) {
         if (!onnx_input(c, n, k)) continue;
         const bool last = k == 2 || !onnx_input(c, n, 2);
-        const char *bound = onnx_in_var(c, n, k, st), *cond = bound ? onnx_step(c, n, k == 1 ? "less" : "greater", y, bound,
-                                                                      false, st)
-                                                              : NULL;
+        const char *bound = onnx_in_var(c, n, k, st),
+                   *cond = bound ? onnx_step(c, n, k == 1 ? "less" : "greater", y, bound, false, st) : NULL;
         const char *out = cond ? (last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "clip", st)) : NULL;
         const char *in[3] = {cond, bound, y};
         if (!out || !onnx_emit(c, "where", in, 3, &out, 1, st)) return st->code;
@@ -82,7 +81,8 @@ static int map_trilu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     uint8_t *md = pardo_tensor_data(m);
     for (int64_t i = 0; i < dims[0]; i++)
         for (int64_t j = 0; j < dims[1]; j++) md[i * dims[1] + j] = upper ? (double)(j - i) >= k : (double)(j - i) <= k;
-    const char *mask = onnx_const_var(c, "trilu_mask", m, false, st), *zero = mask ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *mask = onnx_const_var(c, "trilu_mask", m, false, st),
+               *zero = mask ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
     const char *in[3] = {mask, x, zero};
     return zero && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
 }
@@ -123,7 +123,8 @@ static int map_depth_space(onnx_ctx *c, const Onnx__NodeProto *n, bool to_space,
     }
     if (H % b || W % b) return onnx_bad(c, st, "H %lld and W %lld must be multiples of blocksize", (long long)H,
                                         (long long)W);
-    const int64_t a[6] = {0, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4}, out[4] = {0, C * b * b, H / b, W / b};
+    const int64_t a[6] = {0, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4},
+                  out[4] = {0, C * b * b, H / b, W / b};
     return reshape_transpose_reshape(c, n, x, a, 6, perm, out, 4, st);
 }
 
@@ -142,7 +143,8 @@ static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
     int64_t reps[ONNX_MAX_INTS];
     int nr = 0;
-    if (!onnx_const_input_ints(c, n, 1, reps, &nr)) return onnx_unsupported(c, st, "input 1 (repeats) must be a constant");
+    if (!onnx_const_input_ints(c, n, 1, reps, &nr))
+        return onnx_unsupported(c, st, "input 1 (repeats) must be a constant");
     if (nr != t.ndim) return onnx_bad(c, st, "%d repeats for rank %d", nr, t.ndim);
     int last = -1;
     for (int a = 0; a < nr; a++) {
@@ -158,7 +160,8 @@ static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
         for (int k = 0; k < reps[a]; k++) copies[k] = acc;
         const char *out = a == last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "tile", st);
         pardo_op *op = out && reps[a] ? onnx_emit(c, "concat", copies, (int)reps[a], &out, 1, st) : NULL;
-        if (!op || onnx_set_int(op, "axis", a, st) != PARDO_OK) return reps[a] ? st->code : onnx_unsupported(c, st, "a repeat of 0");
+        if (!op || onnx_set_int(op, "axis", a, st) != PARDO_OK)
+            return reps[a] ? st->code : onnx_unsupported(c, st, "a repeat of 0");
         acc = out;
     }
     return PARDO_OK;

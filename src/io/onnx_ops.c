@@ -592,7 +592,8 @@ static int map_squeeze_like(onnx_ctx *c, const Onnx__NodeProto *n, const char *t
     if (c->opset >= 13) {
         if (onnx_input(c, n, 1)) {
             has = true;
-            if (!onnx_const_input_ints(c, n, 1, axes, &na)) return onnx_unsupported(c, st, "input 1 (axes) must be a constant");
+            if (!onnx_const_input_ints(c, n, 1, axes, &na))
+                return onnx_unsupported(c, st, "input 1 (axes) must be a constant");
         }
     } else if (onnx_attr(n, "axes")) {
         const int64_t *a = onnx_attr_ints(n, "axes", &na);
@@ -728,7 +729,8 @@ static int map_split(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     int ns = 0, nout = (int)n->n_output;
     if (nout > ONNX_MAX_INTS) return onnx_unsupported(c, st, "%d outputs", nout);
     if (c->opset >= 13 && onnx_input(c, n, 1)) {
-        if (!onnx_const_input_ints(c, n, 1, sizes, &ns)) return onnx_unsupported(c, st, "input 1 (split) must be a constant");
+        if (!onnx_const_input_ints(c, n, 1, sizes, &ns))
+            return onnx_unsupported(c, st, "input 1 (split) must be a constant");
     } else if (onnx_attr(n, "split")) {
         const int64_t *a = onnx_attr_ints(n, "split", &ns);
         if (ns > ONNX_MAX_INTS) return onnx_unsupported(c, st, "too many parts");
@@ -807,7 +809,8 @@ static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type 
 static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = onnx_in_var(c, n, 0, st), *w = x ? onnx_in_var(c, n, 1, st) : NULL, *b = w ? onnx_opt_var(c, n, 2, st) : NULL;
+    const char *x = onnx_in_var(c, n, 0, st), *w = x ? onnx_in_var(c, n, 1, st) : NULL,
+               *b = w ? onnx_opt_var(c, n, 2, st) : NULL;
     if (!b) return st->code;
     pardo_type wt;
     if (onnx_type_of(c, w, &wt, st) != PARDO_OK) return st->code;

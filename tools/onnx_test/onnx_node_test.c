@@ -296,8 +296,8 @@ int main(int argc, char **argv) {
     printf("\nonnx-test: %d tests from %s: %d pass, %d fail, %d unsupported\n", n_names, data, total[R_PASS],
            total[R_FAIL], total[R_UNSUPPORTED]);
     printf("out of scope and counted as unsupported: training-only ops of the preview domain, string ops, sequence "
-           "and optional types, and random ops whose reference comes from NumPy's generator; the %d tests whose reference "
-           "data disagrees with the operator (the window functions' expanded forms)\n",
+           "and optional types, and random ops whose reference comes from NumPy's generator; the %d tests whose "
+           "reference data disagrees with the operator (the window functions' expanded forms)\n",
            (int)(sizeof bad_reference / sizeof bad_reference[0]));
     int rc = total[R_FAIL] ? 1 : 0;
     if (floor_file) {
