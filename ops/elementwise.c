@@ -309,6 +309,7 @@ const pardo_op_def pardo_op_pow = {
     .n_attrs = 1,
     .infer = pow_infer,
     .cpu = pow_cpu,
+    .inplace = true, /* element i of Y reads only element i of X where the two can be one tensor (same shape) */
     .grad = pardo_grad_standard,
 };
 
