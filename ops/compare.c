@@ -205,7 +205,21 @@ static int predicate_infer(pardo_infer_ctx *ctx) {
     return PARDO_OK;
 }
 
-/* Y[i] = X[i] is NaN (kind 0), or X[i] is +inf (pos) or -inf (neg). */
+/* Defines NAME: y[i] = x[i] is NaN (nan), or +inf (pos) or -inf (neg), over n elements of type T, built for
+ * each vector width. */
+#define PREDICATE_KERNEL(NAME, T)                                                                                      \
+    PARDO_SIMD_CLONES static void NAME(const void *vx, uint8_t *y, int64_t n, bool nan, bool pos, bool neg) {          \
+        const T *x = vx;                                                                                               \
+        if (nan)                                                                                                       \
+            for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)(x[i] != x[i]);                                            \
+        else                                                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                                            \
+                y[i] = (uint8_t)((pos && x[i] == (T)HUGE_VAL) || (neg && x[i] == (T)-HUGE_VAL));                       \
+    }
+
+PREDICATE_KERNEL(predicate_f32, float)
+PREDICATE_KERNEL(predicate_f64, double)
+
 static int predicate_run(pardo_kernel_ctx *ctx, bool nan, bool pos, bool neg) {
     pardo_tensor *x = ctx->in[0];
     if (!pardo_dtype_is_float(x->dtype))
@@ -213,12 +227,8 @@ static int predicate_run(pardo_kernel_ctx *ctx, bool nan, bool pos, bool neg) {
                             pardo_dtype_name(x->dtype));
     pardo_tensor *y = pardo_kernel_output(ctx, 0, PARDO_BOOL, x->ndim, x->shape);
     if (!y) return ctx->st->code;
-    uint8_t *py = pardo_tensor_data(y);
-    const void *px = pardo_tensor_data(x);
-    for (int64_t i = 0; i < x->numel; i++) {
-        const double v = x->dtype == PARDO_F32 ? (double)((const float *)px)[i] : ((const double *)px)[i];
-        py[i] = (uint8_t)(nan ? isnan(v) : (pos && v == HUGE_VAL) || (neg && v == -HUGE_VAL));
-    }
+    if (x->dtype == PARDO_F32) predicate_f32(pardo_tensor_data(x), pardo_tensor_data(y), x->numel, nan, pos, neg);
+    else predicate_f64(pardo_tensor_data(x), pardo_tensor_data(y), x->numel, nan, pos, neg);
     return PARDO_OK;
 }
 

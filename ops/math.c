@@ -91,12 +91,19 @@ static int same_type_infer(pardo_infer_ctx *ctx, const pardo_dtype *dts, int n) 
 
 static int sign_infer(pardo_infer_ctx *ctx) { return same_type_infer(ctx, num_dtypes, 4); }
 
-#define SIGN_LOOP(T)                                                                                                   \
-    do {                                                                                                               \
-        const T *x_ = pardo_tensor_data(x);                                                                            \
-        T *y_ = pardo_tensor_data(y);                                                                                  \
-        for (int64_t i = 0; i < x->numel; i++) y_[i] = x_[i] > 0 ? (T)1 : x_[i] < 0 ? (T)-1 : x_[i];                   \
-    } while (0)
+/* Defines NAME: y = sign(x) over n elements of type T (NaN stays: neither comparison holds), built for each
+ * vector width. */
+#define SIGN_KERNEL(NAME, T)                                                                                           \
+    PARDO_SIMD_CLONES static void NAME(const void *vx, void *vy, int64_t n) {                                          \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? (T)1 : x[i] < 0 ? (T)-1 : x[i];                              \
+    }
+
+SIGN_KERNEL(sign_f32, float)
+SIGN_KERNEL(sign_f64, double)
+SIGN_KERNEL(sign_i32, int32_t)
+SIGN_KERNEL(sign_i64, int64_t)
 
 static int sign_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0];
@@ -106,11 +113,13 @@ static int sign_cpu(pardo_kernel_ctx *ctx) {
                             pardo_dtype_name(x->dtype));
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;
+    const void *px = pardo_tensor_data(x);
+    void *py = pardo_tensor_data(y);
     switch (x->dtype) {
-    case PARDO_F32: SIGN_LOOP(float); break;
-    case PARDO_F64: SIGN_LOOP(double); break;
-    case PARDO_I32: SIGN_LOOP(int32_t); break;
-    default: SIGN_LOOP(int64_t); break;
+    case PARDO_F32: sign_f32(px, py, x->numel); break;
+    case PARDO_F64: sign_f64(px, py, x->numel); break;
+    case PARDO_I32: sign_i32(px, py, x->numel); break;
+    default: sign_i64(px, py, x->numel); break;
     }
     return PARDO_OK;
 }
