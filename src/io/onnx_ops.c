@@ -152,7 +152,9 @@ static int map_einsum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"equation", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
     char eq[256];
-    if (!onnx_attr(n, "equation")) return onnx_bad(c, st, "attr 'equation' is required");
+    const Onnx__AttributeProto *a = onnx_attr(n, "equation");
+    if (!a) return onnx_bad(c, st, "attr 'equation' is required");
+    if (a->s.len >= sizeof eq) return onnx_unsupported(c, st, "attr 'equation' of %zu characters", a->s.len);
     onnx_attr_string(n, "equation", "", eq, sizeof eq);
     const char *in[8];
     if (n->n_input < 1 || n->n_input > 8) return onnx_unsupported(c, st, "%zu inputs; pardo's einsum takes 1 to 8",
@@ -271,7 +273,10 @@ BINARY(map_xor, "xor")
 
 /* Pow: a float base with a constant scalar exponent as attr exponent, anything else with the exponent as input 1. */
 static int map_pow(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    static const char *const known[] = {"broadcast", "axis", NULL}; /* before opset 7, as the binary ops */
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (onnx_attr_int(n, "broadcast", 0) && onnx_attr(n, "axis"))
+        return onnx_unsupported(c, st, "legacy broadcast with attr 'axis'");
     const char *x;
     pardo_type t;
     double e;
