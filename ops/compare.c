@@ -1,10 +1,13 @@
 /* compare.c - comparisons, logic and selection, like the ONNX operators of
  * the same meaning: equal (any dtype), less, greater, less_or_equal,
- * greater_or_equal (float32, float64, int32, int64), and, or (bool), each
- * broadcasting A against B like numpy into a bool C; not (bool); where
+ * greater_or_equal (float32, float64, int32, int64), and, or, xor (bool),
+ * each broadcasting A against B like numpy into a bool C; not (bool);
+ * is_nan and is_inf (float32, float64 into bool, like ONNX IsNaN and IsInf
+ * with detect_positive / detect_negative); where
  * (cond bool, X, Y of one dtype, all three broadcast) with where_grad (dX
  * and dY summed back to their shapes; none for cond). The comparisons and
  * logic ops have no gradient. NaN compares unequal to everything. */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -48,6 +51,7 @@ typedef void (*compare_fn)(const pardo_bcast2 *p, const void *a, const void *b, 
 #define OP_GE(x, y) ((x) >= (y))
 #define OP_AND(x, y) ((x) != 0 && (y) != 0)
 #define OP_OR(x, y) ((x) != 0 || (y) != 0)
+#define OP_XOR(x, y) (((x) != 0) != ((y) != 0))
 
 /* Defines NAME, C = OP(A, B) as 0 or 1 over output elements [e0, e1) for
  * operands of type T: the outer merged dims walked with an odometer, the
@@ -87,6 +91,8 @@ COMPARE_KERNEL(and_b8, uint8_t, OP_AND)
 COMPARE_KERNEL(or_b8, uint8_t, OP_OR)
 static const compare_fn and_kernels[5] = {NULL, NULL, NULL, NULL, and_b8};
 static const compare_fn or_kernels[5] = {NULL, NULL, NULL, NULL, or_b8};
+COMPARE_KERNEL(xor_b8, uint8_t, OP_XOR)
+static const compare_fn xor_kernels[5] = {NULL, NULL, NULL, NULL, xor_b8};
 
 typedef struct compare_job {
     compare_fn fn;
@@ -142,6 +148,7 @@ COMPARE_OP(greater_or_equal, order_infer,
            "no gradient)")
 COMPARE_OP(and, logic_infer, "C = A and B, bool, broadcasting like numpy, like ONNX And (bool; no gradient)")
 COMPARE_OP(or, logic_infer, "C = A or B, bool, broadcasting like numpy, like ONNX Or (bool; no gradient)")
+COMPARE_OP(xor, logic_infer, "C = A xor B, bool, broadcasting like numpy, like ONNX Xor (bool; no gradient)")
 
 /* ---- not ---- */
 
@@ -178,6 +185,92 @@ const pardo_op_def pardo_op_not = {
     .infer = not_infer,
     .cpu = not_cpu,
     .inplace = true,
+};
+
+/* ---- is_nan, is_inf: float predicates ---- */
+
+static const pardo_arg_def fx_in[] = {{"X", "float32 or float64 input", false, false}};
+static const pardo_arg_def pred_out[] = {{"Y", "bool, X's shape", false, false}};
+static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
+static const pardo_attr_def is_inf_attrs[] = {
+    {"detect_positive", PARDO_ATTR_BOOL, "true", "+inf counts"},
+    {"detect_negative", PARDO_ATTR_BOOL, "true", "-inf counts"},
+};
+
+static int predicate_infer(pardo_infer_ctx *ctx) {
+    int rc = pardo_expect_dtype(ctx->in[0], "input 0 'X'", float_dtypes, 2, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *ctx->in[0];
+    ctx->out[0].dtype = PARDO_BOOL;
+    return PARDO_OK;
+}
+
+/* Defines NAME: y[i] = x[i] is NaN (nan), or +inf (pos) or -inf (neg), over n elements of type T, built for
+ * each vector width. */
+#define PREDICATE_KERNEL(NAME, T)                                                                                      \
+    PARDO_SIMD_CLONES static void NAME(const void *vx, uint8_t *y, int64_t n, bool nan, bool pos, bool neg) {          \
+        const T *x = vx;                                                                                               \
+        if (nan)                                                                                                       \
+            for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)(x[i] != x[i]);                                            \
+        else                                                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                                            \
+                y[i] = (uint8_t)((pos && x[i] == (T)HUGE_VAL) || (neg && x[i] == (T)-HUGE_VAL));                       \
+    }
+
+PREDICATE_KERNEL(predicate_f32, float)
+PREDICATE_KERNEL(predicate_f64, double)
+
+static int predicate_run(pardo_kernel_ctx *ctx, bool nan, bool pos, bool neg) {
+    pardo_tensor *x = ctx->in[0];
+    if (!pardo_dtype_is_float(x->dtype))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, expected float32 or float64",
+                            pardo_dtype_name(x->dtype));
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, PARDO_BOOL, x->ndim, x->shape);
+    if (!y) return ctx->st->code;
+    if (x->dtype == PARDO_F32) predicate_f32(pardo_tensor_data(x), pardo_tensor_data(y), x->numel, nan, pos, neg);
+    else predicate_f64(pardo_tensor_data(x), pardo_tensor_data(y), x->numel, nan, pos, neg);
+    return PARDO_OK;
+}
+
+static int is_nan_cpu(pardo_kernel_ctx *ctx) { return predicate_run(ctx, true, false, false); }
+
+static int is_inf_cpu(pardo_kernel_ctx *ctx) {
+    bool pos, neg;
+    int rc = pardo_attr_bool(ctx->op, "detect_positive", true, &pos, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "detect_negative", true, &neg, ctx->st);
+    return rc == PARDO_OK ? predicate_run(ctx, false, pos, neg) : rc;
+}
+
+static int is_inf_infer(pardo_infer_ctx *ctx) {
+    bool b;
+    int rc = pardo_attr_bool(ctx->op, "detect_positive", true, &b, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "detect_negative", true, &b, ctx->st);
+    return rc == PARDO_OK ? predicate_infer(ctx) : rc;
+}
+
+const pardo_op_def pardo_op_is_nan = {
+    .type = "is_nan",
+    .doc = "Y = X is NaN, like ONNX IsNaN (float32, float64 in; bool out; no gradient)",
+    .inputs = fx_in,
+    .n_inputs = 1,
+    .outputs = pred_out,
+    .n_outputs = 1,
+    .infer = predicate_infer,
+    .cpu = is_nan_cpu,
+};
+
+const pardo_op_def pardo_op_is_inf = {
+    .type = "is_inf",
+    .doc = "Y = X is +inf (detect_positive) or -inf (detect_negative), like ONNX IsInf (float32, float64 in; bool "
+           "out; no gradient)",
+    .inputs = fx_in,
+    .n_inputs = 1,
+    .outputs = pred_out,
+    .n_outputs = 1,
+    .attrs = is_inf_attrs,
+    .n_attrs = 2,
+    .infer = is_inf_infer,
+    .cpu = is_inf_cpu,
 };
 
 /* ---- where ---- */

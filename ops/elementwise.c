@@ -1,7 +1,10 @@
 /* elementwise.c - arithmetic ops: the binary ops add, sub, mul, div (numpy
  * broadcasting, float32/float64/int32/int64; their gradient ops are in
  * ops/elementwise_grad.c) and the unary float ops neg, exp, log, sqrt, abs,
- * pow, scale, clip, erf with their gradient ops (ops/unary.h). Each op: schema,
+ * pow, scale, clip, erf with their gradient ops (ops/unary.h); pow also
+ * takes its exponent as input 1 broadcast against X, like ONNX Pow (any of
+ * the four numeric dtypes each, ints exact; pow_grad then gives dX and dE,
+ * summed in place to their shapes). Each op: schema,
  * inference, CPU kernel. Integer add/sub/mul wrap around on overflow (two's
  * complement, like numpy) instead of being undefined; integer div truncates
  * toward zero (C, ONNX) and a zero divisor is a PARDO_ERUNTIME error. Every
@@ -198,8 +201,25 @@ UNARY_OP(abs, "Y = |X| (float32, float64)", NULL, 0, NULL, NULL, r = fabs(v);)
 UNARY_GRAD_OP(abs, "dX = dY * sign(X), 0 where X is 0 (gradient of abs; float32, float64)", NULL, 0, NULL,
               r = v > 0 ? g : (v < 0 ? -g : (elem_t)0);)
 
-/* pow: p = exponent. */
-static const pardo_attr_def pow_attrs[] = {{"exponent", PARDO_ATTR_FLOAT, NULL, "the power X is raised to"}};
+/* pow: Y = X ** E, E the attr exponent (p; the unary form: float32, float64) or, like ONNX Pow, input 1 broadcast
+ * against X (X and E each float32, float64, int32 or int64; Y X's dtype). */
+static const pardo_attr_def pow_attrs[] = {
+    {"exponent", PARDO_ATTR_FLOAT, "null", "the power X is raised to, when input 1 'E' is absent"}};
+static const pardo_arg_def pow_in[] = {
+    {"X", "the base (float32 or float64; with E also int32, int64)", false, false},
+    {"E", "the exponent, broadcast against X like numpy (float32, float64, int32, int64; \"\": attr exponent)", true,
+     false},
+};
+static const pardo_arg_def pow_grad_in[] = {
+    {"X", "the forward input", false, false},
+    {"E", "the forward input E (or \"\")", true, false},
+    {"Y", "the forward output", false, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
+static const pardo_arg_def pow_grad_out[] = {
+    {"dX", "gradient of X, summed to its shape", true, false},
+    {"dE", "gradient of E, summed to its shape", true, false},
+};
 
 static int pow_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) {
     if (!pardo_attr(op, "exponent")) return pardo_errorf(st, PARDO_EINVAL, "attr 'exponent' is required");
@@ -207,11 +227,193 @@ static int pow_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) {
     return pardo_attr_float(op, "exponent", 0.0, &a->p, st);
 }
 
-UNARY_OP(pow, "Y = X ** exponent (C pow: NaN for X < 0 with a non-integer exponent; float32, float64)", pow_attrs, 1,
-         pow_args, NULL, r = pow(v, p);)
-UNARY_GRAD_OP(pow, "dX = dY * exponent * X ** (exponent - 1), 0 for exponent 0 (gradient of pow wrt X; float32, "
-              "float64)", pow_attrs, 1,
-              pow_args, r = p == 0 ? (elem_t)0 : g * p * pow(v, p - 1);)
+UNARY_KERNEL(pow_f32, float, r = pow(v, p);)
+UNARY_KERNEL(pow_f64, double, r = pow(v, p);)
+UNARY_GRAD_KERNEL(pow_grad_f32, float, r = p == 0 ? (elem_t)0 : g * p * pow(v, p - 1);)
+UNARY_GRAD_KERNEL(pow_grad_f64, double, r = p == 0 ? (elem_t)0 : g * p * pow(v, p - 1);)
+
+static bool pow_has_e(int n_in, pardo_tensor *const *in) { return n_in > 1 && in[1]; }
+
+static int pow_infer(pardo_infer_ctx *ctx) {
+    if (!(ctx->n_in > 1 && ctx->in[1])) return pardo_unary_infer(ctx, pow_args);
+    const pardo_type *x = ctx->in[0], *e = ctx->in[1];
+    int rc = pardo_expect_dtype(x, "input 0 'X'", binary_dtypes, 4, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(e, "input 1 'E'", binary_dtypes, 4, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_broadcast_types(x, e, &ctx->out[0], ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0].dtype = x->dtype;
+    return PARDO_OK;
+}
+
+/* Element i of t (any of the four numeric dtypes) as a double. */
+static inline double num_at(const void *d, pardo_dtype dt, int64_t i) {
+    switch (dt) {
+    case PARDO_F32: return (double)((const float *)d)[i];
+    case PARDO_F64: return ((const double *)d)[i];
+    case PARDO_I32: return (double)((const int32_t *)d)[i];
+    default: return (double)((const int64_t *)d)[i];
+    }
+}
+
+/* b ** e in integers (e >= 0, wrapping like numpy); e < 0: C's truncation of the real power. */
+static int64_t ipow(int64_t b, int64_t e) {
+    if (e < 0) return (int64_t)pow((double)b, (double)e);
+    uint64_t r = 1, base = (uint64_t)b;
+    for (; e; e >>= 1, base *= base)
+        if (e & 1) r *= base;
+    return (int64_t)r;
+}
+
+static int pow_cpu(pardo_kernel_ctx *ctx) {
+    if (!pow_has_e(ctx->n_in, ctx->in)) return pardo_unary_run(ctx, pow_f32, pow_f64, pow_args);
+    pardo_tensor *x = ctx->in[0], *e = ctx->in[1];
+    if (x->dtype < PARDO_F32 || x->dtype > PARDO_I64 || e->dtype < PARDO_F32 || e->dtype > PARDO_I64)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs are %s and %s, expected float32, float64, int32 or int64",
+                            pardo_dtype_name(x->dtype), pardo_dtype_name(e->dtype));
+    pardo_bcast2 p;
+    int rc = pardo_bcast2_plan(x->ndim, x->shape, e->ndim, e->shape, &p, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, p.ndim, p.shape);
+    if (!y) return ctx->st->code;
+    const void *px = pardo_tensor_data(x), *pe = pardo_tensor_data(e);
+    void *py = pardo_tensor_data(y);
+    const bool ints = pardo_dtype_is_int(x->dtype) && pardo_dtype_is_int(e->dtype);
+    pardo_odo o;
+    pardo_odo_init(&o, p.nd, p.dims, p.sa, p.sb);
+    for (int64_t i = 0; i < p.numel; i++, pardo_odo_next(&o)) {
+        const double b = num_at(px, x->dtype, o.off[0]), ex = num_at(pe, e->dtype, o.off[1]);
+        switch (x->dtype) {
+        case PARDO_F32: ((float *)py)[i] = (float)pow(b, ex); break;
+        case PARDO_F64: ((double *)py)[i] = pow(b, ex); break;
+        case PARDO_I32:
+            ((int32_t *)py)[i] = (int32_t)(ints ? ipow((int64_t)b, (int64_t)ex) : (int64_t)pow(b, ex));
+            break;
+        default: /* int64: exact in integers (a double holds every int64 exponent a model gives) */
+            ((int64_t *)py)[i] = ints ? ipow(((const int64_t *)px)[o.off[0]], (int64_t)ex) : (int64_t)pow(b, ex);
+            break;
+        }
+    }
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_pow = {
+    .type = "pow",
+    .doc = "Y = X ** exponent (attr; float32, float64), or X ** E broadcast like numpy, like ONNX Pow (X, E float32, "
+           "float64, int32, int64; Y X's dtype, ints exact); C pow: NaN for X < 0 with a non-integer exponent "
+           "(gradient: floats)",
+    .inputs = pow_in,
+    .n_inputs = 2,
+    .outputs = pardo_unary_y_out,
+    .n_outputs = 1,
+    .attrs = pow_attrs,
+    .n_attrs = 1,
+    .infer = pow_infer,
+    .cpu = pow_cpu,
+    .inplace = true, /* element i of Y reads only element i of X where the two can be one tensor (same shape) */
+    .grad = pardo_grad_standard,
+};
+
+/* pow_grad's inputs: X, E, Y, dY; a graph written before input E has X, Y, dY (3 inputs), the unary form's. */
+static void pow_grad_inputs(int n_in, pardo_tensor *const *in, pardo_tensor **e, pardo_tensor **y, pardo_tensor **dy) {
+    *e = n_in == 4 ? in[1] : NULL;
+    *y = n_in == 3 ? in[1] : n_in > 2 ? in[2] : NULL;
+    *dy = n_in == 3 ? in[2] : n_in > 3 ? in[3] : NULL;
+}
+
+static int pow_grad_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *e = ctx->n_in == 4 ? ctx->in[1] : NULL;
+    if (!e) {
+        const pardo_type *three[3] = {ctx->in[0], ctx->n_in == 3 ? ctx->in[1] : ctx->in[2],
+                                      ctx->n_in == 3 ? ctx->in[2] : ctx->n_in > 3 ? ctx->in[3] : NULL};
+        pardo_infer_ctx c3 = *ctx;
+        c3.in = three;
+        c3.n_in = 3;
+        c3.n_out = 1;
+        int rc = pardo_unary_grad_infer(&c3, pow_args);
+        if (rc == PARDO_OK && ctx->n_out > 1) ctx->out[1] = *ctx->in[0];
+        return rc;
+    }
+    const pardo_type *x = ctx->in[0];
+    int rc = pardo_grad_expect_float(ctx->op, 0, x, "input 0 'X'", ctx->st);
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(x, "input 0 'X'", binary_dtypes, 2, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *x;
+    if (ctx->n_out > 1) ctx->out[1] = *e;
+    return PARDO_OK;
+}
+
+/* Defines NAME: dX[x's element] += dY E X^(E - 1) and dE[e's element] += dY Y log X over the broadcast output
+ * (dx, de NULL: not wanted; both zeroed before). */
+#define POW_GRAD_BCAST(NAME, T)                                                                                        \
+    static void NAME(const pardo_bcast2 *p, const T *x, const void *e, pardo_dtype edt, const T *y, const T *dy,      \
+                     T *dx, T *de) {                                                                                   \
+        pardo_odo o;                                                                                                   \
+        pardo_odo_init(&o, p->nd, p->dims, p->sa, p->sb);                                                              \
+        for (int64_t i = 0; i < p->numel; i++, pardo_odo_next(&o)) {                                                   \
+            const double b = (double)x[o.off[0]], ex = num_at(e, edt, o.off[1]), g = (double)dy[i];                    \
+            if (dx && ex != 0) dx[o.off[0]] += (T)(g * ex * pow(b, ex - 1));                                           \
+            if (de && b > 0) de[o.off[1]] += (T)(g * (double)y[i] * log(b));                                           \
+        }                                                                                                              \
+    }
+
+POW_GRAD_BCAST(pow_grad_bcast_f32, float)
+POW_GRAD_BCAST(pow_grad_bcast_f64, double)
+
+static int pow_grad_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *x = ctx->in[0], *e, *y, *dy;
+    pow_grad_inputs(ctx->n_in, ctx->in, &e, &y, &dy);
+    if (!e) {
+        pardo_tensor *three[3] = {x, y, dy};
+        pardo_kernel_ctx c3 = *ctx;
+        c3.in = three;
+        c3.n_in = 3;
+        c3.n_out = 1;
+        if (ctx->n_out > 1 && pardo_kernel_wants_output(ctx, 1))
+            return pardo_errorf(ctx->st, PARDO_EINVAL, "output 1 'dE' wanted, but input 1 'E' is absent");
+        return pardo_unary_grad_run(&c3, pow_grad_f32, pow_grad_f64, pow_args);
+    }
+    if (!pardo_dtype_is_float(x->dtype) || !y || y->dtype != x->dtype)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs 'X' and 'Y' must be float32 or float64 of one dtype");
+    pardo_bcast2 p;
+    int rc = pardo_bcast2_plan(x->ndim, x->shape, e->ndim, e->shape, &p, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (dy && (dy->dtype != x->dtype || dy->numel != p.numel))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 3 'dY' must have Y's dtype and shape");
+    pardo_tensor *dx = NULL, *de = NULL;
+    if (pardo_kernel_wants_output(ctx, 0) && !(dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape)))
+        return ctx->st->code;
+    if (ctx->n_out > 1 && pardo_kernel_wants_output(ctx, 1)) {
+        if (!pardo_dtype_is_float(e->dtype) || e->dtype != x->dtype)
+            return pardo_errorf(ctx->st, PARDO_ENOTSUP, "input 1 'E' is %s, which has no gradient here (X is %s)",
+                                pardo_dtype_name(e->dtype), pardo_dtype_name(x->dtype));
+        if (!(de = pardo_kernel_output(ctx, 1, e->dtype, e->ndim, e->shape))) return ctx->st->code;
+    }
+    if (dx) pardo_tensor_zero(dx);
+    if (de) pardo_tensor_zero(de);
+    if (!dy || p.numel == 0) return PARDO_OK;
+    const void *pe = pardo_tensor_data(e);
+    void *pdx = dx ? pardo_tensor_data(dx) : NULL, *pde = de ? pardo_tensor_data(de) : NULL;
+    if (x->dtype == PARDO_F32)
+        pow_grad_bcast_f32(&p, pardo_tensor_data(x), pe, e->dtype, pardo_tensor_data(y), pardo_tensor_data(dy), pdx,
+                           pde);
+    else pow_grad_bcast_f64(&p, pardo_tensor_data(x), pe, e->dtype, pardo_tensor_data(y), pardo_tensor_data(dy), pdx,
+                            pde);
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_pow_grad = {
+    .type = "pow_grad",
+    .doc = "dX = dY * E * X ** (E - 1), 0 where E is 0; dE = dY * Y * log(X) where X > 0, 0 elsewhere; each summed to "
+           "its input's shape (gradient of pow; float32, float64)",
+    .inputs = pow_grad_in,
+    .n_inputs = 4,
+    .outputs = pow_grad_out,
+    .n_outputs = 2,
+    .attrs = pow_attrs,
+    .n_attrs = 1,
+    .infer = pow_grad_infer,
+    .cpu = pow_grad_cpu,
+};
 
 /* scale: y = x * scale + bias, computed in X's dtype; p = scale, q = bias. */
 static const pardo_attr_def scale_attrs[] = {

@@ -25,11 +25,19 @@
     X(sigmoid) X(sigmoid_grad) \
     X(tanh) X(tanh_grad) \
     X(gelu) X(gelu_grad) \
+    X(elu) X(elu_grad) X(selu) X(selu_grad) X(celu) X(celu_grad) \
+    X(hard_sigmoid) X(hard_sigmoid_grad) X(hard_swish) X(hard_swish_grad) \
+    X(softplus) X(softplus_grad) X(softsign) X(softsign_grad) \
+    X(thresholded_relu) X(thresholded_relu_grad) X(mish) X(mish_grad) X(shrink) X(shrink_grad) \
+    X(prelu) X(prelu_grad) \
     X(matmul) X(matmul_grad) \
     X(reduce_sum) X(reduce_sum_grad) \
     X(reduce_mean) X(reduce_mean_grad) \
     X(reduce_max) X(reduce_max_grad) \
-    X(argmax) \
+    X(reduce_min) X(reduce_min_grad) X(reduce_prod) X(reduce_prod_grad) \
+    X(reduce_l1) X(reduce_l1_grad) X(reduce_l2) X(reduce_l2_grad) X(reduce_sum_square) X(reduce_sum_square_grad) \
+    X(reduce_log_sum) X(reduce_log_sum_grad) X(reduce_log_sum_exp) X(reduce_log_sum_exp_grad) \
+    X(argmax) X(argmin) \
     X(softmax) X(softmax_grad) \
     X(log_softmax) X(log_softmax_grad) \
     X(softmax_cross_entropy) X(softmax_cross_entropy_grad) \
@@ -40,6 +48,14 @@
     X(cast) X(cast_grad) \
     X(fill) \
     X(erf) X(erf_grad) \
+    X(floor) X(ceil) X(round) X(sign) \
+    X(sin) X(sin_grad) X(cos) X(cos_grad) X(tan) X(tan_grad) \
+    X(asin) X(asin_grad) X(acos) X(acos_grad) X(atan) X(atan_grad) \
+    X(sinh) X(sinh_grad) X(cosh) X(cosh_grad) \
+    X(asinh) X(asinh_grad) X(acosh) X(acosh_grad) X(atanh) X(atanh_grad) \
+    X(reciprocal) X(reciprocal_grad) \
+    X(max) X(max_grad) X(min) X(min_grad) X(sum) X(sum_grad) X(mean) X(mean_grad) \
+    X(mod) X(cumsum) X(cumsum_grad) X(hardmax) X(det) X(det_grad) X(einsum) X(einsum_grad) \
     X(shape) \
     X(unsqueeze) X(unsqueeze_grad) \
     X(squeeze) X(squeeze_grad) \
@@ -49,7 +65,7 @@
     X(gather) X(gather_grad) \
     X(slice) X(slice_grad) \
     X(equal) X(less) X(greater) X(less_or_equal) X(greater_or_equal) \
-    X(not) X(and) X(or) \
+    X(not) X(and) X(or) X(xor) X(is_nan) X(is_inf) \
     X(where_select) X(where_select_grad) /* "where": pardo_op_where is graph.h's locator */ \
     X(conv2d) X(conv2d_grad) \
     X(max_pool2d) X(max_pool2d_grad) \

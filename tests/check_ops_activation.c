@@ -1,4 +1,7 @@
-/* check_ops_activation.c - leaky_relu and gelu against naive loops in double
+/* check_ops_activation.c - leaky_relu, gelu and ONNX's activations (elu,
+ * selu, celu, hard_sigmoid, hard_swish, softplus, softsign,
+ * thresholded_relu, mish, shrink, prelu with a broadcast slope) against
+ * their definitions in double, with their gradients; leaky_relu and gelu against naive loops in double
  * (float32 and float64, edge sizes), special values, the gradients of relu,
  * leaky_relu, sigmoid, tanh and gelu against float64 finite differences
  * (inputs kept away from the kinks at 0), errors and NumPy fixtures for
@@ -185,6 +188,95 @@ START_TEST(test_fixture_gelu) {
 }
 END_TEST
 
+/* ---- ONNX's activations, against their definitions in double ---- */
+
+#define SELU_A 1.67326319217681884765625
+#define SELU_G 1.05070102214813232421875
+static double ref_elu(double x) { return x > 0 ? x : exp(x) - 1; }
+static double ref_elu_02(double x) { return x > 0 ? x : 0.2 * (exp(x) - 1); }
+static double ref_selu(double x) { return x > 0 ? SELU_G * x : SELU_G * SELU_A * (exp(x) - 1); }
+static double ref_celu_2(double x) { return fmax(0, x) + fmin(0, 2 * (exp(x / 2) - 1)); }
+static double ref_hard_sigmoid(double x) { return fmax(0, fmin(1, 0.2 * x + 0.5)); }
+static double ref_hard_swish(double x) { return x * fmax(0, fmin(1, x / 6 + 0.5)); }
+static double ref_softplus(double x) { return log(1 + exp(x)); }
+static double ref_softsign(double x) { return x / (1 + fabs(x)); }
+static double ref_thresholded(double x) { return x > 1 ? x : 0; }
+static double ref_mish(double x) { return x * tanh(log(1 + exp(x))); }
+static double ref_shrink(double x) { return x < -1.5 ? x + 0.25 : x > 1.5 ? x - 0.25 : 0; }
+
+static const struct {
+    const char *op, *attrs;
+    double (*f)(double);
+    double kinks[2]; /* kept away from in the gradient checks (NAN: none) */
+} onnx_acts[] = {
+    {"elu", NULL, ref_elu, {0, NAN}},
+    {"elu", "{\"alpha\": 0.2}", ref_elu_02, {0, NAN}},
+    {"selu", NULL, ref_selu, {0, NAN}},
+    {"celu", "{\"alpha\": 2}", ref_celu_2, {0, NAN}},
+    {"hard_sigmoid", NULL, ref_hard_sigmoid, {-2.5, 2.5}},
+    {"hard_swish", NULL, ref_hard_swish, {-3, 3}},
+    {"softplus", NULL, ref_softplus, {NAN, NAN}},
+    {"softsign", NULL, ref_softsign, {0, NAN}},
+    {"thresholded_relu", NULL, ref_thresholded, {1, NAN}},
+    {"mish", NULL, ref_mish, {NAN, NAN}},
+    {"shrink", "{\"lambd\": 1.5, \"bias\": 0.25}", ref_shrink, {-1.5, 1.5}},
+};
+
+START_TEST(test_onnx_activations) {
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
+    for (int c = 0; c < LEN(onnx_acts); c++)
+        for (int t = 0; t < 2; t++) {
+            test_rng r = {900u + (uint64_t)(c * 2 + t)};
+            pardo_tensor *x = test_tensor_random(&r, dts[t], 2, (int64_t[]){5, 13}, -6, 6), *y = NULL;
+            pardo_status st;
+            ck_assert_msg(test_run_op(onnx_acts[c].op, onnx_acts[c].attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s",
+                          onnx_acts[c].op, st.msg);
+            pardo_tensor *want = pardo_tensor_clone(x, &st);
+            for (int64_t i = 0; i < x->numel; i++)
+                pardo_tensor_set_f64(want, i, onnx_acts[c].f(pardo_tensor_get_f64(x, i)));
+            test_assert_close(y, want, t ? 1e-13 : 2e-6, t ? 1e-15 : 1e-7);
+            pardo_tensor_release(want);
+            pardo_tensor_release(y);
+            pardo_tensor_release(x);
+        }
+}
+END_TEST
+
+START_TEST(test_onnx_activation_gradients) {
+    for (int c = 0; c < LEN(onnx_acts); c++) {
+        test_rng r = {950u + (uint64_t)c};
+        pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 3, (int64_t[]){2, 3, 5}, -4, 4);
+        for (int k = 0; k < 2; k++)
+            if (!isnan(onnx_acts[c].kinks[k])) test_push_away(x, onnx_acts[c].kinks[k], 0.01);
+        test_check_grad_default(onnx_acts[c].op, onnx_acts[c].attrs, 1, &x, 1, 1u);
+        pardo_tensor_release(x);
+    }
+}
+END_TEST
+
+/* prelu with a slope of [3, 1] broadcast to X [2, 3, 4]; its gradients for both inputs. */
+START_TEST(test_prelu_broadcast) {
+    test_rng r = {977};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 3, (int64_t[]){2, 3, 4}, -2, 2);
+    pardo_tensor *sl = test_tensor_random(&r, PARDO_F64, 2, (int64_t[]){3, 1}, -1, 1), *in[2] = {x, sl}, *y = NULL;
+    pardo_status st;
+    ck_assert_int_eq(test_run_op("prelu", NULL, 2, in, 1, &y, &st), PARDO_OK);
+    for (int64_t e = 0; e < 24; e++) {
+        const double v = pardo_tensor_get_f64(x, e), a = pardo_tensor_get_f64(sl, e / 4 % 3);
+        ck_assert_double_eq(pardo_tensor_get_f64(y, e), v < 0 ? a * v : v);
+    }
+    pardo_tensor_release(y);
+    test_push_away(x, 0, 0.01);
+    test_check_grad_default("prelu", NULL, 2, in, 1, 3u);
+    /* a slope that does not broadcast to X (it would grow X) is refused */
+    pardo_tensor *big = test_tensor_random(&r, PARDO_F64, 4, (int64_t[]){5, 2, 3, 4}, -1, 1), *bad[2] = {x, big};
+    ck_assert_int_eq(test_run_op("prelu", NULL, 2, bad, 1, &y, &st), PARDO_ESHAPE);
+    pardo_tensor_release(big);
+    pardo_tensor_release(sl);
+    pardo_tensor_release(x);
+}
+END_TEST
+
 Suite *make_ops_activation_suite(void) {
     Suite *s = suite_create("ops_activation");
     TCase *core = tcase_create("Core");
@@ -192,6 +284,9 @@ Suite *make_ops_activation_suite(void) {
     tcase_add_test(core, test_special_values);
     tcase_add_test(core, test_gradients);
     tcase_add_test(core, test_gradient_at_kinks_and_float32);
+    tcase_add_test(core, test_onnx_activations);
+    tcase_add_test(core, test_onnx_activation_gradients);
+    tcase_add_test(core, test_prelu_broadcast);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_dtypes_and_attrs);

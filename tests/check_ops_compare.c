@@ -5,6 +5,8 @@
  * differences; dtype errors. erf (ops/elementwise.c) is checked here too,
  * beside the other ops PyTorch's ONNX exports of GELU and masks need. */
 #include <check.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,12 +144,62 @@ START_TEST(test_where_erf_grad) {
 }
 END_TEST
 
+/* xor against a naive loop over a broadcast [3, 1] x [4]. */
+START_TEST(test_xor_broadcast) {
+    const double av[3] = {0, 1, 1}, bv[4] = {0, 1, 0, 1};
+    pardo_tensor *a = test_tensor_from(PARDO_BOOL, 2, (int64_t[]){3, 1}, av);
+    pardo_tensor *b = test_tensor_from(PARDO_BOOL, 1, (int64_t[]){4}, bv);
+    pardo_tensor *in[2] = {a, b}, *y = NULL;
+    pardo_status st;
+    ck_assert_int_eq(test_run_op("xor", NULL, 2, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->dtype, PARDO_BOOL);
+    ck_assert_int_eq(y->numel, 12);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            ck_assert_double_eq(pardo_tensor_get_f64(y, i * 4 + j), (av[i] != 0) != (bv[j] != 0));
+    pardo_tensor_release(y);
+    pardo_tensor_release(b);
+    pardo_tensor_release(a);
+}
+END_TEST
+
+/* is_nan and is_inf (both signs, one, the other) against naive loops, float32 and float64. */
+START_TEST(test_nan_inf_predicates) {
+    const double v[6] = {1.5, NAN, INFINITY, -INFINITY, 0, -2};
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
+    static const char *const attrs[3] = {NULL, "{\"detect_negative\": false}", "{\"detect_positive\": false}"};
+    for (int t = 0; t < 2; t++) {
+        pardo_tensor *x = test_tensor_from(dts[t], 2, (int64_t[]){2, 3}, v), *y = NULL;
+        pardo_status st;
+        ck_assert_int_eq(test_run_op("is_nan", NULL, 1, &x, 1, &y, &st), PARDO_OK);
+        for (int i = 0; i < 6; i++) ck_assert_double_eq(pardo_tensor_get_f64(y, i), isnan(v[i]) ? 1 : 0);
+        pardo_tensor_release(y);
+        for (int a = 0; a < 3; a++) {
+            ck_assert_msg(test_run_op("is_inf", attrs[a], 1, &x, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+            for (int i = 0; i < 6; i++) {
+                bool want = (a != 2 && v[i] == HUGE_VAL) || (a != 1 && v[i] == -HUGE_VAL);
+                ck_assert_double_eq(pardo_tensor_get_f64(y, i), want ? 1 : 0);
+            }
+            pardo_tensor_release(y);
+        }
+        pardo_tensor_release(x);
+    }
+    pardo_type it = test_type(PARDO_I32, 1, (int64_t[]){3}), out;
+    const pardo_type *in[1] = {&it};
+    pardo_status st;
+    ck_assert_int_eq(test_infer_op("is_nan", NULL, 1, in, 1, &out, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(test_infer_op("is_inf", NULL, 1, in, 1, &out, &st), PARDO_ESHAPE);
+}
+END_TEST
+
 Suite *make_ops_compare_suite(void) {
     Suite *s = suite_create("ops_compare");
     TCase *core = tcase_create("Core");
     tcase_add_test(core, test_equal_dtypes);
     tcase_add_test(core, test_compare_infer);
     tcase_add_test(core, test_where_erf_grad);
+    tcase_add_test(core, test_xor_broadcast);
+    tcase_add_test(core, test_nan_inf_predicates);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_compare_errors);

@@ -693,6 +693,62 @@ START_TEST(test_split_over_threads) {
 }
 END_TEST
 
+/* pow with the exponent as input 1 (ONNX Pow): broadcasting, mixed dtypes, exact ints, both gradients. */
+START_TEST(test_pow_tensor_exponent) {
+    pardo_status st;
+    test_rng r = {1234};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, (int64_t[]){2, 3}, 0.5, 2);
+    pardo_tensor *e = test_tensor_random(&r, PARDO_F64, 1, (int64_t[]){3}, -2, 2), *in[2] = {x, e}, *y = NULL;
+    ck_assert_int_eq(test_run_op("pow", NULL, 2, in, 1, &y, &st), PARDO_OK);
+    for (int i = 0; i < 6; i++)
+        ck_assert_double_eq_tol(pardo_tensor_get_f64(y, i),
+                                pow(pardo_tensor_get_f64(x, i), pardo_tensor_get_f64(e, i % 3)), 1e-14);
+    pardo_tensor_release(y);
+    test_check_grad_default("pow", NULL, 2, in, 1, 3u);
+    /* float32 ** int32, broadcast the other way ([3] against [2, 3]) */
+    pardo_tensor *fb = test_tensor_from(PARDO_F32, 1, (int64_t[]){3}, (double[]){1.5, -2, 3});
+    pardo_tensor *ie = test_tensor_from(PARDO_I32, 2, (int64_t[]){2, 3}, (double[]){2, 3, -1, 0, 1, 2});
+    pardo_tensor *fi[2] = {fb, ie};
+    ck_assert_int_eq(test_run_op("pow", NULL, 2, fi, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->dtype, PARDO_F32);
+    ck_assert_int_eq(y->ndim, 2);
+    static const double want_fi[6] = {2.25, -8, 1.0 / 3, 1, -2, 9};
+    for (int i = 0; i < 6; i++) ck_assert_double_eq_tol(pardo_tensor_get_f64(y, i), want_fi[i], 1e-6);
+    pardo_tensor_release(y);
+    /* int64 ** int64 exact beyond a double's 53 bits: 3^39; int32 ** float32 truncated */
+    pardo_tensor *ib = test_tensor_from(PARDO_I64, 1, (int64_t[]){2}, (double[]){3, -2});
+    pardo_tensor *ix = test_tensor_from(PARDO_I64, 1, (int64_t[]){2}, (double[]){39, 5}), *ii[2] = {ib, ix};
+    ck_assert_int_eq(test_run_op("pow", NULL, 2, ii, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->dtype, PARDO_I64);
+    int64_t p39 = 1;
+    for (int k = 0; k < 39; k++) p39 *= 3;
+    ck_assert(((const int64_t *)pardo_tensor_data(y))[0] == p39);
+    ck_assert(((const int64_t *)pardo_tensor_data(y))[1] == -32);
+    pardo_tensor_release(y);
+    pardo_tensor *i3 = test_tensor_from(PARDO_I32, 1, (int64_t[]){2}, (double[]){2, 5});
+    pardo_tensor *f3 = test_tensor_from(PARDO_F32, 1, (int64_t[]){2}, (double[]){1.5, 0.5}), *if3[2] = {i3, f3};
+    ck_assert_int_eq(test_run_op("pow", NULL, 2, if3, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->dtype, PARDO_I32);
+    ck_assert_double_eq(pardo_tensor_get_f64(y, 0), 2); /* 2.83 truncated */
+    ck_assert_double_eq(pardo_tensor_get_f64(y, 1), 2); /* 2.24 truncated */
+    pardo_tensor_release(y);
+    /* refusals: a bool exponent, shapes that do not broadcast */
+    pardo_type tx = test_type(PARDO_F32, 1, (int64_t[]){3}), tb = test_type(PARDO_BOOL, 1, (int64_t[]){3}),
+               t4 = test_type(PARDO_F32, 1, (int64_t[]){4}), ty;
+    const pardo_type *xb[2] = {&tx, &tb}, *x4[2] = {&tx, &t4};
+    ck_assert_int_eq(test_infer_op("pow", NULL, 2, xb, 1, &ty, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(test_infer_op("pow", NULL, 2, x4, 1, &ty, &st), PARDO_ESHAPE);
+    pardo_tensor_release(f3);
+    pardo_tensor_release(i3);
+    pardo_tensor_release(ix);
+    pardo_tensor_release(ib);
+    pardo_tensor_release(ie);
+    pardo_tensor_release(fb);
+    pardo_tensor_release(e);
+    pardo_tensor_release(x);
+}
+END_TEST
+
 Suite *make_ops_elementwise_suite(void) {
     Suite *s = suite_create("ops_elementwise");
     TCase *core = tcase_create("Core");
@@ -704,6 +760,7 @@ Suite *make_ops_elementwise_suite(void) {
     tcase_add_test(core, test_reused_output_is_overwritten);
     tcase_add_test(core, test_binary_gradients);
     tcase_add_test(core, test_unary_gradients);
+    tcase_add_test(core, test_pow_tensor_exponent);
     tcase_add_test(core, test_split_over_threads);
     tcase_add_test(core, test_gradient_special_points);
     tcase_add_test(core, test_binary_gradient_float32_and_absent_dc);

@@ -494,6 +494,224 @@ START_TEST(test_fixture_argmax) {
 }
 END_TEST
 
+/* ---- the ONNX family: reduce_min, reduce_prod, reduce_l1, reduce_l2, reduce_sum_square, reduce_log_sum,
+ * reduce_log_sum_exp; argmin and select_last_index ---- */
+
+static const struct {
+    const char *op;
+    int n_dtypes;   /* of f32, f64, i32, i64 */
+    double lo, hi;  /* the data: small ints for prod (no overflow), positive for log_sum */
+} onnx_reds[] = {
+    {"reduce_min", 4, -100, 100},     {"reduce_prod", 4, -3, 3},   {"reduce_l1", 4, -100, 100},
+    {"reduce_l2", 2, -1, 1},          {"reduce_sum_square", 4, -50, 50}, {"reduce_log_sum", 2, 0.1, 2},
+    {"reduce_log_sum_exp", 2, -30, 30},
+};
+
+/* The naive reference of onnx_reds[k] on x: every element folded into its output slot in double. */
+static pardo_tensor *ref_onnx_reduce(const pardo_tensor *x, const red_case *c, bool keepdims, int k) {
+    bool red[PARDO_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) red[d] = c->n_axes < 0;
+    for (int i = 0; i < c->n_axes; i++) red[c->axes_v[i]] = true;
+    int64_t oshape[PARDO_MAX_DIMS];
+    int ond = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (!red[d] || keepdims) oshape[ond++] = red[d] ? 1 : x->shape[d];
+    pardo_status st;
+    pardo_tensor *y = pardo_tensor_new_cpu(x->dtype, ond, oshape, &st);
+    ck_assert_ptr_nonnull(y);
+    static double acc[4096];
+    ck_assert_int_le(y->numel, 4096);
+    for (int64_t o = 0; o < y->numel; o++) acc[o] = k == 0 ? INFINITY : k == 1 ? 1 : 0;
+    for (int i = 0; i < x->numel; i++) {
+        int64_t rest = i, oi = 0, mul = 1;
+        for (int d = x->ndim - 1; d >= 0; d--) {
+            int64_t q = rest % x->shape[d];
+            rest /= x->shape[d];
+            if (!red[d]) {
+                oi += q * mul;
+                mul *= x->shape[d];
+            }
+        }
+        const double v = pardo_tensor_get_f64(x, i);
+        switch (k) {
+        case 0: acc[oi] = fmin(acc[oi], v); break;
+        case 1: acc[oi] *= v; break;
+        case 2: acc[oi] += fabs(v); break;
+        case 3: case 4: acc[oi] += v * v; break;
+        case 5: acc[oi] += v; break;
+        default: acc[oi] += exp(v); break;
+        }
+    }
+    for (int64_t o = 0; o < y->numel; o++) {
+        double v = acc[o];
+        if (k == 3) v = sqrt(v);
+        if (k == 5 || k == 6) v = log(v);
+        if (isinf(v) && k == 0 && x->dtype == PARDO_I64) { /* the greatest int64, which a double cannot hold */
+            ((int64_t *)pardo_tensor_data(y))[o] = INT64_MAX;
+            continue;
+        }
+        if (isinf(v) && k == 0 && x->dtype == PARDO_I32) v = INT32_MAX;
+        pardo_tensor_set_f64(y, o, v);
+    }
+    return y;
+}
+
+START_TEST(test_onnx_reductions) {
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+    for (int k = 0; k < LEN(onnx_reds); k++)
+        for (int c = 0; c < LEN(cases); c++)
+            for (int t = 0; t < onnx_reds[k].n_dtypes; t++)
+                for (int keep = 0; keep < 2; keep++) {
+                    const red_case *rc = &cases[c];
+                    char attrs[128];
+                    if (rc->axes)
+                        snprintf(attrs, sizeof attrs, "{\"axes\": %s, \"keepdims\": %s}", rc->axes,
+                                 keep ? "true" : "false");
+                    else snprintf(attrs, sizeof attrs, "{\"keepdims\": %s}", keep ? "true" : "false");
+                    test_rng r = {5000u + (uint64_t)(k * 1000 + c * 8 + t * 2 + keep)};
+                    pardo_tensor *x = test_tensor_random(&r, dts[t], rc->nd, rc->shape, onnx_reds[k].lo,
+                                                         onnx_reds[k].hi), *y = NULL;
+                    pardo_status st;
+                    ck_assert_msg(test_run_op(onnx_reds[k].op, attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s %s: %s",
+                                  onnx_reds[k].op, attrs, st.msg);
+                    pardo_tensor *want = ref_onnx_reduce(x, rc, keep, k);
+                    test_assert_close(y, want, dts[t] == PARDO_F32 ? 2e-6 : 1e-12, dts[t] == PARDO_F32 ? 1e-6 : 1e-12);
+                    pardo_tensor_release(want);
+                    pardo_tensor_release(y);
+                    pardo_tensor_release(x);
+                }
+    /* log_sum_exp of large values does not overflow; of -inf only is -inf */
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 1, (int64_t[]){3}, (double[]){1000, 1000, -INFINITY}), *y = NULL;
+    pardo_status st;
+    ck_assert_int_eq(test_run_op("reduce_log_sum_exp", NULL, 1, &x, 1, &y, &st), PARDO_OK);
+    ck_assert_double_eq_tol(pardo_tensor_get_f64(y, 0), 1000 + log(2.0), 1e-3);
+    pardo_tensor_release(y);
+    pardo_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_onnx_reduction_gradients) {
+    for (int k = 0; k < LEN(onnx_reds); k++)
+        for (int c = 0; c < LEN(cases); c++) {
+            const red_case *rc = &cases[c];
+            char attrs[128];
+            if (rc->axes) snprintf(attrs, sizeof attrs, "{\"axes\": %s, \"keepdims\": false}", rc->axes);
+            else snprintf(attrs, sizeof attrs, "{\"keepdims\": true}");
+            test_rng r = {7000u + (uint64_t)(k * 100 + c)};
+            const bool pos = k == 5;
+            pardo_tensor *x = test_tensor_random(&r, PARDO_F64, rc->nd, rc->shape, pos ? 0.2 : -1, pos ? 2 : 1);
+            if (k == 2) test_push_away(x, 0, 0.01); /* l1's kink */
+            test_check_grad_default(onnx_reds[k].op, attrs, 1, &x, 1, 1u);
+            pardo_tensor_release(x);
+        }
+    /* prod with one zero and with two in a reduced set: the other elements' product, and nothing */
+    pardo_tensor *z = test_tensor_from(PARDO_F64, 2, (int64_t[]){2, 3}, (double[]){2, 0, 3, 0, 5, 0});
+    test_check_grad("reduce_prod", "{\"axes\": [1]}", 1, &z, 1, 1u, 1e-6, 1e-6);
+    pardo_tensor_release(z);
+}
+END_TEST
+
+START_TEST(test_argmin_select_last) {
+    pardo_tensor *x = test_tensor_from(PARDO_F64, 2, (int64_t[]){2, 4}, (double[]){3, 1, 7, 1, 7, NAN, 2, NAN}),
+                 *y = NULL;
+    pardo_status st;
+    static const struct {
+        const char *op, *attrs;
+        double want[2];
+    } cases_arg[] = {
+        {"argmin", "{\"axis\": 1}", {1, 5}},                               /* NaN wins for min too */
+        {"argmin", "{\"axis\": 1, \"select_last_index\": true}", {3, 7}},
+        {"argmax", "{\"axis\": 1, \"select_last_index\": true}", {2, 7}},
+        {"argmax", "{\"axis\": 1}", {2, 5}},
+    };
+    for (int c = 0; c < LEN(cases_arg); c++) {
+        ck_assert_msg(test_run_op(cases_arg[c].op, cases_arg[c].attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+        ck_assert_int_eq(y->dtype, PARDO_I64);
+        for (int i = 0; i < 2; i++)
+            ck_assert_msg(pardo_tensor_get_f64(y, i) == cases_arg[c].want[i] - 4 * i, "%s %s row %d: %g",
+                          cases_arg[c].op, cases_arg[c].attrs, i, pardo_tensor_get_f64(y, i));
+        pardo_tensor_release(y);
+    }
+    /* against a naive loop over random ints with ties, both ends */
+    test_rng r = {77};
+    pardo_tensor *xi = test_tensor_random(&r, PARDO_I32, 2, (int64_t[]){5, 9}, 0, 3);
+    for (int last = 0; last < 2; last++) {
+        char attrs[64];
+        snprintf(attrs, sizeof attrs, "{\"axis\": 1, \"keepdims\": false, \"select_last_index\": %s}",
+                 last ? "true" : "false");
+        ck_assert_int_eq(test_run_op("argmin", attrs, 1, &xi, 1, &y, &st), PARDO_OK);
+        for (int i = 0; i < 5; i++) {
+            int best = 0;
+            for (int j = 1; j < 9; j++) {
+                const double v = pardo_tensor_get_f64(xi, i * 9 + j), b = pardo_tensor_get_f64(xi, i * 9 + best);
+                if (last ? v <= b : v < b) best = j;
+            }
+            ck_assert_double_eq(pardo_tensor_get_f64(y, i), best);
+        }
+        pardo_tensor_release(y);
+    }
+    pardo_tensor_release(xi);
+    pardo_tensor_release(x);
+}
+END_TEST
+
+/* The axes as an int64 input read at run time (ONNX from opset 18) give what attr axes gives; with
+ * noop_with_empty_axes no axes is the identity; inference knows the rank at most; the gradients take the
+ * input too (X, axes, Y, dY). */
+START_TEST(test_reduce_axes_input) {
+    static const char *const ops[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+                                      "reduce_l1", "reduce_l2", "reduce_sum_square", "reduce_log_sum",
+                                      "reduce_log_sum_exp"};
+    test_rng r = {4242};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 3, (int64_t[]){2, 3, 4}, 0.2, 2);
+    pardo_tensor *axes = test_tensor_from(PARDO_I64, 1, (int64_t[]){2}, (double[]){-1, 0});
+    pardo_status st;
+    for (int o = 0; o < LEN(ops); o++)
+        for (int keep = 0; keep < 2; keep++) {
+            char attrs[96];
+            snprintf(attrs, sizeof attrs, "{\"axes\": [2, 0], \"keepdims\": %s}", keep ? "true" : "false");
+            pardo_tensor *by_attr = NULL, *by_input = NULL, *in[2] = {x, axes};
+            ck_assert_int_eq(test_run_op(ops[o], attrs, 1, &x, 1, &by_attr, &st), PARDO_OK);
+            ck_assert_msg(test_run_op(ops[o], keep ? NULL : "{\"keepdims\": false}", 2, in, 1, &by_input, &st) ==
+                              PARDO_OK, "%s: %s", ops[o], st.msg);
+            test_assert_close(by_input, by_attr, 0, 0);
+            pardo_tensor_release(by_input);
+            pardo_tensor_release(by_attr);
+            test_check_grad_default(ops[o], keep ? NULL : "{\"keepdims\": false}", 2, in, 1, 1u);
+        }
+    /* no axes: all of them, or with noop_with_empty_axes none */
+    pardo_tensor *none = test_tensor_from(PARDO_I64, 1, (int64_t[]){0}, NULL), *in[2] = {x, none}, *y = NULL;
+    ck_assert_int_eq(test_run_op("reduce_sum", "{\"keepdims\": false}", 2, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(y->ndim, 0);
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("reduce_sum", "{\"noop_with_empty_axes\": true}", 2, in, 1, &y, &st), PARDO_OK);
+    test_assert_close(y, x, 0, 0);
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("reduce_max", "{\"noop_with_empty_axes\": true}", 1, &x, 1, &y, &st), PARDO_OK);
+    test_assert_close(y, x, 0, 0);
+    pardo_tensor_release(y);
+    /* inference: the rank (keepdims) or nothing */
+    pardo_type tx = test_type(PARDO_F32, 2, (int64_t[]){5, 6}), ta = test_type(PARDO_I64, 1, (int64_t[]){1}), ty;
+    const pardo_type *ti[2] = {&tx, &ta};
+    ck_assert_int_eq(test_infer_op("reduce_mean", NULL, 2, ti, 1, &ty, &st), PARDO_OK);
+    ck_assert_int_eq(ty.ndim, 2);
+    ck_assert_int_eq(ty.shape[0], -1);
+    ck_assert_int_eq(test_infer_op("reduce_mean", "{\"keepdims\": false}", 2, ti, 1, &ty, &st), PARDO_OK);
+    ck_assert_int_eq(ty.ndim, -1);
+    pardo_type tf = test_type(PARDO_F32, 1, (int64_t[]){1});
+    const pardo_type *bad[2] = {&tx, &tf};
+    ck_assert_int_eq(test_infer_op("reduce_mean", NULL, 2, bad, 1, &ty, &st), PARDO_ESHAPE);
+    /* a repeated axis in the input is refused at run time */
+    pardo_tensor *twice = test_tensor_from(PARDO_I64, 1, (int64_t[]){2}, (double[]){1, -2}), *in2[2] = {x, twice};
+    ck_assert_int_eq(test_run_op("reduce_sum", NULL, 2, in2, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "input 1 'axes'"), "%s", st.msg);
+    pardo_tensor_release(twice);
+    pardo_tensor_release(none);
+    pardo_tensor_release(axes);
+    pardo_tensor_release(x);
+}
+END_TEST
+
 Suite *make_ops_reduce_suite(void) {
     Suite *s = suite_create("ops_reduce");
     TCase *core = tcase_create("Core");
@@ -503,6 +721,10 @@ Suite *make_ops_reduce_suite(void) {
     tcase_add_test(core, test_reduce_float32_accumulates_in_double);
     tcase_add_test(core, test_reduce_infer);
     tcase_add_test(core, test_reduce_max);
+    tcase_add_test(core, test_onnx_reductions);
+    tcase_add_test(core, test_onnx_reduction_gradients);
+    tcase_add_test(core, test_argmin_select_last);
+    tcase_add_test(core, test_reduce_axes_input);
     tcase_add_test(core, test_reduce_max_special);
     tcase_add_test(core, test_argmax);
     tcase_add_test(core, test_argmax_ties_nan_defaults);

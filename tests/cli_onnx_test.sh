@@ -53,6 +53,12 @@ close "external data" "$T/oe/y.npy" "$F/mlp_out.npy"
 mkdir -p "$T/ext" && cp "$F/mlp_external.onnx" "$T/ext/"
 expect "external data file missing" 2 "mlp_external.data" "external data" -- check "$T/ext/mlp_external.onnx"
 
+# ReduceSum whose axes are a graph input: read at run time (tools/onnx_export/make_reduce_axes.py)
+run_pardo run "$F/reduce_axes.onnx" --feed x="$F/reduce_axes_x.npy" --feed axes="$F/reduce_axes_axes.npy" --fetch y \
+    --out "$T/ora"
+[ "$rc" = 0 ] && ok || bad "run-time axes: $(cat "$T/err")"
+close "run-time axes" "$T/ora/y.npy" "$F/reduce_axes_y.npy"
+
 # an intermediate value by its ONNX name
 run_pardo run "$F/transformer.onnx" --feed tokens="$F/transformer_in.npy" --fetch /emb/Gather_output_0
 [ "$rc" = 0 ] && ok || bad "fetch by ONNX name: $(cat "$T/err")"

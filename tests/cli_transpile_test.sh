@@ -54,6 +54,16 @@ if cmp -s "$T/out" "$T/inf.out"; then ok; else bad "inference output differs: $(
 
 # bad requests: exit 2, the reason, no file
 expect "already transpiled" 2 "already transpiled" -- transpile "$T/sgd.json" -o "$T/again.json"
+# the ONNX families' differentiable ops train too: --backward through prelu, elu, mish, max, sin, cumsum and
+# two of the new reductions (tests/fixtures/onnx_family_ops.json; its feed is arbitrary numbers as CSV)
+OF="tests/fixtures/onnx_family_ops.json"
+expect "transpile onnx family ops" 0 "wrote $T/of.json" -- transpile "$OF" -o "$T/of.json" --backward loss --optimizer sgd --lr 0.01 --parts 2
+expect "onnx family ops one step" 0 -- run "$T/of.json" --feed x=tests/fixtures/onnx_family_x.csv --steps 1 --threads 2 --fetch loss
+first=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
+expect "onnx family ops ten steps" 0 -- run "$T/of.json" --feed x=tests/fixtures/onnx_family_x.csv --steps 10 --threads 2 --fetch loss
+last=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
+if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'; then ok; else bad "onnx family loss did not fall: $first -> $last"; fi
+
 no_file "already transpiled" "$T/again.json"
 expect "unknown loss" 2 "no var 'lost'" -- transpile graphs/mlp.json -o "$T/e1.json" --backward lost
 no_file "unknown loss" "$T/e1.json"

@@ -64,6 +64,54 @@ onnx_map_fn onnx_find_mapping(const char *op_type);
 /* The op types with a mapping, as "A, B, C" (static storage). */
 const char *onnx_supported_list(void);
 
+/* One entry of a mapping table: an ONNX op type and its mapping (NULL: it
+ * always folds). onnx_ops.c has the table of op types that map to one
+ * pardo op (with what their attrs need around it); onnx_compose.c this one,
+ * of op types pardo runs as several of its own ops. Sorted by op_type. */
+typedef struct onnx_mapping {
+    const char *op_type;
+    onnx_map_fn fn;
+} onnx_mapping;
+
+extern const onnx_mapping onnx_compose_table[];
+extern const size_t onnx_compose_count;
+
+/* Clip whose bounds are known only at run time, and BatchNormalization
+ * whose statistics or scale are: the composite forms (onnx_compose.c) that
+ * onnx_ops.c's mappings hand those nodes to. PARDO_OK or the error. */
+int onnx_clip_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
+int onnx_batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
+
+/* ---- helpers the mappings share (onnx_ops.c) ---- */
+
+/* At most this many ints read from an attr or a constant input. */
+#define ONNX_MAX_INTS 64
+
+/* The NULL-terminated empty attr list, for onnx_check_attrs. */
+extern const char *const onnx_no_attrs[];
+
+/* The var of input i, which must be present (else PARDO_EPARSE naming it):
+ * borrowed; NULL with st set on error. */
+const char *onnx_in_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st);
+/* The var of optional input i, "" when absent; NULL with st set on error. */
+const char *onnx_opt_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st);
+/* The int64 values of constant input i into out (at most ONNX_MAX_INTS, *count of them); false when
+ * absent or not a constant known at load. */
+bool onnx_const_input_ints(onnx_ctx *c, const Onnx__NodeProto *n, int i, int64_t *out, int *count);
+/* The value of constant one-element input i as a double; false when absent or not constant. */
+bool onnx_const_input_scalar(onnx_ctx *c, const Onnx__NodeProto *n, int i, double *out);
+/* Emits op `type` on the n_in vars `in` into node output 0; the op (for attrs) or NULL with st set. */
+pardo_op *onnx_emit1(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *const *in, int n_in,
+                     pardo_status *st);
+/* A scalar constant var of dtype dt holding v (borrowed name; NULL with st set). */
+const char *onnx_scalar_const(onnx_ctx *c, pardo_dtype dt, double v, pardo_status *st);
+/* Emits op `type` on a (and b when not NULL) into a fresh temp, or into node output 0 when `last`; the
+ * output's var (borrowed) or NULL with st set. */
+const char *onnx_step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *a, const char *b,
+                      bool last, pardo_status *st);
+/* Input 0's var into *x and its inferred type into *t; PARDO_OK or the error. */
+int onnx_input0(onnx_ctx *c, const Onnx__NodeProto *n, const char **x, pardo_type *t, pardo_status *st);
+
 /* ---- errors naming the node (onnx_import.c) ---- */
 
 /* PARDO_ENOTSUP / PARDO_EPARSE with "PATH: node 'NAME' (index I, OP_TYPE, opset O): " before the message. */

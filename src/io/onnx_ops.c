@@ -12,10 +12,10 @@
 
 #include "io/onnx_internal.h"
 
-#define MAX_INTS 64
+/* ---- helpers the mapping files share (declared in onnx_internal.h) ---- */
 
 /* Var of input i, which must be present. */
-static const char *in_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st) {
+const char *onnx_in_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st) {
     onnx_value *v = onnx_input(c, n, i);
     if (!v) {
         onnx_bad(c, st, "input %d is missing", i);
@@ -25,35 +25,35 @@ static const char *in_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_st
 }
 
 /* Var of optional input i, "" when absent. */
-static const char *opt_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st) {
+const char *onnx_opt_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_status *st) {
     onnx_value *v = onnx_input(c, n, i);
     return v ? onnx_var_of(c, v, st) : "";
 }
 
 /* The int64 values of constant input i (*count; false when not constant). */
-static bool const_input_ints(onnx_ctx *c, const Onnx__NodeProto *n, int i, int64_t *out, int *count) {
+bool onnx_const_input_ints(onnx_ctx *c, const Onnx__NodeProto *n, int i, int64_t *out, int *count) {
     onnx_value *v = onnx_input(c, n, i);
-    return v && v->konst && onnx_const_ints(v->konst, out, MAX_INTS, count);
+    return v && v->konst && onnx_const_ints(v->konst, out, ONNX_MAX_INTS, count);
 }
 
 /* The value of constant scalar input i as a double (false when absent or not constant). */
-static bool const_input_scalar(onnx_ctx *c, const Onnx__NodeProto *n, int i, double *out) {
+bool onnx_const_input_scalar(onnx_ctx *c, const Onnx__NodeProto *n, int i, double *out) {
     onnx_value *v = onnx_input(c, n, i);
     if (!v || !v->konst || v->konst->numel != 1) return false;
     *out = pardo_tensor_get_f64(v->konst, 0);
     return true;
 }
 
-static pardo_op *emit1(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *const *in, int n_in,
-                       pardo_status *st) {
+pardo_op *onnx_emit1(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *const *in, int n_in,
+                     pardo_status *st) {
     const char *out = onnx_out_var(c, n, 0, st);
     return out ? onnx_emit(c, type, in, n_in, &out, 1, st) : NULL;
 }
 
-static const char *const no_attrs[] = {NULL};
+const char *const onnx_no_attrs[] = {NULL};
 
 /* A scalar constant var of dtype dt holding v. */
-static const char *scalar_const(onnx_ctx *c, pardo_dtype dt, double v, pardo_status *st) {
+const char *onnx_scalar_const(onnx_ctx *c, pardo_dtype dt, double v, pardo_status *st) {
     pardo_tensor *t = pardo_tensor_new_cpu(dt, 0, NULL, st);
     if (!t) return NULL;
     pardo_tensor_set_f64(t, 0, v);
@@ -61,27 +61,26 @@ static const char *scalar_const(onnx_ctx *c, pardo_dtype dt, double v, pardo_sta
 }
 
 /* Emits op `type` (in1, in2 or one input) into a fresh temp, or into output 0 when last. */
-static const char *step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *a, const char *b,
-                        bool last, pardo_status *st) {
+const char *onnx_step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *a, const char *b,
+                      bool last, pardo_status *st) {
     const char *out = last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, type, st);
     const char *in[2] = {a, b};
     return out && onnx_emit(c, type, in, b ? 2 : 1, &out, 1, st) ? out : NULL;
 }
 
 /* The type of input 0 (its var in *x). */
-static int input0(onnx_ctx *c, const Onnx__NodeProto *n, const char **x, pardo_type *t, pardo_status *st) {
-    if (!(*x = in_var(c, n, 0, st))) return st->code;
+int onnx_input0(onnx_ctx *c, const Onnx__NodeProto *n, const char **x, pardo_type *t, pardo_status *st) {
+    if (!(*x = onnx_in_var(c, n, 0, st))) return st->code;
     return onnx_type_of(c, *x, t, st);
 }
-
 
 /* ---- elementwise ---- */
 
 #define UNARY(fn, pardo_type)                                                                                      \
-    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                     \
-        if (onnx_check_attrs(c, n, no_attrs, st) != PARDO_OK) return st->code;                                   \
-        const char *x = in_var(c, n, 0, st);                                                                     \
-        return x && emit1(c, n, pardo_type, &x, 1, st) ? PARDO_OK : st->code;                                    \
+    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                       \
+        if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;                                \
+        const char *x = onnx_in_var(c, n, 0, st);                                                                  \
+        return x && onnx_emit1(c, n, pardo_type, &x, 1, st) ? PARDO_OK : st->code;                                 \
     }
 UNARY(map_relu, "relu")
 UNARY(map_sigmoid, "sigmoid")
@@ -94,20 +93,169 @@ UNARY(map_neg, "neg")
 UNARY(map_erf, "erf")
 UNARY(map_not, "not")
 
+UNARY(map_is_nan, "is_nan")
+UNARY(map_floor, "floor")
+UNARY(map_ceil, "ceil")
+UNARY(map_round, "round")
+UNARY(map_sign, "sign")
+UNARY(map_reciprocal, "reciprocal")
+UNARY(map_sin, "sin")
+UNARY(map_cos, "cos")
+UNARY(map_tan, "tan")
+UNARY(map_asin, "asin")
+UNARY(map_acos, "acos")
+UNARY(map_atan, "atan")
+UNARY(map_sinh, "sinh")
+UNARY(map_cosh, "cosh")
+UNARY(map_asinh, "asinh")
+UNARY(map_acosh, "acosh")
+UNARY(map_atanh, "atanh")
+UNARY(map_det, "det")
+
+/* An activation whose float attrs (the NULL-terminated `attrs`, ONNX's names and defaults) pass over as they are. */
+static int map_float_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, const char *const *attrs,
+                           pardo_status *st) {
+    if (onnx_check_attrs(c, n, attrs, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, type, &x, 1, st) : NULL;
+    if (!op) return st->code;
+    for (int i = 0; attrs[i]; i++)
+        if (onnx_attr(n, attrs[i]) && onnx_set_float(op, attrs[i], onnx_attr_float(n, attrs[i], 0), st) != PARDO_OK)
+            return st->code;
+    return PARDO_OK;
+}
+
+#define FLOAT_ATTRS(fn, pardo_type, ...)                                                                           \
+    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                       \
+        static const char *const attrs[] = {__VA_ARGS__};                                                          \
+        return map_float_attrs(c, n, pardo_type, attrs, st);                                                       \
+    }
+FLOAT_ATTRS(map_elu, "elu", "alpha", NULL)
+FLOAT_ATTRS(map_selu, "selu", "alpha", "gamma", NULL)
+FLOAT_ATTRS(map_celu, "celu", "alpha", NULL)
+FLOAT_ATTRS(map_hard_sigmoid, "hard_sigmoid", "alpha", "beta", NULL)
+FLOAT_ATTRS(map_hard_swish, "hard_swish", NULL)
+FLOAT_ATTRS(map_softplus, "softplus", NULL)
+FLOAT_ATTRS(map_softsign, "softsign", NULL)
+FLOAT_ATTRS(map_thresholded_relu, "thresholded_relu", "alpha", NULL)
+FLOAT_ATTRS(map_mish, "mish", NULL)
+FLOAT_ATTRS(map_shrink, "shrink", "lambd", "bias", NULL)
+
+static int map_prelu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    return onnx_emit1(c, n, "prelu", in, 2, st) ? PARDO_OK : st->code;
+}
+
+static int map_einsum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"equation", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    char eq[256];
+    const Onnx__AttributeProto *a = onnx_attr(n, "equation");
+    if (!a) return onnx_bad(c, st, "attr 'equation' is required");
+    if (a->s.len >= sizeof eq) return onnx_unsupported(c, st, "attr 'equation' of %zu characters", a->s.len);
+    onnx_attr_string(n, "equation", "", eq, sizeof eq);
+    const char *in[8];
+    if (n->n_input < 1 || n->n_input > 8) return onnx_unsupported(c, st, "%zu inputs; pardo's einsum takes 1 to 8",
+                                                                 n->n_input);
+    for (size_t i = 0; i < n->n_input; i++)
+        if (!(in[i] = onnx_in_var(c, n, (int)i, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "einsum", in, (int)n->n_input, st);
+    return op && onnx_set_string(op, "equation", eq, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+/* Max, Min, Sum, Mean: pardo's variadic op of the same meaning over all the inputs. */
+static int map_variadic(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *in[ONNX_MAX_INTS];
+    if (n->n_input < 1 || n->n_input > ONNX_MAX_INTS) return onnx_unsupported(c, st, "%zu inputs", n->n_input);
+    for (size_t i = 0; i < n->n_input; i++)
+        if (!(in[i] = onnx_in_var(c, n, (int)i, st))) return st->code;
+    return onnx_emit1(c, n, type, in, (int)n->n_input, st) ? PARDO_OK : st->code;
+}
+
+static int map_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_variadic(c, n, "max", st); }
+static int map_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_variadic(c, n, "min", st); }
+static int map_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_variadic(c, n, "sum", st); }
+static int map_mean(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_variadic(c, n, "mean", st); }
+
+static int map_mod(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"fmod", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "mod", in, 2, st);
+    return op && onnx_set_int(op, "fmod", onnx_attr_int(n, "fmod", 0), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+/* CumSum: the axis (input 1) as attr when known at load, else read by cumsum at run time. */
+static int map_cumsum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"exclusive", "reverse", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t axis[ONNX_MAX_INTS];
+    int na = 0;
+    const bool konst = onnx_const_input_ints(c, n, 1, axis, &na);
+    if (konst && na != 1) return onnx_bad(c, st, "input 1 (axis) has %d elements, expected one", na);
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || (!konst && !(in[1] = onnx_in_var(c, n, 1, st)))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "cumsum", in, konst ? 1 : 2, st);
+    if (!op || (konst && onnx_set_int(op, "axis", axis[0], st) != PARDO_OK)) return st->code;
+    return onnx_set_bool(op, "exclusive", onnx_attr_int(n, "exclusive", 0) != 0, st) == PARDO_OK &&
+                   onnx_set_bool(op, "reverse", onnx_attr_int(n, "reverse", 0) != 0, st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
+}
+
+/* Hardmax: along axis from opset 13; before, over the input coerced to 2-D at axis (every dim from axis on),
+ * as flatten, hardmax along the last dim, reshape back (static dims). */
+static int map_hardmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    int64_t axis = onnx_attr_int(n, "axis", c->opset >= 13 ? -1 : 1);
+    if (c->opset >= 13 || axis == t.ndim - 1 || axis == -1) {
+        pardo_op *op = onnx_emit1(c, n, "hardmax", &x, 1, st);
+        return op && onnx_set_int(op, "axis", axis, st) == PARDO_OK ? PARDO_OK : st->code;
+    }
+    for (int i = 0; i < t.ndim; i++)
+        if (t.shape[i] < 0) return onnx_unsupported(c, st, "Hardmax before opset 13 over a run-time dim");
+    const char *flat = onnx_temp(c, "flat", st), *hm = flat ? onnx_temp(c, "hardmax", st) : NULL;
+    pardo_op *f = hm ? onnx_emit(c, "flatten", &x, 1, &flat, 1, st) : NULL;
+    if (!f || onnx_set_int(f, "axis", axis, st) != PARDO_OK) return st->code;
+    pardo_op *h = onnx_emit(c, "hardmax", &flat, 1, &hm, 1, st);
+    if (!h || onnx_set_int(h, "axis", -1, st) != PARDO_OK) return st->code;
+    pardo_op *r = onnx_emit1(c, n, "reshape", &hm, 1, st);
+    return r ? onnx_set_ints(r, "shape", t.shape, t.ndim, st) : st->code;
+}
+
+static int map_is_inf(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"detect_positive", "detect_negative", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "is_inf", &x, 1, st) : NULL;
+    return op && onnx_set_bool(op, "detect_positive", onnx_attr_int(n, "detect_positive", 1) != 0, st) == PARDO_OK &&
+                   onnx_set_bool(op, "detect_negative", onnx_attr_int(n, "detect_negative", 1) != 0, st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
+}
+
 static int map_identity(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x = in_var(c, n, 0, st);
-    return x && emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    return x && onnx_emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
 }
 
 #define BINARY(fn, pardo_type)                                                                                     \
-    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                     \
-        static const char *const known[] = {"broadcast", "axis", NULL};                                          \
-        if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;                                      \
-        if (onnx_attr_int(n, "broadcast", 0) && onnx_attr(n, "axis"))                                            \
-            return onnx_unsupported(c, st, "legacy broadcast with attr 'axis'");                                 \
-        const char *in[2] = {in_var(c, n, 0, st), NULL};                                                         \
-        if (!in[0] || !(in[1] = in_var(c, n, 1, st))) return st->code;                                           \
-        return emit1(c, n, pardo_type, in, 2, st) ? PARDO_OK : st->code;                                         \
+    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                       \
+        static const char *const known[] = {"broadcast", "axis", NULL};                                            \
+        if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;                                        \
+        if (onnx_attr_int(n, "broadcast", 0) && onnx_attr(n, "axis"))                                              \
+            return onnx_unsupported(c, st, "legacy broadcast with attr 'axis'");                                   \
+        const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};                                                      \
+        if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;                                        \
+        return onnx_emit1(c, n, pardo_type, in, 2, st) ? PARDO_OK : st->code;                                      \
     }
 BINARY(map_add, "add")
 BINARY(map_sub, "sub")
@@ -120,64 +268,35 @@ BINARY(map_less_or_equal, "less_or_equal")
 BINARY(map_greater_or_equal, "greater_or_equal")
 BINARY(map_and, "and")
 BINARY(map_or, "or")
+BINARY(map_xor, "xor")
 
-/* Sum of any number of inputs: a chain of adds. */
-static int map_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
-    const char *acc = in_var(c, n, 0, st);
-    if (!acc) return st->code;
-    if (n->n_input == 1) return emit1(c, n, "identity", &acc, 1, st) ? PARDO_OK : st->code;
-    for (size_t i = 1; i < n->n_input; i++) {
-        const char *in[2] = {acc, in_var(c, n, (int)i, st)};
-        if (!in[1]) return st->code;
-        const char *out = i + 1 == n->n_input ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "sum", st);
-        if (!out || !onnx_emit(c, "add", in, 2, &out, 1, st)) return st->code;
-        acc = out;
-    }
-    return PARDO_OK;
-}
 
+/* Pow: a float base with a constant scalar exponent as attr exponent, anything else with the exponent as input 1. */
 static int map_pow(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"broadcast", "axis", NULL}; /* before opset 7, as the binary ops */
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (onnx_attr_int(n, "broadcast", 0) && onnx_attr(n, "axis"))
+        return onnx_unsupported(c, st, "legacy broadcast with attr 'axis'");
+    const char *x;
+    pardo_type t;
     double e;
-    if (!const_input_scalar(c, n, 1, &e))
-        return onnx_unsupported(c, st, "input 1 (the exponent) must be a constant scalar; pardo's pow takes a "
-                                "constant exponent");
-    const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, "pow", &x, 1, st) : NULL;
-    return op && onnx_set_float(op, "exponent", e, st) == PARDO_OK ? PARDO_OK : st->code;
-}
-
-static int map_reciprocal(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, "pow", &x, 1, st) : NULL;
-    return op && onnx_set_float(op, "exponent", -1.0, st) == PARDO_OK ? PARDO_OK : st->code;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    if (pardo_dtype_is_float(t.dtype) && onnx_const_input_scalar(c, n, 1, &e)) {
+        pardo_op *op = onnx_emit1(c, n, "pow", &x, 1, st);
+        return op && onnx_set_float(op, "exponent", e, st) == PARDO_OK ? PARDO_OK : st->code;
+    }
+    const char *in[2] = {x, onnx_in_var(c, n, 1, st)};
+    return in[1] && onnx_emit1(c, n, "pow", in, 2, st) ? PARDO_OK : st->code;
 }
 
 static int map_leaky_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"alpha", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, "leaky_relu", &x, 1, st) : NULL;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "leaky_relu", &x, 1, st) : NULL;
     return op && onnx_set_float(op, "alpha", onnx_attr_float(n, "alpha", 0.01), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
-/* Clip with bounds known only at run time: where(x < min, min, x), then where(y > max, max, y)
- * (min above max gives max everywhere, as ONNX says). */
-static int clip_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *y = in_var(c, n, 0, st);
-    for (int k = 1; y && k <= 2; k++) {
-        if (!onnx_input(c, n, k)) continue;
-        const bool last = k == 2 || !onnx_input(c, n, 2);
-        const char *bound = in_var(c, n, k, st), *cond = bound ? step(c, n, k == 1 ? "less" : "greater", y, bound,
-                                                                      false, st)
-                                                              : NULL;
-        const char *out = cond ? (last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "clip", st)) : NULL;
-        const char *in[3] = {cond, bound, y};
-        if (!out || !onnx_emit(c, "where", in, 3, &out, 1, st)) return st->code;
-        y = out;
-    }
-    return y ? PARDO_OK : st->code;
-}
 
 static int map_clip(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     double lo = -INFINITY, hi = INFINITY;
@@ -190,11 +309,11 @@ static int map_clip(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     } else {
         has_lo = onnx_input(c, n, 1) != NULL;
         has_hi = onnx_input(c, n, 2) != NULL;
-        if ((has_lo && !const_input_scalar(c, n, 1, &lo)) || (has_hi && !const_input_scalar(c, n, 2, &hi)))
-            return clip_at_run_time(c, n, st);
+        if ((has_lo && !onnx_const_input_scalar(c, n, 1, &lo)) || (has_hi && !onnx_const_input_scalar(c, n, 2, &hi)))
+            return onnx_clip_at_run_time(c, n, st);
     }
-    const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, "clip", &x, 1, st) : NULL;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "clip", &x, 1, st) : NULL;
     if (!op) return st->code;
     if (has_lo && onnx_set_float(op, "min", lo, st) != PARDO_OK) return st->code;
     if (has_hi && onnx_set_float(op, "max", hi, st) != PARDO_OK) return st->code;
@@ -204,8 +323,8 @@ static int map_clip(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 static int map_where(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     const char *in[3];
     for (int i = 0; i < 3; i++)
-        if (!(in[i] = in_var(c, n, i, st))) return st->code;
-    return emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+        if (!(in[i] = onnx_in_var(c, n, i, st))) return st->code;
+    return onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
 }
 
 /* ---- activations over an axis ---- */
@@ -213,7 +332,7 @@ static int map_where(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 static int map_softmax_like(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     static const char *const known[] = {"axis", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st);
+    const char *x = onnx_in_var(c, n, 0, st);
     if (!x) return st->code;
     int64_t axis = onnx_attr_int(n, "axis", c->opset >= 13 ? -1 : 1);
     if (c->opset < 13) {
@@ -233,7 +352,7 @@ static int map_softmax_like(onnx_ctx *c, const Onnx__NodeProto *n, const char *t
             for (int i = 0; i < t.ndim; i++)
                 if (t.shape[i] < 0 && i >= axis)
                     return onnx_unsupported(c, st, "softmax before opset 13 over a run-time dim");
-            pardo_op *r = emit1(c, n, "reshape", &sm, 1, st);
+            pardo_op *r = onnx_emit1(c, n, "reshape", &sm, 1, st);
             if (!r) return st->code;
             /* 0 copies a leading run-time dim: flatten's rows keep dim 0 only when axis is 1 */
             if (axis != 1) {
@@ -245,7 +364,7 @@ static int map_softmax_like(onnx_ctx *c, const Onnx__NodeProto *n, const char *t
             return onnx_set_ints(r, "shape", shape, t.ndim, st);
         }
     }
-    pardo_op *op = emit1(c, n, type, &x, 1, st);
+    pardo_op *op = onnx_emit1(c, n, type, &x, 1, st);
     return op && onnx_set_int(op, "axis", axis, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
@@ -260,10 +379,10 @@ static int map_log_softmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *
 /* ---- linear algebra ---- */
 
 static int map_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    if (onnx_check_attrs(c, n, no_attrs, st) != PARDO_OK) return st->code;
-    const char *in[2] = {in_var(c, n, 0, st), NULL};
-    if (!in[0] || !(in[1] = in_var(c, n, 1, st))) return st->code;
-    return emit1(c, n, "matmul", in, 2, st) ? PARDO_OK : st->code;
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    return onnx_emit1(c, n, "matmul", in, 2, st) ? PARDO_OK : st->code;
 }
 
 /* Gemm: alpha * op(A) op(B) + beta * C. */
@@ -271,9 +390,9 @@ static int map_gemm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"alpha", "beta", "transA", "transB", "broadcast", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
     double alpha = onnx_attr_float(n, "alpha", 1.0), beta = onnx_attr_float(n, "beta", 1.0);
-    const char *a = in_var(c, n, 0, st), *b = a ? in_var(c, n, 1, st) : NULL;
+    const char *a = onnx_in_var(c, n, 0, st), *b = a ? onnx_in_var(c, n, 1, st) : NULL;
     if (!b) return st->code;
-    const char *cv = onnx_input(c, n, 2) && beta != 0.0 ? opt_var(c, n, 2, st) : "";
+    const char *cv = onnx_input(c, n, 2) && beta != 0.0 ? onnx_opt_var(c, n, 2, st) : "";
     if (!cv) return st->code;
     bool bias_in_product = *cv && alpha == 1.0 && beta == 1.0;
     const char *prod = bias_in_product || (!*cv && alpha == 1.0) ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "gemm", st);
@@ -299,7 +418,7 @@ static int map_gemm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
         if (!s || onnx_set_float(s, "scale", beta, st) != PARDO_OK) return st->code;
     }
     const char *sum[2] = {scaled, cs};
-    return emit1(c, n, "add", sum, 2, st) ? PARDO_OK : st->code;
+    return onnx_emit1(c, n, "add", sum, 2, st) ? PARDO_OK : st->code;
 }
 
 /* ---- reductions ---- */
@@ -308,23 +427,25 @@ static int map_reduce(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, i
                       pardo_status *st) {
     static const char *const known[] = {"axes", "keepdims", "noop_with_empty_axes", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    int64_t axes[MAX_INTS];
+    int64_t axes[ONNX_MAX_INTS];
     int na = 0;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0]) return st->code;
+    const bool noop = onnx_attr_int(n, "noop_with_empty_axes", 0) != 0;
     if (c->opset >= axes_input_from) {
-        if (onnx_input(c, n, 1) && !const_input_ints(c, n, 1, axes, &na))
-            return onnx_unsupported(c, st, "input 1 (axes) must be a constant");
+        /* axes known at load become the attr; others are read by the op at run time */
+        if (onnx_input(c, n, 1) && !onnx_const_input_ints(c, n, 1, axes, &na) && !(in[1] = onnx_in_var(c, n, 1, st)))
+            return st->code;
     } else {
         const int64_t *a = onnx_attr_ints(n, "axes", &na);
-        if (na > MAX_INTS) return onnx_unsupported(c, st, "too many axes");
+        if (na > ONNX_MAX_INTS) return onnx_unsupported(c, st, "too many axes");
         if (na) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
     }
-    const char *x = in_var(c, n, 0, st);
-    if (!x) return st->code;
-    if (na == 0 && onnx_attr_int(n, "noop_with_empty_axes", 0))
-        return emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
-    pardo_op *op = emit1(c, n, type, &x, 1, st);
-    if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
-        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
+    if (!in[1] && na == 0 && noop) return onnx_emit1(c, n, "identity", in, 1, st) ? PARDO_OK : st->code;
+    pardo_op *op = onnx_emit1(c, n, type, in, in[1] ? 2 : 1, st);
+    if (!op || (!in[1] && onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK) ||
+        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK ||
+        (noop && onnx_set_bool(op, "noop_with_empty_axes", true, st) != PARDO_OK))
         return st->code;
     return PARDO_OK;
 }
@@ -341,60 +462,30 @@ static int map_reduce_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     return map_reduce(c, n, "reduce_max", 18, st);
 }
 
-/* ArgMax / ArgMin: pardo's argmax of X (ArgMin: of -X), with
- * select_last_index the first max of X reversed along the axis, counted
- * back from the end. */
+#define REDUCE18(fn, pardo_type)                                                                                   \
+    static int fn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {                                       \
+        return map_reduce(c, n, pardo_type, 18, st);                                                               \
+    }
+REDUCE18(map_reduce_min, "reduce_min")
+REDUCE18(map_reduce_prod, "reduce_prod")
+REDUCE18(map_reduce_l1, "reduce_l1")
+REDUCE18(map_reduce_l2, "reduce_l2")
+REDUCE18(map_reduce_sum_square, "reduce_sum_square")
+REDUCE18(map_reduce_log_sum, "reduce_log_sum")
+REDUCE18(map_reduce_log_sum_exp, "reduce_log_sum_exp")
+
+/* ArgMax / ArgMin: pardo's argmax / argmin with the same attrs. */
 static int map_arg_extreme(onnx_ctx *c, const Onnx__NodeProto *n, bool min, pardo_status *st) {
     static const char *const known[] = {"axis", "keepdims", "select_last_index", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st);
-    pardo_type t;
-    if (!x || onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
-    int64_t axis = onnx_attr_int(n, "axis", 0);
-    if (axis < -t.ndim || axis >= t.ndim) return onnx_bad(c, st, "attr 'axis' %lld out of range for rank %d",
-                                                          (long long)axis, t.ndim);
-    if (axis < 0) axis += t.ndim;
-    const bool last = onnx_attr_int(n, "select_last_index", 0) != 0;
-    const char *src = x;
-    if (min) {
-        const char *neg = onnx_temp(c, "neg", st);
-        if (!neg) return st->code;
-        if (pardo_dtype_is_float(t.dtype)) {
-            if (!onnx_emit(c, "neg", &src, 1, &neg, 1, st)) return st->code;
-        } else {
-            pardo_tensor *zero = pardo_tensor_new_cpu(t.dtype, 0, NULL, st);
-            if (!zero) return st->code;
-            memset(pardo_tensor_data(zero), 0, zero->nbytes);
-            const char *z = onnx_const_var(c, "zero", zero, false, st);
-            const char *in[2] = {z, src};
-            if (!z || !onnx_emit(c, "sub", in, 2, &neg, 1, st)) return st->code;
-        }
-        src = neg;
-    }
-    const int64_t len = t.shape[axis];
-    if (last) {
-        if (len < 0) return onnx_unsupported(c, st, "attr 'select_last_index' 1 over a run-time dim");
-        const char *rev = onnx_temp(c, "reversed", st);
-        pardo_op *op = rev ? onnx_emit(c, "slice", &src, 1, &rev, 1, st) : NULL;
-        const int64_t start = -1, end = -len - 1, step = -1;
-        if (!op || onnx_set_ints(op, "starts", &start, 1, st) != PARDO_OK ||
-            onnx_set_ints(op, "ends", &end, 1, st) != PARDO_OK || onnx_set_ints(op, "axes", &axis, 1, st) != PARDO_OK ||
-            onnx_set_ints(op, "steps", &step, 1, st) != PARDO_OK)
-            return st->code;
-        src = rev;
-    }
-    const char *r = last ? onnx_temp(c, "arg", st) : onnx_out_var(c, n, 0, st);
-    pardo_op *op = r ? onnx_emit(c, "argmax", &src, 1, &r, 1, st) : NULL;
-    if (!op || onnx_set_int(op, "axis", axis, st) != PARDO_OK ||
-        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
-        return st->code;
-    if (!last) return PARDO_OK;
-    pardo_tensor *k = pardo_tensor_new_cpu(PARDO_I64, 0, NULL, st);
-    if (!k) return st->code;
-    *(int64_t *)pardo_tensor_data(k) = len - 1;
-    const char *kv = onnx_const_var(c, "last", k, false, st);
-    const char *in[2] = {kv, r};
-    return kv && emit1(c, n, "sub", in, 2, st) ? PARDO_OK : st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, min ? "argmin" : "argmax", &x, 1, st) : NULL;
+    return op && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 0), st) == PARDO_OK &&
+                   onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) == PARDO_OK &&
+                   onnx_set_bool(op, "select_last_index", onnx_attr_int(n, "select_last_index", 0) != 0, st) ==
+                       PARDO_OK
+               ? PARDO_OK
+               : st->code;
 }
 
 static int map_argmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -411,9 +502,9 @@ static int map_reshape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
     static const char *const known[] = {"allowzero", "shape", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
     bool allowzero = onnx_attr_int(n, "allowzero", 0) != 0;
-    const char *x = in_var(c, n, 0, st);
+    const char *x = onnx_in_var(c, n, 0, st);
     if (!x) return st->code;
-    int64_t shape[MAX_INTS];
+    int64_t shape[ONNX_MAX_INTS];
     int ns = 0;
     onnx_value *sv = c->opset >= 5 ? onnx_input(c, n, 1) : NULL;
     if (c->opset < 5) {
@@ -442,29 +533,29 @@ static int map_reshape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
         for (int i = 0; i < ns; i++)
             if (shape[i] == 0) return onnx_unsupported(c, st, "attr 'allowzero' 1 with a 0 in the shape");
     if (ns < 0) {
-        const char *s = in_var(c, n, 1, st);
+        const char *s = onnx_in_var(c, n, 1, st);
         if (!s) return st->code;
         const char *in[2] = {x, s};
-        pardo_op *op = emit1(c, n, "reshape", in, 2, st);
+        pardo_op *op = onnx_emit1(c, n, "reshape", in, 2, st);
         return op && (!allowzero || onnx_set_bool(op, "allowzero", true, st) == PARDO_OK) ? PARDO_OK : st->code;
     }
-    pardo_op *op = emit1(c, n, "reshape", &x, 1, st);
+    pardo_op *op = onnx_emit1(c, n, "reshape", &x, 1, st);
     return op && onnx_set_ints(op, "shape", shape, ns, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
 static int map_flatten(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"axis", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, "flatten", &x, 1, st) : NULL;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "flatten", &x, 1, st) : NULL;
     return op && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 1), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
 static int map_transpose(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"perm", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, "transpose", &x, 1, st) : NULL;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "transpose", &x, 1, st) : NULL;
     if (!op) return st->code;
     int np = 0;
     const int64_t *perm = onnx_attr_ints(n, "perm", &np);
@@ -478,8 +569,8 @@ static int map_concat(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     const char *in[64];
     if (n->n_input < 1 || n->n_input > 64) return onnx_unsupported(c, st, "%zu inputs", n->n_input);
     for (size_t i = 0; i < n->n_input; i++)
-        if (!(in[i] = in_var(c, n, (int)i, st))) return st->code;
-    pardo_op *op = emit1(c, n, "concat", in, (int)n->n_input, st);
+        if (!(in[i] = onnx_in_var(c, n, (int)i, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "concat", in, (int)n->n_input, st);
     return op && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 0), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
@@ -491,8 +582,8 @@ static int map_cast(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     if (dt == PARDO_DTYPE_UNKNOWN)
         return onnx_unsupported(c, st, "attr 'to' %s; pardo runs float32, float64, int32, int64 and bool",
                                 onnx_dtype_name((int32_t)to));
-    const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, "cast", &x, 1, st) : NULL;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "cast", &x, 1, st) : NULL;
     return op && onnx_set_string(op, "dtype", pardo_dtype_name(dt), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
@@ -500,22 +591,23 @@ static int map_cast(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 static int map_squeeze_like(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     static const char *const known[] = {"axes", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    int64_t axes[MAX_INTS];
+    int64_t axes[ONNX_MAX_INTS];
     int na = 0;
     bool has = false;
     if (c->opset >= 13) {
         if (onnx_input(c, n, 1)) {
             has = true;
-            if (!const_input_ints(c, n, 1, axes, &na)) return onnx_unsupported(c, st, "input 1 (axes) must be a constant");
+            if (!onnx_const_input_ints(c, n, 1, axes, &na))
+                return onnx_unsupported(c, st, "input 1 (axes) must be a constant");
         }
     } else if (onnx_attr(n, "axes")) {
         const int64_t *a = onnx_attr_ints(n, "axes", &na);
-        if (na > MAX_INTS) return onnx_unsupported(c, st, "too many axes");
+        if (na > ONNX_MAX_INTS) return onnx_unsupported(c, st, "too many axes");
         if (na) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
         has = true;
     }
-    const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, type, &x, 1, st) : NULL;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, type, &x, 1, st) : NULL;
     if (!op) return st->code;
     return has ? onnx_set_ints(op, "axes", axes, na, st) : PARDO_OK;
 }
@@ -529,8 +621,8 @@ static int map_squeeze(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
 }
 
 static int map_shape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x = in_var(c, n, 0, st);
-    pardo_op *op = x ? emit1(c, n, "shape", &x, 1, st) : NULL;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "shape", &x, 1, st) : NULL;
     if (!op) return st->code;
     if (onnx_attr(n, "start") && onnx_set_int(op, "start", onnx_attr_int(n, "start", 0), st) != PARDO_OK)
         return st->code;
@@ -544,48 +636,48 @@ static int map_gather(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
     int64_t axis = onnx_attr_int(n, "axis", 0);
     onnx_value *data = onnx_input(c, n, 0);
-    const char *d = in_var(c, n, 0, st), *idx = d ? in_var(c, n, 1, st) : NULL;
+    const char *d = onnx_in_var(c, n, 0, st), *idx = d ? onnx_in_var(c, n, 1, st) : NULL;
     if (!idx) return st->code;
     if (axis == 0 && data->initializer && data->konst && data->konst->ndim == 2 &&
         pardo_dtype_is_float(data->konst->dtype)) {
         /* embedding wants indices in [0, V): fine for exported embeddings, which never index from the end */
         const char *in[2] = {d, idx};
-        return emit1(c, n, "embedding", in, 2, st) ? PARDO_OK : st->code;
+        return onnx_emit1(c, n, "embedding", in, 2, st) ? PARDO_OK : st->code;
     }
     const char *in[2] = {d, idx};
-    pardo_op *op = emit1(c, n, "gather", in, 2, st);
+    pardo_op *op = onnx_emit1(c, n, "gather", in, 2, st);
     return op && onnx_set_int(op, "axis", axis, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
 static int map_slice(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"starts", "ends", "axes", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st);
+    const char *x = onnx_in_var(c, n, 0, st);
     if (!x) return st->code;
     static const char *const names[] = {"starts", "ends", "axes", "steps"};
-    int64_t v[4][MAX_INTS];
+    int64_t v[4][ONNX_MAX_INTS];
     int cnt[4] = {0};
     bool have[4] = {false}, runtime = false;
     for (int k = 0; k < 4; k++) {
         if (c->opset < 10) {
             const int64_t *a = onnx_attr_ints(n, names[k], &cnt[k]);
-            if (a && cnt[k] <= MAX_INTS) {
+            if (a && cnt[k] <= ONNX_MAX_INTS) {
                 memcpy(v[k], a, sizeof(int64_t) * (size_t)cnt[k]);
                 have[k] = true;
             }
         } else if (onnx_input(c, n, k + 1)) {
             have[k] = true;
-            if (!const_input_ints(c, n, k + 1, v[k], &cnt[k])) runtime = true;
+            if (!onnx_const_input_ints(c, n, k + 1, v[k], &cnt[k])) runtime = true;
         }
     }
     if (runtime) { /* bounds known only at run time: pardo's slice takes them as inputs */
-        const char *in[5] = {x, opt_var(c, n, 1, st), opt_var(c, n, 2, st), opt_var(c, n, 3, st),
-                             opt_var(c, n, 4, st)};
+        const char *in[5] = {x, onnx_opt_var(c, n, 1, st), onnx_opt_var(c, n, 2, st), onnx_opt_var(c, n, 3, st),
+                             onnx_opt_var(c, n, 4, st)};
         for (int i = 1; i < 5; i++)
             if (!in[i]) return st->code;
-        return emit1(c, n, "slice", in, 5, st) ? PARDO_OK : st->code;
+        return onnx_emit1(c, n, "slice", in, 5, st) ? PARDO_OK : st->code;
     }
-    pardo_op *op = emit1(c, n, "slice", &x, 1, st);
+    pardo_op *op = onnx_emit1(c, n, "slice", &x, 1, st);
     if (!op) return st->code;
     for (int k = 0; k < 4; k++)
         if (have[k] && onnx_set_ints(op, names[k], v[k], cnt[k], st) != PARDO_OK) return st->code;
@@ -593,14 +685,14 @@ static int map_slice(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 }
 
 static int map_expand(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *in[2] = {in_var(c, n, 0, st), NULL};
-    if (!in[0] || !(in[1] = in_var(c, n, 1, st))) return st->code;
-    return emit1(c, n, "expand", in, 2, st) ? PARDO_OK : st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    return onnx_emit1(c, n, "expand", in, 2, st) ? PARDO_OK : st->code;
 }
 
 static int map_constant_of_shape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *s = in_var(c, n, 0, st);
-    pardo_op *op = s ? emit1(c, n, "constant_of_shape", &s, 1, st) : NULL;
+    const char *s = onnx_in_var(c, n, 0, st);
+    pardo_op *op = s ? onnx_emit1(c, n, "constant_of_shape", &s, 1, st) : NULL;
     if (!op) return st->code;
     const Onnx__AttributeProto *a = onnx_attr(n, "value");
     if (a && a->t) {
@@ -623,29 +715,30 @@ static int map_constant_of_shape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_st
 static int map_range(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     const char *in[3];
     for (int i = 0; i < 3; i++)
-        if (!(in[i] = in_var(c, n, i, st))) return st->code;
-    return emit1(c, n, "range", in, 3, st) ? PARDO_OK : st->code;
+        if (!(in[i] = onnx_in_var(c, n, i, st))) return st->code;
+    return onnx_emit1(c, n, "range", in, 3, st) ? PARDO_OK : st->code;
 }
 
 /* Split into n outputs along axis: one slice each. */
 static int map_split(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"axis", "split", "num_outputs", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st);
+    const char *x = onnx_in_var(c, n, 0, st);
     if (!x) return st->code;
     pardo_type t;
     if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
     int64_t axis = onnx_attr_int(n, "axis", 0);
     if (axis < 0) axis += t.ndim;
     if (axis < 0 || axis >= t.ndim) return onnx_bad(c, st, "attr 'axis' out of range for rank %d", t.ndim);
-    int64_t sizes[MAX_INTS];
+    int64_t sizes[ONNX_MAX_INTS];
     int ns = 0, nout = (int)n->n_output;
-    if (nout > MAX_INTS) return onnx_unsupported(c, st, "%d outputs", nout);
+    if (nout > ONNX_MAX_INTS) return onnx_unsupported(c, st, "%d outputs", nout);
     if (c->opset >= 13 && onnx_input(c, n, 1)) {
-        if (!const_input_ints(c, n, 1, sizes, &ns)) return onnx_unsupported(c, st, "input 1 (split) must be a constant");
+        if (!onnx_const_input_ints(c, n, 1, sizes, &ns))
+            return onnx_unsupported(c, st, "input 1 (split) must be a constant");
     } else if (onnx_attr(n, "split")) {
         const int64_t *a = onnx_attr_ints(n, "split", &ns);
-        if (ns > MAX_INTS) return onnx_unsupported(c, st, "too many parts");
+        if (ns > ONNX_MAX_INTS) return onnx_unsupported(c, st, "too many parts");
         memcpy(sizes, a, sizeof(int64_t) * (size_t)ns);
     }
     if (ns == 0) {
@@ -721,7 +814,8 @@ static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type 
 static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st), *w = x ? in_var(c, n, 1, st) : NULL, *b = w ? opt_var(c, n, 2, st) : NULL;
+    const char *x = onnx_in_var(c, n, 0, st), *w = x ? onnx_in_var(c, n, 1, st) : NULL,
+               *b = w ? onnx_opt_var(c, n, 2, st) : NULL;
     if (!b) return st->code;
     pardo_type wt;
     if (onnx_type_of(c, w, &wt, st) != PARDO_OK) return st->code;
@@ -734,7 +828,7 @@ static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     pardo_type xt;
     if (onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
     const char *in[3] = {x, w, b};
-    pardo_op *op = emit1(c, n, "conv2d", in, *b ? 3 : 2, st);
+    pardo_op *op = onnx_emit1(c, n, "conv2d", in, *b ? 3 : 2, st);
     if (!op || window_attrs(c, n, &xt, kernel, op, false, st) != PARDO_OK ||
         onnx_set_int(op, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
         return st->code;
@@ -754,10 +848,10 @@ static int map_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, par
     const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
     if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
     if (nk != 2) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 2-D (NCHW)", nk);
-    const char *x = in_var(c, n, 0, st);
+    const char *x = onnx_in_var(c, n, 0, st);
     pardo_type xt;
     if (!x || onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
-    pardo_op *op = emit1(c, n, type, &x, 1, st);
+    pardo_op *op = onnx_emit1(c, n, type, &x, 1, st);
     return op && window_attrs(c, n, &xt, ks, op, true, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
@@ -770,15 +864,15 @@ static int map_average_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status 
 }
 
 static int map_global_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
-    if (onnx_check_attrs(c, n, no_attrs, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st);
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
     if (!x) return st->code;
     pardo_type t;
     if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
     if (t.ndim < 3) return onnx_bad(c, st, "input of rank %d; expected [N, C, spatial...]", t.ndim);
     int64_t axes[PARDO_MAX_DIMS];
     for (int i = 2; i < t.ndim; i++) axes[i - 2] = i;
-    pardo_op *op = emit1(c, n, type, &x, 1, st);
+    pardo_op *op = onnx_emit1(c, n, type, &x, 1, st);
     return op && onnx_set_ints(op, "axes", axes, t.ndim - 2, st) == PARDO_OK &&
                    onnx_set_bool(op, "keepdims", true, st) == PARDO_OK
                ? PARDO_OK
@@ -793,39 +887,6 @@ static int map_global_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_stat
     return map_global_pool(c, n, "reduce_max", st);
 }
 
-/* BatchNormalization whose statistics or scale are known only at run time:
- * y = (x - mean) / sqrt(var + epsilon) * scale + B, each [C] input
- * unsqueezed to [C, 1, ...] against x [N, C, ...]. */
-static int batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x = in_var(c, n, 0, st), *in[4];
-    pardo_type t;
-    if (!x || onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
-    if (t.ndim < 2) return onnx_bad(c, st, "input of rank %d; expected [N, C, ...]", t.ndim);
-    int64_t axes[PARDO_MAX_DIMS];
-    for (int i = 2; i < t.ndim; i++) axes[i - 2] = i - 1;
-    for (int i = 0; i < 4; i++) {
-        const char *v = in_var(c, n, i + 1, st);
-        if (!v) return st->code;
-        in[i] = v;
-        if (t.ndim > 2) {
-            const char *u = onnx_temp(c, "bn_c", st);
-            pardo_op *op = u ? onnx_emit(c, "unsqueeze", &v, 1, &u, 1, st) : NULL;
-            if (!op || onnx_set_ints(op, "axes", axes, t.ndim - 2, st) != PARDO_OK) return st->code;
-            in[i] = u;
-        }
-    }
-    const char *centred = onnx_temp(c, "bn", st), *veps = onnx_temp(c, "bn", st), *sd = onnx_temp(c, "bn", st),
-               *norm = onnx_temp(c, "bn", st), *scaled = onnx_temp(c, "bn", st);
-    if (!scaled) return st->code;
-    const char *sub[2] = {x, in[2]}, *div[2] = {centred, sd}, *mul[2] = {norm, in[0]}, *add[2] = {scaled, in[1]};
-    pardo_op *op;
-    if (!onnx_emit(c, "sub", sub, 2, &centred, 1, st) || !(op = onnx_emit(c, "scale", &in[3], 1, &veps, 1, st)) ||
-        onnx_set_float(op, "bias", onnx_attr_float(n, "epsilon", 1e-5), st) != PARDO_OK ||
-        !onnx_emit(c, "sqrt", &veps, 1, &sd, 1, st) || !onnx_emit(c, "div", div, 2, &norm, 1, st) ||
-        !onnx_emit(c, "mul", mul, 2, &scaled, 1, st))
-        return st->code;
-    return emit1(c, n, "add", add, 2, st) ? PARDO_OK : st->code;
-}
 
 /* BatchNormalization with statistics known at load: a batch_norm op, its scale and bias params, its
  * running mean and var state vars (the model's weights), so that a fine-tuned model normalises with each
@@ -842,12 +903,12 @@ static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
         if (!(p[i] = onnx_input(c, n, i + 1))) return onnx_bad(c, st, "input %d is missing", i + 1);
         konst = konst && p[i]->konst && pardo_dtype_is_float(p[i]->konst->dtype) && p[i]->konst->ndim == 1;
     }
-    if (!konst) return batch_norm_at_run_time(c, n, st);
+    if (!konst) return onnx_batch_norm_at_run_time(c, n, st);
     int64_t ch = p[0]->konst->numel;
     for (int i = 1; i < 4; i++)
         if (p[i]->konst->numel != ch) return onnx_bad(c, st, "input %d has %lld elements, input 1 %lld", i + 1,
                                                       (long long)p[i]->konst->numel, (long long)ch);
-    const char *x = in_var(c, n, 0, st);
+    const char *x = onnx_in_var(c, n, 0, st);
     if (!x) return st->code;
     pardo_type t;
     if (onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
@@ -874,8 +935,8 @@ static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
 static int map_layer_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *in[3] = {in_var(c, n, 0, st), NULL, NULL};
-    if (!in[0] || !(in[1] = opt_var(c, n, 1, st)) || !(in[2] = opt_var(c, n, 2, st))) return st->code;
+    const char *in[3] = {onnx_in_var(c, n, 0, st), NULL, NULL};
+    if (!in[0] || !(in[1] = onnx_opt_var(c, n, 1, st)) || !(in[2] = onnx_opt_var(c, n, 2, st))) return st->code;
     const char *outs[3];
     int no = 0;
     for (size_t i = 0; i < n->n_output && i < 3; i++) {
@@ -896,11 +957,11 @@ static int map_layer_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
 static int map_dropout(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     if (c->opset >= 12 && onnx_input(c, n, 2)) {
         double training;
-        if (!const_input_scalar(c, n, 2, &training) || training != 0)
+        if (!onnx_const_input_scalar(c, n, 2, &training) || training != 0)
             return onnx_unsupported(c, st, "training_mode true (pardo imports models for inference)");
     }
-    const char *x = in_var(c, n, 0, st);
-    return x && emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    return x && onnx_emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
 }
 
 /* Size folds at load (onnx_fold.c) unless its input has two run-time dims. */
@@ -909,397 +970,44 @@ static int map_size(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return onnx_unsupported(c, st, "the size of a tensor with two or more run-time dims");
 }
 
-/* ---- composites: ops ONNX has and pardo builds from its own ---- */
-
-/* Max / Min of any number of inputs (numpy broadcasting): where(a > b, a, b) pairwise. */
-static int map_max_min(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_status *st) {
-    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
-    const char *acc = in_var(c, n, 0, st);
-    if (!acc) return st->code;
-    if (n->n_input == 1) return emit1(c, n, "identity", &acc, 1, st) ? PARDO_OK : st->code;
-    for (size_t i = 1; i < n->n_input; i++) {
-        const char *b = in_var(c, n, (int)i, st), *cond = b ? step(c, n, max ? "greater" : "less", acc, b, false, st) : NULL;
-        if (!cond) return st->code;
-        const bool last = i + 1 == n->n_input;
-        const char *out = last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "extreme", st);
-        const char *in[3] = {cond, acc, b};
-        if (!out || !onnx_emit(c, "where", in, 3, &out, 1, st)) return st->code;
-        acc = out;
-    }
-    return PARDO_OK;
-}
-
-static int map_max(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_max_min(c, n, true, st); }
-static int map_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_max_min(c, n, false, st); }
-
-/* Mean of any number of inputs: their sum scaled by 1/n. */
-static int map_mean(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    if (n->n_input < 1) return onnx_bad(c, st, "no inputs");
-    const char *acc = in_var(c, n, 0, st);
-    for (size_t i = 1; acc && i < n->n_input; i++) {
-        const char *b = in_var(c, n, (int)i, st);
-        acc = b ? step(c, n, "add", acc, b, false, st) : NULL;
-    }
-    pardo_op *op = acc ? emit1(c, n, "scale", &acc, 1, st) : NULL;
-    return op && onnx_set_float(op, "scale", 1.0 / (double)n->n_input, st) == PARDO_OK ? PARDO_OK : st->code;
-}
-
-/* The Reduce family over pardo's reduce_sum / reduce_max: f(reduce(g(x))). */
-static int map_reduce_composite(onnx_ctx *c, const Onnx__NodeProto *n, const char *pre, const char *reduce,
-                                const char *post, pardo_status *st) {
-    static const char *const known[] = {"axes", "keepdims", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    int na = 0;
-    const int64_t *axes = onnx_attr_ints(n, "axes", &na);
-    const char *x = in_var(c, n, 0, st);
-    if (!x) return st->code;
-    if (pre && strcmp(pre, "square") == 0) x = step(c, n, "mul", x, x, false, st);
-    else if (pre) x = step(c, n, pre, x, NULL, false, st);
-    if (!x) return st->code;
-    const char *r = post ? onnx_temp(c, reduce, st) : onnx_out_var(c, n, 0, st);
-    pardo_op *op = r ? onnx_emit(c, reduce, &x, 1, &r, 1, st) : NULL;
-    if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
-        onnx_set_bool(op, "keepdims", onnx_attr_int(n, "keepdims", 1) != 0, st) != PARDO_OK)
-        return st->code;
-    return !post || step(c, n, post, r, NULL, true, st) ? PARDO_OK : st->code;
-}
-
-static int map_reduce_l1(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, "abs", "reduce_sum", NULL, st);
-}
-static int map_reduce_l2(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, "square", "reduce_sum", "sqrt", st);
-}
-static int map_reduce_sum_square(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, "square", "reduce_sum", NULL, st);
-}
-static int map_reduce_log_sum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, NULL, "reduce_sum", "log", st);
-}
-/* ReduceLogSumExp = log(sum(exp(x - m))) + m with m the max over the axes (no overflow for big x). */
-static int map_reduce_log_sum_exp(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    static const char *const known[] = {"axes", "keepdims", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    int na = 0;
-    const int64_t *axes = onnx_attr_ints(n, "axes", &na);
-    const bool keep = onnx_attr_int(n, "keepdims", 1) != 0;
-    const char *x = in_var(c, n, 0, st), *r[3] = {NULL, NULL, NULL};
-    static const char *const types[3] = {"reduce_max", "reduce_sum", "reduce_max"};
-    const char *src[3] = {x, NULL, x};
-    for (int i = 0; x && i < 3; i++) {
-        if (i == 1) { /* exp(x - m) */
-            const char *d = step(c, n, "sub", x, r[0], false, st);
-            if (!d || !(src[1] = step(c, n, "exp", d, NULL, false, st))) return st->code;
-        }
-        pardo_op *op = (r[i] = onnx_temp(c, "lse", st)) ? onnx_emit(c, types[i], &src[i], 1, &r[i], 1, st) : NULL;
-        if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK ||
-            onnx_set_bool(op, "keepdims", i == 0 || keep, st) != PARDO_OK)
-            return st->code;
-    }
-    const char *l = x ? step(c, n, "log", r[1], NULL, false, st) : NULL;
-    return l && step(c, n, "add", l, r[2], true, st) ? PARDO_OK : st->code;
-}
-/* ReduceMin = -reduce_max(-x), for floats. */
-static int map_reduce_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_reduce_composite(c, n, "neg", "reduce_max", "neg", st);
-}
-
-/* Softplus = log(exp(x) + 1); Softsign = x / (1 + |x|). */
-static int map_softplus(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x = in_var(c, n, 0, st), *e = x ? step(c, n, "exp", x, NULL, false, st) : NULL;
-    const char *p1 = e ? onnx_temp(c, "softplus", st) : NULL;
-    pardo_op *op = p1 ? onnx_emit(c, "scale", &e, 1, &p1, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "bias", 1.0, st) != PARDO_OK) return st->code;
-    return step(c, n, "log", p1, NULL, true, st) ? PARDO_OK : st->code;
-}
-
-static int map_softsign(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x = in_var(c, n, 0, st), *a = x ? step(c, n, "abs", x, NULL, false, st) : NULL;
-    const char *d = a ? onnx_temp(c, "softsign", st) : NULL;
-    pardo_op *op = d ? onnx_emit(c, "scale", &a, 1, &d, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "bias", 1.0, st) != PARDO_OK) return st->code;
-    return step(c, n, "div", x, d, true, st) ? PARDO_OK : st->code;
-}
-
-/* HardSigmoid = clip(alpha x + beta, 0, 1). */
-static int map_hard_sigmoid(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    static const char *const known[] = {"alpha", "beta", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st), *l = x ? onnx_temp(c, "hard_sigmoid", st) : NULL;
-    pardo_op *op = l ? onnx_emit(c, "scale", &x, 1, &l, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "scale", onnx_attr_float(n, "alpha", 0.2), st) != PARDO_OK ||
-        onnx_set_float(op, "bias", onnx_attr_float(n, "beta", 0.5), st) != PARDO_OK)
-        return st->code;
-    op = emit1(c, n, "clip", &l, 1, st);
-    return op && onnx_set_float(op, "min", 0.0, st) == PARDO_OK && onnx_set_float(op, "max", 1.0, st) == PARDO_OK
-               ? PARDO_OK
-               : st->code;
-}
-
-/* ThresholdedRelu = where(x > alpha, x, 0). */
-static int map_thresholded_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x;
-    pardo_type t;
-    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const char *alpha = scalar_const(c, t.dtype, onnx_attr_float(n, "alpha", 1.0), st),
-               *zero = alpha ? scalar_const(c, t.dtype, 0, st) : NULL,
-               *cond = zero ? step(c, n, "greater", x, alpha, false, st) : NULL;
-    const char *in[3] = {cond, x, zero};
-    return cond && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
-/* Elu = where(x > 0, x, alpha (exp(x) - 1)); Selu = gamma times that with alpha. */
-static int map_elu_like(onnx_ctx *c, const Onnx__NodeProto *n, double alpha, double gamma, pardo_status *st) {
-    const char *x;
-    pardo_type t;
-    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const char *zero = scalar_const(c, t.dtype, 0, st), *e = zero ? step(c, n, "exp", x, NULL, false, st) : NULL;
-    const char *neg = e ? onnx_temp(c, "elu", st) : NULL, *pos = neg ? onnx_temp(c, "elu", st) : NULL;
-    pardo_op *op = pos ? onnx_emit(c, "scale", &e, 1, &neg, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "scale", alpha * gamma, st) != PARDO_OK ||
-        onnx_set_float(op, "bias", -alpha * gamma, st) != PARDO_OK)
-        return st->code;
-    if (!(op = onnx_emit(c, "scale", &x, 1, &pos, 1, st)) || onnx_set_float(op, "scale", gamma, st) != PARDO_OK)
-        return st->code;
-    const char *cond = step(c, n, "greater", x, zero, false, st);
-    const char *in[3] = {cond, pos, neg};
-    return cond && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
-static int map_elu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_elu_like(c, n, onnx_attr_float(n, "alpha", 1.0), 1.0, st);
-}
-
-static int map_selu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_elu_like(c, n, onnx_attr_float(n, "alpha", 1.67326319217681884765625),
-                        onnx_attr_float(n, "gamma", 1.05070102214813232421875), st);
-}
-
-/* PRelu = where(x < 0, slope x, x), slope broadcast. */
-static int map_prelu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x;
-    pardo_type t;
-    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const char *slope = in_var(c, n, 1, st), *zero = slope ? scalar_const(c, t.dtype, 0, st) : NULL;
-    const char *sx = zero ? step(c, n, "mul", x, slope, false, st) : NULL;
-    const char *cond = sx ? step(c, n, "less", x, zero, false, st) : NULL;
-    const char *in[3] = {cond, sx, x};
-    return cond && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
-/* Sign = where(x > 0, 1, where(x < 0, -1, 0)). */
-static int map_sign(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x;
-    pardo_type t;
-    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const char *one = scalar_const(c, t.dtype, 1, st), *minus = one ? scalar_const(c, t.dtype, -1, st) : NULL,
-               *zero = minus ? scalar_const(c, t.dtype, 0, st) : NULL;
-    const char *lt = zero ? step(c, n, "less", x, zero, false, st) : NULL;
-    const char *gt = lt ? step(c, n, "greater", x, zero, false, st) : NULL;
-    const char *inner = gt ? onnx_temp(c, "sign", st) : NULL;
-    const char *in1[3] = {lt, minus, zero};
-    if (!inner || !onnx_emit(c, "where", in1, 3, &inner, 1, st)) return st->code;
-    const char *in2[3] = {gt, one, inner};
-    return emit1(c, n, "where", in2, 3, st) ? PARDO_OK : st->code;
-}
-
-/* Xor of bools = not(a == b). */
-static int map_xor(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *a = in_var(c, n, 0, st), *b = a ? in_var(c, n, 1, st) : NULL;
-    const char *e = b ? step(c, n, "equal", a, b, false, st) : NULL;
-    return e && step(c, n, "not", e, NULL, true, st) ? PARDO_OK : st->code;
-}
-
-/* Trilu over static last two dims: a constant mask, where(mask, x, 0). */
-static int map_trilu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    static const char *const known[] = {"upper", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x;
-    pardo_type t;
-    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    if (t.ndim < 2 || t.shape[t.ndim - 1] < 0 || t.shape[t.ndim - 2] < 0)
-        return onnx_unsupported(c, st, "Trilu over run-time matrix dims");
-    double k = 0;
-    if (onnx_input(c, n, 1) && !const_input_scalar(c, n, 1, &k))
-        return onnx_unsupported(c, st, "input 1 (k) must be a constant");
-    const bool upper = onnx_attr_int(n, "upper", 1) != 0;
-    int64_t dims[2] = {t.shape[t.ndim - 2], t.shape[t.ndim - 1]};
-    pardo_tensor *m = pardo_tensor_new_cpu(PARDO_BOOL, 2, dims, st);
-    if (!m) return st->code;
-    uint8_t *md = pardo_tensor_data(m);
-    for (int64_t i = 0; i < dims[0]; i++)
-        for (int64_t j = 0; j < dims[1]; j++) md[i * dims[1] + j] = upper ? (double)(j - i) >= k : (double)(j - i) <= k;
-    const char *mask = onnx_const_var(c, "trilu_mask", m, false, st), *zero = mask ? scalar_const(c, t.dtype, 0, st) : NULL;
-    const char *in[3] = {mask, x, zero};
-    return zero && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
-/* Shrink = where(x < -lambd, x + bias, where(x > lambd, x - bias, 0)). */
-static int map_shrink(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    static const char *const known[] = {"lambd", "bias", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x;
-    pardo_type t;
-    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const double lambd = onnx_attr_float(n, "lambd", 0.5), bias = onnx_attr_float(n, "bias", 0.0);
-    const char *lo = scalar_const(c, t.dtype, -lambd, st), *hi = lo ? scalar_const(c, t.dtype, lambd, st) : NULL,
-               *zero = hi ? scalar_const(c, t.dtype, 0, st) : NULL;
-    const char *up = zero ? onnx_temp(c, "shrink", st) : NULL, *down = up ? onnx_temp(c, "shrink", st) : NULL;
-    pardo_op *op = down ? onnx_emit(c, "scale", &x, 1, &up, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "bias", bias, st) != PARDO_OK) return st->code;
-    if (!(op = onnx_emit(c, "scale", &x, 1, &down, 1, st)) || onnx_set_float(op, "bias", -bias, st) != PARDO_OK)
-        return st->code;
-    const char *gt = step(c, n, "greater", x, hi, false, st), *inner = gt ? onnx_temp(c, "shrink", st) : NULL;
-    const char *in1[3] = {gt, down, zero};
-    if (!inner || !onnx_emit(c, "where", in1, 3, &inner, 1, st)) return st->code;
-    const char *lt = step(c, n, "less", x, lo, false, st);
-    const char *in2[3] = {lt, up, inner};
-    return lt && emit1(c, n, "where", in2, 3, st) ? PARDO_OK : st->code;
-}
-
-/* HardSwish = x * clip(x / 6 + 1/2, 0, 1). */
-static int map_hard_swish(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    if (onnx_check_attrs(c, n, no_attrs, st) != PARDO_OK) return st->code;
-    const char *x = in_var(c, n, 0, st), *l = x ? onnx_temp(c, "hard_swish", st) : NULL,
-               *h = l ? onnx_temp(c, "hard_swish", st) : NULL;
-    pardo_op *op = h ? onnx_emit(c, "scale", &x, 1, &l, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "scale", 1.0 / 6.0, st) != PARDO_OK || onnx_set_float(op, "bias", 0.5, st) != PARDO_OK)
-        return st->code;
-    if (!(op = onnx_emit(c, "clip", &l, 1, &h, 1, st)) || onnx_set_float(op, "min", 0.0, st) != PARDO_OK ||
-        onnx_set_float(op, "max", 1.0, st) != PARDO_OK)
-        return st->code;
-    return step(c, n, "mul", x, h, true, st) ? PARDO_OK : st->code;
-}
-
-/* Celu = where(x > 0, x, alpha (exp(x / alpha) - 1)). */
-static int map_celu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    static const char *const known[] = {"alpha", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x;
-    pardo_type t;
-    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const double alpha = onnx_attr_float(n, "alpha", 1.0);
-    if (alpha == 0) return onnx_bad(c, st, "attr 'alpha' is 0");
-    const char *zero = scalar_const(c, t.dtype, 0, st), *xs = zero ? onnx_temp(c, "celu", st) : NULL;
-    pardo_op *op = xs ? onnx_emit(c, "scale", &x, 1, &xs, 1, st) : NULL;
-    if (!op || onnx_set_float(op, "scale", 1.0 / alpha, st) != PARDO_OK) return st->code;
-    const char *e = step(c, n, "exp", xs, NULL, false, st), *neg = e ? onnx_temp(c, "celu", st) : NULL;
-    if (!neg || !(op = onnx_emit(c, "scale", &e, 1, &neg, 1, st)) || onnx_set_float(op, "scale", alpha, st) != PARDO_OK ||
-        onnx_set_float(op, "bias", -alpha, st) != PARDO_OK)
-        return st->code;
-    const char *cond = step(c, n, "greater", x, zero, false, st);
-    const char *in[3] = {cond, x, neg};
-    return cond && emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
-}
-
-/* x reshaped to `a`, transposed by perm, reshaped to `b` (0 in a shape copies the batch). */
-static int reshape_transpose_reshape(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, const int64_t *a, int na,
-                                     const int64_t *perm, const int64_t *b, int nb, pardo_status *st) {
-    const char *r = onnx_temp(c, "blocks", st), *tr = r ? onnx_temp(c, "blocks", st) : NULL;
-    pardo_op *op = tr ? onnx_emit(c, "reshape", &x, 1, &r, 1, st) : NULL;
-    if (!op || onnx_set_ints(op, "shape", a, na, st) != PARDO_OK) return st->code;
-    if (!(op = onnx_emit(c, "transpose", &r, 1, &tr, 1, st)) || onnx_set_ints(op, "perm", perm, na, st) != PARDO_OK)
-        return st->code;
-    op = emit1(c, n, "reshape", &tr, 1, st);
-    return op ? onnx_set_ints(op, "shape", b, nb, st) : st->code;
-}
-
-/* DepthToSpace / SpaceToDepth over static C, H, W: a reshape, a transpose and a reshape (ONNX's definition). */
-static int map_depth_space(onnx_ctx *c, const Onnx__NodeProto *n, bool to_space, pardo_status *st) {
-    static const char *const known[] = {"blocksize", "mode", NULL};
-    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *x;
-    pardo_type t;
-    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    const int64_t b = onnx_attr_int(n, "blocksize", 0);
-    if (b < 1) return onnx_bad(c, st, "attr 'blocksize' must be at least 1");
-    if (t.ndim != 4 || t.shape[1] < 0 || t.shape[2] < 0 || t.shape[3] < 0)
-        return onnx_unsupported(c, st, "an input other than [N, C, H, W] with static C, H and W");
-    const int64_t C = t.shape[1], H = t.shape[2], W = t.shape[3];
-    char mode[8];
-    const bool crd = strcmp(onnx_attr_string(n, "mode", "DCR", mode, sizeof mode), "CRD") == 0;
-    if (to_space) {
-        if (C % (b * b)) return onnx_bad(c, st, "C %lld is not a multiple of blocksize^2", (long long)C);
-        const int64_t cb = C / (b * b);
-        const int64_t dcr[6] = {0, b, b, cb, H, W}, crd_s[6] = {0, cb, b, b, H, W};
-        const int64_t p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
-        const int64_t out[4] = {0, cb, H * b, W * b};
-        return reshape_transpose_reshape(c, n, x, crd ? crd_s : dcr, 6, crd ? p_crd : p_dcr, out, 4, st);
-    }
-    if (H % b || W % b) return onnx_bad(c, st, "H %lld and W %lld must be multiples of blocksize", (long long)H,
-                                        (long long)W);
-    const int64_t a[6] = {0, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4}, out[4] = {0, C * b * b, H / b, W / b};
-    return reshape_transpose_reshape(c, n, x, a, 6, perm, out, 4, st);
-}
-
-static int map_depth_to_space(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_depth_space(c, n, true, st);
-}
-
-static int map_space_to_depth(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    return map_depth_space(c, n, false, st);
-}
-
-/* Tile with constant repeats: r copies concatenated along each axis. */
-static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
-    const char *x;
-    pardo_type t;
-    if (input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
-    int64_t reps[MAX_INTS];
-    int nr = 0;
-    if (!const_input_ints(c, n, 1, reps, &nr)) return onnx_unsupported(c, st, "input 1 (repeats) must be a constant");
-    if (nr != t.ndim) return onnx_bad(c, st, "%d repeats for rank %d", nr, t.ndim);
-    int last = -1;
-    for (int a = 0; a < nr; a++) {
-        if (reps[a] < 0) return onnx_bad(c, st, "repeat %lld on axis %d", (long long)reps[a], a);
-        if (reps[a] > 64) return onnx_unsupported(c, st, "a repeat over 64");
-        if (reps[a] != 1) last = a;
-    }
-    if (last < 0) return emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
-    const char *acc = x;
-    for (int a = 0; a <= last; a++) {
-        if (reps[a] == 1) continue;
-        const char *copies[64];
-        for (int k = 0; k < reps[a]; k++) copies[k] = acc;
-        const char *out = a == last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "tile", st);
-        pardo_op *op = out && reps[a] ? onnx_emit(c, "concat", copies, (int)reps[a], &out, 1, st) : NULL;
-        if (!op || onnx_set_int(op, "axis", a, st) != PARDO_OK) return reps[a] ? st->code : onnx_unsupported(c, st, "a repeat of 0");
-        acc = out;
-    }
-    return PARDO_OK;
-}
-
 /* ---- the table ---- */
 
-typedef struct mapping {
-    const char *op_type;
-    onnx_map_fn fn;
-} mapping;
-
-static const mapping table[] = {
+static const onnx_mapping table[] = {
     {"Abs", map_abs},
+    {"Acos", map_acos},
+    {"Acosh", map_acosh},
     {"Add", map_add},
     {"And", map_and},
     {"ArgMax", map_argmax},
     {"ArgMin", map_argmin},
+    {"Asin", map_asin},
+    {"Asinh", map_asinh},
+    {"Atan", map_atan},
+    {"Atanh", map_atanh},
     {"AveragePool", map_average_pool},
     {"BatchNormalization", map_batch_norm},
     {"Cast", map_cast},
+    {"Ceil", map_ceil},
     {"Celu", map_celu},
     {"Clip", map_clip},
     {"Concat", map_concat},
     {"Constant", NULL},
     {"ConstantOfShape", map_constant_of_shape},
     {"Conv", map_conv},
-    {"DepthToSpace", map_depth_to_space},
+    {"Cos", map_cos},
+    {"Cosh", map_cosh},
+    {"CumSum", map_cumsum},
+    {"Det", map_det},
     {"Div", map_div},
     {"Dropout", map_dropout},
+    {"Einsum", map_einsum},
     {"Elu", map_elu},
     {"Equal", map_equal},
     {"Erf", map_erf},
     {"Exp", map_exp},
     {"Expand", map_expand},
     {"Flatten", map_flatten},
+    {"Floor", map_floor},
     {"Gather", map_gather},
     {"Gemm", map_gemm},
     {"GlobalAveragePool", map_global_average_pool},
@@ -1308,7 +1016,10 @@ static const mapping table[] = {
     {"GreaterOrEqual", map_greater_or_equal},
     {"HardSigmoid", map_hard_sigmoid},
     {"HardSwish", map_hard_swish},
+    {"Hardmax", map_hardmax},
     {"Identity", map_identity},
+    {"IsInf", map_is_inf},
+    {"IsNaN", map_is_nan},
     {"LayerNormalization", map_layer_norm},
     {"LeakyRelu", map_leaky_relu},
     {"Less", map_less},
@@ -1320,6 +1031,8 @@ static const mapping table[] = {
     {"MaxPool", map_max_pool},
     {"Mean", map_mean},
     {"Min", map_min},
+    {"Mish", map_mish},
+    {"Mod", map_mod},
     {"Mul", map_mul},
     {"Neg", map_neg},
     {"Not", map_not},
@@ -1335,31 +1048,33 @@ static const mapping table[] = {
     {"ReduceMax", map_reduce_max},
     {"ReduceMean", map_reduce_mean},
     {"ReduceMin", map_reduce_min},
+    {"ReduceProd", map_reduce_prod},
     {"ReduceSum", map_reduce_sum},
     {"ReduceSumSquare", map_reduce_sum_square},
     {"Relu", map_relu},
     {"Reshape", map_reshape},
+    {"Round", map_round},
     {"Selu", map_selu},
     {"Shape", map_shape},
     {"Shrink", map_shrink},
     {"Sigmoid", map_sigmoid},
     {"Sign", map_sign},
+    {"Sin", map_sin},
+    {"Sinh", map_sinh},
     {"Size", map_size},
     {"Slice", map_slice},
     {"Softmax", map_softmax},
     {"Softplus", map_softplus},
     {"Softsign", map_softsign},
-    {"SpaceToDepth", map_space_to_depth},
     {"Split", map_split},
     {"Sqrt", map_sqrt},
     {"Squeeze", map_squeeze},
     {"Sub", map_sub},
     {"Sum", map_sum},
+    {"Tan", map_tan},
     {"Tanh", map_tanh},
     {"ThresholdedRelu", map_thresholded_relu},
-    {"Tile", map_tile},
     {"Transpose", map_transpose},
-    {"Trilu", map_trilu},
     {"Unsqueeze", map_unsqueeze},
     {"Where", map_where},
     {"Xor", map_xor},
@@ -1374,27 +1089,46 @@ static int map_constant_folded(onnx_ctx *c, const Onnx__NodeProto *n, pardo_stat
 static char supported[2048];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
-/* Once: the table must be sorted for the binary search (pardo's own invariant), and its list of names. */
+/* Binary search of the n sorted entries of t for op_type; NULL when absent. */
+static const onnx_mapping *search(const onnx_mapping *t, size_t n, const char *op_type) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int cmp = strcmp(op_type, t[mid].op_type);
+        if (cmp == 0) return &t[mid];
+        if (cmp < 0) hi = mid;
+        else lo = mid + 1;
+    }
+    return NULL;
+}
+
+/* Once: both tables must be sorted for the binary search and share no op type (pardo's own invariants);
+ * the list of names, the two tables merged in order. */
 static void check_table(void) {
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        PARDO_ASSERT(i == 0 || strcmp(table[i - 1].op_type, table[i].op_type) < 0);
+    const size_t n1 = sizeof table / sizeof table[0], n2 = onnx_compose_count;
+    for (size_t i = 1; i < n1; i++) PARDO_ASSERT(strcmp(table[i - 1].op_type, table[i].op_type) < 0);
+    for (size_t i = 1; i < n2; i++)
+        PARDO_ASSERT(strcmp(onnx_compose_table[i - 1].op_type, onnx_compose_table[i].op_type) < 0);
+    size_t off = 0, i = 0, j = 0;
+    while (i < n1 || j < n2) {
+        const char *name;
+        if (j == n2 || (i < n1 && strcmp(table[i].op_type, onnx_compose_table[j].op_type) < 0)) {
+            name = table[i++].op_type;
+        } else {
+            PARDO_ASSERT(i == n1 || strcmp(table[i].op_type, onnx_compose_table[j].op_type) != 0);
+            name = onnx_compose_table[j++].op_type;
+        }
         if (off < sizeof supported - 32)
-            off += (size_t)snprintf(supported + off, sizeof supported - off, "%s%s", i ? ", " : "", table[i].op_type);
+            off += (size_t)snprintf(supported + off, sizeof supported - off, "%s%s", off ? ", " : "", name);
     }
 }
 
 onnx_map_fn onnx_find_mapping(const char *op_type) {
     pthread_once(&table_once, check_table);
-    size_t lo = 0, hi = sizeof table / sizeof table[0];
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int cmp = strcmp(op_type, table[mid].op_type);
-        if (cmp == 0) return table[mid].fn ? table[mid].fn : map_constant_folded;
-        if (cmp < 0) hi = mid;
-        else lo = mid + 1;
-    }
-    return NULL;
+    const onnx_mapping *m = search(table, sizeof table / sizeof table[0], op_type);
+    if (m) return m->fn ? m->fn : map_constant_folded;
+    m = search(onnx_compose_table, onnx_compose_count, op_type);
+    return m ? m->fn : NULL;
 }
 
 const char *onnx_supported_list(void) {

@@ -221,7 +221,8 @@ def csv_feed(rng, work, files):
         a = np.load(os.path.join(work, files[name]))
     except Exception:  # a damaged header NumPy cannot read (its tokenizer's errors too): no CSV this time
         return files
-    rows = a.reshape(1, 1) if a.ndim == 0 else a.reshape(a.shape[0], -1)
+    # the row width spelled out: reshape(n, -1) cannot size an empty array's rows
+    rows = a.reshape(1, 1) if a.ndim == 0 else a.reshape(a.shape[0], int(np.prod(a.shape[1:], dtype=np.int64)))
     path = os.path.join(work, name + ".csv")
     np.savetxt(path, rows.astype(np.int64) if a.dtype.kind in "biu" else rows,
                fmt="%d" if a.dtype.kind in "biu" else "%.9g", delimiter=",",

@@ -42,6 +42,21 @@ def _forward_graphs():
                       ("reduce_max", {"axes": [-1]}), ("transpose", {"perm": [1, 0]}), ("flatten", {"axis": 1}),
                       ("cast", {"dtype": "float64"}), ("dropout", {"ratio": 0.3, "seed": 1})]:
         g[op] = _after_bias(op, attrs)
+    # the ONNX families: math, activations, reductions (ops/math.c, ops/activation.c, ops/reduce.c)
+    for op in ["sin", "cos", "tan", "atan", "sinh", "cosh", "asinh", "reciprocal", "elu", "selu", "celu",
+               "hard_sigmoid", "hard_swish", "softplus", "softsign", "thresholded_relu", "mish", "shrink"]:
+        g[op] = _after_bias(op)
+    for op, attrs in [("cumsum", {"axis": 1, "exclusive": True, "reverse": True}),
+                      ("reduce_min", {"axes": [1]}), ("reduce_prod", {"axes": [0], "keepdims": False}),
+                      ("reduce_l1", {"axes": [1]}), ("reduce_l2", {}), ("reduce_sum_square", {"axes": [-1]}),
+                      ("reduce_log_sum_exp", {"axes": [1], "keepdims": False})]:
+        g[op] = _after_bias(op, attrs)
+    for op in ["max", "min", "sum", "mean"]:
+        g[op] = ({"a": _feed([4, 3]), "b": _param([3]), "c": _param([1, 3])},
+                 [{"op": op, "in": ["a", "b", "c"], "out": ["y"]}])
+    g["prelu"] = {"a": _feed([4, 3]), "b": _param([3])}, [{"op": "prelu", "in": ["a", "b"], "out": ["y"]}]
+    g["einsum"] = ({"a": _feed([4, 3]), "b": _param([3, 5])},
+                   [{"op": "einsum", "in": ["a", "b"], "out": ["y"], "attrs": {"equation": "ij,jk->ik"}}])
     g["reshape"] = _after_bias("reshape", {"shape": [0, 3, -1]}, (4, 6))
     for op in ["sub", "mul", "div"]:
         g[op] = {"a": _feed([4, 3]), "b": _param([3])}, [{"op": op, "in": ["a", "b"], "out": ["y"]}]

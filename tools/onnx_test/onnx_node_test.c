@@ -170,6 +170,23 @@ static void run_test(const char *dir, int fd) {
     report(fd, R_PASS, op, "");
 }
 
+/* Tests whose reference outputs in this test data (ONNX 1.12) disagree with their operator's definition: the
+ * window functions' expanded forms expect 0.5 - 0.5 cos(2 pi n / N) and the like off by up to 7e-5 (test_hannwindow
+ * expects 0.3454739 at n = 2, N = 10; the formula gives 0.3454915, which pardo's run of the expanded graph computes
+ * in float32). Counted as unsupported with this reason rather than run. */
+static const char *const bad_reference[] = {
+    "test_blackmanwindow_expanded", "test_blackmanwindow_symmetric_expanded", "test_hammingwindow_expanded",
+    "test_hammingwindow_symmetric_expanded", "test_hannwindow_expanded", "test_hannwindow_symmetric_expanded",
+};
+#define BAD_REFERENCE_WHY                                                                                              \
+    "the test data's reference outputs disagree with the window's definition (ONNX 1.12's data: up to 7e-5 off)"
+
+static bool has_bad_reference(const char *name) {
+    for (size_t i = 0; i < sizeof bad_reference / sizeof bad_reference[0]; i++)
+        if (strcmp(name, bad_reference[i]) == 0) return true;
+    return false;
+}
+
 typedef struct op_count {
     char op[128];
     int n[3];
@@ -258,6 +275,10 @@ int main(int argc, char **argv) {
             snprintf(why, sizeof why, "the test process exited with status %d and no verdict", WEXITSTATUS(status));
         }
         if (k < R_PASS || k > R_UNSUPPORTED) k = R_FAIL;
+        if (has_bad_reference(names[t])) {
+            k = R_UNSUPPORTED;
+            snprintf(why, sizeof why, "%s", BAD_REFERENCE_WHY);
+        }
         total[k]++;
         int o = 0;
         while (o < n_ops && strcmp(ops[o].op, op) != 0) o++;
@@ -275,7 +296,9 @@ int main(int argc, char **argv) {
     printf("\nonnx-test: %d tests from %s: %d pass, %d fail, %d unsupported\n", n_names, data, total[R_PASS],
            total[R_FAIL], total[R_UNSUPPORTED]);
     printf("out of scope and counted as unsupported: training-only ops of the preview domain, string ops, sequence "
-           "and optional types, and random ops whose reference comes from NumPy's generator\n");
+           "and optional types, and random ops whose reference comes from NumPy's generator; the %d tests whose "
+           "reference data disagrees with the operator (the window functions' expanded forms)\n",
+           (int)(sizeof bad_reference / sizeof bad_reference[0]));
     int rc = total[R_FAIL] ? 1 : 0;
     if (floor_file) {
         FILE *f = fopen(floor_file, "r");

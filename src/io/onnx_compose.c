@@ -1,0 +1,179 @@
+/* onnx_compose.c - the ONNX op types pardo runs as several of its own ops:
+ * one node expanded into a short chain (Trilu as a constant mask,
+ * DepthToSpace / SpaceToDepth as reshape-transpose-reshape, Tile as
+ * concats), and the run-time forms of Clip and BatchNormalization that
+ * onnx_ops.c hands over. Its table is searched beside onnx_ops.c's
+ * (onnx_find_mapping); the helpers are onnx_ops.c's (onnx_internal.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/onnx_internal.h"
+
+/* Clip with bounds known only at run time: where(x < min, min, x), then where(y > max, max, y)
+ * (min above max gives max everywhere, as ONNX says). */
+int onnx_clip_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *y = onnx_in_var(c, n, 0, st);
+    for (int k = 1; y && k <= 2; k++) {
+        if (!onnx_input(c, n, k)) continue;
+        const bool last = k == 2 || !onnx_input(c, n, 2);
+        const char *bound = onnx_in_var(c, n, k, st),
+                   *cond = bound ? onnx_step(c, n, k == 1 ? "less" : "greater", y, bound, false, st) : NULL;
+        const char *out = cond ? (last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "clip", st)) : NULL;
+        const char *in[3] = {cond, bound, y};
+        if (!out || !onnx_emit(c, "where", in, 3, &out, 1, st)) return st->code;
+        y = out;
+    }
+    return y ? PARDO_OK : st->code;
+}
+
+/* BatchNormalization whose statistics or scale are known only at run time:
+ * y = (x - mean) / sqrt(var + epsilon) * scale + B, each [C] input
+ * unsqueezed to [C, 1, ...] against x [N, C, ...]. */
+int onnx_batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = onnx_in_var(c, n, 0, st), *in[4];
+    pardo_type t;
+    if (!x || onnx_type_of(c, x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 2) return onnx_bad(c, st, "input of rank %d; expected [N, C, ...]", t.ndim);
+    int64_t axes[PARDO_MAX_DIMS];
+    for (int i = 2; i < t.ndim; i++) axes[i - 2] = i - 1;
+    for (int i = 0; i < 4; i++) {
+        const char *v = onnx_in_var(c, n, i + 1, st);
+        if (!v) return st->code;
+        in[i] = v;
+        if (t.ndim > 2) {
+            const char *u = onnx_temp(c, "bn_c", st);
+            pardo_op *op = u ? onnx_emit(c, "unsqueeze", &v, 1, &u, 1, st) : NULL;
+            if (!op || onnx_set_ints(op, "axes", axes, t.ndim - 2, st) != PARDO_OK) return st->code;
+            in[i] = u;
+        }
+    }
+    const char *centred = onnx_temp(c, "bn", st), *veps = onnx_temp(c, "bn", st), *sd = onnx_temp(c, "bn", st),
+               *norm = onnx_temp(c, "bn", st), *scaled = onnx_temp(c, "bn", st);
+    if (!scaled) return st->code;
+    const char *sub[2] = {x, in[2]}, *div[2] = {centred, sd}, *mul[2] = {norm, in[0]}, *add[2] = {scaled, in[1]};
+    pardo_op *op;
+    if (!onnx_emit(c, "sub", sub, 2, &centred, 1, st) || !(op = onnx_emit(c, "scale", &in[3], 1, &veps, 1, st)) ||
+        onnx_set_float(op, "bias", onnx_attr_float(n, "epsilon", 1e-5), st) != PARDO_OK ||
+        !onnx_emit(c, "sqrt", &veps, 1, &sd, 1, st) || !onnx_emit(c, "div", div, 2, &norm, 1, st) ||
+        !onnx_emit(c, "mul", mul, 2, &scaled, 1, st))
+        return st->code;
+    return onnx_emit1(c, n, "add", add, 2, st) ? PARDO_OK : st->code;
+}
+
+/* Trilu over static last two dims: a constant mask, where(mask, x, 0). */
+static int map_trilu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"upper", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 2 || t.shape[t.ndim - 1] < 0 || t.shape[t.ndim - 2] < 0)
+        return onnx_unsupported(c, st, "Trilu over run-time matrix dims");
+    double k = 0;
+    if (onnx_input(c, n, 1) && !onnx_const_input_scalar(c, n, 1, &k))
+        return onnx_unsupported(c, st, "input 1 (k) must be a constant");
+    const bool upper = onnx_attr_int(n, "upper", 1) != 0;
+    int64_t dims[2] = {t.shape[t.ndim - 2], t.shape[t.ndim - 1]};
+    pardo_tensor *m = pardo_tensor_new_cpu(PARDO_BOOL, 2, dims, st);
+    if (!m) return st->code;
+    uint8_t *md = pardo_tensor_data(m);
+    for (int64_t i = 0; i < dims[0]; i++)
+        for (int64_t j = 0; j < dims[1]; j++) md[i * dims[1] + j] = upper ? (double)(j - i) >= k : (double)(j - i) <= k;
+    const char *mask = onnx_const_var(c, "trilu_mask", m, false, st),
+               *zero = mask ? onnx_scalar_const(c, t.dtype, 0, st) : NULL;
+    const char *in[3] = {mask, x, zero};
+    return zero && onnx_emit1(c, n, "where", in, 3, st) ? PARDO_OK : st->code;
+}
+
+/* x reshaped to `a`, transposed by perm, reshaped to `b` (0 in a shape copies the batch). */
+static int reshape_transpose_reshape(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, const int64_t *a, int na,
+                                     const int64_t *perm, const int64_t *b, int nb, pardo_status *st) {
+    const char *r = onnx_temp(c, "blocks", st), *tr = r ? onnx_temp(c, "blocks", st) : NULL;
+    pardo_op *op = tr ? onnx_emit(c, "reshape", &x, 1, &r, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "shape", a, na, st) != PARDO_OK) return st->code;
+    if (!(op = onnx_emit(c, "transpose", &r, 1, &tr, 1, st)) || onnx_set_ints(op, "perm", perm, na, st) != PARDO_OK)
+        return st->code;
+    op = onnx_emit1(c, n, "reshape", &tr, 1, st);
+    return op ? onnx_set_ints(op, "shape", b, nb, st) : st->code;
+}
+
+/* DepthToSpace / SpaceToDepth over static C, H, W: a reshape, a transpose and a reshape (ONNX's definition). */
+static int map_depth_space(onnx_ctx *c, const Onnx__NodeProto *n, bool to_space, pardo_status *st) {
+    static const char *const known[] = {"blocksize", "mode", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const int64_t b = onnx_attr_int(n, "blocksize", 0);
+    if (b < 1) return onnx_bad(c, st, "attr 'blocksize' must be at least 1");
+    if (t.ndim != 4 || t.shape[1] < 0 || t.shape[2] < 0 || t.shape[3] < 0)
+        return onnx_unsupported(c, st, "an input other than [N, C, H, W] with static C, H and W");
+    const int64_t C = t.shape[1], H = t.shape[2], W = t.shape[3];
+    char mode[8];
+    const bool crd = strcmp(onnx_attr_string(n, "mode", "DCR", mode, sizeof mode), "CRD") == 0;
+    if (to_space) {
+        if (C % (b * b)) return onnx_bad(c, st, "C %lld is not a multiple of blocksize^2", (long long)C);
+        const int64_t cb = C / (b * b);
+        const int64_t dcr[6] = {0, b, b, cb, H, W}, crd_s[6] = {0, cb, b, b, H, W};
+        const int64_t p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
+        const int64_t out[4] = {0, cb, H * b, W * b};
+        return reshape_transpose_reshape(c, n, x, crd ? crd_s : dcr, 6, crd ? p_crd : p_dcr, out, 4, st);
+    }
+    if (H % b || W % b) return onnx_bad(c, st, "H %lld and W %lld must be multiples of blocksize", (long long)H,
+                                        (long long)W);
+    const int64_t a[6] = {0, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4},
+                  out[4] = {0, C * b * b, H / b, W / b};
+    return reshape_transpose_reshape(c, n, x, a, 6, perm, out, 4, st);
+}
+
+static int map_depth_to_space(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_depth_space(c, n, true, st);
+}
+
+static int map_space_to_depth(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_depth_space(c, n, false, st);
+}
+
+/* Tile with constant repeats: r copies concatenated along each axis. */
+static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    int64_t reps[ONNX_MAX_INTS];
+    int nr = 0;
+    if (!onnx_const_input_ints(c, n, 1, reps, &nr))
+        return onnx_unsupported(c, st, "input 1 (repeats) must be a constant");
+    if (nr != t.ndim) return onnx_bad(c, st, "%d repeats for rank %d", nr, t.ndim);
+    int last = -1;
+    for (int a = 0; a < nr; a++) {
+        if (reps[a] < 0) return onnx_bad(c, st, "repeat %lld on axis %d", (long long)reps[a], a);
+        if (reps[a] > 64) return onnx_unsupported(c, st, "a repeat over 64");
+        if (reps[a] != 1) last = a;
+    }
+    if (last < 0) return onnx_emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+    const char *acc = x;
+    for (int a = 0; a <= last; a++) {
+        if (reps[a] == 1) continue;
+        const char *copies[64];
+        for (int k = 0; k < reps[a]; k++) copies[k] = acc;
+        const char *out = a == last ? onnx_out_var(c, n, 0, st) : onnx_temp(c, "tile", st);
+        pardo_op *op = out && reps[a] ? onnx_emit(c, "concat", copies, (int)reps[a], &out, 1, st) : NULL;
+        if (!op || onnx_set_int(op, "axis", a, st) != PARDO_OK)
+            return reps[a] ? st->code : onnx_unsupported(c, st, "a repeat of 0");
+        acc = out;
+    }
+    return PARDO_OK;
+}
+
+/* ---- the table (sorted; onnx_ops.c checks it) ---- */
+
+const onnx_mapping onnx_compose_table[] = {
+    {"DepthToSpace", map_depth_to_space},
+    {"SpaceToDepth", map_space_to_depth},
+    {"Tile", map_tile},
+    {"Trilu", map_trilu},
+};
+
+const size_t onnx_compose_count = sizeof onnx_compose_table / sizeof onnx_compose_table[0];
