@@ -20,6 +20,9 @@ fi
 # CI runs as root; 2 ranks on a machine of any size; Open MPI's own leaks are not pardo's
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-} suppressions=$ROOT/tests/tsan_mpi.supp"
+# shared memory between the ranks of one machine (no TCP plugin)
+export OMPI_MCA_btl=self,vader
 MPIRUN="timeout 120 mpirun --oversubscribe"
 NPY_CLOSE=${NPY_CLOSE:-build/tests/tools/npy_close}
 case $NPY_CLOSE in /*) ;; *) NPY_CLOSE=$ROOT/$NPY_CLOSE ;; esac
