@@ -365,7 +365,8 @@ static void bn_grad_range(void *arg, int64_t c0, int64_t c1) {
             t1 = mall > 0 ? jb->stats[1 + 2 * g->c + c] / mall : 0;
             t2 = mall > 0 ? inv * (jb->stats[1 + 3 * g->c + c] / mall - mean * t1) : 0;
         }
-        const double k = scale * inv, mdy = jb->training && m > 0 ? t1 / m : 0, mdyx = jb->training && m > 0 ? t2 / m : 0;
+        const double k = scale * inv, mdy = jb->training && m > 0 ? t1 / m : 0,
+                     mdyx = jb->training && m > 0 ? t2 / m : 0;
         for (int64_t r = 0; r < g->n; r++) {
             const int64_t base = (r * g->c + c) * g->s;
             for (int64_t i = 0; i < g->s; i++) {

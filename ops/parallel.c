@@ -681,7 +681,8 @@ static int pd_all_reduce(pd_job *j, int index, pardo_status *st) {
         pardo_tensor *sum = NULL; /* part 0's output, which the other parts get a copy of */
         for (int i = 0; i < j->n; i++) {
             const pardo_tensor *x = pardo_scope_find(s->parts[i].scope, op->in[k]);
-            if (!x || x->is_array || x->dtype != x0->dtype || !pardo_shape_equal(x->ndim, x->shape, x0->ndim, x0->shape))
+            if (!x || x->is_array || x->dtype != x0->dtype ||
+                !pardo_shape_equal(x->ndim, x->shape, x0->ndim, x0->shape))
                 return pardo_errorf(st, PARDO_ESHAPE, "all_reduce op %d of block %d: part %d's '%s' differs from "
                                     "part 0's in dtype or shape", index, s->block, i, op->in[k]);
         }

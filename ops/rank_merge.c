@@ -58,7 +58,8 @@ static int rm_infer(pardo_infer_ctx *ctx) {
     if (rc != PARDO_OK) return rc;
     if (!(mb > 0) || isinf(mb))
         return pardo_errorf(ctx->st, PARDO_EINVAL, "attr 'bucket_mb' is %g, expected a number > 0", mb);
-    if (ctx->in[0]->ndim < 1) return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'rows' is a scalar, expected [N, ...]");
+    if (ctx->in[0]->ndim < 1)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'rows' is a scalar, expected [N, ...]");
     for (int k = 1; k < ctx->n_in; k++) {
         if (ctx->in[k]->dtype != PARDO_F32 && ctx->in[k]->dtype != PARDO_F64)
             return pardo_errorf(ctx->st, PARDO_ESHAPE, "input %d is %s, expected float32 or float64", k,

@@ -960,14 +960,18 @@ static int agree_over_ranks(const trainer *t) {
     for (int i = 0; i < b0->n_vars; i++) {
         const pardo_graph_var *v = &b0->vars[i];
         int64_t n = 1;
-        for (int d = 0; v->role == PARDO_VAR_PARAM && d < v->type.ndim; d++) n *= v->type.shape[d] > 0 ? v->type.shape[d] : 1;
-        if (v->role == PARDO_VAR_PARAM) params += n;
+        if (v->role != PARDO_VAR_PARAM) continue;
+        for (int d = 0; d < v->type.ndim; d++) n *= v->type.shape[d] > 0 ? v->type.shape[d] : 1;
+        params += n;
     }
     const int64_t mine[N_VALUES] = {pardo_loader_rows(t->data.loader), pardo_loader_batches(t->data.loader),
                                     t->a->epochs, t->has_eval ? pardo_loader_rows(t->ev.data.loader) : 0, params,
                                     t->state.step};
     double sums[2 * N_VALUES];
-    for (int k = 0; k < N_VALUES; k++) sums[k] = (double)mine[k], sums[N_VALUES + k] = (double)mine[k] * (double)mine[k];
+    for (int k = 0; k < N_VALUES; k++) {
+        sums[k] = (double)mine[k];
+        sums[N_VALUES + k] = (double)mine[k] * (double)mine[k];
+    }
     pardo_status st;
     if (sum_over_ranks(sums, 2 * N_VALUES, &st) != PARDO_OK) {
         cli_print_error(&st);
