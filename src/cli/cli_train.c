@@ -988,6 +988,14 @@ static int agree_over_ranks(const trainer *t) {
     return -1;
 }
 
+/* On rank 0, a note when a data set's last rows are in no rank's batch (fewer than the ranks). */
+static void note_left_out(const data_set *d) {
+    int64_t n = pardo_loader_rows_left_out(d->loader);
+    if (n && is_rank0())
+        fprintf(stderr, "pardo: note: %s: the last %lld rows of each pass are left out: fewer than the %d ranks, so a "
+                        "rank would get none\n", d->flag, (long long)n, pardo_comm_size());
+}
+
 static int run_training(trainer *t) {
     const train_args *a = t->a;
     pardo_status st;
@@ -1003,16 +1011,13 @@ static int run_training(trainer *t) {
     t->data = (data_set){.flag = "--data", .files = a->data, .n = a->n_data};
     int code = data_set_open(&t->data, t->prog, t->ex, &opt);
     if (code >= 0) return code;
-    if (pardo_loader_rows_left_out(t->data.loader) && is_rank0())
-        fprintf(stderr, "pardo: note: the last %lld rows of each epoch are left out: fewer than the %d ranks, so a "
-                        "rank would get none (the ranks' batches take %lld x %ld rows)\n",
-                (long long)pardo_loader_rows_left_out(t->data.loader), pardo_comm_size(), (long long)pardo_comm_size(),
-                a->batch_size);
+    note_left_out(&t->data);
     if ((code = load_checkpoint(t, pardo_loader_batches(t->data.loader))) >= 0) return code;
     if ((code = open_rates(t, pardo_loader_batches(t->data.loader))) >= 0) return code;
     if (a->n_eval > 0) {
         t->has_eval = true;
         if ((code = open_evaluator(t, &opt)) >= 0) return code;
+        note_left_out(&t->ev.data);
     }
     if ((code = agree_over_ranks(t)) >= 0) return code;
     /* opened now, so that a log that cannot be written stops the run before it trains */

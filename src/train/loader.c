@@ -196,8 +196,10 @@ int pardo_loader_new(const pardo_loader_source *src, int n, const pardo_loader_o
         l->free_slots[l->free_n++] = s;
     }
     if (rc == PARDO_OK && l->n_batches == 0)
-        rc = pardo_errorf(st, PARDO_EINVAL, "%s: %lld rows make no batch of %lld with the last partial batch dropped",
-                          src[0].data->path, (long long)l->rows, (long long)bs);
+        rc = l->left_out ? pardo_errorf(st, PARDO_EINVAL, "%s: %lld rows are fewer than the %lld ranks: a rank would "
+                                        "get none", src[0].data->path, (long long)l->rows, (long long)nr)
+                         : pardo_errorf(st, PARDO_EINVAL, "%s: %lld rows make no batch of %lld with the last partial "
+                                        "batch dropped", src[0].data->path, (long long)l->rows, (long long)l->chunk);
     if (rc != PARDO_OK) {
         pardo_loader_free(l);
         return rc;
