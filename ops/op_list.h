@@ -75,6 +75,7 @@
     X(dropout) X(dropout_grad) \
     X(embedding) X(embedding_grad) \
     X(mse_loss) X(mse_loss_grad) \
+    X(nll_loss) X(nll_loss_grad) \
     X(accuracy) \
     X(sgd) \
     X(momentum) \

@@ -167,10 +167,24 @@ static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* SoftmaxCrossEntropyLoss: log_softmax along axis 1 (into the optional
+ * log_prob output) then nll_loss with the node's weight, reduction and
+ * ignore_index. */
+static int map_softmax_cross_entropy_loss(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = onnx_in_var(c, n, 0, st);
+    if (!x) return st->code;
+    const bool want_lp = n->n_output > 1 && n->output[1][0];
+    const char *lp = want_lp ? onnx_out_var(c, n, 1, st) : onnx_temp(c, "log_prob", st);
+    pardo_op *op = lp ? onnx_emit(c, "log_softmax", &x, 1, &lp, 1, st) : NULL;
+    if (!op || onnx_set_int(op, "axis", 1, st) != PARDO_OK) return st->code;
+    return onnx_emit_nll(c, n, lp, st);
+}
+
 /* ---- the table (sorted; onnx_ops.c checks it) ---- */
 
 const onnx_mapping onnx_compose_table[] = {
     {"DepthToSpace", map_depth_to_space},
+    {"SoftmaxCrossEntropyLoss", map_softmax_cross_entropy_loss},
     {"SpaceToDepth", map_space_to_depth},
     {"Tile", map_tile},
     {"Trilu", map_trilu},

@@ -376,6 +376,30 @@ static int map_log_softmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *
     return map_softmax_like(c, n, "log_softmax", st);
 }
 
+/* NegativeLogLikelihoodLoss (and SoftmaxCrossEntropyLoss's second half, from
+ * onnx_compose.c): nll_loss of `input` against node input 1, with node input
+ * 2 as the optional weight, into node output 0. */
+int onnx_emit_nll(onnx_ctx *c, const Onnx__NodeProto *n, const char *input, pardo_status *st) {
+    static const char *const known[] = {"reduction", "ignore_index", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    char red[16];
+    onnx_attr_string(n, "reduction", "mean", red, sizeof red);
+    const char *t = onnx_in_var(c, n, 1, st), *w = t ? onnx_opt_var(c, n, 2, st) : NULL;
+    if (!w) return st->code;
+    const char *in[3] = {input, t, w};
+    pardo_op *op = onnx_emit1(c, n, "nll_loss", in, *w ? 3 : 2, st);
+    if (!op || onnx_set_string(op, "reduction", red, st) != PARDO_OK) return st->code;
+    if (onnx_attr(n, "ignore_index") &&
+        onnx_set_int(op, "ignore_index", onnx_attr_int(n, "ignore_index", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+static int map_nll_loss(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = onnx_in_var(c, n, 0, st);
+    return x ? onnx_emit_nll(c, n, x, st) : st->code;
+}
+
 /* ---- linear algebra ---- */
 
 static int map_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -1035,6 +1059,7 @@ static const onnx_mapping table[] = {
     {"Mod", map_mod},
     {"Mul", map_mul},
     {"Neg", map_neg},
+    {"NegativeLogLikelihoodLoss", map_nll_loss},
     {"Not", map_not},
     {"Or", map_or},
     {"PRelu", map_prelu},
