@@ -63,6 +63,7 @@
     X(constant_of_shape) \
     X(range) \
     X(gather) X(gather_grad) \
+    X(gather_elements) X(gather_elements_grad) X(scatter_elements) X(gather_nd) X(gather_nd_grad) X(scatter_nd) \
     X(slice) X(slice_grad) \
     X(equal) X(less) X(greater) X(less_or_equal) X(greater_or_equal) \
     X(not) X(and) X(or) X(xor) X(is_nan) X(is_inf) \

@@ -30,6 +30,7 @@
     X(ops_softmax)      \
     X(ops_shape)        \
     X(ops_index)        \
+    X(ops_index_elements) \
     X(ops_compare)      \
     X(ops_math)         \
     X(ops_fill)         \

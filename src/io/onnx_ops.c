@@ -673,6 +673,45 @@ static int map_gather(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return op && onnx_set_int(op, "axis", axis, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+/* GatherElements, ScatterElements (and opset 9-10 Scatter), GatherND,
+ * ScatterND: one pardo op each, the attrs passed on. */
+static int map_indexed(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, int n_in, const char *int_attr,
+                       bool reduction, pardo_status *st) {
+    const char *const known[] = {int_attr ? int_attr : "reduction", reduction ? "reduction" : NULL, NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < n_in; k++)
+        if (!(in[k] = onnx_in_var(c, n, k, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, type, in, n_in, st);
+    if (!op) return st->code;
+    if (int_attr && onnx_attr(n, int_attr) &&
+        onnx_set_int(op, int_attr, onnx_attr_int(n, int_attr, 0), st) != PARDO_OK)
+        return st->code;
+    if (reduction && onnx_attr(n, "reduction")) {
+        char red[16];
+        if (onnx_set_string(op, "reduction", onnx_attr_string(n, "reduction", "none", red, sizeof red), st) !=
+            PARDO_OK)
+            return st->code;
+    }
+    return PARDO_OK;
+}
+
+static int map_gather_elements(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_indexed(c, n, "gather_elements", 2, "axis", false, st);
+}
+
+static int map_scatter_elements(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_indexed(c, n, "scatter_elements", 3, "axis", true, st);
+}
+
+static int map_gather_nd(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_indexed(c, n, "gather_nd", 2, "batch_dims", false, st);
+}
+
+static int map_scatter_nd(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_indexed(c, n, "scatter_nd", 3, NULL, true, st);
+}
+
 static int map_slice(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"starts", "ends", "axes", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
@@ -1033,6 +1072,8 @@ static const onnx_mapping table[] = {
     {"Flatten", map_flatten},
     {"Floor", map_floor},
     {"Gather", map_gather},
+    {"GatherElements", map_gather_elements},
+    {"GatherND", map_gather_nd},
     {"Gemm", map_gemm},
     {"GlobalAveragePool", map_global_average_pool},
     {"GlobalMaxPool", map_global_max_pool},
@@ -1079,6 +1120,9 @@ static const onnx_mapping table[] = {
     {"Relu", map_relu},
     {"Reshape", map_reshape},
     {"Round", map_round},
+    {"Scatter", map_scatter_elements},
+    {"ScatterElements", map_scatter_elements},
+    {"ScatterND", map_scatter_nd},
     {"Selu", map_selu},
     {"Shape", map_shape},
     {"Shrink", map_shrink},
