@@ -31,6 +31,7 @@
     X(ops_shape)        \
     X(ops_index)        \
     X(ops_index_elements) \
+    X(ops_resize)       \
     X(ops_compare)      \
     X(ops_math)         \
     X(ops_fill)         \

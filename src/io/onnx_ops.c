@@ -400,6 +400,60 @@ static int map_nll_loss(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st)
     return x ? onnx_emit_nll(c, n, x, st) : st->code;
 }
 
+/* Resize (opset 11 on: X, roi, scales, sizes) and Upsample (opset 9: X,
+ * scales; asymmetric coordinates, nearest rounding down, as its numpy
+ * reference repeats): resize. Opset 10's Resize is refused. */
+static int map_resize_like(onnx_ctx *c, const Onnx__NodeProto *n, bool upsample, pardo_status *st) {
+    static const char *const known[] = {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
+                                        "exclude_outside", "extrapolation_value", NULL};
+    static const char *const known_up[] = {"mode", NULL};
+    if (onnx_check_attrs(c, n, upsample ? known_up : known, st) != PARDO_OK) return st->code;
+    if (upsample ? c->opset < 9 : c->opset < 11)
+        return onnx_unsupported(c, st, "%s before opset %d (its scales %s)", upsample ? "Upsample" : "Resize",
+                                upsample ? 9 : 11, upsample ? "as an attr" : "with opset 10's coordinates");
+    const char *in[4] = {"", "", "", ""};
+    int n_in = 0;
+    const int map[4] = {0, upsample ? -1 : 1, upsample ? 1 : 2, upsample ? -1 : 3};
+    for (int k = 0; k < 4; k++) {
+        if (map[k] < 0) continue;
+        if (!(in[k] = k == 0 ? onnx_in_var(c, n, 0, st) : onnx_opt_var(c, n, map[k], st))) return st->code;
+        if (*in[k]) n_in = k + 1;
+    }
+    pardo_op *op = onnx_emit1(c, n, "resize", in, n_in, st);
+    if (!op) return st->code;
+    char buf[32];
+    const char *mode = onnx_attr_string(n, "mode", "nearest", buf, sizeof buf);
+    if (upsample && strcmp(mode, "bilinear") == 0) mode = "linear";
+    if (onnx_set_string(op, "mode", mode, st) != PARDO_OK) return st->code;
+    if (upsample)
+        return onnx_set_string(op, "coordinate_transformation_mode", "asymmetric", st) == PARDO_OK &&
+                       onnx_set_string(op, "nearest_mode", "floor", st) == PARDO_OK
+                   ? PARDO_OK
+                   : st->code;
+    static const char *const str_attrs[] = {"coordinate_transformation_mode", "nearest_mode"};
+    for (int k = 0; k < 2; k++)
+        if (onnx_attr(n, str_attrs[k]) &&
+            onnx_set_string(op, str_attrs[k], onnx_attr_string(n, str_attrs[k], "", buf, sizeof buf), st) != PARDO_OK)
+            return st->code;
+    static const char *const float_attrs[] = {"cubic_coeff_a", "extrapolation_value"};
+    for (int k = 0; k < 2; k++)
+        if (onnx_attr(n, float_attrs[k]) &&
+            onnx_set_float(op, float_attrs[k], onnx_attr_float(n, float_attrs[k], 0), st) != PARDO_OK)
+            return st->code;
+    if (onnx_attr(n, "exclude_outside") &&
+        onnx_set_int(op, "exclude_outside", onnx_attr_int(n, "exclude_outside", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+static int map_resize(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_resize_like(c, n, false, st);
+}
+
+static int map_upsample(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_resize_like(c, n, true, st);
+}
+
 /* ---- linear algebra ---- */
 
 static int map_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -1119,6 +1173,7 @@ static const onnx_mapping table[] = {
     {"ReduceSumSquare", map_reduce_sum_square},
     {"Relu", map_relu},
     {"Reshape", map_reshape},
+    {"Resize", map_resize},
     {"Round", map_round},
     {"Scatter", map_scatter_elements},
     {"ScatterElements", map_scatter_elements},
@@ -1145,6 +1200,7 @@ static const onnx_mapping table[] = {
     {"ThresholdedRelu", map_thresholded_relu},
     {"Transpose", map_transpose},
     {"Unsqueeze", map_unsqueeze},
+    {"Upsample", map_upsample},
     {"Where", map_where},
     {"Xor", map_xor},
 };
