@@ -454,6 +454,24 @@ static int map_upsample(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st)
     return map_resize_like(c, n, true, st);
 }
 
+/* NonMaxSuppression: non_max_suppression, its optional inputs passed on. */
+static int map_nms(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"center_point_box", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[5] = {"", "", "", "", ""};
+    int n_in = 0;
+    for (int k = 0; k < 5; k++) {
+        if (!(in[k] = k < 2 ? onnx_in_var(c, n, k, st) : onnx_opt_var(c, n, k, st))) return st->code;
+        if (*in[k]) n_in = k + 1;
+    }
+    pardo_op *op = onnx_emit1(c, n, "non_max_suppression", in, n_in, st);
+    if (!op) return st->code;
+    if (onnx_attr(n, "center_point_box") &&
+        onnx_set_int(op, "center_point_box", onnx_attr_int(n, "center_point_box", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
 /* ---- linear algebra ---- */
 
 static int map_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -1155,6 +1173,7 @@ static const onnx_mapping table[] = {
     {"Mul", map_mul},
     {"Neg", map_neg},
     {"NegativeLogLikelihoodLoss", map_nll_loss},
+    {"NonMaxSuppression", map_nms},
     {"Not", map_not},
     {"Or", map_or},
     {"PRelu", map_prelu},
