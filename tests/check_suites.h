@@ -33,6 +33,7 @@
     X(ops_index_elements) \
     X(ops_resize)       \
     X(ops_nms)          \
+    X(ops_pad)          \
     X(ops_compare)      \
     X(ops_math)         \
     X(ops_fill)         \

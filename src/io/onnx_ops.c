@@ -472,6 +472,41 @@ static int map_nms(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* Pad: pad, with the pads folded into its attr where constant (attrs pads
+ * and value before opset 11). */
+static int map_pad(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"mode", "pads", "value", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[3] = {onnx_in_var(c, n, 0, st), "", ""};
+    if (!in[0]) return st->code;
+    int64_t pads[ONNX_MAX_INTS];
+    int np = -1, n_in = 1;
+    if (c->opset < 11) {
+        const int64_t *a = onnx_attr_ints(n, "pads", &np);
+        if (!a || np > ONNX_MAX_INTS) return onnx_bad(c, st, "Pad without attr pads");
+        memcpy(pads, a, sizeof(int64_t) * (size_t)np);
+    } else {
+        if (!onnx_input(c, n, 1)) return onnx_bad(c, st, "Pad without input pads");
+        if (!onnx_const_input_ints(c, n, 1, pads, &np)) {
+            np = -1;
+            if (!(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+            n_in = 2;
+        }
+        if (!(in[2] = onnx_opt_var(c, n, 2, st))) return st->code;
+        if (*in[2]) n_in = 3;
+    }
+    pardo_op *op = onnx_emit1(c, n, "pad", in, n_in, st);
+    if (!op || (np >= 0 && onnx_set_ints(op, "pads", pads, np, st) != PARDO_OK)) return st->code;
+    char buf[16];
+    if (onnx_attr(n, "mode") && onnx_set_string(op, "mode", onnx_attr_string(n, "mode", "", buf, sizeof buf), st) !=
+                                    PARDO_OK)
+        return st->code;
+    if (c->opset < 11 && onnx_attr(n, "value") &&
+        onnx_set_float(op, "value", onnx_attr_float(n, "value", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
 /* ---- linear algebra ---- */
 
 static int map_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -1177,6 +1212,7 @@ static const onnx_mapping table[] = {
     {"Not", map_not},
     {"Or", map_or},
     {"PRelu", map_prelu},
+    {"Pad", map_pad},
     {"Pow", map_pow},
     {"Range", map_range},
     {"Reciprocal", map_reciprocal},
