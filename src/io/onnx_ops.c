@@ -1131,7 +1131,15 @@ static int map_dropout(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
             return onnx_unsupported(c, st, "training_mode true (pardo imports models for inference)");
     }
     const char *x = onnx_in_var(c, n, 0, st);
-    return x && onnx_emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+    if (!x || !onnx_emit1(c, n, "identity", &x, 1, st)) return st->code;
+    if (n->n_output < 2 || !n->output[1][0]) return PARDO_OK;
+    /* the mask of an inference-mode Dropout: true everywhere, X's shape */
+    const char *shp = onnx_temp(c, "dropout_shape", st), *mask = shp ? onnx_out_var(c, n, 1, st) : NULL;
+    if (!mask || !onnx_emit(c, "shape", &x, 1, &shp, 1, st)) return st->code;
+    pardo_op *op = onnx_emit(c, "constant_of_shape", &shp, 1, &mask, 1, st);
+    return op && onnx_set_string(op, "dtype", "bool", st) == PARDO_OK && onnx_set_bool(op, "value", true, st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
 }
 
 /* Size folds at load (onnx_fold.c) unless its input has two run-time dims. */
