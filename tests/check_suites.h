@@ -34,6 +34,7 @@
     X(ops_resize)       \
     X(ops_nms)          \
     X(ops_pad)          \
+    X(ops_index_select) \
     X(ops_compare)      \
     X(ops_math)         \
     X(ops_fill)         \

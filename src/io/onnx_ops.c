@@ -507,6 +507,67 @@ static int map_pad(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* An op whose node inputs (the first n_in, all required) and int attrs
+ * (those the node sets; NULL-terminated list) go to pardo's op as they are:
+ * TopK, Compress, OneHot. */
+static int map_plain(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, int n_in,
+                     const char *const *int_attrs, pardo_status *st) {
+    if (onnx_check_attrs(c, n, int_attrs, st) != PARDO_OK) return st->code;
+    const char *in[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < n_in; k++)
+        if (!(in[k] = onnx_in_var(c, n, k, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, type, in, n_in, st);
+    if (!op) return st->code;
+    for (int k = 0; int_attrs[k]; k++)
+        if (onnx_attr(n, int_attrs[k]) &&
+            onnx_set_int(op, int_attrs[k], onnx_attr_int(n, int_attrs[k], 0), st) != PARDO_OK)
+            return st->code;
+    return PARDO_OK;
+}
+
+static int map_top_k(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "largest", "sorted", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (c->opset < 10) return onnx_unsupported(c, st, "TopK before opset 10 (k as an attr)");
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL}, *out[2] = {NULL, NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    for (int k = 0; k < 2; k++)
+        if (!(out[k] = k < (int)n->n_output && n->output[k][0] ? onnx_out_var(c, n, k, st) : "")) return st->code;
+    pardo_op *op = onnx_emit(c, "top_k", in, 2, out, 2, st);
+    if (!op) return st->code;
+    for (int k = 0; known[k]; k++)
+        if (onnx_attr(n, known[k]) && onnx_set_int(op, known[k], onnx_attr_int(n, known[k], 0), st) != PARDO_OK)
+            return st->code;
+    return PARDO_OK;
+}
+
+static int map_compress(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    return map_plain(c, n, "compress", 2, known, st);
+}
+
+static int map_one_hot(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    return map_plain(c, n, "one_hot", 3, known, st);
+}
+
+/* EyeLike: eye_like, the dtype code turned into pardo's name. */
+static int map_eye_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"dtype", "k", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "eye_like", &x, 1, st) : NULL;
+    if (!op) return st->code;
+    if (onnx_attr(n, "dtype")) {
+        const int32_t code = (int32_t)onnx_attr_int(n, "dtype", 1);
+        const pardo_dtype dt = onnx_dtype(code);
+        if (dt == PARDO_DTYPE_UNKNOWN) return onnx_unsupported(c, st, "EyeLike to %s", onnx_dtype_name(code));
+        if (onnx_set_string(op, "dtype", pardo_dtype_name(dt), st) != PARDO_OK) return st->code;
+    }
+    if (onnx_attr(n, "k") && onnx_set_int(op, "k", onnx_attr_int(n, "k", 0), st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
 /* ---- linear algebra ---- */
 
 static int map_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -1168,6 +1229,7 @@ static const onnx_mapping table[] = {
     {"Ceil", map_ceil},
     {"Celu", map_celu},
     {"Clip", map_clip},
+    {"Compress", map_compress},
     {"Concat", map_concat},
     {"Constant", NULL},
     {"ConstantOfShape", map_constant_of_shape},
@@ -1184,6 +1246,7 @@ static const onnx_mapping table[] = {
     {"Erf", map_erf},
     {"Exp", map_exp},
     {"Expand", map_expand},
+    {"EyeLike", map_eye_like},
     {"Flatten", map_flatten},
     {"Floor", map_floor},
     {"Gather", map_gather},
@@ -1218,6 +1281,7 @@ static const onnx_mapping table[] = {
     {"NegativeLogLikelihoodLoss", map_nll_loss},
     {"NonMaxSuppression", map_nms},
     {"Not", map_not},
+    {"OneHot", map_one_hot},
     {"Or", map_or},
     {"PRelu", map_prelu},
     {"Pad", map_pad},
@@ -1261,6 +1325,7 @@ static const onnx_mapping table[] = {
     {"Tan", map_tan},
     {"Tanh", map_tanh},
     {"ThresholdedRelu", map_thresholded_relu},
+    {"TopK", map_top_k},
     {"Transpose", map_transpose},
     {"Unsqueeze", map_unsqueeze},
     {"Upsample", map_upsample},
