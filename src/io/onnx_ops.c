@@ -998,28 +998,35 @@ static int map_split(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 
 /* ---- network ops ---- */
 
-/* The 2-D window attrs of Conv / MaxPool / AveragePool, checked. */
-/* xt: the input's type, asked for before op was emitted (op has no attrs yet: inference would refuse it). */
-static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type *xt, const int64_t *kernel,
-                        pardo_op *op, bool pool, pardo_status *st) {
+/* The window geometry of Conv / MaxPool / AveragePool, checked, as 2-D:
+ * strides s, pads p (top, left, bottom, right) and dilations d from the
+ * node's attrs of nsp spatial dims (1: a 1-D window, seen as height 1).
+ * xt: the (2-D view of the) input's type, for auto_pad; kernel: 2 dims. */
+static int window_geometry(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type *xt, const int64_t *kernel, int nsp,
+                           int64_t *s, int64_t *p, int64_t *d, pardo_status *st) {
     int ns = 0, np = 0, nd = 0;
     const int64_t *strides = onnx_attr_ints(n, "strides", &ns), *pads = onnx_attr_ints(n, "pads", &np),
                   *dil = onnx_attr_ints(n, "dilations", &nd);
-    int64_t s[2] = {1, 1}, p[4] = {0, 0, 0, 0}, d[2] = {1, 1};
+    s[0] = s[1] = d[0] = d[1] = 1;
+    p[0] = p[1] = p[2] = p[3] = 0;
+    const int o = 2 - nsp; /* the first dim the attrs give */
     if (strides) {
-        if (ns != 2) return onnx_unsupported(c, st, "attr 'strides' of %d dims; pardo runs 2-D windows", ns);
-        memcpy(s, strides, sizeof s);
+        if (ns != nsp) return onnx_unsupported(c, st, "attr 'strides' of %d dims for a %d-D window", ns, nsp);
+        memcpy(s + o, strides, sizeof(int64_t) * (size_t)nsp);
     }
     if (dil) {
-        if (nd != 2) return onnx_unsupported(c, st, "attr 'dilations' of %d dims; pardo runs 2-D windows", nd);
-        memcpy(d, dil, sizeof d);
+        if (nd != nsp) return onnx_unsupported(c, st, "attr 'dilations' of %d dims for a %d-D window", nd, nsp);
+        memcpy(d + o, dil, sizeof(int64_t) * (size_t)nsp);
     }
     char ap[32];
     const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
     if (strcmp(auto_pad, "NOTSET") == 0) {
         if (pads) {
-            if (np != 4) return onnx_unsupported(c, st, "attr 'pads' of %d values; pardo runs 2-D windows", np);
-            memcpy(p, pads, sizeof p);
+            if (np != 2 * nsp) return onnx_unsupported(c, st, "attr 'pads' of %d values for a %d-D window", np, nsp);
+            for (int i = 0; i < nsp; i++) {
+                p[o + i] = pads[i];
+                p[2 + o + i] = pads[nsp + i];
+            }
         }
     } else if (strcmp(auto_pad, "VALID") != 0) {
         bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
@@ -1035,6 +1042,15 @@ static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type 
             p[i + 2] = total - p[i];
         }
     }
+    return PARDO_OK;
+}
+
+/* The 2-D window attrs of Conv / MaxPool / AveragePool, checked. */
+/* xt: the input's type, asked for before op was emitted (op has no attrs yet: inference would refuse it). */
+static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type *xt, const int64_t *kernel,
+                        pardo_op *op, bool pool, pardo_status *st) {
+    int64_t s[2], p[4], d[2];
+    if (window_geometry(c, n, xt, kernel, 2, s, p, d, st) != PARDO_OK) return st->code;
     if (onnx_set_ints(op, "strides", s, 2, st) != PARDO_OK || onnx_set_ints(op, "pads", p, 4, st) != PARDO_OK)
         return st->code;
     if (!pool) return onnx_set_ints(op, "dilations", d, 2, st);
@@ -1066,24 +1082,71 @@ static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* MaxPool / AveragePool of 1 or 2 spatial dims (a 1-D one as height 1:
+ * unsqueeze, the 2-D pool, squeeze); ceil_mode as the extra end padding
+ * that gives its last window (over static spatial dims); AveragePool's
+ * count_include_pad as a zero pad before a pool without pads. */
 static int map_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
                                         "pads", "storage_order", "strides", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    if (onnx_attr_int(n, "ceil_mode", 0)) return onnx_unsupported(c, st, "attr 'ceil_mode' 1");
+    const bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0) != 0, include = onnx_attr_int(n, "count_include_pad", 0);
     if (onnx_attr_int(n, "storage_order", 0)) return onnx_unsupported(c, st, "attr 'storage_order' 1");
-    if (onnx_attr_int(n, "count_include_pad", 0)) return onnx_unsupported(c, st, "attr 'count_include_pad' 1");
+    if (ceil_mode && include) return onnx_unsupported(c, st, "attrs 'ceil_mode' and 'count_include_pad' both 1");
     if (n->n_output > 1 && n->output[1] && *n->output[1])
         return onnx_unsupported(c, st, "output 1 (the max indices)");
     int nk = 0;
     const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
     if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
-    if (nk != 2) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 2-D (NCHW)", nk);
+    if (nk != 2 && nk != 1) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 1-D and 2-D (NCHW)", nk);
     const char *x = onnx_in_var(c, n, 0, st);
     pardo_type xt;
     if (!x || onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
-    pardo_op *op = onnx_emit1(c, n, type, &x, 1, st);
-    return op && window_attrs(c, n, &xt, ks, op, true, st) == PARDO_OK ? PARDO_OK : st->code;
+    if (xt.ndim >= 0 && xt.ndim != nk + 2) return onnx_bad(c, st, "a %d-D pool of a rank-%d input", nk, xt.ndim);
+    const int64_t kernel[2] = {nk == 1 ? 1 : ks[0], ks[nk - 1]};
+    int64_t s[2], p[4], d[2], axis2 = 2;
+    if (nk == 1) {
+        const char *x4 = onnx_temp(c, "pool_2d", st);
+        pardo_op *u = x4 ? onnx_emit(c, "unsqueeze", &x, 1, &x4, 1, st) : NULL;
+        if (!u || onnx_set_ints(u, "axes", &axis2, 1, st) != PARDO_OK) return st->code;
+        x = x4;
+        if (xt.ndim == 3) {
+            xt.ndim = 4;
+            xt.shape[3] = xt.shape[2];
+            xt.shape[2] = 1;
+        }
+    }
+    if (window_geometry(c, n, &xt, kernel, nk, s, p, d, st) != PARDO_OK) return st->code;
+    if (d[0] != 1 || d[1] != 1) return onnx_unsupported(c, st, "attr 'dilations' other than 1 on a pool");
+    if (ceil_mode)
+        for (int i = 0; i < 2; i++) {
+            const int64_t in = xt.ndim == 4 ? xt.shape[2 + i] : -1, span = in + p[i] + p[2 + i] - kernel[i];
+            if (in < 0) return onnx_unsupported(c, st, "ceil_mode over a run-time spatial dim");
+            if (span < 0) continue;
+            int64_t out = (span + s[i] - 1) / s[i] + 1;
+            if ((out - 1) * s[i] >= in + p[i]) out--; /* no window may start in the end padding */
+            const int64_t extra = (out - 1) * s[i] + kernel[i] - (in + p[i] + p[2 + i]);
+            if (extra > 0) p[2 + i] += extra;
+        }
+    if (include && (p[0] || p[1] || p[2] || p[3]) && strcmp(type, "avg_pool2d") == 0) {
+        const int64_t pads[8] = {0, 0, p[0], p[1], 0, 0, p[2], p[3]};
+        const char *xp = onnx_temp(c, "pool_padded", st);
+        pardo_op *pad = xp ? onnx_emit(c, "pad", &x, 1, &xp, 1, st) : NULL;
+        if (!pad || onnx_set_ints(pad, "pads", pads, 8, st) != PARDO_OK) return st->code;
+        x = xp;
+        p[0] = p[1] = p[2] = p[3] = 0;
+    }
+    const char *y = nk == 1 ? onnx_temp(c, "pool_2d_out", st) : onnx_out_var(c, n, 0, st);
+    pardo_op *op = y ? onnx_emit(c, type, &x, 1, &y, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "strides", s, 2, st) != PARDO_OK || onnx_set_ints(op, "pads", p, 4, st) != PARDO_OK ||
+        onnx_set_ints(op, "kernel", kernel, 2, st) != PARDO_OK)
+        return st->code;
+    if (nk == 1) {
+        const char *out = onnx_out_var(c, n, 0, st);
+        pardo_op *sq = out ? onnx_emit(c, "squeeze", &y, 1, &out, 1, st) : NULL;
+        if (!sq || onnx_set_ints(sq, "axes", &axis2, 1, st) != PARDO_OK) return st->code;
+    }
+    return PARDO_OK;
 }
 
 static int map_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
