@@ -568,6 +568,25 @@ static int map_eye_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st)
     return PARDO_OK;
 }
 
+/* GridSample: grid_sample, its attrs passed on. */
+static int map_grid_sample(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"align_corners", "mode", "padding_mode", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "grid_sample", in, 2, st);
+    if (!op) return st->code;
+    char buf[32];
+    for (int k = 1; k < 3; k++)
+        if (onnx_attr(n, known[k]) &&
+            onnx_set_string(op, known[k], onnx_attr_string(n, known[k], "", buf, sizeof buf), st) != PARDO_OK)
+            return st->code;
+    if (onnx_attr(n, "align_corners") &&
+        onnx_set_int(op, "align_corners", onnx_attr_int(n, "align_corners", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
 /* ---- linear algebra ---- */
 
 static int map_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -1320,6 +1339,7 @@ static const onnx_mapping table[] = {
     {"GlobalMaxPool", map_global_max_pool},
     {"Greater", map_greater},
     {"GreaterOrEqual", map_greater_or_equal},
+    {"GridSample", map_grid_sample},
     {"HardSigmoid", map_hard_sigmoid},
     {"HardSwish", map_hard_swish},
     {"Hardmax", map_hardmax},
