@@ -55,6 +55,8 @@
     X(asinh) X(asinh_grad) X(acosh) X(acosh_grad) X(atanh) X(atanh_grad) \
     X(reciprocal) X(reciprocal_grad) \
     X(max) X(max_grad) X(min) X(min_grad) X(sum) X(sum_grad) X(mean) X(mean_grad) \
+    X(resize) X(non_max_suppression) X(pad) X(pad_grad) \
+    X(top_k) X(compress) X(eye_like) X(one_hot) X(grid_sample) \
     X(mod) X(cumsum) X(cumsum_grad) X(hardmax) X(det) X(det_grad) X(einsum) X(einsum_grad) \
     X(shape) \
     X(unsqueeze) X(unsqueeze_grad) \
@@ -63,6 +65,7 @@
     X(constant_of_shape) \
     X(range) \
     X(gather) X(gather_grad) \
+    X(gather_elements) X(gather_elements_grad) X(scatter_elements) X(gather_nd) X(gather_nd_grad) X(scatter_nd) \
     X(slice) X(slice_grad) \
     X(equal) X(less) X(greater) X(less_or_equal) X(greater_or_equal) \
     X(not) X(and) X(or) X(xor) X(is_nan) X(is_inf) \
@@ -75,6 +78,7 @@
     X(dropout) X(dropout_grad) \
     X(embedding) X(embedding_grad) \
     X(mse_loss) X(mse_loss_grad) \
+    X(nll_loss) X(nll_loss_grad) \
     X(accuracy) \
     X(sgd) \
     X(momentum) \

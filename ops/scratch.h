@@ -23,7 +23,8 @@ enum {
     PARDO_SCRATCH_ROWS, // conv2d: a chunk's output (gradient) rows gathered (items)
     PARDO_SCRATCH_PART, // conv2d_grad: the per-block partial sums (the caller, across its loop)
     PARDO_SCRATCH_MASK, // im2col: the column masks of the last geometry (inside one call; kept for the next)
-    PARDO_SCRATCH_STATS, // layer_norm_grad: each row's mean and inverse deviation (the caller, across its loops)
+    PARDO_SCRATCH_STATS, // layer_norm_grad: each row's mean and inverse deviation (the caller, across its loops);
+                         // non_max_suppression: a flag and a kept index per box
     PARDO_SCRATCH_GEMM, // the GEMM's packed op(B) and its other buffers: N_BUFS slots from here (ops/gemm_internal.h)
     PARDO_SCRATCH_SLOTS = PARDO_SCRATCH_GEMM + 3
 };

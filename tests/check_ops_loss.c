@@ -1,7 +1,9 @@
 /* check_ops_loss.c - mse_loss (mean, sum, none) against a naive loop, its
  * gradient for prediction and target by finite differences, accuracy (first
  * maximum, N = 0, labels of both int dtypes) against a naive argmax;
- * inference and errors (reduction, shapes, labels). */
+ * inference and errors (reduction, shapes, labels); nll_loss (ops/loss_nll.c:
+ * K-dim, weight, ignore_index, each reduction) against a naive loop, its
+ * input gradient by finite differences, its refusals. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -203,6 +205,93 @@ START_TEST(test_loss_errors) {
 }
 END_TEST
 
+/* nll_loss against a naive loop: input [2, 3, 2] (K-dim), targets with an
+ * ignored one, with and without weight, each reduction. */
+static double nll_ref(const pardo_tensor *x, const double *t, const double *w, int red, int64_t i_out, int ign) {
+    const int64_t n = x->shape[0], c = x->shape[1], d = x->shape[2];
+    double s = 0, ws = 0;
+    for (int64_t a = 0; a < n; a++)
+        for (int64_t j = 0; j < d; j++) {
+            const int tt = (int)t[a * d + j];
+            if (tt == ign) {
+                if (red == 2 && a * d + j == i_out) return 0;
+                continue;
+            }
+            const double wt = w ? w[tt] : 1, l = -wt * pardo_tensor_get_f64(x, (a * c + tt) * d + j);
+            if (red == 2 && a * d + j == i_out) return l;
+            s += l;
+            ws += wt;
+        }
+    return red == 1 ? s : s / ws;
+}
+
+START_TEST(test_nll_reference) {
+    test_rng r = {5};
+    const int64_t xs[3] = {2, 3, 2}, ts[2] = {2, 2};
+    const double tv[4] = {0, 2, 1, 2}, wv[3] = {0.5, 2, 1.5};
+    static const char *const nll_attr_json[3] = {"{\"reduction\": \"mean\", \"ignore_index\": 1}",
+                                        "{\"reduction\": \"sum\", \"ignore_index\": 1}",
+                                        "{\"reduction\": \"none\", \"ignore_index\": 1}"};
+    for (int dt = 0; dt < 2; dt++)
+        for (int useW = 0; useW < 2; useW++)
+            for (int red = 0; red < 3; red++) {
+                const pardo_dtype fd = dt ? PARDO_F64 : PARDO_F32;
+                pardo_tensor *x = test_tensor_random(&r, fd, 3, xs, -3, 0);
+                pardo_tensor *t = test_tensor_from(dt ? PARDO_I64 : PARDO_I32, 2, ts, tv);
+                pardo_tensor *w = test_tensor_from(fd, 1, (int64_t[]){3}, wv), *in[3] = {x, t, w}, *y = NULL;
+                pardo_status st;
+                ck_assert_msg(test_run_op("nll_loss", nll_attr_json[red], useW ? 3 : 2, in, 1, &y, &st) == PARDO_OK, "%s",
+                              st.msg);
+                ck_assert_int_eq(y->ndim, red == 2 ? 2 : 0);
+                for (int64_t i = 0; i < y->numel; i++) {
+                    const double want = nll_ref(x, tv, useW ? wv : NULL, red, i, 1);
+                    ck_assert_msg(fabs(pardo_tensor_get_f64(y, i) - want) <= 1e-6 * fmax(1, fabs(want)),
+                                  "red %d w %d [%lld]: %g want %g", red, useW, (long long)i,
+                                  pardo_tensor_get_f64(y, i), want);
+                }
+                pardo_tensor_release(y);
+                pardo_tensor_release(w);
+                pardo_tensor_release(t);
+                pardo_tensor_release(x);
+            }
+}
+END_TEST
+
+START_TEST(test_nll_grads) {
+    test_rng r = {6};
+    const int64_t xs[3] = {2, 3, 2}, ts[2] = {2, 2};
+    const double tv[4] = {0, 2, 1, 2}, wv[3] = {0.5, 2, 1.5};
+    static const char *const attrs[4] = {NULL, "{\"reduction\": \"sum\"}", "{\"reduction\": \"none\"}",
+                                         "{\"reduction\": \"mean\", \"ignore_index\": 2}"};
+    for (int a = 0; a < 4; a++)
+        for (int useW = 0; useW < 2; useW++) {
+            pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 3, xs, -3, 0);
+            pardo_tensor *t = test_tensor_from(PARDO_I64, 2, ts, tv);
+            pardo_tensor *w = test_tensor_from(PARDO_F64, 1, (int64_t[]){3}, wv), *in[3] = {x, t, useW ? w : NULL};
+            test_check_grad_default("nll_loss", attrs[a], 3, in, 1, 1u);
+            pardo_tensor_release(w);
+            pardo_tensor_release(t);
+            pardo_tensor_release(x);
+        }
+}
+END_TEST
+
+START_TEST(test_nll_errors) {
+    pardo_status st;
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 2, (int64_t[]){2, 2}, (double[]){-1, -2, -3, -4});
+    pardo_tensor *t = test_tensor_from(PARDO_I64, 1, (int64_t[]){2}, (double[]){1, 5}), *in[2] = {x, t}, *y = NULL;
+    ck_assert_int_eq(test_run_op("nll_loss", NULL, 2, in, 1, &y, &st), PARDO_ERUNTIME);
+    ck_assert_msg(strstr(st.msg, "nll_loss") && strstr(st.msg, "element 1"), "%s", st.msg);
+    pardo_type tx = test_type(PARDO_F32, 3, (int64_t[]){2, 3, 4}), tt = test_type(PARDO_I64, 2, (int64_t[]){2, 5}),
+               out;
+    const pardo_type *ty[2] = {&tx, &tt};
+    ck_assert_int_eq(test_infer_op("nll_loss", NULL, 2, ty, 1, &out, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(test_infer_op("nll_loss", "{\"reduction\": \"avg\"}", 2, ty, 1, &out, &st), PARDO_EINVAL);
+    pardo_tensor_release(t);
+    pardo_tensor_release(x);
+}
+END_TEST
+
 Suite *make_ops_loss_suite(void) {
     Suite *s = suite_create("ops_loss");
     TCase *core = tcase_create("Core");
@@ -212,9 +301,12 @@ Suite *make_ops_loss_suite(void) {
     tcase_add_test(core, test_mse_infer);
     tcase_add_test(core, test_accuracy_reference);
     tcase_add_test(core, test_accuracy_first_max);
+    tcase_add_test(core, test_nll_reference);
+    tcase_add_test(core, test_nll_grads);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_loss_errors);
+    tcase_add_test(errors, test_nll_errors);
     suite_add_tcase(s, errors);
     return s;
 }

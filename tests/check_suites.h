@@ -30,6 +30,12 @@
     X(ops_softmax)      \
     X(ops_shape)        \
     X(ops_index)        \
+    X(ops_index_elements) \
+    X(ops_resize)       \
+    X(ops_nms)          \
+    X(ops_pad)          \
+    X(ops_index_select) \
+    X(ops_grid_sample)  \
     X(ops_compare)      \
     X(ops_math)         \
     X(ops_fill)         \

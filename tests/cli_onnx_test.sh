@@ -129,8 +129,8 @@ no_file "transpile of a graph with no ops" "$T/fa.json"
 N=/usr/share/libonnx-testdata/data/node
 if [ -d "$N" ]; then
     expect "uint8 input" 2 "test_mul_uint8/model.onnx" "graph input 'x'" "uint8" -- check "$N/test_mul_uint8/model.onnx"
-    expect "ceil_mode" 2 "test_maxpool_2d_ceil/model.onnx" "MaxPool" "attr 'ceil_mode'" -- \
-        check "$N/test_maxpool_2d_ceil/model.onnx"
+    expect "pool dilations" 2 "test_maxpool_2d_dilations/model.onnx" "MaxPool" "attr 'dilations'" -- \
+        check "$N/test_maxpool_2d_dilations/model.onnx"
 fi
 
 cli_finish

@@ -167,10 +167,89 @@ static int map_tile(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* SoftmaxCrossEntropyLoss: log_softmax along axis 1 (into the optional
+ * log_prob output) then nll_loss with the node's weight, reduction and
+ * ignore_index. */
+static int map_softmax_cross_entropy_loss(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = onnx_in_var(c, n, 0, st);
+    if (!x) return st->code;
+    const bool want_lp = n->n_output > 1 && n->output[1][0];
+    const char *lp = want_lp ? onnx_out_var(c, n, 1, st) : onnx_temp(c, "log_prob", st);
+    pardo_op *op = lp ? onnx_emit(c, "log_softmax", &x, 1, &lp, 1, st) : NULL;
+    if (!op || onnx_set_int(op, "axis", 1, st) != PARDO_OK) return st->code;
+    return onnx_emit_nll(c, n, lp, st);
+}
+
+/* (x - mean) / sqrt(var + eps) over the axes (kept), mean and var by
+ * reduce_mean; into node output 0 when last and no affine step follows.
+ * The normalised var (borrowed) or NULL with st set. */
+static const char *normalise_over(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, pardo_dtype dt,
+                                  const int64_t *axes, int na, double eps, bool last, pardo_status *st) {
+    const char *mean = onnx_temp(c, "norm_mean", st);
+    pardo_op *op = mean ? onnx_emit(c, "reduce_mean", &x, 1, &mean, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK) return NULL;
+    const char *d = onnx_step(c, n, "sub", x, mean, false, st), *sq = d ? onnx_step(c, n, "mul", d, d, false, st) : NULL;
+    const char *var = sq ? onnx_temp(c, "norm_var", st) : NULL;
+    op = var ? onnx_emit(c, "reduce_mean", &sq, 1, &var, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK) return NULL;
+    const char *e = onnx_scalar_const(c, dt, eps, st), *ve = e ? onnx_step(c, n, "add", var, e, false, st) : NULL;
+    const char *sd = ve ? onnx_step(c, n, "sqrt", ve, NULL, false, st) : NULL;
+    return sd ? onnx_step(c, n, "div", d, sd, last, st) : NULL;
+}
+
+/* InstanceNormalization: normalised over the spatial dims per image and
+ * channel, then scale and B (reshaped to [C, 1, ...]) applied. */
+static int map_instance_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"epsilon", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 3) return onnx_unsupported(c, st, "InstanceNormalization of a rank-%d input", t.ndim);
+    int64_t axes[PARDO_MAX_DIMS], shape[PARDO_MAX_DIMS];
+    for (int k = 2; k < t.ndim; k++) axes[k - 2] = k;
+    const char *y = normalise_over(c, n, x, t.dtype, axes, t.ndim - 2, onnx_attr_float(n, "epsilon", 1e-5), false, st);
+    const char *sc = y ? onnx_in_var(c, n, 1, st) : NULL, *b = sc ? onnx_in_var(c, n, 2, st) : NULL;
+    if (!b) return st->code;
+    shape[0] = -1;
+    for (int k = 1; k < t.ndim - 1; k++) shape[k] = 1;
+    const char *in2[2] = {sc, b}, *rs[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        rs[k] = onnx_temp(c, k ? "norm_bias" : "norm_scale", st);
+        pardo_op *op = rs[k] ? onnx_emit(c, "reshape", &in2[k], 1, &rs[k], 1, st) : NULL;
+        if (!op || onnx_set_ints(op, "shape", shape, t.ndim - 1, st) != PARDO_OK) return st->code;
+    }
+    const char *ys = onnx_step(c, n, "mul", y, rs[0], false, st);
+    return ys && onnx_step(c, n, "add", ys, rs[1], true, st) ? PARDO_OK : st->code;
+}
+
+/* MeanVarianceNormalization: normalised over attr axes ([0, 2, 3] by
+ * default), eps 1e-9 as ONNX's function body. */
+static int map_mean_variance_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axes", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    int na = 3;
+    int64_t axes[ONNX_MAX_INTS] = {0, 2, 3};
+    const int64_t *a = onnx_attr_ints(n, "axes", &na);
+    if (a) {
+        if (na > ONNX_MAX_INTS) return onnx_unsupported(c, st, "%d axes", na);
+        memcpy(axes, a, sizeof(int64_t) * (size_t)na);
+    } else {
+        na = 3;
+    }
+    return normalise_over(c, n, x, t.dtype, axes, na, 1e-9, true, st) ? PARDO_OK : st->code;
+}
+
 /* ---- the table (sorted; onnx_ops.c checks it) ---- */
 
 const onnx_mapping onnx_compose_table[] = {
     {"DepthToSpace", map_depth_to_space},
+    {"InstanceNormalization", map_instance_norm},
+    {"MeanVarianceNormalization", map_mean_variance_norm},
+    {"SoftmaxCrossEntropyLoss", map_softmax_cross_entropy_loss},
     {"SpaceToDepth", map_space_to_depth},
     {"Tile", map_tile},
     {"Trilu", map_trilu},

@@ -79,6 +79,10 @@ extern const size_t onnx_compose_count;
 /* Clip whose bounds are known only at run time, and BatchNormalization
  * whose statistics or scale are: the composite forms (onnx_compose.c) that
  * onnx_ops.c's mappings hand those nodes to. PARDO_OK or the error. */
+/* NegativeLogLikelihoodLoss's nll_loss of var `input` (borrowed) against
+ * node n's inputs 1 (target) and 2 (weight, optional) into n's output 0,
+ * with n's reduction and ignore_index; PARDO_OK or st's code. */
+int onnx_emit_nll(onnx_ctx *c, const Onnx__NodeProto *n, const char *input, pardo_status *st);
 int onnx_clip_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
 int onnx_batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
 

@@ -376,6 +376,217 @@ static int map_log_softmax(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *
     return map_softmax_like(c, n, "log_softmax", st);
 }
 
+/* NegativeLogLikelihoodLoss (and SoftmaxCrossEntropyLoss's second half, from
+ * onnx_compose.c): nll_loss of `input` against node input 1, with node input
+ * 2 as the optional weight, into node output 0. */
+int onnx_emit_nll(onnx_ctx *c, const Onnx__NodeProto *n, const char *input, pardo_status *st) {
+    static const char *const known[] = {"reduction", "ignore_index", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    char red[16];
+    onnx_attr_string(n, "reduction", "mean", red, sizeof red);
+    const char *t = onnx_in_var(c, n, 1, st), *w = t ? onnx_opt_var(c, n, 2, st) : NULL;
+    if (!w) return st->code;
+    const char *in[3] = {input, t, w};
+    pardo_op *op = onnx_emit1(c, n, "nll_loss", in, *w ? 3 : 2, st);
+    if (!op || onnx_set_string(op, "reduction", red, st) != PARDO_OK) return st->code;
+    if (onnx_attr(n, "ignore_index") &&
+        onnx_set_int(op, "ignore_index", onnx_attr_int(n, "ignore_index", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+static int map_nll_loss(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *x = onnx_in_var(c, n, 0, st);
+    return x ? onnx_emit_nll(c, n, x, st) : st->code;
+}
+
+/* Resize (opset 11 on: X, roi, scales, sizes) and Upsample (opset 9: X,
+ * scales; asymmetric coordinates, nearest rounding down, as its numpy
+ * reference repeats): resize. Opset 10's Resize is refused. */
+static int map_resize_like(onnx_ctx *c, const Onnx__NodeProto *n, bool upsample, pardo_status *st) {
+    static const char *const known[] = {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
+                                        "exclude_outside", "extrapolation_value", NULL};
+    static const char *const known_up[] = {"mode", NULL};
+    if (onnx_check_attrs(c, n, upsample ? known_up : known, st) != PARDO_OK) return st->code;
+    if (upsample ? c->opset < 9 : c->opset < 11)
+        return onnx_unsupported(c, st, "%s before opset %d (its scales %s)", upsample ? "Upsample" : "Resize",
+                                upsample ? 9 : 11, upsample ? "as an attr" : "with opset 10's coordinates");
+    const char *in[4] = {"", "", "", ""};
+    int n_in = 0;
+    const int map[4] = {0, upsample ? -1 : 1, upsample ? 1 : 2, upsample ? -1 : 3};
+    for (int k = 0; k < 4; k++) {
+        if (map[k] < 0) continue;
+        if (!(in[k] = k == 0 ? onnx_in_var(c, n, 0, st) : onnx_opt_var(c, n, map[k], st))) return st->code;
+        if (*in[k]) n_in = k + 1;
+    }
+    pardo_op *op = onnx_emit1(c, n, "resize", in, n_in, st);
+    if (!op) return st->code;
+    char buf[32];
+    const char *mode = onnx_attr_string(n, "mode", "nearest", buf, sizeof buf);
+    if (upsample && strcmp(mode, "bilinear") == 0) mode = "linear";
+    if (onnx_set_string(op, "mode", mode, st) != PARDO_OK) return st->code;
+    if (upsample)
+        return onnx_set_string(op, "coordinate_transformation_mode", "asymmetric", st) == PARDO_OK &&
+                       onnx_set_string(op, "nearest_mode", "floor", st) == PARDO_OK
+                   ? PARDO_OK
+                   : st->code;
+    static const char *const str_attrs[] = {"coordinate_transformation_mode", "nearest_mode"};
+    for (int k = 0; k < 2; k++)
+        if (onnx_attr(n, str_attrs[k]) &&
+            onnx_set_string(op, str_attrs[k], onnx_attr_string(n, str_attrs[k], "", buf, sizeof buf), st) != PARDO_OK)
+            return st->code;
+    static const char *const float_attrs[] = {"cubic_coeff_a", "extrapolation_value"};
+    for (int k = 0; k < 2; k++)
+        if (onnx_attr(n, float_attrs[k]) &&
+            onnx_set_float(op, float_attrs[k], onnx_attr_float(n, float_attrs[k], 0), st) != PARDO_OK)
+            return st->code;
+    if (onnx_attr(n, "exclude_outside") &&
+        onnx_set_int(op, "exclude_outside", onnx_attr_int(n, "exclude_outside", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+static int map_resize(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_resize_like(c, n, false, st);
+}
+
+static int map_upsample(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_resize_like(c, n, true, st);
+}
+
+/* NonMaxSuppression: non_max_suppression, its optional inputs passed on. */
+static int map_nms(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"center_point_box", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[5] = {"", "", "", "", ""};
+    int n_in = 0;
+    for (int k = 0; k < 5; k++) {
+        if (!(in[k] = k < 2 ? onnx_in_var(c, n, k, st) : onnx_opt_var(c, n, k, st))) return st->code;
+        if (*in[k]) n_in = k + 1;
+    }
+    pardo_op *op = onnx_emit1(c, n, "non_max_suppression", in, n_in, st);
+    if (!op) return st->code;
+    if (onnx_attr(n, "center_point_box") &&
+        onnx_set_int(op, "center_point_box", onnx_attr_int(n, "center_point_box", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+/* Pad: pad, with the pads folded into its attr where constant (attrs pads
+ * and value before opset 11). */
+static int map_pad(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"mode", "pads", "value", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[3] = {onnx_in_var(c, n, 0, st), "", ""};
+    if (!in[0]) return st->code;
+    int64_t pads[ONNX_MAX_INTS];
+    int np = -1, n_in = 1;
+    if (c->opset < 11) {
+        const int64_t *a = onnx_attr_ints(n, "pads", &np);
+        if (!a || np > ONNX_MAX_INTS) return onnx_bad(c, st, "Pad without attr pads");
+        memcpy(pads, a, sizeof(int64_t) * (size_t)np);
+    } else {
+        if (!onnx_input(c, n, 1)) return onnx_bad(c, st, "Pad without input pads");
+        if (!onnx_const_input_ints(c, n, 1, pads, &np)) {
+            np = -1;
+            if (!(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+            n_in = 2;
+        }
+        if (!(in[2] = onnx_opt_var(c, n, 2, st))) return st->code;
+        if (*in[2]) n_in = 3;
+    }
+    pardo_op *op = onnx_emit1(c, n, "pad", in, n_in, st);
+    if (!op || (np >= 0 && onnx_set_ints(op, "pads", pads, np, st) != PARDO_OK)) return st->code;
+    char buf[16];
+    if (onnx_attr(n, "mode") && onnx_set_string(op, "mode", onnx_attr_string(n, "mode", "", buf, sizeof buf), st) !=
+                                    PARDO_OK)
+        return st->code;
+    if (c->opset < 11 && onnx_attr(n, "value") &&
+        onnx_set_float(op, "value", onnx_attr_float(n, "value", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+/* An op whose node inputs (the first n_in, all required) and int attrs
+ * (those the node sets; NULL-terminated list) go to pardo's op as they are:
+ * TopK, Compress, OneHot. */
+static int map_plain(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, int n_in,
+                     const char *const *int_attrs, pardo_status *st) {
+    if (onnx_check_attrs(c, n, int_attrs, st) != PARDO_OK) return st->code;
+    const char *in[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < n_in; k++)
+        if (!(in[k] = onnx_in_var(c, n, k, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, type, in, n_in, st);
+    if (!op) return st->code;
+    for (int k = 0; int_attrs[k]; k++)
+        if (onnx_attr(n, int_attrs[k]) &&
+            onnx_set_int(op, int_attrs[k], onnx_attr_int(n, int_attrs[k], 0), st) != PARDO_OK)
+            return st->code;
+    return PARDO_OK;
+}
+
+static int map_top_k(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "largest", "sorted", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (c->opset < 10) return onnx_unsupported(c, st, "TopK before opset 10 (k as an attr)");
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL}, *out[2] = {NULL, NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    for (int k = 0; k < 2; k++)
+        if (!(out[k] = k < (int)n->n_output && n->output[k][0] ? onnx_out_var(c, n, k, st) : "")) return st->code;
+    pardo_op *op = onnx_emit(c, "top_k", in, 2, out, 2, st);
+    if (!op) return st->code;
+    for (int k = 0; known[k]; k++)
+        if (onnx_attr(n, known[k]) && onnx_set_int(op, known[k], onnx_attr_int(n, known[k], 0), st) != PARDO_OK)
+            return st->code;
+    return PARDO_OK;
+}
+
+static int map_compress(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    return map_plain(c, n, "compress", 2, known, st);
+}
+
+static int map_one_hot(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", NULL};
+    return map_plain(c, n, "one_hot", 3, known, st);
+}
+
+/* EyeLike: eye_like, the dtype code turned into pardo's name. */
+static int map_eye_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"dtype", "k", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "eye_like", &x, 1, st) : NULL;
+    if (!op) return st->code;
+    if (onnx_attr(n, "dtype")) {
+        const int32_t code = (int32_t)onnx_attr_int(n, "dtype", 1);
+        const pardo_dtype dt = onnx_dtype(code);
+        if (dt == PARDO_DTYPE_UNKNOWN) return onnx_unsupported(c, st, "EyeLike to %s", onnx_dtype_name(code));
+        if (onnx_set_string(op, "dtype", pardo_dtype_name(dt), st) != PARDO_OK) return st->code;
+    }
+    if (onnx_attr(n, "k") && onnx_set_int(op, "k", onnx_attr_int(n, "k", 0), st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
+/* GridSample: grid_sample, its attrs passed on. */
+static int map_grid_sample(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"align_corners", "mode", "padding_mode", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "grid_sample", in, 2, st);
+    if (!op) return st->code;
+    char buf[32];
+    for (int k = 1; k < 3; k++)
+        if (onnx_attr(n, known[k]) &&
+            onnx_set_string(op, known[k], onnx_attr_string(n, known[k], "", buf, sizeof buf), st) != PARDO_OK)
+            return st->code;
+    if (onnx_attr(n, "align_corners") &&
+        onnx_set_int(op, "align_corners", onnx_attr_int(n, "align_corners", 0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
 /* ---- linear algebra ---- */
 
 static int map_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -649,6 +860,45 @@ static int map_gather(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return op && onnx_set_int(op, "axis", axis, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+/* GatherElements, ScatterElements (and opset 9-10 Scatter), GatherND,
+ * ScatterND: one pardo op each, the attrs passed on. */
+static int map_indexed(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, int n_in, const char *int_attr,
+                       bool reduction, pardo_status *st) {
+    const char *const known[] = {int_attr ? int_attr : "reduction", reduction ? "reduction" : NULL, NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < n_in; k++)
+        if (!(in[k] = onnx_in_var(c, n, k, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, type, in, n_in, st);
+    if (!op) return st->code;
+    if (int_attr && onnx_attr(n, int_attr) &&
+        onnx_set_int(op, int_attr, onnx_attr_int(n, int_attr, 0), st) != PARDO_OK)
+        return st->code;
+    if (reduction && onnx_attr(n, "reduction")) {
+        char red[16];
+        if (onnx_set_string(op, "reduction", onnx_attr_string(n, "reduction", "none", red, sizeof red), st) !=
+            PARDO_OK)
+            return st->code;
+    }
+    return PARDO_OK;
+}
+
+static int map_gather_elements(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_indexed(c, n, "gather_elements", 2, "axis", false, st);
+}
+
+static int map_scatter_elements(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_indexed(c, n, "scatter_elements", 3, "axis", true, st);
+}
+
+static int map_gather_nd(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_indexed(c, n, "gather_nd", 2, "batch_dims", false, st);
+}
+
+static int map_scatter_nd(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_indexed(c, n, "scatter_nd", 3, NULL, true, st);
+}
+
 static int map_slice(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"starts", "ends", "axes", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
@@ -767,28 +1017,35 @@ static int map_split(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 
 /* ---- network ops ---- */
 
-/* The 2-D window attrs of Conv / MaxPool / AveragePool, checked. */
-/* xt: the input's type, asked for before op was emitted (op has no attrs yet: inference would refuse it). */
-static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type *xt, const int64_t *kernel,
-                        pardo_op *op, bool pool, pardo_status *st) {
+/* The window geometry of Conv / MaxPool / AveragePool, checked, as 2-D:
+ * strides s, pads p (top, left, bottom, right) and dilations d from the
+ * node's attrs of nsp spatial dims (1: a 1-D window, seen as height 1).
+ * xt: the (2-D view of the) input's type, for auto_pad; kernel: 2 dims. */
+static int window_geometry(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type *xt, const int64_t *kernel, int nsp,
+                           int64_t *s, int64_t *p, int64_t *d, pardo_status *st) {
     int ns = 0, np = 0, nd = 0;
     const int64_t *strides = onnx_attr_ints(n, "strides", &ns), *pads = onnx_attr_ints(n, "pads", &np),
                   *dil = onnx_attr_ints(n, "dilations", &nd);
-    int64_t s[2] = {1, 1}, p[4] = {0, 0, 0, 0}, d[2] = {1, 1};
+    s[0] = s[1] = d[0] = d[1] = 1;
+    p[0] = p[1] = p[2] = p[3] = 0;
+    const int o = 2 - nsp; /* the first dim the attrs give */
     if (strides) {
-        if (ns != 2) return onnx_unsupported(c, st, "attr 'strides' of %d dims; pardo runs 2-D windows", ns);
-        memcpy(s, strides, sizeof s);
+        if (ns != nsp) return onnx_unsupported(c, st, "attr 'strides' of %d dims for a %d-D window", ns, nsp);
+        memcpy(s + o, strides, sizeof(int64_t) * (size_t)nsp);
     }
     if (dil) {
-        if (nd != 2) return onnx_unsupported(c, st, "attr 'dilations' of %d dims; pardo runs 2-D windows", nd);
-        memcpy(d, dil, sizeof d);
+        if (nd != nsp) return onnx_unsupported(c, st, "attr 'dilations' of %d dims for a %d-D window", nd, nsp);
+        memcpy(d + o, dil, sizeof(int64_t) * (size_t)nsp);
     }
     char ap[32];
     const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
     if (strcmp(auto_pad, "NOTSET") == 0) {
         if (pads) {
-            if (np != 4) return onnx_unsupported(c, st, "attr 'pads' of %d values; pardo runs 2-D windows", np);
-            memcpy(p, pads, sizeof p);
+            if (np != 2 * nsp) return onnx_unsupported(c, st, "attr 'pads' of %d values for a %d-D window", np, nsp);
+            for (int i = 0; i < nsp; i++) {
+                p[o + i] = pads[i];
+                p[2 + o + i] = pads[nsp + i];
+            }
         }
     } else if (strcmp(auto_pad, "VALID") != 0) {
         bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
@@ -804,6 +1061,15 @@ static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type 
             p[i + 2] = total - p[i];
         }
     }
+    return PARDO_OK;
+}
+
+/* The 2-D window attrs of Conv / MaxPool / AveragePool, checked. */
+/* xt: the input's type, asked for before op was emitted (op has no attrs yet: inference would refuse it). */
+static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type *xt, const int64_t *kernel,
+                        pardo_op *op, bool pool, pardo_status *st) {
+    int64_t s[2], p[4], d[2];
+    if (window_geometry(c, n, xt, kernel, 2, s, p, d, st) != PARDO_OK) return st->code;
     if (onnx_set_ints(op, "strides", s, 2, st) != PARDO_OK || onnx_set_ints(op, "pads", p, 4, st) != PARDO_OK)
         return st->code;
     if (!pool) return onnx_set_ints(op, "dilations", d, 2, st);
@@ -835,24 +1101,71 @@ static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* MaxPool / AveragePool of 1 or 2 spatial dims (a 1-D one as height 1:
+ * unsqueeze, the 2-D pool, squeeze); ceil_mode as the extra end padding
+ * that gives its last window (over static spatial dims); AveragePool's
+ * count_include_pad as a zero pad before a pool without pads. */
 static int map_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
                                         "pads", "storage_order", "strides", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    if (onnx_attr_int(n, "ceil_mode", 0)) return onnx_unsupported(c, st, "attr 'ceil_mode' 1");
+    const bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0) != 0, include = onnx_attr_int(n, "count_include_pad", 0);
     if (onnx_attr_int(n, "storage_order", 0)) return onnx_unsupported(c, st, "attr 'storage_order' 1");
-    if (onnx_attr_int(n, "count_include_pad", 0)) return onnx_unsupported(c, st, "attr 'count_include_pad' 1");
+    if (ceil_mode && include) return onnx_unsupported(c, st, "attrs 'ceil_mode' and 'count_include_pad' both 1");
     if (n->n_output > 1 && n->output[1] && *n->output[1])
         return onnx_unsupported(c, st, "output 1 (the max indices)");
     int nk = 0;
     const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
     if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
-    if (nk != 2) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 2-D (NCHW)", nk);
+    if (nk != 2 && nk != 1) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 1-D and 2-D (NCHW)", nk);
     const char *x = onnx_in_var(c, n, 0, st);
     pardo_type xt;
     if (!x || onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
-    pardo_op *op = onnx_emit1(c, n, type, &x, 1, st);
-    return op && window_attrs(c, n, &xt, ks, op, true, st) == PARDO_OK ? PARDO_OK : st->code;
+    if (xt.ndim >= 0 && xt.ndim != nk + 2) return onnx_bad(c, st, "a %d-D pool of a rank-%d input", nk, xt.ndim);
+    const int64_t kernel[2] = {nk == 1 ? 1 : ks[0], ks[nk - 1]};
+    int64_t s[2], p[4], d[2], axis2 = 2;
+    if (nk == 1) {
+        const char *x4 = onnx_temp(c, "pool_2d", st);
+        pardo_op *u = x4 ? onnx_emit(c, "unsqueeze", &x, 1, &x4, 1, st) : NULL;
+        if (!u || onnx_set_ints(u, "axes", &axis2, 1, st) != PARDO_OK) return st->code;
+        x = x4;
+        if (xt.ndim == 3) {
+            xt.ndim = 4;
+            xt.shape[3] = xt.shape[2];
+            xt.shape[2] = 1;
+        }
+    }
+    if (window_geometry(c, n, &xt, kernel, nk, s, p, d, st) != PARDO_OK) return st->code;
+    if (d[0] != 1 || d[1] != 1) return onnx_unsupported(c, st, "attr 'dilations' other than 1 on a pool");
+    if (ceil_mode)
+        for (int i = 0; i < 2; i++) {
+            const int64_t in = xt.ndim == 4 ? xt.shape[2 + i] : -1, span = in + p[i] + p[2 + i] - kernel[i];
+            if (in < 0) return onnx_unsupported(c, st, "ceil_mode over a run-time spatial dim");
+            if (span < 0) continue;
+            int64_t out = (span + s[i] - 1) / s[i] + 1;
+            if ((out - 1) * s[i] >= in + p[i]) out--; /* no window may start in the end padding */
+            const int64_t extra = (out - 1) * s[i] + kernel[i] - (in + p[i] + p[2 + i]);
+            if (extra > 0) p[2 + i] += extra;
+        }
+    if (include && (p[0] || p[1] || p[2] || p[3]) && strcmp(type, "avg_pool2d") == 0) {
+        const int64_t pads[8] = {0, 0, p[0], p[1], 0, 0, p[2], p[3]};
+        const char *xp = onnx_temp(c, "pool_padded", st);
+        pardo_op *pad = xp ? onnx_emit(c, "pad", &x, 1, &xp, 1, st) : NULL;
+        if (!pad || onnx_set_ints(pad, "pads", pads, 8, st) != PARDO_OK) return st->code;
+        x = xp;
+        p[0] = p[1] = p[2] = p[3] = 0;
+    }
+    const char *y = nk == 1 ? onnx_temp(c, "pool_2d_out", st) : onnx_out_var(c, n, 0, st);
+    pardo_op *op = y ? onnx_emit(c, type, &x, 1, &y, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "strides", s, 2, st) != PARDO_OK || onnx_set_ints(op, "pads", p, 4, st) != PARDO_OK ||
+        onnx_set_ints(op, "kernel", kernel, 2, st) != PARDO_OK)
+        return st->code;
+    if (nk == 1) {
+        const char *out = onnx_out_var(c, n, 0, st);
+        pardo_op *sq = out ? onnx_emit(c, "squeeze", &y, 1, &out, 1, st) : NULL;
+        if (!sq || onnx_set_ints(sq, "axes", &axis2, 1, st) != PARDO_OK) return st->code;
+    }
+    return PARDO_OK;
 }
 
 static int map_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -961,7 +1274,15 @@ static int map_dropout(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
             return onnx_unsupported(c, st, "training_mode true (pardo imports models for inference)");
     }
     const char *x = onnx_in_var(c, n, 0, st);
-    return x && onnx_emit1(c, n, "identity", &x, 1, st) ? PARDO_OK : st->code;
+    if (!x || !onnx_emit1(c, n, "identity", &x, 1, st)) return st->code;
+    if (n->n_output < 2 || !n->output[1][0]) return PARDO_OK;
+    /* the mask of an inference-mode Dropout: true everywhere, X's shape */
+    const char *shp = onnx_temp(c, "dropout_shape", st), *mask = shp ? onnx_out_var(c, n, 1, st) : NULL;
+    if (!mask || !onnx_emit(c, "shape", &x, 1, &shp, 1, st)) return st->code;
+    pardo_op *op = onnx_emit(c, "constant_of_shape", &shp, 1, &mask, 1, st);
+    return op && onnx_set_string(op, "dtype", "bool", st) == PARDO_OK && onnx_set_bool(op, "value", true, st) == PARDO_OK
+               ? PARDO_OK
+               : st->code;
 }
 
 /* Size folds at load (onnx_fold.c) unless its input has two run-time dims. */
@@ -990,6 +1311,7 @@ static const onnx_mapping table[] = {
     {"Ceil", map_ceil},
     {"Celu", map_celu},
     {"Clip", map_clip},
+    {"Compress", map_compress},
     {"Concat", map_concat},
     {"Constant", NULL},
     {"ConstantOfShape", map_constant_of_shape},
@@ -1006,14 +1328,18 @@ static const onnx_mapping table[] = {
     {"Erf", map_erf},
     {"Exp", map_exp},
     {"Expand", map_expand},
+    {"EyeLike", map_eye_like},
     {"Flatten", map_flatten},
     {"Floor", map_floor},
     {"Gather", map_gather},
+    {"GatherElements", map_gather_elements},
+    {"GatherND", map_gather_nd},
     {"Gemm", map_gemm},
     {"GlobalAveragePool", map_global_average_pool},
     {"GlobalMaxPool", map_global_max_pool},
     {"Greater", map_greater},
     {"GreaterOrEqual", map_greater_or_equal},
+    {"GridSample", map_grid_sample},
     {"HardSigmoid", map_hard_sigmoid},
     {"HardSwish", map_hard_swish},
     {"Hardmax", map_hardmax},
@@ -1035,9 +1361,13 @@ static const onnx_mapping table[] = {
     {"Mod", map_mod},
     {"Mul", map_mul},
     {"Neg", map_neg},
+    {"NegativeLogLikelihoodLoss", map_nll_loss},
+    {"NonMaxSuppression", map_nms},
     {"Not", map_not},
+    {"OneHot", map_one_hot},
     {"Or", map_or},
     {"PRelu", map_prelu},
+    {"Pad", map_pad},
     {"Pow", map_pow},
     {"Range", map_range},
     {"Reciprocal", map_reciprocal},
@@ -1053,7 +1383,11 @@ static const onnx_mapping table[] = {
     {"ReduceSumSquare", map_reduce_sum_square},
     {"Relu", map_relu},
     {"Reshape", map_reshape},
+    {"Resize", map_resize},
     {"Round", map_round},
+    {"Scatter", map_scatter_elements},
+    {"ScatterElements", map_scatter_elements},
+    {"ScatterND", map_scatter_nd},
     {"Selu", map_selu},
     {"Shape", map_shape},
     {"Shrink", map_shrink},
@@ -1074,8 +1408,10 @@ static const onnx_mapping table[] = {
     {"Tan", map_tan},
     {"Tanh", map_tanh},
     {"ThresholdedRelu", map_thresholded_relu},
+    {"TopK", map_top_k},
     {"Transpose", map_transpose},
     {"Unsqueeze", map_unsqueeze},
+    {"Upsample", map_upsample},
     {"Where", map_where},
     {"Xor", map_xor},
 };
