@@ -238,7 +238,7 @@ $(ONNX_TEST_BIN): %: %.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 ifeq ($(ONNX),1)
 onnx-test: $(ONNX_TEST_BIN)
-	./$(ONNX_TEST_BIN) --data $(ONNX_TEST_DATA) --floor tests/onnx_pass_floor
+	./$(ONNX_TEST_BIN) --data $(ONNX_TEST_DATA) --floor tests/onnx_pass_floor --table $(BUILD)/onnx_ops.md
 else
 onnx-test:
 	@echo "onnx-test: skipped (this build has no ONNX support: make ONNX=1 with protobuf-c installed)"
