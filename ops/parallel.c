@@ -596,7 +596,8 @@ static int hand_on(pd_job *j, int i, int k, pardo_status *st) {
     pardo_tensor *t = pardo_scope_take(s->parts[i].scope, s->outs[k].var);
     if (!t) return pardo_errorf(st, PARDO_ERUNTIME, "block %d left '%s' without a value", s->block, s->outs[k].var);
     pardo_tensor_array_set_part(j->ctx->out[s->outs[k].slot], i, t);
-    pardo_rank_merge_part_set(j->ctx->out[s->outs[k].slot], i, j->n); /* a gradient summed over MPI ranks early */
+    /* a gradient summed over MPI ranks early */
+    pardo_rank_merge_part_set(j->ctx->scope, j->ctx->op->out[s->outs[k].slot], j->ctx->out[s->outs[k].slot], i, j->n);
     return PARDO_OK;
 }
 

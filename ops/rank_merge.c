@@ -73,8 +73,6 @@ static int rm_infer(pardo_infer_ctx *ctx) {
 typedef struct rm_slot {
     const char *array_name;    // the tensor_array its merge reads (borrowed from the program), or NULL: packed late
     const char *weight_name;   // that merge's weight_by array
-    const pardo_tensor *array; // this step's array and weights (root scope), or NULL while not armed
-    const pardo_tensor *weight;
     int bucket;
     int64_t offset;    // elements into its bucket
     int64_t numel;     // and how many
@@ -105,6 +103,7 @@ typedef struct rm_state {
     pthread_mutex_t lock; // starting buckets in order
     int next_start;       // the first bucket not started
     bool armed;           // registered: parts pack and start this step
+    const struct pardo_scope *scope; // the scope its arrays are vars of (the op's, block 0's root scope)
 } rm_state;
 
 /* The armed states, for the parts' notifications (rank_merge.h). */
@@ -252,22 +251,26 @@ static void start_ready(rm_state *s) {
     pthread_mutex_unlock(&s->lock);
 }
 
-void pardo_rank_merge_part_set(const pardo_tensor *array, int part, int n_parts) {
+void pardo_rank_merge_part_set(const struct pardo_scope *scope, const char *name, const pardo_tensor *array, int part,
+                               int n_parts) {
     (void)part;
     if (atomic_load_explicit(&n_armed, memory_order_acquire) == 0) return;
     for (int a = 0; a < MAX_ARMED; a++) {
         rm_state *s = atomic_load(&armed[a]);
-        if (!s) continue;
+        if (!s || s->scope != scope) continue;
         for (int k = 0; k < s->n_slots; k++) {
             rm_slot *sl = &s->slots[k];
-            if (sl->array != array || !sl->weight) continue;
+            if (!sl->array_name || strcmp(sl->array_name, name) != 0) continue;
             if (atomic_fetch_add(&sl->parts, 1) + 1 != n_parts) return;
-            /* the last part: every part is set; n_i part_i summed in part order */
+            /* the last part: every part is set; n_i part_i summed in part order (the weights are the split's,
+             * which nothing writes while the parts run) */
             const rm_bucket *b = &s->buckets[sl->bucket];
+            const pardo_tensor *weight = pardo_scope_find(scope, sl->weight_name);
             void *dst = slot_data(s, sl);
-            bool ok = array->n_parts == n_parts && sl->weight->is_array && sl->weight->n_parts == n_parts;
+            bool ok = array->is_array && array->n_parts == n_parts && weight && weight->is_array &&
+                      weight->n_parts == n_parts;
             for (int i = 0; ok && i < n_parts; i++) {
-                const pardo_tensor *x = pardo_tensor_array_part(array, i), *w = pardo_tensor_array_part(sl->weight, i);
+                const pardo_tensor *x = pardo_tensor_array_part(array, i), *w = pardo_tensor_array_part(weight, i);
                 ok = x && w && w->ndim > 0 && x->dtype == b->dtype && !x->is_array && x->numel == sl->numel;
                 if (ok) axpy(b->dtype, dst, pardo_tensor_data(x), x->numel, (double)w->shape[0], i == 0);
             }
@@ -338,18 +341,13 @@ static int rm_finish(pardo_kernel_ctx *ctx, rm_state *s, double mine) {
     return rc;
 }
 
-/* For the next run: counters back to 0, this step's arrays looked up in the scope, armed (registered). */
+/* For the next run: counters back to 0, armed (registered) for the parts of the op's scope. */
 static void rm_arm(pardo_kernel_ctx *ctx, rm_state *s) {
     for (int k = 0; k < s->n_slots; k++) {
-        rm_slot *sl = &s->slots[k];
-        atomic_store(&sl->parts, 0);
-        atomic_store(&sl->early, false);
-        sl->array = sl->weight = NULL;
-        if (!sl->array_name) continue;
-        const pardo_tensor *a = pardo_scope_find(ctx->scope, sl->array_name),
-                           *w = pardo_scope_find(ctx->scope, sl->weight_name);
-        if (a && w && a->is_array && w->is_array) sl->array = a, sl->weight = w;
+        atomic_store(&s->slots[k].parts, 0);
+        atomic_store(&s->slots[k].early, false);
     }
+    s->scope = ctx->scope;
     for (int k = 0; k < s->n_buckets; k++) {
         rm_bucket *b = &s->buckets[k];
         atomic_store(&b->packed, 0);

@@ -7,11 +7,17 @@
 
 #include "core/tensor.h"
 
-/* Part `part` of tensor_array `array` (of n_parts) was set. A rank_merge
- * whose gradient the merge of that array gives packs it once its n_parts
- * are set, and starts the buckets that are then complete, in bucket order.
- * Thread-safe; one atomic load when no rank_merge waits for arrays. */
-void pardo_rank_merge_part_set(const pardo_tensor *array, int part, int n_parts);
+struct pardo_scope;
+
+/* Part `part` of tensor_array `array` (of n_parts), var `name` of scope
+ * (both borrowed for the call), was set. A rank_merge of that scope whose
+ * gradient the merge of that var gives packs it once its n_parts are set,
+ * and starts the buckets that are then complete, in bucket order. Matched
+ * by scope and name, never by the tensor's address (a freed array's memory
+ * may come back as another executor's). Thread-safe; one atomic load when
+ * no rank_merge waits for arrays. */
+void pardo_rank_merge_part_set(const struct pardo_scope *scope, const char *name, const pardo_tensor *array, int part,
+                               int n_parts);
 
 /* After an op of a part: advances the buckets started (Open MPI moves their
  * data only inside MPI calls). Thread-safe; one atomic load when none is. */
