@@ -68,6 +68,16 @@ typedef struct bn_geom {
     double eps, momentum;
 } bn_geom;
 
+/* X's batch, channels and elements per channel and row (-1 where a dim is unknown) into g. */
+static int bn_dims(const pardo_type *x, bn_geom *g, pardo_status *st) {
+    if (x->ndim < 2) return pardo_errorf(st, PARDO_ESHAPE, "input 0 'X' has %d dims, expected [N, C, ...]", x->ndim);
+    g->n = x->shape[0];
+    g->c = x->shape[1];
+    g->s = 1;
+    for (int d = 2; d < x->ndim; d++) g->s = x->shape[d] < 0 || g->s < 0 ? -1 : g->s * x->shape[d];
+    return PARDO_OK;
+}
+
 /* Checks X and the four [C] inputs (ptrs may be NULL for inference's
  * unknowns only where noted) and the attrs. */
 static int bn_geometry(const pardo_op *op, const pardo_type *const *in, bn_geom *g, pardo_status *st) {
@@ -80,11 +90,7 @@ static int bn_geometry(const pardo_op *op, const pardo_type *const *in, bn_geom 
     if (!(g->momentum >= 0 && g->momentum <= 1))
         return pardo_errorf(st, PARDO_EINVAL, "attr 'momentum' is %g, expected [0, 1]", g->momentum);
     const pardo_type *x = in[0];
-    if (x->ndim < 2) return pardo_errorf(st, PARDO_ESHAPE, "input 0 'X' has %d dims, expected [N, C, ...]", x->ndim);
-    g->n = x->shape[0];
-    g->c = x->shape[1];
-    g->s = 1;
-    for (int d = 2; d < x->ndim; d++) g->s = x->shape[d] < 0 || g->s < 0 ? -1 : g->s * x->shape[d];
+    if ((rc = bn_dims(x, g, st)) != PARDO_OK) return rc;
     static const char *const names[] = {NULL, "input 1 'scale'", "input 2 'bias'", "input 3 'mean'", "input 4 'var'"};
     for (int k = 1; k < 5; k++) {
         const pardo_type *t = in[k];
@@ -428,13 +434,7 @@ static const pardo_arg_def bn_stats_out[] = {
 static int bn_stats_geometry(const pardo_type *x, const pardo_type *dy, bn_geom *g, pardo_status *st) {
     int rc = pardo_nn_expect_float(x, "input 0 'X'", st);
     if (rc == PARDO_OK && dy) rc = pardo_nn_expect_same(dy, "input 1 'dY'", x, "input 0 'X'", st);
-    if (rc != PARDO_OK) return rc;
-    if (x->ndim < 2) return pardo_errorf(st, PARDO_ESHAPE, "input 0 'X' has %d dims, expected [N, C, ...]", x->ndim);
-    g->n = x->shape[0];
-    g->c = x->shape[1];
-    g->s = 1;
-    for (int d = 2; d < x->ndim; d++) g->s = x->shape[d] < 0 || g->s < 0 ? -1 : g->s * x->shape[d];
-    return PARDO_OK;
+    return rc == PARDO_OK ? bn_dims(x, g, st) : rc;
 }
 
 static int bn_stats_infer(pardo_infer_ctx *ctx) {

@@ -488,6 +488,7 @@ typedef struct pd_state {
     int cap_parts, n_scopes;
     int n_block_ops;     // ops of the block
     bool *joins;         // n_block_ops: op i is an all_reduce (the parts join before it); NULL when none is
+    const void **summed; // cap_parts entries when joins: the parts' data of the all_reduce input being summed
 } pd_state;
 
 static void pd_free_scopes(pd_state *s) {
@@ -501,6 +502,7 @@ static void pd_state_free(void *p) {
     pd_free_scopes(s);
     free(s->parts);
     free(s->joins);
+    free(s->summed);
     free(s->ins);
     free(s->outs);
     free(s);
@@ -566,6 +568,9 @@ static int pd_scopes(pd_state *s, pardo_kernel_ctx *ctx, int n) {
         pd_part *p = realloc(s->parts, (size_t)n * sizeof(*p));
         if (!p) return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory for %d parts", n);
         s->parts = p;
+        const void **d = s->joins ? realloc(s->summed, (size_t)n * sizeof(*d)) : NULL;
+        if (s->joins && !d) return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory for %d parts", n);
+        if (d) s->summed = d;
         s->cap_parts = n;
     }
     while (s->n_scopes < n) {
@@ -669,8 +674,8 @@ static int pd_run_part(pd_job *j, int i, pardo_status *st) {
 }
 
 /* All_reduce op `index` of the part block, on the forking thread once every part ran the ops before it: each
- * part's output k becomes the sum of input k over the parts, added in part order in the input's dtype (the
- * same bits whatever the threads), and the part hands on what the op ends. */
+ * part's output k becomes the sum of input k over the parts, merge's sum (pardo_merge_combine: in part order,
+ * in double, the same bits whatever the threads), and the part hands on what the op ends. */
 static int pd_all_reduce(pd_job *j, int index, pardo_status *st) {
     pd_state *s = j->s;
     const pardo_op *op = &j->ctx->prog->blocks[s->block].ops[index];
@@ -686,6 +691,7 @@ static int pd_all_reduce(pd_job *j, int index, pardo_status *st) {
                 !pardo_shape_equal(x->ndim, x->shape, x0->ndim, x0->shape))
                 return pardo_errorf(st, PARDO_ESHAPE, "all_reduce op %d of block %d: part %d's '%s' differs from "
                                     "part 0's in dtype or shape", index, s->block, i, op->in[k]);
+            s->summed[i] = pardo_tensor_data(x);
         }
         for (int i = 0; i < j->n; i++) {
             pardo_scope *scope = s->parts[i].scope;
@@ -702,21 +708,10 @@ static int pd_all_reduce(pd_job *j, int index, pardo_status *st) {
                 memcpy(yd, pardo_tensor_data(sum), sum->nbytes);
                 continue;
             }
-            sum = y;
-            const pardo_tensor *x = pardo_scope_find(s->parts[0].scope, op->in[k]);
-            memcpy(yd, pardo_tensor_data(x), x->nbytes);
-            for (int p = 1; p < j->n; p++) {
-                const pardo_tensor *xp = pardo_scope_find(s->parts[p].scope, op->in[k]);
-                if (y->dtype == PARDO_F32) {
-                    float *d = pardo_tensor_data(y);
-                    const float *a = pardo_tensor_data(xp);
-                    for (int64_t e = 0; e < y->numel; e++) d[e] += a[e];
-                } else {
-                    double *d = pardo_tensor_data(y);
-                    const double *a = pardo_tensor_data(xp);
-                    for (int64_t e = 0; e < y->numel; e++) d[e] += a[e];
-                }
-            }
+            sum = y; /* merge's sum: the parts added in order, in double */
+            pardo_merge_args m = {.dtype = x0->dtype, .mode = PARDO_MERGE_SUM, .parts = s->summed, .n = j->n,
+                                  .y = yd, .first = x0};
+            pardo_merge_combine(&m, 0, x0->numel);
         }
     }
     for (int i = 0; i < j->n; i++) {

@@ -95,7 +95,6 @@ typedef struct rm_bucket {
 /* What the op keeps across runs (pardo_op_state). */
 typedef struct rm_state {
     void *buf; // every bucket, one after the other
-    size_t cap;
     rm_slot *slots;
     int n_slots;
     rm_bucket *buckets;
@@ -206,7 +205,6 @@ static rm_state *rm_state_new(pardo_kernel_ctx *ctx, size_t bucket) {
         rm_state_free(s);
         return NULL;
     }
-    s->cap = at;
     return s;
 }
 

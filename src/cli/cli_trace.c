@@ -49,8 +49,9 @@ static int load(const char *path, pardo_trace_model **m) {
     return st.code == PARDO_ENOMEM ? CLI_FAILED : CLI_BAD_INPUT;
 }
 
-/* Prints m's summary (text or CSV) to f; returns an exit status. */
-static int print_summary(FILE *f, const pardo_trace_model *m, long top, bool csv) {
+/* Prints m's summary (text or CSV) to f; returns an exit status. *wall and *comm (may be NULL) get its wall
+ * span and the time of its comm spans (MPI collectives), in us. */
+static int print_summary(FILE *f, const pardo_trace_model *m, long top, bool csv, double *wall, double *comm) {
     pardo_status st;
     pardo_trace_stats s;
     pardo_status_clear(&st);
@@ -60,30 +61,22 @@ static int print_summary(FILE *f, const pardo_trace_model *m, long top, bool csv
     }
     if (csv) pardo_trace_stats_csv(f, m, &s, (int)top);
     else pardo_trace_stats_print(f, m, &s, (int)top);
+    if (wall) *wall = s.wall;
+    if (comm) *comm = 0;
+    for (int i = 0; comm && i < s.n_spans; i++)
+        if (strncmp(s.spans[i].key, "comm/", 5) == 0) *comm += s.spans[i].total;
     pardo_trace_stats_clear(&s);
     return CLI_OK;
 }
 
-/* One line per trace of a job: wall, steps, the time of its comm spans (allreduce) and their share. */
-static int print_ranks(FILE *f, pardo_trace_model *const *m, int n) {
+/* One line per trace of a job: wall, steps, the time of its comm spans (allreduce) and their share (us, as
+ * print_summary gave them). */
+static void print_ranks(FILE *f, pardo_trace_model *const *m, const double *wall, const double *comm, int n) {
     fprintf(f, "\ntraces side by side (comm: time in MPI collectives, every rank waits there for the slowest)\n");
     fprintf(f, "%-40s %10s %7s %10s %7s\n", "trace", "wall ms", "steps", "comm ms", "share");
-    for (int k = 0; k < n; k++) {
-        pardo_status st;
-        pardo_trace_stats s;
-        pardo_status_clear(&st);
-        if (pardo_trace_stats_compute(m[k], &s, &st) != PARDO_OK) {
-            cli_print_error(&st);
-            return CLI_FAILED;
-        }
-        double comm = 0;
-        for (int i = 0; i < s.n_spans; i++)
-            if (strncmp(s.spans[i].key, "comm/", 5) == 0) comm += s.spans[i].total;
-        fprintf(f, "%-40s %10.3f %7ld %10.3f %6.1f%%\n", m[k]->source, s.wall / 1000, m[k]->steps, comm / 1000,
-                s.wall > 0 ? 100 * comm / s.wall : 0);
-        pardo_trace_stats_clear(&s);
-    }
-    return CLI_OK;
+    for (int k = 0; k < n; k++)
+        fprintf(f, "%-40s %10.3f %7ld %10.3f %6.1f%%\n", m[k]->source, wall[k] / 1000, m[k]->steps, comm[k] / 1000,
+                wall[k] > 0 ? 100 * comm[k] / wall[k] : 0);
 }
 
 #define MAX_TRACES 256
@@ -117,11 +110,12 @@ static int cmd_summary(int argc, char **argv) {
     pardo_trace_model *m[MAX_TRACES] = {NULL};
     int rc = CLI_OK;
     for (int k = 0; k < n_paths && rc == CLI_OK; k++) rc = load(paths[k], &m[k]);
+    double wall[MAX_TRACES] = {0}, comm[MAX_TRACES] = {0};
     for (int k = 0; k < n_paths && rc == CLI_OK; k++) {
         if (k > 0 && !csv) fputc('\n', stdout);
-        rc = print_summary(stdout, m[k], top, csv);
+        rc = print_summary(stdout, m[k], top, csv, &wall[k], &comm[k]);
     }
-    if (rc == CLI_OK && n_paths > 1 && !csv) rc = print_ranks(stdout, m, n_paths);
+    if (rc == CLI_OK && n_paths > 1 && !csv) print_ranks(stdout, m, wall, comm, n_paths);
     for (int k = 0; k < n_paths; k++) pardo_trace_model_free(m[k]);
     return rc;
 }
@@ -192,7 +186,7 @@ int cli_trace_profile(FILE *f, const char *json, size_t len, const char *name) {
         cli_print_error(&st);
         return CLI_FAILED;
     }
-    int rc = print_summary(f, m, 10, false);
+    int rc = print_summary(f, m, 10, false, NULL, NULL);
     pardo_trace_model_free(m);
     return rc;
 }
