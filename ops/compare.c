@@ -108,7 +108,7 @@ static void compare_range(void *arg, int64_t e0, int64_t e1) {
 
 static int compare_run(pardo_kernel_ctx *ctx, const compare_fn kernels[5]) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
-    if (a->dtype != b->dtype || a->dtype < 0 || a->dtype >= PARDO_DTYPE_COUNT || !kernels[a->dtype])
+    if (a->dtype != b->dtype || a->dtype < 0 || a->dtype > PARDO_BOOL || !kernels[a->dtype])
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtypes %s and %s, which this op does not compare",
                             pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
     pardo_bcast2 plan;

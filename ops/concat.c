@@ -147,6 +147,7 @@ const pardo_op_def pardo_op_concat = {
     .infer = concat_infer,
     .cpu = concat_cpu,
     .grad = pardo_grad_standard,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 /* ---- concat_grad: inputs X_0..X_{k-1}, Y, dY; outputs dX_0..dX_{k-1} ---- */

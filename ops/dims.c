@@ -90,6 +90,7 @@ const pardo_op_def pardo_op_shape = {
     .n_attrs = 2,
     .infer = shape_infer,
     .cpu = shape_cpu,
+    .all_dtypes = true, /* reads only the dims */
 };
 
 /* ---- unsqueeze and squeeze ---- */
@@ -250,6 +251,7 @@ const pardo_op_def pardo_op_unsqueeze = {
     .infer = unsqueeze_infer,
     .cpu = unsqueeze_cpu,
     .grad = pardo_grad_standard,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 const pardo_op_def pardo_op_unsqueeze_grad = {
@@ -277,6 +279,7 @@ const pardo_op_def pardo_op_squeeze = {
     .infer = squeeze_infer,
     .cpu = squeeze_cpu,
     .grad = pardo_grad_standard,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 const pardo_op_def pardo_op_squeeze_grad = {

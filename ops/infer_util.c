@@ -3,6 +3,27 @@
 
 #include "op.h"
 
+/* The dtypes pardo_op_infer lets through to an op without all_dtypes. */
+static const char base_dtypes[] = "float32, float64, int32, int64 or bool";
+
+int pardo_op_infer(pardo_infer_ctx *ctx) {
+    const pardo_op_def *def = ctx->op->def;
+    if (!def->all_dtypes)
+        for (int k = 0; k < ctx->n_in; k++)
+            if (ctx->in[k] && pardo_dtype_is_extra(ctx->in[k]->dtype))
+                return pardo_errorf(ctx->st, PARDO_ENOTSUP, "input %d has dtype %s, which %s does not take (it "
+                                    "takes %s)", k, pardo_dtype_name(ctx->in[k]->dtype), def->type,
+                                    base_dtypes);
+    int rc = def->infer(ctx);
+    if (rc != PARDO_OK || def->all_dtypes) return rc;
+    for (int k = 0; k < ctx->n_out; k++)
+        if (pardo_dtype_is_extra(ctx->out[k].dtype))
+            return pardo_errorf(ctx->st, PARDO_ENOTSUP, "output %d would have dtype %s, which %s does not make "
+                                "(it makes %s)", k, pardo_dtype_name(ctx->out[k].dtype), def->type,
+                                base_dtypes);
+    return PARDO_OK;
+}
+
 int pardo_broadcast_types(const pardo_type *a, const pardo_type *b, pardo_type *out, pardo_status *st) {
     char sa[128], sb[128];
     if (a->ndim < 0 || b->ndim < 0) {

@@ -186,12 +186,14 @@ int pardo_sum_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_
     }
 
 GATHER_KERNEL(gather_1, uint8_t)
+GATHER_KERNEL(gather_2, uint16_t)
 GATHER_KERNEL(gather_4, uint32_t)
 GATHER_KERNEL(gather_8, uint64_t)
 
 void pardo_strided_gather(size_t es, const void *src, void *dst, int nd, const int64_t *dims,
                           const int64_t *src_strides, int64_t numel) {
     if (es == 1) gather_1(src, dst, nd, dims, src_strides, numel);
+    else if (es == 2) gather_2(src, dst, nd, dims, src_strides, numel);
     else if (es == 4) gather_4(src, dst, nd, dims, src_strides, numel);
     else gather_8(src, dst, nd, dims, src_strides, numel);
 }

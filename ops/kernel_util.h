@@ -179,7 +179,7 @@ int pardo_sum_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_
                        const int64_t *dst_shape, double scale, pardo_status *st);
 
 /* dst[row-major index over dims] = src[sum of index_i * src_strides[i]]
- * for numel elements of es bytes (1, 4 or 8), nd >= 1: a transpose
+ * for numel elements of es bytes (1, 2, 4 or 8), nd >= 1: a transpose
  * (strides permuted) or a broadcast (strides 0 on broadcast dims). Walks
  * dst in order with src's offset in an odometer. Thread-safe; allocates
  * nothing. */

@@ -137,6 +137,8 @@ typedef struct pardo_op_def {
     bool metric;                      // output 0 is a float scalar metric of the batch (accuracy), mean over
                                       // rows: `pardo train` reports its epoch mean beside the loss
     pardo_sync_fn sync_parts;         // its sync form in a parallel_do part; NULL: none (see pardo_sync_fn)
+    bool all_dtypes;                  // infer and kernels handle the dtypes past bool (uint8..bfloat16,
+                                      // pardo_dtype_is_extra); false: pardo_op_infer refuses them
 } pardo_op_def;
 
 /* The usual gradient builder (SPEC section 2): one op of type "<T>_grad"
@@ -259,6 +261,12 @@ char *pardo_op_known_list(char *buf, size_t n);
 char *pardo_op_nearest(const char *type, char *buf, size_t n);
 
 /* Helpers for inference functions (ops/infer_util.c). */
+
+/* Runs ctx->op->def's inference, the one way callers run it: first refuses
+ * (PARDO_ENOTSUP, naming the input and its dtype) an input of a dtype past
+ * bool (uint8..bfloat16) when the def does not set all_dtypes, and after it
+ * an output the op would make of such a dtype. Returns what infer returns. */
+int pardo_op_infer(pardo_infer_ctx *ctx);
 
 /* Sets *out to the numpy broadcast of a and b; PARDO_ESHAPE naming both
  * shapes when they do not broadcast. -1 dims broadcast with 1 or -1. */

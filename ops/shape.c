@@ -62,6 +62,7 @@ const pardo_op_def pardo_op_identity = {
     .infer = identity_infer,
     .cpu = identity_cpu,
     .grad = pardo_grad_standard,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 const pardo_op_def pardo_op_identity_grad = {
@@ -213,6 +214,7 @@ const pardo_op_def pardo_op_reshape = {
     .infer = reshape_infer,
     .cpu = reshape_cpu,
     .grad = reshape_grad_build,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 const pardo_op_def pardo_op_reshape_grad = {
@@ -286,6 +288,7 @@ const pardo_op_def pardo_op_flatten = {
     .infer = flatten_infer,
     .cpu = flatten_cpu,
     .grad = pardo_grad_standard,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 const pardo_op_def pardo_op_flatten_grad = {
@@ -424,6 +427,7 @@ const pardo_op_def pardo_op_transpose = {
     .infer = transpose_infer,
     .cpu = transpose_cpu,
     .grad = pardo_grad_standard,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 const pardo_op_def pardo_op_transpose_grad = {

@@ -201,9 +201,10 @@ START_TEST(test_err_version) {
 END_TEST
 
 START_TEST(test_err_dtype) {
-    EXPECT_ERROR(graph_with(X_VAR ",\n        \"w1\": {\"dtype\": \"float16\", \"shape\": [2]}", RELU_OP),
-                 "\"float16\"", "block 0, var 'w1'", "unknown dtype \"float16\"",
-                 "expected one of float32, float64, int32, int64, bool");
+    EXPECT_ERROR(graph_with(X_VAR ",\n        \"w1\": {\"dtype\": \"float8\", \"shape\": [2]}", RELU_OP),
+                 "\"float8\"", "block 0, var 'w1'", "unknown dtype \"float8\"",
+                 "expected one of float32, float64, int32, int64, bool, uint8, int8, int16, uint16, uint32, uint64, "
+                 "float16, bfloat16");
     EXPECT_ERROR(graph_with("        \"w1\": {\"dtype\": 32, \"shape\": [2]}", RELU_OP), "32",
                  "block 0, var 'w1'", "\"dtype\" is a number, expected a string");
     EXPECT_ERROR(graph_with("        \"w1\": {\"shape\": [2]}", RELU_OP), "\"w1\"", "block 0, var 'w1'",

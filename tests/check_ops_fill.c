@@ -239,7 +239,7 @@ START_TEST(test_err_attrs) {
         {"{\"dtype\": \"float32\"}", "'shape'"},
         {"{\"shape\": [2, -1]}", "'shape'"},
         {"{\"shape\": \"2x2\"}", "'shape'"},
-        {"{\"shape\": [2], \"dtype\": \"float16\"}", "'dtype'"},
+        {"{\"shape\": [2], \"dtype\": \"float8\"}", "'dtype'"},
         {"{\"shape\": [2], \"fill\": \"zeros\"}", "'fill'"},
         {"{\"shape\": [2], \"fill\": \"uniform\", \"dtype\": \"int32\"}", "int32"},
         {"{\"shape\": [2], \"fill\": \"uniform\", \"low\": 2, \"high\": 1}", "'low'"},

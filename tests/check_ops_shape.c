@@ -523,8 +523,8 @@ END_TEST
 START_TEST(test_err_cast) {
     pardo_type y, x = test_type(PARDO_F32, 1, (int64_t[]){3});
     pardo_status st;
-    ck_assert_int_eq(infer1("cast", "{\"dtype\": \"float16\"}", x, &y, &st), PARDO_EINVAL);
-    ck_assert_msg(strstr(st.msg, "'dtype'") && strstr(st.msg, "float16") && strstr(st.msg, "int64"), "message: %s",
+    ck_assert_int_eq(infer1("cast", "{\"dtype\": \"float8\"}", x, &y, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'dtype'") && strstr(st.msg, "float8") && strstr(st.msg, "int64"), "message: %s",
                   st.msg);
     ck_assert_int_eq(infer1("cast", NULL, x, &y, &st), PARDO_EINVAL);
     ck_assert_msg(strstr(st.msg, "'dtype'") && strstr(st.msg, "required"), "message: %s", st.msg);
@@ -576,6 +576,64 @@ START_TEST(test_fixtures) {
 }
 END_TEST
 
+/* The ops that move elements take every dtype: transpose of 1-, 2- and 8-byte elements against a naive loop,
+ * identity, reshape, flatten, squeeze, unsqueeze and concat keeping the bytes. */
+START_TEST(test_narrow_dtypes_move) {
+    const pardo_dtype dts[] = {PARDO_U8, PARDO_I8, PARDO_I16, PARDO_U16, PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
+        pardo_status st;
+        const int64_t shape[3] = {2, 3, 4};
+        pardo_tensor *x = pardo_tensor_new_cpu(dts[k], 3, shape, &st);
+        ck_assert_ptr_nonnull(x);
+        const size_t es = pardo_dtype_size(dts[k]);
+        uint8_t *px = pardo_tensor_data(x);
+        for (size_t b = 0; b < x->nbytes; b++) px[b] = (uint8_t)(b * 37 + 11);
+        pardo_tensor *y = NULL;
+        ck_assert_msg(test_run_op("transpose", "{\"perm\": [2, 0, 1]}", 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s",
+                      pardo_dtype_name(dts[k]), st.msg);
+        ck_assert_int_eq(y->dtype, dts[k]);
+        const uint8_t *py = pardo_tensor_data(y);
+        for (int64_t c = 0; c < 4; c++) /* y[c][a][b] = x[a][b][c] */
+            for (int64_t a = 0; a < 2; a++)
+                for (int64_t b = 0; b < 3; b++)
+                    ck_assert_int_eq(memcmp(py + (size_t)((c * 2 + a) * 3 + b) * es,
+                                            px + (size_t)((a * 3 + b) * 4 + c) * es, es), 0);
+        pardo_tensor_release(y);
+        const char *same_bytes[][2] = {{"identity", NULL}, {"reshape", "{\"shape\": [6, 4]}"},
+                                       {"flatten", "{\"axis\": 2}"}, {"unsqueeze", "{\"axes\": [0]}"}};
+        for (int o = 0; o < 4; o++) {
+            ck_assert_msg(test_run_op(same_bytes[o][0], same_bytes[o][1], 1, &x, 1, &y, &st) == PARDO_OK, "%s %s: %s",
+                          same_bytes[o][0], pardo_dtype_name(dts[k]), st.msg);
+            ck_assert(y->dtype == dts[k] && y->numel == 24);
+            ck_assert_int_eq(memcmp(pardo_tensor_data(y), px, x->nbytes), 0);
+            pardo_tensor_release(y);
+        }
+        pardo_tensor *two[2] = {x, x};
+        ck_assert_msg(test_run_op("concat", "{\"axis\": 0}", 2, two, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+        ck_assert(y->dtype == dts[k] && y->shape[0] == 4);
+        ck_assert_int_eq(memcmp(pardo_tensor_data(y), px, x->nbytes), 0);
+        ck_assert_int_eq(memcmp((const uint8_t *)pardo_tensor_data(y) + x->nbytes, px, x->nbytes), 0);
+        pardo_tensor_release(y);
+        pardo_tensor_release(x);
+    }
+}
+END_TEST
+
+/* An op whose def does not set all_dtypes refuses the dtypes past bool at inference, naming them; and one that
+ * would make such a dtype. */
+START_TEST(test_err_narrow_dtypes_refused) {
+    pardo_status st;
+    pardo_type x = test_type(PARDO_U8, 1, (int64_t[]){3}), f = test_type(PARDO_I64, 1, (int64_t[]){2}), y;
+    const pardo_type *in[2] = {&x, &x};
+    ck_assert_int_eq(test_infer_op("softmax", NULL, 1, in, 1, &y, &st), PARDO_ENOTSUP);
+    ck_assert_msg(strstr(st.msg, "input 0") && strstr(st.msg, "uint8") && strstr(st.msg, "softmax"), "%s", st.msg);
+    in[0] = &f;
+    ck_assert_int_eq(test_infer_op("constant_of_shape", "{\"value\": 1, \"dtype\": \"float16\"}", 0, in, 1, &y,
+                                   &st), PARDO_ENOTSUP);
+    ck_assert_msg(strstr(st.msg, "output 0") && strstr(st.msg, "float16"), "%s", st.msg);
+}
+END_TEST
+
 Suite *make_ops_shape_suite(void) {
     Suite *s = suite_create("ops_shape");
     TCase *core = tcase_create("Core");
@@ -591,12 +649,14 @@ Suite *make_ops_shape_suite(void) {
     tcase_add_test(core, test_gradients);
     tcase_add_test(core, test_concat_gradients);
     tcase_add_test(core, test_gradient_absent_dy);
+    tcase_add_test(core, test_narrow_dtypes_move);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_reshape);
     tcase_add_test(errors, test_err_transpose);
     tcase_add_test(errors, test_err_concat);
     tcase_add_test(errors, test_err_cast);
+    tcase_add_test(errors, test_err_narrow_dtypes_refused);
     suite_add_tcase(s, errors);
     TCase *fixtures = tcase_create("Fixtures");
     tcase_add_test(fixtures, test_fixtures);

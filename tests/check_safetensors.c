@@ -92,6 +92,10 @@ static void make_list(pardo_tensor_list *l) {
                 t = pardo_tensor_new_cpu(PARDO_BOOL, ranks[s], shapes[s], &st);
                 ck_assert_ptr_nonnull(t);
                 for (int64_t i = 0; i < t->numel; i++) pardo_tensor_set_f64(t, i, (double)(test_rng_next(&rng) & 1));
+            } else if (pardo_dtype_is_extra((pardo_dtype)dt)) { /* uint8..bfloat16: random bytes */
+                t = pardo_tensor_new_cpu((pardo_dtype)dt, ranks[s], shapes[s], &st);
+                ck_assert_ptr_nonnull(t);
+                for (size_t i = 0; i < t->nbytes; i++) ((uint8_t *)pardo_tensor_data(t))[i] = (uint8_t)test_rng_next(&rng);
             } else {
                 double lim = dt == PARDO_I64 ? 4e18 : dt == PARDO_I32 ? 2e9 : 1e3;
                 t = test_tensor_random(&rng, (pardo_dtype)dt, ranks[s], shapes[s], -lim, lim);
@@ -315,13 +319,14 @@ START_TEST(test_err_entry_shape_of_json) {
 END_TEST
 
 START_TEST(test_err_dtype) {
-    static const char *const bad[] = {"F16", "BF16", "U8", "I8", "f32", ""};
+    static const char *const bad[] = {"F8_E4M3", "C64", "U128", "f32", "bf16", ""};
     char json[160];
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         snprintf(json, sizeof json, "{\"w\": {\"dtype\": \"%s\", \"shape\": [2], \"data_offsets\": [0, 4]}}", bad[k]);
         char quoted[16];
         snprintf(quoted, sizeof quoted, "'%s'", bad[k]);
-        expect_error(json, 4, "entry 'w'", "unsupported dtype", quoted, "F32, F64, I32, I64, BOOL", NULL);
+        expect_error(json, 4, "entry 'w'", "unsupported dtype", quoted,
+                     "F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, BOOL", NULL);
     }
     expect_error("{\"w\": {\"dtype\": 1, \"shape\": [2], \"data_offsets\": [0, 4]}}", 4, "entry 'w'", "key 'dtype'",
                  "expected a string", NULL);
@@ -400,7 +405,7 @@ END_TEST
 /* A failed parse leaves the caller's list as it was. */
 START_TEST(test_err_list_untouched) {
     const char *json = "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]},"
-                       " \"b\": {\"dtype\": \"F16\", \"shape\": [1], \"data_offsets\": [4, 6]}}";
+                       " \"b\": {\"dtype\": \"C64\", \"shape\": [1], \"data_offsets\": [4, 6]}}";
     size_t n;
     unsigned char *img = st_image(json, NULL, 6, &n);
     pardo_tensor_list l;

@@ -10,6 +10,7 @@
     X(status)           \
     X(value)            \
     X(tensor)           \
+    X(half)             \
     X(synced_mem)       \
     X(file_io)          \
     X(npy)              \

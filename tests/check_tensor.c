@@ -1,5 +1,6 @@
 /* check_tensor.c - dtypes, shapes, reference counting, copies, views. */
 #include <check.h>
+#include <math.h>
 #include <string.h>
 
 #include "check_suites.h"
@@ -7,17 +8,30 @@
 #include "test_util.h"
 
 START_TEST(dtype_names_and_sizes) {
-    const char *names[] = {"float32", "float64", "int32", "int64", "bool"};
-    const size_t sizes[] = {4, 8, 4, 8, 1};
+    const char *names[] = {"float32", "float64", "int32",  "int64",  "bool",    "uint8",   "int8",
+                           "int16",   "uint16",  "uint32", "uint64", "float16", "bfloat16"};
+    const size_t sizes[] = {4, 8, 4, 8, 1, 1, 1, 2, 2, 4, 8, 2, 2};
+    ck_assert_int_eq(PARDO_DTYPE_COUNT, 13);
+    ck_assert_int_eq(PARDO_BOOL, 4); /* the first five keep their numbers */
     for (int i = 0; i < PARDO_DTYPE_COUNT; i++) {
         ck_assert_str_eq(pardo_dtype_name((pardo_dtype)i), names[i]);
         ck_assert_int_eq(pardo_dtype_from_name(names[i]), i);
         ck_assert_uint_eq(pardo_dtype_size((pardo_dtype)i), sizes[i]);
+        ck_assert(pardo_dtype_is_extra((pardo_dtype)i) == (i > PARDO_BOOL));
     }
-    ck_assert_int_eq(pardo_dtype_from_name("float16"), PARDO_DTYPE_UNKNOWN);
+    ck_assert_int_eq(pardo_dtype_from_name("float8"), PARDO_DTYPE_UNKNOWN);
     ck_assert_int_eq(pardo_dtype_from_name(NULL), PARDO_DTYPE_UNKNOWN);
-    ck_assert(pardo_dtype_is_float(PARDO_F64) && !pardo_dtype_is_float(PARDO_I32));
-    ck_assert(pardo_dtype_is_int(PARDO_I64) && !pardo_dtype_is_int(PARDO_BOOL));
+    ck_assert_str_eq(pardo_dtype_name(PARDO_DTYPE_COUNT), "unknown");
+    ck_assert_uint_eq(pardo_dtype_size(PARDO_DTYPE_COUNT), 0);
+    ck_assert(pardo_dtype_is_float(PARDO_F64) && !pardo_dtype_is_float(PARDO_I32) && !pardo_dtype_is_float(PARDO_F16));
+    ck_assert(pardo_dtype_is_int(PARDO_I64) && !pardo_dtype_is_int(PARDO_BOOL) && !pardo_dtype_is_int(PARDO_U8));
+    ck_assert(pardo_dtype_is_half(PARDO_F16) && pardo_dtype_is_half(PARDO_BF16) && !pardo_dtype_is_half(PARDO_F32));
+    const pardo_dtype ints[] = {PARDO_I8, PARDO_I16, PARDO_I32, PARDO_I64, PARDO_U8, PARDO_U16, PARDO_U32, PARDO_U64};
+    for (int i = 0; i < 8; i++) {
+        ck_assert(pardo_dtype_is_integer(ints[i]));
+        ck_assert(pardo_dtype_is_unsigned(ints[i]) == (i >= 4));
+    }
+    ck_assert(!pardo_dtype_is_integer(PARDO_BOOL) && !pardo_dtype_is_integer(PARDO_F16));
 }
 END_TEST
 
@@ -84,6 +98,44 @@ START_TEST(set_get_convert_each_dtype) {
         ck_assert_double_eq(pardo_tensor_get_f64(t, 0), 1.0);
         ck_assert_double_eq(pardo_tensor_get_f64(t, 1), 0.0);
         ck_assert_double_eq(pardo_tensor_get_f64(t, 2), d == PARDO_BOOL ? 0.0 : 7.0);
+        pardo_tensor_release(t);
+    }
+}
+END_TEST
+
+/* The new dtypes' extremes and conversions: stored bits read back with memcpy, values worked by hand. */
+START_TEST(set_get_extremes_of_the_narrow_dtypes) {
+    pardo_status st;
+    const struct {
+        pardo_dtype dt;
+        double set, get;     // stored value and what reads back
+        uint64_t bits;       // the stored element's bytes, little-endian
+    } cases[] = {
+        {PARDO_U8, 255.0, 255.0, 0xff},
+        {PARDO_I8, -128.0, -128.0, 0x80},
+        {PARDO_I8, -1.9, -1.0, 0xff}, /* truncated toward 0 */
+        {PARDO_I16, -32768.0, -32768.0, 0x8000},
+        {PARDO_U16, 65535.0, 65535.0, 0xffff},
+        {PARDO_U32, 4294967295.0, 4294967295.0, 0xffffffffULL},
+        {PARDO_U64, 9223372036854775808.0, 9223372036854775808.0, 0x8000000000000000ULL},
+        {PARDO_F16, 0.1, 0.0999755859375, 0x2e66},
+        {PARDO_F16, 1e6, HUGE_VAL, 0x7c00},
+        {PARDO_BF16, 0.1, 0.10009765625, 0x3dcd},
+        {PARDO_BF16, -3.0, -3.0, 0xc040},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int64_t n = 2;
+        pardo_tensor *t = pardo_tensor_new_cpu(cases[k].dt, 1, &n, &st);
+        ck_assert_ptr_nonnull(t);
+        ck_assert_uint_eq(t->nbytes, 2 * pardo_dtype_size(cases[k].dt));
+        pardo_tensor_set_f64(t, 1, cases[k].set);
+        ck_assert_double_eq(pardo_tensor_get_f64(t, 0), 0.0);
+        ck_assert_msg(pardo_tensor_get_f64(t, 1) == cases[k].get, "%s case %zu: %.17g", pardo_dtype_name(cases[k].dt),
+                      k, pardo_tensor_get_f64(t, 1));
+        uint64_t bits = 0;
+        memcpy(&bits, (const char *)pardo_tensor_data(t) + pardo_dtype_size(cases[k].dt),
+               pardo_dtype_size(cases[k].dt));
+        ck_assert_uint_eq(bits, cases[k].bits);
         pardo_tensor_release(t);
     }
 }
@@ -177,6 +229,7 @@ Suite *make_tensor_suite(void) {
     tcase_add_test(tc, new_is_zeroed_and_refcounted);
     tcase_add_test(tc, zero_size_and_scalar);
     tcase_add_test(tc, set_get_convert_each_dtype);
+    tcase_add_test(tc, set_get_extremes_of_the_narrow_dtypes);
     tcase_add_test(tc, copy_and_clone);
     tcase_add_test(tc, views_read_their_base_and_hold_it);
     suite_add_tcase(s, tc);

@@ -54,7 +54,7 @@ static void run_in_scope(const pardo_op *op, pardo_scope *s, bool training, uint
         out_types[k].ndim = -1;
     }
     pardo_infer_ctx ictx = {.op = op, .n_in = op->n_in, .in = tp, .n_out = op->n_out, .out = out_types, .st = &st};
-    ck_assert_msg(op->def->infer(&ictx) == PARDO_OK, "%s infer: %s", op->type, st.msg);
+    ck_assert_msg(pardo_op_infer(&ictx) == PARDO_OK, "%s infer: %s", op->type, st.msg);
     pardo_kernel_ctx ctx = {.op = op, .n_in = op->n_in, .in = in, .n_out = op->n_out, .out = out, .st = &st,
                             .device = PARDO_DEVICE_CPU, .nthreads = 1, .training = training, .step = step};
     ck_assert_msg(op->def->cpu(&ctx) == PARDO_OK, "%s kernel: %s", op->type, st.msg);

@@ -47,7 +47,7 @@ int test_infer_op(const char *type, const char *attrs_json, int n_in, const pard
     }
     pardo_infer_ctx ictx = {.op = &op, .n_in = n_in, .in = in_types, .n_out = n_out, .out = out_types, .st = st};
     pardo_status_clear(st);
-    int rc = op.def->infer(&ictx);
+    int rc = pardo_op_infer(&ictx);
     pardo_value_free(op.attrs);
     return rc;
 }

@@ -32,7 +32,7 @@ pardo_tensor *test_tensor_random(test_rng *r, pardo_dtype dt, int ndim, const in
     ck_assert_msg(t != NULL, "tensor_new: %s", st.msg);
     for (int64_t i = 0; i < t->numel; i++) {
         double v = test_rng_uniform(r, lo, hi);
-        pardo_tensor_set_f64(t, i, pardo_dtype_is_int(dt) ? floor(v) : v);
+        pardo_tensor_set_f64(t, i, pardo_dtype_is_integer(dt) ? floor(v) : v);
     }
     return t;
 }

@@ -91,7 +91,7 @@ static int infer_op(pardo_program *p, int b, int i, pardo_status *st) {
         out_types[k].ndim = -1;
     }
     pardo_infer_ctx ctx = {.op = op, .n_in = op->n_in, .in = in_ptrs, .n_out = op->n_out, .out = out_types, .st = st};
-    int rc = op->def->infer(&ctx);
+    int rc = pardo_op_infer(&ctx);
     if (rc != PARDO_OK) return note_inputs(p, b, op, rc, st);
     for (int k = 0; k < op->n_out; k++) {
         if (!op->out[k][0]) continue; /* an output the graph leaves out */

@@ -41,8 +41,17 @@ static int need_finite(const char *key, double v, pardo_status *st) {
 /* PARDO_EINVAL unless v converts to an integer of dtype dt without
  * undefined behaviour (finite and in range). */
 static int check_int_value(double v, pardo_dtype dt, pardo_status *st) {
-    double lo = dt == PARDO_I32 ? -2147483648.0 : -9223372036854775808.0;
-    double hi = dt == PARDO_I32 ? 2147483648.0 : 9223372036854775808.0;
+    double lo, hi; /* v must lie in [lo, hi) */
+    switch (dt) {
+    case PARDO_I8: lo = -128.0, hi = 128.0; break;
+    case PARDO_I16: lo = -32768.0, hi = 32768.0; break;
+    case PARDO_I32: lo = -2147483648.0, hi = 2147483648.0; break;
+    case PARDO_U8: lo = 0, hi = 256.0; break;
+    case PARDO_U16: lo = 0, hi = 65536.0; break;
+    case PARDO_U32: lo = 0, hi = 4294967296.0; break;
+    case PARDO_U64: lo = 0, hi = 18446744073709551616.0; break;
+    default: lo = -9223372036854775808.0, hi = 9223372036854775808.0; break;
+    }
     if (!(v >= lo && v < hi))
         return pardo_errorf(st, PARDO_EINVAL, "'value' is %g, expected a number that fits %s", v, pardo_dtype_name(dt));
     return PARDO_OK;
@@ -52,7 +61,7 @@ int pardo_init_check(const pardo_init *init, pardo_dtype dt, int ndim, const int
     int rc = PARDO_OK;
     int64_t fi, fo;
     if (init->fill == PARDO_FILL_CONSTANT)
-        return pardo_dtype_is_int(dt) ? check_int_value(init->value, dt, st) : PARDO_OK;
+        return pardo_dtype_is_integer(dt) ? check_int_value(init->value, dt, st) : PARDO_OK;
     if (init->fill < PARDO_FILL_CONSTANT || init->fill > PARDO_FILL_KAIMING_UNIFORM)
         return pardo_errorf(st, PARDO_EINVAL,
                             "fill is %s, expected constant, uniform, normal, xavier_uniform or kaiming_uniform",
@@ -114,7 +123,7 @@ static void fill_constant(void *p, pardo_dtype dt, int64_t n, double v) {
         case PARDO_F64: ((double *)p)[i] = v; break;
         case PARDO_I32: ((int32_t *)p)[i] = (int32_t)v; break;
         case PARDO_I64: ((int64_t *)p)[i] = (int64_t)v; break;
-        default: ((uint8_t *)p)[i] = v != 0; break;
+        default: pardo_elem_set_f64(p, dt, i, v); break; /* bool, the narrow ints, the halves */
         }
     }
 }

@@ -1,12 +1,17 @@
 /* tensor.c - dtypes and reference-counted tensors (see tensor.h). */
 #include "core/tensor.h"
 
+#include "core/half.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const dtype_names[PARDO_DTYPE_COUNT] = {"float32", "float64", "int32", "int64", "bool"};
-static const size_t dtype_sizes[PARDO_DTYPE_COUNT] = {4, 8, 4, 8, 1};
+static const char *const dtype_names[PARDO_DTYPE_COUNT] = {
+    "float32", "float64", "int32", "int64", "bool", "uint8", "int8", "int16", "uint16", "uint32", "uint64",
+    "float16", "bfloat16"};
+static const size_t dtype_sizes[PARDO_DTYPE_COUNT] = {4, 8, 4, 8, 1, 1, 1, 2, 2, 4, 8, 2, 2};
+_Static_assert(PARDO_BF16 == 12 && PARDO_DTYPE_COUNT == 13, "dtype tables list every dtype");
 
 /* Bytes of live tensors (pardo_tensor_bytes_in_use); its own cache line, as
  * threads create and free tensors at once. */
@@ -34,6 +39,55 @@ pardo_dtype pardo_dtype_from_name(const char *name) {
 
 bool pardo_dtype_is_float(pardo_dtype dt) { return dt == PARDO_F32 || dt == PARDO_F64; }
 bool pardo_dtype_is_int(pardo_dtype dt) { return dt == PARDO_I32 || dt == PARDO_I64; }
+bool pardo_dtype_is_half(pardo_dtype dt) { return dt == PARDO_F16 || dt == PARDO_BF16; }
+bool pardo_dtype_is_unsigned(pardo_dtype dt) {
+    return dt == PARDO_U8 || dt == PARDO_U16 || dt == PARDO_U32 || dt == PARDO_U64;
+}
+bool pardo_dtype_is_integer(pardo_dtype dt) {
+    return dt == PARDO_I32 || dt == PARDO_I64 || dt == PARDO_I8 || dt == PARDO_I16 || pardo_dtype_is_unsigned(dt);
+}
+bool pardo_dtype_is_extra(pardo_dtype dt) { return dt > PARDO_BOOL && dt < PARDO_DTYPE_COUNT; }
+
+double pardo_elem_get_f64(const void *p, pardo_dtype dt, int64_t i) {
+    switch (dt) {
+    case PARDO_F32: return (double)((const float *)p)[i];
+    case PARDO_F64: return ((const double *)p)[i];
+    case PARDO_I32: return (double)((const int32_t *)p)[i];
+    case PARDO_I64: return (double)((const int64_t *)p)[i];
+    case PARDO_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
+    case PARDO_U8: return (double)((const uint8_t *)p)[i];
+    case PARDO_I8: return (double)((const int8_t *)p)[i];
+    case PARDO_I16: return (double)((const int16_t *)p)[i];
+    case PARDO_U16: return (double)((const uint16_t *)p)[i];
+    case PARDO_U32: return (double)((const uint32_t *)p)[i];
+    case PARDO_U64: return (double)((const uint64_t *)p)[i];
+    case PARDO_F16: return pardo_f16_to_f64(((const uint16_t *)p)[i]);
+    case PARDO_BF16: return pardo_bf16_to_f64(((const uint16_t *)p)[i]);
+    default: break;
+    }
+    PARDO_ASSERT(!"bad dtype");
+    return 0;
+}
+
+void pardo_elem_set_f64(void *p, pardo_dtype dt, int64_t i, double v) {
+    switch (dt) {
+    case PARDO_F32: ((float *)p)[i] = (float)v; return;
+    case PARDO_F64: ((double *)p)[i] = v; return;
+    case PARDO_I32: ((int32_t *)p)[i] = (int32_t)v; return;
+    case PARDO_I64: ((int64_t *)p)[i] = (int64_t)v; return;
+    case PARDO_BOOL: ((uint8_t *)p)[i] = v != 0.0; return;
+    case PARDO_U8: ((uint8_t *)p)[i] = (uint8_t)v; return;
+    case PARDO_I8: ((int8_t *)p)[i] = (int8_t)v; return;
+    case PARDO_I16: ((int16_t *)p)[i] = (int16_t)v; return;
+    case PARDO_U16: ((uint16_t *)p)[i] = (uint16_t)v; return;
+    case PARDO_U32: ((uint32_t *)p)[i] = (uint32_t)v; return;
+    case PARDO_U64: ((uint64_t *)p)[i] = (uint64_t)v; return;
+    case PARDO_F16: ((uint16_t *)p)[i] = pardo_f16_from_f64(v); return;
+    case PARDO_BF16: ((uint16_t *)p)[i] = pardo_bf16_from_f64(v); return;
+    default: break;
+    }
+    PARDO_ASSERT(!"bad dtype");
+}
 
 int64_t pardo_shape_numel(int ndim, const int64_t *shape) {
     if (ndim < 0) return -1;
@@ -193,31 +247,13 @@ pardo_tensor *pardo_tensor_clone(pardo_tensor *src, pardo_status *st) {
 }
 
 double pardo_tensor_get_f64(const pardo_tensor *t, int64_t i) {
-    const void *p = pardo_tensor_data(t);
-    switch (t->dtype) {
-    case PARDO_F32: return (double)((const float *)p)[i];
-    case PARDO_F64: return ((const double *)p)[i];
-    case PARDO_I32: return (double)((const int32_t *)p)[i];
-    case PARDO_I64: return (double)((const int64_t *)p)[i];
-    case PARDO_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
-    default: break;
-    }
-    PARDO_ASSERT(!"bad dtype");
-    return 0;
+    return pardo_elem_get_f64(pardo_tensor_data(t), t->dtype, i);
 }
 
 void pardo_tensor_set_f64(pardo_tensor *t, int64_t i, double v) {
     void *p = pardo_tensor_data(t);
     t->mem->version++; /* a write, like the mutable accessors' */
-    switch (t->dtype) {
-    case PARDO_F32: ((float *)p)[i] = (float)v; return;
-    case PARDO_F64: ((double *)p)[i] = v; return;
-    case PARDO_I32: ((int32_t *)p)[i] = (int32_t)v; return;
-    case PARDO_I64: ((int64_t *)p)[i] = (int64_t)v; return;
-    case PARDO_BOOL: ((uint8_t *)p)[i] = v != 0.0; return;
-    default: break;
-    }
-    PARDO_ASSERT(!"bad dtype");
+    pardo_elem_set_f64(p, t->dtype, i, v);
 }
 
 pardo_type pardo_tensor_type(const pardo_tensor *t) {

@@ -19,25 +19,59 @@ typedef enum pardo_dtype {
     PARDO_I32,
     PARDO_I64,
     PARDO_BOOL,
+    /* the dtypes added after bool (the ones above keep their numbers, and tables indexed by them stay valid);
+     * an op takes them only where its def says so (pardo_op_def.all_dtypes) */
+    PARDO_U8,
+    PARDO_I8,
+    PARDO_I16,
+    PARDO_U16,
+    PARDO_U32,
+    PARDO_U64,
+    PARDO_F16,  // IEEE binary16, stored as uint16_t bits (core/half.h)
+    PARDO_BF16, // bfloat16, stored as uint16_t bits (core/half.h)
     PARDO_DTYPE_COUNT,
     PARDO_DTYPE_UNKNOWN = -1,
 } pardo_dtype;
 
-/* Bytes per element (bool is one byte). */
+/* Bytes per element (bool is one byte); 0 for an unknown dtype. */
 size_t pardo_dtype_size(pardo_dtype dt);
 
-/* "float32", "float64", "int32", "int64", "bool"; "unknown" otherwise. */
+/* "float32", "float64", "int32", "int64", "bool", "uint8", "int8", "int16",
+ * "uint16", "uint32", "uint64", "float16", "bfloat16"; "unknown" otherwise. */
 const char *pardo_dtype_name(pardo_dtype dt);
 
 /* Parses a dtype name as pardo_dtype_name writes it; PARDO_DTYPE_UNKNOWN if
  * it is none of them. */
 pardo_dtype pardo_dtype_from_name(const char *name);
 
-/* True for float32 and float64. */
+/* True for float32 and float64 only: the float dtypes most kernels compute
+ * in (float16 and bfloat16 are pardo_dtype_is_half). */
 bool pardo_dtype_is_float(pardo_dtype dt);
 
-/* True for int32 and int64. */
+/* True for int32 and int64 only: the integer dtypes most kernels compute in
+ * (every integer dtype: pardo_dtype_is_integer). */
 bool pardo_dtype_is_int(pardo_dtype dt);
+
+/* True for float16 and bfloat16. */
+bool pardo_dtype_is_half(pardo_dtype dt);
+
+/* True for every integer dtype (int8..int64, uint8..uint64; not bool). */
+bool pardo_dtype_is_integer(pardo_dtype dt);
+
+/* True for the unsigned integer dtypes (uint8, uint16, uint32, uint64). */
+bool pardo_dtype_is_unsigned(pardo_dtype dt);
+
+/* True for the dtypes past bool (uint8..bfloat16), which an op takes only
+ * where its def sets all_dtypes. */
+bool pardo_dtype_is_extra(pardo_dtype dt);
+
+/* Element i of the array p of dtype dt as a double (exact for every dtype
+ * but int64 and uint64 values past 2^53, which round); and the store of v
+ * into it, converted as C converts (float16, bfloat16: nearest, ties to
+ * even; an integer dtype: v truncated, which must fit the dtype; bool:
+ * v != 0). Any known dtype; no checks. */
+double pardo_elem_get_f64(const void *p, pardo_dtype dt, int64_t i);
+void pardo_elem_set_f64(void *p, pardo_dtype dt, int64_t i, double v);
 
 /* A dtype and a shape; a dim of -1 is known only at run time. ndim -1 means
  * the rank itself is unknown. Used by shape inference and tensors alike. */

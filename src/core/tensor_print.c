@@ -8,7 +8,7 @@ void pardo_tensor_print(FILE *f, const char *name, const pardo_tensor *t, int ma
     for (int64_t i = 0; i < n; i++) {
         double v = pardo_tensor_get_f64(t, i);
         if (t->dtype == PARDO_BOOL) fprintf(f, "%s%s", i ? ", " : "", v != 0 ? "true" : "false");
-        else if (pardo_dtype_is_int(t->dtype)) fprintf(f, "%s%lld", i ? ", " : "", (long long)v);
+        else if (pardo_dtype_is_integer(t->dtype)) fprintf(f, "%s%lld", i ? ", " : "", (long long)v);
         else fprintf(f, "%s%.6g", i ? ", " : "", v);
     }
     fprintf(f, "%s]\n", t->numel > n ? ", ..." : "");

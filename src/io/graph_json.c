@@ -275,7 +275,7 @@ static int make_heap_value(const ctx *x, jcur k, const char *where, pardo_value 
 /* ---- vars ---- */
 
 static const char *const var_keys[] = {"dtype", "shape", "kind", "role", "init", "value", NULL};
-#define DTYPE_LIST "float32, float64, int32, int64, bool"
+#define DTYPE_LIST "float32, float64, int32, int64, bool, uint8, int8, int16, uint16, uint32, uint64, float16, bfloat16"
 #define FILL_LIST "constant, uniform, normal, xavier_uniform, kaiming_uniform"
 
 static int parse_shape(const ctx *x, jcur var, const char *where, pardo_graph_var *v) {

@@ -22,7 +22,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
 #define NPY_ALIGN 64 /* the data starts at a multiple of this many bytes (as NumPy writes) */
-#define NPY_SUPPORTED "<f4 <f8 <i4 <i8 |b1"
+#define NPY_SUPPORTED "<f4 <f8 <f2 <i4 <i8 <i2 |i1 <u8 <u4 <u2 |u1 |b1"
 
 /* The descr strings pardo accepts and the dtype each means. */
 static const struct {
@@ -31,10 +31,16 @@ static const struct {
 } npy_dtypes[] = {
     {"<f4", PARDO_F32}, {"<f8", PARDO_F64}, {"<i4", PARDO_I32},
     {"<i8", PARDO_I64}, {"|b1", PARDO_BOOL}, {"<b1", PARDO_BOOL},
+    {"|u1", PARDO_U8},  {"|i1", PARDO_I8},   {"<i2", PARDO_I16},
+    {"<u2", PARDO_U16}, {"<u4", PARDO_U32},  {"<u8", PARDO_U64},
+    {"<f2", PARDO_F16},
 };
 
-/* The descr pardo writes, by dtype. */
-static const char *const npy_descr_out[PARDO_DTYPE_COUNT] = {"<f4", "<f8", "<i4", "<i8", "|b1"};
+/* The descr pardo writes, by dtype; NULL: npy has none (bfloat16). */
+static const char *const npy_descr_out[PARDO_DTYPE_COUNT] = {
+    [PARDO_F32] = "<f4", [PARDO_F64] = "<f8", [PARDO_I32] = "<i4", [PARDO_I64] = "<i8", [PARDO_BOOL] = "|b1",
+    [PARDO_U8] = "|u1",  [PARDO_I8] = "|i1",  [PARDO_I16] = "<i2", [PARDO_U16] = "<u2", [PARDO_U32] = "<u4",
+    [PARDO_U64] = "<u8", [PARDO_F16] = "<f2", [PARDO_BF16] = NULL};
 
 /* What the header dict said. */
 typedef struct npy_header {
@@ -396,6 +402,9 @@ int pardo_npy_write(const char *path, pardo_tensor *t, pardo_status *st) {
     if (t->dtype < 0 || t->dtype >= PARDO_DTYPE_COUNT || t->ndim < 0 || t->ndim > PARDO_MAX_DIMS)
         return pardo_errorf(st, PARDO_EINVAL, "%s: cannot write a tensor of dtype %d and rank %d", path,
                             (int)t->dtype, t->ndim);
+    if (!npy_descr_out[t->dtype])
+        return pardo_errorf(st, PARDO_ENOTSUP, "%s: npy has no dtype for %s (write it as float32, or as safetensors)",
+                            path, pardo_dtype_name(t->dtype));
     /* The dict as NumPy writes it; at most about 250 characters for rank <= 8. */
     char dict[512];
     size_t len = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",

@@ -342,11 +342,11 @@ static int fold_constant_of_shape(onnx_ctx *c, const Onnx__NodeProto *n, bool *d
     }
     pardo_tensor *t = pardo_tensor_new_cpu(value ? value->dtype : PARDO_F32, shape.n, dims, st);
     if (t) {
-        double x = value ? pardo_tensor_get_f64(value, 0) : 0.0;
-        for (int64_t i = 0; i < t->numel; i++) pardo_tensor_set_f64(t, i, x);
-        if (value && value->dtype == PARDO_I64) /* exact, past 2^53 */
+        if (value) { /* the element's bytes, exact for every dtype (int64 and uint64 past 2^53) */
+            const size_t es = pardo_dtype_size(t->dtype);
             for (int64_t i = 0; i < t->numel; i++)
-                ((int64_t *)pardo_tensor_data(t))[i] = *(const int64_t *)pardo_tensor_data(value);
+                memcpy((char *)pardo_tensor_data(t) + (size_t)i * es, pardo_tensor_data(value), es);
+        }
     }
     pardo_tensor_release(value);
     if (!t) return st->code;

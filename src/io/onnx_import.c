@@ -392,7 +392,7 @@ static int infer_one(onnx_ctx *c, int i, pardo_status *st) {
     pardo_status local;
     pardo_status_clear(&local);
     pardo_infer_ctx ctx = {.op = op, .n_in = op->n_in, .in = in_ptrs, .n_out = op->n_out, .out = out_types, .st = &local};
-    if (def->infer(&ctx) != PARDO_OK) return PARDO_ENOTFOUND;
+    if (pardo_op_infer(&ctx) != PARDO_OK) return PARDO_ENOTFOUND;
     for (int k = 0; k < op->n_out; k++) {
         if (!op->out[k][0] || out_types[k].dtype == PARDO_DTYPE_UNKNOWN) continue;
         char name[512];
@@ -482,7 +482,7 @@ static int input_type(onnx_ctx *c, const Onnx__ValueInfoProto *vi, pardo_type *t
     pardo_dtype dt = onnx_dtype(tt->elem_type);
     if (dt == PARDO_DTYPE_UNKNOWN)
         return pardo_errorf(st, PARDO_ENOTSUP, "%s: graph input '%s' has data type %s; pardo runs float32, float64, "
-                            "int32, int64 and bool", c->path, name, onnx_dtype_name(tt->elem_type));
+                            "float16, bfloat16, int8..int64, uint8..uint64 and bool", c->path, name, onnx_dtype_name(tt->elem_type));
     t->dtype = dt;
     if (!tt->shape)
         return pardo_errorf(st, PARDO_ENOTSUP, "%s: graph input '%s' has no shape (its rank must be known)", c->path,

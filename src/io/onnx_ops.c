@@ -791,7 +791,8 @@ static int map_cast(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     int64_t to = onnx_attr_int(n, "to", 0);
     pardo_dtype dt = onnx_dtype((int32_t)to);
     if (dt == PARDO_DTYPE_UNKNOWN)
-        return onnx_unsupported(c, st, "attr 'to' %s; pardo runs float32, float64, int32, int64 and bool",
+        return onnx_unsupported(c, st, "attr 'to' %s; pardo runs float32, float64, float16, bfloat16, "
+                                "int8..int64, uint8..uint64 and bool",
                                 onnx_dtype_name((int32_t)to));
     const char *x = onnx_in_var(c, n, 0, st);
     pardo_op *op = x ? onnx_emit1(c, n, "cast", &x, 1, st) : NULL;

@@ -18,6 +18,14 @@ pardo_dtype onnx_dtype(int32_t data_type) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return PARDO_I32;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return PARDO_I64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return PARDO_BOOL;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return PARDO_U8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return PARDO_I8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return PARDO_I16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return PARDO_U16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return PARDO_U32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return PARDO_U64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return PARDO_F16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return PARDO_BF16;
     default: return PARDO_DTYPE_UNKNOWN;
     }
 }
@@ -96,12 +104,15 @@ static bool external_too_short(const Onnx__TensorProto *t, const char *dir, size
     return (unsigned long long)sb.st_size < (unsigned long long)offset + nbytes;
 }
 
-/* How many elements t's typed field for pardo dtype dt holds (bool, like int32, lives in int32_data). */
+/* How many elements t's typed field for pardo dtype dt holds: bool, the ints narrower than 32 bits and the
+ * halves (their bits) live in int32_data, like int32; uint32 and uint64 in uint64_data. */
 static size_t typed_count(const Onnx__TensorProto *t, pardo_dtype dt) {
     switch (dt) {
     case PARDO_F32: return t->n_float_data;
     case PARDO_F64: return t->n_double_data;
     case PARDO_I64: return t->n_int64_data;
+    case PARDO_U32:
+    case PARDO_U64: return t->n_uint64_data;
     default: return t->n_int32_data;
     }
 }
@@ -114,6 +125,14 @@ static void copy_typed(const Onnx__TensorProto *t, pardo_dtype dt, int64_t numel
         case PARDO_I32: ((int32_t *)dst)[i] = t->int32_data[i]; break;
         case PARDO_BOOL: ((uint8_t *)dst)[i] = t->int32_data[i] != 0; break;
         case PARDO_I64: ((int64_t *)dst)[i] = t->int64_data[i]; break;
+        case PARDO_U8: ((uint8_t *)dst)[i] = (uint8_t)t->int32_data[i]; break;
+        case PARDO_I8: ((int8_t *)dst)[i] = (int8_t)t->int32_data[i]; break;
+        case PARDO_I16: ((int16_t *)dst)[i] = (int16_t)t->int32_data[i]; break;
+        case PARDO_U16:
+        case PARDO_F16:
+        case PARDO_BF16: ((uint16_t *)dst)[i] = (uint16_t)t->int32_data[i]; break; /* the halves' bits */
+        case PARDO_U32: ((uint32_t *)dst)[i] = (uint32_t)t->uint64_data[i]; break;
+        case PARDO_U64: ((uint64_t *)dst)[i] = t->uint64_data[i]; break;
         default: break;
         }
 }
@@ -125,7 +144,8 @@ int onnx_tensor_to_pardo(const Onnx__TensorProto *t, const char *dir, const char
         return pardo_errorf(st, PARDO_EPARSE, "%s: no data type", what);
     pardo_dtype dt = onnx_dtype(t->data_type);
     if (dt == PARDO_DTYPE_UNKNOWN)
-        return pardo_errorf(st, PARDO_ENOTSUP, "%s: data type %s (%d); pardo runs float32, float64, int32, int64 and bool",
+        return pardo_errorf(st, PARDO_ENOTSUP, "%s: data type %s (%d); pardo runs float32, float64, float16, bfloat16, "
+                            "int8..int64, uint8..uint64 and bool",
                             what, onnx_dtype_name(t->data_type), (int)t->data_type);
     if (t->segment) return pardo_errorf(st, PARDO_ENOTSUP, "%s: a segmented tensor", what);
     if (t->n_dims > PARDO_MAX_DIMS)

@@ -23,11 +23,14 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 #define ST_MAX_HEADER 100000000u /* bytes; larger header lengths are rejected (as the reference reader does) */
 #define ST_HEADER_ALIGN 8        /* the writer pads the header to a multiple of this many bytes */
-#define ST_SUPPORTED "F32, F64, I32, I64, BOOL"
+#define ST_SUPPORTED "F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, BOOL"
 #define ST_MAX_INT 9007199254740992.0 /* 2^53: JSON numbers above it do not hold integers exactly */
 
 /* The safetensors dtype names, by pardo dtype. */
-static const char *const st_dtype_names[PARDO_DTYPE_COUNT] = {"F32", "F64", "I32", "I64", "BOOL"};
+static const char *const st_dtype_names[PARDO_DTYPE_COUNT] = {
+    [PARDO_F32] = "F32", [PARDO_F64] = "F64", [PARDO_I32] = "I32", [PARDO_I64] = "I64", [PARDO_BOOL] = "BOOL",
+    [PARDO_U8] = "U8",   [PARDO_I8] = "I8",   [PARDO_I16] = "I16", [PARDO_U16] = "U16", [PARDO_U32] = "U32",
+    [PARDO_U64] = "U64", [PARDO_F16] = "F16", [PARDO_BF16] = "BF16"};
 
 /* One header entry, validated. */
 typedef struct st_entry {

@@ -66,9 +66,9 @@ static bool same(const pardo_tensor *got, const pardo_tensor *want, const char *
     }
     for (int64_t i = 0; i < got->numel; i++) {
         bool ok;
-        if (pardo_dtype_is_float(got->dtype)) {
+        if (pardo_dtype_is_float(got->dtype) || pardo_dtype_is_half(got->dtype)) {
             ok = close_enough(pardo_tensor_get_f64(got, i), pardo_tensor_get_f64(want, i));
-        } else if (got->dtype == PARDO_I64) {
+        } else if (got->dtype == PARDO_I64 || got->dtype == PARDO_U64) { /* exactly, past 2^53 */
             ok = ((const int64_t *)pardo_tensor_data(got))[i] == ((const int64_t *)pardo_tensor_data(want))[i];
         } else {
             ok = pardo_tensor_get_f64(got, i) == pardo_tensor_get_f64(want, i);
