@@ -1,22 +1,26 @@
-/* cast.c - cast converts X to attr dtype (float32, float64, int32, int64,
- * bool, from any of them), like ONNX Cast where ONNX defines it: float to
- * int truncates toward zero; where C leaves it undefined pardo saturates
- * (NaN becomes 0, values past the int's range its least or greatest value);
- * int to a narrower int wraps around (two's complement, like numpy); to bool
- * is X != 0 (NaN is true), from bool 0 or 1. cast_grad: dX = dY cast back to
+/* cast.c - cast converts X to attr dtype (every dtype, from every dtype),
+ * like ONNX Cast where ONNX defines it: float to int truncates toward zero;
+ * where C leaves it undefined pardo saturates to int32 / int64 (NaN becomes
+ * 0, values past the range its least or greatest value) and a narrower int
+ * takes the low bits of that int64 (numpy's wraparound: 300.0 -> uint8 44,
+ * -1.0 -> 255); int to a narrower int wraps around (two's complement, like
+ * numpy); to float16 and bfloat16 rounds to nearest, ties to even, once
+ * (from int64 too); to bool is X != 0 (NaN is true), from bool 0 or 1. cast_grad: dX = dY cast back to
  * X's dtype when X and Y are both float; a cast from or to a non-float dtype
  * has no gradient (PARDO_ENOTSUP when one is asked for). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/half.h"
 #include "kernel_util.h"
 #include "op.h"
 
 static const pardo_arg_def x_in[] = {{"X", "input tensor (any dtype)", false, false}};
 static const pardo_arg_def y_out[] = {{"Y", "X converted to attr dtype, X's shape", false, false}};
 static const pardo_attr_def cast_attrs[] = {
-    {"dtype", PARDO_ATTR_STRING, NULL, "target dtype: float32, float64, int32, int64 or bool"},
+    {"dtype", PARDO_ATTR_STRING, NULL, "target dtype: float32, float64, float16, bfloat16, int8, int16, int32, int64, "
+                                        "uint8, uint16, uint32, uint64 or bool"},
 };
 
 static int cast_dtype(const pardo_op *op, pardo_dtype *out, pardo_status *st) {
@@ -27,7 +31,8 @@ static int cast_dtype(const pardo_op *op, pardo_dtype *out, pardo_status *st) {
     *out = pardo_dtype_from_name(name);
     if (*out == PARDO_DTYPE_UNKNOWN)
         return pardo_errorf(st, PARDO_EINVAL,
-                            "attr 'dtype' is \"%s\", expected one of float32, float64, int32, int64, bool", name);
+                            "attr 'dtype' is \"%s\", expected one of float32, float64, float16, bfloat16, int8, "
+                            "int16, int32, int64, uint8, uint16, uint32, uint64, bool", name);
     return PARDO_OK;
 }
 
@@ -55,64 +60,127 @@ static inline int64_t sat_i64(double v) {
     return (int64_t)v;
 }
 
-/* A source element becomes a double (float sources, LOAD_F) or an int64
- * (int and bool sources, LOAD_I and LOAD_B); each target dtype stores from
- * either (STORE_*_F, STORE_*_I). */
-#define LOAD_F(v) ((double)(v))
-#define LOAD_I(v) ((int64_t)(v))
-#define LOAD_B(v) ((int64_t)((v) != 0))
-#define STORE_F32_F(v) ((float)(v))
-#define STORE_F32_I(v) ((float)(v))
-#define STORE_F64_F(v) (v)
-#define STORE_F64_I(v) ((double)(v))
-#define STORE_I32_F(v) sat_i32(v)
-#define STORE_I32_I(v) ((int32_t)(uint32_t)(uint64_t)(v))
-#define STORE_I64_F(v) sat_i64(v)
-#define STORE_I64_I(v) (v)
-#define STORE_B_F(v) ((uint8_t)((v) != 0))
-#define STORE_B_I(v) ((uint8_t)((v) != 0))
+/* Float to uint64: truncation toward zero; negative values wrap like the int64 they truncate to (numpy's -1.0 ->
+ * 2^64 - 1), values from 2^64 up saturate, NaN to 0. */
+static inline uint64_t sat_u64(double v) {
+    if (isnan(v)) return 0;
+    if (v >= 18446744073709551616.0) return UINT64_MAX;
+    if (v >= 9223372036854775808.0) return (uint64_t)v;
+    return (uint64_t)sat_i64(v);
+}
 
-typedef void (*cast_fn)(const void *src, void *dst, int64_t n);
+/* An integer as the double nearest it with its lost bits kept in the last place (round to odd): a double of 53
+ * bits rounded again to float16 or bfloat16 (11 or 8 bits) then rounds as the integer itself would. */
+static double u64_to_f64_odd(uint64_t u) {
+    if (u < (1ULL << 53)) return (double)u;
+    int shift = 0;
+    while ((u >> shift) >= (1ULL << 53)) shift++;
+    const uint64_t kept = (u >> shift) | ((u & ((1ULL << shift) - 1)) != 0);
+    return ldexp((double)kept, shift);
+}
 
-#define CAST_FN(NAME, S, D, LOAD, STORE)                                                                               \
-    static void NAME(const void *vs, void *vd, int64_t n) {                                                            \
-        const S *s = vs;                                                                                               \
-        D *d = vd;                                                                                                     \
-        for (int64_t i = 0; i < n; i++) d[i] = STORE(LOAD(s[i]));                                                      \
+static double i64_to_f64_odd(int64_t v) {
+    return v < 0 ? -u64_to_f64_odd(0 - (uint64_t)v) : u64_to_f64_odd((uint64_t)v);
+}
+
+/* A cast runs in chunks: the source elements load into doubles (float sources; exact) or 64-bit integers (int
+ * and bool sources; unsigned ones flagged), then store into the target dtype from there. */
+enum { CHUNK = 512 };
+typedef enum { K_FLOAT, K_INT, K_UINT } load_kind;
+
+#define LOAD_LOOP(T, EXPR)                                                                                             \
+    do {                                                                                                               \
+        const T *s = (const T *)src + off;                                                                             \
+        for (int i = 0; i < n; i++) EXPR;                                                                              \
+    } while (0)
+
+static load_kind load_chunk(pardo_dtype dt, const void *src, int64_t off, int n, double *f, int64_t *iv) {
+    switch (dt) {
+    case PARDO_F32: LOAD_LOOP(float, f[i] = (double)s[i]); return K_FLOAT;
+    case PARDO_F64: LOAD_LOOP(double, f[i] = s[i]); return K_FLOAT;
+    case PARDO_F16: LOAD_LOOP(uint16_t, f[i] = pardo_f16_to_f64(s[i])); return K_FLOAT;
+    case PARDO_BF16: LOAD_LOOP(uint16_t, f[i] = pardo_bf16_to_f64(s[i])); return K_FLOAT;
+    case PARDO_I32: LOAD_LOOP(int32_t, iv[i] = s[i]); return K_INT;
+    case PARDO_I64: LOAD_LOOP(int64_t, iv[i] = s[i]); return K_INT;
+    case PARDO_I8: LOAD_LOOP(int8_t, iv[i] = s[i]); return K_INT;
+    case PARDO_I16: LOAD_LOOP(int16_t, iv[i] = s[i]); return K_INT;
+    case PARDO_BOOL: LOAD_LOOP(uint8_t, iv[i] = s[i] != 0); return K_INT;
+    case PARDO_U8: LOAD_LOOP(uint8_t, iv[i] = s[i]); return K_UINT;
+    case PARDO_U16: LOAD_LOOP(uint16_t, iv[i] = s[i]); return K_UINT;
+    case PARDO_U32: LOAD_LOOP(uint32_t, iv[i] = s[i]); return K_UINT;
+    case PARDO_U64: LOAD_LOOP(uint64_t, iv[i] = (int64_t)s[i]); return K_UINT; /* the bits; K_UINT reads them back */
+    default: break;
     }
+    PARDO_ASSERT(!"cast: bad source dtype");
+    return K_FLOAT;
+}
 
-/* The five casts from source dtype SN (C type S; K: F or I, how it loads). */
-#define CAST_ROW(SN, S, LOAD, K)                                                                                       \
-    CAST_FN(cast_##SN##_f32, S, float, LOAD, STORE_F32_##K)                                                            \
-    CAST_FN(cast_##SN##_f64, S, double, LOAD, STORE_F64_##K)                                                           \
-    CAST_FN(cast_##SN##_i32, S, int32_t, LOAD, STORE_I32_##K)                                                          \
-    CAST_FN(cast_##SN##_i64, S, int64_t, LOAD, STORE_I64_##K)                                                          \
-    CAST_FN(cast_##SN##_b, S, uint8_t, LOAD, STORE_B_##K)
+/* Stores n elements into dst + off of dtype dt: from doubles F (FLOAT_EXPR of f[i]) or from 64-bit integers
+ * (INT_EXPR of iv[i] for signed, UINT_EXPR of u = (uint64_t)iv[i] for unsigned sources). */
+#define STORE_LOOP(T, FLOAT_EXPR, INT_EXPR, UINT_EXPR)                                                                 \
+    do {                                                                                                               \
+        T *d = (T *)dst + off;                                                                                         \
+        if (kind == K_FLOAT)                                                                                           \
+            for (int i = 0; i < n; i++) d[i] = FLOAT_EXPR;                                                             \
+        else if (kind == K_INT)                                                                                        \
+            for (int i = 0; i < n; i++) d[i] = INT_EXPR;                                                               \
+        else                                                                                                           \
+            for (int i = 0; i < n; i++) d[i] = UINT_EXPR;                                                              \
+    } while (0)
 
-CAST_ROW(f32, float, LOAD_F, F)
-CAST_ROW(f64, double, LOAD_F, F)
-CAST_ROW(i32, int32_t, LOAD_I, I)
-CAST_ROW(i64, int64_t, LOAD_I, I)
-CAST_ROW(b, uint8_t, LOAD_B, I)
+/* An integer target keeps the low bits of a 64-bit integer (wraps, two's complement); from a float it takes
+ * the value truncated toward zero as an int64 (saturated; NaN 0), then its low bits (numpy's 300.0 -> uint8 44). */
+#define U ((uint64_t)iv[i])
+static void store_chunk(pardo_dtype dt, void *dst, int64_t off, int n, load_kind kind, const double *f,
+                        const int64_t *iv) {
+    switch (dt) {
+    case PARDO_F32: STORE_LOOP(float, (float)f[i], (float)iv[i], (float)U); return;
+    case PARDO_F64: STORE_LOOP(double, f[i], (double)iv[i], (double)U); return;
+    case PARDO_F16:
+        STORE_LOOP(uint16_t, pardo_f16_from_f64(f[i]), pardo_f16_from_f64(i64_to_f64_odd(iv[i])),
+                   pardo_f16_from_f64(u64_to_f64_odd(U)));
+        return;
+    case PARDO_BF16:
+        STORE_LOOP(uint16_t, pardo_bf16_from_f64(f[i]), pardo_bf16_from_f64(i64_to_f64_odd(iv[i])),
+                   pardo_bf16_from_f64(u64_to_f64_odd(U)));
+        return;
+    case PARDO_I32: STORE_LOOP(int32_t, sat_i32(f[i]), (int32_t)(uint32_t)U, (int32_t)(uint32_t)U); return;
+    case PARDO_I64: STORE_LOOP(int64_t, sat_i64(f[i]), iv[i], iv[i]); return;
+    case PARDO_I8: STORE_LOOP(int8_t, (int8_t)(uint8_t)sat_i64(f[i]), (int8_t)(uint8_t)U, (int8_t)(uint8_t)U); return;
+    case PARDO_I16:
+        STORE_LOOP(int16_t, (int16_t)(uint16_t)sat_i64(f[i]), (int16_t)(uint16_t)U, (int16_t)(uint16_t)U);
+        return;
+    case PARDO_U8: STORE_LOOP(uint8_t, (uint8_t)sat_i64(f[i]), (uint8_t)U, (uint8_t)U); return;
+    case PARDO_U16: STORE_LOOP(uint16_t, (uint16_t)sat_i64(f[i]), (uint16_t)U, (uint16_t)U); return;
+    case PARDO_U32: STORE_LOOP(uint32_t, (uint32_t)sat_i64(f[i]), (uint32_t)U, (uint32_t)U); return;
+    case PARDO_U64: STORE_LOOP(uint64_t, sat_u64(f[i]), U, U); return;
+    case PARDO_BOOL: STORE_LOOP(uint8_t, (uint8_t)(f[i] != 0), (uint8_t)(iv[i] != 0), (uint8_t)(iv[i] != 0)); return;
+    default: break;
+    }
+    PARDO_ASSERT(!"cast: bad target dtype");
+}
+#undef U
 
-#define CAST_TABLE_ROW(SN) {cast_##SN##_f32, cast_##SN##_f64, cast_##SN##_i32, cast_##SN##_i64, cast_##SN##_b}
-/* [source dtype][target dtype], in pardo_dtype order */
-static const cast_fn cast_table[PARDO_DTYPE_COUNT][PARDO_DTYPE_COUNT] = {
-    CAST_TABLE_ROW(f32), CAST_TABLE_ROW(f64), CAST_TABLE_ROW(i32), CAST_TABLE_ROW(i64), CAST_TABLE_ROW(b),
-};
-
-static bool dtype_ok(pardo_dtype dt) { return dt >= 0 && dt < PARDO_DTYPE_COUNT; }
+void pardo_cast_elements(pardo_dtype from, const void *src, pardo_dtype to, void *dst, int64_t n) {
+    double f[CHUNK];
+    int64_t iv[CHUNK];
+    for (int64_t off = 0; off < n; off += CHUNK) {
+        const int m = (int)(n - off < CHUNK ? n - off : CHUNK);
+        const load_kind kind = load_chunk(from, src, off, m, f, iv);
+        store_chunk(to, dst, off, m, kind, f, iv);
+    }
+}
 
 static int cast_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0];
     pardo_dtype dt;
     int rc = cast_dtype(ctx->op, &dt, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (!dtype_ok(x->dtype))
+    if (x->dtype < 0 || x->dtype >= PARDO_DTYPE_COUNT)
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s", pardo_dtype_name(x->dtype));
     pardo_tensor *y = pardo_kernel_output(ctx, 0, dt, x->ndim, x->shape);
     if (!y) return ctx->st->code;
-    cast_table[x->dtype][dt](pardo_tensor_data(x), pardo_tensor_data(y), x->numel);
+    pardo_cast_elements(x->dtype, pardo_tensor_data(x), dt, pardo_tensor_data(y), x->numel);
     return PARDO_OK;
 }
 
@@ -129,6 +197,7 @@ const pardo_op_def pardo_op_cast = {
     .infer = cast_infer,
     .cpu = cast_cpu,
     .grad = pardo_grad_standard,
+    .all_dtypes = true,
 };
 
 /* ---- cast_grad ---- */
@@ -175,7 +244,7 @@ static int cast_grad_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!dx) return ctx->st->code;
     if (!dy) pardo_tensor_zero(dx);
-    else cast_table[dy->dtype][x->dtype](pardo_tensor_data(dy), pardo_tensor_data(dx), x->numel);
+    else pardo_cast_elements(dy->dtype, pardo_tensor_data(dy), x->dtype, pardo_tensor_data(dx), x->numel);
     return PARDO_OK;
 }
 

@@ -194,4 +194,10 @@ void pardo_strided_gather(size_t es, const void *src, void *dst, int nd, const i
 int pardo_expand_to_shape(pardo_dtype dt, const void *src, int src_nd, const int64_t *src_shape, void *dst,
                           int dst_nd, const int64_t *dst_shape, double scale, pardo_status *st);
 
+/* Converts n elements of dtype `from` at src into dtype `to` at dst, as the
+ * cast op does (ops/cast.c: C conversion, float to int truncated, float16
+ * and bfloat16 rounded to nearest even once). Any known dtypes; src and dst
+ * do not overlap. Thread-safe; allocates nothing. */
+void pardo_cast_elements(pardo_dtype from, const void *src, pardo_dtype to, void *dst, int64_t n);
+
 #endif

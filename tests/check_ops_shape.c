@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "core/half.h"
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -365,6 +366,157 @@ START_TEST(test_cast_every_pair) {
 }
 END_TEST
 
+/* The value a dtype holds after a cast from the exact value v (C truncation, then the low bits of an integer
+ * target, worked in doubles with fmod; but a float past int32's range saturates an int32 target, as cast.c
+ * documents; float targets round to nearest), for the reference of every pair. */
+static double cast_ref(double v, bool from_float, pardo_dtype to) {
+    if (to == PARDO_I32 && from_float && fabs(trunc(v)) >= 2147483648.0)
+        return v < 0 ? -2147483648.0 : 2147483647.0;
+    int bits = 0;
+    bool sgn = false;
+    switch (to) {
+    case PARDO_BOOL: return v != 0;
+    case PARDO_F32: return (double)(float)v;
+    case PARDO_F64: return v;
+    case PARDO_F16: return pardo_f16_to_f64(pardo_f16_from_f64(v));
+    case PARDO_BF16: return pardo_bf16_to_f64(pardo_bf16_from_f64(v));
+    case PARDO_I8: bits = 8, sgn = true; break;
+    case PARDO_I16: bits = 16, sgn = true; break;
+    case PARDO_I32: bits = 32, sgn = true; break;
+    case PARDO_I64: bits = 64, sgn = true; break;
+    case PARDO_U8: bits = 8; break;
+    case PARDO_U16: bits = 16; break;
+    case PARDO_U32: bits = 32; break;
+    default: bits = 64; break;
+    }
+    const double t = trunc(v), m = ldexp(1.0, bits);
+    if (bits == 64) return sgn || t >= 0 ? t : t + m; /* the values here fit int64; fmod at 2^64 would round */
+    double w = fmod(t, m);
+    if (w < 0) w += m;
+    if (sgn && w >= m / 2) w -= m;
+    return w;
+}
+
+/* True when dtype dt holds v exactly as set from a double (an int in range, or a float). */
+static bool holds(pardo_dtype dt, double v) {
+    if (dt == PARDO_BOOL) return v == 0 || v == 1;
+    if (!pardo_dtype_is_integer(dt)) return true;
+    if (v != floor(v)) return false;
+    const double two = 2.0;
+    switch (dt) {
+    case PARDO_I8: return v >= -128 && v < 128;
+    case PARDO_I16: return v >= -32768 && v < 32768;
+    case PARDO_I32: return v >= -pow(two, 31) && v < pow(two, 31);
+    case PARDO_U8: return v >= 0 && v < 256;
+    case PARDO_U16: return v >= 0 && v < 65536;
+    case PARDO_U32: return v >= 0 && v < pow(two, 32);
+    case PARDO_U64: return v >= 0 && v < pow(two, 53);
+    default: return fabs(v) < pow(two, 53);
+    }
+}
+
+/* Every dtype to every dtype, on values around each integer width's edges and the halves' range, against
+ * cast_ref (float sources: the value they hold; out-of-range floats wrap like numpy's). */
+START_TEST(test_cast_every_pair_of_all_dtypes) {
+    static const double vals[] = {0,     1,      -1,     2.7,        -2.7,         0.5,     127,     128,
+                                  255,   256,    300,    -129,       -128,         32767,   32768,   -32769,
+                                  65535, 65536,  65504,  65520,      1e5,          -1e5,    1e9,     4294967295.0,
+                                  -4294967296.0, 0.1,    1e-5,       3.140625,     -0.0,    2147483648.0, 123456789};
+    for (int a = 0; a < PARDO_DTYPE_COUNT; a++) {
+        const pardo_dtype from = (pardo_dtype)a;
+        double src[64];
+        int64_t n = 0;
+        for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++)
+            if (holds(from, vals[k])) src[n++] = vals[k];
+        pardo_tensor *x = test_tensor_from(from, 1, &n, src);
+        for (int b = 0; b < PARDO_DTYPE_COUNT; b++) {
+            const pardo_dtype to = (pardo_dtype)b;
+            char attrs[48];
+            snprintf(attrs, sizeof attrs, "{\"dtype\": \"%s\"}", pardo_dtype_name(to));
+            pardo_status st;
+            pardo_tensor *y = NULL;
+            ck_assert_msg(test_run_op("cast", attrs, 1, &x, 1, &y, &st) == PARDO_OK, "%s: %s", attrs, st.msg);
+            ck_assert_int_eq(y->dtype, to);
+            for (int64_t i = 0; i < n; i++) {
+                if (!isfinite(pardo_tensor_get_f64(x, i)) && pardo_dtype_is_integer(to)) continue; /* by hand below */
+                const double v = pardo_tensor_get_f64(x, i), want = cast_ref(v, !pardo_dtype_is_integer(from) && from != PARDO_BOOL, to),
+                             got = pardo_tensor_get_f64(y, i);
+                ck_assert_msg(got == want, "%s %.17g -> %s: %.17g, expected %.17g", pardo_dtype_name(from), v,
+                              pardo_dtype_name(to), got, want);
+            }
+            pardo_tensor_release(y);
+        }
+        pardo_tensor_release(x);
+    }
+}
+END_TEST
+
+/* Casts worked by hand: the bits of float16 / bfloat16 results, NaN and Inf, wraparound, int64 and uint64
+ * past 2^53 (a bfloat16 from int64 rounds once: through a plain double it would round twice). */
+START_TEST(test_cast_narrow_by_hand) {
+    pardo_status st;
+    pardo_tensor *y = NULL;
+    int64_t n = 4;
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 1, &n, (double[]){0.1, NAN, -INFINITY, 65520});
+    ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"float16\"}", 1, &x, 1, &y, &st), PARDO_OK);
+    const uint16_t *h = pardo_tensor_data(y);
+    ck_assert_uint_eq(h[0], 0x2e66);
+    ck_assert_uint_eq(h[1] & 0x7e00, 0x7e00);
+    ck_assert_uint_eq(h[2], 0xfc00);
+    ck_assert_uint_eq(h[3], 0x7c00);
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"bfloat16\"}", 1, &x, 1, &y, &st), PARDO_OK);
+    h = pardo_tensor_data(y);
+    ck_assert_uint_eq(h[0], 0x3dcd); /* 0x3dcccccd rounded, not truncated (0x3dcc) */
+    ck_assert_uint_eq(h[1] & 0x7fc0, 0x7fc0);
+    ck_assert_uint_eq(h[2], 0xff80);
+    ck_assert_uint_eq(h[3], 0x477f + 1); /* 65520 = 0x477ff000: rounds up to 0x4780 (65536) */
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"uint8\"}", 1, &x, 1, &y, &st), PARDO_OK);
+    ck_assert_uint_eq(((const uint8_t *)pardo_tensor_data(y))[1], 0); /* NaN: 0 */
+    ck_assert_uint_eq(((const uint8_t *)pardo_tensor_data(y))[2], 0); /* -Inf: int64's least, whose low bits are 0 */
+    ck_assert_uint_eq(((const uint8_t *)pardo_tensor_data(y))[3], 65520 % 256);
+    pardo_tensor_release(y);
+    pardo_tensor_release(x);
+
+    int64_t two = 2;
+    x = pardo_tensor_new_cpu(PARDO_I64, 1, &two, &st);
+    ((int64_t *)pardo_tensor_data(x))[0] = (1LL << 62) + (1LL << 54) + 1; /* just above the tie of 2^62 and 2^62 + 2^55 */
+    ((int64_t *)pardo_tensor_data(x))[1] = INT64_MIN;
+    ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"bfloat16\"}", 1, &x, 1, &y, &st), PARDO_OK);
+    ck_assert_uint_eq(((const uint16_t *)pardo_tensor_data(y))[0], 0x5e81);
+    ck_assert_uint_eq(((const uint16_t *)pardo_tensor_data(y))[1], 0xdf00); /* -2^63 */
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"uint64\"}", 1, &x, 1, &y, &st), PARDO_OK);
+    ck_assert_uint_eq(((const uint64_t *)pardo_tensor_data(y))[1], 1ULL << 63);
+    pardo_tensor *u = y;
+    ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"int64\"}", 1, &u, 1, &y, &st), PARDO_OK);
+    ck_assert(memcmp(pardo_tensor_data(y), pardo_tensor_data(x), 16) == 0); /* back bit for bit */
+    pardo_tensor_release(y);
+    ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"float64\"}", 1, &u, 1, &y, &st), PARDO_OK);
+    ck_assert(((const double *)pardo_tensor_data(y))[1] == 9223372036854775808.0); /* unsigned, not -2^63 */
+    pardo_tensor_release(y);
+    pardo_tensor_release(u);
+    pardo_tensor_release(x);
+
+    x = test_tensor_from(PARDO_F64, 1, &two, (double[]){1e30, -1.5});
+    ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"uint64\"}", 1, &x, 1, &y, &st), PARDO_OK);
+    ck_assert_uint_eq(((const uint64_t *)pardo_tensor_data(y))[0], UINT64_MAX); /* saturates */
+    ck_assert_uint_eq(((const uint64_t *)pardo_tensor_data(y))[1], UINT64_MAX); /* -1 wraps, as numpy's */
+    pardo_tensor_release(y);
+    pardo_tensor_release(x);
+    /* large runs cross the kernel's chunks: every element converted */
+    int64_t big = 1500;
+    x = pardo_tensor_new_cpu(PARDO_U16, 1, &big, &st);
+    for (int64_t i = 0; i < big; i++) ((uint16_t *)pardo_tensor_data(x))[i] = (uint16_t)(i * 41);
+    ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"int8\"}", 1, &x, 1, &y, &st), PARDO_OK);
+    for (int64_t i = 0; i < big; i++)
+        ck_assert_int_eq(((const int8_t *)pardo_tensor_data(y))[i], (int8_t)(uint8_t)(i * 41));
+    pardo_tensor_release(y);
+    pardo_tensor_release(x);
+}
+END_TEST
+
 /* ---- gradients ---- */
 
 START_TEST(test_gradients) {
@@ -646,6 +798,8 @@ Suite *make_ops_shape_suite(void) {
     tcase_add_test(core, test_concat_infer);
     tcase_add_test(core, test_cast_values);
     tcase_add_test(core, test_cast_every_pair);
+    tcase_add_test(core, test_cast_every_pair_of_all_dtypes);
+    tcase_add_test(core, test_cast_narrow_by_hand);
     tcase_add_test(core, test_gradients);
     tcase_add_test(core, test_concat_gradients);
     tcase_add_test(core, test_gradient_absent_dy);

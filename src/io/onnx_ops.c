@@ -799,6 +799,21 @@ static int map_cast(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return op && onnx_set_string(op, "dtype", pardo_dtype_name(dt), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+/* CastLike: cast to the dtype of input 1 (target_type), whose values are not read. */
+static int map_cast_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"saturate", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const onnx_value *like = onnx_input(c, n, 1);
+    if (!like) return onnx_bad(c, st, "input 1 'target_type' is required");
+    pardo_type t;
+    if (like->konst) t = pardo_tensor_type(like->konst);
+    else if (!like->var) return onnx_unsupported(c, st, "input 1 'target_type' is a run-time shape vector");
+    else if (onnx_type_of(c, like->var, &t, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "cast", &x, 1, st) : NULL;
+    return op && onnx_set_string(op, "dtype", pardo_dtype_name(t.dtype), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
 /* Unsqueeze / Squeeze: axes from the attr before opset 13, from input 1 after. */
 static int map_squeeze_like(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     static const char *const known[] = {"axes", NULL};
@@ -1309,6 +1324,7 @@ static const onnx_mapping table[] = {
     {"AveragePool", map_average_pool},
     {"BatchNormalization", map_batch_norm},
     {"Cast", map_cast},
+    {"CastLike", map_cast_like},
     {"Ceil", map_ceil},
     {"Celu", map_celu},
     {"Clip", map_clip},
