@@ -1,5 +1,7 @@
 /* elementwise.c - arithmetic ops: the binary ops add, sub, mul, div (numpy
- * broadcasting, float32/float64/int32/int64; their gradient ops are in
+ * broadcasting, every numeric dtype: the ints narrower than 32 bits and the
+ * unsigned ones exact in their own type, float16 and bfloat16 through
+ * float32 rounded once per op; their gradient ops (floats) are in
  * ops/elementwise_grad.c) and the unary float ops neg, exp, log, sqrt, abs,
  * pow, scale, clip, erf with their gradient ops (ops/unary.h); pow also
  * takes its exponent as input 1 broadcast against X, like ONNX Pow (any of
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <tgmath.h>
 
+#include "core/half.h"
 #include "kernel_util.h"
 #include "kernels.h"
 #include "op.h"
@@ -30,10 +33,13 @@ static const pardo_arg_def ab_in[] = {
 static const pardo_arg_def c_out[] = {{"C", "result, of the broadcast shape and A's dtype", false, false}};
 
 static const pardo_dtype binary_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+/* add, sub, mul, div: every numeric dtype */
+static const pardo_dtype arith_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_F16, PARDO_BF16, PARDO_I8,  PARDO_I16,
+                                           PARDO_I32, PARDO_I64, PARDO_U8,  PARDO_U16,  PARDO_U32, PARDO_U64};
 
 static int binary_infer(pardo_infer_ctx *ctx) {
     const pardo_type *a = ctx->in[0], *b = ctx->in[1];
-    int rc = pardo_expect_dtype(a, "input 0 'A'", binary_dtypes, 4, ctx->st);
+    int rc = pardo_expect_dtype(a, "input 0 'A'", arith_dtypes, 12, ctx->st);
     if (rc != PARDO_OK) return rc;
     if (b->dtype != a->dtype)
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 1 'B' has dtype %s, expected %s like input 0 'A'",
@@ -85,25 +91,55 @@ typedef void (*binary_fn)(const pardo_bcast2 *p, const void *a, const void *b, v
         }                                                                                                              \
     }
 
-/* The four kernels of one op, indexed by dtype (PARDO_F32..PARDO_I64). */
-#define BINARY_KERNELS(NAME, OP_F, OP_I)                                                                               \
+/* float16 and bfloat16 (T uint16_t, their bits; U unused): computed in float32, rounded once. For the four
+ * operations float32's 24 bits hold the exact result well enough that this rounding is the correctly rounded
+ * one (24 >= 2 * 11 + 2). */
+#define OP_F16(OP, x, y) pardo_f16_from_f32(OP(float, float, pardo_f16_to_f32(x), pardo_f16_to_f32(y)))
+#define OP_BF16(OP, x, y) pardo_bf16_from_f32(OP(float, float, pardo_bf16_to_f32(x), pardo_bf16_to_f32(y)))
+#define OP_ADD_H(T, U, x, y) OP_F16(OP_ADD, x, y)
+#define OP_SUB_H(T, U, x, y) OP_F16(OP_SUB, x, y)
+#define OP_MUL_H(T, U, x, y) OP_F16(OP_MUL, x, y)
+#define OP_DIV_H(T, U, x, y) OP_F16(OP_DIV_F, x, y)
+#define OP_ADD_B(T, U, x, y) OP_BF16(OP_ADD, x, y)
+#define OP_SUB_B(T, U, x, y) OP_BF16(OP_SUB, x, y)
+#define OP_MUL_B(T, U, x, y) OP_BF16(OP_MUL, x, y)
+#define OP_DIV_B(T, U, x, y) OP_BF16(OP_DIV_F, x, y)
+/* Unsigned division: y != 0 is checked before. */
+#define OP_DIV_U(T, U, x, y) ((T)((x) / (y)))
+
+/* The kernels of one op, indexed by dtype (NULL for bool). The 8- and 16-bit ints compute through uint32_t,
+ * which C does not promote to int (a uint16_t product would overflow int). */
+#define BINARY_KERNELS(NAME, OP_F, OP_I, OP_U, OP_H, OP_B)                                                             \
     BINARY_KERNEL(NAME##_f32, float, float, OP_F)                                                                      \
     BINARY_KERNEL(NAME##_f64, double, double, OP_F)                                                                    \
     BINARY_KERNEL(NAME##_i32, int32_t, uint32_t, OP_I)                                                                 \
     BINARY_KERNEL(NAME##_i64, int64_t, uint64_t, OP_I)                                                                 \
-    static const binary_fn NAME##_kernels[4] = {NAME##_f32, NAME##_f64, NAME##_i32, NAME##_i64};
+    BINARY_KERNEL(NAME##_u8, uint8_t, uint32_t, OP_U)                                                                  \
+    BINARY_KERNEL(NAME##_i8, int8_t, uint32_t, OP_I)                                                                   \
+    BINARY_KERNEL(NAME##_i16, int16_t, uint32_t, OP_I)                                                                 \
+    BINARY_KERNEL(NAME##_u16, uint16_t, uint32_t, OP_U)                                                                \
+    BINARY_KERNEL(NAME##_u32, uint32_t, uint32_t, OP_U)                                                                \
+    BINARY_KERNEL(NAME##_u64, uint64_t, uint64_t, OP_U)                                                                \
+    BINARY_KERNEL(NAME##_f16, uint16_t, float, OP_H)                                                                   \
+    BINARY_KERNEL(NAME##_bf16, uint16_t, float, OP_B)                                                                  \
+    static const binary_fn NAME##_kernels[PARDO_DTYPE_COUNT] = {                                                       \
+        [PARDO_F32] = NAME##_f32, [PARDO_F64] = NAME##_f64, [PARDO_I32] = NAME##_i32, [PARDO_I64] = NAME##_i64,        \
+        [PARDO_U8] = NAME##_u8,   [PARDO_I8] = NAME##_i8,   [PARDO_I16] = NAME##_i16, [PARDO_U16] = NAME##_u16,        \
+        [PARDO_U32] = NAME##_u32, [PARDO_U64] = NAME##_u64, [PARDO_F16] = NAME##_f16, [PARDO_BF16] = NAME##_bf16};
 
-BINARY_KERNELS(add, OP_ADD, OP_ADD)
-BINARY_KERNELS(sub, OP_SUB, OP_SUB)
-BINARY_KERNELS(mul, OP_MUL, OP_MUL)
-BINARY_KERNELS(div, OP_DIV_F, OP_DIV_I)
+BINARY_KERNELS(add, OP_ADD, OP_ADD, OP_ADD, OP_ADD_H, OP_ADD_B)
+BINARY_KERNELS(sub, OP_SUB, OP_SUB, OP_SUB, OP_SUB_H, OP_SUB_B)
+BINARY_KERNELS(mul, OP_MUL, OP_MUL, OP_MUL, OP_MUL_H, OP_MUL_B)
+BINARY_KERNELS(div, OP_DIV_F, OP_DIV_I, OP_DIV_U, OP_DIV_H, OP_DIV_B)
 
 /* PARDO_ERUNTIME when an integer divisor holds a zero. */
 static int check_int_divisor(const pardo_tensor *b, pardo_status *st) {
-    const void *p = pardo_tensor_data(b);
+    const unsigned char *p = pardo_tensor_data(b);
+    const size_t es = pardo_dtype_size(b->dtype);
     for (int64_t i = 0; i < b->numel; i++) {
-        bool zero = b->dtype == PARDO_I32 ? ((const int32_t *)p)[i] == 0 : ((const int64_t *)p)[i] == 0;
-        if (zero)
+        uint64_t v = 0; /* the element's bytes: zero exactly when the integer is */
+        memcpy(&v, p + (size_t)i * es, es);
+        if (v == 0)
             return pardo_errorf(st, PARDO_ERUNTIME, "integer division by zero: input 1 'B' element %lld is 0",
                                 (long long)i);
     }
@@ -125,16 +161,15 @@ static void binary_range(void *arg, int64_t e0, int64_t e1) {
 }
 
 /* Runs C = OP(A, B); is_div checks integer divisors for zeros first. */
-static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[4], bool is_div) {
+static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[PARDO_DTYPE_COUNT], bool is_div) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
-    if (a->dtype != b->dtype || a->dtype < PARDO_F32 || a->dtype > PARDO_I64)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE,
-                            "inputs have dtypes %s and %s, expected one of float32, float64, int32, int64 for both",
+    if (a->dtype != b->dtype || a->dtype < 0 || a->dtype >= PARDO_DTYPE_COUNT || !kernels[a->dtype])
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtypes %s and %s, expected the same numeric dtype",
                             pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
     pardo_bcast2 plan;
     int rc = pardo_bcast2_plan(a->ndim, a->shape, b->ndim, b->shape, &plan, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (is_div && pardo_dtype_is_int(a->dtype) && plan.numel > 0 && (rc = check_int_divisor(b, ctx->st)) != PARDO_OK)
+    if (is_div && pardo_dtype_is_integer(a->dtype) && plan.numel > 0 && (rc = check_int_divisor(b, ctx->st)) != PARDO_OK)
         return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, plan.ndim, plan.shape);
     if (!y) return ctx->st->code;
@@ -170,14 +205,18 @@ static int binary_grad_build(const pardo_grad_request *req, pardo_block *blk, pa
         .cuda = pardo_cuda_##NAME,                                                                                     \
         .inplace = true,                                                                                               \
         .grad = binary_grad_build,                                                                                     \
+        .all_dtypes = true,                                                                                            \
     };
 
-BINARY_OP(add, false, "C = A + B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
-BINARY_OP(sub, false, "C = A - B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
-BINARY_OP(mul, false, "C = A * B, broadcasting like numpy (float32, float64, int32, int64; gradient: floats)")
+BINARY_OP(add, false, "C = A + B, broadcasting like numpy (every numeric dtype; ints wrap around, float16 and "
+                          "bfloat16 computed in float32 and rounded once; gradient: float32, float64)")
+BINARY_OP(sub, false, "C = A - B, broadcasting like numpy (every numeric dtype; ints wrap around, float16 and "
+                          "bfloat16 computed in float32 and rounded once; gradient: float32, float64)")
+BINARY_OP(mul, false, "C = A * B, broadcasting like numpy (every numeric dtype; ints wrap around, float16 and "
+                          "bfloat16 computed in float32 and rounded once; gradient: float32, float64)")
 BINARY_OP(div, true,
-          "C = A / B, broadcasting like numpy (float32, float64, int32, int64 truncating toward zero, a zero int "
-          "divisor is an error; gradient: floats)")
+          "C = A / B, broadcasting like numpy (every numeric dtype; ints truncate toward zero, a zero int divisor is "
+          "an error; float16 and bfloat16 computed in float32 and rounded once; gradient: float32, float64)")
 
 /* ---- unary float ops (float32, float64), each with its gradient op ---- */
 

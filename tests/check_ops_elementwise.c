@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "core/half.h"
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -121,6 +122,143 @@ START_TEST(test_binary_broadcast) {
                 check_binary((binop)op, dts[t], bcast_cases[c][0], bcast_cases[c][1], 1000u + (uint64_t)c);
                 check_binary((binop)op, dts[t], bcast_cases[c][1], bcast_cases[c][0], 2000u + (uint64_t)c);
             }
+}
+END_TEST
+
+/* ---- the narrow and unsigned ints, float16, bfloat16 ---- */
+
+static const pardo_dtype narrow_dtypes[] = {PARDO_U8,  PARDO_I8,  PARDO_I16, PARDO_U16,
+                                            PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+
+/* Element i of an integer array of dtype dt as 64 bits (sign-extended for the signed ones). */
+static uint64_t ref_load_bits(pardo_dtype dt, const void *p, int64_t i) {
+    const size_t es = pardo_dtype_size(dt);
+    uint64_t v = 0;
+    memcpy(&v, (const char *)p + (size_t)i * es, es);
+    const bool sgn = dt == PARDO_I8 || dt == PARDO_I16;
+    if (sgn && es < 8 && (v >> (8 * es - 1)) & 1) v |= ~0ULL << (8 * es);
+    return v;
+}
+
+/* The reference of one element: ints in 64-bit arithmetic (wrapping), then their low bytes; division truncates
+ * (C's int64 division of the sign-extended values, unsigned for the unsigned dtypes); float16 and bfloat16 in
+ * double, rounded once. Writes the element's bytes to out. */
+static void ref_narrow(binop op, pardo_dtype dt, const void *pa, int64_t ia, const void *pb, int64_t ib, void *out) {
+    const size_t es = pardo_dtype_size(dt);
+    if (pardo_dtype_is_half(dt)) {
+        const bool f16 = dt == PARDO_F16;
+        const uint16_t ha = ((const uint16_t *)pa)[ia], hb = ((const uint16_t *)pb)[ib];
+        const double x = f16 ? pardo_f16_to_f64(ha) : pardo_bf16_to_f64(ha);
+        const double y = f16 ? pardo_f16_to_f64(hb) : pardo_bf16_to_f64(hb);
+        const double r = op == ADD ? x + y : op == SUB ? x - y : op == MUL ? x * y : x / y;
+        const uint16_t h = f16 ? pardo_f16_from_f64(r) : pardo_bf16_from_f64(r);
+        memcpy(out, &h, 2);
+        return;
+    }
+    const uint64_t x = ref_load_bits(dt, pa, ia), y = ref_load_bits(dt, pb, ib);
+    uint64_t r;
+    if (op == ADD) r = x + y;
+    else if (op == SUB) r = x - y;
+    else if (op == MUL) r = x * y;
+    else if (pardo_dtype_is_unsigned(dt)) r = x / y;
+    else r = (int64_t)y == -1 ? 0 - x : (uint64_t)((int64_t)x / (int64_t)y);
+    memcpy(out, &r, es); /* little-endian: the low bytes */
+}
+
+/* A tensor of random bytes (an integer dtype) or of random finite halves. */
+static pardo_tensor *random_bytes(test_rng *r, pardo_dtype dt, const shape_t *s) {
+    pardo_status st;
+    pardo_tensor *t = pardo_tensor_new_cpu(dt, s->nd, s->d, &st);
+    ck_assert_ptr_nonnull(t);
+    uint8_t *p = pardo_tensor_data(t);
+    for (size_t b = 0; b < t->nbytes; b++) p[b] = (uint8_t)test_rng_next(r);
+    if (pardo_dtype_is_half(dt))
+        for (int64_t i = 0; i < t->numel; i++) {
+            uint16_t *h = (uint16_t *)p + i;
+            if (!isfinite(pardo_tensor_get_f64(t, i))) *h &= 0xbfff; /* clear the exponent's top bit: finite */
+        }
+    return t;
+}
+
+static void check_binary_narrow(binop op, pardo_dtype dt, shape_t a, shape_t b, uint64_t seed) {
+    test_rng r = {seed};
+    pardo_tensor *in[2] = {random_bytes(&r, dt, &a), random_bytes(&r, dt, &b)};
+    if (op == DIV && !pardo_dtype_is_half(dt)) /* no zero divisors here */
+        for (int64_t i = 0; i < in[1]->numel; i++)
+            if (ref_load_bits(dt, pardo_tensor_data(in[1]), i) == 0) pardo_tensor_set_f64(in[1], i, 3);
+    shape_t o;
+    ck_assert(ref_broadcast(&a, &b, &o));
+    pardo_tensor *out = NULL;
+    pardo_status st;
+    ck_assert_msg(test_run_op(binop_names[op], NULL, 2, in, 1, &out, &st) == PARDO_OK, "%s %s: %s", binop_names[op],
+                  pardo_dtype_name(dt), st.msg);
+    ck_assert_int_eq(out->dtype, dt);
+    const size_t es = pardo_dtype_size(dt);
+    int64_t idx[PARDO_MAX_DIMS];
+    for (int64_t i = 0; i < out->numel; i++) {
+        unravel(i, o.nd, o.d, idx);
+        uint64_t want = 0, got = 0;
+        ref_narrow(op, dt, pardo_tensor_data(in[0]), ref_index(&a, o.nd, idx), pardo_tensor_data(in[1]),
+                   ref_index(&b, o.nd, idx), &want);
+        memcpy(&got, (const char *)pardo_tensor_data(out) + (size_t)i * es, es);
+        const bool both_nan = pardo_dtype_is_half(dt) && isnan(pardo_tensor_get_f64(out, i)) &&
+                              isnan(dt == PARDO_F16 ? pardo_f16_to_f64((uint16_t)want) : pardo_bf16_to_f64((uint16_t)want));
+        ck_assert_msg(got == want || both_nan, "%s %s element %lld: %llx, expected %llx", binop_names[op],
+                      pardo_dtype_name(dt), (long long)i, (unsigned long long)got, (unsigned long long)want);
+    }
+    pardo_tensor_release(out);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
+}
+
+START_TEST(test_binary_narrow_dtypes) {
+    for (int op = ADD; op <= DIV; op++)
+        for (int t = 0; t < LEN(narrow_dtypes); t++)
+            for (int c = 0; c < LEN(bcast_cases); c++) {
+                check_binary_narrow((binop)op, narrow_dtypes[t], bcast_cases[c][0], bcast_cases[c][1],
+                                    3000u + (uint64_t)c);
+                check_binary_narrow((binop)op, narrow_dtypes[t], bcast_cases[c][1], bcast_cases[c][0],
+                                    4000u + (uint64_t)c);
+            }
+}
+END_TEST
+
+/* Wraparound and truncation worked by hand: uint8 200 + 100 = 44, 3 - 5 = 254, 16 * 17 = 16; int8 -128 / -1 =
+ * -128, -7 / 2 = -3; uint32 7 / 4294967295 = 0 (not a negation); int16 300 * 300 = 24464; uint64 2^63 * 2 = 0. */
+START_TEST(test_narrow_int_semantics) {
+    pardo_status st;
+    int64_t n = 1;
+    const struct {
+        const char *op;
+        pardo_dtype dt;
+        double a, b, want;
+    } cases[] = {
+        {"add", PARDO_U8, 200, 100, 44},  {"sub", PARDO_U8, 3, 5, 254},        {"mul", PARDO_U8, 16, 17, 16},
+        {"div", PARDO_I8, -128, -1, -128}, {"div", PARDO_I8, -7, 2, -3},       {"div", PARDO_U32, 7, 4294967295.0, 0},
+        {"mul", PARDO_I16, 300, 300, 24464}, {"mul", PARDO_U64, 9223372036854775808.0, 2, 0},
+        {"sub", PARDO_U16, 0, 1, 65535}, {"add", PARDO_F16, 2048, 1, 2048}, /* 2049 is a tie: to even 2048 */
+        {"add", PARDO_F16, 2048, 3, 2052},                                   /* 2051: a tie, to even 2052 */
+        {"mul", PARDO_BF16, 3, 1.0 / 3, 1.0},
+    };
+    for (int k = 0; k < LEN(cases); k++) {
+        pardo_tensor *in[2] = {test_tensor_from(cases[k].dt, 1, &n, &cases[k].a),
+                               test_tensor_from(cases[k].dt, 1, &n, &cases[k].b)},
+                     *out = NULL;
+        ck_assert_msg(test_run_op(cases[k].op, NULL, 2, in, 1, &out, &st) == PARDO_OK, "%s", st.msg);
+        ck_assert_msg(pardo_tensor_get_f64(out, 0) == cases[k].want, "case %d %s %s: %.17g", k, cases[k].op,
+                      pardo_dtype_name(cases[k].dt), pardo_tensor_get_f64(out, 0));
+        pardo_tensor_release(out);
+        pardo_tensor_release(in[0]);
+        pardo_tensor_release(in[1]);
+    }
+    /* a zero divisor of a narrow int is the same error as int32's */
+    double zero = 0, one = 1;
+    pardo_tensor *in[2] = {test_tensor_from(PARDO_U8, 1, &n, &one), test_tensor_from(PARDO_U8, 1, &n, &zero)},
+                 *out = NULL;
+    ck_assert_int_eq(test_run_op("div", NULL, 2, in, 1, &out, &st), PARDO_ERUNTIME);
+    ck_assert_msg(strstr(st.msg, "division by zero"), "%s", st.msg);
+    pardo_tensor_release(in[0]);
+    pardo_tensor_release(in[1]);
 }
 END_TEST
 
@@ -753,6 +891,8 @@ Suite *make_ops_elementwise_suite(void) {
     Suite *s = suite_create("ops_elementwise");
     TCase *core = tcase_create("Core");
     tcase_add_test(core, test_binary_broadcast);
+    tcase_add_test(core, test_binary_narrow_dtypes);
+    tcase_add_test(core, test_narrow_int_semantics);
     tcase_add_test(core, test_int_semantics);
     tcase_add_test(core, test_unary);
     tcase_add_test(core, test_scale_default_and_special_values);
