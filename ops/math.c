@@ -29,6 +29,7 @@
 #include <string.h>
 #include <tgmath.h>
 
+#include "core/half.h"
 #include "index_util.h"
 #include "kernel_util.h"
 #include "op.h"
@@ -169,7 +170,16 @@ static int nary_types(int n, const pardo_type *const *x, const pardo_dtype *dts,
     return PARDO_OK;
 }
 
-static int max_infer(pardo_infer_ctx *ctx) { return nary_types(ctx->n_in, ctx->in, num_dtypes, 4, ctx->out, ctx->st); }
+/* max and min: every numeric dtype; sum: all but the halves (whose sum would round at each step) */
+static const pardo_dtype extreme_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_F16, PARDO_BF16, PARDO_I8,  PARDO_I16,
+                                             PARDO_I32, PARDO_I64, PARDO_U8,  PARDO_U16,  PARDO_U32, PARDO_U64};
+static const pardo_dtype sum_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I8,  PARDO_I16, PARDO_I32,
+                                         PARDO_I64, PARDO_U8,  PARDO_U16, PARDO_U32, PARDO_U64};
+
+static int max_infer(pardo_infer_ctx *ctx) {
+    return nary_types(ctx->n_in, ctx->in, extreme_dtypes, 12, ctx->out, ctx->st);
+}
+static int sum_infer(pardo_infer_ctx *ctx) { return nary_types(ctx->n_in, ctx->in, sum_dtypes, 10, ctx->out, ctx->st); }
 static int mean_infer(pardo_infer_ctx *ctx) {
     return nary_types(ctx->n_in, ctx->in, float_dtypes, 2, ctx->out, ctx->st);
 }
@@ -191,7 +201,7 @@ static int nary_plan_make(int n, pardo_tensor *const *x, nary_plan *p, pardo_sta
         t[k] = pardo_tensor_type(x[k]);
         pt[k] = &t[k];
     }
-    int rc = nary_types(n, pt, num_dtypes, 4, &y, st);
+    int rc = nary_types(n, pt, extreme_dtypes, 12, &y, st);
     if (rc != PARDO_OK) return rc;
     p->n = n;
     p->nd = y.ndim;
@@ -223,6 +233,10 @@ typedef enum nary_kind { N_MAX, N_MIN, N_SUM, N_MEAN } nary_kind;
 /* b beats a for max (min): greater (less), or the first NaN. */
 #define BEATS_F(kind, b, a) (((kind) == N_MAX ? (b) > (a) : (b) < (a)) || (isnan(b) && !isnan(a)))
 #define BEATS_I(kind, b, a) ((kind) == N_MAX ? (b) > (a) : (b) < (a))
+/* float16 and bfloat16 (T uint16_t, their bits): compared as the values they encode; the winner's bits are kept,
+ * so nothing rounds. */
+#define BEATS_H(kind, b, a) BEATS_F(kind, pardo_f16_to_f32(b), pardo_f16_to_f32(a))
+#define BEATS_B(kind, b, a) BEATS_F(kind, pardo_bf16_to_f32(b), pardo_bf16_to_f32(a))
 
 /* Defines NAME: Y over p of inputs of type T; sums in T (ints through U, wrapping), in input order
  * like numpy's x0 + x1 + ...; the first input wins ties and NaN beats every number. */
@@ -242,10 +256,29 @@ typedef enum nary_kind { N_MAX, N_MIN, N_SUM, N_MEAN } nary_kind;
         }                                                                                                              \
     }
 
-NARY_KERNEL(nary_f32, float, float, BEATS_F)
-NARY_KERNEL(nary_f64, double, double, BEATS_F)
-NARY_KERNEL(nary_i32, int32_t, uint32_t, BEATS_I)
-NARY_KERNEL(nary_i64, int64_t, uint64_t, BEATS_I)
+/* One kernel per dtype, by DEF(NAME, T, U, BEATS); the 8- and 16-bit ints sum through uint32_t (not promoted to
+ * int); the halves' U is unused (they are not summed). */
+#define NARY_EACH_DTYPE(DEF, P)                                                                                        \
+    DEF(P##_f32, float, float, BEATS_F)                                                                                \
+    DEF(P##_f64, double, double, BEATS_F)                                                                              \
+    DEF(P##_i32, int32_t, uint32_t, BEATS_I)                                                                           \
+    DEF(P##_i64, int64_t, uint64_t, BEATS_I)                                                                           \
+    DEF(P##_u8, uint8_t, uint32_t, BEATS_I)                                                                            \
+    DEF(P##_i8, int8_t, uint32_t, BEATS_I)                                                                             \
+    DEF(P##_i16, int16_t, uint32_t, BEATS_I)                                                                           \
+    DEF(P##_u16, uint16_t, uint32_t, BEATS_I)                                                                          \
+    DEF(P##_u32, uint32_t, uint32_t, BEATS_I)                                                                          \
+    DEF(P##_u64, uint64_t, uint64_t, BEATS_I)                                                                          \
+    DEF(P##_f16, uint16_t, uint16_t, BEATS_H)                                                                          \
+    DEF(P##_bf16, uint16_t, uint16_t, BEATS_B)
+#define NARY_TABLE(P)                                                                                                  \
+    {[PARDO_F32] = P##_f32, [PARDO_F64] = P##_f64, [PARDO_I32] = P##_i32, [PARDO_I64] = P##_i64,                        \
+     [PARDO_U8] = P##_u8,   [PARDO_I8] = P##_i8,   [PARDO_I16] = P##_i16, [PARDO_U16] = P##_u16,                        \
+     [PARDO_U32] = P##_u32, [PARDO_U64] = P##_u64, [PARDO_F16] = P##_f16, [PARDO_BF16] = P##_bf16}
+
+NARY_EACH_DTYPE(NARY_KERNEL, nary)
+typedef void (*nary_fn)(const nary_plan *p, nary_kind kind, const void *const *vx, void *vy);
+static const nary_fn nary_kernels[PARDO_DTYPE_COUNT] = NARY_TABLE(nary);
 
 /* The fast path where every input has the output's shape: one contiguous pass per input over y, built for
  * each vector width (PARDO_SIMD_CLONES) like the binary elementwise kernels; the same folds, in the same order,
@@ -269,10 +302,9 @@ NARY_KERNEL(nary_i64, int64_t, uint64_t, BEATS_I)
             for (int64_t i = e0; i < e1; i++) y[i] = (T)(y[i] / (T)n);                                                 \
     }
 
-NARY_SAME_KERNEL(nary_same_f32, float, float, BEATS_F)
-NARY_SAME_KERNEL(nary_same_f64, double, double, BEATS_F)
-NARY_SAME_KERNEL(nary_same_i32, int32_t, uint32_t, BEATS_I)
-NARY_SAME_KERNEL(nary_same_i64, int64_t, uint64_t, BEATS_I)
+NARY_EACH_DTYPE(NARY_SAME_KERNEL, nary_same)
+typedef void (*nary_same_fn)(int n, nary_kind kind, const void *const *vx, void *vy, int64_t e0, int64_t e1);
+static const nary_same_fn nary_same_kernels[PARDO_DTYPE_COUNT] = NARY_TABLE(nary_same);
 
 typedef struct nary_same_job {
     void (*fn)(int n, nary_kind kind, const void *const *vx, void *vy, int64_t e0, int64_t e1);
@@ -292,9 +324,9 @@ static int nary_run(pardo_kernel_ctx *ctx, nary_kind kind) {
     int rc = nary_plan_make(ctx->n_in, ctx->in, &p, ctx->st);
     if (rc != PARDO_OK) return rc;
     const pardo_dtype dt = ctx->in[0]->dtype;
-    if (kind == N_MEAN && !pardo_dtype_is_float(dt))
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtype %s, expected float32 or float64",
-                            pardo_dtype_name(dt));
+    if ((kind == N_MEAN && !pardo_dtype_is_float(dt)) || (kind == N_SUM && pardo_dtype_is_half(dt)))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtype %s, which %s does not take",
+                            pardo_dtype_name(dt), kind == N_SUM ? "sum" : "mean");
     pardo_tensor *y = pardo_kernel_output(ctx, 0, dt, p.nd, p.shape);
     if (!y) return ctx->st->code;
     const void *xs[MAX_NARY];
@@ -304,19 +336,10 @@ static int nary_run(pardo_kernel_ctx *ctx, nary_kind kind) {
     for (int k = 0; k < p.n && same; k++)
         same = pardo_shape_equal(ctx->in[k]->ndim, ctx->in[k]->shape, p.nd, p.shape);
     if (same) {
-        nary_same_job j = {dt == PARDO_F32   ? nary_same_f32
-                           : dt == PARDO_F64 ? nary_same_f64
-                           : dt == PARDO_I32 ? nary_same_i32
-                                             : nary_same_i64,
-                           p.n, kind, xs, pardo_tensor_data(y)};
+        nary_same_job j = {nary_same_kernels[dt], p.n, kind, xs, pardo_tensor_data(y)};
         return pardo_run_chunks(ctx, p.numel, nary_same_range, &j);
     }
-    switch (dt) {
-    case PARDO_F32: nary_f32(&p, kind, xs, pardo_tensor_data(y)); break;
-    case PARDO_F64: nary_f64(&p, kind, xs, pardo_tensor_data(y)); break;
-    case PARDO_I32: nary_i32(&p, kind, xs, pardo_tensor_data(y)); break;
-    default: nary_i64(&p, kind, xs, pardo_tensor_data(y)); break;
-    }
+    nary_kernels[dt](&p, kind, xs, pardo_tensor_data(y));
     return PARDO_OK;
 }
 
@@ -325,7 +348,7 @@ static int min_cpu(pardo_kernel_ctx *ctx) { return nary_run(ctx, N_MIN); }
 static int sum_cpu(pardo_kernel_ctx *ctx) { return nary_run(ctx, N_SUM); }
 static int mean_cpu(pardo_kernel_ctx *ctx) { return nary_run(ctx, N_MEAN); }
 
-#define NARY_OP(NAME, INFER, DOC)                                                                                      \
+#define NARY_OP(NAME, INFER, ALL, DOC)                                                                                 \
     const pardo_op_def pardo_op_##NAME = {                                                                             \
         .type = #NAME,                                                                                                 \
         .doc = DOC,                                                                                                    \
@@ -336,18 +359,19 @@ static int mean_cpu(pardo_kernel_ctx *ctx) { return nary_run(ctx, N_MEAN); }
         .infer = INFER,                                                                                                \
         .cpu = NAME##_cpu,                                                                                             \
         .grad = pardo_grad_standard,                                                                                   \
+        .all_dtypes = ALL,                                                                                             \
     };
 
-NARY_OP(max, max_infer,
-        "Y = elementwise max of the inputs, broadcast like numpy, like ONNX Max; NaN wins (float32, float64, int32, "
-        "int64; gradient: floats, to the first input holding the max)")
-NARY_OP(min, max_infer,
-        "Y = elementwise min of the inputs, broadcast like numpy, like ONNX Min; NaN wins (float32, float64, int32, "
-        "int64; gradient: floats, to the first input holding the min)")
-NARY_OP(sum, max_infer,
-        "Y = elementwise sum of the inputs, broadcast like numpy, like ONNX Sum (float32, float64, int32, int64 "
+NARY_OP(max, max_infer, true,
+        "Y = elementwise max of the inputs, broadcast like numpy, like ONNX Max; NaN wins (every numeric dtype; "
+        "gradient: float32, float64, to the first input holding the max)")
+NARY_OP(min, max_infer, true,
+        "Y = elementwise min of the inputs, broadcast like numpy, like ONNX Min; NaN wins (every numeric dtype; "
+        "gradient: float32, float64, to the first input holding the min)")
+NARY_OP(sum, sum_infer, true,
+        "Y = elementwise sum of the inputs, broadcast like numpy, like ONNX Sum (float32, float64 and the ints, "
         "wrapping; gradient: floats)")
-NARY_OP(mean, mean_infer,
+NARY_OP(mean, mean_infer, false,
         "Y = elementwise mean of the inputs, broadcast like numpy, like ONNX Mean (float32, float64)")
 
 /* ---- their gradients: inputs X_0..X_{k-1}, Y, dY; outputs dX_0..dX_{k-1} ---- */
@@ -465,7 +489,7 @@ static int mod_fmod(const pardo_op *op, pardo_dtype dt, bool *fmod_out, pardo_st
     int rc = pardo_attr_int(op, "fmod", 0, &f, st);
     if (rc != PARDO_OK) return rc;
     if (f != 0 && f != 1) return pardo_errorf(st, PARDO_EINVAL, "attr 'fmod' is %lld, expected 0 or 1", (long long)f);
-    if (f == 0 && pardo_dtype_is_float(dt))
+    if (f == 0 && (pardo_dtype_is_float(dt) || pardo_dtype_is_half(dt)))
         return pardo_errorf(st, PARDO_EINVAL, "attr 'fmod' is 0 with %s inputs, expected 1 for floats (ONNX Mod)",
                             pardo_dtype_name(dt));
     *fmod_out = f != 0;
@@ -475,7 +499,7 @@ static int mod_fmod(const pardo_op *op, pardo_dtype dt, bool *fmod_out, pardo_st
 static int mod_infer(pardo_infer_ctx *ctx) {
     const pardo_type *a = ctx->in[0], *b = ctx->in[1];
     bool f;
-    int rc = pardo_expect_dtype(a, "input 0 'A'", num_dtypes, 4, ctx->st);
+    int rc = pardo_expect_dtype(a, "input 0 'A'", extreme_dtypes, 12, ctx->st);
     if (rc == PARDO_OK) rc = mod_fmod(ctx->op, a->dtype, &f, ctx->st);
     if (rc != PARDO_OK) return rc;
     if (b->dtype != a->dtype)
@@ -496,6 +520,11 @@ static inline int64_t mod_int(int64_t a, int64_t b, bool fm) {
 }
 #define MOD_I(T, a, b, fm) ((T)mod_int(a, b, fm))
 #define MOD_F(T, a, b, fm) ((void)(fm), (T)fmod(a, b))
+/* unsigned: both signs agree */
+#define MOD_U(T, a, b, fm) ((void)(fm), (T)((a) % (b)))
+/* float16, bfloat16 (T uint16_t): fmod is exact, so the remainder of the decoded values encodes back as it is */
+#define MOD_H(T, a, b, fm) ((void)(fm), pardo_f16_from_f32(fmodf(pardo_f16_to_f32(a), pardo_f16_to_f32(b))))
+#define MOD_B(T, a, b, fm) ((void)(fm), pardo_bf16_from_f32(fmodf(pardo_bf16_to_f32(a), pardo_bf16_to_f32(b))))
 
 #define MOD_KERNEL(NAME, T, OP)                                                                                        \
     static void NAME(const pardo_bcast2 *p, bool fm, const void *va, const void *vb, void *vy) {                       \
@@ -515,19 +544,31 @@ MOD_KERNEL(mod_f32, float, MOD_F)
 MOD_KERNEL(mod_f64, double, MOD_F)
 MOD_KERNEL(mod_i32, int32_t, MOD_I)
 MOD_KERNEL(mod_i64, int64_t, MOD_I)
+MOD_KERNEL(mod_i8, int8_t, MOD_I)
+MOD_KERNEL(mod_i16, int16_t, MOD_I)
+MOD_KERNEL(mod_u8, uint8_t, MOD_U)
+MOD_KERNEL(mod_u16, uint16_t, MOD_U)
+MOD_KERNEL(mod_u32, uint32_t, MOD_U)
+MOD_KERNEL(mod_u64, uint64_t, MOD_U)
+MOD_KERNEL(mod_f16, uint16_t, MOD_H)
+MOD_KERNEL(mod_bf16, uint16_t, MOD_B)
+typedef void (*mod_fn)(const pardo_bcast2 *p, bool fm, const void *va, const void *vb, void *vy);
+static const mod_fn mod_kernels[PARDO_DTYPE_COUNT] = {
+    [PARDO_F32] = mod_f32, [PARDO_F64] = mod_f64, [PARDO_I32] = mod_i32, [PARDO_I64] = mod_i64,
+    [PARDO_U8] = mod_u8,   [PARDO_I8] = mod_i8,   [PARDO_I16] = mod_i16, [PARDO_U16] = mod_u16,
+    [PARDO_U32] = mod_u32, [PARDO_U64] = mod_u64, [PARDO_F16] = mod_f16, [PARDO_BF16] = mod_bf16};
 
 static int mod_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
-    if (a->dtype != b->dtype || a->dtype < PARDO_F32 || a->dtype > PARDO_I64)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE,
-                            "inputs have dtypes %s and %s, expected one of float32, float64, int32, int64 for both",
+    if (a->dtype != b->dtype || a->dtype < 0 || a->dtype >= PARDO_DTYPE_COUNT || !mod_kernels[a->dtype])
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtypes %s and %s, expected the same numeric dtype",
                             pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
     bool fm;
     int rc = mod_fmod(ctx->op, a->dtype, &fm, ctx->st);
     if (rc != PARDO_OK) return rc;
     pardo_bcast2 plan;
     if ((rc = pardo_bcast2_plan(a->ndim, a->shape, b->ndim, b->shape, &plan, ctx->st)) != PARDO_OK) return rc;
-    if (pardo_dtype_is_int(a->dtype) && plan.numel > 0)
+    if (pardo_dtype_is_integer(a->dtype) && plan.numel > 0)
         for (int64_t i = 0; i < b->numel; i++)
             if (pardo_tensor_get_f64(b, i) == 0)
                 return pardo_errorf(ctx->st, PARDO_ERUNTIME, "integer mod by zero: input 1 'B' element %lld is 0",
@@ -537,19 +578,14 @@ static int mod_cpu(pardo_kernel_ctx *ctx) {
     if (plan.numel == 0) return PARDO_OK;
     const void *pa = pardo_tensor_data(a), *pb = pardo_tensor_data(b);
     void *py = pardo_tensor_data(y);
-    switch (a->dtype) {
-    case PARDO_F32: mod_f32(&plan, fm, pa, pb, py); break;
-    case PARDO_F64: mod_f64(&plan, fm, pa, pb, py); break;
-    case PARDO_I32: mod_i32(&plan, fm, pa, pb, py); break;
-    default: mod_i64(&plan, fm, pa, pb, py); break;
-    }
+    mod_kernels[a->dtype](&plan, fm, pa, pb, py);
     return PARDO_OK;
 }
 
 const pardo_op_def pardo_op_mod = {
     .type = "mod",
-    .doc = "C = A mod B, broadcasting like numpy, like ONNX Mod: fmod 0 the divisor's sign, fmod 1 C's fmod (float32, "
-           "float64 with fmod 1; int32, int64, a zero divisor an error; no gradient)",
+    .doc = "C = A mod B, broadcasting like numpy, like ONNX Mod: fmod 0 the divisor's sign, fmod 1 C's fmod (the floats "
+           "with fmod 1, float16 and bfloat16 exact through float32; the ints, a zero divisor an error; no gradient)",
     .inputs = ab_in,
     .n_inputs = 2,
     .outputs = c_out,
@@ -558,6 +594,7 @@ const pardo_op_def pardo_op_mod = {
     .n_attrs = 1,
     .infer = mod_infer,
     .cpu = mod_cpu,
+    .all_dtypes = true,
 };
 
 /* ---- cumsum ---- */

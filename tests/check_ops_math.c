@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "core/half.h"
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -215,6 +216,109 @@ START_TEST(test_mod_signs) {
     pardo_tensor_release(y);
     pardo_tensor_release(b);
     pardo_tensor_release(a);
+}
+END_TEST
+
+/* ---- max, min, sum, mod on the narrow and unsigned ints, float16, bfloat16 ---- */
+
+static const pardo_dtype narrow_dtypes[] = {PARDO_U8,  PARDO_I8,  PARDO_I16, PARDO_U16,
+                                            PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+
+/* Element i's bytes as 64 bits, sign-extended for the signed ints. */
+static uint64_t bits_at(const pardo_tensor *t, int64_t i) {
+    const size_t es = pardo_dtype_size(t->dtype);
+    uint64_t v = 0;
+    memcpy(&v, (const char *)pardo_tensor_data(t) + (size_t)i * es, es);
+    if ((t->dtype == PARDO_I8 || t->dtype == PARDO_I16) && (v >> (8 * es - 1)) & 1) v |= ~0ULL << (8 * es);
+    return v;
+}
+
+/* True when element value b (bits) beats a for max (is_max) or min: ints by their signed or unsigned value,
+ * halves by the value they encode, the first NaN winning. */
+static bool ref_beats(pardo_dtype dt, uint64_t b, uint64_t a, bool is_max) {
+    if (pardo_dtype_is_half(dt)) {
+        const double x = dt == PARDO_F16 ? pardo_f16_to_f64((uint16_t)b) : pardo_bf16_to_f64((uint16_t)b);
+        const double y = dt == PARDO_F16 ? pardo_f16_to_f64((uint16_t)a) : pardo_bf16_to_f64((uint16_t)a);
+        if (isnan(y)) return false;
+        return isnan(x) || (is_max ? x > y : x < y);
+    }
+    if (pardo_dtype_is_unsigned(dt)) return is_max ? b > a : b < a;
+    return is_max ? (int64_t)b > (int64_t)a : (int64_t)b < (int64_t)a;
+}
+
+static pardo_tensor *bytes_tensor(test_rng *r, pardo_dtype dt, int nd, const int64_t *shape) {
+    pardo_status st;
+    pardo_tensor *t = pardo_tensor_new_cpu(dt, nd, shape, &st);
+    ck_assert_ptr_nonnull(t);
+    for (size_t b = 0; b < t->nbytes; b++) ((uint8_t *)pardo_tensor_data(t))[b] = (uint8_t)test_rng_next(r);
+    if (pardo_dtype_is_half(dt))
+        for (int64_t i = 0; i < t->numel; i++)
+            if (i != 1 && !isfinite(pardo_tensor_get_f64(t, i))) ((uint16_t *)pardo_tensor_data(t))[i] &= 0xbfff;
+    return t;
+}
+
+START_TEST(test_narrow_dtypes_max_min_sum_mod) {
+    test_rng r = {77};
+    for (int t = 0; t < LEN(narrow_dtypes); t++) {
+        const pardo_dtype dt = narrow_dtypes[t];
+        const size_t es = pardo_dtype_size(dt);
+        pardo_tensor *in[3] = {bytes_tensor(&r, dt, 3, (int64_t[]){2, 3, 4}), bytes_tensor(&r, dt, 2, (int64_t[]){3, 1}),
+                               bytes_tensor(&r, dt, 1, (int64_t[]){4})};
+        if (pardo_dtype_is_half(dt)) pardo_tensor_set_f64(in[0], 1, NAN); /* NaN wins */
+        for (int o = 0; o < 3; o++) {
+            if (o == 2 && pardo_dtype_is_half(dt)) continue; /* sum: not the halves */
+            const char *op = o == 0 ? "max" : o == 1 ? "min" : "sum";
+            pardo_tensor *y = NULL;
+            pardo_status st;
+            ck_assert_msg(test_run_op(op, NULL, 3, in, 1, &y, &st) == PARDO_OK, "%s %s: %s", op, pardo_dtype_name(dt),
+                          st.msg);
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 3; j++)
+                    for (int k = 0; k < 4; k++) {
+                        const uint64_t v[3] = {bits_at(in[0], (i * 3 + j) * 4 + k), bits_at(in[1], j), bits_at(in[2], k)};
+                        uint64_t want = v[0];
+                        for (int w = 1; w < 3; w++)
+                            if (o == 2) want += v[w];
+                            else if (ref_beats(dt, v[w], want, o == 0)) want = v[w];
+                        if (es < 8) want &= (1ULL << (8 * es)) - 1;
+                        uint64_t got = bits_at(y, (i * 3 + j) * 4 + k);
+                        if (es < 8) got &= (1ULL << (8 * es)) - 1;
+                        ck_assert_msg(got == want, "%s %s [%d %d %d]: %llx, expected %llx", op, pardo_dtype_name(dt), i,
+                                      j, k, (unsigned long long)got, (unsigned long long)want);
+                    }
+            pardo_tensor_release(y);
+        }
+        /* mod of in[0] by in[2] (zeros made 7), fmod 0 and 1 for the ints, 1 for the halves */
+        for (int64_t k = 0; k < 4; k++)
+            if (!pardo_dtype_is_half(dt) && bits_at(in[2], k) == 0) pardo_tensor_set_f64(in[2], k, 7);
+        pardo_tensor *ab[2] = {in[0], in[2]};
+        for (int fm = pardo_dtype_is_half(dt) ? 1 : 0; fm < 2; fm++) {
+            pardo_tensor *y = NULL;
+            pardo_status st;
+            ck_assert_msg(test_run_op("mod", fm ? "{\"fmod\": 1}" : NULL, 2, ab, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+            for (int64_t e = 0; e < 24; e++) {
+                const double a = pardo_tensor_get_f64(in[0], e), b = pardo_tensor_get_f64(in[2], e % 4);
+                if (pardo_dtype_is_half(dt)) {
+                    const double want = fmod(a, b), got = pardo_tensor_get_f64(y, e);
+                    ck_assert_msg((isnan(want) && isnan(got)) || got == want, "mod %s: %g mod %g = %g, expected %g",
+                                  pardo_dtype_name(dt), a, b, got, want);
+                } else if (dt == PARDO_U64 || dt == PARDO_U32) {
+                    ck_assert_uint_eq(bits_at(y, e), bits_at(in[0], e) % bits_at(in[2], e % 4));
+                } else {
+                    ck_assert_double_eq(pardo_tensor_get_f64(y, e), naive_mod(a, b, fm));
+                }
+            }
+            pardo_tensor_release(y);
+        }
+        for (int k = 0; k < 3; k++) pardo_tensor_release(in[k]);
+    }
+    /* sum of the halves and fmod 0 on them are refused */
+    pardo_status st;
+    pardo_type h = test_type(PARDO_F16, 1, (int64_t[]){2}), out;
+    const pardo_type *hh[2] = {&h, &h};
+    ck_assert_int_eq(test_infer_op("sum", NULL, 2, hh, 1, &out, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "float16"), "%s", st.msg);
+    ck_assert_int_eq(test_infer_op("mod", NULL, 2, hh, 1, &out, &st), PARDO_EINVAL);
 }
 END_TEST
 
@@ -507,6 +611,7 @@ Suite *make_ops_math_suite(void) {
     tcase_add_test(core, test_variadic_broadcast);
     tcase_add_test(core, test_variadic_same_shape);
     tcase_add_test(core, test_mod_signs);
+    tcase_add_test(core, test_narrow_dtypes_max_min_sum_mod);
     tcase_add_test(core, test_cumsum_forms);
     tcase_add_test(core, test_hardmax_axes);
     tcase_add_test(core, test_det_against_cofactors);
