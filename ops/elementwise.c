@@ -246,8 +246,7 @@ static const pardo_attr_def pow_attrs[] = {
     {"exponent", PARDO_ATTR_FLOAT, "null", "the power X is raised to, when input 1 'E' is absent"}};
 static const pardo_arg_def pow_in[] = {
     {"X", "the base (float32 or float64; with E also int32, int64)", false, false},
-    {"E", "the exponent, broadcast against X like numpy (float32, float64, int32, int64; \"\": attr exponent)", true,
-     false},
+    {"E", "the exponent, broadcast against X like numpy (any numeric dtype; \"\": attr exponent)", true, false},
 };
 static const pardo_arg_def pow_grad_in[] = {
     {"X", "the forward input", false, false},
@@ -277,7 +276,7 @@ static int pow_infer(pardo_infer_ctx *ctx) {
     if (!(ctx->n_in > 1 && ctx->in[1])) return pardo_unary_infer(ctx, pow_args);
     const pardo_type *x = ctx->in[0], *e = ctx->in[1];
     int rc = pardo_expect_dtype(x, "input 0 'X'", binary_dtypes, 4, ctx->st);
-    if (rc == PARDO_OK) rc = pardo_expect_dtype(e, "input 1 'E'", binary_dtypes, 4, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(e, "input 1 'E'", arith_dtypes, 12, ctx->st);
     if (rc == PARDO_OK) rc = pardo_broadcast_types(x, e, &ctx->out[0], ctx->st);
     if (rc != PARDO_OK) return rc;
     ctx->out[0].dtype = x->dtype;
@@ -290,8 +289,20 @@ static inline double num_at(const void *d, pardo_dtype dt, int64_t i) {
     case PARDO_F32: return (double)((const float *)d)[i];
     case PARDO_F64: return ((const double *)d)[i];
     case PARDO_I32: return (double)((const int32_t *)d)[i];
-    default: return (double)((const int64_t *)d)[i];
+    case PARDO_I64: return (double)((const int64_t *)d)[i];
+    default: return pardo_elem_get_f64(d, dt, i); /* an exponent of the other dtypes */
     }
+}
+
+/* An integer exponent as an int64 (uint64 ones past int64's range clamp to it: any such power of an integer
+ * other than 0, 1 or -1 wraps to 0 or overflows alike). */
+static inline int64_t int_exp_at(const void *d, pardo_dtype dt, int64_t i) {
+    if (dt == PARDO_I64) return ((const int64_t *)d)[i];
+    if (dt == PARDO_U64) {
+        const uint64_t u = ((const uint64_t *)d)[i];
+        return u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
+    }
+    return (int64_t)pardo_elem_get_f64(d, dt, i); /* exact below 2^32 */
 }
 
 /* b ** e in integers (e >= 0, wrapping like numpy); e < 0: C's truncation of the real power. */
@@ -306,9 +317,10 @@ static int64_t ipow(int64_t b, int64_t e) {
 static int pow_cpu(pardo_kernel_ctx *ctx) {
     if (!pow_has_e(ctx->n_in, ctx->in)) return pardo_unary_run(ctx, pow_f32, pow_f64, pow_args);
     pardo_tensor *x = ctx->in[0], *e = ctx->in[1];
-    if (x->dtype < PARDO_F32 || x->dtype > PARDO_I64 || e->dtype < PARDO_F32 || e->dtype > PARDO_I64)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs are %s and %s, expected float32, float64, int32 or int64",
-                            pardo_dtype_name(x->dtype), pardo_dtype_name(e->dtype));
+    if (x->dtype < PARDO_F32 || x->dtype > PARDO_I64 || e->dtype < 0 || e->dtype >= PARDO_DTYPE_COUNT ||
+        e->dtype == PARDO_BOOL)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs are %s and %s, expected X float32, float64, int32 or int64 "
+                            "and a numeric E", pardo_dtype_name(x->dtype), pardo_dtype_name(e->dtype));
     pardo_bcast2 p;
     int rc = pardo_bcast2_plan(x->ndim, x->shape, e->ndim, e->shape, &p, ctx->st);
     if (rc != PARDO_OK) return rc;
@@ -316,7 +328,7 @@ static int pow_cpu(pardo_kernel_ctx *ctx) {
     if (!y) return ctx->st->code;
     const void *px = pardo_tensor_data(x), *pe = pardo_tensor_data(e);
     void *py = pardo_tensor_data(y);
-    const bool ints = pardo_dtype_is_int(x->dtype) && pardo_dtype_is_int(e->dtype);
+    const bool ints = pardo_dtype_is_int(x->dtype) && pardo_dtype_is_integer(e->dtype);
     pardo_odo o;
     pardo_odo_init(&o, p.nd, p.dims, p.sa, p.sb);
     for (int64_t i = 0; i < p.numel; i++, pardo_odo_next(&o)) {
@@ -325,10 +337,12 @@ static int pow_cpu(pardo_kernel_ctx *ctx) {
         case PARDO_F32: ((float *)py)[i] = (float)pow(b, ex); break;
         case PARDO_F64: ((double *)py)[i] = pow(b, ex); break;
         case PARDO_I32:
-            ((int32_t *)py)[i] = (int32_t)(ints ? ipow((int64_t)b, (int64_t)ex) : (int64_t)pow(b, ex));
+            ((int32_t *)py)[i] =
+                (int32_t)(ints ? ipow((int64_t)b, int_exp_at(pe, e->dtype, o.off[1])) : (int64_t)pow(b, ex));
             break;
-        default: /* int64: exact in integers (a double holds every int64 exponent a model gives) */
-            ((int64_t *)py)[i] = ints ? ipow(((const int64_t *)px)[o.off[0]], (int64_t)ex) : (int64_t)pow(b, ex);
+        default: /* int64: exact in integers */
+            ((int64_t *)py)[i] = ints ? ipow(((const int64_t *)px)[o.off[0]], int_exp_at(pe, e->dtype, o.off[1]))
+                                      : (int64_t)pow(b, ex);
             break;
         }
     }
@@ -337,8 +351,9 @@ static int pow_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_pow = {
     .type = "pow",
-    .doc = "Y = X ** exponent (attr; float32, float64), or X ** E broadcast like numpy, like ONNX Pow (X, E float32, "
-           "float64, int32, int64; Y X's dtype, ints exact); C pow: NaN for X < 0 with a non-integer exponent "
+    .doc = "Y = X ** exponent (attr; float32, float64), or X ** E broadcast like numpy, like ONNX Pow (X float32, "
+           "float64, int32, int64, E any numeric dtype; Y X's dtype, ints exact); C pow: NaN for X < 0 with a "
+           "non-integer exponent "
            "(gradient: floats)",
     .inputs = pow_in,
     .n_inputs = 2,
@@ -350,6 +365,7 @@ const pardo_op_def pardo_op_pow = {
     .cpu = pow_cpu,
     .inplace = true, /* element i of Y reads only element i of X where the two can be one tensor (same shape) */
     .grad = pardo_grad_standard,
+    .all_dtypes = true, /* E: every numeric dtype; X as pow_infer says */
 };
 
 /* pow_grad's inputs: X, E, Y, dY; a graph written before input E has X, Y, dY (3 inputs), the unary form's. */

@@ -262,6 +262,47 @@ START_TEST(test_narrow_int_semantics) {
 }
 END_TEST
 
+/* pow with an exponent of the narrow dtypes: int bases with int exponents exact in integers (a naive product
+ * loop, wrapping in uint64 then truncated), with float16/bfloat16 exponents C's pow truncated, float bases
+ * through C's pow of the exponent's value. */
+START_TEST(test_pow_narrow_exponents) {
+    const double base[5] = {2, -3, 7, 0, 1}, expo[5] = {3, 5, 20, 0, 255};
+    int64_t n = 5;
+    for (int t = 0; t < LEN(narrow_dtypes); t++) {
+        const pardo_dtype edt = narrow_dtypes[t];
+        pardo_tensor *e = test_tensor_from(edt, 1, &n, expo);
+        const pardo_dtype bases[3] = {PARDO_I32, PARDO_I64, PARDO_F32};
+        for (int b = 0; b < 3; b++) {
+            pardo_tensor *in[2] = {test_tensor_from(bases[b], 1, &n, base), e}, *y = NULL;
+            pardo_status st;
+            ck_assert_msg(test_run_op("pow", NULL, 2, in, 1, &y, &st) == PARDO_OK, "%s ** %s: %s",
+                          pardo_dtype_name(bases[b]), pardo_dtype_name(edt), st.msg);
+            ck_assert_int_eq(y->dtype, bases[b]);
+            for (int i = 0; i < 5; i++) {
+                const double ev = pardo_tensor_get_f64(e, i); /* what the exponent holds (bfloat16: 256 for 255) */
+                double want;
+                if (bases[b] == PARDO_F32) {
+                    want = (double)(float)pow(base[i], ev);
+                } else if (pardo_dtype_is_half(edt)) { /* a float exponent: C's pow, truncated like a cast */
+                    const int64_t r = (int64_t)pow(base[i], ev);
+                    want = bases[b] == PARDO_I32 ? (double)(int32_t)(uint32_t)(uint64_t)r : (double)r;
+                } else {
+                    uint64_t r = 1;
+                    for (int64_t k = 0; k < (int64_t)ev; k++) r *= (uint64_t)(int64_t)base[i];
+                    want = bases[b] == PARDO_I32 ? (double)(int32_t)(uint32_t)r : (double)(int64_t)r;
+                }
+                ck_assert_msg(pardo_tensor_get_f64(y, i) == want, "%s %g ** %s %g: %.17g, expected %.17g",
+                              pardo_dtype_name(bases[b]), base[i], pardo_dtype_name(edt), ev,
+                              pardo_tensor_get_f64(y, i), want);
+            }
+            pardo_tensor_release(y);
+            pardo_tensor_release(in[0]);
+        }
+        pardo_tensor_release(e);
+    }
+}
+END_TEST
+
 /* One op on given values; returns the output, which the caller releases. */
 static pardo_tensor *run2(const char *op, pardo_dtype dt, int n, const double *a, const double *b) {
     int64_t shape[1] = {n};
@@ -893,6 +934,7 @@ Suite *make_ops_elementwise_suite(void) {
     tcase_add_test(core, test_binary_broadcast);
     tcase_add_test(core, test_binary_narrow_dtypes);
     tcase_add_test(core, test_narrow_int_semantics);
+    tcase_add_test(core, test_pow_narrow_exponents);
     tcase_add_test(core, test_int_semantics);
     tcase_add_test(core, test_unary);
     tcase_add_test(core, test_scale_default_and_special_values);

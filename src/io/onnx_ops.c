@@ -298,9 +298,30 @@ static int map_leaky_relu(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
 }
 
 
+/* Clip of an integer or half input (opset 11 on: its bounds are inputs of its dtype): max with the lower
+ * bound, then min with the upper, which take every numeric dtype exactly; no bound: identity. */
+static int clip_by_max_min(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *y = onnx_in_var(c, n, 0, st);
+    const bool lo = onnx_input(c, n, 1) != NULL, hi = onnx_input(c, n, 2) != NULL;
+    if (y && !lo && !hi) return onnx_emit1(c, n, "identity", &y, 1, st) ? PARDO_OK : st->code;
+    for (int k = 1; y && k <= 2; k++) {
+        if (!onnx_input(c, n, k)) continue;
+        const char *bound = onnx_in_var(c, n, k, st);
+        y = bound ? onnx_step(c, n, k == 1 ? "max" : "min", y, bound, k == 2 || !hi, st) : NULL;
+    }
+    return y ? PARDO_OK : st->code;
+}
+
 static int map_clip(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     double lo = -INFINITY, hi = INFINITY;
     bool has_lo, has_hi;
+    const onnx_value *xv = onnx_input(c, n, 0);
+    if (c->opset >= 11 && xv && (xv->konst || xv->var)) {
+        pardo_type xt;
+        if (xv->konst) xt = pardo_tensor_type(xv->konst);
+        else if (onnx_type_of(c, xv->var, &xt, st) != PARDO_OK) return st->code;
+        if (!pardo_dtype_is_float(xt.dtype)) return clip_by_max_min(c, n, st);
+    }
     if (c->opset < 11) {
         has_lo = onnx_attr(n, "min") != NULL;
         has_hi = onnx_attr(n, "max") != NULL;
