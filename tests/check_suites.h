@@ -39,6 +39,7 @@
     X(ops_grid_sample)  \
     X(ops_compare)      \
     X(ops_math)         \
+    X(ops_bitwise)      \
     X(ops_fill)         \
     X(ops_conv)         \
     X(ops_pool)         \

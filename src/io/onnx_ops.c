@@ -189,6 +189,20 @@ static int map_mod(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return op && onnx_set_int(op, "fmod", onnx_attr_int(n, "fmod", 0), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+/* BitShift: bit_shift, direction "LEFT" / "RIGHT" as "left" / "right". */
+static int map_bit_shift(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"direction", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    char buf[16];
+    const char *d = onnx_attr_string(n, "direction", "", buf, sizeof buf);
+    const char *dir = strcmp(d, "LEFT") == 0 ? "left" : strcmp(d, "RIGHT") == 0 ? "right" : NULL;
+    if (!dir) return onnx_bad(c, st, "attr 'direction' is \"%s\", expected \"LEFT\" or \"RIGHT\"", d);
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "bit_shift", in, 2, st);
+    return op && onnx_set_string(op, "direction", dir, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
 /* CumSum: the axis (input 1) as attr when known at load, else read by cumsum at run time. */
 static int map_cumsum(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"exclusive", "reverse", NULL};
@@ -1344,6 +1358,7 @@ static const onnx_mapping table[] = {
     {"Atanh", map_atanh},
     {"AveragePool", map_average_pool},
     {"BatchNormalization", map_batch_norm},
+    {"BitShift", map_bit_shift},
     {"Cast", map_cast},
     {"CastLike", map_cast_like},
     {"Ceil", map_ceil},
