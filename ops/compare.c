@@ -1,6 +1,7 @@
 /* compare.c - comparisons, logic and selection, like the ONNX operators of
  * the same meaning: equal (any dtype), less, greater, less_or_equal,
- * greater_or_equal (float32, float64, int32, int64), and, or, xor (bool),
+ * greater_or_equal (every numeric dtype; float16 and bfloat16 by the value
+ * they encode), and, or, xor (bool),
  * each broadcasting A against B like numpy into a bool C; not (bool);
  * is_nan and is_inf (float32, float64 into bool, like ONNX IsNaN and IsInf
  * with detect_positive / detect_negative); where
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "index_util.h"
 #include "kernel_util.h"
 #include "op.h"
@@ -22,7 +24,9 @@ static const pardo_arg_def ab_in[] = {
 };
 static const pardo_arg_def c_out[] = {{"C", "bool result, of the broadcast shape", false, false}};
 
-static const pardo_dtype all_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64, PARDO_BOOL};
+/* the numeric dtypes, then bool (which equal takes too) */
+static const pardo_dtype all_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_F16, PARDO_BF16, PARDO_I8,  PARDO_I16, PARDO_I32,
+                                         PARDO_I64, PARDO_U8,  PARDO_U16, PARDO_U32,  PARDO_U64, PARDO_BOOL};
 static const pardo_dtype bool_dtype[] = {PARDO_BOOL};
 
 /* A and B of one dtype among the n allowed; C bool of the broadcast shape. */
@@ -38,8 +42,8 @@ static int compare_infer_of(pardo_infer_ctx *ctx, const pardo_dtype *allowed, in
     return PARDO_OK;
 }
 
-static int equal_infer(pardo_infer_ctx *ctx) { return compare_infer_of(ctx, all_dtypes, 5); }
-static int order_infer(pardo_infer_ctx *ctx) { return compare_infer_of(ctx, all_dtypes, 4); }
+static int equal_infer(pardo_infer_ctx *ctx) { return compare_infer_of(ctx, all_dtypes, 13); }
+static int order_infer(pardo_infer_ctx *ctx) { return compare_infer_of(ctx, all_dtypes, 12); }
 static int logic_infer(pardo_infer_ctx *ctx) { return compare_infer_of(ctx, bool_dtype, 1); }
 
 typedef void (*compare_fn)(const pardo_bcast2 *p, const void *a, const void *b, uint8_t *y, int64_t e0, int64_t e1);
@@ -56,7 +60,12 @@ typedef void (*compare_fn)(const pardo_bcast2 *p, const void *a, const void *b, 
 /* Defines NAME, C = OP(A, B) as 0 or 1 over output elements [e0, e1) for
  * operands of type T: the outer merged dims walked with an odometer, the
  * innermost one a plain loop. */
-#define COMPARE_KERNEL(NAME, T, OP)                                                                                    \
+#define COMPARE_KERNEL(NAME, T, OP) COMPARE_KERNEL_LOAD(NAME, T, OP, LOAD_AS_IS)
+#define LOAD_AS_IS(v) (v)
+/* float16 and bfloat16 (their bits) compare as the values they encode */
+#define LOAD_F16(v) pardo_f16_to_f32(v)
+#define LOAD_BF16(v) pardo_bf16_to_f32(v)
+#define COMPARE_KERNEL_LOAD(NAME, T, OP, LOAD)                                                                         \
     static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, uint8_t *y, int64_t e0, int64_t e1) {      \
         const T *a = va, *b = vb;                                                                                      \
         const int inner = p->nd - 1;                                                                                   \
@@ -67,19 +76,30 @@ typedef void (*compare_fn)(const pardo_bcast2 *p, const void *a, const void *b, 
         for (int64_t e = e0, col = e0 % n; e < e1; col = 0, pardo_odo_next(&o)) {                                      \
             const int64_t cnt = n - col < e1 - e ? n - col : e1 - e;                                                   \
             const T *pa = a + o.off[0] + col * sa, *pb = b + o.off[1] + col * sb;                                      \
-            for (int64_t i = 0; i < cnt; i++) y[e + i] = (uint8_t)OP(pa[i * sa], pb[i * sb]);                          \
+            for (int64_t i = 0; i < cnt; i++) y[e + i] = (uint8_t)OP(LOAD(pa[i * sa]), LOAD(pb[i * sb]));              \
             e += cnt;                                                                                                  \
         }                                                                                                              \
     }
 
-/* The kernels of one comparison, indexed by dtype (PARDO_F32..PARDO_BOOL;
- * NULL where the op does not take the dtype). */
+/* The kernels of one comparison, indexed by dtype (NULL where the op does not take the dtype). */
 #define COMPARE_KERNELS(NAME, OP, BOOL_FN)                                                                             \
     COMPARE_KERNEL(NAME##_f32, float, OP)                                                                              \
     COMPARE_KERNEL(NAME##_f64, double, OP)                                                                             \
     COMPARE_KERNEL(NAME##_i32, int32_t, OP)                                                                            \
     COMPARE_KERNEL(NAME##_i64, int64_t, OP)                                                                            \
-    static const compare_fn NAME##_kernels[5] = {NAME##_f32, NAME##_f64, NAME##_i32, NAME##_i64, BOOL_FN};
+    COMPARE_KERNEL(NAME##_u8, uint8_t, OP)                                                                             \
+    COMPARE_KERNEL(NAME##_i8, int8_t, OP)                                                                              \
+    COMPARE_KERNEL(NAME##_i16, int16_t, OP)                                                                            \
+    COMPARE_KERNEL(NAME##_u16, uint16_t, OP)                                                                           \
+    COMPARE_KERNEL(NAME##_u32, uint32_t, OP)                                                                           \
+    COMPARE_KERNEL(NAME##_u64, uint64_t, OP)                                                                           \
+    COMPARE_KERNEL_LOAD(NAME##_f16, uint16_t, OP, LOAD_F16)                                                            \
+    COMPARE_KERNEL_LOAD(NAME##_bf16, uint16_t, OP, LOAD_BF16)                                                          \
+    static const compare_fn NAME##_kernels[PARDO_DTYPE_COUNT] = {                                                      \
+        [PARDO_F32] = NAME##_f32, [PARDO_F64] = NAME##_f64, [PARDO_I32] = NAME##_i32, [PARDO_I64] = NAME##_i64,        \
+        [PARDO_BOOL] = BOOL_FN,   [PARDO_U8] = NAME##_u8,   [PARDO_I8] = NAME##_i8,   [PARDO_I16] = NAME##_i16,        \
+        [PARDO_U16] = NAME##_u16, [PARDO_U32] = NAME##_u32, [PARDO_U64] = NAME##_u64, [PARDO_F16] = NAME##_f16,        \
+        [PARDO_BF16] = NAME##_bf16};
 
 COMPARE_KERNEL(equal_b8, uint8_t, OP_EQ)
 COMPARE_KERNELS(equal, OP_EQ, equal_b8)
@@ -89,10 +109,10 @@ COMPARE_KERNELS(less_or_equal, OP_LE, NULL)
 COMPARE_KERNELS(greater_or_equal, OP_GE, NULL)
 COMPARE_KERNEL(and_b8, uint8_t, OP_AND)
 COMPARE_KERNEL(or_b8, uint8_t, OP_OR)
-static const compare_fn and_kernels[5] = {NULL, NULL, NULL, NULL, and_b8};
-static const compare_fn or_kernels[5] = {NULL, NULL, NULL, NULL, or_b8};
+static const compare_fn and_kernels[PARDO_DTYPE_COUNT] = {[PARDO_BOOL] = and_b8};
+static const compare_fn or_kernels[PARDO_DTYPE_COUNT] = {[PARDO_BOOL] = or_b8};
 COMPARE_KERNEL(xor_b8, uint8_t, OP_XOR)
-static const compare_fn xor_kernels[5] = {NULL, NULL, NULL, NULL, xor_b8};
+static const compare_fn xor_kernels[PARDO_DTYPE_COUNT] = {[PARDO_BOOL] = xor_b8};
 
 typedef struct compare_job {
     compare_fn fn;
@@ -106,9 +126,9 @@ static void compare_range(void *arg, int64_t e0, int64_t e1) {
     j->fn(j->plan, j->a, j->b, j->y, e0, e1);
 }
 
-static int compare_run(pardo_kernel_ctx *ctx, const compare_fn kernels[5]) {
+static int compare_run(pardo_kernel_ctx *ctx, const compare_fn kernels[PARDO_DTYPE_COUNT]) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
-    if (a->dtype != b->dtype || a->dtype < 0 || a->dtype > PARDO_BOOL || !kernels[a->dtype])
+    if (a->dtype != b->dtype || a->dtype < 0 || a->dtype >= PARDO_DTYPE_COUNT || !kernels[a->dtype])
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtypes %s and %s, which this op does not compare",
                             pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
     pardo_bcast2 plan;
@@ -132,19 +152,20 @@ static int compare_run(pardo_kernel_ctx *ctx, const compare_fn kernels[5]) {
         .n_outputs = 1,                                                                                                \
         .infer = INFER,                                                                                                \
         .cpu = NAME##_cpu,                                                                                             \
+        .all_dtypes = true,                                                                                            \
     };
 
 COMPARE_OP(equal, equal_infer, "C = (A == B), bool, broadcasting like numpy, like ONNX Equal (any dtype; no gradient)")
 COMPARE_OP(less, order_infer,
-           "C = (A < B), bool, broadcasting like numpy, like ONNX Less (float32, float64, int32, int64; no gradient)")
+           "C = (A < B), bool, broadcasting like numpy, like ONNX Less (every numeric dtype; no gradient)")
 COMPARE_OP(greater, order_infer,
-           "C = (A > B), bool, broadcasting like numpy, like ONNX Greater (float32, float64, int32, int64; no "
+           "C = (A > B), bool, broadcasting like numpy, like ONNX Greater (every numeric dtype; no "
            "gradient)")
 COMPARE_OP(less_or_equal, order_infer,
-           "C = (A <= B), bool, broadcasting like numpy, like ONNX LessOrEqual (float32, float64, int32, int64; no "
+           "C = (A <= B), bool, broadcasting like numpy, like ONNX LessOrEqual (every numeric dtype; no "
            "gradient)")
 COMPARE_OP(greater_or_equal, order_infer,
-           "C = (A >= B), bool, broadcasting like numpy, like ONNX GreaterOrEqual (float32, float64, int32, int64; "
+           "C = (A >= B), bool, broadcasting like numpy, like ONNX GreaterOrEqual (every numeric dtype; "
            "no gradient)")
 COMPARE_OP(and, logic_infer, "C = A and B, bool, broadcasting like numpy, like ONNX And (bool; no gradient)")
 COMPARE_OP(or, logic_infer, "C = A or B, bool, broadcasting like numpy, like ONNX Or (bool; no gradient)")

@@ -87,6 +87,50 @@ START_TEST(test_equal_dtypes) {
 }
 END_TEST
 
+/* The five comparisons on the narrow and unsigned ints (by their signed or unsigned value) and on float16 /
+ * bfloat16 (by the value they encode, NaN unordered), broadcasting [3, 4] against [4], against a naive loop. */
+START_TEST(test_compare_narrow_dtypes) {
+    static const pardo_dtype dts[] = {PARDO_U8,  PARDO_I8,  PARDO_I16, PARDO_U16,
+                                      PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+    static const char *const ops[] = {"equal", "less", "greater", "less_or_equal", "greater_or_equal"};
+    test_rng r = {808};
+    for (int t = 0; t < LEN(dts); t++) {
+        pardo_status st;
+        pardo_tensor *a = pardo_tensor_new_cpu(dts[t], 2, (int64_t[]){3, 4}, &st);
+        pardo_tensor *b = pardo_tensor_new_cpu(dts[t], 1, (int64_t[]){4}, &st);
+        const size_t es = pardo_dtype_size(dts[t]);
+        for (size_t k = 0; k < a->nbytes; k++) ((uint8_t *)pardo_tensor_data(a))[k] = (uint8_t)(test_rng_next(&r) % 4);
+        for (size_t k = 0; k < b->nbytes; k++) ((uint8_t *)pardo_tensor_data(b))[k] = (uint8_t)(test_rng_next(&r) % 4);
+        memcpy(pardo_tensor_data(b), pardo_tensor_data(a), es); /* one equal pair at least */
+        ((uint8_t *)pardo_tensor_data(a))[es * 5 + es - 1] |= 0x80; /* a high bit set: a negative int or half, a large unsigned int */
+        if (pardo_dtype_is_half(dts[t])) pardo_tensor_set_f64(a, 6, NAN);
+        pardo_tensor *in[2] = {a, b};
+        for (int o = 0; o < LEN(ops); o++) {
+            pardo_tensor *y = NULL;
+            ck_assert_msg(test_run_op(ops[o], NULL, 2, in, 1, &y, &st) == PARDO_OK, "%s %s: %s", ops[o],
+                          pardo_dtype_name(dts[t]), st.msg);
+            ck_assert_int_eq(y->dtype, PARDO_BOOL);
+            for (int64_t e = 0; e < 12; e++) {
+                bool want;
+                if (dts[t] == PARDO_U64) { /* past 2^53: compare the integers themselves */
+                    const uint64_t x = ((const uint64_t *)pardo_tensor_data(a))[e],
+                                   z = ((const uint64_t *)pardo_tensor_data(b))[e % 4];
+                    want = o == 0 ? x == z : o == 1 ? x < z : o == 2 ? x > z : o == 3 ? x <= z : x >= z;
+                } else {
+                    const double x = pardo_tensor_get_f64(a, e), z = pardo_tensor_get_f64(b, e % 4);
+                    want = o == 0 ? x == z : o == 1 ? x < z : o == 2 ? x > z : o == 3 ? x <= z : x >= z;
+                }
+                ck_assert_msg(pardo_tensor_get_f64(y, e) == (want ? 1.0 : 0.0), "%s %s element %lld", ops[o],
+                              pardo_dtype_name(dts[t]), (long long)e);
+            }
+            pardo_tensor_release(y);
+        }
+        pardo_tensor_release(a);
+        pardo_tensor_release(b);
+    }
+}
+END_TEST
+
 START_TEST(test_compare_infer) {
     pardo_type a = test_type(PARDO_I64, 2, (int64_t[]){-1, 3}), b = test_type(PARDO_I64, 1, (int64_t[]){3}), y;
     const pardo_type *in[2] = {&a, &b};
@@ -196,6 +240,7 @@ Suite *make_ops_compare_suite(void) {
     Suite *s = suite_create("ops_compare");
     TCase *core = tcase_create("Core");
     tcase_add_test(core, test_equal_dtypes);
+    tcase_add_test(core, test_compare_narrow_dtypes);
     tcase_add_test(core, test_compare_infer);
     tcase_add_test(core, test_where_erf_grad);
     tcase_add_test(core, test_xor_broadcast);
