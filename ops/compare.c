@@ -378,6 +378,7 @@ static void walk3_next(const bcast3 *p, walk3 *w) {
     }
 
 WHERE_KERNEL(where_1, uint8_t)
+WHERE_KERNEL(where_2, uint16_t)
 WHERE_KERNEL(where_4, uint32_t)
 WHERE_KERNEL(where_8, uint64_t)
 
@@ -395,6 +396,7 @@ static int where_cpu(pardo_kernel_ctx *ctx) {
     const uint8_t *c = pardo_tensor_data(t[0]);
     const void *x = pardo_tensor_data(t[1]), *y = pardo_tensor_data(t[2]);
     if (es == 1) where_1(&p, c, x, y, pardo_tensor_data(z));
+    else if (es == 2) where_2(&p, c, x, y, pardo_tensor_data(z));
     else if (es == 4) where_4(&p, c, x, y, pardo_tensor_data(z));
     else where_8(&p, c, x, y, pardo_tensor_data(z));
     return PARDO_OK;
@@ -417,6 +419,7 @@ const pardo_op_def pardo_op_where_select = {
     .infer = where_infer,
     .cpu = where_cpu,
     .grad = where_grad_build,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 static int where_grad_infer(pardo_infer_ctx *ctx) {

@@ -421,6 +421,7 @@ const pardo_op_def pardo_op_expand = {
     .infer = expand_infer,
     .cpu = expand_cpu,
     .grad = expand_grad_build,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 const pardo_op_def pardo_op_expand_grad = {

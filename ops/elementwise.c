@@ -169,7 +169,8 @@ static int binary_run(pardo_kernel_ctx *ctx, const binary_fn kernels[PARDO_DTYPE
     pardo_bcast2 plan;
     int rc = pardo_bcast2_plan(a->ndim, a->shape, b->ndim, b->shape, &plan, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (is_div && pardo_dtype_is_integer(a->dtype) && plan.numel > 0 && (rc = check_int_divisor(b, ctx->st)) != PARDO_OK)
+    if (is_div && pardo_dtype_is_integer(a->dtype) && plan.numel > 0 &&
+        (rc = check_int_divisor(b, ctx->st)) != PARDO_OK)
         return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, plan.ndim, plan.shape);
     if (!y) return ctx->st->code;

@@ -199,6 +199,7 @@ const pardo_op_def pardo_op_gather = {
     .infer = gather_infer,
     .cpu = gather_cpu,
     .grad = gather_grad_build,
+    .all_dtypes = true, /* copies rows of elements by size */
 };
 
 const pardo_op_def pardo_op_gather_grad = {
@@ -362,6 +363,7 @@ static int slice_infer(pardo_infer_ctx *ctx) {
     }
 
 SLICE_KERNEL(slice_1, uint8_t, y[b + i] = x[base + o.off[0] + i * step])
+SLICE_KERNEL(slice_2, uint16_t, y[b + i] = x[base + o.off[0] + i * step])
 SLICE_KERNEL(slice_4, uint32_t, y[b + i] = x[base + o.off[0] + i * step])
 SLICE_KERNEL(slice_8, uint64_t, y[b + i] = x[base + o.off[0] + i * step])
 /* scatter: vx is dY (walked in order), vy is dX */
@@ -402,6 +404,7 @@ static int slice_cpu(pardo_kernel_ctx *ctx) {
     slice_walk(&p, x->ndim, x->shape, &nd, dims, xs, &base);
     const size_t es = pardo_dtype_size(x->dtype);
     if (es == 1) slice_1(pardo_tensor_data(x), pardo_tensor_data(y), nd, dims, xs, base, y->numel);
+    else if (es == 2) slice_2(pardo_tensor_data(x), pardo_tensor_data(y), nd, dims, xs, base, y->numel);
     else if (es == 4) slice_4(pardo_tensor_data(x), pardo_tensor_data(y), nd, dims, xs, base, y->numel);
     else slice_8(pardo_tensor_data(x), pardo_tensor_data(y), nd, dims, xs, base, y->numel);
     return PARDO_OK;
@@ -468,6 +471,7 @@ const pardo_op_def pardo_op_slice = {
     .infer = slice_infer,
     .cpu = slice_cpu,
     .grad = slice_grad_build,
+    .all_dtypes = true, /* copies elements by size */
 };
 
 const pardo_op_def pardo_op_slice_grad = {

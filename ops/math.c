@@ -272,8 +272,8 @@ typedef enum nary_kind { N_MAX, N_MIN, N_SUM, N_MEAN } nary_kind;
     DEF(P##_f16, uint16_t, uint16_t, BEATS_H)                                                                          \
     DEF(P##_bf16, uint16_t, uint16_t, BEATS_B)
 #define NARY_TABLE(P)                                                                                                  \
-    {[PARDO_F32] = P##_f32, [PARDO_F64] = P##_f64, [PARDO_I32] = P##_i32, [PARDO_I64] = P##_i64,                        \
-     [PARDO_U8] = P##_u8,   [PARDO_I8] = P##_i8,   [PARDO_I16] = P##_i16, [PARDO_U16] = P##_u16,                        \
+    {[PARDO_F32] = P##_f32, [PARDO_F64] = P##_f64, [PARDO_I32] = P##_i32, [PARDO_I64] = P##_i64,                       \
+     [PARDO_U8] = P##_u8,   [PARDO_I8] = P##_i8,   [PARDO_I16] = P##_i16, [PARDO_U16] = P##_u16,                       \
      [PARDO_U32] = P##_u32, [PARDO_U64] = P##_u64, [PARDO_F16] = P##_f16, [PARDO_BF16] = P##_bf16}
 
 NARY_EACH_DTYPE(NARY_KERNEL, nary)
@@ -584,8 +584,9 @@ static int mod_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_mod = {
     .type = "mod",
-    .doc = "C = A mod B, broadcasting like numpy, like ONNX Mod: fmod 0 the divisor's sign, fmod 1 C's fmod (the floats "
-           "with fmod 1, float16 and bfloat16 exact through float32; the ints, a zero divisor an error; no gradient)",
+    .doc = "C = A mod B, broadcasting like numpy, like ONNX Mod: fmod 0 the divisor's sign, fmod 1 C's fmod (the "
+           "floats with fmod 1, float16 and bfloat16 exact through float32; the ints, a zero divisor an error; no "
+           "gradient)",
     .inputs = ab_in,
     .n_inputs = 2,
     .outputs = c_out,

@@ -160,7 +160,8 @@ static pardo_tensor *expected_fixture(const char *name) {
         {"f2_2x2.npy", PARDO_F16, 2, {2, 2}, {0.0999755859375, -2, 65504, -HUGE_VAL}},
     };
     for (size_t k = 0; k < sizeof narrow / sizeof narrow[0]; k++)
-        if (!strcmp(name, narrow[k].name)) return test_tensor_from(narrow[k].dt, narrow[k].ndim, narrow[k].shape, narrow[k].v);
+        if (!strcmp(name, narrow[k].name))
+            return test_tensor_from(narrow[k].dt, narrow[k].ndim, narrow[k].shape, narrow[k].v);
     ck_abort_msg("no expectation for %s", name);
     return NULL;
 }
@@ -201,7 +202,8 @@ START_TEST(test_round_trip) {
             } else if (pardo_dtype_is_extra(dt) && dt != PARDO_F16) { /* the narrow ints: random bytes */
                 t = pardo_tensor_new_cpu((pardo_dtype)dt, ranks[s], shapes[s], &st);
                 ck_assert_ptr_nonnull(t);
-                for (size_t i = 0; i < t->nbytes; i++) ((uint8_t *)pardo_tensor_data(t))[i] = (uint8_t)test_rng_next(&rng);
+                uint8_t *bytes = pardo_tensor_data(t);
+                for (size_t i = 0; i < t->nbytes; i++) bytes[i] = (uint8_t)test_rng_next(&rng);
             } else if (dt == PARDO_I64) {
                 t = test_tensor_random(&rng, dt, ranks[s], shapes[s], -4e18, 4e18);
             } else if (dt == PARDO_I32) {
@@ -442,8 +444,8 @@ START_TEST(test_err_dtype) {
     char hdr[128];
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': ()}", bad[k]);
-        expect_header_error(hdr, 8, "header key 'descr'", "unsupported dtype", bad[k], "<f4 <f8 <f2 <i4 <i8 <i2 |i1 <u8 <u4 <u2 |u1 |b1",
-                            NULL);
+        expect_header_error(hdr, 8, "header key 'descr'", "unsupported dtype", bad[k],
+                            "<f4 <f8 <f2 <i4 <i8 <i2 |i1 <u8 <u4 <u2 |u1 |b1", NULL);
     }
     expect_header_error("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': ()}", 4,
                         "structured dtypes are not supported", NULL);

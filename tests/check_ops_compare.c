@@ -102,7 +102,8 @@ START_TEST(test_compare_narrow_dtypes) {
         for (size_t k = 0; k < a->nbytes; k++) ((uint8_t *)pardo_tensor_data(a))[k] = (uint8_t)(test_rng_next(&r) % 4);
         for (size_t k = 0; k < b->nbytes; k++) ((uint8_t *)pardo_tensor_data(b))[k] = (uint8_t)(test_rng_next(&r) % 4);
         memcpy(pardo_tensor_data(b), pardo_tensor_data(a), es); /* one equal pair at least */
-        ((uint8_t *)pardo_tensor_data(a))[es * 5 + es - 1] |= 0x80; /* a high bit set: a negative int or half, a large unsigned int */
+        /* a high bit set: a negative int or half, a large unsigned int */
+        ((uint8_t *)pardo_tensor_data(a))[es * 5 + es - 1] |= 0x80;
         if (pardo_dtype_is_half(dts[t])) pardo_tensor_set_f64(a, 6, NAN);
         pardo_tensor *in[2] = {a, b};
         for (int o = 0; o < LEN(ops); o++) {

@@ -201,8 +201,8 @@ static void check_binary_narrow(binop op, pardo_dtype dt, shape_t a, shape_t b, 
         ref_narrow(op, dt, pardo_tensor_data(in[0]), ref_index(&a, o.nd, idx), pardo_tensor_data(in[1]),
                    ref_index(&b, o.nd, idx), &want);
         memcpy(&got, (const char *)pardo_tensor_data(out) + (size_t)i * es, es);
-        const bool both_nan = pardo_dtype_is_half(dt) && isnan(pardo_tensor_get_f64(out, i)) &&
-                              isnan(dt == PARDO_F16 ? pardo_f16_to_f64((uint16_t)want) : pardo_bf16_to_f64((uint16_t)want));
+        const double want_v = dt == PARDO_F16 ? pardo_f16_to_f64((uint16_t)want) : pardo_bf16_to_f64((uint16_t)want);
+        const bool both_nan = pardo_dtype_is_half(dt) && isnan(pardo_tensor_get_f64(out, i)) && isnan(want_v);
         ck_assert_msg(got == want || both_nan, "%s %s element %lld: %llx, expected %llx", binop_names[op],
                       pardo_dtype_name(dt), (long long)i, (unsigned long long)got, (unsigned long long)want);
     }

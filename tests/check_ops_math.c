@@ -262,8 +262,8 @@ START_TEST(test_narrow_dtypes_max_min_sum_mod) {
     for (int t = 0; t < LEN(narrow_dtypes); t++) {
         const pardo_dtype dt = narrow_dtypes[t];
         const size_t es = pardo_dtype_size(dt);
-        pardo_tensor *in[3] = {bytes_tensor(&r, dt, 3, (int64_t[]){2, 3, 4}), bytes_tensor(&r, dt, 2, (int64_t[]){3, 1}),
-                               bytes_tensor(&r, dt, 1, (int64_t[]){4})};
+        pardo_tensor *in[3] = {bytes_tensor(&r, dt, 3, (int64_t[]){2, 3, 4}),
+                               bytes_tensor(&r, dt, 2, (int64_t[]){3, 1}), bytes_tensor(&r, dt, 1, (int64_t[]){4})};
         if (pardo_dtype_is_half(dt)) pardo_tensor_set_f64(in[0], 1, NAN); /* NaN wins */
         for (int o = 0; o < 3; o++) {
             if (o == 2 && pardo_dtype_is_half(dt)) continue; /* sum: not the halves */
@@ -275,7 +275,8 @@ START_TEST(test_narrow_dtypes_max_min_sum_mod) {
             for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 3; j++)
                     for (int k = 0; k < 4; k++) {
-                        const uint64_t v[3] = {bits_at(in[0], (i * 3 + j) * 4 + k), bits_at(in[1], j), bits_at(in[2], k)};
+                        const uint64_t v[3] = {bits_at(in[0], (i * 3 + j) * 4 + k), bits_at(in[1], j),
+                                               bits_at(in[2], k)};
                         uint64_t want = v[0];
                         for (int w = 1; w < 3; w++)
                             if (o == 2) want += v[w];

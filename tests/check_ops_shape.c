@@ -439,7 +439,8 @@ START_TEST(test_cast_every_pair_of_all_dtypes) {
             ck_assert_int_eq(y->dtype, to);
             for (int64_t i = 0; i < n; i++) {
                 if (!isfinite(pardo_tensor_get_f64(x, i)) && pardo_dtype_is_integer(to)) continue; /* by hand below */
-                const double v = pardo_tensor_get_f64(x, i), want = cast_ref(v, !pardo_dtype_is_integer(from) && from != PARDO_BOOL, to),
+                const bool from_float = !pardo_dtype_is_integer(from) && from != PARDO_BOOL;
+                const double v = pardo_tensor_get_f64(x, i), want = cast_ref(v, from_float, to),
                              got = pardo_tensor_get_f64(y, i);
                 ck_assert_msg(got == want, "%s %.17g -> %s: %.17g, expected %.17g", pardo_dtype_name(from), v,
                               pardo_dtype_name(to), got, want);
@@ -481,7 +482,8 @@ START_TEST(test_cast_narrow_by_hand) {
 
     int64_t two = 2;
     x = pardo_tensor_new_cpu(PARDO_I64, 1, &two, &st);
-    ((int64_t *)pardo_tensor_data(x))[0] = (1LL << 62) + (1LL << 54) + 1; /* just above the tie of 2^62 and 2^62 + 2^55 */
+    /* just above the tie of 2^62 and 2^62 + 2^55 */
+    ((int64_t *)pardo_tensor_data(x))[0] = (1LL << 62) + (1LL << 54) + 1;
     ((int64_t *)pardo_tensor_data(x))[1] = INT64_MIN;
     ck_assert_int_eq(test_run_op("cast", "{\"dtype\": \"bfloat16\"}", 1, &x, 1, &y, &st), PARDO_OK);
     ck_assert_uint_eq(((const uint16_t *)pardo_tensor_data(y))[0], 0x5e81);
@@ -728,8 +730,8 @@ START_TEST(test_fixtures) {
 }
 END_TEST
 
-/* The ops that move elements take every dtype: transpose of 1-, 2- and 8-byte elements against a naive loop,
- * identity, reshape, flatten, squeeze, unsqueeze and concat keeping the bytes. */
+/* The ops that move elements take every dtype: transpose, gather, slice and where of 1-, 2-, 4- and 8-byte
+ * elements against naive loops, identity, reshape, flatten, unsqueeze, expand and concat keeping the bytes. */
 START_TEST(test_narrow_dtypes_move) {
     const pardo_dtype dts[] = {PARDO_U8, PARDO_I8, PARDO_I16, PARDO_U16, PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
     for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
@@ -760,6 +762,48 @@ START_TEST(test_narrow_dtypes_move) {
             ck_assert_int_eq(memcmp(pardo_tensor_data(y), px, x->nbytes), 0);
             pardo_tensor_release(y);
         }
+        /* gather of rows [2, 0] along axis 1: y[a][j][c] = x[a][idx[j]][c] */
+        pardo_tensor *idx = test_tensor_from(PARDO_I64, 1, (int64_t[]){2}, (double[]){2, 0});
+        pardo_tensor *gin[2] = {x, idx};
+        ck_assert_msg(test_run_op("gather", "{\"axis\": 1}", 2, gin, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+        for (int64_t a = 0; a < 2; a++)
+            for (int64_t j = 0; j < 2; j++)
+                for (int64_t c = 0; c < 4; c++)
+                    ck_assert_int_eq(memcmp((const uint8_t *)pardo_tensor_data(y) + (size_t)((a * 2 + j) * 4 + c) * es,
+                                            px + (size_t)((a * 3 + (j ? 0 : 2)) * 4 + c) * es, es), 0);
+        pardo_tensor_release(y);
+        pardo_tensor_release(idx);
+        /* slice [:, 1:3, ::-2]: y[a][b][c] = x[a][1 + b][3 - 2c] */
+        ck_assert_msg(test_run_op("slice", "{\"starts\": [1, -1], \"ends\": [3, -5], \"axes\": [1, 2], "
+                                  "\"steps\": [1, -2]}", 1, &x, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+        ck_assert(y->shape[0] == 2 && y->shape[1] == 2 && y->shape[2] == 2);
+        for (int64_t a = 0; a < 2; a++)
+            for (int64_t b = 0; b < 2; b++)
+                for (int64_t c = 0; c < 2; c++)
+                    ck_assert_int_eq(memcmp((const uint8_t *)pardo_tensor_data(y) + (size_t)((a * 2 + b) * 2 + c) * es,
+                                            px + (size_t)((a * 3 + 1 + b) * 4 + 3 - 2 * c) * es, es), 0);
+        pardo_tensor_release(y);
+        /* expand [2, 3, 4] to [2, 2, 3, 4]: both copies x */
+        ck_assert_msg(test_run_op("expand", "{\"shape\": [2, 1, 1, 1]}", 1, &x, 1, &y, &st) == PARDO_OK, "%s",
+                      st.msg);
+        ck_assert(y->numel == 48);
+        ck_assert_int_eq(memcmp(pardo_tensor_data(y), px, x->nbytes), 0);
+        ck_assert_int_eq(memcmp((const uint8_t *)pardo_tensor_data(y) + x->nbytes, px, x->nbytes), 0);
+        pardo_tensor_release(y);
+        /* where(cond [4], x, x reversed): z[e] = cond[e % 4] ? x[e] : x[23 - e] */
+        pardo_tensor *rev = pardo_tensor_new_cpu(dts[k], 3, shape, &st);
+        for (int64_t e = 0; e < 24; e++)
+            memcpy((uint8_t *)pardo_tensor_data(rev) + (size_t)e * es, px + (size_t)(23 - e) * es, es);
+        pardo_tensor *cond = test_tensor_from(PARDO_BOOL, 1, (int64_t[]){4}, (double[]){1, 0, 0, 1});
+        pardo_tensor *win[3] = {cond, x, rev};
+        ck_assert_msg(test_run_op("where", NULL, 3, win, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+        for (int64_t e = 0; e < 24; e++)
+            ck_assert_int_eq(memcmp((const uint8_t *)pardo_tensor_data(y) + (size_t)e * es,
+                                    (e % 4 == 0 || e % 4 == 3) ? px + (size_t)e * es : px + (size_t)(23 - e) * es, es),
+                             0);
+        pardo_tensor_release(y);
+        pardo_tensor_release(cond);
+        pardo_tensor_release(rev);
         pardo_tensor *two[2] = {x, x};
         ck_assert_msg(test_run_op("concat", "{\"axis\": 0}", 2, two, 1, &y, &st) == PARDO_OK, "%s", st.msg);
         ck_assert(y->dtype == dts[k] && y->shape[0] == 4);

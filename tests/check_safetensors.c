@@ -95,7 +95,8 @@ static void make_list(pardo_tensor_list *l) {
             } else if (pardo_dtype_is_extra((pardo_dtype)dt)) { /* uint8..bfloat16: random bytes */
                 t = pardo_tensor_new_cpu((pardo_dtype)dt, ranks[s], shapes[s], &st);
                 ck_assert_ptr_nonnull(t);
-                for (size_t i = 0; i < t->nbytes; i++) ((uint8_t *)pardo_tensor_data(t))[i] = (uint8_t)test_rng_next(&rng);
+                uint8_t *bytes = pardo_tensor_data(t);
+                for (size_t i = 0; i < t->nbytes; i++) bytes[i] = (uint8_t)test_rng_next(&rng);
             } else {
                 double lim = dt == PARDO_I64 ? 4e18 : dt == PARDO_I32 ? 2e9 : 1e3;
                 t = test_tensor_random(&rng, (pardo_dtype)dt, ranks[s], shapes[s], -lim, lim);

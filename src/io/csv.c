@@ -95,8 +95,9 @@ int pardo_csv_parse(const char *buf, size_t n, const char *name, const pardo_typ
     char shape[160];
     if (ty->ndim < 0) return pardo_errorf(st, PARDO_EINVAL, "%s: the var's rank is unknown: a CSV needs its shape", name);
     if (pardo_dtype_is_extra(ty->dtype))
-        return pardo_errorf(st, PARDO_ENOTSUP, "%s: a CSV reads float32, float64, int32, int64 or bool, not %s (use .npy)",
-                            name, pardo_dtype_name(ty->dtype));
+        return pardo_errorf(st, PARDO_ENOTSUP,
+                            "%s: a CSV reads float32, float64, int32, int64 or bool, not %s (use .npy)", name,
+                            pardo_dtype_name(ty->dtype));
     int64_t cols = 1;
     for (int d = 1; d < ty->ndim; d++) {
         if (ty->shape[d] < 0)
@@ -217,8 +218,9 @@ int pardo_csv_read(const char *path, const pardo_type *ty, pardo_tensor **out, p
 
 int pardo_csv_write(const char *path, const pardo_tensor *t, pardo_status *st) {
     if (pardo_dtype_is_extra(t->dtype))
-        return pardo_errorf(st, PARDO_ENOTSUP, "%s: a CSV writes float32, float64, int32, int64 or bool, not %s (use .npy)",
-                            path, pardo_dtype_name(t->dtype));
+        return pardo_errorf(st, PARDO_ENOTSUP,
+                            "%s: a CSV writes float32, float64, int32, int64 or bool, not %s (use .npy)", path,
+                            pardo_dtype_name(t->dtype));
     int64_t rows = t->ndim > 0 ? t->shape[0] : 1;
     int64_t cols = rows > 0 ? t->numel / rows : 0;
     size_t cap = (size_t)t->numel * 26 + (size_t)rows + 1, len = 0;

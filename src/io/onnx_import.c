@@ -482,7 +482,8 @@ static int input_type(onnx_ctx *c, const Onnx__ValueInfoProto *vi, pardo_type *t
     pardo_dtype dt = onnx_dtype(tt->elem_type);
     if (dt == PARDO_DTYPE_UNKNOWN)
         return pardo_errorf(st, PARDO_ENOTSUP, "%s: graph input '%s' has data type %s; pardo runs float32, float64, "
-                            "float16, bfloat16, int8..int64, uint8..uint64 and bool", c->path, name, onnx_dtype_name(tt->elem_type));
+                            "float16, bfloat16, int8..int64, uint8..uint64 and bool", c->path, name,
+                            onnx_dtype_name(tt->elem_type));
     t->dtype = dt;
     if (!tt->shape)
         return pardo_errorf(st, PARDO_ENOTSUP, "%s: graph input '%s' has no shape (its rank must be known)", c->path,
