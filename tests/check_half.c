@@ -4,6 +4,7 @@
  * values, ties to the even pattern. */
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -102,6 +103,62 @@ START_TEST(rounding_matches_the_nearest_ties_to_even) {
 }
 END_TEST
 
+/* The inline float conversions agree with the double ones bit for bit: every pattern decoded, and floats
+ * encoded over a stride through all 2^32 patterns plus each float16 gap's midpoint and neighbours. */
+static uint32_t fbits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static float ffrom(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+/* True when both float conversions agree with the double ones on f (no ck_assert here: Check reports each
+ * assertion to its parent, too slow for millions of probes). */
+static bool same_encoding(float f) {
+    return pardo_f16_from_f32(f) == pardo_f16_from_f64((double)f) &&
+           pardo_bf16_from_f32(f) == pardo_bf16_from_f64((double)f);
+}
+
+#define EXPECT_SAME(f)                                                                                                 \
+    do {                                                                                                               \
+        const float f_ = (f);                                                                                          \
+        if (!same_encoding(f_))                                                                                        \
+            ck_abort_msg("%a (%08x): float16 %04x / %04x, bfloat16 %04x / %04x (inline / double)", (double)f_,         \
+                         fbits(f_), pardo_f16_from_f32(f_), pardo_f16_from_f64((double)f_), pardo_bf16_from_f32(f_),  \
+                         pardo_bf16_from_f64((double)f_));                                                             \
+    } while (0)
+
+START_TEST(float_versions_match_the_double_ones) {
+    for (uint32_t b = 0; b < 65536; b++) {
+        const uint16_t h = (uint16_t)b;
+        const double x = pardo_f16_to_f64(h), y = pardo_bf16_to_f64(h);
+        const float fx = pardo_f16_to_f32(h), fy = pardo_bf16_to_f32(h);
+        if (!(isnan(x) ? isnan(fx) && !signbit(fx) == !signbit(x) : fbits(fx) == fbits((float)x)))
+            ck_abort_msg("float16 %04x: inline %a, double %a", b, (double)fx, x);
+        if (!(isnan(y) ? isnan(fy) && !signbit(fy) == !signbit(y) : fbits(fy) == fbits((float)y)))
+            ck_abort_msg("bfloat16 %04x: inline %a, double %a", b, (double)fy, y);
+        if (b < 0x7c00) { /* the gap above this float16: its midpoint and the floats either side */
+            const double next = b + 1 == 0x7c00 ? 65536.0 : pardo_f16_to_f64((uint16_t)(b + 1));
+            const float mid = (float)(x + (next - x) / 2);
+            const float probes[4] = {mid, nextafterf(mid, 0.0f), nextafterf(mid, HUGE_VALF), -mid};
+            for (int k = 0; k < 4; k++) EXPECT_SAME(probes[k]);
+        }
+    }
+    for (uint64_t u = 0; u <= 0xffffffffULL; u += 257) EXPECT_SAME(ffrom((uint32_t)u)); /* NaNs too */
+    const uint32_t edges[] = {0x7f7fffffu, 0x7f7f8000u, 0x7f7f7fffu, 0x477fefffu, 0x477ff000u, 0x47800000u,
+                              0x387fffffu, 0x38800000u, 0x33000000u, 0x33000001u, 0x7fc00001u, 0xff800001u};
+    for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++) {
+        EXPECT_SAME(ffrom(edges[k]));
+        EXPECT_SAME(ffrom(edges[k] ^ 0x80000000u));
+    }
+}
+END_TEST
+
 /* Values worked by hand, including a double whose rounding through float32 first would differ. */
 START_TEST(hand_values) {
     ck_assert_uint_eq(pardo_f16_from_f64(1.0), 0x3c00);
@@ -139,6 +196,7 @@ Suite *make_half_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, every_pattern_decodes_and_round_trips, 0, 2);
     tcase_add_loop_test(tc, rounding_matches_the_nearest_ties_to_even, 0, 2);
+    tcase_add_test(tc, float_versions_match_the_double_ones);
     tcase_add_test(tc, hand_values);
     suite_add_tcase(s, tc);
     return s;
