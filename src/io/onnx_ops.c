@@ -799,6 +799,28 @@ static int map_cast(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return op && onnx_set_string(op, "dtype", pardo_dtype_name(dt), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+/* QuantizeLinear / DequantizeLinear: per tensor or per axis (blocked quantization and output_dtype refused). */
+static int map_quant(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    static const char *const known[] = {"axis", "saturate", "block_size", "output_dtype", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (onnx_attr_int(n, "block_size", 0) != 0) return onnx_unsupported(c, st, "blocked quantization (block_size)");
+    if (onnx_attr_int(n, "output_dtype", 0) != 0) return onnx_unsupported(c, st, "attr 'output_dtype'");
+    const char *in[3];
+    if (!(in[0] = onnx_in_var(c, n, 0, st)) || !(in[1] = onnx_in_var(c, n, 1, st)) ||
+        !(in[2] = onnx_opt_var(c, n, 2, st)))
+        return st->code;
+    pardo_op *op = onnx_emit1(c, n, type, in, 3, st);
+    return op && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 1), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_quantize_linear(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_quant(c, n, "quantize_linear", st);
+}
+
+static int map_dequantize_linear(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_quant(c, n, "dequantize_linear", st);
+}
+
 /* CastLike: cast to the dtype of input 1 (target_type), whose values are not read. */
 static int map_cast_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"saturate", NULL};
@@ -1336,6 +1358,7 @@ static const onnx_mapping table[] = {
     {"Cos", map_cos},
     {"Cosh", map_cosh},
     {"CumSum", map_cumsum},
+    {"DequantizeLinear", map_dequantize_linear},
     {"Det", map_det},
     {"Div", map_div},
     {"Dropout", map_dropout},
@@ -1386,6 +1409,7 @@ static const onnx_mapping table[] = {
     {"PRelu", map_prelu},
     {"Pad", map_pad},
     {"Pow", map_pow},
+    {"QuantizeLinear", map_quantize_linear},
     {"Range", map_range},
     {"Reciprocal", map_reciprocal},
     {"ReduceL1", map_reduce_l1},

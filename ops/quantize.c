@@ -1,0 +1,194 @@
+/* quantize.c - ONNX's linear quantization. quantize_linear: Y = saturate(round(X / scale) + zero_point), round
+ * half to even, saturated to Y's dtype (zero_point's: uint8 (default when it is absent) or int8);
+ * dequantize_linear: Y = (X - zero_point) * scale, X uint8, int8 or int32, Y float32. scale (float32) and
+ * zero_point are one value (per tensor) or a 1-D tensor of X's dim attr axis (per axis); zero_point, optional,
+ * has scale's shape. Not differentiable (no gradients). */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernel_util.h"
+#include "op.h"
+
+static const pardo_arg_def q_in[] = {
+    {"X", "input (quantize: float32; dequantize: uint8, int8 or int32)", false, false},
+    {"scale", "float32, one value or 1-D of X's dim axis", false, false},
+    {"zero_point", "scale's shape; quantize: uint8 or int8 (Y's dtype); dequantize: X's dtype (\"\": 0)", true,
+     false},
+};
+static const pardo_arg_def q_out[] = {{"Y", "X's shape", false, false}};
+static const pardo_attr_def q_attrs[] = {
+    {"axis", PARDO_ATTR_INT, "1", "X's dim a 1-D scale runs along (negative counts from the end)"},
+};
+
+/* Checks scale and zero_point against X (type x); *axis_out the axis normalized (-1 for per tensor). */
+static int check_params(const pardo_op *op, const pardo_type *x, const pardo_type *scale, const pardo_type *zp,
+                        int *axis_out, pardo_status *st) {
+    int64_t axis;
+    int rc = pardo_attr_int(op, "axis", 1, &axis, st);
+    if (rc != PARDO_OK) return rc;
+    if (scale->dtype != PARDO_F32)
+        return pardo_errorf(st, PARDO_EINVAL, "input 1 'scale' has dtype %s, expected float32",
+                            pardo_dtype_name(scale->dtype));
+    int64_t sn = pardo_shape_numel(scale->ndim, scale->shape);
+    if (scale->ndim == 0 || (scale->ndim == 1 && sn == 1)) {
+        *axis_out = -1;
+    } else if (scale->ndim == 1) {
+        if (x->ndim < 0) return pardo_errorf(st, PARDO_EINVAL, "input 0 'X' needs a known rank for a 1-D scale");
+        if (axis < -x->ndim || axis >= x->ndim)
+            return pardo_errorf(st, PARDO_EINVAL, "attr 'axis' %lld out of range for X of rank %d", (long long)axis,
+                                x->ndim);
+        if (axis < 0) axis += x->ndim;
+        if (x->shape[axis] >= 0 && sn >= 0 && x->shape[axis] != sn)
+            return pardo_errorf(st, PARDO_EINVAL, "input 1 'scale' has %lld values, expected X's dim %lld (%lld)",
+                                (long long)sn, (long long)axis, (long long)x->shape[axis]);
+        *axis_out = (int)axis;
+    } else {
+        return pardo_errorf(st, PARDO_EINVAL, "input 1 'scale' has rank %d, expected one value or 1-D", scale->ndim);
+    }
+    if (zp) {
+        if (zp->ndim != scale->ndim || pardo_shape_numel(zp->ndim, zp->shape) != sn)
+            return pardo_errorf(st, PARDO_EINVAL, "input 2 'zero_point' must have scale's shape");
+    }
+    return PARDO_OK;
+}
+
+static int quantize_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *x = ctx->in[0], *zp = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    int axis;
+    if (x->dtype != PARDO_F32)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "input 0 'X' has dtype %s, expected float32",
+                            pardo_dtype_name(x->dtype));
+    if (zp && zp->dtype != PARDO_U8 && zp->dtype != PARDO_I8)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "input 2 'zero_point' has dtype %s, expected uint8 or int8",
+                            pardo_dtype_name(zp->dtype));
+    int rc = check_params(ctx->op, x, ctx->in[1], zp, &axis, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *x;
+    ctx->out[0].dtype = zp ? zp->dtype : PARDO_U8;
+    return PARDO_OK;
+}
+
+static int dequantize_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *x = ctx->in[0], *zp = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    int axis;
+    if (x->dtype != PARDO_U8 && x->dtype != PARDO_I8 && x->dtype != PARDO_I32)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "input 0 'X' has dtype %s, expected uint8, int8 or int32",
+                            pardo_dtype_name(x->dtype));
+    if (zp && zp->dtype != x->dtype)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "input 2 'zero_point' has dtype %s, expected X's %s",
+                            pardo_dtype_name(zp->dtype), pardo_dtype_name(x->dtype));
+    int rc = check_params(ctx->op, x, ctx->in[1], zp, &axis, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    ctx->out[0] = *x;
+    ctx->out[0].dtype = PARDO_F32;
+    return PARDO_OK;
+}
+
+/* The run-time layout: element i uses parameter (i / inner) % count (count 1: per tensor). */
+typedef struct {
+    int64_t inner, count;
+} layout;
+
+static int run_layout(pardo_kernel_ctx *ctx, layout *l) {
+    pardo_type tx = {ctx->in[0]->dtype, ctx->in[0]->ndim, {0}}, ts = {ctx->in[1]->dtype, ctx->in[1]->ndim, {0}};
+    pardo_type tz, *pz = NULL;
+    for (int d = 0; d < tx.ndim; d++) tx.shape[d] = ctx->in[0]->shape[d];
+    for (int d = 0; d < ts.ndim; d++) ts.shape[d] = ctx->in[1]->shape[d];
+    if (ctx->n_in > 2 && ctx->in[2]) {
+        tz.dtype = ctx->in[2]->dtype;
+        tz.ndim = ctx->in[2]->ndim;
+        for (int d = 0; d < tz.ndim; d++) tz.shape[d] = ctx->in[2]->shape[d];
+        pz = &tz;
+    }
+    int axis;
+    int rc = check_params(ctx->op, &tx, &ts, pz, &axis, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    l->inner = 1;
+    l->count = 1;
+    if (axis >= 0) {
+        for (int d = axis + 1; d < tx.ndim; d++) l->inner *= tx.shape[d];
+        l->count = tx.shape[axis];
+    }
+    return PARDO_OK;
+}
+
+static int64_t zp_at(const pardo_tensor *zp, int64_t j) {
+    if (!zp) return 0;
+    switch (zp->dtype) {
+    case PARDO_U8: return ((const uint8_t *)pardo_tensor_data(zp))[j];
+    case PARDO_I8: return ((const int8_t *)pardo_tensor_data(zp))[j];
+    default: return ((const int32_t *)pardo_tensor_data(zp))[j];
+    }
+}
+
+static int quantize_cpu(pardo_kernel_ctx *ctx) {
+    layout l;
+    int rc = run_layout(ctx, &l);
+    if (rc != PARDO_OK) return rc;
+    const pardo_tensor *x = ctx->in[0], *zp = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    const pardo_dtype dt = zp ? zp->dtype : PARDO_U8;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, dt, x->ndim, x->shape);
+    if (!y) return ctx->st->code;
+    const float *xs = pardo_tensor_data(x), *sc = pardo_tensor_data(ctx->in[1]);
+    const int64_t lo = dt == PARDO_U8 ? 0 : -128, hi = dt == PARDO_U8 ? 255 : 127;
+    for (int64_t i = 0; i < x->numel; i++) {
+        const int64_t j = l.count == 1 ? 0 : (i / l.inner) % l.count;
+        const float r = nearbyintf(xs[i] / sc[j]); /* default rounding mode: half to even */
+        double v = (double)r + (double)zp_at(zp, j);
+        if (isnan(r)) v = (double)zp_at(zp, j);
+        const int64_t q = v <= (double)lo ? lo : v >= (double)hi ? hi : (int64_t)v;
+        if (dt == PARDO_U8)
+            ((uint8_t *)pardo_tensor_data(y))[i] = (uint8_t)q;
+        else
+            ((int8_t *)pardo_tensor_data(y))[i] = (int8_t)q;
+    }
+    return PARDO_OK;
+}
+
+static int dequantize_cpu(pardo_kernel_ctx *ctx) {
+    layout l;
+    int rc = run_layout(ctx, &l);
+    if (rc != PARDO_OK) return rc;
+    const pardo_tensor *x = ctx->in[0], *zp = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, PARDO_F32, x->ndim, x->shape);
+    if (!y) return ctx->st->code;
+    const float *sc = pardo_tensor_data(ctx->in[1]);
+    float *ys = pardo_tensor_data(y);
+    for (int64_t i = 0; i < x->numel; i++) {
+        const int64_t j = l.count == 1 ? 0 : (i / l.inner) % l.count;
+        const float d = (float)zp_at(x, i) - (float)zp_at(zp, j); /* as ONNX's reference: in float32 */
+        ys[i] = d * sc[j];
+    }
+    return PARDO_OK;
+}
+
+/* Quantize float32 X to uint8 / int8 (Y owned by the executor, as every op's output). */
+const pardo_op_def pardo_op_quantize_linear = {
+    .type = "quantize_linear",
+    .doc = "Y = saturate(round_half_even(X / scale) + zero_point), uint8 or int8 (zero_point's dtype)",
+    .inputs = q_in,
+    .n_inputs = 3,
+    .outputs = q_out,
+    .n_outputs = 1,
+    .attrs = q_attrs,
+    .n_attrs = 1,
+    .infer = quantize_infer,
+    .cpu = quantize_cpu,
+    .all_dtypes = true,
+};
+
+/* Dequantize uint8 / int8 / int32 X to float32. */
+const pardo_op_def pardo_op_dequantize_linear = {
+    .type = "dequantize_linear",
+    .doc = "Y = (X - zero_point) * scale, float32",
+    .inputs = q_in,
+    .n_inputs = 3,
+    .outputs = q_out,
+    .n_outputs = 1,
+    .attrs = q_attrs,
+    .n_attrs = 1,
+    .infer = dequantize_infer,
+    .cpu = dequantize_cpu,
+    .all_dtypes = true,
+};
