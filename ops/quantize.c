@@ -2,7 +2,8 @@
  * half to even, saturated to Y's dtype (zero_point's: uint8 (default when it is absent) or int8);
  * dequantize_linear: Y = (X - zero_point) * scale, X uint8, int8 or int32, Y float32. scale (float32) and
  * zero_point are one value (per tensor) or a 1-D tensor of X's dim attr axis (per axis); zero_point, optional,
- * has scale's shape. Not differentiable (no gradients). */
+ * has scale's shape. dynamic_quantize_linear: uint8 Y with scale and zero point from X's range including 0, as
+ * ONNX's formula (float32, rounded half to even). Not differentiable (no gradients). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -190,5 +191,65 @@ const pardo_op_def pardo_op_dequantize_linear = {
     .n_attrs = 1,
     .infer = dequantize_infer,
     .cpu = dequantize_cpu,
+    .all_dtypes = true,
+};
+
+/* ---- dynamic_quantize_linear ---- */
+
+static const pardo_arg_def dq_in[] = {{"X", "float32", false, false}};
+static const pardo_arg_def dq_out[] = {
+    {"Y", "uint8, X's shape", false, false},
+    {"scale", "float32 scalar: (max(0, max X) - min(0, min X)) / 255", false, false},
+    {"zero_point", "uint8 scalar: round(saturate(-min(0, min X) / scale))", false, false},
+};
+
+static int dynamic_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *x = ctx->in[0];
+    if (x->dtype != PARDO_F32)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "input 0 'X' has dtype %s, expected float32",
+                            pardo_dtype_name(x->dtype));
+    ctx->out[0] = *x;
+    ctx->out[0].dtype = PARDO_U8;
+    ctx->out[1] = (pardo_type){PARDO_F32, 0, {0}};
+    ctx->out[2] = (pardo_type){PARDO_U8, 0, {0}};
+    return PARDO_OK;
+}
+
+static float clamp_u8(float v) { return v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v; }
+
+static int dynamic_cpu(pardo_kernel_ctx *ctx) {
+    const pardo_tensor *x = ctx->in[0];
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, PARDO_U8, x->ndim, x->shape);
+    pardo_tensor *ys = y ? pardo_kernel_output(ctx, 1, PARDO_F32, 0, NULL) : NULL;
+    pardo_tensor *yz = ys ? pardo_kernel_output(ctx, 2, PARDO_U8, 0, NULL) : NULL;
+    if (!yz) return ctx->st->code;
+    const float *xs = pardo_tensor_data(x);
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t i = 0; i < x->numel; i++) {
+        lo = xs[i] < lo ? xs[i] : lo;
+        hi = xs[i] > hi ? xs[i] : hi;
+    }
+    const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f; /* as ONNX's reference for an all-zero X */
+    const float zp = nearbyintf(clamp_u8(0.0f - lo / scale));
+    *(float *)pardo_tensor_data(ys) = scale;
+    *(uint8_t *)pardo_tensor_data(yz) = (uint8_t)zp;
+    uint8_t *q = pardo_tensor_data(y);
+    for (int64_t i = 0; i < x->numel; i++) {
+        const float r = nearbyintf(xs[i] / scale) + zp;
+        q[i] = (uint8_t)(isnan(r) ? zp : clamp_u8(r));
+    }
+    return PARDO_OK;
+}
+
+/* Quantize float32 X to uint8 with its own scale and zero point (three outputs, the executor's). */
+const pardo_op_def pardo_op_dynamic_quantize_linear = {
+    .type = "dynamic_quantize_linear",
+    .doc = "Y, scale, zero_point: X quantized to uint8 over its range including 0 (ONNX DynamicQuantizeLinear)",
+    .inputs = dq_in,
+    .n_inputs = 1,
+    .outputs = dq_out,
+    .n_outputs = 3,
+    .infer = dynamic_infer,
+    .cpu = dynamic_cpu,
     .all_dtypes = true,
 };

@@ -1,6 +1,7 @@
 /* check_ops_quantize.c - quantize_linear and dequantize_linear against values computed by hand (ONNX's spec
  * examples: rounding ties to even, saturation at 0/255 and -128/127) and a naive per-axis reference loop in the
- * test; refusals of a scale that does not match the axis and a zero point of the wrong dtype. */
+ * test; dynamic_quantize_linear on ONNX's example;
+ * refusals of a scale that does not match the axis and a zero point of the wrong dtype. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -119,6 +120,34 @@ START_TEST(test_per_axis_reference) {
 }
 END_TEST
 
+START_TEST(test_dynamic_by_hand) {
+    /* ONNX's example: range [-3, 2] -> scale 5/255, zero point round(3 / scale) = 153 */
+    int64_t n = 6;
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 1, &n, (double[]){0, 2, -3, -2.5, 1.34, 0.5}), *y[3] = {NULL};
+    pardo_status st;
+    ck_assert_msg(test_run_op("dynamic_quantize_linear", "{}", 1, &x, 3, y, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_int_eq(y[0]->dtype, PARDO_U8);
+    ck_assert_double_eq(pardo_tensor_get_f64(y[1], 0), (double)(5.0f / 255.0f));
+    ck_assert_double_eq(pardo_tensor_get_f64(y[2], 0), 153);
+    expect_values(y[0], (double[]){153, 255, 0, 26, 221, 179}, 6);
+    for (int i = 0; i < 3; i++) pardo_tensor_release(y[i]);
+    pardo_tensor_release(x);
+    /* all positive: min is 0, zero point 0; all zero: scale 1/255, all 0 */
+    pardo_tensor *p = test_tensor_from(PARDO_F32, 1, &n, (double[]){1, 2.55, 0.01, 0.015, 0.025, 2}), *z = NULL;
+    ck_assert_msg(test_run_op("dynamic_quantize_linear", "{}", 1, &p, 3, y, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_double_eq(pardo_tensor_get_f64(y[2], 0), 0);
+    expect_values(y[0], (double[]){100, 255, 1, 2, 2, 200}, 6); /* 1.5 -> 2, 2.5 -> 2 (scale 0.01 in float32) */
+    for (int i = 0; i < 3; i++) pardo_tensor_release(y[i]);
+    pardo_tensor_release(p);
+    z = test_tensor_from(PARDO_F32, 1, &n, (double[]){0, 0, 0, 0, 0, 0});
+    ck_assert_msg(test_run_op("dynamic_quantize_linear", "{}", 1, &z, 3, y, &st) == PARDO_OK, "%s", st.msg);
+    expect_values(y[0], (double[]){0, 0, 0, 0, 0, 0}, 6);
+    ck_assert_double_eq(pardo_tensor_get_f64(y[2], 0), 0);
+    for (int i = 0; i < 3; i++) pardo_tensor_release(y[i]);
+    pardo_tensor_release(z);
+}
+END_TEST
+
 START_TEST(test_err_quantize) {
     pardo_type x = {PARDO_F32, 2, {2, 3}}, s3 = {PARDO_F32, 1, {3}}, s2 = {PARDO_F32, 1, {2}};
     pardo_type zi8 = {PARDO_I8, 1, {3}}, zi32 = {PARDO_I32, 1, {3}}, s2d = {PARDO_F32, 2, {1, 3}};
@@ -138,6 +167,9 @@ START_TEST(test_err_quantize) {
     ck_assert_int_eq(test_infer_op("dequantize_linear", "{}", 3, dq_zp, 1, &y, &st), PARDO_EINVAL);
     const pardo_type *dq_f[2] = {&x, &s3}; /* float X */
     ck_assert_int_eq(test_infer_op("dequantize_linear", "{}", 2, dq_f, 1, &y, &st), PARDO_EINVAL);
+    pardo_type y3[3];
+    const pardo_type *dyn_u8[1] = {&xu8};
+    ck_assert_int_eq(test_infer_op("dynamic_quantize_linear", "{}", 1, dyn_u8, 3, y3, &st), PARDO_EINVAL);
 }
 END_TEST
 
@@ -147,6 +179,7 @@ Suite *make_ops_quantize_suite(void) {
     tcase_add_test(core, test_quantize_by_hand);
     tcase_add_test(core, test_dequantize_by_hand);
     tcase_add_test(core, test_per_axis_reference);
+    tcase_add_test(core, test_dynamic_by_hand);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_quantize);

@@ -821,6 +821,15 @@ static int map_dequantize_linear(onnx_ctx *c, const Onnx__NodeProto *n, pardo_st
     return map_quant(c, n, "dequantize_linear", st);
 }
 
+static int map_dynamic_quantize_linear(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st), *out[3];
+    if (!x) return st->code;
+    for (int i = 0; i < 3; i++)
+        if (!(out[i] = onnx_out_var(c, n, i, st))) return st->code;
+    return onnx_emit(c, "dynamic_quantize_linear", &x, 1, out, 3, st) ? PARDO_OK : st->code;
+}
+
 /* CastLike: cast to the dtype of input 1 (target_type), whose values are not read. */
 static int map_cast_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"saturate", NULL};
@@ -1362,6 +1371,7 @@ static const onnx_mapping table[] = {
     {"Det", map_det},
     {"Div", map_div},
     {"Dropout", map_dropout},
+    {"DynamicQuantizeLinear", map_dynamic_quantize_linear},
     {"Einsum", map_einsum},
     {"Elu", map_elu},
     {"Equal", map_equal},
