@@ -3,7 +3,8 @@
  * dequantize_linear: Y = (X - zero_point) * scale, X uint8, int8 or int32, Y float32. scale (float32) and
  * zero_point are one value (per tensor) or a 1-D tensor of X's dim attr axis (per axis); zero_point, optional,
  * has scale's shape. dynamic_quantize_linear: uint8 Y with scale and zero point from X's range including 0, as
- * ONNX's formula (float32, rounded half to even). Not differentiable (no gradients). */
+ * ONNX's formula (float32, rounded half to even). matmul_integer: int32 Y = (A - a_zero_point) @ (B - b_zero_point),
+ * A and B uint8 or int8, exact in int32, batch dims broadcast as matmul's. Not differentiable (no gradients). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -251,5 +252,123 @@ const pardo_op_def pardo_op_dynamic_quantize_linear = {
     .n_outputs = 3,
     .infer = dynamic_infer,
     .cpu = dynamic_cpu,
+    .all_dtypes = true,
+};
+
+/* ---- matmul_integer ---- */
+
+static const pardo_arg_def mi_in[] = {
+    {"A", "uint8 or int8, (..., M, K)", false, false},
+    {"B", "uint8 or int8, (..., K, N)", false, false},
+    {"a_zero_point", "A's dtype, one value or 1-D of M (\"\": 0)", true, false},
+    {"b_zero_point", "B's dtype, one value or 1-D of N (\"\": 0)", true, false},
+};
+static const pardo_arg_def mi_out[] = {{"Y", "int32, (broadcast batch..., M, N)", false, false}};
+
+static bool is_q8(pardo_dtype dt) { return dt == PARDO_U8 || dt == PARDO_I8; }
+
+static int mi_check_zp(const pardo_type *zp, pardo_dtype dt, int64_t len, int i, pardo_status *st) {
+    if (!zp) return PARDO_OK;
+    if (zp->dtype != dt)
+        return pardo_errorf(st, PARDO_EINVAL, "input %d zero point has dtype %s, expected its matrix's %s", i,
+                            pardo_dtype_name(zp->dtype), pardo_dtype_name(dt));
+    const int64_t n = pardo_shape_numel(zp->ndim, zp->shape);
+    if (zp->ndim > 1 || (n != 1 && n >= 0 && len >= 0 && n != len))
+        return pardo_errorf(st, PARDO_EINVAL, "input %d zero point has %lld values, expected 1 or %lld", i,
+                            (long long)n, (long long)len);
+    return PARDO_OK;
+}
+
+static int mi_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *a = ctx->in[0], *b = ctx->in[1];
+    if (!is_q8(a->dtype) || !is_q8(b->dtype))
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "A and B have dtypes %s and %s, expected uint8 or int8",
+                            pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
+    if (a->ndim < 2 || b->ndim < 2)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "A and B have ranks %d and %d, expected 2 or more", a->ndim,
+                            b->ndim);
+    const int64_t m = a->shape[a->ndim - 2], k = a->shape[a->ndim - 1], kb = b->shape[b->ndim - 2],
+                  n = b->shape[b->ndim - 1];
+    if (k >= 0 && kb >= 0 && k != kb)
+        return pardo_errorf(ctx->st, PARDO_EINVAL, "A's last dim %lld differs from B's dim -2 %lld", (long long)k,
+                            (long long)kb);
+    int rc = mi_check_zp(ctx->n_in > 2 ? ctx->in[2] : NULL, a->dtype, m, 2, ctx->st);
+    if (rc == PARDO_OK) rc = mi_check_zp(ctx->n_in > 3 ? ctx->in[3] : NULL, b->dtype, n, 3, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    pardo_type *y = &ctx->out[0];
+    y->dtype = PARDO_I32;
+    y->ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int d = 0; d < y->ndim - 2; d++) {
+        const int da = d - (y->ndim - a->ndim), db = d - (y->ndim - b->ndim);
+        const int64_t sa = da >= 0 ? a->shape[da] : 1, sb = db >= 0 ? b->shape[db] : 1;
+        if (sa != 1 && sb != 1 && sa >= 0 && sb >= 0 && sa != sb)
+            return pardo_errorf(ctx->st, PARDO_EINVAL, "batch dims %lld and %lld do not broadcast", (long long)sa,
+                                (long long)sb);
+        y->shape[d] = sa == 1 ? sb : sb == 1 ? sa : (sa < 0 ? sb : sa);
+    }
+    y->shape[y->ndim - 2] = m;
+    y->shape[y->ndim - 1] = n;
+    return PARDO_OK;
+}
+
+static int32_t q8_at(const pardo_tensor *t, int64_t i) {
+    const void *d = pardo_tensor_data(t);
+    return t->dtype == PARDO_U8 ? ((const uint8_t *)d)[i] : ((const int8_t *)d)[i];
+}
+
+static int mi_cpu(pardo_kernel_ctx *ctx) {
+    const pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
+    const pardo_tensor *za = ctx->n_in > 2 ? ctx->in[2] : NULL, *zb = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    const int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    const int64_t m = a->shape[a->ndim - 2], k = a->shape[a->ndim - 1], n = b->shape[b->ndim - 1];
+    if (b->shape[b->ndim - 2] != k) return pardo_errorf(ctx->st, PARDO_ESHAPE, "A's K differs from B's");
+    int64_t shape[PARDO_MAX_DIMS], sa[PARDO_MAX_DIMS], sb[PARDO_MAX_DIMS], batch = 1;
+    int64_t ta = m * k, tb = k * n; /* strides of the batch dims, 0 where broadcast */
+    for (int d = nd - 3; d >= 0; d--) {
+        const int da = d - (nd - a->ndim), db = d - (nd - b->ndim);
+        const int64_t la = da >= 0 ? a->shape[da] : 1, lb = db >= 0 ? b->shape[db] : 1;
+        shape[d] = la == 1 ? lb : la;
+        sa[d] = la == 1 ? 0 : ta;
+        sb[d] = lb == 1 ? 0 : tb;
+        ta *= la;
+        tb *= lb;
+        batch *= shape[d];
+    }
+    shape[nd - 2] = m;
+    shape[nd - 1] = n;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, PARDO_I32, nd, shape);
+    if (!y) return ctx->st->code;
+    int32_t *ys = pardo_tensor_data(y);
+    for (int64_t bi = 0; bi < batch; bi++) {
+        int64_t oa = 0, ob = 0, rem = bi;
+        for (int d = nd - 3; d >= 0; d--) {
+            const int64_t idx = rem % shape[d];
+            rem /= shape[d];
+            oa += idx * sa[d];
+            ob += idx * sb[d];
+        }
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                const int32_t zai = za ? q8_at(za, za->numel == 1 ? 0 : i) : 0;
+                const int32_t zbj = zb ? q8_at(zb, zb->numel == 1 ? 0 : j) : 0;
+                int32_t acc = 0;
+                for (int64_t p = 0; p < k; p++)
+                    acc += (q8_at(a, oa + i * k + p) - zai) * (q8_at(b, ob + p * n + j) - zbj);
+                ys[(bi * m + i) * n + j] = acc;
+            }
+    }
+    return PARDO_OK;
+}
+
+/* Integer matmul of uint8 / int8 matrices into int32 (ONNX MatMulInteger). */
+const pardo_op_def pardo_op_matmul_integer = {
+    .type = "matmul_integer",
+    .doc = "Y = (A - a_zero_point) @ (B - b_zero_point), int32 (uint8 / int8 A and B)",
+    .inputs = mi_in,
+    .n_inputs = 4,
+    .outputs = mi_out,
+    .n_outputs = 1,
+    .infer = mi_infer,
+    .cpu = mi_cpu,
     .all_dtypes = true,
 };

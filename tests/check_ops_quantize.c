@@ -1,6 +1,7 @@
 /* check_ops_quantize.c - quantize_linear and dequantize_linear against values computed by hand (ONNX's spec
  * examples: rounding ties to even, saturation at 0/255 and -128/127) and a naive per-axis reference loop in the
  * test; dynamic_quantize_linear on ONNX's example;
+ * matmul_integer on ONNX's example and a naive loop (broadcast batch, per-row / per-column zero points);
  * refusals of a scale that does not match the axis and a zero point of the wrong dtype. */
 #include <check.h>
 #include <math.h>
@@ -148,6 +149,54 @@ START_TEST(test_dynamic_by_hand) {
 }
 END_TEST
 
+START_TEST(test_matmul_integer_by_hand) {
+    /* ONNX's example: A (4, 3) uint8 zero point 12, B (3, 2) uint8 zero point 0 */
+    const int64_t sa[2] = {4, 3}, sb[2] = {3, 2};
+    pardo_tensor *in[4] = {
+        test_tensor_from(PARDO_U8, 2, sa, (double[]){11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0}),
+        test_tensor_from(PARDO_U8, 2, sb, (double[]){1, 4, 2, 5, 3, 6}),
+        test_tensor_from(PARDO_U8, 0, NULL, (double[]){12}),
+        test_tensor_from(PARDO_U8, 0, NULL, (double[]){0}),
+    };
+    pardo_tensor *y = NULL;
+    pardo_status st;
+    ck_assert_msg(test_run_op("matmul_integer", "{}", 4, in, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_int_eq(y->dtype, PARDO_I32);
+    expect_values(y, (double[]){-38, -83, -44, -98, -50, -113, -56, -128}, 8);
+    pardo_tensor_release(y);
+    for (int i = 0; i < 4; i++) pardo_tensor_release(in[i]);
+}
+END_TEST
+
+START_TEST(test_matmul_integer_reference) {
+    /* A (2, 1, 3, 5) int8 with per-row zero points, B (4, 5, 2) uint8 with per-column ones: batch (2, 4) */
+    const int64_t sa[4] = {2, 1, 3, 5}, sb[3] = {4, 5, 2}, three = 3, two = 2;
+    double av[30], bv[40];
+    for (int i = 0; i < 30; i++) av[i] = (i * 53 % 256) - 128;
+    for (int i = 0; i < 40; i++) bv[i] = i * 97 % 256;
+    pardo_tensor *in[4] = {test_tensor_from(PARDO_I8, 4, sa, av), test_tensor_from(PARDO_U8, 3, sb, bv),
+                           test_tensor_from(PARDO_I8, 1, &three, (double[]){-128, 0, 127}),
+                           test_tensor_from(PARDO_U8, 1, &two, (double[]){255, 3})};
+    const double za[3] = {-128, 0, 127}, zb[2] = {255, 3};
+    pardo_tensor *y = NULL;
+    pardo_status st;
+    ck_assert_msg(test_run_op("matmul_integer", "{}", 4, in, 1, &y, &st) == PARDO_OK, "%s", st.msg);
+    ck_assert_int_eq(y->ndim, 4);
+    ck_assert(y->shape[0] == 2 && y->shape[1] == 4 && y->shape[2] == 3 && y->shape[3] == 2);
+    for (int p = 0; p < 2; p++)
+        for (int q = 0; q < 4; q++)
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 2; j++) {
+                    double want = 0;
+                    for (int r = 0; r < 5; r++)
+                        want += (av[p * 15 + i * 5 + r] - za[i]) * (bv[q * 10 + r * 2 + j] - zb[j]);
+                    ck_assert_double_eq(pardo_tensor_get_f64(y, ((p * 4 + q) * 3 + i) * 2 + j), want);
+                }
+    pardo_tensor_release(y);
+    for (int i = 0; i < 4; i++) pardo_tensor_release(in[i]);
+}
+END_TEST
+
 START_TEST(test_err_quantize) {
     pardo_type x = {PARDO_F32, 2, {2, 3}}, s3 = {PARDO_F32, 1, {3}}, s2 = {PARDO_F32, 1, {2}};
     pardo_type zi8 = {PARDO_I8, 1, {3}}, zi32 = {PARDO_I32, 1, {3}}, s2d = {PARDO_F32, 2, {1, 3}};
@@ -170,6 +219,15 @@ START_TEST(test_err_quantize) {
     pardo_type y3[3];
     const pardo_type *dyn_u8[1] = {&xu8};
     ck_assert_int_eq(test_infer_op("dynamic_quantize_linear", "{}", 1, dyn_u8, 3, y3, &st), PARDO_EINVAL);
+    pardo_type a = {PARDO_U8, 2, {4, 3}}, b = {PARDO_U8, 2, {3, 2}}, bk = {PARDO_U8, 2, {4, 2}};
+    pardo_type zs8 = {PARDO_I8, 0, {0}}, z5 = {PARDO_U8, 1, {5}};
+    const pardo_type *mi_ok[4] = {&a, &b, NULL, NULL}, *mi_k[4] = {&a, &bk, NULL, NULL};
+    const pardo_type *mi_zd[4] = {&a, &b, &zs8, NULL}, *mi_zn[4] = {&a, &b, NULL, &z5}, *mi_f[4] = {&x, &b, NULL, NULL};
+    ck_assert_int_eq(test_infer_op("matmul_integer", "{}", 4, mi_ok, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(test_infer_op("matmul_integer", "{}", 4, mi_k, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_int_eq(test_infer_op("matmul_integer", "{}", 4, mi_zd, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_int_eq(test_infer_op("matmul_integer", "{}", 4, mi_zn, 1, &y, &st), PARDO_EINVAL);
+    ck_assert_int_eq(test_infer_op("matmul_integer", "{}", 4, mi_f, 1, &y, &st), PARDO_EINVAL);
 }
 END_TEST
 
@@ -180,6 +238,8 @@ Suite *make_ops_quantize_suite(void) {
     tcase_add_test(core, test_dequantize_by_hand);
     tcase_add_test(core, test_per_axis_reference);
     tcase_add_test(core, test_dynamic_by_hand);
+    tcase_add_test(core, test_matmul_integer_by_hand);
+    tcase_add_test(core, test_matmul_integer_reference);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_quantize);

@@ -830,6 +830,15 @@ static int map_dynamic_quantize_linear(onnx_ctx *c, const Onnx__NodeProto *n, pa
     return onnx_emit(c, "dynamic_quantize_linear", &x, 1, out, 3, st) ? PARDO_OK : st->code;
 }
 
+static int map_matmul_integer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *in[4];
+    if (!(in[0] = onnx_in_var(c, n, 0, st)) || !(in[1] = onnx_in_var(c, n, 1, st)) ||
+        !(in[2] = onnx_opt_var(c, n, 2, st)) || !(in[3] = onnx_opt_var(c, n, 3, st)))
+        return st->code;
+    return onnx_emit1(c, n, "matmul_integer", in, 4, st) ? PARDO_OK : st->code;
+}
+
 /* CastLike: cast to the dtype of input 1 (target_type), whose values are not read. */
 static int map_cast_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"saturate", NULL};
@@ -1403,6 +1412,7 @@ static const onnx_mapping table[] = {
     {"Log", map_log},
     {"LogSoftmax", map_log_softmax},
     {"MatMul", map_matmul},
+    {"MatMulInteger", map_matmul_integer},
     {"Max", map_max},
     {"MaxPool", map_max_pool},
     {"Mean", map_mean},
