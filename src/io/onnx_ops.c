@@ -839,6 +839,29 @@ static int map_matmul_integer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_statu
     return onnx_emit1(c, n, "matmul_integer", in, 4, st) ? PARDO_OK : st->code;
 }
 
+/* QLinearMatMul as matmul_integer (exact int32), cast to float32, times a_scale * b_scale (broadcast as numpy's,
+ * as ONNX's reference), quantize_linear by y_scale and y_zero_point along the last axis (numpy's broadcast of 1-D). */
+static int map_qlinear_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *v[8];
+    for (int i = 0; i < 8; i++)
+        if (!(v[i] = onnx_in_var(c, n, i, st))) return st->code;
+    const char *acc = onnx_temp(c, "qmm_acc", st), *sab = acc ? onnx_temp(c, "qmm_scale", st) : NULL;
+    const char *f = sab ? onnx_temp(c, "qmm_f", st) : NULL, *out = f ? onnx_out_var(c, n, 0, st) : NULL;
+    if (!out) return st->code;
+    const char *mi[4] = {v[0], v[3], v[2], v[5]}, *mul[2] = {v[1], v[4]};
+    if (!onnx_emit(c, "matmul_integer", mi, 4, &acc, 1, st) || !onnx_emit(c, "mul", mul, 2, &sab, 1, st))
+        return st->code;
+    const char *accf = onnx_temp(c, "qmm_accf", st);
+    if (!accf) return st->code;
+    pardo_op *op = onnx_emit(c, "cast", &acc, 1, &accf, 1, st);
+    if (!op || onnx_set_string(op, "dtype", "float32", st) != PARDO_OK) return st->code;
+    const char *fm[2] = {accf, sab}, *q[3] = {f, v[6], v[7]};
+    if (!onnx_emit(c, "mul", fm, 2, &f, 1, st)) return st->code;
+    op = onnx_emit(c, "quantize_linear", q, 3, &out, 1, st);
+    return op && onnx_set_int(op, "axis", -1, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
 /* CastLike: cast to the dtype of input 1 (target_type), whose values are not read. */
 static int map_cast_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"saturate", NULL};
@@ -1429,6 +1452,7 @@ static const onnx_mapping table[] = {
     {"PRelu", map_prelu},
     {"Pad", map_pad},
     {"Pow", map_pow},
+    {"QLinearMatMul", map_qlinear_matmul},
     {"QuantizeLinear", map_quantize_linear},
     {"Range", map_range},
     {"Reciprocal", map_reciprocal},
