@@ -1180,6 +1180,54 @@ static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* ConvInteger as conv2d in float64 (every sum of uint8 / int8 products is an integer float64 holds exactly) of
+ * X - x_zero_point and W - w_zero_point, cast to int32; a per-channel w_zero_point is refused. */
+static int map_conv_integer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *v[4] = {onnx_in_var(c, n, 0, st), NULL, NULL, NULL};
+    if (!v[0] || !(v[1] = onnx_in_var(c, n, 1, st)) || !(v[2] = onnx_opt_var(c, n, 2, st)) ||
+        !(v[3] = onnx_opt_var(c, n, 3, st)))
+        return st->code;
+    pardo_type xt, wt;
+    if (onnx_type_of(c, v[0], &xt, st) != PARDO_OK || onnx_type_of(c, v[1], &wt, st) != PARDO_OK) return st->code;
+    if (wt.ndim != 4) return onnx_unsupported(c, st, "a %d-D convolution; pardo runs 2-D (NCHW)", wt.ndim - 2);
+    const char *f[2];
+    for (int i = 0; i < 2; i++) {
+        const char *zp = v[i + 2];
+        if (*zp) {
+            pardo_type zt;
+            if (onnx_type_of(c, zp, &zt, st) != PARDO_OK) return st->code;
+            if (pardo_shape_numel(zt.ndim, zt.shape) != 1)
+                return onnx_unsupported(c, st, "a zero point of more than one value (input %d)", i + 2);
+        }
+        const char *cv = onnx_temp(c, "convint_f", st);
+        pardo_op *op = cv ? onnx_emit(c, "cast", &v[i], 1, &cv, 1, st) : NULL;
+        if (!op || onnx_set_string(op, "dtype", "float64", st) != PARDO_OK) return st->code;
+        f[i] = cv;
+        if (*zp) {
+            const char *zf = onnx_temp(c, "convint_zp", st), *d = zf ? onnx_temp(c, "convint_d", st) : NULL;
+            op = d ? onnx_emit(c, "cast", &zp, 1, &zf, 1, st) : NULL;
+            if (!op || onnx_set_string(op, "dtype", "float64", st) != PARDO_OK) return st->code;
+            const char *sub[2] = {cv, zf};
+            if (!onnx_emit(c, "sub", sub, 2, &d, 1, st)) return st->code;
+            f[i] = d;
+        }
+    }
+    int nk = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
+    int64_t kernel[2] = {wt.shape[2], wt.shape[3]};
+    if (ks && (nk != 2 || ks[0] != kernel[0] || ks[1] != kernel[1]))
+        return onnx_bad(c, st, "attr 'kernel_shape' does not match the weight's dims");
+    const char *y = onnx_temp(c, "convint_y", st), *out = y ? onnx_out_var(c, n, 0, st) : NULL;
+    pardo_op *op = out ? onnx_emit(c, "conv2d", f, 2, &y, 1, st) : NULL;
+    if (!op || window_attrs(c, n, &xt, kernel, op, false, st) != PARDO_OK ||
+        onnx_set_int(op, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
+        return st->code;
+    op = onnx_emit(c, "cast", &y, 1, &out, 1, st);
+    return op && onnx_set_string(op, "dtype", "int32", st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
 /* MaxPool / AveragePool of 1 or 2 spatial dims (a 1-D one as height 1:
  * unsqueeze, the 2-D pool, squeeze); ceil_mode as the extra end padding
  * that gives its last window (over static spatial dims); AveragePool's
@@ -1396,6 +1444,7 @@ static const onnx_mapping table[] = {
     {"Constant", NULL},
     {"ConstantOfShape", map_constant_of_shape},
     {"Conv", map_conv},
+    {"ConvInteger", map_conv_integer},
     {"Cos", map_cos},
     {"Cosh", map_cosh},
     {"CumSum", map_cumsum},
