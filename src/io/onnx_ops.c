@@ -1182,12 +1182,13 @@ static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 
 /* ConvInteger as conv2d in float64 (every sum of uint8 / int8 products is an integer float64 holds exactly) of
  * X - x_zero_point and W - w_zero_point, cast to int32; a per-channel w_zero_point is refused. */
-static int map_conv_integer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+static int conv_integer_f64(onnx_ctx *c, const Onnx__NodeProto *n, const int idx[4], const char **y,
+                            pardo_status *st) {
     static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    const char *v[4] = {onnx_in_var(c, n, 0, st), NULL, NULL, NULL};
-    if (!v[0] || !(v[1] = onnx_in_var(c, n, 1, st)) || !(v[2] = onnx_opt_var(c, n, 2, st)) ||
-        !(v[3] = onnx_opt_var(c, n, 3, st)))
+    const char *v[4] = {onnx_in_var(c, n, idx[0], st), NULL, NULL, NULL};
+    if (!v[0] || !(v[1] = onnx_in_var(c, n, idx[1], st)) || !(v[2] = onnx_opt_var(c, n, idx[2], st)) ||
+        !(v[3] = onnx_opt_var(c, n, idx[3], st)))
         return st->code;
     pardo_type xt, wt;
     if (onnx_type_of(c, v[0], &xt, st) != PARDO_OK || onnx_type_of(c, v[1], &wt, st) != PARDO_OK) return st->code;
@@ -1219,13 +1220,44 @@ static int map_conv_integer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status 
     int64_t kernel[2] = {wt.shape[2], wt.shape[3]};
     if (ks && (nk != 2 || ks[0] != kernel[0] || ks[1] != kernel[1]))
         return onnx_bad(c, st, "attr 'kernel_shape' does not match the weight's dims");
-    const char *y = onnx_temp(c, "convint_y", st), *out = y ? onnx_out_var(c, n, 0, st) : NULL;
-    pardo_op *op = out ? onnx_emit(c, "conv2d", f, 2, &y, 1, st) : NULL;
+    *y = onnx_temp(c, "convint_y", st);
+    pardo_op *op = *y ? onnx_emit(c, "conv2d", f, 2, y, 1, st) : NULL;
     if (!op || window_attrs(c, n, &xt, kernel, op, false, st) != PARDO_OK ||
         onnx_set_int(op, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
         return st->code;
-    op = onnx_emit(c, "cast", &y, 1, &out, 1, st);
+    return PARDO_OK;
+}
+
+static int map_conv_integer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const int idx[4] = {0, 1, 2, 3};
+    const char *y = NULL, *out;
+    if (conv_integer_f64(c, n, idx, &y, st) != PARDO_OK || !(out = onnx_out_var(c, n, 0, st))) return st->code;
+    pardo_op *op = onnx_emit(c, "cast", &y, 1, &out, 1, st);
     return op && onnx_set_string(op, "dtype", "int32", st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+/* QLinearConv as ConvInteger's float64 conv, cast to float32, times x_scale * w_scale, quantize_linear by y_scale
+ * and y_zero_point; a bias or a per-channel w_scale refused at import. */
+static int map_qlinear_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const int idx[4] = {0, 3, 2, 5};
+    if (onnx_input(c, n, 8)) return onnx_unsupported(c, st, "a bias (input 8 'B')");
+    const char *xs = onnx_in_var(c, n, 1, st), *ws = xs ? onnx_in_var(c, n, 4, st) : NULL;
+    const char *ys = ws ? onnx_in_var(c, n, 6, st) : NULL, *yz = ys ? onnx_opt_var(c, n, 7, st) : NULL;
+    if (!yz) return st->code;
+    pardo_type wst;
+    if (onnx_type_of(c, ws, &wst, st) != PARDO_OK) return st->code;
+    if (pardo_shape_numel(wst.ndim, wst.shape) != 1) return onnx_unsupported(c, st, "a per-channel w_scale");
+    const char *y = NULL;
+    if (conv_integer_f64(c, n, idx, &y, st) != PARDO_OK) return st->code;
+    const char *yf = onnx_temp(c, "qconv_f", st), *sc = yf ? onnx_temp(c, "qconv_s", st) : NULL;
+    const char *r = sc ? onnx_temp(c, "qconv_r", st) : NULL, *out = r ? onnx_out_var(c, n, 0, st) : NULL;
+    if (!out) return st->code;
+    pardo_op *op = onnx_emit(c, "cast", &y, 1, &yf, 1, st);
+    if (!op || onnx_set_string(op, "dtype", "float32", st) != PARDO_OK) return st->code;
+    const char *m1[2] = {xs, ws}, *m2[2] = {yf, sc}, *q[3] = {r, ys, yz};
+    if (!onnx_emit(c, "mul", m1, 2, &sc, 1, st) || !onnx_emit(c, "mul", m2, 2, &r, 1, st)) return st->code;
+    op = onnx_emit(c, "quantize_linear", q, *yz ? 3 : 2, &out, 1, st);
+    return op && onnx_set_int(op, "axis", 1, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
 /* MaxPool / AveragePool of 1 or 2 spatial dims (a 1-D one as height 1:
@@ -1501,6 +1533,7 @@ static const onnx_mapping table[] = {
     {"PRelu", map_prelu},
     {"Pad", map_pad},
     {"Pow", map_pow},
+    {"QLinearConv", map_qlinear_conv},
     {"QLinearMatMul", map_qlinear_matmul},
     {"QuantizeLinear", map_quantize_linear},
     {"Range", map_range},
