@@ -46,6 +46,7 @@
     X(transpose) X(transpose_grad) \
     X(concat) X(concat_grad) \
     X(cast) X(cast_grad) \
+    X(quantize_linear) X(dequantize_linear) X(dynamic_quantize_linear) X(matmul_integer) \
     X(fill) \
     X(erf) X(erf_grad) \
     X(floor) X(ceil) X(round) X(sign) \

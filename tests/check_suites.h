@@ -30,6 +30,7 @@
     X(ops_reduce)       \
     X(ops_softmax)      \
     X(ops_shape)        \
+    X(ops_quantize)     \
     X(ops_index)        \
     X(ops_index_elements) \
     X(ops_resize)       \

@@ -834,6 +834,69 @@ static int map_cast(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return op && onnx_set_string(op, "dtype", pardo_dtype_name(dt), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+/* QuantizeLinear / DequantizeLinear: per tensor or per axis (blocked quantization and output_dtype refused). */
+static int map_quant(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    static const char *const known[] = {"axis", "saturate", "block_size", "output_dtype", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (onnx_attr_int(n, "block_size", 0) != 0) return onnx_unsupported(c, st, "blocked quantization (block_size)");
+    if (onnx_attr_int(n, "output_dtype", 0) != 0) return onnx_unsupported(c, st, "attr 'output_dtype'");
+    const char *in[3];
+    if (!(in[0] = onnx_in_var(c, n, 0, st)) || !(in[1] = onnx_in_var(c, n, 1, st)) ||
+        !(in[2] = onnx_opt_var(c, n, 2, st)))
+        return st->code;
+    pardo_op *op = onnx_emit1(c, n, type, in, 3, st);
+    return op && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 1), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+static int map_quantize_linear(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_quant(c, n, "quantize_linear", st);
+}
+
+static int map_dequantize_linear(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_quant(c, n, "dequantize_linear", st);
+}
+
+static int map_dynamic_quantize_linear(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st), *out[3];
+    if (!x) return st->code;
+    for (int i = 0; i < 3; i++)
+        if (!(out[i] = onnx_out_var(c, n, i, st))) return st->code;
+    return onnx_emit(c, "dynamic_quantize_linear", &x, 1, out, 3, st) ? PARDO_OK : st->code;
+}
+
+static int map_matmul_integer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *in[4];
+    if (!(in[0] = onnx_in_var(c, n, 0, st)) || !(in[1] = onnx_in_var(c, n, 1, st)) ||
+        !(in[2] = onnx_opt_var(c, n, 2, st)) || !(in[3] = onnx_opt_var(c, n, 3, st)))
+        return st->code;
+    return onnx_emit1(c, n, "matmul_integer", in, 4, st) ? PARDO_OK : st->code;
+}
+
+/* QLinearMatMul as matmul_integer (exact int32), cast to float32, times a_scale * b_scale (broadcast as numpy's,
+ * as ONNX's reference), quantize_linear by y_scale and y_zero_point along the last axis (numpy's broadcast of 1-D). */
+static int map_qlinear_matmul(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *v[8];
+    for (int i = 0; i < 8; i++)
+        if (!(v[i] = onnx_in_var(c, n, i, st))) return st->code;
+    const char *acc = onnx_temp(c, "qmm_acc", st), *sab = acc ? onnx_temp(c, "qmm_scale", st) : NULL;
+    const char *f = sab ? onnx_temp(c, "qmm_f", st) : NULL, *out = f ? onnx_out_var(c, n, 0, st) : NULL;
+    if (!out) return st->code;
+    const char *mi[4] = {v[0], v[3], v[2], v[5]}, *mul[2] = {v[1], v[4]};
+    if (!onnx_emit(c, "matmul_integer", mi, 4, &acc, 1, st) || !onnx_emit(c, "mul", mul, 2, &sab, 1, st))
+        return st->code;
+    const char *accf = onnx_temp(c, "qmm_accf", st);
+    if (!accf) return st->code;
+    pardo_op *op = onnx_emit(c, "cast", &acc, 1, &accf, 1, st);
+    if (!op || onnx_set_string(op, "dtype", "float32", st) != PARDO_OK) return st->code;
+    const char *fm[2] = {accf, sab}, *q[3] = {f, v[6], v[7]};
+    if (!onnx_emit(c, "mul", fm, 2, &f, 1, st)) return st->code;
+    op = onnx_emit(c, "quantize_linear", q, 3, &out, 1, st);
+    return op && onnx_set_int(op, "axis", -1, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
 /* CastLike: cast to the dtype of input 1 (target_type), whose values are not read. */
 static int map_cast_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"saturate", NULL};
@@ -1152,6 +1215,86 @@ static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* ConvInteger as conv2d in float64 (every sum of uint8 / int8 products is an integer float64 holds exactly) of
+ * X - x_zero_point and W - w_zero_point, cast to int32; a per-channel w_zero_point is refused. */
+static int conv_integer_f64(onnx_ctx *c, const Onnx__NodeProto *n, const int idx[4], const char **y,
+                            pardo_status *st) {
+    static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *v[4] = {onnx_in_var(c, n, idx[0], st), NULL, NULL, NULL};
+    if (!v[0] || !(v[1] = onnx_in_var(c, n, idx[1], st)) || !(v[2] = onnx_opt_var(c, n, idx[2], st)) ||
+        !(v[3] = onnx_opt_var(c, n, idx[3], st)))
+        return st->code;
+    pardo_type xt, wt;
+    if (onnx_type_of(c, v[0], &xt, st) != PARDO_OK || onnx_type_of(c, v[1], &wt, st) != PARDO_OK) return st->code;
+    if (wt.ndim != 4) return onnx_unsupported(c, st, "a %d-D convolution; pardo runs 2-D (NCHW)", wt.ndim - 2);
+    const char *f[2];
+    for (int i = 0; i < 2; i++) {
+        const char *zp = v[i + 2];
+        if (*zp) {
+            pardo_type zt;
+            if (onnx_type_of(c, zp, &zt, st) != PARDO_OK) return st->code;
+            if (pardo_shape_numel(zt.ndim, zt.shape) != 1)
+                return onnx_unsupported(c, st, "a zero point of more than one value (input %d)", i + 2);
+        }
+        const char *cv = onnx_temp(c, "convint_f", st);
+        pardo_op *op = cv ? onnx_emit(c, "cast", &v[i], 1, &cv, 1, st) : NULL;
+        if (!op || onnx_set_string(op, "dtype", "float64", st) != PARDO_OK) return st->code;
+        f[i] = cv;
+        if (*zp) {
+            const char *zf = onnx_temp(c, "convint_zp", st), *d = zf ? onnx_temp(c, "convint_d", st) : NULL;
+            op = d ? onnx_emit(c, "cast", &zp, 1, &zf, 1, st) : NULL;
+            if (!op || onnx_set_string(op, "dtype", "float64", st) != PARDO_OK) return st->code;
+            const char *sub[2] = {cv, zf};
+            if (!onnx_emit(c, "sub", sub, 2, &d, 1, st)) return st->code;
+            f[i] = d;
+        }
+    }
+    int nk = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
+    int64_t kernel[2] = {wt.shape[2], wt.shape[3]};
+    if (ks && (nk != 2 || ks[0] != kernel[0] || ks[1] != kernel[1]))
+        return onnx_bad(c, st, "attr 'kernel_shape' does not match the weight's dims");
+    *y = onnx_temp(c, "convint_y", st);
+    pardo_op *op = *y ? onnx_emit(c, "conv2d", f, 2, y, 1, st) : NULL;
+    if (!op || window_attrs(c, n, &xt, kernel, op, false, st) != PARDO_OK ||
+        onnx_set_int(op, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+static int map_conv_integer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const int idx[4] = {0, 1, 2, 3};
+    const char *y = NULL, *out;
+    if (conv_integer_f64(c, n, idx, &y, st) != PARDO_OK || !(out = onnx_out_var(c, n, 0, st))) return st->code;
+    pardo_op *op = onnx_emit(c, "cast", &y, 1, &out, 1, st);
+    return op && onnx_set_string(op, "dtype", "int32", st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+/* QLinearConv as ConvInteger's float64 conv, cast to float32, times x_scale * w_scale, quantize_linear by y_scale
+ * and y_zero_point; a bias or a per-channel w_scale refused at import. */
+static int map_qlinear_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const int idx[4] = {0, 3, 2, 5};
+    if (onnx_input(c, n, 8)) return onnx_unsupported(c, st, "a bias (input 8 'B')");
+    const char *xs = onnx_in_var(c, n, 1, st), *ws = xs ? onnx_in_var(c, n, 4, st) : NULL;
+    const char *ys = ws ? onnx_in_var(c, n, 6, st) : NULL, *yz = ys ? onnx_opt_var(c, n, 7, st) : NULL;
+    if (!yz) return st->code;
+    pardo_type wst;
+    if (onnx_type_of(c, ws, &wst, st) != PARDO_OK) return st->code;
+    if (pardo_shape_numel(wst.ndim, wst.shape) != 1) return onnx_unsupported(c, st, "a per-channel w_scale");
+    const char *y = NULL;
+    if (conv_integer_f64(c, n, idx, &y, st) != PARDO_OK) return st->code;
+    const char *yf = onnx_temp(c, "qconv_f", st), *sc = yf ? onnx_temp(c, "qconv_s", st) : NULL;
+    const char *r = sc ? onnx_temp(c, "qconv_r", st) : NULL, *out = r ? onnx_out_var(c, n, 0, st) : NULL;
+    if (!out) return st->code;
+    pardo_op *op = onnx_emit(c, "cast", &y, 1, &yf, 1, st);
+    if (!op || onnx_set_string(op, "dtype", "float32", st) != PARDO_OK) return st->code;
+    const char *m1[2] = {xs, ws}, *m2[2] = {yf, sc}, *q[3] = {r, ys, yz};
+    if (!onnx_emit(c, "mul", m1, 2, &sc, 1, st) || !onnx_emit(c, "mul", m2, 2, &r, 1, st)) return st->code;
+    op = onnx_emit(c, "quantize_linear", q, *yz ? 3 : 2, &out, 1, st);
+    return op && onnx_set_int(op, "axis", 1, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
 /* MaxPool / AveragePool of 1 or 2 spatial dims (a 1-D one as height 1:
  * unsqueeze, the 2-D pool, squeeze); ceil_mode as the extra end padding
  * that gives its last window (over static spatial dims); AveragePool's
@@ -1369,12 +1512,15 @@ static const onnx_mapping table[] = {
     {"Constant", NULL},
     {"ConstantOfShape", map_constant_of_shape},
     {"Conv", map_conv},
+    {"ConvInteger", map_conv_integer},
     {"Cos", map_cos},
     {"Cosh", map_cosh},
     {"CumSum", map_cumsum},
+    {"DequantizeLinear", map_dequantize_linear},
     {"Det", map_det},
     {"Div", map_div},
     {"Dropout", map_dropout},
+    {"DynamicQuantizeLinear", map_dynamic_quantize_linear},
     {"Einsum", map_einsum},
     {"Elu", map_elu},
     {"Equal", map_equal},
@@ -1406,6 +1552,7 @@ static const onnx_mapping table[] = {
     {"Log", map_log},
     {"LogSoftmax", map_log_softmax},
     {"MatMul", map_matmul},
+    {"MatMulInteger", map_matmul_integer},
     {"Max", map_max},
     {"MaxPool", map_max_pool},
     {"Mean", map_mean},
@@ -1422,6 +1569,9 @@ static const onnx_mapping table[] = {
     {"PRelu", map_prelu},
     {"Pad", map_pad},
     {"Pow", map_pow},
+    {"QLinearConv", map_qlinear_conv},
+    {"QLinearMatMul", map_qlinear_matmul},
+    {"QuantizeLinear", map_quantize_linear},
     {"Range", map_range},
     {"Reciprocal", map_reciprocal},
     {"ReduceL1", map_reduce_l1},
