@@ -740,9 +740,6 @@ static int map_reshape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
     } else {
         ns = -1;
     }
-    if (ns >= 0 && allowzero)
-        for (int i = 0; i < ns; i++)
-            if (shape[i] == 0) return onnx_unsupported(c, st, "attr 'allowzero' 1 with a 0 in the shape");
     if (ns < 0) {
         const char *s = onnx_in_var(c, n, 1, st);
         if (!s) return st->code;
@@ -751,7 +748,10 @@ static int map_reshape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
         return op && (!allowzero || onnx_set_bool(op, "allowzero", true, st) == PARDO_OK) ? PARDO_OK : st->code;
     }
     pardo_op *op = onnx_emit1(c, n, "reshape", &x, 1, st);
-    return op && onnx_set_ints(op, "shape", shape, ns, st) == PARDO_OK ? PARDO_OK : st->code;
+    return op && onnx_set_ints(op, "shape", shape, ns, st) == PARDO_OK &&
+                   (!allowzero || onnx_set_bool(op, "allowzero", true, st) == PARDO_OK)
+               ? PARDO_OK
+               : st->code;
 }
 
 static int map_flatten(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
