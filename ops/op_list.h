@@ -57,6 +57,7 @@
     X(max) X(max_grad) X(min) X(min_grad) X(sum) X(sum_grad) X(mean) X(mean_grad) \
     X(resize) X(non_max_suppression) X(pad) X(pad_grad) \
     X(top_k) X(compress) X(eye_like) X(one_hot) X(grid_sample) \
+    X(unique) X(non_zero) X(reverse_sequence) \
     X(mod) X(cumsum) X(cumsum_grad) X(hardmax) X(det) X(det_grad) X(einsum) X(einsum_grad) \
     X(shape) \
     X(unsqueeze) X(unsqueeze_grad) \

@@ -551,6 +551,36 @@ static int map_one_hot(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
     return map_plain(c, n, "one_hot", 3, known, st);
 }
 
+/* Unique: unique, the outputs the node names (the others ""), attr sorted as a bool. */
+static int map_unique(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "sorted", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st), *out[4] = {"", "", "", ""};
+    if (!x) return st->code;
+    int n_out = 1;
+    for (int k = 0; k < 4 && k < (int)n->n_output; k++) {
+        if (!n->output[k][0] && k > 0) continue;
+        if (!(out[k] = onnx_out_var(c, n, k, st))) return st->code;
+        n_out = k + 1;
+    }
+    pardo_op *op = onnx_emit(c, "unique", &x, 1, out, n_out, st);
+    if (!op) return st->code;
+    if (onnx_attr(n, "axis") && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 0), st) != PARDO_OK)
+        return st->code;
+    return onnx_set_bool(op, "sorted", onnx_attr_int(n, "sorted", 1) != 0, st);
+}
+
+static int map_non_zero(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    return x && onnx_emit1(c, n, "non_zero", &x, 1, st) ? PARDO_OK : st->code;
+}
+
+static int map_reverse_sequence(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"batch_axis", "time_axis", NULL};
+    return map_plain(c, n, "reverse_sequence", 2, known, st);
+}
+
 /* EyeLike: eye_like, the dtype code turned into pardo's name. */
 static int map_eye_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"dtype", "k", NULL};
@@ -1363,6 +1393,7 @@ static const onnx_mapping table[] = {
     {"Neg", map_neg},
     {"NegativeLogLikelihoodLoss", map_nll_loss},
     {"NonMaxSuppression", map_nms},
+    {"NonZero", map_non_zero},
     {"Not", map_not},
     {"OneHot", map_one_hot},
     {"Or", map_or},
@@ -1384,6 +1415,7 @@ static const onnx_mapping table[] = {
     {"Relu", map_relu},
     {"Reshape", map_reshape},
     {"Resize", map_resize},
+    {"ReverseSequence", map_reverse_sequence},
     {"Round", map_round},
     {"Scatter", map_scatter_elements},
     {"ScatterElements", map_scatter_elements},
@@ -1410,6 +1442,7 @@ static const onnx_mapping table[] = {
     {"ThresholdedRelu", map_thresholded_relu},
     {"TopK", map_top_k},
     {"Transpose", map_transpose},
+    {"Unique", map_unique},
     {"Unsqueeze", map_unsqueeze},
     {"Upsample", map_upsample},
     {"Where", map_where},
