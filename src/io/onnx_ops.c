@@ -581,6 +581,94 @@ static int map_reverse_sequence(onnx_ctx *c, const Onnx__NodeProto *n, pardo_sta
     return map_plain(c, n, "reverse_sequence", 2, known, st);
 }
 
+/* ---- signal ---- */
+
+/* The int value of constant scalar input i into *v (false, with st filled, when it is absent or not constant). */
+static bool const_int_input(onnx_ctx *c, const Onnx__NodeProto *n, int i, const char *what, int64_t *v,
+                            pardo_status *st) {
+    double d;
+    if (!onnx_const_input_scalar(c, n, i, &d)) {
+        onnx_unsupported(c, st, "input %d (%s) not known at load", i, what);
+        return false;
+    }
+    *v = (int64_t)d;
+    return true;
+}
+
+/* Attr output_datatype (ONNX's code; absent: float) as op's attr dtype, float32 or float64. */
+static int set_output_dtype(onnx_ctx *c, const Onnx__NodeProto *n, pardo_op *op, pardo_status *st) {
+    const int32_t code = (int32_t)onnx_attr_int(n, "output_datatype", 1);
+    const pardo_dtype dt = onnx_dtype(code);
+    if (dt != PARDO_F32 && dt != PARDO_F64)
+        return onnx_unsupported(c, st, "attr 'output_datatype' %s; pardo's windows are float32 or float64",
+                                onnx_dtype_name(code));
+    return onnx_set_string(op, "dtype", pardo_dtype_name(dt), st);
+}
+
+/* DFT: dft with dft_length (input 1) and, from opset 20, axis (input 2) known at load as attrs. */
+static int map_dft(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "inverse", "onesided", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t len = 0, axis = c->opset >= 20 ? -2 : onnx_attr_int(n, "axis", 1);
+    if (onnx_input(c, n, 1) && !const_int_input(c, n, 1, "dft_length", &len, st)) return st->code;
+    if (c->opset >= 20 && onnx_input(c, n, 2) && !const_int_input(c, n, 2, "axis", &axis, st)) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "dft", &x, 1, st) : NULL;
+    if (!op || onnx_set_int(op, "axis", axis, st) != PARDO_OK ||
+        onnx_set_bool(op, "inverse", onnx_attr_int(n, "inverse", 0) != 0, st) != PARDO_OK ||
+        onnx_set_bool(op, "onesided", onnx_attr_int(n, "onesided", 0) != 0, st) != PARDO_OK)
+        return st->code;
+    return onnx_input(c, n, 1) ? onnx_set_int(op, "dft_length", len, st) : PARDO_OK;
+}
+
+/* STFT: stft with frame_step (input 1) and frame_length (input 3) known at load as attrs, the window passed on. */
+static int map_stft(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"onesided", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t step, len = 0;
+    if (!const_int_input(c, n, 1, "frame_step", &step, st)) return st->code;
+    if (onnx_input(c, n, 3) && !const_int_input(c, n, 3, "frame_length", &len, st)) return st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_opt_var(c, n, 2, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "stft", in, *in[1] ? 2 : 1, st);
+    if (!op || onnx_set_int(op, "frame_step", step, st) != PARDO_OK ||
+        onnx_set_bool(op, "onesided", onnx_attr_int(n, "onesided", 1) != 0, st) != PARDO_OK)
+        return st->code;
+    return onnx_input(c, n, 3) ? onnx_set_int(op, "frame_length", len, st) : PARDO_OK;
+}
+
+/* HannWindow, HammingWindow, BlackmanWindow: pardo's window op of that name. */
+static int map_window(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    static const char *const known[] = {"periodic", "output_datatype", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, type, &x, 1, st) : NULL;
+    if (!op || onnx_set_bool(op, "periodic", onnx_attr_int(n, "periodic", 1) != 0, st) != PARDO_OK) return st->code;
+    return set_output_dtype(c, n, op, st);
+}
+
+static int map_hann_window(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_window(c, n, "hann_window", st);
+}
+
+static int map_hamming_window(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_window(c, n, "hamming_window", st);
+}
+
+static int map_blackman_window(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_window(c, n, "blackman_window", st);
+}
+
+static int map_mel_weight_matrix(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"output_datatype", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[5];
+    for (int k = 0; k < 5; k++)
+        if (!(in[k] = onnx_in_var(c, n, k, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "mel_weight_matrix", in, 5, st);
+    return op ? set_output_dtype(c, n, op, st) : st->code;
+}
+
 /* EyeLike: eye_like, the dtype code turned into pardo's name. */
 static int map_eye_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"dtype", "k", NULL};
@@ -1337,6 +1425,7 @@ static const onnx_mapping table[] = {
     {"Atanh", map_atanh},
     {"AveragePool", map_average_pool},
     {"BatchNormalization", map_batch_norm},
+    {"BlackmanWindow", map_blackman_window},
     {"Cast", map_cast},
     {"Ceil", map_ceil},
     {"Celu", map_celu},
@@ -1349,6 +1438,7 @@ static const onnx_mapping table[] = {
     {"Cos", map_cos},
     {"Cosh", map_cosh},
     {"CumSum", map_cumsum},
+    {"DFT", map_dft},
     {"Det", map_det},
     {"Div", map_div},
     {"Dropout", map_dropout},
@@ -1370,6 +1460,8 @@ static const onnx_mapping table[] = {
     {"Greater", map_greater},
     {"GreaterOrEqual", map_greater_or_equal},
     {"GridSample", map_grid_sample},
+    {"HammingWindow", map_hamming_window},
+    {"HannWindow", map_hann_window},
     {"HardSigmoid", map_hard_sigmoid},
     {"HardSwish", map_hard_swish},
     {"Hardmax", map_hardmax},
@@ -1386,6 +1478,7 @@ static const onnx_mapping table[] = {
     {"Max", map_max},
     {"MaxPool", map_max_pool},
     {"Mean", map_mean},
+    {"MelWeightMatrix", map_mel_weight_matrix},
     {"Min", map_min},
     {"Mish", map_mish},
     {"Mod", map_mod},
@@ -1417,6 +1510,7 @@ static const onnx_mapping table[] = {
     {"Resize", map_resize},
     {"ReverseSequence", map_reverse_sequence},
     {"Round", map_round},
+    {"STFT", map_stft},
     {"Scatter", map_scatter_elements},
     {"ScatterElements", map_scatter_elements},
     {"ScatterND", map_scatter_nd},
