@@ -1325,7 +1325,7 @@ static int map_global_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_stat
 static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"epsilon", "momentum", "spatial", "training_mode", "is_test", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    if (onnx_attr_int(n, "training_mode", 0)) return onnx_unsupported(c, st, "attr 'training_mode' 1");
+    if (onnx_attr_int(n, "training_mode", 0)) return onnx_batch_norm_training(c, n, st);
     for (size_t i = 1; i < n->n_output; i++)
         if (n->output[i] && *n->output[i]) return onnx_unsupported(c, st, "output %zu (training statistics)", i);
     onnx_value *p[4];
