@@ -185,7 +185,8 @@ static int unique_cpu(pardo_kernel_ctx *ctx) {
     const char *src = v.data;
     char *dst = pardo_tensor_data(y);
     for (int64_t o = 0; o < v.outer; o++)
-        for (int64_t g = 0; g < u; g++) memcpy(dst + (size_t)(o * u + g) * row, src + (size_t)(o * n + tmp[g]) * row, row);
+        for (int64_t g = 0; g < u; g++)
+            memcpy(dst + (size_t)(o * u + g) * row, src + (size_t)(o * n + tmp[g]) * row, row);
     const int64_t len[3] = {u, n, u};
     for (int k = 1; k < ctx->n_out && k < 4; k++) {
         if (!pardo_kernel_wants_output(ctx, k)) continue;

@@ -46,7 +46,9 @@ static const pardo_dtype int_dtypes[] = {PARDO_I32, PARDO_I64};
 /* ---- the transform of one row ---- */
 
 /* Room for a row of length n: the table cos, sin (2 pi m / n), the row's re, im and the direct sum's output. */
-static double *row_room(int64_t n) { return pardo_scratch_get(PARDO_SCRATCH_ROWS, sizeof(double) * (size_t)(6 * n + 1)); }
+static double *row_room(int64_t n) {
+    return pardo_scratch_get(PARDO_SCRATCH_ROWS, sizeof(double) * (size_t)(6 * n + 1));
+}
 
 static void fill_table(int64_t n, double *cs, double *sn) {
     for (int64_t m = 0; m < n; m++) {
@@ -395,7 +397,8 @@ static int read_int(const pardo_tensor *t, const char *what, int64_t *v, pardo_s
     return PARDO_OK;
 }
 
-static const pardo_arg_def win_in[] = {{"size", "int32 or int64 scalar: the window's length (0 or more)", false, false}};
+static const pardo_arg_def win_in[] = {
+    {"size", "int32 or int64 scalar: the window's length (0 or more)", false, false}};
 static const pardo_arg_def win_out[] = {{"Y", "[size] of attr dtype", false, false}};
 static const pardo_attr_def win_attrs[] = {
     {"periodic", PARDO_ATTR_BOOL, "true", "N = size (periodic, for spectral analysis); false: N = size - 1"},

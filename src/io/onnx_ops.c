@@ -1384,12 +1384,24 @@ static int map_layer_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
                : st->code;
 }
 
+/* Dropout whose training_mode (input 2, opset 12 on) is not a constant false: pardo's dropout with the
+ * node's ratio and training_mode as its run-time inputs (training with a ratio above 0 draws pardo's own mask). */
+static int map_dropout_training(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *in[3] = {onnx_in_var(c, n, 0, st), NULL, NULL}, *out[2] = {NULL, ""};
+    if (!in[0] || !(in[1] = onnx_opt_var(c, n, 1, st)) || !(in[2] = onnx_in_var(c, n, 2, st))) return st->code;
+    if (!(out[0] = onnx_out_var(c, n, 0, st))) return st->code;
+    const bool mask = n->n_output > 1 && n->output[1][0];
+    if (mask && !(out[1] = onnx_out_var(c, n, 1, st))) return st->code;
+    pardo_op *op = onnx_emit(c, "dropout", in, 3, out, mask ? 2 : 1, st);
+    if (!op) return st->code;
+    return onnx_attr(n, "seed") ? onnx_set_int(op, "seed", onnx_attr_int(n, "seed", 0), st) : PARDO_OK;
+}
+
 /* Dropout at inference: the identity, and its mask (output 1) all true. */
 static int map_dropout(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     if (c->opset >= 12 && onnx_input(c, n, 2)) {
         double training;
-        if (!onnx_const_input_scalar(c, n, 2, &training) || training != 0)
-            return onnx_unsupported(c, st, "training_mode true (pardo imports models for inference)");
+        if (!onnx_const_input_scalar(c, n, 2, &training) || training != 0) return map_dropout_training(c, n, st);
     }
     const char *x = onnx_in_var(c, n, 0, st);
     if (!x || !onnx_emit1(c, n, "identity", &x, 1, st)) return st->code;
