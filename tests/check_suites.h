@@ -37,6 +37,7 @@
     X(ops_index_select) \
     X(ops_index_unique) \
     X(ops_signal)       \
+    X(ops_tfidf)        \
     X(ops_grid_sample)  \
     X(ops_compare)      \
     X(ops_math)         \

@@ -669,6 +669,43 @@ static int map_mel_weight_matrix(onnx_ctx *c, const Onnx__NodeProto *n, pardo_st
     return op ? set_output_dtype(c, n, op, st) : st->code;
 }
 
+/* TfIdfVectorizer over integer tokens: tf_idf_vectorizer with the node's attrs (a string pool is refused). */
+static int map_tf_idf_vectorizer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"max_gram_length", "max_skip_count", "min_gram_length", "mode",
+                                        "ngram_counts", "ngram_indexes", "pool_int64s", "pool_strings",
+                                        "weights", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (onnx_attr(n, "pool_strings")) return onnx_unsupported(c, st, "attr 'pool_strings' (string tokens)");
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "tf_idf_vectorizer", &x, 1, st) : NULL;
+    if (!op) return st->code;
+    char mode[16];
+    if (onnx_set_string(op, "mode", onnx_attr_string(n, "mode", "", mode, sizeof mode), st) != PARDO_OK)
+        return st->code;
+    for (int k = 0; k < 3; k++)
+        if (onnx_attr(n, known[k]) && onnx_set_int(op, known[k], onnx_attr_int(n, known[k], 0), st) != PARDO_OK)
+            return st->code;
+    for (int k = 4; k < 7; k++) {
+        int cnt;
+        const int64_t *v = onnx_attr_ints(n, known[k], &cnt);
+        if (v && onnx_set_ints(op, known[k], v, cnt, st) != PARDO_OK) return st->code;
+    }
+    const Onnx__AttributeProto *w = onnx_attr(n, "weights");
+    if (!w) return PARDO_OK;
+    pardo_value *a = pardo_value_new_array();
+    if (!a) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    for (size_t i = 0; i < w->n_floats; i++) {
+        pardo_value *f = pardo_value_new_number((double)w->floats[i]);
+        const int rc = f ? pardo_value_append(a, f, st) : pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        pardo_value_free(f);
+        if (rc != PARDO_OK) {
+            pardo_value_free(a);
+            return rc;
+        }
+    }
+    return pardo_op_set_attr(op, "weights", a, st);
+}
+
 /* EyeLike: eye_like, the dtype code turned into pardo's name. */
 static int map_eye_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"dtype", "k", NULL};
@@ -1545,6 +1582,7 @@ static const onnx_mapping table[] = {
     {"Sum", map_sum},
     {"Tan", map_tan},
     {"Tanh", map_tanh},
+    {"TfIdfVectorizer", map_tf_idf_vectorizer},
     {"ThresholdedRelu", map_thresholded_relu},
     {"TopK", map_top_k},
     {"Transpose", map_transpose},
