@@ -81,7 +81,8 @@ static int tfidf_check(const pardo_op *op, tfidf_cfg *g, pardo_status *st) {
                             "%lld: expected 1 <= min <= max and a skip count of 0 or more", (long long)g->min_n,
                             (long long)g->max_n, (long long)g->max_skip);
     if (!(g->counts = attr_list(op, "ngram_counts", false, st)) ||
-        !(g->indexes = attr_list(op, "ngram_indexes", false, st)) || !(g->pool = attr_list(op, "pool_int64s", false, st)))
+        !(g->indexes = attr_list(op, "ngram_indexes", false, st)) ||
+        !(g->pool = attr_list(op, "pool_int64s", false, st)))
         return st->code;
     g->weights = pardo_attr(op, "weights") ? attr_list(op, "weights", true, st) : NULL;
     if (pardo_attr(op, "weights") && !g->weights) return st->code;
