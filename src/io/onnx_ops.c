@@ -953,6 +953,17 @@ static int map_cast(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return op && onnx_set_string(op, "dtype", pardo_dtype_name(dt), st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+/* CastLike: cast to the dtype of input 1 (its var's inferred type; its values are not read). */
+static int map_cast_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"saturate", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st), *like = x ? onnx_in_var(c, n, 1, st) : NULL;
+    pardo_type t;
+    if (!like || onnx_type_of(c, like, &t, st) != PARDO_OK) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "cast", &x, 1, st);
+    return op && onnx_set_string(op, "dtype", pardo_dtype_name(t.dtype), st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
 /* Unsqueeze / Squeeze: axes from the attr before opset 13, from input 1 after. */
 static int map_squeeze_like(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     static const char *const known[] = {"axes", NULL};
@@ -1476,6 +1487,7 @@ static const onnx_mapping table[] = {
     {"BatchNormalization", map_batch_norm},
     {"BlackmanWindow", map_blackman_window},
     {"Cast", map_cast},
+    {"CastLike", map_cast_like},
     {"Ceil", map_ceil},
     {"Celu", map_celu},
     {"Clip", map_clip},
