@@ -7,7 +7,10 @@
  * mixer applied to a key made of seed and ctx->step, then to the element
  * index): the same seed, step and shape give the same mask on every run,
  * machine and thread count, and each step gets a new mask. Kept elements are
- * scaled by 1 / (1 - ratio); ratio is in [0, 1).
+ * scaled by 1 / (1 - ratio); ratio is in [0, 1). The optional inputs ratio
+ * (a float scalar) and training_mode (a bool scalar), ONNX Dropout-12's,
+ * override attr ratio and the run's training when given: an ONNX model's
+ * Dropout whose training_mode is an input.
  *
  * dropout_grad: dX = dY * mask / (1 - ratio) when training, dX = dY
  * otherwise. It reads the forward's Mask output when the graph wires it in,
@@ -15,7 +18,8 @@
  * must run in the same block run as the forward (same ctx->training and
  * ctx->step), which is where the autodiff pass puts it. The element index is
  * the index within X, so two ops with the same seed draw the same mask for
- * the same shape: give each dropout its own seed. */
+ * the same shape: give each dropout its own seed. A dropout given input
+ * ratio or training_mode has no gradient here (ENOTSUP). */
 #include <string.h>
 
 #include "nn_util.h"
@@ -78,13 +82,19 @@ DROPOUT_KERNEL(f64, double)
 
 /* ---- dropout ---- */
 
-static const pardo_arg_def dropout_in[] = {{"X", "input (float32 or float64)", false, false}};
+static const pardo_arg_def dropout_in[] = {
+    {"X", "input (float32 or float64)", false, false},
+    {"ratio", "float scalar: overrides attr ratio at run time (\"\": the attr)", true, false},
+    {"training_mode", "bool scalar: overrides the run's training (\"\": the run's)", true, false},
+};
 static const pardo_arg_def dropout_out[] = {
     {"Y", "X with dropped elements zeroed and kept ones scaled by 1 / (1 - ratio); X when not training", false, false},
     {"Mask", "bool, X's shape: true where kept (all true when not training)", true, false},
 };
 
-static int dropout_infer(pardo_infer_ctx *ctx) {
+/* The checks of X and the attrs that dropout and dropout_grad share; out[0] gets X's type, out[1] (dropout's
+ * Mask) its bool form. */
+static int dropout_infer_x(pardo_infer_ctx *ctx) {
     double ratio;
     uint64_t seed;
     int rc = dropout_attrs_get(ctx->op, &ratio, &seed, ctx->st);
@@ -96,6 +106,53 @@ static int dropout_infer(pardo_infer_ctx *ctx) {
         ctx->out[1].dtype = PARDO_BOOL;
     }
     return PARDO_OK;
+}
+
+static const pardo_dtype bool_dtype[] = {PARDO_BOOL};
+
+static int dropout_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *r = pardo_nn_in_type(ctx, 1), *t = pardo_nn_in_type(ctx, 2);
+    int rc = dropout_infer_x(ctx);
+    if (rc == PARDO_OK && r) {
+        static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
+        rc = pardo_nn_expect_scalar(r, "input 1 'ratio'", float_dtypes, 2, ctx->st);
+    }
+    if (rc == PARDO_OK && t) rc = pardo_nn_expect_scalar(t, "input 2 'training_mode'", bool_dtype, 1, ctx->st);
+    return rc;
+}
+
+/* The run-time inputs ratio and training_mode over *ratio and *training where given. */
+static int dropout_inputs(pardo_kernel_ctx *ctx, double *ratio, bool *training) {
+    pardo_tensor *r = pardo_nn_in(ctx, 1), *t = pardo_nn_in(ctx, 2);
+    if (r) {
+        if (r->numel != 1)
+            return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 1 'ratio' has %lld values, expected one",
+                                (long long)r->numel);
+        *ratio = pardo_tensor_get_f64(r, 0);
+        if (!(*ratio >= 0 && *ratio < 1))
+            return pardo_errorf(ctx->st, PARDO_EINVAL, "input 1 'ratio' is %g, expected a probability in [0, 1)",
+                                *ratio);
+    }
+    if (t) {
+        pardo_type tt = pardo_tensor_type(t);
+        int rc = pardo_nn_expect_scalar(&tt, "input 2 'training_mode'", bool_dtype, 1, ctx->st);
+        if (rc != PARDO_OK) return rc;
+        if (t->numel != 1)
+            return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'training_mode' has %lld values, expected one",
+                                (long long)t->numel);
+        *training = *(const bool *)pardo_tensor_data(t);
+    }
+    return PARDO_OK;
+}
+
+/* dropout_grad's layout (X, Y, Mask, dY, dMask) predates the inputs ratio and training_mode, which its
+ * recomputed mask could not follow: a dropout given them has no gradient. */
+static int dropout_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
+    for (int k = 1; k < 3 && k < req->fwd->n_in; k++)
+        if (req->fwd->in[k] && req->fwd->in[k][0])
+            return pardo_errorf(st, PARDO_ENOTSUP, "dropout's gradient with input %d '%s' given at run time", k,
+                                k == 1 ? "ratio" : "training_mode");
+    return pardo_grad_wired_n(req, blk, 0, 0, 1, st);
 }
 
 static int dropout_cpu(pardo_kernel_ctx *ctx) {
@@ -110,7 +167,9 @@ static int dropout_cpu(pardo_kernel_ctx *ctx) {
     if (!y) return ctx->st->code;
     if (pardo_kernel_wants_output(ctx, 1) && !(mask = pardo_kernel_output(ctx, 1, PARDO_BOOL, x->ndim, x->shape)))
         return ctx->st->code;
-    if (!ctx->training) {
+    bool training = ctx->training;
+    if ((rc = dropout_inputs(ctx, &ratio, &training)) != PARDO_OK) return rc;
+    if (!training) {
         if (y != x && x->nbytes) memcpy(pardo_tensor_data(y), pardo_tensor_data(x), x->nbytes);
         if (mask && mask->nbytes) memset(pardo_tensor_data(mask), 1, mask->nbytes);
         return PARDO_OK;
@@ -126,14 +185,14 @@ const pardo_op_def pardo_op_dropout = {
     .doc = "drops elements with probability ratio and scales the rest by 1 / (1 - ratio) when training; identity "
            "otherwise",
     .inputs = dropout_in,
-    .n_inputs = 1,
+    .n_inputs = 3,
     .outputs = dropout_out,
     .n_outputs = 2,
     .attrs = dropout_attrs,
     .n_attrs = 2,
     .infer = dropout_infer,
     .cpu = dropout_cpu,
-    .grad = pardo_grad_standard,
+    .grad = dropout_grad_build,
 };
 
 /* ---- dropout_grad ---- */
@@ -149,7 +208,7 @@ static const pardo_arg_def dropout_grad_out[] = {{"dX", "gradient of X", true, f
 
 static int dropout_grad_infer(pardo_infer_ctx *ctx) {
     const pardo_type *x = ctx->in[0], *mask = pardo_nn_in_type(ctx, 2), *dy = pardo_nn_in_type(ctx, 3);
-    int rc = dropout_infer(ctx); /* checks the attrs and X; fills out[0] = X's type */
+    int rc = dropout_infer_x(ctx); /* checks the attrs and X; fills out[0] = X's type */
     if (rc == PARDO_OK && dy) rc = pardo_nn_expect_same(dy, "input 3 'dY'", x, "input 0 'X'", ctx->st);
     if (rc == PARDO_OK && mask) {
         pardo_type want = *x;

@@ -58,6 +58,9 @@
     X(max) X(max_grad) X(min) X(min_grad) X(sum) X(sum_grad) X(mean) X(mean_grad) \
     X(resize) X(non_max_suppression) X(pad) X(pad_grad) \
     X(top_k) X(compress) X(eye_like) X(one_hot) X(grid_sample) \
+    X(unique) X(non_zero) X(reverse_sequence) \
+    X(dft) X(stft) X(hann_window) X(hamming_window) X(blackman_window) X(mel_weight_matrix) \
+    X(tf_idf_vectorizer) \
     X(mod) X(bit_shift) X(cumsum) X(cumsum_grad) X(hardmax) X(det) X(det_grad) X(einsum) X(einsum_grad) \
     X(shape) \
     X(unsqueeze) X(unsqueeze_grad) \

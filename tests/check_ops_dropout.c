@@ -1,8 +1,10 @@
 /* check_ops_dropout.c - dropout and dropout_grad: identity when not
  * training; when training, Y = X * mask / (1 - ratio) with a mask that is
  * the same for the same (seed, step), differs between steps and seeds, and
- * keeps about 1 - ratio of the elements; gradients by finite differences in
- * training mode (with the Mask output wired in and recomputed); errors. */
+ * keeps about 1 - ratio of the elements; the run-time inputs ratio and
+ * training_mode over the attr and the run's mode; gradients by finite
+ * differences in training mode (with the Mask output wired in and
+ * recomputed); errors. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -160,6 +162,61 @@ START_TEST(test_dropout_infer) {
 }
 END_TEST
 
+START_TEST(test_dropout_run_time_inputs) {
+    /* ONNX Dropout-12's inputs: training_mode overrides the run's mode, ratio the attr */
+    double xv[64];
+    for (int i = 0; i < 64; i++) xv[i] = i * 0.25 - 3;
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 1, (int64_t[]){64}, xv);
+    pardo_tensor *zero = test_tensor_from(PARDO_F32, 0, NULL, (double[]){0});
+    pardo_tensor *half = test_tensor_from(PARDO_F64, 0, NULL, (double[]){0.5});
+    pardo_tensor *yes = test_tensor_from(PARDO_BOOL, 0, NULL, (double[]){1});
+    pardo_tensor *no = test_tensor_from(PARDO_BOOL, 0, NULL, (double[]){0});
+    pardo_status st;
+    /* training with ratio 0 in an eval run, and not training in a training run: Y = X, Mask all true */
+    pardo_tensor *cases[2][2] = {{zero, yes}, {half, no}};
+    for (int c = 0; c < 2; c++) {
+        pardo_tensor *in[3] = {x, cases[c][0], cases[c][1]}, *out[2] = {NULL, NULL};
+        ck_assert_msg(test_run_op_ex("dropout", NULL, 3, in, 2, out, c == 1, 1, &st) == PARDO_OK, "%s", st.msg);
+        for (int i = 0; i < 64; i++) {
+            ck_assert_msg(pardo_tensor_get_f64(out[0], i) == xv[i], "case %d: Y[%d] %g, X %g", c, i,
+                          pardo_tensor_get_f64(out[0], i), xv[i]);
+            ck_assert(pardo_tensor_get_f64(out[1], i) == 1);
+        }
+        pardo_tensor_release(out[0]);
+        pardo_tensor_release(out[1]);
+    }
+    /* training_mode true with ratio 0.5 in an eval run: the mask attr ratio 0.5 gives in a training run */
+    pardo_tensor *in[3] = {x, half, yes}, *out[2] = {NULL, NULL}, *ref[2] = {NULL, NULL};
+    ck_assert_msg(test_run_op_ex("dropout", "{\"seed\": 4}", 3, in, 2, out, false, 2, &st) == PARDO_OK, "%s", st.msg);
+    run_dropout("{\"ratio\": 0.5, \"seed\": 4}", x, true, 2, ref);
+    ck_assert_int_eq(mask_diff(out[1], ref[1]), 0);
+    int64_t kept = 0;
+    for (int i = 0; i < 64; i++) {
+        const bool k = pardo_tensor_get_f64(out[1], i) != 0;
+        kept += k;
+        ck_assert(pardo_tensor_get_f64(out[0], i) == (k ? 2 * xv[i] : 0));
+    }
+    ck_assert_msg(kept > 10 && kept < 54, "kept %lld of 64", (long long)kept);
+    for (int k = 0; k < 2; k++) pardo_tensor_release(out[k]), pardo_tensor_release(ref[k]);
+    /* refusals: a ratio of 1, a training_mode that is not bool, a gradient through the run-time inputs */
+    pardo_tensor *one = test_tensor_from(PARDO_F32, 0, NULL, (double[]){1}), *bad[3] = {x, one, yes};
+    ck_assert_int_eq(test_run_op_ex("dropout", NULL, 3, bad, 2, out, false, 0, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "'ratio'"), "%s", st.msg);
+    bad[1] = zero, bad[2] = half;
+    ck_assert_int_eq(test_run_op_ex("dropout", NULL, 3, bad, 2, out, false, 0, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "'training_mode'"), "%s", st.msg);
+    pardo_op fwd = {.type = "dropout", .n_in = 3, .in = (char *[]){"x", "r", "t"}, .n_out = 1,
+                    .out = (char *[]){"y"}};
+    const char *og[1] = {"y@GRAD"}, *ig[3] = {"x@GRAD", "", ""};
+    pardo_grad_request req = {.fwd = &fwd, .out_grads = og, .in_grads = ig};
+    pardo_block blk = {0};
+    ck_assert_int_eq(pardo_op_lookup("dropout")->grad(&req, &blk, &st), PARDO_ENOTSUP);
+    ck_assert_msg(strstr(st.msg, "ratio"), "%s", st.msg);
+    pardo_tensor *const all[] = {x, zero, half, yes, no, one};
+    for (int i = 0; i < 6; i++) pardo_tensor_release(all[i]);
+}
+END_TEST
+
 START_TEST(test_dropout_errors) {
     pardo_type out[2], x = test_type(PARDO_F32, 1, (int64_t[]){8});
     const pardo_type *in[1] = {&x};
@@ -194,6 +251,7 @@ Suite *make_ops_dropout_suite(void) {
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_dropout_errors);
+    tcase_add_test(errors, test_dropout_run_time_inputs);
     suite_add_tcase(s, errors);
     return s;
 }

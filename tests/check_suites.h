@@ -37,6 +37,9 @@
     X(ops_nms)          \
     X(ops_pad)          \
     X(ops_index_select) \
+    X(ops_index_unique) \
+    X(ops_signal)       \
+    X(ops_tfidf)        \
     X(ops_grid_sample)  \
     X(ops_compare)      \
     X(ops_math)         \

@@ -182,9 +182,11 @@ static int map_softmax_cross_entropy_loss(onnx_ctx *c, const Onnx__NodeProto *n,
 
 /* (x - mean) / sqrt(var + eps) over the axes (kept), mean and var by
  * reduce_mean; into node output 0 when last and no affine step follows.
- * The normalised var (borrowed) or NULL with st set. */
-static const char *normalise_over(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, pardo_dtype dt,
-                                  const int64_t *axes, int na, double eps, bool last, pardo_status *st) {
+ * The normalised var (borrowed) or NULL with st set; the mean and (biased)
+ * var vars, kept dims, into *mean_out and *var_out where not NULL. */
+static const char *normalise_over_stats(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, pardo_dtype dt,
+                                        const int64_t *axes, int na, double eps, bool last, const char **mean_out,
+                                        const char **var_out, pardo_status *st) {
     const char *mean = onnx_temp(c, "norm_mean", st);
     pardo_op *op = mean ? onnx_emit(c, "reduce_mean", &x, 1, &mean, 1, st) : NULL;
     if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK) return NULL;
@@ -192,9 +194,63 @@ static const char *normalise_over(onnx_ctx *c, const Onnx__NodeProto *n, const c
     const char *var = sq ? onnx_temp(c, "norm_var", st) : NULL;
     op = var ? onnx_emit(c, "reduce_mean", &sq, 1, &var, 1, st) : NULL;
     if (!op || onnx_set_ints(op, "axes", axes, na, st) != PARDO_OK) return NULL;
+    if (mean_out) *mean_out = mean;
+    if (var_out) *var_out = var;
     const char *e = onnx_scalar_const(c, dt, eps, st), *ve = e ? onnx_step(c, n, "add", var, e, false, st) : NULL;
     const char *sd = ve ? onnx_step(c, n, "sqrt", ve, NULL, false, st) : NULL;
     return sd ? onnx_step(c, n, "div", d, sd, last, st) : NULL;
+}
+
+static const char *normalise_over(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, pardo_dtype dt,
+                                  const int64_t *axes, int na, double eps, bool last, pardo_status *st) {
+    return normalise_over_stats(c, n, x, dt, axes, na, eps, last, NULL, NULL, st);
+}
+
+/* [C] input i of n reshaped to [C, 1, ...] against an input of rank nd (as it is when nd is 2). */
+static const char *per_channel(onnx_ctx *c, const Onnx__NodeProto *n, int i, int nd, pardo_status *st) {
+    const char *v = onnx_in_var(c, n, i, st);
+    if (!v || nd <= 2) return v;
+    int64_t shape[PARDO_MAX_DIMS] = {-1};
+    for (int k = 1; k < nd - 1; k++) shape[k] = 1;
+    const char *r = onnx_temp(c, "bn_c", st);
+    pardo_op *op = r ? onnx_emit(c, "reshape", &v, 1, &r, 1, st) : NULL;
+    return op && onnx_set_ints(op, "shape", shape, nd - 1, st) == PARDO_OK ? r : NULL;
+}
+
+int onnx_batch_norm_training(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (c->opset < 14)
+        return onnx_unsupported(c, st, "training_mode before opset 14 (its saved mean and var outputs)");
+    const char *x;
+    pardo_type t;
+    if (onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 2) return onnx_bad(c, st, "input of rank %d; expected [N, C, ...]", t.ndim);
+    int64_t axes[PARDO_MAX_DIMS] = {0};
+    for (int k = 2; k < t.ndim; k++) axes[k - 1] = k;
+    const char *mean, *var;
+    const char *y = normalise_over_stats(c, n, x, t.dtype, axes, t.ndim - 1, onnx_attr_float(n, "epsilon", 1e-5),
+                                         false, &mean, &var, st);
+    const char *sc = y ? per_channel(c, n, 1, t.ndim, st) : NULL, *b = sc ? per_channel(c, n, 2, t.ndim, st) : NULL;
+    const char *ys = b ? onnx_step(c, n, "mul", y, sc, false, st) : NULL;
+    if (!ys || !onnx_step(c, n, "add", ys, b, true, st)) return st->code;
+    /* running = running * momentum + batch * (1 - momentum), the batch's var biased (ONNX's reference) */
+    const double mom = onnx_attr_float(n, "momentum", 0.9);
+    const char *batch[2] = {mean, var};
+    for (int k = 1; k <= 2; k++) {
+        if ((int)n->n_output <= k || !n->output[k][0]) continue;
+        const char *flat = onnx_temp(c, "bn_batch", st), *part = flat ? onnx_temp(c, "bn_batch", st) : NULL,
+                   *run_in = part ? onnx_in_var(c, n, k + 2, st) : NULL,
+                   *run = run_in ? onnx_temp(c, "bn_running", st) : NULL,
+                   *out = run ? onnx_out_var(c, n, k, st) : NULL;
+        pardo_op *op = out ? onnx_emit(c, "reshape", &batch[k - 1], 1, &flat, 1, st) : NULL;
+        if (!op || onnx_set_ints(op, "shape", (const int64_t[]){-1}, 1, st) != PARDO_OK) return st->code;
+        if (!(op = onnx_emit(c, "scale", &flat, 1, &part, 1, st)) ||
+            onnx_set_float(op, "scale", 1 - mom, st) != PARDO_OK ||
+            !(op = onnx_emit(c, "scale", &run_in, 1, &run, 1, st)) || onnx_set_float(op, "scale", mom, st) != PARDO_OK)
+            return st->code;
+        const char *add[2] = {run, part};
+        if (!onnx_emit(c, "add", add, 2, &out, 1, st)) return st->code;
+    }
+    return PARDO_OK;
 }
 
 /* InstanceNormalization: normalised over the spatial dims per image and

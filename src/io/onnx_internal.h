@@ -85,6 +85,9 @@ extern const size_t onnx_compose_count;
 int onnx_emit_nll(onnx_ctx *c, const Onnx__NodeProto *n, const char *input, pardo_status *st);
 int onnx_clip_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
 int onnx_batch_norm_at_run_time(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
+/* BatchNormalization with training_mode 1 (opset 14 on): X normalised with its own batch's statistics and the
+ * running ones (outputs 1 and 2, where named) moved towards them by momentum. */
+int onnx_batch_norm_training(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
 
 /* ---- helpers the mappings share (onnx_ops.c) ---- */
 

@@ -586,6 +586,161 @@ static int map_one_hot(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
     return map_plain(c, n, "one_hot", 3, known, st);
 }
 
+/* Unique: unique, the outputs the node names (the others ""), attr sorted as a bool. */
+static int map_unique(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "sorted", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st), *out[4] = {"", "", "", ""};
+    if (!x) return st->code;
+    int n_out = 1;
+    for (int k = 0; k < 4 && k < (int)n->n_output; k++) {
+        if (!n->output[k][0] && k > 0) continue;
+        if (!(out[k] = onnx_out_var(c, n, k, st))) return st->code;
+        n_out = k + 1;
+    }
+    pardo_op *op = onnx_emit(c, "unique", &x, 1, out, n_out, st);
+    if (!op) return st->code;
+    if (onnx_attr(n, "axis") && onnx_set_int(op, "axis", onnx_attr_int(n, "axis", 0), st) != PARDO_OK)
+        return st->code;
+    return onnx_set_bool(op, "sorted", onnx_attr_int(n, "sorted", 1) != 0, st);
+}
+
+static int map_non_zero(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    if (onnx_check_attrs(c, n, onnx_no_attrs, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    return x && onnx_emit1(c, n, "non_zero", &x, 1, st) ? PARDO_OK : st->code;
+}
+
+static int map_reverse_sequence(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"batch_axis", "time_axis", NULL};
+    return map_plain(c, n, "reverse_sequence", 2, known, st);
+}
+
+/* ---- signal ---- */
+
+/* The int value of constant scalar input i into *v (false, with st filled, when it is absent or not constant). */
+static bool const_int_input(onnx_ctx *c, const Onnx__NodeProto *n, int i, const char *what, int64_t *v,
+                            pardo_status *st) {
+    double d;
+    if (!onnx_const_input_scalar(c, n, i, &d)) {
+        onnx_unsupported(c, st, "input %d (%s) not known at load", i, what);
+        return false;
+    }
+    *v = (int64_t)d;
+    return true;
+}
+
+/* Attr output_datatype (ONNX's code; absent: float) as op's attr dtype, float32 or float64. */
+static int set_output_dtype(onnx_ctx *c, const Onnx__NodeProto *n, pardo_op *op, pardo_status *st) {
+    const int32_t code = (int32_t)onnx_attr_int(n, "output_datatype", 1);
+    const pardo_dtype dt = onnx_dtype(code);
+    if (dt != PARDO_F32 && dt != PARDO_F64)
+        return onnx_unsupported(c, st, "attr 'output_datatype' %s; pardo's windows are float32 or float64",
+                                onnx_dtype_name(code));
+    return onnx_set_string(op, "dtype", pardo_dtype_name(dt), st);
+}
+
+/* DFT: dft with dft_length (input 1) and, from opset 20, axis (input 2) known at load as attrs. */
+static int map_dft(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "inverse", "onesided", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t len = 0, axis = c->opset >= 20 ? -2 : onnx_attr_int(n, "axis", 1);
+    if (onnx_input(c, n, 1) && !const_int_input(c, n, 1, "dft_length", &len, st)) return st->code;
+    if (c->opset >= 20 && onnx_input(c, n, 2) && !const_int_input(c, n, 2, "axis", &axis, st)) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "dft", &x, 1, st) : NULL;
+    if (!op || onnx_set_int(op, "axis", axis, st) != PARDO_OK ||
+        onnx_set_bool(op, "inverse", onnx_attr_int(n, "inverse", 0) != 0, st) != PARDO_OK ||
+        onnx_set_bool(op, "onesided", onnx_attr_int(n, "onesided", 0) != 0, st) != PARDO_OK)
+        return st->code;
+    return onnx_input(c, n, 1) ? onnx_set_int(op, "dft_length", len, st) : PARDO_OK;
+}
+
+/* STFT: stft with frame_step (input 1) and frame_length (input 3) known at load as attrs, the window passed on. */
+static int map_stft(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"onesided", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t step, len = 0;
+    if (!const_int_input(c, n, 1, "frame_step", &step, st)) return st->code;
+    if (onnx_input(c, n, 3) && !const_int_input(c, n, 3, "frame_length", &len, st)) return st->code;
+    const char *in[2] = {onnx_in_var(c, n, 0, st), NULL};
+    if (!in[0] || !(in[1] = onnx_opt_var(c, n, 2, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "stft", in, *in[1] ? 2 : 1, st);
+    if (!op || onnx_set_int(op, "frame_step", step, st) != PARDO_OK ||
+        onnx_set_bool(op, "onesided", onnx_attr_int(n, "onesided", 1) != 0, st) != PARDO_OK)
+        return st->code;
+    return onnx_input(c, n, 3) ? onnx_set_int(op, "frame_length", len, st) : PARDO_OK;
+}
+
+/* HannWindow, HammingWindow, BlackmanWindow: pardo's window op of that name. */
+static int map_window(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
+    static const char *const known[] = {"periodic", "output_datatype", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, type, &x, 1, st) : NULL;
+    if (!op || onnx_set_bool(op, "periodic", onnx_attr_int(n, "periodic", 1) != 0, st) != PARDO_OK) return st->code;
+    return set_output_dtype(c, n, op, st);
+}
+
+static int map_hann_window(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_window(c, n, "hann_window", st);
+}
+
+static int map_hamming_window(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_window(c, n, "hamming_window", st);
+}
+
+static int map_blackman_window(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_window(c, n, "blackman_window", st);
+}
+
+static int map_mel_weight_matrix(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"output_datatype", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[5];
+    for (int k = 0; k < 5; k++)
+        if (!(in[k] = onnx_in_var(c, n, k, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "mel_weight_matrix", in, 5, st);
+    return op ? set_output_dtype(c, n, op, st) : st->code;
+}
+
+/* TfIdfVectorizer over integer tokens: tf_idf_vectorizer with the node's attrs (a string pool is refused). */
+static int map_tf_idf_vectorizer(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"max_gram_length", "max_skip_count", "min_gram_length", "mode",
+                                        "ngram_counts", "ngram_indexes", "pool_int64s", "pool_strings",
+                                        "weights", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (onnx_attr(n, "pool_strings")) return onnx_unsupported(c, st, "attr 'pool_strings' (string tokens)");
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "tf_idf_vectorizer", &x, 1, st) : NULL;
+    if (!op) return st->code;
+    char mode[16];
+    if (onnx_set_string(op, "mode", onnx_attr_string(n, "mode", "", mode, sizeof mode), st) != PARDO_OK)
+        return st->code;
+    for (int k = 0; k < 3; k++)
+        if (onnx_attr(n, known[k]) && onnx_set_int(op, known[k], onnx_attr_int(n, known[k], 0), st) != PARDO_OK)
+            return st->code;
+    for (int k = 4; k < 7; k++) {
+        int cnt;
+        const int64_t *v = onnx_attr_ints(n, known[k], &cnt);
+        if (v && onnx_set_ints(op, known[k], v, cnt, st) != PARDO_OK) return st->code;
+    }
+    const Onnx__AttributeProto *w = onnx_attr(n, "weights");
+    if (!w) return PARDO_OK;
+    pardo_value *a = pardo_value_new_array();
+    if (!a) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    for (size_t i = 0; i < w->n_floats; i++) {
+        pardo_value *f = pardo_value_new_number((double)w->floats[i]);
+        const int rc = f ? pardo_value_append(a, f, st) : pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        pardo_value_free(f);
+        if (rc != PARDO_OK) {
+            pardo_value_free(a);
+            return rc;
+        }
+    }
+    return pardo_op_set_attr(op, "weights", a, st);
+}
+
 /* EyeLike: eye_like, the dtype code turned into pardo's name. */
 static int map_eye_like(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"dtype", "k", NULL};
@@ -775,9 +930,6 @@ static int map_reshape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
     } else {
         ns = -1;
     }
-    if (ns >= 0 && allowzero)
-        for (int i = 0; i < ns; i++)
-            if (shape[i] == 0) return onnx_unsupported(c, st, "attr 'allowzero' 1 with a 0 in the shape");
     if (ns < 0) {
         const char *s = onnx_in_var(c, n, 1, st);
         if (!s) return st->code;
@@ -786,7 +938,10 @@ static int map_reshape(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) 
         return op && (!allowzero || onnx_set_bool(op, "allowzero", true, st) == PARDO_OK) ? PARDO_OK : st->code;
     }
     pardo_op *op = onnx_emit1(c, n, "reshape", &x, 1, st);
-    return op && onnx_set_ints(op, "shape", shape, ns, st) == PARDO_OK ? PARDO_OK : st->code;
+    return op && onnx_set_ints(op, "shape", shape, ns, st) == PARDO_OK &&
+                   (!allowzero || onnx_set_bool(op, "allowzero", true, st) == PARDO_OK)
+               ? PARDO_OK
+               : st->code;
 }
 
 static int map_flatten(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
@@ -1401,7 +1556,7 @@ static int map_global_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_stat
 static int map_batch_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"epsilon", "momentum", "spatial", "training_mode", "is_test", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
-    if (onnx_attr_int(n, "training_mode", 0)) return onnx_unsupported(c, st, "attr 'training_mode' 1");
+    if (onnx_attr_int(n, "training_mode", 0)) return onnx_batch_norm_training(c, n, st);
     for (size_t i = 1; i < n->n_output; i++)
         if (n->output[i] && *n->output[i]) return onnx_unsupported(c, st, "output %zu (training statistics)", i);
     onnx_value *p[4];
@@ -1460,12 +1615,24 @@ static int map_layer_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
                : st->code;
 }
 
+/* Dropout whose training_mode (input 2, opset 12 on) is not a constant false: pardo's dropout with the
+ * node's ratio and training_mode as its run-time inputs (training with a ratio above 0 draws pardo's own mask). */
+static int map_dropout_training(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    const char *in[3] = {onnx_in_var(c, n, 0, st), NULL, NULL}, *out[2] = {NULL, ""};
+    if (!in[0] || !(in[1] = onnx_opt_var(c, n, 1, st)) || !(in[2] = onnx_in_var(c, n, 2, st))) return st->code;
+    if (!(out[0] = onnx_out_var(c, n, 0, st))) return st->code;
+    const bool mask = n->n_output > 1 && n->output[1][0];
+    if (mask && !(out[1] = onnx_out_var(c, n, 1, st))) return st->code;
+    pardo_op *op = onnx_emit(c, "dropout", in, 3, out, mask ? 2 : 1, st);
+    if (!op) return st->code;
+    return onnx_attr(n, "seed") ? onnx_set_int(op, "seed", onnx_attr_int(n, "seed", 0), st) : PARDO_OK;
+}
+
 /* Dropout at inference: the identity, and its mask (output 1) all true. */
 static int map_dropout(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     if (c->opset >= 12 && onnx_input(c, n, 2)) {
         double training;
-        if (!onnx_const_input_scalar(c, n, 2, &training) || training != 0)
-            return onnx_unsupported(c, st, "training_mode true (pardo imports models for inference)");
+        if (!onnx_const_input_scalar(c, n, 2, &training) || training != 0) return map_dropout_training(c, n, st);
     }
     const char *x = onnx_in_var(c, n, 0, st);
     if (!x || !onnx_emit1(c, n, "identity", &x, 1, st)) return st->code;
@@ -1502,6 +1669,7 @@ static const onnx_mapping table[] = {
     {"AveragePool", map_average_pool},
     {"BatchNormalization", map_batch_norm},
     {"BitShift", map_bit_shift},
+    {"BlackmanWindow", map_blackman_window},
     {"Cast", map_cast},
     {"CastLike", map_cast_like},
     {"Ceil", map_ceil},
@@ -1516,6 +1684,7 @@ static const onnx_mapping table[] = {
     {"Cos", map_cos},
     {"Cosh", map_cosh},
     {"CumSum", map_cumsum},
+    {"DFT", map_dft},
     {"DequantizeLinear", map_dequantize_linear},
     {"Det", map_det},
     {"Div", map_div},
@@ -1539,6 +1708,8 @@ static const onnx_mapping table[] = {
     {"Greater", map_greater},
     {"GreaterOrEqual", map_greater_or_equal},
     {"GridSample", map_grid_sample},
+    {"HammingWindow", map_hamming_window},
+    {"HannWindow", map_hann_window},
     {"HardSigmoid", map_hard_sigmoid},
     {"HardSwish", map_hard_swish},
     {"Hardmax", map_hardmax},
@@ -1556,6 +1727,7 @@ static const onnx_mapping table[] = {
     {"Max", map_max},
     {"MaxPool", map_max_pool},
     {"Mean", map_mean},
+    {"MelWeightMatrix", map_mel_weight_matrix},
     {"Min", map_min},
     {"Mish", map_mish},
     {"Mod", map_mod},
@@ -1563,6 +1735,7 @@ static const onnx_mapping table[] = {
     {"Neg", map_neg},
     {"NegativeLogLikelihoodLoss", map_nll_loss},
     {"NonMaxSuppression", map_nms},
+    {"NonZero", map_non_zero},
     {"Not", map_not},
     {"OneHot", map_one_hot},
     {"Or", map_or},
@@ -1587,7 +1760,9 @@ static const onnx_mapping table[] = {
     {"Relu", map_relu},
     {"Reshape", map_reshape},
     {"Resize", map_resize},
+    {"ReverseSequence", map_reverse_sequence},
     {"Round", map_round},
+    {"STFT", map_stft},
     {"Scatter", map_scatter_elements},
     {"ScatterElements", map_scatter_elements},
     {"ScatterND", map_scatter_nd},
@@ -1610,9 +1785,11 @@ static const onnx_mapping table[] = {
     {"Sum", map_sum},
     {"Tan", map_tan},
     {"Tanh", map_tanh},
+    {"TfIdfVectorizer", map_tf_idf_vectorizer},
     {"ThresholdedRelu", map_thresholded_relu},
     {"TopK", map_top_k},
     {"Transpose", map_transpose},
+    {"Unique", map_unique},
     {"Unsqueeze", map_unsqueeze},
     {"Upsample", map_upsample},
     {"Where", map_where},
