@@ -71,6 +71,7 @@
     X(not) X(and) X(or) X(xor) X(is_nan) X(is_inf) \
     X(where_select) X(where_select_grad) /* "where": pardo_op_where is graph.h's locator */ \
     X(conv2d) X(conv2d_grad) \
+    X(conv_transpose) X(conv_transpose_grad) \
     X(max_pool2d) X(max_pool2d_grad) \
     X(avg_pool2d) X(avg_pool2d_grad) \
     X(layer_norm) X(layer_norm_grad) \

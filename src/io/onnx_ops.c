@@ -1101,6 +1101,78 @@ static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* ConvTranspose of 1 to 3 spatial dims as conv_transpose: attr output_shape
+ * and auto_pad SAME_* (output = input * stride) become pads, ONNX's total
+ * padding split with the larger half at the begin (NOTSET, SAME_LOWER) or
+ * the end (SAME_UPPER); a negative end pad (an output longer than the full
+ * transposed convolution) becomes output_padding. Needs static spatial dims
+ * of X where output_shape or auto_pad SAME is given. */
+static int map_conv_transpose(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"auto_pad", "dilations",      "group",   "kernel_shape",
+                                        "pads",     "output_padding", "strides", "output_shape", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st), *w = x ? onnx_in_var(c, n, 1, st) : NULL,
+               *b = w ? onnx_opt_var(c, n, 2, st) : NULL;
+    if (!b) return st->code;
+    pardo_type xt, wt;
+    if (onnx_type_of(c, x, &xt, st) != PARDO_OK || onnx_type_of(c, w, &wt, st) != PARDO_OK) return st->code;
+    if (wt.ndim < 3 || wt.ndim > 5)
+        return onnx_unsupported(c, st, "a weight of rank %d; pardo runs 1 to 3 spatial dims", wt.ndim);
+    const int nsp = wt.ndim - 2;
+    if (xt.ndim >= 0 && xt.ndim != wt.ndim) return onnx_bad(c, st, "input of rank %d, weight of rank %d", xt.ndim, wt.ndim);
+    int nk = 0, ns = 0, nd = 0, np = 0, nop = 0, nos = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk), *sa = onnx_attr_ints(n, "strides", &ns),
+                  *da = onnx_attr_ints(n, "dilations", &nd), *pa = onnx_attr_ints(n, "pads", &np),
+                  *opa = onnx_attr_ints(n, "output_padding", &nop), *osa = onnx_attr_ints(n, "output_shape", &nos);
+    int64_t k[3], s[3], d[3], op[3], p[6], os[3];
+    for (int i = 0; i < nsp; i++) {
+        k[i] = wt.shape[2 + i];
+        s[i] = d[i] = 1;
+        op[i] = p[i] = p[nsp + i] = 0;
+    }
+    if (ks && (nk != nsp || memcmp(ks, k, sizeof(int64_t) * (size_t)nsp) != 0))
+        return onnx_bad(c, st, "attr 'kernel_shape' does not match the weight's dims");
+    if ((sa && ns != nsp) || (da && nd != nsp) || (opa && nop != nsp) || (pa && np != 2 * nsp))
+        return onnx_bad(c, st, "attrs strides, dilations, output_padding, pads of the wrong length for %d-D", nsp);
+    if (osa && nos != nsp && nos != nsp + 2)
+        return onnx_bad(c, st, "attr 'output_shape' of %d values for %d spatial dims", nos, nsp);
+    for (int i = 0; i < nsp; i++) {
+        if (sa) s[i] = sa[i];
+        if (da) d[i] = da[i];
+        if (opa) op[i] = opa[i];
+        if (pa) p[i] = pa[i], p[nsp + i] = pa[nsp + i];
+        if (osa) os[i] = osa[nos - nsp + i];
+    }
+    char ap[32];
+    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
+    const bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, same = upper || strcmp(auto_pad, "SAME_LOWER") == 0;
+    if (!same && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+        return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
+    if (osa || same)
+        for (int i = 0; i < nsp; i++) {
+            const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1;
+            if (in < 0) return onnx_unsupported(c, st, "output_shape or auto_pad SAME over a run-time spatial dim");
+            const int64_t want = osa ? os[i] : in * s[i];
+            const int64_t total = s[i] * (in - 1) + op[i] + (k[i] - 1) * d[i] + 1 - want;
+            const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor(total / 2) */
+            p[i] = upper ? half : total - half;
+            p[nsp + i] = total - p[i];
+            if (p[i] < 0) return onnx_unsupported(c, st, "attr 'output_shape' needing a negative begin pad");
+            if (p[nsp + i] < 0) {
+                op[i] -= p[nsp + i];
+                p[nsp + i] = 0;
+            }
+        }
+    const char *in[3] = {x, w, b};
+    pardo_op *o = onnx_emit1(c, n, "conv_transpose", in, *b ? 3 : 2, st);
+    if (!o || onnx_set_ints(o, "strides", s, nsp, st) != PARDO_OK || onnx_set_ints(o, "pads", p, 2 * nsp, st) != PARDO_OK ||
+        onnx_set_ints(o, "dilations", d, nsp, st) != PARDO_OK ||
+        onnx_set_ints(o, "output_padding", op, nsp, st) != PARDO_OK ||
+        onnx_set_int(o, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
 /* MaxPool / AveragePool of 1 or 2 spatial dims (a 1-D one as height 1:
  * unsqueeze, the 2-D pool, squeeze); ceil_mode as the extra end padding
  * that gives its last window (over static spatial dims); AveragePool's
@@ -1316,6 +1388,7 @@ static const onnx_mapping table[] = {
     {"Constant", NULL},
     {"ConstantOfShape", map_constant_of_shape},
     {"Conv", map_conv},
+    {"ConvTranspose", map_conv_transpose},
     {"Cos", map_cos},
     {"Cosh", map_cosh},
     {"CumSum", map_cumsum},
