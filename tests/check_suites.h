@@ -40,6 +40,7 @@
     X(ops_math)         \
     X(ops_fill)         \
     X(ops_conv)         \
+    X(ops_conv_transpose) \
     X(ops_pool)         \
     X(ops_norm)         \
     X(ops_batch_norm)   \
