@@ -1173,19 +1173,107 @@ static int map_conv_transpose(onnx_ctx *c, const Onnx__NodeProto *n, pardo_statu
     return PARDO_OK;
 }
 
+/* Whether a MaxPool / AveragePool needs max_pool_nd / avg_pool_nd: 3
+ * spatial dims, a dilation other than 1, or MaxPool's output 1 (Indices). */
+static bool pool_needs_nd(const Onnx__NodeProto *n) {
+    int nk = 0, nd = 0;
+    const int64_t *dil = onnx_attr_ints(n, "dilations", &nd);
+    (void)onnx_attr_ints(n, "kernel_shape", &nk);
+    for (int i = 0; dil && i < nd; i++)
+        if (dil[i] != 1) return true;
+    return nk == 3 || (n->n_output > 1 && n->output[1] && *n->output[1]);
+}
+
+/* MaxPool / AveragePool of 1 to 3 spatial dims as max_pool_nd (with its
+ * Indices, storage_order) / avg_pool_nd: auto_pad SAME_* and ceil_mode as
+ * pads (over static spatial dims), count_include_pad as a zero pad before
+ * a pool without pads. */
+static int map_pool_nd(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_status *st) {
+    const bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0) != 0,
+               include = !max && onnx_attr_int(n, "count_include_pad", 0) != 0;
+    const int64_t order = onnx_attr_int(n, "storage_order", 0);
+    if (ceil_mode && include) return onnx_unsupported(c, st, "attrs 'ceil_mode' and 'count_include_pad' both 1");
+    int nk = 0, ns = 0, nd = 0, np = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk), *sa = onnx_attr_ints(n, "strides", &ns),
+                  *da = onnx_attr_ints(n, "dilations", &nd), *pa = onnx_attr_ints(n, "pads", &np);
+    if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
+    if (nk < 1 || nk > 3) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 1-D to 3-D (NC...)", nk);
+    if ((sa && ns != nk) || (da && nd != nk) || (pa && np != 2 * nk))
+        return onnx_bad(c, st, "attrs strides, dilations, pads of the wrong length for a %d-D pool", nk);
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_type xt;
+    if (!x || onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
+    if (xt.ndim >= 0 && xt.ndim != nk + 2) return onnx_bad(c, st, "a %d-D pool of a rank-%d input", nk, xt.ndim);
+    int64_t s[3], d[3], p[6];
+    for (int i = 0; i < nk; i++) {
+        s[i] = sa ? sa[i] : 1;
+        d[i] = da ? da[i] : 1;
+        p[i] = pa ? pa[i] : 0;
+        p[nk + i] = pa ? pa[nk + i] : 0;
+    }
+    char ap[32];
+    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
+    const bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, same = upper || strcmp(auto_pad, "SAME_LOWER") == 0;
+    if (!same && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+        return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
+    if (strcmp(auto_pad, "VALID") == 0)
+        for (int i = 0; i < 2 * nk; i++) p[i] = 0;
+    for (int i = 0; i < nk && (same || ceil_mode); i++) {
+        const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1, span = (ks[i] - 1) * d[i] + 1;
+        if (in < 0) return onnx_unsupported(c, st, "auto_pad SAME or ceil_mode over a run-time spatial dim");
+        if (same) {
+            const int64_t out = (in + s[i] - 1) / s[i];
+            int64_t total = (out - 1) * s[i] + span - in;
+            if (total < 0) total = 0;
+            p[i] = upper ? total / 2 : total - total / 2;
+            p[nk + i] = total - p[i];
+        } else {
+            const int64_t room = in + p[i] + p[nk + i] - span;
+            if (room < 0) continue;
+            int64_t out = (room + s[i] - 1) / s[i] + 1;
+            if ((out - 1) * s[i] >= in + p[i]) out--; /* no window may start in the end padding */
+            const int64_t extra = (out - 1) * s[i] + span - (in + p[i] + p[nk + i]);
+            if (extra > 0) p[nk + i] += extra;
+        }
+    }
+    bool any_pad = false;
+    for (int i = 0; i < 2 * nk; i++) any_pad = any_pad || p[i] != 0;
+    if (include && any_pad) {
+        int64_t pads[10] = {0};
+        for (int i = 0; i < nk; i++) {
+            pads[2 + i] = p[i];
+            pads[nk + 4 + i] = p[nk + i];
+        }
+        const char *xp = onnx_temp(c, "pool_padded", st);
+        pardo_op *pad = xp ? onnx_emit(c, "pad", &x, 1, &xp, 1, st) : NULL;
+        if (!pad || onnx_set_ints(pad, "pads", pads, 2 * (nk + 2), st) != PARDO_OK) return st->code;
+        x = xp;
+        for (int i = 0; i < 2 * nk; i++) p[i] = 0;
+    }
+    const int nout = max && n->n_output > 1 && n->output[1] && *n->output[1] ? 2 : 1;
+    const char *out[2];
+    for (int i = 0; i < nout; i++)
+        if (!(out[i] = onnx_out_var(c, n, i, st))) return st->code;
+    pardo_op *op = onnx_emit(c, max ? "max_pool_nd" : "avg_pool_nd", &x, 1, out, nout, st);
+    if (!op || onnx_set_ints(op, "kernel", ks, nk, st) != PARDO_OK || onnx_set_ints(op, "strides", s, nk, st) != PARDO_OK ||
+        onnx_set_ints(op, "pads", p, 2 * nk, st) != PARDO_OK || onnx_set_ints(op, "dilations", d, nk, st) != PARDO_OK)
+        return st->code;
+    if (max && order != 0 && onnx_set_int(op, "storage_order", order, st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
 /* MaxPool / AveragePool of 1 or 2 spatial dims (a 1-D one as height 1:
- * unsqueeze, the 2-D pool, squeeze); ceil_mode as the extra end padding
+ * unsqueeze, the 2-D pool, squeeze), or through map_pool_nd where
+ * pool_needs_nd (attr storage_order only orders the Indices); ceil_mode as the extra end padding
  * that gives its last window (over static spatial dims); AveragePool's
  * count_include_pad as a zero pad before a pool without pads. */
 static int map_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
                                         "pads", "storage_order", "strides", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (pool_needs_nd(n)) return map_pool_nd(c, n, strcmp(type, "max_pool2d") == 0, st);
     const bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0) != 0, include = onnx_attr_int(n, "count_include_pad", 0);
-    if (onnx_attr_int(n, "storage_order", 0)) return onnx_unsupported(c, st, "attr 'storage_order' 1");
     if (ceil_mode && include) return onnx_unsupported(c, st, "attrs 'ceil_mode' and 'count_include_pad' both 1");
-    if (n->n_output > 1 && n->output[1] && *n->output[1])
-        return onnx_unsupported(c, st, "output 1 (the max indices)");
     int nk = 0;
     const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
     if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
