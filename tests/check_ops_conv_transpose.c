@@ -204,7 +204,8 @@ END_TEST
 
 START_TEST(test_ct_infer) {
     pardo_type y;
-    pardo_type x = test_type(PARDO_F32, 4, (int64_t[]){-1, 4, 5, -1}), w = test_type(PARDO_F32, 4, (int64_t[]){4, 3, 3, 3});
+    pardo_type x = test_type(PARDO_F32, 4, (int64_t[]){-1, 4, 5, -1}),
+               w = test_type(PARDO_F32, 4, (int64_t[]){4, 3, 3, 3});
     const pardo_type *in[2] = {&x, &w};
     pardo_status st;
     ck_assert_int_eq(test_infer_op("conv_transpose", "{\"strides\": [2, 2], \"pads\": [1, 1, 1, 1], \"group\": 2}", 2,

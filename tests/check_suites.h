@@ -42,6 +42,7 @@
     X(ops_conv)         \
     X(ops_conv_transpose) \
     X(ops_pool)         \
+    X(ops_pool_nd)      \
     X(ops_norm)         \
     X(ops_batch_norm)   \
     X(ops_dropout)      \

@@ -1119,7 +1119,8 @@ static int map_conv_transpose(onnx_ctx *c, const Onnx__NodeProto *n, pardo_statu
     if (wt.ndim < 3 || wt.ndim > 5)
         return onnx_unsupported(c, st, "a weight of rank %d; pardo runs 1 to 3 spatial dims", wt.ndim);
     const int nsp = wt.ndim - 2;
-    if (xt.ndim >= 0 && xt.ndim != wt.ndim) return onnx_bad(c, st, "input of rank %d, weight of rank %d", xt.ndim, wt.ndim);
+    if (xt.ndim >= 0 && xt.ndim != wt.ndim)
+        return onnx_bad(c, st, "input of rank %d, weight of rank %d", xt.ndim, wt.ndim);
     int nk = 0, ns = 0, nd = 0, np = 0, nop = 0, nos = 0;
     const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk), *sa = onnx_attr_ints(n, "strides", &ns),
                   *da = onnx_attr_ints(n, "dilations", &nd), *pa = onnx_attr_ints(n, "pads", &np),
@@ -1165,7 +1166,8 @@ static int map_conv_transpose(onnx_ctx *c, const Onnx__NodeProto *n, pardo_statu
         }
     const char *in[3] = {x, w, b};
     pardo_op *o = onnx_emit1(c, n, "conv_transpose", in, *b ? 3 : 2, st);
-    if (!o || onnx_set_ints(o, "strides", s, nsp, st) != PARDO_OK || onnx_set_ints(o, "pads", p, 2 * nsp, st) != PARDO_OK ||
+    if (!o || onnx_set_ints(o, "strides", s, nsp, st) != PARDO_OK ||
+        onnx_set_ints(o, "pads", p, 2 * nsp, st) != PARDO_OK ||
         onnx_set_ints(o, "dilations", d, nsp, st) != PARDO_OK ||
         onnx_set_ints(o, "output_padding", op, nsp, st) != PARDO_OK ||
         onnx_set_int(o, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
@@ -1255,7 +1257,8 @@ static int map_pool_nd(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_st
     for (int i = 0; i < nout; i++)
         if (!(out[i] = onnx_out_var(c, n, i, st))) return st->code;
     pardo_op *op = onnx_emit(c, max ? "max_pool_nd" : "avg_pool_nd", &x, 1, out, nout, st);
-    if (!op || onnx_set_ints(op, "kernel", ks, nk, st) != PARDO_OK || onnx_set_ints(op, "strides", s, nk, st) != PARDO_OK ||
+    if (!op || onnx_set_ints(op, "kernel", ks, nk, st) != PARDO_OK ||
+        onnx_set_ints(op, "strides", s, nk, st) != PARDO_OK ||
         onnx_set_ints(op, "pads", p, 2 * nk, st) != PARDO_OK || onnx_set_ints(op, "dilations", d, nk, st) != PARDO_OK)
         return st->code;
     if (max && order != 0 && onnx_set_int(op, "storage_order", order, st) != PARDO_OK) return st->code;
@@ -1264,8 +1267,8 @@ static int map_pool_nd(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_st
 
 /* MaxPool / AveragePool of 1 or 2 spatial dims (a 1-D one as height 1:
  * unsqueeze, the 2-D pool, squeeze), or through map_pool_nd where
- * pool_needs_nd (attr storage_order only orders the Indices); ceil_mode as the extra end padding
- * that gives its last window (over static spatial dims); AveragePool's
+ * pool_needs_nd (attr storage_order only orders the Indices); ceil_mode as
+ * the extra end padding that gives its last window (over static spatial dims); AveragePool's
  * count_include_pad as a zero pad before a pool without pads. */
 static int map_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
