@@ -76,6 +76,7 @@
     X(avg_pool2d) X(avg_pool2d_grad) \
     X(max_pool_nd) X(max_pool_nd_grad) X(avg_pool_nd) X(avg_pool_nd_grad) \
     X(layer_norm) X(layer_norm_grad) \
+    X(lrn) X(lrn_grad) \
     X(batch_norm) X(batch_norm_grad) X(batch_norm_stats) \
     X(dropout) X(dropout_grad) \
     X(embedding) X(embedding_grad) \

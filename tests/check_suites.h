@@ -44,6 +44,7 @@
     X(ops_pool)         \
     X(ops_pool_nd)      \
     X(ops_norm)         \
+    X(ops_lrn)          \
     X(ops_batch_norm)   \
     X(ops_dropout)      \
     X(ops_embedding)    \

@@ -1364,6 +1364,21 @@ static int map_global_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_stat
 }
 
 
+/* LRN as lrn, its attrs as they are (size required). */
+static int map_lrn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"alpha", "beta", "bias", "size", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (!onnx_attr(n, "size")) return onnx_bad(c, st, "attr 'size' is required");
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "lrn", &x, 1, st) : NULL;
+    if (!op || onnx_set_int(op, "size", onnx_attr_int(n, "size", 1), st) != PARDO_OK ||
+        onnx_set_float(op, "alpha", onnx_attr_float(n, "alpha", 1e-4), st) != PARDO_OK ||
+        onnx_set_float(op, "beta", onnx_attr_float(n, "beta", 0.75), st) != PARDO_OK ||
+        onnx_set_float(op, "bias", onnx_attr_float(n, "bias", 1.0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
 /* BatchNormalization with statistics known at load: a batch_norm op, its scale and bias params, its
  * running mean and var state vars (the model's weights), so that a fine-tuned model normalises with each
  * batch's statistics and updates the running ones, and eval mode uses those. */
@@ -1510,6 +1525,7 @@ static const onnx_mapping table[] = {
     {"Identity", map_identity},
     {"IsInf", map_is_inf},
     {"IsNaN", map_is_nan},
+    {"LRN", map_lrn},
     {"LayerNormalization", map_layer_norm},
     {"LeakyRelu", map_leaky_relu},
     {"Less", map_less},
