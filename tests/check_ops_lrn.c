@@ -47,8 +47,8 @@ static pardo_tensor *ref_lrn(const lrn_case *c, const pardo_tensor *x) {
                     q += v * v;
                 }
                 const int64_t e = (n * C + ch) * inner + s;
-                pardo_tensor_set_f64(y, e,
-                                     pardo_tensor_get_f64(x, e) / pow(c->bias + c->alpha / (double)c->size * q, c->beta));
+                const double scale = pow(c->bias + c->alpha / (double)c->size * q, c->beta);
+                pardo_tensor_set_f64(y, e, pardo_tensor_get_f64(x, e) / scale);
             }
     return y;
 }

@@ -1364,6 +1364,25 @@ static int map_global_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_stat
 }
 
 
+/* MaxUnpool as max_unpool: attrs kernel_shape, strides and pads as kernel, strides, pads; input 2 output_shape
+ * (optional) passed on. */
+static int map_max_unpool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"kernel_shape", "pads", "strides", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int nk = 0, ns = 0, np = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk), *sa = onnx_attr_ints(n, "strides", &ns),
+                  *pa = onnx_attr_ints(n, "pads", &np);
+    if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
+    const char *in[3] = {onnx_in_var(c, n, 0, st), NULL, NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st)) || !(in[2] = onnx_opt_var(c, n, 2, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "max_unpool", in, *in[2] ? 3 : 2, st);
+    if (!op || onnx_set_ints(op, "kernel", ks, nk, st) != PARDO_OK ||
+        (sa && onnx_set_ints(op, "strides", sa, ns, st) != PARDO_OK) ||
+        (pa && onnx_set_ints(op, "pads", pa, np, st) != PARDO_OK))
+        return st->code;
+    return PARDO_OK;
+}
+
 /* LRN as lrn, its attrs as they are (size required). */
 static int map_lrn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"alpha", "beta", "bias", "size", NULL};
@@ -1535,6 +1554,7 @@ static const onnx_mapping table[] = {
     {"MatMul", map_matmul},
     {"Max", map_max},
     {"MaxPool", map_max_pool},
+    {"MaxUnpool", map_max_unpool},
     {"Mean", map_mean},
     {"Min", map_min},
     {"Mish", map_mish},
