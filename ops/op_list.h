@@ -76,6 +76,7 @@
     X(avg_pool2d) X(avg_pool2d_grad) \
     X(max_pool_nd) X(max_pool_nd_grad) X(avg_pool_nd) X(avg_pool_nd_grad) \
     X(max_unpool) X(max_unpool_grad) \
+    X(roi_align) \
     X(layer_norm) X(layer_norm_grad) \
     X(lrn) X(lrn_grad) \
     X(batch_norm) X(batch_norm_grad) X(batch_norm_stats) \

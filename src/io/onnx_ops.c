@@ -1383,6 +1383,31 @@ static int map_max_unpool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *s
     return PARDO_OK;
 }
 
+/* RoiAlign as roi_align, its attrs as they are; before opset 16 (no attr coordinate_transformation_mode) the
+ * legacy "output_half_pixel". */
+static int map_roi_align(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"coordinate_transformation_mode", "mode", "output_height", "output_width",
+                                        "sampling_ratio", "spatial_scale", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[3];
+    for (int i = 0; i < 3; i++)
+        if (!(in[i] = onnx_in_var(c, n, i, st))) return st->code;
+    char mode[32], ctm[32];
+    pardo_op *op = onnx_emit1(c, n, "roi_align", in, 3, st);
+    if (!op ||
+        onnx_set_string(op, "mode", onnx_attr_string(n, "mode", "avg", mode, sizeof mode), st) != PARDO_OK ||
+        onnx_set_string(op, "coordinate_transformation_mode",
+                        onnx_attr_string(n, "coordinate_transformation_mode",
+                                         c->opset >= 16 ? "half_pixel" : "output_half_pixel", ctm, sizeof ctm),
+                        st) != PARDO_OK ||
+        onnx_set_int(op, "output_height", onnx_attr_int(n, "output_height", 1), st) != PARDO_OK ||
+        onnx_set_int(op, "output_width", onnx_attr_int(n, "output_width", 1), st) != PARDO_OK ||
+        onnx_set_int(op, "sampling_ratio", onnx_attr_int(n, "sampling_ratio", 0), st) != PARDO_OK ||
+        onnx_set_float(op, "spatial_scale", onnx_attr_float(n, "spatial_scale", 1.0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
 /* LRN as lrn, its attrs as they are (size required). */
 static int map_lrn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"alpha", "beta", "bias", "size", NULL};
@@ -1584,6 +1609,7 @@ static const onnx_mapping table[] = {
     {"Relu", map_relu},
     {"Reshape", map_reshape},
     {"Resize", map_resize},
+    {"RoiAlign", map_roi_align},
     {"Round", map_round},
     {"Scatter", map_scatter_elements},
     {"ScatterElements", map_scatter_elements},
