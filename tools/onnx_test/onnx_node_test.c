@@ -347,7 +347,8 @@ int main(int argc, char **argv) {
            total[R_FAIL], total[R_UNSUPPORTED]);
     printf("out of scope and counted as unsupported: training-only ops of the preview domain, string ops, sequence "
            "and optional types, and random ops whose reference comes from NumPy's generator; the %d tests whose "
-           "reference data disagrees with the operator (the window functions' expanded forms, GridSample bicubic, RoiAlign's)\n",
+           "reference data disagrees with the operator (the window functions' expanded forms, GridSample bicubic, "
+           "RoiAlign)\n",
            (int)(sizeof bad_reference / sizeof bad_reference[0]));
     int rc = total[R_FAIL] ? 1 : 0;
     if (table && !only && write_table(table, ops, n_ops, total, n_names) != 0) rc = 1;
