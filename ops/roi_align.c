@@ -145,6 +145,13 @@ static corners sample_at(double y, double x, int64_t h, int64_t w) {
     return k;
 }
 
+/* Samples per bin along an axis: the ratio, or ceil(size / bins) (0 for an empty or reversed ROI). */
+static int64_t grid(int64_t ratio, double size, int64_t bins) {
+    if (ratio > 0) return ratio;
+    const double n = ceil(size / (double)bins);
+    return n > 0 ? (int64_t)n : 0;
+}
+
 typedef struct roi_job {
     const roi_geom *g;
     const void *x, *rois;
@@ -168,8 +175,7 @@ typedef struct roi_job {
                 rh = rh > 1 ? rh : 1;                                                                                  \
             }                                                                                                          \
             const double bh = rh / (double)g->oh, bw = rw / (double)g->ow;                                             \
-            const int64_t gh = g->ratio > 0 ? g->ratio : (int64_t)ceil(rh / (double)g->oh),                           \
-                          gw = g->ratio > 0 ? g->ratio : (int64_t)ceil(rw / (double)g->ow);                            \
+            const int64_t gh = grid(g->ratio, rh, g->oh), gw = grid(g->ratio, rw, g->ow);                              \
             const double count = gh * gw > 1 ? (double)(gh * gw) : 1.0;                                                \
             T *yp = y + row * g->oh * g->ow;                                                                           \
             for (int64_t ph = 0; ph < g->oh; ph++)                                                                     \

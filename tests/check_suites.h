@@ -44,6 +44,7 @@
     X(ops_pool)         \
     X(ops_pool_nd)      \
     X(ops_max_unpool)   \
+    X(ops_roi_align)    \
     X(ops_norm)         \
     X(ops_lrn)          \
     X(ops_batch_norm)   \
