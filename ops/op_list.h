@@ -75,9 +75,14 @@
     X(not) X(and) X(or) X(xor) X(is_nan) X(is_inf) \
     X(where_select) X(where_select_grad) /* "where": pardo_op_where is graph.h's locator */ \
     X(conv2d) X(conv2d_grad) \
+    X(conv_transpose) X(conv_transpose_grad) \
     X(max_pool2d) X(max_pool2d_grad) \
     X(avg_pool2d) X(avg_pool2d_grad) \
+    X(max_pool_nd) X(max_pool_nd_grad) X(avg_pool_nd) X(avg_pool_nd_grad) \
+    X(max_unpool) X(max_unpool_grad) \
+    X(roi_align) \
     X(layer_norm) X(layer_norm_grad) \
+    X(lrn) X(lrn_grad) \
     X(batch_norm) X(batch_norm_grad) X(batch_norm_stats) \
     X(dropout) X(dropout_grad) \
     X(embedding) X(embedding_grad) \

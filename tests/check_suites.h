@@ -46,8 +46,13 @@
     X(ops_bitwise)      \
     X(ops_fill)         \
     X(ops_conv)         \
+    X(ops_conv_transpose) \
     X(ops_pool)         \
+    X(ops_pool_nd)      \
+    X(ops_max_unpool)   \
+    X(ops_roi_align)    \
     X(ops_norm)         \
+    X(ops_lrn)          \
     X(ops_batch_norm)   \
     X(ops_dropout)      \
     X(ops_embedding)    \

@@ -1450,19 +1450,182 @@ static int map_qlinear_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status 
     return op && onnx_set_int(op, "axis", 1, st) == PARDO_OK ? PARDO_OK : st->code;
 }
 
+/* ConvTranspose of 1 to 3 spatial dims as conv_transpose: attr output_shape
+ * and auto_pad SAME_* (output = input * stride) become pads, ONNX's total
+ * padding split with the larger half at the begin (NOTSET, SAME_LOWER) or
+ * the end (SAME_UPPER); a negative end pad (an output longer than the full
+ * transposed convolution) becomes output_padding. Needs static spatial dims
+ * of X where output_shape or auto_pad SAME is given. */
+static int map_conv_transpose(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"auto_pad", "dilations",      "group",   "kernel_shape",
+                                        "pads",     "output_padding", "strides", "output_shape", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *x = onnx_in_var(c, n, 0, st), *w = x ? onnx_in_var(c, n, 1, st) : NULL,
+               *b = w ? onnx_opt_var(c, n, 2, st) : NULL;
+    if (!b) return st->code;
+    pardo_type xt, wt;
+    if (onnx_type_of(c, x, &xt, st) != PARDO_OK || onnx_type_of(c, w, &wt, st) != PARDO_OK) return st->code;
+    if (wt.ndim < 3 || wt.ndim > 5)
+        return onnx_unsupported(c, st, "a weight of rank %d; pardo runs 1 to 3 spatial dims", wt.ndim);
+    const int nsp = wt.ndim - 2;
+    if (xt.ndim >= 0 && xt.ndim != wt.ndim)
+        return onnx_bad(c, st, "input of rank %d, weight of rank %d", xt.ndim, wt.ndim);
+    int nk = 0, ns = 0, nd = 0, np = 0, nop = 0, nos = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk), *sa = onnx_attr_ints(n, "strides", &ns),
+                  *da = onnx_attr_ints(n, "dilations", &nd), *pa = onnx_attr_ints(n, "pads", &np),
+                  *opa = onnx_attr_ints(n, "output_padding", &nop), *osa = onnx_attr_ints(n, "output_shape", &nos);
+    int64_t k[3], s[3], d[3], op[3], p[6], os[3];
+    for (int i = 0; i < nsp; i++) {
+        k[i] = wt.shape[2 + i];
+        s[i] = d[i] = 1;
+        op[i] = p[i] = p[nsp + i] = 0;
+    }
+    if (ks && (nk != nsp || memcmp(ks, k, sizeof(int64_t) * (size_t)nsp) != 0))
+        return onnx_bad(c, st, "attr 'kernel_shape' does not match the weight's dims");
+    if ((sa && ns != nsp) || (da && nd != nsp) || (opa && nop != nsp) || (pa && np != 2 * nsp))
+        return onnx_bad(c, st, "attrs strides, dilations, output_padding, pads of the wrong length for %d-D", nsp);
+    if (osa && nos != nsp && nos != nsp + 2)
+        return onnx_bad(c, st, "attr 'output_shape' of %d values for %d spatial dims", nos, nsp);
+    for (int i = 0; i < nsp; i++) {
+        if (sa) s[i] = sa[i];
+        if (da) d[i] = da[i];
+        if (opa) op[i] = opa[i];
+        if (pa) p[i] = pa[i], p[nsp + i] = pa[nsp + i];
+        if (osa) os[i] = osa[nos - nsp + i];
+    }
+    char ap[32];
+    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
+    const bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, same = upper || strcmp(auto_pad, "SAME_LOWER") == 0;
+    if (!same && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+        return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
+    if (osa || same)
+        for (int i = 0; i < nsp; i++) {
+            const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1;
+            if (in < 0) return onnx_unsupported(c, st, "output_shape or auto_pad SAME over a run-time spatial dim");
+            const int64_t want = osa ? os[i] : in * s[i];
+            const int64_t total = s[i] * (in - 1) + op[i] + (k[i] - 1) * d[i] + 1 - want;
+            const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor(total / 2) */
+            p[i] = upper ? half : total - half;
+            p[nsp + i] = total - p[i];
+            if (p[i] < 0) return onnx_unsupported(c, st, "attr 'output_shape' needing a negative begin pad");
+            if (p[nsp + i] < 0) {
+                op[i] -= p[nsp + i];
+                p[nsp + i] = 0;
+            }
+        }
+    const char *in[3] = {x, w, b};
+    pardo_op *o = onnx_emit1(c, n, "conv_transpose", in, *b ? 3 : 2, st);
+    if (!o || onnx_set_ints(o, "strides", s, nsp, st) != PARDO_OK ||
+        onnx_set_ints(o, "pads", p, 2 * nsp, st) != PARDO_OK ||
+        onnx_set_ints(o, "dilations", d, nsp, st) != PARDO_OK ||
+        onnx_set_ints(o, "output_padding", op, nsp, st) != PARDO_OK ||
+        onnx_set_int(o, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+/* Whether a MaxPool / AveragePool needs max_pool_nd / avg_pool_nd: 3
+ * spatial dims, a dilation other than 1, or MaxPool's output 1 (Indices). */
+static bool pool_needs_nd(const Onnx__NodeProto *n) {
+    int nk = 0, nd = 0;
+    const int64_t *dil = onnx_attr_ints(n, "dilations", &nd);
+    (void)onnx_attr_ints(n, "kernel_shape", &nk);
+    for (int i = 0; dil && i < nd; i++)
+        if (dil[i] != 1) return true;
+    return nk == 3 || (n->n_output > 1 && n->output[1] && *n->output[1]);
+}
+
+/* MaxPool / AveragePool of 1 to 3 spatial dims as max_pool_nd (with its
+ * Indices, storage_order) / avg_pool_nd: auto_pad SAME_* and ceil_mode as
+ * pads (over static spatial dims), count_include_pad as a zero pad before
+ * a pool without pads. */
+static int map_pool_nd(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_status *st) {
+    const bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0) != 0,
+               include = !max && onnx_attr_int(n, "count_include_pad", 0) != 0;
+    const int64_t order = onnx_attr_int(n, "storage_order", 0);
+    if (ceil_mode && include) return onnx_unsupported(c, st, "attrs 'ceil_mode' and 'count_include_pad' both 1");
+    int nk = 0, ns = 0, nd = 0, np = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk), *sa = onnx_attr_ints(n, "strides", &ns),
+                  *da = onnx_attr_ints(n, "dilations", &nd), *pa = onnx_attr_ints(n, "pads", &np);
+    if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
+    if (nk < 1 || nk > 3) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 1-D to 3-D (NC...)", nk);
+    if ((sa && ns != nk) || (da && nd != nk) || (pa && np != 2 * nk))
+        return onnx_bad(c, st, "attrs strides, dilations, pads of the wrong length for a %d-D pool", nk);
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_type xt;
+    if (!x || onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
+    if (xt.ndim >= 0 && xt.ndim != nk + 2) return onnx_bad(c, st, "a %d-D pool of a rank-%d input", nk, xt.ndim);
+    int64_t s[3], d[3], p[6];
+    for (int i = 0; i < nk; i++) {
+        s[i] = sa ? sa[i] : 1;
+        d[i] = da ? da[i] : 1;
+        p[i] = pa ? pa[i] : 0;
+        p[nk + i] = pa ? pa[nk + i] : 0;
+    }
+    char ap[32];
+    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
+    const bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, same = upper || strcmp(auto_pad, "SAME_LOWER") == 0;
+    if (!same && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+        return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
+    if (strcmp(auto_pad, "VALID") == 0)
+        for (int i = 0; i < 2 * nk; i++) p[i] = 0;
+    for (int i = 0; i < nk && (same || ceil_mode); i++) {
+        const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1, span = (ks[i] - 1) * d[i] + 1;
+        if (in < 0) return onnx_unsupported(c, st, "auto_pad SAME or ceil_mode over a run-time spatial dim");
+        if (same) {
+            const int64_t out = (in + s[i] - 1) / s[i];
+            int64_t total = (out - 1) * s[i] + span - in;
+            if (total < 0) total = 0;
+            p[i] = upper ? total / 2 : total - total / 2;
+            p[nk + i] = total - p[i];
+        } else {
+            const int64_t room = in + p[i] + p[nk + i] - span;
+            if (room < 0) continue;
+            int64_t out = (room + s[i] - 1) / s[i] + 1;
+            if ((out - 1) * s[i] >= in + p[i]) out--; /* no window may start in the end padding */
+            const int64_t extra = (out - 1) * s[i] + span - (in + p[i] + p[nk + i]);
+            if (extra > 0) p[nk + i] += extra;
+        }
+    }
+    bool any_pad = false;
+    for (int i = 0; i < 2 * nk; i++) any_pad = any_pad || p[i] != 0;
+    if (include && any_pad) {
+        int64_t pads[10] = {0};
+        for (int i = 0; i < nk; i++) {
+            pads[2 + i] = p[i];
+            pads[nk + 4 + i] = p[nk + i];
+        }
+        const char *xp = onnx_temp(c, "pool_padded", st);
+        pardo_op *pad = xp ? onnx_emit(c, "pad", &x, 1, &xp, 1, st) : NULL;
+        if (!pad || onnx_set_ints(pad, "pads", pads, 2 * (nk + 2), st) != PARDO_OK) return st->code;
+        x = xp;
+        for (int i = 0; i < 2 * nk; i++) p[i] = 0;
+    }
+    const int nout = max && n->n_output > 1 && n->output[1] && *n->output[1] ? 2 : 1;
+    const char *out[2];
+    for (int i = 0; i < nout; i++)
+        if (!(out[i] = onnx_out_var(c, n, i, st))) return st->code;
+    pardo_op *op = onnx_emit(c, max ? "max_pool_nd" : "avg_pool_nd", &x, 1, out, nout, st);
+    if (!op || onnx_set_ints(op, "kernel", ks, nk, st) != PARDO_OK ||
+        onnx_set_ints(op, "strides", s, nk, st) != PARDO_OK ||
+        onnx_set_ints(op, "pads", p, 2 * nk, st) != PARDO_OK || onnx_set_ints(op, "dilations", d, nk, st) != PARDO_OK)
+        return st->code;
+    if (max && order != 0 && onnx_set_int(op, "storage_order", order, st) != PARDO_OK) return st->code;
+    return PARDO_OK;
+}
+
 /* MaxPool / AveragePool of 1 or 2 spatial dims (a 1-D one as height 1:
- * unsqueeze, the 2-D pool, squeeze); ceil_mode as the extra end padding
- * that gives its last window (over static spatial dims); AveragePool's
+ * unsqueeze, the 2-D pool, squeeze), or through map_pool_nd where
+ * pool_needs_nd (attr storage_order only orders the Indices); ceil_mode as
+ * the extra end padding that gives its last window (over static spatial dims); AveragePool's
  * count_include_pad as a zero pad before a pool without pads. */
 static int map_pool(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, pardo_status *st) {
     static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
                                         "pads", "storage_order", "strides", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (pool_needs_nd(n)) return map_pool_nd(c, n, strcmp(type, "max_pool2d") == 0, st);
     const bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0) != 0, include = onnx_attr_int(n, "count_include_pad", 0);
-    if (onnx_attr_int(n, "storage_order", 0)) return onnx_unsupported(c, st, "attr 'storage_order' 1");
     if (ceil_mode && include) return onnx_unsupported(c, st, "attrs 'ceil_mode' and 'count_include_pad' both 1");
-    if (n->n_output > 1 && n->output[1] && *n->output[1])
-        return onnx_unsupported(c, st, "output 1 (the max indices)");
     int nk = 0;
     const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
     if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
@@ -1549,6 +1712,65 @@ static int map_global_max_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_stat
     return map_global_pool(c, n, "reduce_max", st);
 }
 
+
+/* MaxUnpool as max_unpool: attrs kernel_shape, strides and pads as kernel, strides, pads; input 2 output_shape
+ * (optional) passed on. */
+static int map_max_unpool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"kernel_shape", "pads", "strides", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int nk = 0, ns = 0, np = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk), *sa = onnx_attr_ints(n, "strides", &ns),
+                  *pa = onnx_attr_ints(n, "pads", &np);
+    if (!ks) return onnx_bad(c, st, "attr 'kernel_shape' is required");
+    const char *in[3] = {onnx_in_var(c, n, 0, st), NULL, NULL};
+    if (!in[0] || !(in[1] = onnx_in_var(c, n, 1, st)) || !(in[2] = onnx_opt_var(c, n, 2, st))) return st->code;
+    pardo_op *op = onnx_emit1(c, n, "max_unpool", in, *in[2] ? 3 : 2, st);
+    if (!op || onnx_set_ints(op, "kernel", ks, nk, st) != PARDO_OK ||
+        (sa && onnx_set_ints(op, "strides", sa, ns, st) != PARDO_OK) ||
+        (pa && onnx_set_ints(op, "pads", pa, np, st) != PARDO_OK))
+        return st->code;
+    return PARDO_OK;
+}
+
+/* RoiAlign as roi_align, its attrs as they are; before opset 16 (no attr coordinate_transformation_mode) the
+ * legacy "output_half_pixel". */
+static int map_roi_align(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"coordinate_transformation_mode", "mode", "output_height", "output_width",
+                                        "sampling_ratio", "spatial_scale", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const char *in[3];
+    for (int i = 0; i < 3; i++)
+        if (!(in[i] = onnx_in_var(c, n, i, st))) return st->code;
+    char mode[32], ctm[32];
+    pardo_op *op = onnx_emit1(c, n, "roi_align", in, 3, st);
+    if (!op ||
+        onnx_set_string(op, "mode", onnx_attr_string(n, "mode", "avg", mode, sizeof mode), st) != PARDO_OK ||
+        onnx_set_string(op, "coordinate_transformation_mode",
+                        onnx_attr_string(n, "coordinate_transformation_mode",
+                                         c->opset >= 16 ? "half_pixel" : "output_half_pixel", ctm, sizeof ctm),
+                        st) != PARDO_OK ||
+        onnx_set_int(op, "output_height", onnx_attr_int(n, "output_height", 1), st) != PARDO_OK ||
+        onnx_set_int(op, "output_width", onnx_attr_int(n, "output_width", 1), st) != PARDO_OK ||
+        onnx_set_int(op, "sampling_ratio", onnx_attr_int(n, "sampling_ratio", 0), st) != PARDO_OK ||
+        onnx_set_float(op, "spatial_scale", onnx_attr_float(n, "spatial_scale", 1.0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
+/* LRN as lrn, its attrs as they are (size required). */
+static int map_lrn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"alpha", "beta", "bias", "size", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    if (!onnx_attr(n, "size")) return onnx_bad(c, st, "attr 'size' is required");
+    const char *x = onnx_in_var(c, n, 0, st);
+    pardo_op *op = x ? onnx_emit1(c, n, "lrn", &x, 1, st) : NULL;
+    if (!op || onnx_set_int(op, "size", onnx_attr_int(n, "size", 1), st) != PARDO_OK ||
+        onnx_set_float(op, "alpha", onnx_attr_float(n, "alpha", 1e-4), st) != PARDO_OK ||
+        onnx_set_float(op, "beta", onnx_attr_float(n, "beta", 0.75), st) != PARDO_OK ||
+        onnx_set_float(op, "bias", onnx_attr_float(n, "bias", 1.0), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
 
 /* BatchNormalization with statistics known at load: a batch_norm op, its scale and bias params, its
  * running mean and var state vars (the model's weights), so that a fine-tuned model normalises with each
@@ -1681,6 +1903,7 @@ static const onnx_mapping table[] = {
     {"ConstantOfShape", map_constant_of_shape},
     {"Conv", map_conv},
     {"ConvInteger", map_conv_integer},
+    {"ConvTranspose", map_conv_transpose},
     {"Cos", map_cos},
     {"Cosh", map_cosh},
     {"CumSum", map_cumsum},
@@ -1716,6 +1939,7 @@ static const onnx_mapping table[] = {
     {"Identity", map_identity},
     {"IsInf", map_is_inf},
     {"IsNaN", map_is_nan},
+    {"LRN", map_lrn},
     {"LayerNormalization", map_layer_norm},
     {"LeakyRelu", map_leaky_relu},
     {"Less", map_less},
@@ -1726,6 +1950,7 @@ static const onnx_mapping table[] = {
     {"MatMulInteger", map_matmul_integer},
     {"Max", map_max},
     {"MaxPool", map_max_pool},
+    {"MaxUnpool", map_max_unpool},
     {"Mean", map_mean},
     {"MelWeightMatrix", map_mel_weight_matrix},
     {"Min", map_min},
@@ -1761,6 +1986,7 @@ static const onnx_mapping table[] = {
     {"Reshape", map_reshape},
     {"Resize", map_resize},
     {"ReverseSequence", map_reverse_sequence},
+    {"RoiAlign", map_roi_align},
     {"Round", map_round},
     {"STFT", map_stft},
     {"Scatter", map_scatter_elements},

@@ -1,0 +1,454 @@
+/* pool_nd.c - max_pool_nd and avg_pool_nd: ONNX MaxPool and AveragePool of
+ * 1 to 3 spatial axes with dilations, X [N, C, S...] -> Y [N, C, O...], and
+ * max_pool_nd's output Indices (ONNX's: the flat index into X of each
+ * window's maximum, over [N, C, S...] in row-major order, or with the
+ * spatial axes in column-major order for attr storage_order 1). And their
+ * gradients. max_pool2d and avg_pool2d (ops/pool.c) stay the fast 2-D path
+ * without dilations; these are the general ones.
+ *
+ * Attrs: kernel (one size per spatial axis, required), strides (default:
+ * the kernel), pads (begins then ends; default zeros), dilations (default
+ * ones), storage_order (max_pool_nd). Along each axis output o's window
+ * reads taps j = 0..k-1 at o * stride - pad_begin + j * dilation; taps in
+ * the padding are not read, and every window must hold at least one input
+ * element (checked where the sizes are known). O = floor((S + pads - ((k -
+ * 1) * d + 1)) / stride) + 1. avg_pool_nd divides by the number of input
+ * elements in the window (ONNX's count_include_pad 0); max_pool_nd takes the
+ * first maximum in row-major tap order (strict >) and its gradient routes
+ * each dY there.
+ *
+ * The kernels run plane by plane ((n, c)) over a 3-D geometry (fewer
+ * spatial axes seen with leading axes of size 1), the planes split over the
+ * kernel's threads for big inputs (pardo_run_rows); each plane is one item's
+ * alone, so no bits depend on the split. Nothing is allocated per call. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kernel_util.h"
+#include "nn_util.h"
+#include "op.h"
+
+#define PN_DIMS 3 // spatial axes of the geometry the kernels run on
+
+/* Sizes of one pool; -1 where unknown during inference. The spatial arrays
+ * hold the op's nsp axes last, leading axes of size 1. */
+typedef struct pn_geom {
+    int nsp;                                        // spatial axes of X: 1..3
+    int64_t n, c;                                   // batch, channels
+    int64_t in[PN_DIMS], out[PN_DIMS];              // input and output sizes
+    int64_t k[PN_DIMS], s[PN_DIMS], d[PN_DIMS];     // kernel taps, strides, dilations
+    int64_t pb[PN_DIMS], pe[PN_DIMS];               // pads at the begin and the end
+    int64_t ip, yp;                                 // elements of an input and an output plane
+    bool col_major;                                 // storage_order 1: Indices with the spatial axes column-major
+} pn_geom;
+
+static const pardo_attr_def max_attrs[] = {
+    {"kernel", PARDO_ATTR_INTS, NULL, "window size per spatial axis (1 to 3 of them), each >= 1"},
+    {"strides", PARDO_ATTR_INTS, "[]", "one stride per spatial axis, each >= 1; [] (default): the kernel"},
+    {"pads", PARDO_ATTR_INTS, "[]", "begins then ends (2 per spatial axis), each >= 0; [] (default): 0s"},
+    {"dilations", PARDO_ATTR_INTS, "[]", "one dilation per spatial axis, each >= 1; [] (default): 1s"},
+    {"storage_order", PARDO_ATTR_INT, "0", "Indices' order of the spatial axes: 0 row-major, 1 column-major"},
+};
+#define AVG_N_ATTRS 4 // avg_pool_nd: max_attrs without storage_order
+
+/* Reads attr `name` as n values into out (left alone where absent or []); each must be >= lo. */
+static int read_axis_ints(const pardo_op *op, const char *name, int n, int64_t lo, int64_t *out, pardo_status *st) {
+    int64_t v[2 * PARDO_MAX_DIMS];
+    int got, rc = pardo_attr_ints(op, name, v, 2 * PARDO_MAX_DIMS, &got, st);
+    if (rc != PARDO_OK) return rc;
+    if (got <= 0) return PARDO_OK;
+    if (got != n)
+        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, expected %d (the kernel's axes%s)", name, got,
+                            n, strcmp(name, "pads") == 0 ? ", begins then ends" : "");
+    for (int i = 0; i < n; i++) {
+        if (v[i] < lo)
+            return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %lld at position %d, expected >= %lld", name,
+                                (long long)v[i], i, (long long)lo);
+        out[i] = v[i];
+    }
+    return PARDO_OK;
+}
+
+/* The taps [*lo, *hi) of output o's window along axis a that read inside the input. */
+static void taps(const pn_geom *g, int a, int64_t o, int64_t *lo, int64_t *hi) {
+    const int64_t start = o * g->s[a] - g->pb[a], d = g->d[a];
+    int64_t l = start >= 0 ? 0 : (-start + d - 1) / d, h = g->in[a] - start <= 0 ? 0 : (g->in[a] - start - 1) / d + 1;
+    if (h > g->k[a]) h = g->k[a];
+    if (h < l) h = l;
+    *lo = l;
+    *hi = h;
+}
+
+/* Reads the attrs (storage_order when with_order) and X's type into g and
+ * Y's type into y (may be NULL). Inference (dims may be -1) and kernels both
+ * use it. */
+static int pn_geometry(const pardo_op *op, const pardo_type *x, bool with_order, pn_geom *g, pardo_type *y,
+                       pardo_status *st) {
+    char sx[128];
+    int64_t k[PARDO_MAX_DIMS];
+    int nk, rc;
+    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK) return rc;
+    if ((rc = pardo_attr_ints(op, "kernel", k, PARDO_MAX_DIMS, &nk, st)) != PARDO_OK) return rc;
+    if (nk < 0) return pardo_errorf(st, PARDO_EINVAL, "attr 'kernel' is required (one size per spatial axis)");
+    if (nk < 1 || nk > PN_DIMS)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'kernel' has %d values, expected 1 to 3 (spatial axes)", nk);
+    if (x->ndim >= 0 && x->ndim != nk + 2)
+        return pardo_errorf(st, PARDO_ESHAPE, "input 0 'X' has shape %s, expected rank %d ([N, C] and attr "
+                            "'kernel''s %d spatial axes)",
+                            pardo_shape_str(x->ndim, x->shape, sx, sizeof sx), nk + 2, nk);
+    const int nsp = nk, o = PN_DIMS - nsp;
+    g->nsp = nsp;
+    for (int a = 0; a < PN_DIMS; a++) {
+        g->in[a] = g->k[a] = g->s[a] = g->d[a] = 1;
+        g->pb[a] = g->pe[a] = 0;
+    }
+    for (int i = 0; i < nsp; i++) {
+        if (k[i] < 1)
+            return pardo_errorf(st, PARDO_EINVAL, "attr 'kernel' has %lld at position %d, expected >= 1",
+                                (long long)k[i], i);
+        g->k[o + i] = g->s[o + i] = k[i];
+    }
+    int64_t pads[2 * PN_DIMS] = {0};
+    if ((rc = read_axis_ints(op, "strides", nsp, 1, g->s + o, st)) != PARDO_OK ||
+        (rc = read_axis_ints(op, "dilations", nsp, 1, g->d + o, st)) != PARDO_OK ||
+        (rc = read_axis_ints(op, "pads", 2 * nsp, 0, pads, st)) != PARDO_OK)
+        return rc;
+    for (int i = 0; i < nsp; i++) {
+        g->pb[o + i] = pads[i];
+        g->pe[o + i] = pads[nsp + i];
+    }
+    int64_t order = 0;
+    if (with_order && (rc = pardo_attr_int(op, "storage_order", 0, &order, st)) != PARDO_OK) return rc;
+    if (order != 0 && order != 1)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'storage_order' is %lld, expected 0 or 1", (long long)order);
+    g->col_major = order == 1;
+    const bool xr = x->ndim >= 0;
+    g->n = xr ? x->shape[0] : -1;
+    g->c = xr ? x->shape[1] : -1;
+    g->ip = g->yp = 1;
+    for (int a = 0; a < PN_DIMS; a++) {
+        if (a >= o) g->in[a] = xr ? x->shape[2 + a - o] : -1;
+        if (g->in[a] < 0) {
+            g->out[a] = -1;
+            continue;
+        }
+        const int64_t span = (g->k[a] - 1) * g->d[a] + 1, padded = g->in[a] + g->pb[a] + g->pe[a];
+        if (span > padded)
+            return pardo_errorf(st, PARDO_ESHAPE,
+                                "attr 'kernel' spans %lld along spatial axis %d (size %lld, dilation %lld), more than "
+                                "input 0 'X' %s padded by attr 'pads' (%lld + %lld)",
+                                (long long)span, a - o, (long long)g->k[a], (long long)g->d[a],
+                                pardo_shape_str(x->ndim, x->shape, sx, sizeof sx), (long long)g->pb[a],
+                                (long long)g->pe[a]);
+        g->out[a] = (padded - span) / g->s[a] + 1;
+        for (int64_t u = 0; u < g->out[a]; u++) {
+            int64_t lo, hi;
+            taps(g, a, u, &lo, &hi);
+            if (lo == hi)
+                return pardo_errorf(st, PARDO_EINVAL,
+                                    "output %lld along spatial axis %d reads only padding (attrs 'pads' %lld + %lld, "
+                                    "'dilations' %lld, input size %lld); expected every window to hold an input "
+                                    "element",
+                                    (long long)u, a - o, (long long)g->pb[a], (long long)g->pe[a], (long long)g->d[a],
+                                    (long long)g->in[a]);
+        }
+        g->ip *= g->in[a];
+        g->yp *= g->out[a];
+    }
+    if (y) {
+        y->dtype = x->dtype;
+        y->ndim = nsp + 2;
+        y->shape[0] = g->n;
+        y->shape[1] = g->c;
+        for (int i = 0; i < nsp; i++) y->shape[2 + i] = g->out[o + i];
+    }
+    return PARDO_OK;
+}
+
+/* One run of a pool kernel over planes, shared with the items. */
+typedef struct pn_job {
+    const pn_geom *g;
+    const void *x, *dy;
+    void *out;      // Y or dX
+    int64_t *index; // max_pool_nd's Indices; NULL: not wanted
+} pn_job;
+
+/* The windows of output (u0, u1, u2): taps ranges per axis into lo / hi. */
+static void window(const pn_geom *g, int64_t u0, int64_t u1, int64_t u2, int64_t *lo, int64_t *hi) {
+    taps(g, 0, u0, &lo[0], &hi[0]);
+    taps(g, 1, u1, &lo[1], &hi[1]);
+    taps(g, 2, u2, &lo[2], &hi[2]);
+}
+
+/* The input element of taps (j0, j1, j2) of output (u0, u1, u2), as a plane offset. */
+static int64_t tap_at(const pn_geom *g, const int64_t *u, int64_t j0, int64_t j1, int64_t j2) {
+    const int64_t i0 = u[0] * g->s[0] - g->pb[0] + j0 * g->d[0], i1 = u[1] * g->s[1] - g->pb[1] + j1 * g->d[1],
+                  i2 = u[2] * g->s[2] - g->pb[2] + j2 * g->d[2];
+    return (i0 * g->in[1] + i1) * g->in[2] + i2;
+}
+
+/* A plane offset (row-major) as ONNX's Indices spatial part: itself, or with the axes column-major. */
+static int64_t order_index(const pn_geom *g, int64_t e) {
+    if (!g->col_major) return e;
+    const int64_t i2 = e % g->in[2], i1 = e / g->in[2] % g->in[1], i0 = e / (g->in[1] * g->in[2]);
+    return (i2 * g->in[1] + i1) * g->in[0] + i0;
+}
+
+/* Defines the kernels of element type T with suffix SUF over planes [p0,
+ * p1): max_fwd_SUF (Y and Indices), max_bwd_SUF, avg_fwd_SUF (the sum in
+ * double / count), avg_bwd_SUF. Each writes every element of its planes. */
+#define PN_KERNELS(SUF, T)                                                                                             \
+    static int64_t argmax_##SUF(const pn_geom *g, const T *xp, const int64_t *u) {                                     \
+        int64_t lo[3], hi[3];                                                                                          \
+        window(g, u[0], u[1], u[2], lo, hi);                                                                           \
+        int64_t best = tap_at(g, u, lo[0], lo[1], lo[2]);                                                              \
+        for (int64_t j0 = lo[0]; j0 < hi[0]; j0++)                                                                     \
+            for (int64_t j1 = lo[1]; j1 < hi[1]; j1++)                                                                 \
+                for (int64_t j2 = lo[2]; j2 < hi[2]; j2++) {                                                           \
+                    const int64_t e = tap_at(g, u, j0, j1, j2);                                                        \
+                    if (xp[e] > xp[best]) best = e;                                                                    \
+                }                                                                                                      \
+        return best;                                                                                                   \
+    }                                                                                                                  \
+    static void max_fwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                     \
+        const pn_job *j = arg;                                                                                         \
+        const pn_geom *g = j->g;                                                                                       \
+        const T *x = j->x;                                                                                             \
+        T *y = j->out;                                                                                                 \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
+            const T *xp = x + pl * g->ip;                                                                              \
+            int64_t e = pl * g->yp, u[3];                                                                              \
+            for (u[0] = 0; u[0] < g->out[0]; u[0]++)                                                                   \
+                for (u[1] = 0; u[1] < g->out[1]; u[1]++)                                                               \
+                    for (u[2] = 0; u[2] < g->out[2]; u[2]++, e++) {                                                    \
+                        const int64_t best = argmax_##SUF(g, xp, u);                                                   \
+                        y[e] = xp[best];                                                                               \
+                        if (j->index) j->index[e] = pl * g->ip + order_index(g, best);                                 \
+                    }                                                                                                  \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void max_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                     \
+        const pn_job *j = arg;                                                                                         \
+        const pn_geom *g = j->g;                                                                                       \
+        const T *x = j->x, *dy = j->dy;                                                                                \
+        T *dx = j->out;                                                                                                \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
+            const T *xp = x + pl * g->ip;                                                                              \
+            T *dxp = dx + pl * g->ip;                                                                                  \
+            memset(dxp, 0, sizeof(T) * (size_t)g->ip);                                                                 \
+            int64_t e = pl * g->yp, u[3];                                                                              \
+            for (u[0] = 0; u[0] < g->out[0]; u[0]++)                                                                   \
+                for (u[1] = 0; u[1] < g->out[1]; u[1]++)                                                               \
+                    for (u[2] = 0; u[2] < g->out[2]; u[2]++, e++) dxp[argmax_##SUF(g, xp, u)] += dy[e];                \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void avg_fwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                     \
+        const pn_job *j = arg;                                                                                         \
+        const pn_geom *g = j->g;                                                                                       \
+        const T *x = j->x;                                                                                             \
+        T *y = j->out;                                                                                                 \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
+            const T *xp = x + pl * g->ip;                                                                              \
+            int64_t e = pl * g->yp, u[3];                                                                              \
+            for (u[0] = 0; u[0] < g->out[0]; u[0]++)                                                                   \
+                for (u[1] = 0; u[1] < g->out[1]; u[1]++)                                                               \
+                    for (u[2] = 0; u[2] < g->out[2]; u[2]++, e++) {                                                    \
+                        int64_t lo[3], hi[3];                                                                          \
+                        window(g, u[0], u[1], u[2], lo, hi);                                                           \
+                        double s = 0;                                                                                  \
+                        for (int64_t j0 = lo[0]; j0 < hi[0]; j0++)                                                     \
+                            for (int64_t j1 = lo[1]; j1 < hi[1]; j1++)                                                 \
+                                for (int64_t j2 = lo[2]; j2 < hi[2]; j2++) s += (double)xp[tap_at(g, u, j0, j1, j2)]; \
+                        y[e] = (T)(s / (double)((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2])));                \
+                    }                                                                                                  \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void avg_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                     \
+        const pn_job *j = arg;                                                                                         \
+        const pn_geom *g = j->g;                                                                                       \
+        const T *dy = j->dy;                                                                                           \
+        T *dx = j->out;                                                                                                \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
+            T *dxp = dx + pl * g->ip;                                                                                  \
+            memset(dxp, 0, sizeof(T) * (size_t)g->ip);                                                                 \
+            int64_t e = pl * g->yp, u[3];                                                                              \
+            for (u[0] = 0; u[0] < g->out[0]; u[0]++)                                                                   \
+                for (u[1] = 0; u[1] < g->out[1]; u[1]++)                                                               \
+                    for (u[2] = 0; u[2] < g->out[2]; u[2]++, e++) {                                                    \
+                        int64_t lo[3], hi[3];                                                                          \
+                        window(g, u[0], u[1], u[2], lo, hi);                                                           \
+                        const T v =                                                                                    \
+                            (T)((double)dy[e] / (double)((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2])));        \
+                        for (int64_t j0 = lo[0]; j0 < hi[0]; j0++)                                                     \
+                            for (int64_t j1 = lo[1]; j1 < hi[1]; j1++)                                                 \
+                                for (int64_t j2 = lo[2]; j2 < hi[2]; j2++) dxp[tap_at(g, u, j0, j1, j2)] += v;         \
+                    }                                                                                                  \
+        }                                                                                                              \
+    }
+
+PN_KERNELS(f32, float)
+PN_KERNELS(f64, double)
+
+typedef void (*pn_fn)(void *arg, int64_t p0, int64_t p1);
+
+static const pardo_arg_def pn_in[] = {
+    {"X", "input [N, C, spatial...] of 1 to 3 spatial axes (float32 or float64)", false, false}};
+static const pardo_arg_def max_out[] = {
+    {"Y", "output [N, C, out...]", false, false},
+    {"Indices", "int64, Y's shape: the flat index into X of each window's maximum (attr storage_order)", true, false},
+};
+static const pardo_arg_def avg_out[] = {{"Y", "output [N, C, out...]", false, false}};
+
+static int max_infer(pardo_infer_ctx *ctx) {
+    pn_geom g;
+    int rc = pn_geometry(ctx->op, ctx->in[0], true, &g, &ctx->out[0], ctx->st);
+    if (rc == PARDO_OK && ctx->n_out > 1) {
+        ctx->out[1] = ctx->out[0];
+        ctx->out[1].dtype = PARDO_I64;
+    }
+    return rc;
+}
+
+static int avg_infer(pardo_infer_ctx *ctx) {
+    pn_geom g;
+    return pn_geometry(ctx->op, ctx->in[0], false, &g, &ctx->out[0], ctx->st);
+}
+
+/* Runs a forward kernel (f32 or f64 by X's dtype); max: with Indices where wanted. */
+static int pn_run(pardo_kernel_ctx *ctx, bool max, pn_fn f32, pn_fn f64) {
+    pardo_tensor *x = ctx->in[0];
+    pardo_type tx = pardo_tensor_type(x), ty;
+    pn_geom g;
+    int rc = pn_geometry(ctx->op, &tx, max, &g, &ty, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, ty.ndim, ty.shape), *ix = NULL;
+    if (!y) return ctx->st->code;
+    if (max && ctx->n_out > 1 && pardo_kernel_wants_output(ctx, 1) &&
+        !(ix = pardo_kernel_output(ctx, 1, PARDO_I64, ty.ndim, ty.shape)))
+        return ctx->st->code;
+    pn_job j = {.g = &g, .x = pardo_tensor_data(x), .out = pardo_tensor_data(y),
+                .index = ix ? pardo_tensor_data(ix) : NULL};
+    return pardo_run_rows(ctx, g.n * g.c, g.ip, x->dtype == PARDO_F32 ? f32 : f64, &j);
+}
+
+static int max_cpu(pardo_kernel_ctx *ctx) { return pn_run(ctx, true, max_fwd_f32, max_fwd_f64); }
+static int avg_cpu(pardo_kernel_ctx *ctx) { return pn_run(ctx, false, avg_fwd_f32, avg_fwd_f64); }
+
+/* max_pool_nd_grad reads X and dY alone: Y and Indices are left out (""). */
+static int max_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
+    return pardo_grad_wired(req, blk, 0, 3, st);
+}
+
+/* avg_pool_nd_grad reads X's shape and dY: Y is left out (""). */
+static int avg_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
+    return pardo_grad_wired(req, blk, 0, 1, st);
+}
+
+const pardo_op_def pardo_op_max_pool_nd = {
+    .type = "max_pool_nd",
+    .doc = "max pooling of 1 to 3 spatial axes (ONNX MaxPool, NC...) with dilations: the maximum of each window, and "
+           "optionally its flat index into X (Indices)",
+    .inputs = pn_in,
+    .n_inputs = 1,
+    .outputs = max_out,
+    .n_outputs = 2,
+    .attrs = max_attrs,
+    .n_attrs = 5,
+    .infer = max_infer,
+    .cpu = max_cpu,
+    .grad = max_grad_build,
+};
+
+const pardo_op_def pardo_op_avg_pool_nd = {
+    .type = "avg_pool_nd",
+    .doc = "average pooling of 1 to 3 spatial axes (ONNX AveragePool, NC..., count_include_pad = 0) with dilations",
+    .inputs = pn_in,
+    .n_inputs = 1,
+    .outputs = avg_out,
+    .n_outputs = 1,
+    .attrs = max_attrs,
+    .n_attrs = AVG_N_ATTRS,
+    .infer = avg_infer,
+    .cpu = avg_cpu,
+    .grad = avg_grad_build,
+};
+
+/* ---- gradients ---- */
+
+static const pardo_arg_def max_grad_in[] = {
+    {"X", "the forward input", false, false},
+    {"Y", "the forward output (not read)", true, false},
+    {"Indices", "the forward indices (not read)", true, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+    {"dIndices", "(not read: Indices has no gradient)", true, false},
+};
+static const pardo_arg_def avg_grad_in[] = {
+    {"X", "the forward input (its shape)", false, false},
+    {"Y", "the forward output (not read)", true, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
+static const pardo_arg_def pn_grad_out[] = {{"dX", "gradient of X", true, false}};
+
+/* The forward geometry and dY (input dy_at; when given) checked against Y's type. */
+static int pn_grad_check(const pardo_op *op, const pardo_type *x, const pardo_type *dy, bool max, pn_geom *g,
+                         pardo_status *st) {
+    pardo_type ty;
+    int rc = pn_geometry(op, x, max, g, &ty, st);
+    if (rc == PARDO_OK && dy)
+        rc = pardo_nn_expect_same(dy, max ? "input 3 'dY'" : "input 2 'dY'", &ty, "the output of the pool", st);
+    return rc;
+}
+
+static int pn_grad_infer(pardo_infer_ctx *ctx, bool max) {
+    pn_geom g;
+    int rc = pn_grad_check(ctx->op, ctx->in[0], pardo_nn_in_type(ctx, max ? 3 : 2), max, &g, ctx->st);
+    if (rc == PARDO_OK) ctx->out[0] = *ctx->in[0];
+    return rc;
+}
+static int max_grad_infer(pardo_infer_ctx *ctx) { return pn_grad_infer(ctx, true); }
+static int avg_grad_infer(pardo_infer_ctx *ctx) { return pn_grad_infer(ctx, false); }
+
+static int pn_grad_run(pardo_kernel_ctx *ctx, bool max) {
+    pardo_tensor *x = ctx->in[0], *dy = pardo_nn_in(ctx, max ? 3 : 2);
+    pardo_type tx = pardo_tensor_type(x), tdy;
+    if (dy) tdy = pardo_tensor_type(dy);
+    pn_geom g;
+    int rc = pn_grad_check(ctx->op, &tx, dy ? &tdy : NULL, max, &g, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (!pardo_kernel_wants_output(ctx, 0)) return PARDO_OK;
+    if (!dy) return pardo_nn_zeros(ctx, 0, x->dtype, x->ndim, x->shape) ? PARDO_OK : ctx->st->code;
+    pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
+    if (!dx) return ctx->st->code;
+    const bool f32 = x->dtype == PARDO_F32;
+    pn_fn fn = max ? (f32 ? max_bwd_f32 : max_bwd_f64) : (f32 ? avg_bwd_f32 : avg_bwd_f64);
+    pn_job j = {.g = &g, .x = pardo_tensor_data(x), .dy = pardo_tensor_data(dy), .out = pardo_tensor_data(dx)};
+    return pardo_run_rows(ctx, g.n * g.c, g.ip, fn, &j);
+}
+static int max_grad_cpu(pardo_kernel_ctx *ctx) { return pn_grad_run(ctx, true); }
+static int avg_grad_cpu(pardo_kernel_ctx *ctx) { return pn_grad_run(ctx, false); }
+
+const pardo_op_def pardo_op_max_pool_nd_grad = {
+    .type = "max_pool_nd_grad",
+    .doc = "gradient of max_pool_nd: each dY goes to the first maximum of its window",
+    .inputs = max_grad_in,
+    .n_inputs = 5,
+    .outputs = pn_grad_out,
+    .n_outputs = 1,
+    .attrs = max_attrs,
+    .n_attrs = 5,
+    .infer = max_grad_infer,
+    .cpu = max_grad_cpu,
+};
+
+const pardo_op_def pardo_op_avg_pool_nd_grad = {
+    .type = "avg_pool_nd_grad",
+    .doc = "gradient of avg_pool_nd: each dY spread evenly over the input elements of its window",
+    .inputs = avg_grad_in,
+    .n_inputs = 3,
+    .outputs = pn_grad_out,
+    .n_outputs = 1,
+    .attrs = max_attrs,
+    .n_attrs = AVG_N_ATTRS,
+    .infer = avg_grad_infer,
+    .cpu = avg_grad_cpu,
+};
