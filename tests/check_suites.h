@@ -42,6 +42,7 @@
     X(ops_conv)         \
     X(ops_pool)         \
     X(ops_norm)         \
+    X(ops_rnn)          \
     X(ops_batch_norm)   \
     X(ops_dropout)      \
     X(ops_embedding)    \
