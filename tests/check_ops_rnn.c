@@ -11,7 +11,10 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "exec/executor.h"
 #include "grad_test_util.h"
+#include "graph_test_util.h"
+#include "pass.h"
 #include "op_test_util.h"
 #include "test_util.h"
 
@@ -315,6 +318,95 @@ START_TEST(test_rnn_grads) {
 }
 END_TEST
 
+#define F64(shape) "{\"dtype\": \"float64\", \"shape\": " shape
+#define PARAM(name, shape, seed)                                                                                       \
+    "\"" name "\": " F64(shape) ", \"role\": \"param\", \"init\": {\"fill\": \"uniform\", \"low\": -0.6, \"high\": 0.6, "  \
+                           "\"seed\": " seed "}}"
+/* A bidirectional lstm (layout 1, its Y_h and Y_c left unused) into a gru whose Y_h meets the loss. */
+static const char stack_graph[] =
+    "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+    "\"x\": " F64("[-1, 3, 3]") ", \"role\": \"feed\"}, \"t\": " F64("[-1, 2]") ", \"role\": \"feed\"},"
+    PARAM("w1", "[2, 8, 3]", "1") "," PARAM("r1", "[2, 8, 2]", "2") "," PARAM("b1", "[2, 16]", "3") ","
+    PARAM("p1", "[2, 6]", "4") "," PARAM("w2", "[1, 6, 4]", "5") "," PARAM("r2", "[1, 6, 2]", "6") ","
+    PARAM("b2", "[1, 12]", "7") "},"
+    "\"ops\": ["
+    "{\"op\": \"lstm\", \"in\": [\"x\", \"w1\", \"r1\", \"b1\", \"\", \"\", \"\", \"p1\"], \"out\": [\"y1\", \"h1\", \"c1\"],"
+    " \"attrs\": {\"hidden_size\": 2, \"direction\": \"bidirectional\", \"layout\": 1}},"
+    "{\"op\": \"reshape\", \"in\": [\"y1\"], \"out\": [\"y1r\"], \"attrs\": {\"shape\": [-1, 3, 4]}},"
+    "{\"op\": \"gru\", \"in\": [\"y1r\", \"w2\", \"r2\", \"b2\"], \"out\": [\"\", \"h2\"],"
+    " \"attrs\": {\"hidden_size\": 2, \"layout\": 1}},"
+    "{\"op\": \"reshape\", \"in\": [\"h2\"], \"out\": [\"h2r\"], \"attrs\": {\"shape\": [-1, 2]}},"
+    "{\"op\": \"mse_loss\", \"in\": [\"h2r\", \"t\"], \"out\": [\"loss\"]}"
+    "]}]}";
+
+/* Random x in [-1, 1) and t in [-t_range, t_range). */
+static void feed_xt(pardo_executor *ex, test_rng *r, double t_range) {
+    pardo_tensor *x = test_tensor_random(r, PARDO_F64, 3, (int64_t[]){2, 3, 3}, -1, 1),
+                 *t = test_tensor_random(r, PARDO_F64, 2, (int64_t[]){2, 2}, -t_range, t_range);
+    test_feed(ex, "x", x);
+    test_feed(ex, "t", t);
+    pardo_tensor_release(x);
+    pardo_tensor_release(t);
+}
+
+static double graph_loss(pardo_executor *ex) {
+    test_run(ex);
+    return pardo_tensor_get_f64(test_fetch(ex, "loss"), 0);
+}
+
+START_TEST(test_rnn_graph_backward) {
+    /* the autodiff pass's gradients of every param against central differences of the whole graph */
+    pardo_status st;
+    pardo_program *p = test_program(stack_graph, "rnn.json");
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.loss = "loss";
+    ck_assert_msg(pardo_pass_backward(p, &opt, &st) == PARDO_OK, "backward: %s", st.msg);
+    pardo_executor *ex = test_executor(p, 1);
+    test_rng r = {21};
+    feed_xt(ex, &r, 1.0);
+    static const char *const params[] = {"w1", "r1", "b1", "p1", "w2", "r2", "b2"};
+    int checked = 0;
+    for (int k = 0; k < 7; k++) {
+        char gname[32];
+        snprintf(gname, sizeof gname, "%s@GRAD", params[k]);
+        graph_loss(ex);
+        pardo_tensor *g = pardo_tensor_clone(test_fetch(ex, gname), NULL);
+        pardo_tensor *w = pardo_scope_find(pardo_executor_scope(ex), params[k]);
+        for (int64_t i = 0; i < w->numel; i++) {
+            const double eps = 1e-6, orig = pardo_tensor_get_f64(w, i);
+            pardo_tensor_set_f64(w, i, orig + eps);
+            const double lp = graph_loss(ex);
+            pardo_tensor_set_f64(w, i, orig - eps);
+            const double lm = graph_loss(ex);
+            pardo_tensor_set_f64(w, i, orig);
+            const double num = (lp - lm) / (2 * eps), ana = pardo_tensor_get_f64(g, i);
+            ck_assert_msg(fabs(num - ana) <= 1e-6 * fmax(1, fmax(fabs(num), fabs(ana))),
+                          "%s[%lld]: analytic %.12g, finite differences %.12g", gname, (long long)i, ana, num);
+            checked++;
+        }
+        pardo_tensor_release(g);
+    }
+    ck_assert_int_eq(checked, 16 * 3 + 16 * 2 + 32 + 12 + 24 + 12 + 12);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+}
+END_TEST
+
+START_TEST(test_rnn_trains) {
+    /* as pardo transpile --backward loss --optimizer adam --parts 2: the loss falls */
+    pardo_program *p = test_training_program(stack_graph, "rnn.json", "loss", PARDO_OPTIMIZER_ADAM, 0.05, 2);
+    pardo_executor *ex = test_executor(p, 2);
+    test_rng r = {22};
+    feed_xt(ex, &r, 0.5);
+    const double first = graph_loss(ex);
+    double last = first;
+    for (int k = 0; k < 60; k++) last = graph_loss(ex);
+    ck_assert_msg(last < 0.1 * first, "loss %g after 60 steps, %g at first", last, first);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+}
+END_TEST
+
 START_TEST(test_rnn_infer) {
     /* unknown seq and batch carry into Y and Y_h; hidden_size from R when the attr is absent */
     pardo_type x = test_type(PARDO_F32, 3, (int64_t[]){-1, -1, 4}), w = test_type(PARDO_F32, 3, (int64_t[]){2, 12, 4}),
@@ -376,6 +468,8 @@ Suite *make_ops_rnn_suite(void) {
     tcase_add_test(core, test_rnn_hand_values);
     tcase_add_test(core, test_rnn_outputs_left_out);
     tcase_add_test(core, test_rnn_grads);
+    tcase_add_test(core, test_rnn_graph_backward);
+    tcase_add_test(core, test_rnn_trains);
     tcase_add_test(core, test_rnn_infer);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
