@@ -1307,7 +1307,10 @@ static int map_recurrent(onnx_ctx *c, const Onnx__NodeProto *n, const char *type
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
     const bool gru = strcmp(type, "gru") == 0, lstm = strcmp(type, "lstm") == 0;
     if ((onnx_attr(n, "linear_before_reset") && !gru) || (onnx_attr(n, "input_forget") && !lstm))
-        return onnx_unsupported(c, st, "attr '%s' on %s", gru ? "input_forget" : "linear_before_reset", n->op_type);
+        return onnx_unsupported(c, st, "attr '%s' on %s (linear_before_reset is GRU's, input_forget LSTM's)",
+                                gru ? "input_forget" : onnx_attr(n, "linear_before_reset") ? "linear_before_reset"
+                                                                                        : "input_forget",
+                                n->op_type);
     if ((int)n->n_input > n_in) return onnx_bad(c, st, "%zu inputs, expected at most %d", n->n_input, n_in);
     if ((int)n->n_output > n_out) return onnx_bad(c, st, "%zu outputs, expected at most %d", n->n_output, n_out);
     const char *in[8], *outs[3];
@@ -1348,7 +1351,10 @@ static int map_recurrent(onnx_ctx *c, const Onnx__NodeProto *n, const char *type
             if (!name || !item || pardo_value_append(list, item, st) != PARDO_OK) {
                 pardo_value_free(item);
                 pardo_value_free(list);
-                return name ? st->code : onnx_unsupported(c, st, "activation '%s'", s);
+                return name ? st->code
+                            : onnx_unsupported(c, st, "activation '%s' (pardo's cells run Relu, Tanh, Sigmoid, Affine, "
+                                               "LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign "
+                                               "and Softplus)", s);
             }
             pardo_value_free(item);
         }
