@@ -86,6 +86,7 @@
     X(batch_norm) X(batch_norm_grad) X(batch_norm_stats) \
     X(dropout) X(dropout_grad) \
     X(embedding) X(embedding_grad) \
+    X(rnn) X(rnn_grad) X(gru) X(gru_grad) X(lstm) X(lstm_grad) \
     X(mse_loss) X(mse_loss_grad) \
     X(nll_loss) X(nll_loss_grad) \
     X(accuracy) \

@@ -19,7 +19,8 @@
 #include <stddef.h>
 
 enum {
-    PARDO_SCRATCH_COL,  // conv2d: the im2col columns of a chunk of images (items)
+    PARDO_SCRATCH_COL,  // conv2d: the im2col columns of a chunk of images (items); rnn, gru, lstm and their
+                        // gradients: their whole workspace (the caller, across its products)
     PARDO_SCRATCH_ROWS, // conv2d: a chunk's output (gradient) rows gathered (items)
     PARDO_SCRATCH_PART, // conv2d_grad: the per-block partial sums (the caller, across its loop)
     PARDO_SCRATCH_MASK, // im2col: the column masks of the last geometry (inside one call; kept for the next)

@@ -53,6 +53,7 @@
     X(ops_roi_align)    \
     X(ops_norm)         \
     X(ops_lrn)          \
+    X(ops_rnn)          \
     X(ops_batch_norm)   \
     X(ops_dropout)      \
     X(ops_embedding)    \

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "core/value.h"
 #include "io/onnx_internal.h"
 
 /* ---- helpers the mapping files share (declared in onnx_internal.h) ---- */
@@ -1874,6 +1876,99 @@ static int map_size(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     return onnx_unsupported(c, st, "the size of a tensor with two or more run-time dims");
 }
 
+/* RNN, GRU, LSTM: the rnn, gru and lstm ops, inputs and outputs as they are (absent ones ""), the attrs with the
+ * activation names in pardo's snake_case (ONNX's LeakyRelu -> leaky_relu). */
+static int map_recurrent(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, int n_in, int n_out,
+                         pardo_status *st) {
+    static const char *const known[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction",
+                                        "hidden_size", "layout", "linear_before_reset", "input_forget", NULL};
+    static const char *const acts[][2] = {
+        {"Relu", "relu"},   {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"}, {"Affine", "affine"},
+        {"LeakyRelu", "leaky_relu"}, {"ThresholdedRelu", "thresholded_relu"}, {"ScaledTanh", "scaled_tanh"},
+        {"HardSigmoid", "hard_sigmoid"}, {"Elu", "elu"}, {"Softsign", "softsign"}, {"Softplus", "softplus"},
+    };
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    const bool gru = strcmp(type, "gru") == 0, lstm = strcmp(type, "lstm") == 0;
+    if ((onnx_attr(n, "linear_before_reset") && !gru) || (onnx_attr(n, "input_forget") && !lstm))
+        return onnx_unsupported(c, st, "attr '%s' on %s (linear_before_reset is GRU's, input_forget LSTM's)",
+                                gru ? "input_forget" : onnx_attr(n, "linear_before_reset") ? "linear_before_reset"
+                                                                                        : "input_forget",
+                                n->op_type);
+    if ((int)n->n_input > n_in) return onnx_bad(c, st, "%zu inputs, expected at most %d", n->n_input, n_in);
+    if ((int)n->n_output > n_out) return onnx_bad(c, st, "%zu outputs, expected at most %d", n->n_output, n_out);
+    const char *in[8], *outs[3];
+    if (!(in[0] = onnx_in_var(c, n, 0, st)) || !(in[1] = onnx_in_var(c, n, 1, st)) ||
+        !(in[2] = onnx_in_var(c, n, 2, st)))
+        return st->code;
+    for (int k = 3; k < n_in; k++)
+        if (!(in[k] = onnx_opt_var(c, n, k, st))) return st->code;
+    int no = 0;
+    for (size_t i = 0; i < n->n_output && i < (size_t)n_out; i++) {
+        if (!n->output[i] || !*n->output[i]) {
+            outs[no++] = "";
+            continue;
+        }
+        if (!(outs[no++] = onnx_out_var(c, n, (int)i, st))) return st->code;
+    }
+    pardo_op *op = onnx_emit(c, type, in, n_in, outs, no, st);
+    if (!op) return st->code;
+    char buf[32];
+    if ((onnx_attr(n, "hidden_size") && onnx_set_int(op, "hidden_size", onnx_attr_int(n, "hidden_size", 0), st)) ||
+        onnx_set_int(op, "layout", onnx_attr_int(n, "layout", 0), st) ||
+        onnx_set_string(op, "direction", onnx_attr_string(n, "direction", "forward", buf, sizeof buf), st) ||
+        (onnx_attr(n, "clip") && onnx_set_float(op, "clip", onnx_attr_float(n, "clip", 0), st)) ||
+        (gru && onnx_set_int(op, "linear_before_reset", onnx_attr_int(n, "linear_before_reset", 0), st)) ||
+        (lstm && onnx_set_int(op, "input_forget", onnx_attr_int(n, "input_forget", 0), st)))
+        return st->code;
+    const Onnx__AttributeProto *a = onnx_attr(n, "activations");
+    if (a && a->n_strings) {
+        pardo_value *list = pardo_value_new_array();
+        if (!list) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        for (size_t i = 0; i < a->n_strings; i++) {
+            const char *name = NULL;
+            char s[32];
+            snprintf(s, sizeof s, "%.*s", (int)a->strings[i].len, (const char *)a->strings[i].data);
+            for (size_t k = 0; k < sizeof acts / sizeof acts[0] && !name; k++)
+                if (strcasecmp(s, acts[k][0]) == 0) name = acts[k][1];
+            pardo_value *item = name ? pardo_value_new_string(name) : NULL;
+            if (!name || !item || pardo_value_append(list, item, st) != PARDO_OK) {
+                pardo_value_free(item);
+                pardo_value_free(list);
+                return name ? st->code
+                            : onnx_unsupported(c, st, "activation '%s' (pardo's cells run Relu, Tanh, Sigmoid, Affine, "
+                                               "LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign "
+                                               "and Softplus)", s);
+            }
+            pardo_value_free(item);
+        }
+        if (pardo_op_set_attr(op, "activations", list, st) != PARDO_OK) return st->code;
+    }
+    static const char *const lists[2] = {"activation_alpha", "activation_beta"};
+    for (int l = 0; l < 2; l++) {
+        const Onnx__AttributeProto *fl = onnx_attr(n, lists[l]);
+        if (!fl) continue;
+        pardo_value *list = pardo_value_new_array();
+        if (!list) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        for (size_t i = 0; i < fl->n_floats; i++) {
+            pardo_value *item = pardo_value_new_number(fl->floats[i]);
+            if (!item || pardo_value_append(list, item, st) != PARDO_OK) {
+                pardo_value_free(item);
+                pardo_value_free(list);
+                return item ? st->code : pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+            }
+            pardo_value_free(item);
+        }
+        if (pardo_op_set_attr(op, lists[l], list, st) != PARDO_OK) return st->code;
+    }
+    return PARDO_OK;
+}
+
+static int map_rnn(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_recurrent(c, n, "rnn", 6, 2, st); }
+static int map_gru(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) { return map_recurrent(c, n, "gru", 6, 2, st); }
+static int map_lstm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    return map_recurrent(c, n, "lstm", 8, 3, st);
+}
+
 /* ---- the table ---- */
 
 static const onnx_mapping table[] = {
@@ -1922,6 +2017,7 @@ static const onnx_mapping table[] = {
     {"EyeLike", map_eye_like},
     {"Flatten", map_flatten},
     {"Floor", map_floor},
+    {"GRU", map_gru},
     {"Gather", map_gather},
     {"GatherElements", map_gather_elements},
     {"GatherND", map_gather_nd},
@@ -1940,6 +2036,7 @@ static const onnx_mapping table[] = {
     {"IsInf", map_is_inf},
     {"IsNaN", map_is_nan},
     {"LRN", map_lrn},
+    {"LSTM", map_lstm},
     {"LayerNormalization", map_layer_norm},
     {"LeakyRelu", map_leaky_relu},
     {"Less", map_less},
@@ -1970,6 +2067,7 @@ static const onnx_mapping table[] = {
     {"QLinearConv", map_qlinear_conv},
     {"QLinearMatMul", map_qlinear_matmul},
     {"QuantizeLinear", map_quantize_linear},
+    {"RNN", map_rnn},
     {"Range", map_range},
     {"Reciprocal", map_reciprocal},
     {"ReduceL1", map_reduce_l1},
