@@ -34,6 +34,7 @@
     X(ops_resize)       \
     X(ops_nms)          \
     X(ops_pad)          \
+    X(ops_control_flow) \
     X(ops_index_select) \
     X(ops_grid_sample)  \
     X(ops_compare)      \
