@@ -184,7 +184,7 @@ static const pardo_arg_def if_in[] = {
     {"cond", "the condition, one element (nonzero: then_block)", false, false},
     {"X", "every enclosing var the branches read", true, true},
 };
-static const pardo_arg_def if_out[] = {{"Y", "the branch's outputs", false, true}};
+static const pardo_arg_def if_out[] = {{"Y", "the branch's outputs (\"\": not needed)", true, true}};
 static const pardo_attr_def if_attrs[] = {
     {"then_block", PARDO_ATTR_INT, NULL, "the block run when cond holds (a child of the op's block)"},
     {"else_block", PARDO_ATTR_INT, NULL, "the block run otherwise (a child of the op's block)"},
@@ -235,7 +235,7 @@ static const pardo_arg_def loop_in[] = {
           "reads", true, true},
 };
 static const pardo_arg_def loop_out[] = {
-    {"Y", "the final carried values, then the scan outputs stacked along a new axis 0", false, true}};
+    {"Y", "the final carried values, then the scan outputs stacked along a new axis 0", true, true}};
 static const pardo_attr_def loop_attrs[] = {
     {"body", PARDO_ATTR_INT, NULL, "the block run per iteration (a child of the op's block)"},
     {"body_in", PARDO_ATTR_ANY, NULL, "list of the body's vars bound per iteration: the iteration number, cond, the "
@@ -364,7 +364,7 @@ static const pardo_arg_def scan_ins[] = {
     {"X", "batch: sequence_lens (or \"\") first; the initial states, the scan inputs, then every enclosing var the "
           "body reads", true, true},
 };
-static const pardo_arg_def scan_outs[] = {{"Y", "the final states, then the scan outputs", false, true}};
+static const pardo_arg_def scan_outs[] = {{"Y", "the final states, then the scan outputs", true, true}};
 static const pardo_attr_def scan_attr_defs[] = {
     {"body", PARDO_ATTR_INT, NULL, "the block run per slice (a child of the op's block)"},
     {"body_in", PARDO_ATTR_ANY, NULL, "list of the body's vars bound per slice: the states, then the scan inputs' "
