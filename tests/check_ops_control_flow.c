@@ -1,6 +1,6 @@
 /* check_ops_control_flow.c - if, loop and scan (ops/control_flow.c): JSON
  * programs whose blocks the ops run, against values worked out by hand in
- * the comments, at 1 thread (sequential executor) and 2 (dataflow); the
+ * the comments, with the sequential and the dataflow executor; the
  * refusals of validate and inference; a program with such blocks written to
  * JSON and read back. */
 #include <check.h>
@@ -21,6 +21,17 @@ static void expect_values(const pardo_tensor *t, int ndim, const int64_t *shape,
 }
 
 static pardo_tensor *scalar(pardo_dtype dt, double v) { return test_tensor_from(dt, 0, NULL, &v); }
+
+/* An executor for p on 2 threads: kind 0 sequential, 1 dataflow (block 0's ops pushed to the engine). */
+static pardo_executor *cf_executor(const pardo_program *p, int kind) {
+    pardo_status st;
+    pardo_executor *ex = NULL;
+    pardo_exec_options opt = {.nthreads = 2, .device = PARDO_DEVICE_CPU,
+                              .kind = kind ? PARDO_EXEC_DATAFLOW : PARDO_EXEC_SEQUENTIAL};
+    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "executor: %s", st.msg);
+    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "init_vars: %s", st.msg);
+    return ex;
+}
 
 /* ---- if ---- */
 
@@ -44,8 +55,8 @@ START_TEST(test_if_branches) {
     ck_assert_int_eq(y->type.shape[0], 3);
     const double xs[3] = {1, 2, 3}, then_y[3] = {2, 4, 6}, else_y[3] = {1, 4, 9};
     const int64_t three = 3;
-    for (int threads = 1; threads <= 2; threads++) {
-        pardo_executor *ex = test_executor(p, threads);
+    for (int kind = 0; kind < 2; kind++) {
+        pardo_executor *ex = cf_executor(p, kind);
         pardo_tensor *x = test_tensor_from(PARDO_F64, 1, &three, xs);
         for (int c = 1; c >= 0; c--) {
             pardo_tensor *ct = scalar(PARDO_BOOL, c);
@@ -91,8 +102,8 @@ START_TEST(test_loop_early_exit) {
     ck_assert_int_eq(ss->type.shape[1], 1);
     const int64_t one = 1, ss_shape[2] = {3, 1}, three = 3;
     const double zero = 0, s_want = 4.5, ss_want[3] = {1.5, 3, 4.5}, is_want[3] = {0, 1, 2};
-    for (int threads = 1; threads <= 2; threads++) {
-        pardo_executor *ex = test_executor(p, threads);
+    for (int kind = 0; kind < 2; kind++) {
+        pardo_executor *ex = cf_executor(p, kind);
         pardo_tensor *m = scalar(PARDO_I64, 10), *s0 = test_tensor_from(PARDO_F64, 1, &one, &zero);
         test_feed(ex, "m", m);
         test_feed(ex, "s0", s0);
@@ -146,12 +157,50 @@ START_TEST(test_loop_scan_outputs) {
     pardo_program *p = test_program(loop_scan_text, "loop_scan.json");
     const int64_t two = 2, sq_shape[2] = {4, 2};
     const double y_want[2] = {5, 6}, sq_want[8] = {4, 9, 9, 16, 16, 25, 25, 36};
-    for (int threads = 1; threads <= 2; threads++) {
-        pardo_executor *ex = test_executor(p, threads);
+    for (int kind = 0; kind < 2; kind++) {
+        pardo_executor *ex = cf_executor(p, kind);
         for (int run = 0; run < 2; run++) { /* a second run reuses the outputs */
             test_run(ex);
             expect_values(test_fetch(ex, "y"), 1, &two, y_want);
             expect_values(test_fetch(ex, "sq"), 2, sq_shape, sq_want);
+        }
+        pardo_executor_free(ex);
+    }
+    pardo_program_free(p);
+}
+END_TEST
+
+/* A loop whose body holds an if, and a second loop beside it (the dataflow
+ * executor may run both at once): M = 4 from s = 1, s = i < 2 ? s + 1 :
+ * s * 2: 2, 3, 6, 12; the second loop adds 1 four times: 5. */
+static const char loop_nested_text[] =
+    "{\"pardo\": 1, \"blocks\": ["
+    "{\"vars\": {\"m\": {\"dtype\": \"int64\", \"shape\": [], \"value\": [4]},"
+    "  \"s0\": {\"dtype\": \"float64\", \"shape\": [], \"value\": [1]},"
+    "  \"one\": {\"dtype\": \"float64\", \"shape\": [], \"value\": [1]},"
+    "  \"two\": {\"dtype\": \"int64\", \"shape\": [], \"value\": [2]}},"
+    " \"ops\": [{\"op\": \"loop\", \"in\": [\"m\", \"\", \"s0\", \"one\", \"two\"], \"out\": [\"s\"],"
+    "  \"attrs\": {\"body\": 1, \"body_in\": [\"i\", \"c\", \"s_in\"], \"body_out\": [\"c\", \"s_out\"]}},"
+    "  {\"op\": \"loop\", \"in\": [\"m\", \"\", \"s0\", \"one\"], \"out\": [\"t\"],"
+    "  \"attrs\": {\"body\": 4, \"body_in\": [\"j\", \"d\", \"t_in\"], \"body_out\": [\"d\", \"t_out\"]}}]},"
+    "{\"parent\": 0, \"vars\": {}, \"ops\": ["
+    " {\"op\": \"less\", \"in\": [\"i\", \"two\"], \"out\": [\"early\"]},"
+    " {\"op\": \"if\", \"in\": [\"early\", \"s_in\", \"one\"], \"out\": [\"s_out\"], \"attrs\": {\"then_block\": 2,"
+    "  \"else_block\": 3, \"then_out\": [\"inc\"], \"else_out\": [\"dbl\"]}}]},"
+    "{\"parent\": 1, \"vars\": {}, \"ops\": [{\"op\": \"add\", \"in\": [\"s_in\", \"one\"], \"out\": [\"inc\"]}]},"
+    "{\"parent\": 1, \"vars\": {}, \"ops\": [{\"op\": \"add\", \"in\": [\"s_in\", \"s_in\"], \"out\": [\"dbl\"]}]},"
+    "{\"parent\": 0, \"vars\": {}, \"ops\": [{\"op\": \"add\", \"in\": [\"t_in\", \"one\"], \"out\": [\"t_out\"]}]}"
+    "]}";
+
+START_TEST(test_loop_nested) {
+    pardo_program *p = test_program(loop_nested_text, "nested.json");
+    const double s_want = 12, t_want = 5;
+    for (int kind = 0; kind < 2; kind++) {
+        pardo_executor *ex = cf_executor(p, kind);
+        for (int run = 0; run < 3; run++) {
+            test_run(ex);
+            expect_values(test_fetch(ex, "s"), 0, NULL, &s_want);
+            expect_values(test_fetch(ex, "t"), 0, NULL, &t_want);
         }
         pardo_executor_free(ex);
     }
@@ -191,8 +240,8 @@ static void check_scan(const char *lens, const char *attrs, int x_nd, const int6
     const pardo_graph_var *z = pardo_block_find_var(&p->blocks[0], "z");
     ck_assert(pardo_shape_equal(z->type.ndim, z->type.shape, z_nd, zs)); /* known at load: x's dims */
     const double zeros[4] = {0};
-    for (int threads = 1; threads <= 2; threads++) {
-        pardo_executor *ex = test_executor(p, threads);
+    for (int kind = 0; kind < 2; kind++) {
+        pardo_executor *ex = cf_executor(p, kind);
         pardo_tensor *x = test_tensor_from(PARDO_F64, x_nd, xs, xv), *init = test_tensor_from(PARDO_F64, s_nd, ss, zeros);
         test_feed(ex, "x", x);
         test_feed(ex, "init", init);
@@ -346,6 +395,7 @@ Suite *make_ops_control_flow_suite(void) {
     tcase_add_test(core, test_if_branches);
     tcase_add_test(core, test_loop_early_exit);
     tcase_add_test(core, test_loop_scan_outputs);
+    tcase_add_test(core, test_loop_nested);
     tcase_add_test(core, test_scan_forward);
     tcase_add_test(core, test_scan_reverse);
     tcase_add_test(core, test_scan_axes);

@@ -215,6 +215,13 @@ static bool block_binds(const pardo_program *p, const block_facts *f, int b, con
     return pardo_value_get(in, name) != NULL;
 }
 
+/* True when an ancestor of block b binds name (block_binds). */
+static bool bound_above(const pardo_program *p, const block_facts *f, int b, const char *name) {
+    for (int a = p->blocks[b].parent; a >= 0; a = p->blocks[a].parent)
+        if (block_binds(p, f, a, name)) return true;
+    return false;
+}
+
 static int check_blocks(const pardo_program *p, pardo_status *st) {
     const char *path = p->path ? p->path : "graph";
     if (p->n_blocks < 1) return pardo_errorf(st, PARDO_EINVAL, "%s: the program has no blocks, expected at least block 0", path);
@@ -640,6 +647,7 @@ static int validate_ops(pardo_program *p, const block_facts *f, pardo_status *st
                 int owner = b;
                 const pardo_graph_var *v = pardo_program_lookup_var(p, b, name, &owner);
                 if (part_block && block_binds(p, f, b, name)) continue; /* the part's slice */
+                if (bound_above(p, f, b, name)) continue; /* an enclosing loop's or scan's body_in, a part's slice */
                 if (part_block && ((v && owner == b) || block_writes(f, b, blk->n_ops, name))) {
                     if (block_writes(f, b, i, name)) continue;
                     if (v && owner != b && f[b].ctrl)
