@@ -363,6 +363,15 @@ START_TEST(test_refusals) {
     /* scan axes of the wrong count */
     snprintf(buf, sizeof buf, scan_fmt, "[2]", "[3, 2]", "", ", \"scan_input_axes\": [0, 1]");
     expect_refused(buf, PARDO_EINVAL, "attr 'scan_input_axes' has 2 entries, expected 1");
+    /* the multi-CPU rewrite does not move a loop's body into the part block */
+    pardo_program *p = test_program(loop_scan_text, "loop_scan.json");
+    pardo_pass_options opt = pardo_pass_defaults();
+    opt.parts = 2;
+    pardo_status st;
+    pardo_status_clear(&st);
+    ck_assert_int_eq(pardo_pass_multi_cpu(p, &opt, &st), PARDO_ENOTSUP);
+    ck_assert_msg(strstr(st.msg, "a loop op runs blocks of its own"), "%s", st.msg);
+    pardo_program_free(p);
 }
 END_TEST
 

@@ -640,7 +640,9 @@ int onnx_subgraph(onnx_ctx *c, const Onnx__NodeProto *n, const char *attr, const
         if (!v) rc = st->code ? st->code : pardo_errorf(st, PARDO_EPARSE, "%s: no name, or a name given twice", what);
         else rc = onnx_tensor_to_pardo(t, c->dir, what, &v->konst, st); /* a constant, not a param: block 0 holds it */
     }
-    if (rc == PARDO_OK) rc = map_nodes(c, g, st);
+    if (rc == PARDO_OK && (rc = map_nodes(c, g, st)) != PARDO_OK)
+        pardo_status_suffix(st, " (in subgraph '%s' of node '%s', index %d, %s)", attr, n->name ? n->name : "",
+                            saved_index, n->op_type ? n->op_type : "?");
     for (size_t i = 0; rc == PARDO_OK && i < g->n_output; i++) {
         const char *name = g->output[i]->name;
         onnx_value *v = name ? onnx_value_find(c, name) : NULL;
