@@ -439,6 +439,10 @@ int onnx_type_of(onnx_ctx *c, const char *var, pardo_type *t, pardo_status *st) 
         c->types_dirty = false;
     }
     const pardo_graph_var *v = pardo_program_lookup_var(c->p, c->block, var, NULL);
+    if ((!v || v->type.dtype == PARDO_DTYPE_UNKNOWN) && c->block != 0)
+        return onnx_unsupported(c, st, "the type of '%s' is not known inside this subgraph (pardo infers a nested If, "
+                                "Loop or Scan, or an op whose inputs' types are unknown, only once the whole graph is "
+                                "read)", var);
     if (!v || v->type.dtype == PARDO_DTYPE_UNKNOWN) return onnx_bad(c, st, "'%s' has no type", var);
     *t = v->type;
     return PARDO_OK;
