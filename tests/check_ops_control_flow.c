@@ -208,6 +208,40 @@ START_TEST(test_loop_nested) {
 }
 END_TEST
 
+/* A body of no ops that passes its inputs through, and an if whose branch
+ * gives an enclosing var: M = 3 iterations keep s = [7]; the scan outputs
+ * stack s and the iteration numbers: [[7], [7], [7]], [0, 1, 2]. */
+static const char loop_through_text[] =
+    "{\"pardo\": 1, \"blocks\": ["
+    "{\"vars\": {\"m\": {\"dtype\": \"int64\", \"shape\": [], \"value\": [3]},"
+    "  \"yes\": {\"dtype\": \"bool\", \"shape\": [], \"value\": [true]},"
+    "  \"s0\": {\"dtype\": \"float32\", \"shape\": [1], \"value\": [7]}},"
+    " \"ops\": [{\"op\": \"loop\", \"in\": [\"m\", \"yes\", \"s0\"], \"out\": [\"s\", \"ss\", \"is\"],"
+    "  \"attrs\": {\"body\": 1, \"body_in\": [\"i\", \"c\", \"s_in\"], \"body_out\": [\"c\", \"s_in\", \"s_in\", \"i\"]}},"
+    "  {\"op\": \"if\", \"in\": [\"yes\", \"s0\"], \"out\": [\"picked\"], \"attrs\": {\"then_block\": 2,"
+    "  \"else_block\": 3, \"then_out\": [\"s0\"], \"else_out\": [\"s0\"]}}]},"
+    "{\"parent\": 0, \"vars\": {}, \"ops\": []},"
+    "{\"parent\": 0, \"vars\": {}, \"ops\": []},"
+    "{\"parent\": 0, \"vars\": {}, \"ops\": []}"
+    "]}";
+
+START_TEST(test_loop_pass_through) {
+    pardo_program *p = test_program(loop_through_text, "through.json");
+    const int64_t one = 1, ss_shape[2] = {3, 1}, three = 3;
+    const double seven = 7, ss_want[3] = {7, 7, 7}, is_want[3] = {0, 1, 2};
+    for (int kind = 0; kind < 2; kind++) {
+        pardo_executor *ex = cf_executor(p, kind);
+        test_run(ex);
+        expect_values(test_fetch(ex, "s"), 1, &one, &seven);
+        expect_values(test_fetch(ex, "ss"), 2, ss_shape, ss_want);
+        expect_values(test_fetch(ex, "is"), 1, &three, is_want);
+        expect_values(test_fetch(ex, "picked"), 1, &one, &seven);
+        pardo_executor_free(ex);
+    }
+    pardo_program_free(p);
+}
+END_TEST
+
 /* ---- scan ---- */
 
 /* Running sums of x's slices from sum = [0, 0]; %s are the attrs after
@@ -405,6 +439,7 @@ Suite *make_ops_control_flow_suite(void) {
     tcase_add_test(core, test_loop_early_exit);
     tcase_add_test(core, test_loop_scan_outputs);
     tcase_add_test(core, test_loop_nested);
+    tcase_add_test(core, test_loop_pass_through);
     tcase_add_test(core, test_scan_forward);
     tcase_add_test(core, test_scan_reverse);
     tcase_add_test(core, test_scan_axes);
