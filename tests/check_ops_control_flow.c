@@ -410,7 +410,8 @@ START_TEST(test_refusals) {
 END_TEST
 
 /* A cond of several elements, which inference cannot see (a run-time dim),
- * is refused when the op runs. */
+ * and a batch scan's sequence_lens below the full length are refused when
+ * the op runs. */
 START_TEST(test_run_time_errors) {
     char buf[4096];
     pardo_program *p = test_program(edit(buf, sizeof buf, if_text, "\"shape\": [], \"role\"", "\"shape\": [-1], \"role\""),
@@ -427,6 +428,26 @@ START_TEST(test_run_time_errors) {
     ck_assert_msg(strstr(st.msg, "cond has 2 elements, expected one"), "%s", st.msg);
     pardo_tensor_release(x);
     pardo_tensor_release(c);
+    pardo_executor_free(ex);
+    pardo_program_free(p);
+    /* opset 8's sequence_lens shorter than the sequence: pardo's scan runs whole sequences */
+    char text[4096];
+    snprintf(text, sizeof text, scan_fmt, "[1, 2]", "[1, 3, 2]", "\"lens\", ", ", \"batch\": true");
+    p = test_program(edit(buf, sizeof buf, text, "\"vars\": {",
+                          "\"vars\": {\"lens\": {\"dtype\": \"int64\", \"shape\": [1], \"value\": [2]}, "),
+                     "lens.json");
+    ex = test_executor(p, 1);
+    const int64_t xs8[3] = {1, 3, 2}, ss8[2] = {1, 2};
+    const double xv[6] = {1, 2, 3, 4, 5, 6}, zeros[2] = {0, 0};
+    x = test_tensor_from(PARDO_F64, 3, xs8, xv);
+    pardo_tensor *init = test_tensor_from(PARDO_F64, 2, ss8, zeros);
+    test_feed(ex, "x", x);
+    test_feed(ex, "init", init);
+    pardo_status_clear(&st);
+    ck_assert_int_eq(pardo_executor_run(ex, &st), PARDO_ENOTSUP);
+    ck_assert_msg(strstr(st.msg, "sequence_lens[0] is 2, not the full length 3"), "%s", st.msg);
+    pardo_tensor_release(x);
+    pardo_tensor_release(init);
     pardo_executor_free(ex);
     pardo_program_free(p);
 }
