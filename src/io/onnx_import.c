@@ -119,6 +119,11 @@ static onnx_value *new_output(onnx_ctx *c, const Onnx__NodeProto *n, int i, pard
         return NULL;
     }
     onnx_value *v = onnx_value_find(c, n->output[i]);
+    if (v && (v->var || v->konst || v->sym) && c->block != 0) { /* ONNX scopes a subgraph's names; pardo does not */
+        onnx_unsupported(c, st, "output '%s' is also a name of an enclosing graph or another subgraph (pardo needs every "
+                         "name of the model unique)", n->output[i]);
+        return NULL;
+    }
     if (v && (v->var || v->konst || v->sym)) {
         onnx_bad(c, st, "output '%s' is already defined by an earlier node, an initializer or an input", n->output[i]);
         return NULL;
