@@ -96,6 +96,7 @@
     X(adamw) \
     X(clip_grad_norm) \
     X(split) X(merge) X(parallel_do) X(all_reduce) \
-    X(rank_merge)
+    X(rank_merge) \
+    X(if) X(loop) X(scan)
 
 #endif

@@ -3,7 +3,8 @@
  * PyTorch's MLP export (feeds, params and their tensors, outputs by ONNX
  * name), every prefix and many byte flips of a model refused or imported
  * without a crash, a TensorProto file read back, and a build without ONNX
- * refusing with a message. The numbers are checked against PyTorch by
+ * refusing with a message; a Loop whose body holds an If (subgraphs as child
+ * blocks) run, and run again after a JSON round trip. The numbers are checked against PyTorch by
  * tests/cli_onnx_test.sh and against the ONNX node tests by make onnx-test. */
 #include <check.h>
 #include <stdlib.h>
@@ -11,7 +12,9 @@
 
 #include "check_suites.h"
 #include "core/graph.h"
+#include "graph_test_util.h"
 #include "io/file_io.h"
+#include "io/graph_json.h"
 #include "io/model_load.h"
 #include "io/onnx.h"
 #include "test_util.h"
@@ -73,6 +76,53 @@ START_TEST(mlp_imports_with_feeds_params_and_outputs) {
     int matmuls = 0;
     for (int i = 0; i < b->n_ops; i++) matmuls += strcmp(b->ops[i].type, "matmul") == 0;
     ck_assert_int_eq(matmuls, 3);
+    pardo_tensor_list_clear(&w);
+    pardo_program_free(p);
+}
+END_TEST
+
+/* Runs p with x = [1, 2, 3] and n = 4 and checks control_flow.onnx's outputs, worked out by hand in
+ * tools/onnx_export/make_control_flow.py: acc + x for iterations 0 and 1, acc * 2 for 2 and 3. */
+static void check_control_flow_run(const pardo_program *p) {
+    const double xs[3] = {1, 2, 3}, n = 4, y[3] = {12, 24, 36}, ys[12] = {2, 4, 6, 3, 6, 9, 6, 12, 18, 12, 24, 36};
+    const int64_t three = 3;
+    pardo_executor *ex = test_executor(p, 2);
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 1, &three, xs), *nt = test_tensor_from(PARDO_I64, 0, NULL, &n);
+    test_feed(ex, "x", x);
+    test_feed(ex, "n", nt);
+    test_run(ex);
+    const pardo_tensor *yt = test_fetch(ex, "y"), *yst = test_fetch(ex, "ys");
+    ck_assert_int_eq(yt->numel, 3);
+    ck_assert_int_eq(yst->ndim, 2);
+    ck_assert_int_eq(yst->shape[0], 4);
+    for (int i = 0; i < 3; i++) ck_assert_double_eq(pardo_tensor_get_f64(yt, i), y[i]);
+    for (int i = 0; i < 12; i++) ck_assert_double_eq(pardo_tensor_get_f64(yst, i), ys[i]);
+    pardo_tensor_release(x);
+    pardo_tensor_release(nt);
+    pardo_executor_free(ex);
+}
+
+START_TEST(loop_and_if_import_as_child_blocks) {
+    if (!pardo_onnx_built()) return;
+    pardo_status st;
+    pardo_program *p = NULL;
+    pardo_tensor_list w;
+    pardo_tensor_list_init(&w);
+    bool onnx = false;
+    int rc = pardo_model_load(test_fixture("onnx/control_flow.onnx"), &p, &w, &onnx, &st);
+    ck_assert_msg(rc == PARDO_OK, "%s", st.msg);
+    ck_assert_int_eq(p->n_blocks, 4); /* main, the body, the If's branches (children of the body) */
+    ck_assert_str_eq(p->blocks[0].ops[0].type, "loop");
+    ck_assert_int_eq(p->blocks[1].parent, 0);
+    ck_assert_int_eq(p->blocks[2].parent, 1);
+    ck_assert_int_eq(p->blocks[3].parent, 1);
+    check_control_flow_run(p);
+    char *text = pardo_graph_to_json(p, &st);
+    ck_assert_msg(text, "%s", st.msg);
+    pardo_program *q = test_program(text, "control_flow.json");
+    check_control_flow_run(q);
+    free(text);
+    pardo_program_free(q);
     pardo_tensor_list_clear(&w);
     pardo_program_free(p);
 }
@@ -148,6 +198,7 @@ Suite *make_onnx_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, models_are_told_from_graph_files_by_content);
     tcase_add_test(tc, mlp_imports_with_feeds_params_and_outputs);
+    tcase_add_test(tc, loop_and_if_import_as_child_blocks);
     tcase_add_test(tc, a_graph_file_loads_through_the_same_door);
     tcase_add_test(tc, a_tensor_file_that_is_not_one_is_refused);
     tcase_add_test(tc, every_prefix_and_byte_flips_are_refused_or_imported);

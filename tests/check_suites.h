@@ -36,6 +36,7 @@
     X(ops_resize)       \
     X(ops_nms)          \
     X(ops_pad)          \
+    X(ops_control_flow) \
     X(ops_index_select) \
     X(ops_index_unique) \
     X(ops_signal)       \

@@ -87,6 +87,11 @@ static int place_ops(pardo_program *p, int *first_optimize, pardo_status *st) {
                          "single-thread graph instead", op->type);
             return op_error(p, i, st);
         }
+        if (pardo_op_is_control(op)) { /* its blocks are children of block 0, which the rewrite does not move */
+            pardo_errorf(st, PARDO_ENOTSUP, "a %s op runs blocks of its own; the multi-CPU rewrite does not move "
+                         "them into the part block (run the graph on one part)", op->type);
+            return op_error(p, i, st);
+        }
         op->role = pardo_op_effective_role(p, 0, op);
     }
     hoist_optimize_ops(blk);

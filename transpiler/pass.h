@@ -155,4 +155,19 @@ bool pardo_block_runner(const pardo_program *p, int sub, int *rb, int *ri);
 /* True when block b is run by a parallel_do whose parts_in binds name. */
 bool pardo_block_binds(const pardo_program *p, int b, const char *name);
 
+/* Helpers about the control-flow ops if, loop and scan (ops/control_flow.c;
+ * transpiler/parallel_blocks.c). */
+
+/* True when op is if, loop or scan. */
+bool pardo_op_is_control(const pardo_op *op);
+
+/* The blocks control-flow op runs into blocks (if: then_block, else_block;
+ * loop, scan: body); returns how many; 0 when op is not one or an attr is
+ * missing or not a block index (unvalidated programs). */
+int pardo_control_blocks(const pardo_op *op, int blocks[2]);
+
+/* As pardo_block_runner for the control-flow op that runs block sub (the
+ * first in sub's parent naming it). */
+bool pardo_block_control_runner(const pardo_program *p, int sub, int *rb, int *ri);
+
 #endif

@@ -96,6 +96,25 @@ typedef struct prune_work {
     pardo_name_index *sub_out;   // and the parts_out keys still needed
 } prune_work;
 
+/* A kept control-flow op (if, loop, scan) keeps every op of the blocks it
+ * runs, and of theirs: it reads their outputs through its attrs, and lists
+ * every enclosing var they read among its inputs. */
+static int keep_control(const pardo_program *p, const pardo_op *op, bool **keep_sub, pardo_status *st) {
+    int blocks[2], n = pardo_control_blocks(op, blocks);
+    for (int k = 0; k < n; k++) {
+        const pardo_block *sb = &p->blocks[blocks[k]];
+        if (keep_sub[blocks[k]]) continue;
+        if (!(keep_sub[blocks[k]] = calloc((size_t)sb->n_ops + 1, sizeof(bool))))
+            return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        for (int i = 0; i < sb->n_ops; i++) {
+            keep_sub[blocks[k]][i] = true;
+            int rc = keep_control(p, &sb->ops[i], keep_sub, st);
+            if (rc != PARDO_OK) return rc;
+        }
+    }
+    return PARDO_OK;
+}
+
 static int plan(const pardo_program *p, const char *const *fetch, int n_fetch, bool keep_updates, prune_work *w,
                 pardo_status *st) {
     const pardo_block *b0 = &p->blocks[0];
@@ -109,7 +128,8 @@ static int plan(const pardo_program *p, const char *const *fetch, int n_fetch, b
         if (!root && !writes_needed(op, &w->need0)) continue;
         w->keep0[i] = true;
         if (!pardo_op_is_parallel_do(op)) {
-            if (need_inputs(op, &w->need0, st) != PARDO_OK) return st->code;
+            if (need_inputs(op, &w->need0, st) != PARDO_OK || keep_control(p, op, w->keep_sub, st) != PARDO_OK)
+                return st->code;
             continue;
         }
         int sub = (int)pardo_attr(op, "block")->number;

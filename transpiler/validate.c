@@ -129,6 +129,7 @@ static bool var_is_source(const pardo_graph_var *v) {
 typedef struct block_facts {
     pardo_name_index first_write; // output name -> index of the first op of the block writing it
     bool part;                    // run by a parallel_do: op runner_op of block runner
+    bool ctrl;                    // run by a control-flow op (if, loop, scan): op runner_op of block runner
     int runner, runner_op;
 } block_facts;
 
@@ -166,6 +167,19 @@ static block_facts *facts_make(const pardo_program *p, pardo_status *st) {
                 f[sub].runner_op = i;
             }
         }
+    /* and the blocks of the control-flow ops, where no parallel_do runs them (its head check says so) */
+    for (int b = 0; b < p->n_blocks; b++)
+        for (int i = 0; i < p->blocks[b].n_ops; i++) {
+            int blocks[2], n = pardo_control_blocks(&p->blocks[b].ops[i], blocks);
+            for (int k = 0; k < n; k++) {
+                int sub = blocks[k];
+                if (sub >= 1 && sub < p->n_blocks && p->blocks[sub].parent == b && !f[sub].part && !f[sub].ctrl) {
+                    f[sub].ctrl = true;
+                    f[sub].runner = b;
+                    f[sub].runner_op = i;
+                }
+            }
+        }
     return f;
 fail:
     facts_free(f, p->n_blocks);
@@ -190,9 +204,22 @@ static bool written_before(const pardo_program *p, const block_facts *f, int b, 
 /* pardo_block_binds from the facts: block b is a part block whose
  * parallel_do lists name in parts_in. */
 static bool block_binds(const pardo_program *p, const block_facts *f, int b, const char *name) {
+    if (f[b].ctrl) { /* a loop's or scan's body_in (an if binds nothing) */
+        const pardo_value *in = pardo_value_get(p->blocks[f[b].runner].ops[f[b].runner_op].attrs, "body_in");
+        for (int k = 0; in && in->kind == PARDO_V_ARRAY && k < in->n; k++)
+            if (in->items[k].kind == PARDO_V_STRING && strcmp(in->items[k].string, name) == 0) return true;
+        return false;
+    }
     if (!f[b].part) return false;
     const pardo_value *in = pardo_value_get(p->blocks[f[b].runner].ops[f[b].runner_op].attrs, "parts_in");
     return pardo_value_get(in, name) != NULL;
+}
+
+/* True when an ancestor of block b binds name (block_binds). */
+static bool bound_above(const pardo_program *p, const block_facts *f, int b, const char *name) {
+    for (int a = p->blocks[b].parent; a >= 0; a = p->blocks[a].parent)
+        if (block_binds(p, f, a, name)) return true;
+    return false;
 }
 
 static int check_blocks(const pardo_program *p, pardo_status *st) {
@@ -232,13 +259,17 @@ static bool listed(char **names, int n, const char *name) {
  * state and constants; the executor binds those). */
 static int check_vars(const pardo_program *p, const block_facts *f, pardo_status *st) {
     for (int b = 0; b < p->n_blocks; b++) {
-        bool part_block = f[b].part;
+        bool part_block = f[b].part || f[b].ctrl;
         for (int j = 0; j < p->blocks[b].n_vars; j++) {
             const pardo_graph_var *v = &p->blocks[b].vars[j];
             char where[512];
             if (v->kind == PARDO_VAR_TENSOR_ARRAY && (v->role != PARDO_VAR_TEMP || v->value || v->init.fill))
                 pardo_errorf(st, PARDO_EINVAL, "a tensor_array is written by split or parallel_do: it must be a temp "
                              "with no init or value");
+            else if (part_block && v->declared && (v->role != PARDO_VAR_TEMP || v->value || v->init.fill) && f[b].ctrl)
+                pardo_errorf(st, PARDO_EINVAL, "block %d is run by a %s op, so its vars are temps of each run; "
+                             "declare %s vars and constants in block 0", b,
+                             p->blocks[f[b].runner].ops[f[b].runner_op].type, pardo_var_role_name(v->role));
             else if (part_block && v->declared && (v->role != PARDO_VAR_TEMP || v->value || v->init.fill))
                 pardo_errorf(st, PARDO_EINVAL, "block %d is run by a parallel_do, so its vars are temps of each part; "
                              "declare %s vars and constants in block 0", b, pardo_var_role_name(v->role));
@@ -415,12 +446,184 @@ static int check_parallel_do(pardo_program *p, const block_facts *f, int b, int 
     return PARDO_OK;
 }
 
+/* ---- control-flow ops (ops/control_flow.c: if, loop, scan) ---- */
+
+/* Attr key of op must be a list of n var names (n < 0: any count, at most
+ * 32); the count into *count. */
+static int check_names(const pardo_op *op, const char *key, int n, int *count, pardo_status *st) {
+    const pardo_value *v = pardo_attr(op, key);
+    if (!v || v->kind != PARDO_V_ARRAY)
+        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' must be a list of var names", key);
+    for (int k = 0; k < v->n; k++)
+        if (v->items[k].kind != PARDO_V_STRING || !v->items[k].string[0])
+            return pardo_errorf(st, PARDO_EINVAL, "attr '%s': entry %d is %s, expected a var name", key, k,
+                                pardo_value_kind_name(v->items[k].kind));
+    if (n >= 0 && v->n != n)
+        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' names %d vars, expected %d", key, v->n, n);
+    if (v->n > 32) return pardo_errorf(st, PARDO_EINVAL, "attr '%s' names %d vars, at most 32", key, v->n);
+    *count = v->n;
+    return PARDO_OK;
+}
+
+/* Attr key of op is absent or a list of n integers. */
+static int check_int_list(const pardo_op *op, const char *key, int n, pardo_status *st) {
+    const pardo_value *v = pardo_attr(op, key);
+    int got = v && v->kind == PARDO_V_ARRAY ? v->n : v ? 1 : -1;
+    if (got >= 0 && got != n)
+        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d entries, expected %d (one per %s)", key, got, n,
+                            strstr(key, "input") ? "scan input" : "scan output");
+    return PARDO_OK;
+}
+
+/* The counts of a control-flow op's attrs and its inputs and outputs agree;
+ * the blocks it runs are children of its block that nothing else runs. */
+static int check_control_head(const pardo_program *p, const block_facts *f, int b, int i, pardo_status *st) {
+    const pardo_op *op = &p->blocks[b].ops[i];
+    const bool is_if = strcmp(op->type, "if") == 0, is_loop = strcmp(op->type, "loop") == 0;
+    const char *keys[2] = {is_if ? "then_block" : "body", "else_block"};
+    char other[256];
+    int rc, n_in = 0, n_out = 0;
+    for (int k = 0; k < (is_if ? 2 : 1); k++) {
+        int64_t sub;
+        if ((rc = pardo_attr_int(op, keys[k], 0, &sub, st)) != PARDO_OK) return rc;
+        if (sub < 1 || sub >= p->n_blocks)
+            return pardo_errorf(st, PARDO_EINVAL, "attr '%s' is %lld, but the program's blocks are 0..%d (and block 0 "
+                                "is the main block)", keys[k], (long long)sub, p->n_blocks - 1);
+        if (p->blocks[sub].parent != b)
+            return pardo_errorf(st, PARDO_EINVAL, "attr '%s' is %lld, whose parent is block %d; the block a %s runs "
+                                "must be a child of the op's block %d", keys[k], (long long)sub,
+                                p->blocks[sub].parent, op->type, b);
+        if (f[sub].runner != b || f[sub].runner_op != i || !f[sub].ctrl)
+            return pardo_errorf(st, PARDO_EINVAL, "block %lld is already run by %s; give each op its own block",
+                                (long long)sub, op_short(p, f[sub].runner, f[sub].runner_op, other, sizeof other));
+    }
+    if (is_if) {
+        int n_else, blocks[2];
+        if (pardo_control_blocks(op, blocks) == 2 && blocks[0] == blocks[1])
+            return pardo_errorf(st, PARDO_EINVAL, "then_block and else_block are both block %d; give each branch its "
+                                "own block", blocks[0]);
+        if ((rc = check_names(op, "then_out", -1, &n_out, st)) != PARDO_OK ||
+            (rc = check_names(op, "else_out", -1, &n_else, st)) != PARDO_OK)
+            return rc;
+        if (n_out != n_else)
+            return pardo_errorf(st, PARDO_EINVAL, "then_out names %d vars but else_out %d: both branches give every "
+                                "output", n_out, n_else);
+        if (op->n_out != n_out)
+            return pardo_errorf(st, PARDO_EINVAL, "has %d outputs but the branches give %d", op->n_out, n_out);
+        return PARDO_OK;
+    }
+    if ((rc = check_names(op, "body_in", -1, &n_in, st)) != PARDO_OK ||
+        (rc = check_names(op, "body_out", -1, &n_out, st)) != PARDO_OK)
+        return rc;
+    if (is_loop) {
+        if (n_in < 2)
+            return pardo_errorf(st, PARDO_EINVAL, "attr 'body_in' names %d vars, expected at least 2 (the iteration "
+                                "number, cond, then the carried values)", n_in);
+        const int n_carried = n_in - 2;
+        if (n_out < 1 + n_carried)
+            return pardo_errorf(st, PARDO_EINVAL, "attr 'body_out' names %d vars, expected at least %d (cond and the "
+                                "%d carried values, then the scan outputs)", n_out, 1 + n_carried, n_carried);
+        if (op->n_in < 2 + n_carried)
+            return pardo_errorf(st, PARDO_EINVAL, "has %d inputs, expected at least %d (M, cond and the %d carried "
+                                "values the body takes)", op->n_in, 2 + n_carried, n_carried);
+        if (op->n_out != n_out - 1)
+            return pardo_errorf(st, PARDO_EINVAL, "has %d outputs, expected %d (the %d carried values and %d scan "
+                                "outputs of the body)", op->n_out, n_out - 1, n_carried, n_out - 1 - n_carried);
+        for (int k = 0; k < n_carried; k++)
+            if (!op->in[2 + k][0])
+                return pardo_errorf(st, PARDO_EINVAL, "input %d: carried value %d is required but given as \"\"",
+                                    2 + k, k);
+        if ((op->n_in < 1 || !op->in[0][0]) && (op->n_in < 2 || !op->in[1][0]))
+            return pardo_errorf(st, PARDO_EINVAL, "has neither a trip count M nor a cond: the loop would not end");
+        return PARDO_OK;
+    }
+    int64_t n_scan;
+    bool batch;
+    if ((rc = pardo_attr_int(op, "num_scan_inputs", 0, &n_scan, st)) != PARDO_OK ||
+        (rc = pardo_attr_bool(op, "batch", false, &batch, st)) != PARDO_OK)
+        return rc;
+    if (n_scan < 1 || n_scan > n_in)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'num_scan_inputs' is %lld, expected 1 to %d (body_in's count)",
+                            (long long)n_scan, n_in);
+    const int n_state = n_in - (int)n_scan, off = batch ? 1 : 0;
+    if (n_out < n_state)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'body_out' names %d vars, expected at least the %d states", n_out,
+                            n_state);
+    if (op->n_in < off + n_in)
+        return pardo_errorf(st, PARDO_EINVAL, "has %d inputs, expected at least %d (%s%d states and %lld scan inputs)",
+                            op->n_in, off + n_in, batch ? "sequence_lens, " : "", n_state, (long long)n_scan);
+    if (op->n_out != n_out)
+        return pardo_errorf(st, PARDO_EINVAL, "has %d outputs, expected %d (the %d states and %d scan outputs of the "
+                            "body)", op->n_out, n_out, n_state, n_out - n_state);
+    for (int k = off; k < off + n_in; k++)
+        if (!op->in[k][0]) return pardo_errorf(st, PARDO_EINVAL, "input %d is required but given as \"\"", k);
+    if ((rc = check_int_list(op, "scan_input_axes", (int)n_scan, st)) != PARDO_OK ||
+        (rc = check_int_list(op, "scan_input_directions", (int)n_scan, st)) != PARDO_OK ||
+        (rc = check_int_list(op, "scan_output_axes", n_out - n_state, st)) != PARDO_OK ||
+        (rc = check_int_list(op, "scan_output_directions", n_out - n_state, st)) != PARDO_OK)
+        return rc;
+    if (batch && (pardo_attr(op, "scan_input_axes") || pardo_attr(op, "scan_output_axes")))
+        return pardo_errorf(st, PARDO_EINVAL, "batch scans dim 1 and stacks along dim 1: it takes no "
+                            "scan_input_axes or scan_output_axes");
+    return PARDO_OK;
+}
+
+/* The rest, once every block's temps are known: body_in vars are added to
+ * the body, body_out / then_out / else_out name vars the block sees, and the
+ * block reads from outside only vars the op lists in "in". */
+static int check_control(pardo_program *p, const block_facts *f, int b, int i, pardo_status *st) {
+    const pardo_op *op = &p->blocks[b].ops[i];
+    const bool is_if = strcmp(op->type, "if") == 0;
+    int blocks[2], n = pardo_control_blocks(op, blocks);
+    char where[256];
+    for (int s = 0; s < n; s++) {
+        const int sub = blocks[s];
+        const char *out_key = is_if ? (s == 0 ? "then_out" : "else_out") : "body_out";
+        const pardo_value *bin = is_if ? NULL : pardo_attr(op, "body_in"), *bout = pardo_attr(op, out_key);
+        for (int k = 0; bin && k < bin->n; k++) {
+            pardo_graph_var *v = pardo_block_find_var(&p->blocks[sub], bin->items[k].string);
+            if (v && v->kind != PARDO_VAR_TENSOR)
+                return pardo_errorf(st, PARDO_EINVAL, "body_in '%s': block %d declares it as a tensor_array, expected "
+                                    "a tensor", bin->items[k].string, sub);
+            if (!v && !pardo_block_add_var(&p->blocks[sub], bin->items[k].string, st)) return st->code;
+            op = &p->blocks[b].ops[i];
+        }
+        const pardo_block *sb = &p->blocks[sub];
+        for (int k = 0; k < bout->n; k++) {
+            const char *name = bout->items[k].string;
+            int owner = sub;
+            const pardo_graph_var *v = pardo_program_lookup_var(p, sub, name, &owner);
+            if (!v && !block_writes(f, sub, sb->n_ops, name))
+                return pardo_errorf(st, PARDO_ENOTFOUND, "%s '%s': no op of block %d writes it and no enclosing block "
+                                    "has it", out_key, name, sub);
+            if (v && v->kind != PARDO_VAR_TENSOR)
+                return pardo_errorf(st, PARDO_EINVAL, "%s '%s' is a tensor_array, expected a tensor", out_key, name);
+            if (v && owner != sub && !listed(op->in, op->n_in, name))
+                return pardo_errorf(st, PARDO_EINVAL, "%s '%s' is a var of block %d: list it in \"in\" (a %s lists "
+                                    "every enclosing var its blocks read)", out_key, name, owner, op->type);
+        }
+        for (int j = 0; j < sb->n_ops; j++) {
+            const pardo_op *sop = &sb->ops[j];
+            for (int k = 0; k < sop->n_in; k++) {
+                int owner = sub;
+                const char *name = sop->in[k];
+                if (!name[0] || block_binds(p, f, sub, name)) continue;
+                if (pardo_program_lookup_var(p, sub, name, &owner) && owner != sub && !listed(op->in, op->n_in, name))
+                    return pardo_errorf(st, PARDO_EINVAL, "%s reads '%s' of block %d: list it in \"in\" (a %s lists "
+                                        "every enclosing var its blocks read)", op_short(p, sub, j, where, sizeof where),
+                                        name, owner, op->type);
+            }
+        }
+    }
+    return PARDO_OK;
+}
+
 static int validate_ops(pardo_program *p, const block_facts *f, pardo_status *st) {
     int rc = check_vars(p, f, st);
     if (rc != PARDO_OK) return rc;
     for (int b = 0; b < p->n_blocks; b++) {
         pardo_block *blk = &p->blocks[b];
-        bool part_block = f[b].part; /* its writes are locals of each part */
+        bool part_block = f[b].part || f[b].ctrl; /* its writes are locals of each part (each run) */
         for (int i = 0; i < blk->n_ops; i++) {
             pardo_op *op = &blk->ops[i];
             op->def = pardo_op_lookup(op->type);
@@ -436,15 +639,23 @@ static int validate_ops(pardo_program *p, const block_facts *f, pardo_status *st
                 return op_error(p, b, i, st);
             if (pardo_op_is_parallel_do(op) && (rc = check_parallel_do_head(p, f, b, i, st)) != PARDO_OK)
                 return op_error(p, b, i, st);
+            if (pardo_op_is_control(op) && (rc = check_control_head(p, f, b, i, st)) != PARDO_OK)
+                return op_error(p, b, i, st);
             for (int k = 0; k < op->n_in; k++) {
                 const char *name = op->in[k];
                 if (!name[0]) continue;
                 int owner = b;
                 const pardo_graph_var *v = pardo_program_lookup_var(p, b, name, &owner);
                 if (part_block && block_binds(p, f, b, name)) continue; /* the part's slice */
+                if (bound_above(p, f, b, name)) continue; /* an enclosing loop's or scan's body_in, a part's slice */
                 if (part_block && ((v && owner == b) || block_writes(f, b, blk->n_ops, name))) {
                     if (block_writes(f, b, i, name)) continue;
-                    if (v && owner != b) /* an update of an enclosing var, such as sgd on a param */
+                    if (v && owner != b && f[b].ctrl)
+                        pardo_errorf(st, PARDO_EINVAL, "var '%s' of block %d is read here and written in block %d, "
+                                     "which a %s op runs: enclosing vars are read-only inside its blocks (give the "
+                                     "result another name)", name, owner, b,
+                                     p->blocks[f[b].runner].ops[f[b].runner_op].type);
+                    else if (v && owner != b) /* an update of an enclosing var, such as sgd on a param */
                         pardo_errorf(st, PARDO_EINVAL, "var '%s' of block %d is read here and written in block %d, "
                                      "which a parallel_do runs: enclosing vars are read-only inside a parallel_do "
                                      "(give the result another name)", name, owner, b);
@@ -480,7 +691,8 @@ static int validate_ops(pardo_program *p, const block_facts *f, pardo_status *st
     }
     for (int b = 0; b < p->n_blocks; b++)
         for (int i = 0; i < p->blocks[b].n_ops; i++)
-            if (pardo_op_is_parallel_do(&p->blocks[b].ops[i]) && (rc = check_parallel_do(p, f, b, i, st)) != PARDO_OK)
+            if ((pardo_op_is_parallel_do(&p->blocks[b].ops[i]) && (rc = check_parallel_do(p, f, b, i, st)) != PARDO_OK) ||
+                (pardo_op_is_control(&p->blocks[b].ops[i]) && (rc = check_control(p, f, b, i, st)) != PARDO_OK))
                 return op_error(p, b, i, st);
     return PARDO_OK;
 }

@@ -122,7 +122,7 @@ static int fold_shape(onnx_ctx *c, const Onnx__NodeProto *n, bool *done, pardo_s
         v.d[v.n].value = t.shape[d] >= 0 ? t.shape[d] : 1;
         if (t.shape[d] < 0) {
             /* the name must outlive the value table's reallocations: the var's own string in the program */
-            v.d[v.n].var = pardo_block_find_var(&c->p->blocks[0], var)->name;
+            v.d[v.n].var = pardo_program_lookup_var(c->p, c->block, var, NULL)->name;
             v.d[v.n].dim = (int)d;
         }
         v.n++;
@@ -146,7 +146,7 @@ static int fold_size(onnx_ctx *c, const Onnx__NodeProto *n, bool *done, pardo_st
         } else if (v.d[0].var) {
             return PARDO_OK; /* two run-time dims: left to the mapping */
         } else {
-            v.d[0].var = pardo_block_find_var(&c->p->blocks[0], x->var)->name;
+            v.d[0].var = pardo_program_lookup_var(c->p, c->block, x->var, NULL)->name;
             v.d[0].dim = d;
         }
     }

@@ -99,6 +99,7 @@ static onnx_value *value_get(onnx_ctx *c, const char *name, pardo_status *st) {
         pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", c->path);
         return NULL;
     }
+    v->block = c->block;
     c->vals[c->n_vals] = v;
     uint64_t h = hash_name(name) & (uint64_t)(c->cap_slot - 1);
     while (c->slot[h] >= 0) h = (h + 1) & (uint64_t)(c->cap_slot - 1);
@@ -118,6 +119,11 @@ static onnx_value *new_output(onnx_ctx *c, const Onnx__NodeProto *n, int i, pard
         return NULL;
     }
     onnx_value *v = onnx_value_find(c, n->output[i]);
+    if (v && (v->var || v->konst || v->sym) && c->block != 0) { /* ONNX scopes a subgraph's names; pardo does not */
+        onnx_unsupported(c, st, "output '%s' is also a name of an enclosing graph or another subgraph (pardo needs every "
+                         "name of the model unique)", n->output[i]);
+        return NULL;
+    }
     if (v && (v->var || v->konst || v->sym)) {
         onnx_bad(c, st, "output '%s' is already defined by an earlier node, an initializer or an input", n->output[i]);
         return NULL;
@@ -149,6 +155,9 @@ int onnx_set_sym(onnx_ctx *c, const Onnx__NodeProto *n, int i, const onnx_dim *d
 /* ---- building the program ---- */
 
 static pardo_block *block0(onnx_ctx *c) { return &c->p->blocks[0]; }
+
+/* The block ops are written to: block 0, or the subgraph's being mapped. */
+static pardo_block *cur_block(onnx_ctx *c) { return &c->p->blocks[c->block]; }
 
 /* A new value named "onnx::HINT_K", a name neither the model nor the program uses. */
 static onnx_value *fresh_value(onnx_ctx *c, const char *hint, pardo_status *st) {
@@ -191,7 +200,7 @@ const char *onnx_out_var(onnx_ctx *c, const Onnx__NodeProto *n, int i, pardo_sta
 
 pardo_op *onnx_emit(onnx_ctx *c, const char *type, const char *const *in, int n_in, const char *const *out,
                     int n_out, pardo_status *st) {
-    pardo_op *op = pardo_block_add_op(block0(c), type, st);
+    pardo_op *op = pardo_block_add_op(cur_block(c), type, st);
     if (!op) return NULL;
     for (int i = 0; i < n_in; i++)
         if (pardo_op_add_input(op, in[i] ? in[i] : "", st) != PARDO_OK) return NULL;
@@ -202,7 +211,7 @@ pardo_op *onnx_emit(onnx_ctx *c, const char *type, const char *const *in, int n_
     if (n && n->name && *n->name) snprintf(name, sizeof name, "%s", n->name);
     else snprintf(name, sizeof name, "%s_%d", n && n->op_type ? n->op_type : "node", c->node_index);
     /* a node mapped to several ops: the later ones get a suffix */
-    pardo_block *b = block0(c);
+    pardo_block *b = cur_block(c);
     if (b->n_ops >= 2 && b->ops[b->n_ops - 2].name && strncmp(b->ops[b->n_ops - 2].name, name, strlen(name)) == 0 &&
         c->node && b->ops[b->n_ops - 2].line == c->node_index + 1) {
         size_t l = strlen(name);
@@ -286,7 +295,7 @@ static const char *int64_const(onnx_ctx *c, const char *hint, int64_t value, par
 
 /* The ops computing shape vector v at run time: each entry a `shape` slice
  * of its var's dims times its factor, or a constant, concatenated. */
-static int materialize_sym(onnx_ctx *c, onnx_value *v, pardo_status *st) {
+static int materialize_sym_here(onnx_ctx *c, onnx_value *v, pardo_status *st) {
     const char *parts[PARDO_MAX_DIMS * 2 + 8];
     int np = 0;
     if (v->n_sym > (int)(sizeof parts / sizeof parts[0])) return onnx_unsupported(c, st, "a shape vector that long");
@@ -318,6 +327,16 @@ static int materialize_sym(onnx_ctx *c, onnx_value *v, pardo_status *st) {
     const char *scalar = v->var; /* a scalar's one entry: [1] reshaped to [] */
     op = onnx_emit(c, "reshape", &out, 1, &scalar, 1, st);
     return op ? onnx_set_ints(op, "shape", NULL, 0, st) : st->code;
+}
+
+/* materialize_sym_here in the block that defined v (a subgraph may read a shape vector of an enclosing graph:
+ * its ops go there, before the node whose subgraph reads it). */
+static int materialize_sym(onnx_ctx *c, onnx_value *v, pardo_status *st) {
+    const int saved = c->block;
+    c->block = v->block;
+    int rc = materialize_sym_here(c, v, st);
+    c->block = saved;
+    return rc;
 }
 
 const char *onnx_var_of(onnx_ctx *c, onnx_value *v, pardo_status *st) {
@@ -368,17 +387,18 @@ const char *onnx_state_var(onnx_ctx *c, onnx_value *v, pardo_status *st) {
  * whose type is unknown): the caller then runs the full check, which says
  * why in pardo's own words. */
 static int infer_one(onnx_ctx *c, int i, pardo_status *st) {
-    pardo_block *b = block0(c);
+    pardo_block *b = cur_block(c);
     pardo_op *op = &b->ops[i];
     const pardo_op_def *def = pardo_op_lookup(op->type);
-    if (!def || op->n_in > 64 || op->n_out > 16) return PARDO_ENOTFOUND;
+    /* a control-flow op's types come from its blocks: the full check infers them */
+    if (!def || op->n_in > 64 || op->n_out > 16 || pardo_op_is_control(op)) return PARDO_ENOTFOUND;
     pardo_type in_types[64], out_types[16];
     const pardo_type *in_ptrs[64];
     const int n_slots = op->n_in > def->n_inputs ? op->n_in : def->n_inputs;
     for (int k = 0; k < n_slots && k < 64; k++) in_ptrs[k] = NULL;
     for (int k = 0; k < op->n_in; k++) {
         if (!op->in[k][0]) continue;
-        const pardo_graph_var *v = pardo_block_find_var(b, op->in[k]);
+        const pardo_graph_var *v = pardo_program_lookup_var(c->p, c->block, op->in[k], NULL);
         if (!v || v->type.dtype == PARDO_DTYPE_UNKNOWN) return PARDO_ENOTFOUND;
         in_types[k] = v->type;
         in_ptrs[k] = &in_types[k];
@@ -397,31 +417,37 @@ static int infer_one(onnx_ctx *c, int i, pardo_status *st) {
         if (!op->out[k][0] || out_types[k].dtype == PARDO_DTYPE_UNKNOWN) continue;
         char name[512];
         snprintf(name, sizeof name, "%s", op->out[k]);
-        pardo_graph_var *v = pardo_block_find_var(b, name);
-        if (!v && !(v = pardo_block_add_var(block0(c), name, st))) return st->code;
+        pardo_graph_var *v = pardo_program_lookup_var(c->p, c->block, name, NULL);
+        if (!v && !(v = pardo_block_add_var(cur_block(c), name, st))) return st->code;
         if (!v->declared) v->type = out_types[k];
-        b = block0(c);
+        b = cur_block(c);
         op = &b->ops[i];
     }
     return PARDO_OK;
 }
 
 int onnx_type_of(onnx_ctx *c, const char *var, pardo_type *t, pardo_status *st) {
-    if (c->types_dirty) {
+    if (c->types_dirty || c->inferred_ops[c->block] < cur_block(c)->n_ops) {
         bool whole = false;
-        for (int i = c->inferred_ops; i < block0(c)->n_ops && !whole; i++) {
+        for (int i = c->inferred_ops[c->block]; i < cur_block(c)->n_ops && !whole; i++) {
             int rc = infer_one(c, i, st);
             if (rc == PARDO_ENOTFOUND) whole = true;
             else if (rc != PARDO_OK) return rc;
         }
-        if (whole) { /* pardo's own check says what is wrong, located */
+        /* pardo's own check says what is wrong, located (inside a subgraph the program is not whole yet: the
+         * type is then unknown) */
+        if (whole && c->block == 0) {
             pardo_pass_options opt = pardo_pass_defaults();
             if (pardo_pass_check(c->p, &opt, st) != PARDO_OK) return st->code;
         }
-        c->inferred_ops = block0(c)->n_ops;
+        if (!whole || c->block == 0) c->inferred_ops[c->block] = cur_block(c)->n_ops;
         c->types_dirty = false;
     }
-    const pardo_graph_var *v = pardo_block_find_var(block0(c), var);
+    const pardo_graph_var *v = pardo_program_lookup_var(c->p, c->block, var, NULL);
+    if ((!v || v->type.dtype == PARDO_DTYPE_UNKNOWN) && c->block != 0)
+        return onnx_unsupported(c, st, "the type of '%s' is not known inside this subgraph (pardo infers a nested If, "
+                                "Loop or Scan, or an op whose inputs' types are unknown, only once the whole graph is "
+                                "read)", var);
     if (!v || v->type.dtype == PARDO_DTYPE_UNKNOWN) return onnx_bad(c, st, "'%s' has no type", var);
     *t = v->type;
     return PARDO_OK;
@@ -584,6 +610,62 @@ static int add_outputs(onnx_ctx *c, const Onnx__GraphProto *g, pardo_status *st)
     return PARDO_OK;
 }
 
+int onnx_subgraph(onnx_ctx *c, const Onnx__NodeProto *n, const char *attr, const pardo_type *in_types, int n_in,
+                  int *block, pardo_status *st) {
+    const Onnx__AttributeProto *a = onnx_attr(n, attr);
+    if (!a || a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !a->g)
+        return onnx_bad(c, st, "attr '%s' must be a graph", attr);
+    const Onnx__GraphProto *g = a->g;
+    if ((int)g->n_input != n_in)
+        return onnx_bad(c, st, "subgraph '%s' has %zu inputs, expected %d", attr, g->n_input, n_in);
+    if (g->n_output == 0) return onnx_bad(c, st, "subgraph '%s' has no outputs", attr);
+    int b = pardo_program_add_block(c->p, c->block, st);
+    if (b < 0) return st->code;
+    int *inferred = realloc(c->inferred_ops, sizeof(int) * (size_t)(b + 1));
+    if (!inferred) return pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+    c->inferred_ops = inferred;
+    for (; c->n_inferred <= b; c->n_inferred++) c->inferred_ops[c->n_inferred] = 0;
+    const int saved_block = c->block, saved_index = c->node_index;
+    const Onnx__NodeProto *saved_node = c->node;
+    c->block = b;
+    int rc = PARDO_OK;
+    for (int i = 0; rc == PARDO_OK && i < n_in; i++) {
+        const char *name = g->input[i]->name;
+        onnx_value *v = NULL;
+        if (!name || !*name) rc = onnx_bad(c, st, "subgraph '%s': input %d has no name", attr, i);
+        else if (onnx_value_find(c, name))
+            rc = onnx_unsupported(c, st, "subgraph '%s': input '%s' is also a name of the enclosing graph (pardo needs "
+                                  "every name of the model unique)", attr, name);
+        else if (!(v = value_get(c, name, st)) || !(v->var = strdup(name)))
+            rc = st->code ? st->code : pardo_errorf(st, PARDO_ENOMEM, "out of memory");
+        pardo_graph_var *gv = rc == PARDO_OK ? pardo_block_add_var(cur_block(c), name, st) : NULL;
+        if (rc == PARDO_OK && !gv) rc = st->code;
+        if (rc == PARDO_OK) gv->type = in_types[i]; /* undeclared: validate binds it to the op's body_in */
+    }
+    for (size_t i = 0; rc == PARDO_OK && i < g->n_initializer; i++) {
+        const Onnx__TensorProto *t = g->initializer[i];
+        char what[512];
+        snprintf(what, sizeof what, "%s: subgraph '%s': initializer '%s'", c->path, attr, t->name ? t->name : "");
+        onnx_value *v = t->name && *t->name && !onnx_value_find(c, t->name) ? value_get(c, t->name, st) : NULL;
+        if (!v) rc = st->code ? st->code : pardo_errorf(st, PARDO_EPARSE, "%s: no name, or a name given twice", what);
+        else rc = onnx_tensor_to_pardo(t, c->dir, what, &v->konst, st); /* a constant, not a param: block 0 holds it */
+    }
+    if (rc == PARDO_OK && (rc = map_nodes(c, g, st)) != PARDO_OK)
+        pardo_status_suffix(st, " (in subgraph '%s' of node '%s', index %d, %s)", attr, n->name ? n->name : "",
+                            saved_index, n->op_type ? n->op_type : "?");
+    for (size_t i = 0; rc == PARDO_OK && i < g->n_output; i++) {
+        const char *name = g->output[i]->name;
+        onnx_value *v = name ? onnx_value_find(c, name) : NULL;
+        if (!v) rc = onnx_bad(c, st, "subgraph '%s': output '%s' is computed by no node", attr, name ? name : "");
+        else if (!onnx_var_of(c, v, st)) rc = st->code;
+    }
+    c->block = saved_block;
+    c->node = saved_node;
+    c->node_index = saved_index;
+    if (rc == PARDO_OK) *block = b;
+    return rc;
+}
+
 static void ctx_free(onnx_ctx *c) {
     for (int i = 0; i < c->n_vals; i++) {
         free(c->vals[i]->name);
@@ -593,6 +675,7 @@ static void ctx_free(onnx_ctx *c) {
         free(c->vals[i]);
     }
     free(c->vals);
+    free(c->inferred_ops);
     free(c->slot);
     free(c->dir);
     pardo_program_free(c->p);
@@ -616,10 +699,12 @@ int pardo_onnx_import_fixed(const unsigned char *buf, size_t n, const char *path
     pardo_tensor_list w;
     pardo_tensor_list_init(&w);
     c.weights = &w;
+    c.n_inferred = 1;
     int rc = PARDO_OK;
     const char *slash = strrchr(path, '/');
     c.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-    if (!c.dir || !(c.p = pardo_program_new()) || pardo_program_add_block(c.p, -1, st) < 0) {
+    if (!c.dir || !(c.p = pardo_program_new()) || pardo_program_add_block(c.p, -1, st) < 0 ||
+        !(c.inferred_ops = calloc(1, sizeof(int)))) {
         rc = pardo_errorf(st, PARDO_ENOMEM, "%s: out of memory", path);
         goto done;
     }

@@ -34,6 +34,7 @@ typedef struct onnx_value {
     onnx_dim *sym;       // an int64 1-D vector with run-time entries; owned; or NULL
     int n_sym;
     bool sym_scalar;     // sym is a 0-d scalar (one entry), as Gather of one index gives
+    int block;           // the block of the graph (0) or subgraph defining it, where its ops go
 } onnx_value;
 
 typedef struct onnx_ctx {
@@ -41,14 +42,16 @@ typedef struct onnx_ctx {
     char *dir;               // its folder, for external data; owned
     int64_t opset;           // of the default domain
     pardo_program *p;        // being built; owned until handed out
-    pardo_block *b;          // p's block 0 (re-fetched after vars are added: see onnx_block)
+    int block;               // the block being written: 0, or a subgraph's (onnx_subgraph); constants,
+                             // params and feeds always go to block 0
     pardo_tensor_list *weights; // params' tensors
     onnx_value **vals;       // n_vals, each its own allocation (pointers to them stay valid); owned
     int n_vals, cap_vals;
     int *slot;               // hash of vals by name: cap_slot slots, -1 empty; owned
     int cap_slot;
     bool types_dirty;        // ops were added since shapes were last inferred
-    int inferred_ops;        // block 0's ops whose outputs' types are known
+    int *inferred_ops;       // per block (n_inferred): its ops whose outputs' types are known; owned
+    int n_inferred;
     int64_t fresh;           // counter for fresh var names
     /* the node being mapped, for messages */
     const Onnx__NodeProto *node;
@@ -118,6 +121,23 @@ const char *onnx_step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, c
                       bool last, pardo_status *st);
 /* Input 0's var into *x and its inferred type into *t; PARDO_OK or the error. */
 int onnx_input0(onnx_ctx *c, const Onnx__NodeProto *n, const char **x, pardo_type *t, pardo_status *st);
+
+/* ---- subgraphs (onnx_import.c; the If, Loop and Scan mappings of onnx_control.c) ---- */
+
+/* Imports subgraph g (a GRAPH attr of node n, named attr) into a new block
+ * whose parent is the current block: g's inputs become that block's vars,
+ * of the n_in types in_types (the node's mapping says what it binds them
+ * to; n_in must be g's input count), its initializers constants, its nodes
+ * are mapped there (names of the enclosing graphs resolve as ONNX scopes
+ * them), its outputs get vars (named as the values are). The block's index
+ * into *block. PARDO_OK, or the error naming the subgraph's node. */
+int onnx_subgraph(onnx_ctx *c, const Onnx__NodeProto *n, const char *attr, const pardo_type *in_types, int n_in,
+                  int *block, pardo_status *st);
+
+/* The mappings of the control-flow op types (onnx_control.c). */
+int onnx_map_if(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
+int onnx_map_loop(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
+int onnx_map_scan(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st);
 
 /* ---- errors naming the node (onnx_import.c) ---- */
 
