@@ -33,42 +33,19 @@ static int shift_direction(const pardo_op *op, bool *left, pardo_status *st) {
 }
 
 static int shift_infer(pardo_infer_ctx *ctx) {
-    const pardo_type *a = ctx->in[0], *b = ctx->in[1];
     bool left;
     int rc = shift_direction(ctx->op, &left, ctx->st);
-    if (rc == PARDO_OK) rc = pardo_expect_dtype(a, "input 0 'A'", shift_dtypes, 4, ctx->st);
-    if (rc != PARDO_OK) return rc;
-    if (b->dtype != a->dtype)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 1 'B' has dtype %s, expected %s like input 0 'A'",
-                            pardo_dtype_name(b->dtype), pardo_dtype_name(a->dtype));
-    if ((rc = pardo_broadcast_types(a, b, &ctx->out[0], ctx->st)) != PARDO_OK) return rc;
-    ctx->out[0].dtype = a->dtype;
-    return PARDO_OK;
+    return rc == PARDO_OK ? pardo_infer_binary_same_dtype(ctx, shift_dtypes, 4) : rc;
 }
 
-/* Defines NAME: y = a << b or a >> b over p's output for elements of type T (BITS wide), walking the outer dims
- * with an odometer and the innermost in a loop. */
-#define SHIFT_KERNEL(NAME, T, BITS)                                                                                    \
-    static void NAME(const pardo_bcast2 *p, bool left, const void *va, const void *vb, void *vy) {                     \
-        const T *a = va, *b = vb;                                                                                      \
-        T *y = vy;                                                                                                     \
-        const int inner = p->nd - 1;                                                                                   \
-        const int64_t n = p->dims[inner], sa = p->sa[inner], sb = p->sb[inner];                                        \
-        pardo_odo o;                                                                                                   \
-        pardo_odo_init(&o, inner, p->dims, p->sa, p->sb);                                                              \
-        for (int64_t e = 0; e < p->numel; e += n, pardo_odo_next(&o)) {                                                \
-            const T *pa = a + o.off[0], *pb = b + o.off[1];                                                            \
-            for (int64_t i = 0; i < n; i++) {                                                                          \
-                const T x = pa[i * sa], s = pb[i * sb];                                                                \
-                y[e + i] = s >= (BITS) ? (T)0 : left ? (T)((uint64_t)x << s) : (T)(x >> s);                            \
-            }                                                                                                          \
-        }                                                                                                              \
-    }
+/* x << s or x >> s for elements of the unsigned type T; a shift of T's width or more gives 0. */
+#define SHIFT_OP(T, x, s, left)                                                                                        \
+    ((s) >= 8 * sizeof(T) ? (T)0 : (left) ? (T)((uint64_t)(x) << (s)) : (T)((x) >> (s)))
 
-SHIFT_KERNEL(shift_u8, uint8_t, 8)
-SHIFT_KERNEL(shift_u16, uint16_t, 16)
-SHIFT_KERNEL(shift_u32, uint32_t, 32)
-SHIFT_KERNEL(shift_u64, uint64_t, 64)
+PARDO_BCAST2_FLAG_KERNEL(shift_u8, uint8_t, SHIFT_OP)
+PARDO_BCAST2_FLAG_KERNEL(shift_u16, uint16_t, SHIFT_OP)
+PARDO_BCAST2_FLAG_KERNEL(shift_u32, uint32_t, SHIFT_OP)
+PARDO_BCAST2_FLAG_KERNEL(shift_u64, uint64_t, SHIFT_OP)
 
 static int shift_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];

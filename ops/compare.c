@@ -31,15 +31,9 @@ static const pardo_dtype bool_dtype[] = {PARDO_BOOL};
 
 /* A and B of one dtype among the n allowed; C bool of the broadcast shape. */
 static int compare_infer_of(pardo_infer_ctx *ctx, const pardo_dtype *allowed, int n) {
-    const pardo_type *a = ctx->in[0], *b = ctx->in[1];
-    int rc = pardo_expect_dtype(a, "input 0 'A'", allowed, n, ctx->st);
-    if (rc != PARDO_OK) return rc;
-    if (b->dtype != a->dtype)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 1 'B' has dtype %s, expected %s like input 0 'A'",
-                            pardo_dtype_name(b->dtype), pardo_dtype_name(a->dtype));
-    if ((rc = pardo_broadcast_types(a, b, &ctx->out[0], ctx->st)) != PARDO_OK) return rc;
-    ctx->out[0].dtype = PARDO_BOOL;
-    return PARDO_OK;
+    int rc = pardo_infer_binary_same_dtype(ctx, allowed, n);
+    if (rc == PARDO_OK) ctx->out[0].dtype = PARDO_BOOL;
+    return rc;
 }
 
 static int equal_infer(pardo_infer_ctx *ctx) { return compare_infer_of(ctx, all_dtypes, 13); }

@@ -37,17 +37,7 @@ static const pardo_dtype binary_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PAR
 static const pardo_dtype arith_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_F16, PARDO_BF16, PARDO_I8,  PARDO_I16,
                                            PARDO_I32, PARDO_I64, PARDO_U8,  PARDO_U16,  PARDO_U32, PARDO_U64};
 
-static int binary_infer(pardo_infer_ctx *ctx) {
-    const pardo_type *a = ctx->in[0], *b = ctx->in[1];
-    int rc = pardo_expect_dtype(a, "input 0 'A'", arith_dtypes, 12, ctx->st);
-    if (rc != PARDO_OK) return rc;
-    if (b->dtype != a->dtype)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 1 'B' has dtype %s, expected %s like input 0 'A'",
-                            pardo_dtype_name(b->dtype), pardo_dtype_name(a->dtype));
-    if ((rc = pardo_broadcast_types(a, b, &ctx->out[0], ctx->st)) != PARDO_OK) return rc;
-    ctx->out[0].dtype = a->dtype;
-    return PARDO_OK;
-}
+static int binary_infer(pardo_infer_ctx *ctx) { return pardo_infer_binary_same_dtype(ctx, arith_dtypes, 12); }
 
 /* Operations on T through its unsigned companion U, so that integer overflow
  * wraps instead of being undefined (for floats U is T itself). */

@@ -61,6 +61,18 @@ int pardo_expect_dtype(const pardo_type *t, const char *what, const pardo_dtype 
     return pardo_errorf(st, PARDO_ESHAPE, "%s has dtype %s, expected %s", what, pardo_dtype_name(t->dtype), list);
 }
 
+int pardo_infer_binary_same_dtype(pardo_infer_ctx *ctx, const pardo_dtype *allowed, int n) {
+    const pardo_type *a = ctx->in[0], *b = ctx->in[1];
+    int rc = pardo_expect_dtype(a, "input 0 'A'", allowed, n, ctx->st);
+    if (rc != PARDO_OK) return rc;
+    if (b->dtype != a->dtype)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 1 'B' has dtype %s, expected %s like input 0 'A'",
+                            pardo_dtype_name(b->dtype), pardo_dtype_name(a->dtype));
+    if ((rc = pardo_broadcast_types(a, b, &ctx->out[0], ctx->st)) != PARDO_OK) return rc;
+    ctx->out[0].dtype = a->dtype;
+    return PARDO_OK;
+}
+
 int pardo_normalize_axis(int64_t axis, int ndim, const char *attr, int *out, pardo_status *st) {
     int64_t a = axis < 0 ? axis + ndim : axis;
     if (a < 0 || a >= ndim)

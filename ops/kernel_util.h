@@ -82,6 +82,23 @@ static inline void pardo_odo_seek(pardo_odo *o, int64_t idx) {
     }
 }
 
+/* Defines NAME(p, flag, a, b, y): y[e] = OP(T, a_e, b_e, flag) over a
+ * broadcast plan's output, elements of type T, the outer dims walked with an
+ * odometer and the innermost in a loop (mod's and bit_shift's kernels). */
+#define PARDO_BCAST2_FLAG_KERNEL(NAME, T, OP)                                                                          \
+    static void NAME(const pardo_bcast2 *p, bool flag, const void *va, const void *vb, void *vy) {                     \
+        const T *a = va, *b = vb;                                                                                      \
+        T *y = vy;                                                                                                     \
+        const int inner = p->nd - 1;                                                                                   \
+        const int64_t n = p->dims[inner], sa = p->sa[inner], sb = p->sb[inner];                                        \
+        pardo_odo o;                                                                                                   \
+        pardo_odo_init(&o, inner, p->dims, p->sa, p->sb);                                                              \
+        for (int64_t e = 0; e < p->numel; e += n, pardo_odo_next(&o)) {                                                \
+            const T *pa = a + o.off[0], *pb = b + o.off[1];                                                            \
+            for (int64_t i = 0; i < n; i++) y[e + i] = OP(T, pa[i * sa], pb[i * sb], flag);                            \
+        }                                                                                                              \
+    }
+
 /* Elements a kernel's parallel chunk covers, and the fewest elements worth
  * splitting over threads. */
 /* PARDO_SIMD_CLONES before a loop kernel: GCC builds it for AVX-512, AVX2

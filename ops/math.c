@@ -526,19 +526,7 @@ static inline int64_t mod_int(int64_t a, int64_t b, bool fm) {
 #define MOD_H(T, a, b, fm) ((void)(fm), pardo_f16_from_f32(fmodf(pardo_f16_to_f32(a), pardo_f16_to_f32(b))))
 #define MOD_B(T, a, b, fm) ((void)(fm), pardo_bf16_from_f32(fmodf(pardo_bf16_to_f32(a), pardo_bf16_to_f32(b))))
 
-#define MOD_KERNEL(NAME, T, OP)                                                                                        \
-    static void NAME(const pardo_bcast2 *p, bool fm, const void *va, const void *vb, void *vy) {                       \
-        const T *a = va, *b = vb;                                                                                      \
-        T *y = vy;                                                                                                     \
-        const int inner = p->nd - 1;                                                                                   \
-        const int64_t n = p->dims[inner], sa = p->sa[inner], sb = p->sb[inner];                                        \
-        pardo_odo o;                                                                                                   \
-        pardo_odo_init(&o, inner, p->dims, p->sa, p->sb);                                                              \
-        for (int64_t e = 0; e < p->numel; e += n, pardo_odo_next(&o)) {                                                \
-            const T *pa = a + o.off[0], *pb = b + o.off[1];                                                            \
-            for (int64_t i = 0; i < n; i++) y[e + i] = OP(T, pa[i * sa], pb[i * sb], fm);                              \
-        }                                                                                                              \
-    }
+#define MOD_KERNEL(NAME, T, OP) PARDO_BCAST2_FLAG_KERNEL(NAME, T, OP)
 
 MOD_KERNEL(mod_f32, float, MOD_F)
 MOD_KERNEL(mod_f64, double, MOD_F)

@@ -276,6 +276,11 @@ int pardo_broadcast_types(const pardo_type *a, const pardo_type *b, pardo_type *
  * input ("input 0 'X'") in the message. */
 int pardo_expect_dtype(const pardo_type *t, const char *what, const pardo_dtype *allowed, int n, pardo_status *st);
 
+/* The inference of a broadcasting binary op on inputs 0 'A' and 1 'B': A's
+ * dtype one of the `n` listed, B's the same (PARDO_ESHAPE naming both
+ * otherwise); output 0 gets their broadcast shape and A's dtype. */
+int pardo_infer_binary_same_dtype(pardo_infer_ctx *ctx, const pardo_dtype *allowed, int n);
+
 /* For a gradient op's inference: PARDO_OK when output k (the gradient of
  * the forward input `what`, e.g. "input 0 'X'", of type t) is left out ("")
  * or t is float32 or float64; otherwise PARDO_ENOTSUP saying that `what`
