@@ -28,6 +28,7 @@
 
 #define INLINE_DEPS 6 // an op's entries kept in its block; more come from a buffer the block keeps
 #define CHUNK 64      // blocks allocated at once when a free list runs dry
+#define LOCAL_OPS 32  // op blocks moved at once between a thread's own free list and the engine's
 
 typedef enum op_kind {
     OP_USER,   // a pushed function
@@ -106,7 +107,11 @@ struct pardo_engine {
     atomic_int n_waiting;         // threads in a wait (they block in the pool: pardo_thread_pool_wait_until)
     bool has_first_err;
     pardo_status first_err;       // the first failing op's status since the last wait_all
-    _Alignas(PARDO_CACHE_LINE) atomic_llong pending; // ops pushed and not finished
+    /* Ops pushed and ops finished, on lines of their own: a pushing thread and a finishing one do not
+     * share a line (pending = pushed - finished). */
+    _Alignas(PARDO_CACHE_LINE) atomic_llong pushed;
+    _Alignas(PARDO_CACHE_LINE) atomic_llong finished;
+    atomic_uint generation;       // bumped by shutdown: the threads' own free lists (local_ops) are void
     atomic_int epoch;             // bumped by wait_all: every var's error is cleared
     atomic_int errors_live;       // nonzero once a var may have an error (ops then check theirs)
     _Alignas(PARDO_CACHE_LINE) atomic_flag free_lock; // over the free lists and chunks
@@ -155,7 +160,14 @@ pardo_engine *pardo_engine_get(void) {
 
 int64_t pardo_engine_op_ready_ticks(void) { return running_op ? running_ready_ticks : 0; }
 
-int64_t pardo_engine_pending(pardo_engine *e) { return atomic_load(&e->pending); }
+/* Ops pushed and not finished. finished is read first: it never passes
+ * pushed, so the difference is never negative. */
+static int64_t pending_now(pardo_engine *e) {
+    long long done = atomic_load(&e->finished);
+    return atomic_load(&e->pushed) - done;
+}
+
+int64_t pardo_engine_pending(pardo_engine *e) { return pending_now(e); }
 
 
 /* ---- free lists ---- */
@@ -177,24 +189,66 @@ static void *new_chunk(pardo_engine *e, size_t size, bool ops) {
     return blocks;
 }
 
-static engine_op *alloc_op(pardo_engine *e, int n_deps) {
-    lock_flag(&e->free_lock);
+/* A thread's own free op blocks: a pushing thread takes blocks and a
+ * finishing one frees them, LOCAL_OPS at a time to and from the engine's
+ * list, so that the two do not take the engine's free lock (and move its
+ * line between their cores) at every op. Void when `generation` is not the
+ * engine's (a shutdown freed the blocks). */
+typedef struct local_ops {
+    engine_op *head;
+    int n;
+    unsigned generation;
+} local_ops;
+
+static _Thread_local local_ops local;
+
+/* This thread's list, emptied first when a shutdown voided it. */
+static local_ops *local_list(pardo_engine *e) {
+    unsigned g = atomic_load_explicit(&e->generation, memory_order_relaxed);
+    if (local.generation != g) local = (local_ops){.generation = g};
+    return &local;
+}
+
+/* Moves up to LOCAL_OPS blocks of the engine's list to l, making a chunk
+ * when it is empty; false when out of memory. Call with e->free_lock held. */
+static bool refill_local(pardo_engine *e, local_ops *l) {
     if (!e->free_ops) {
         engine_op *ops = new_chunk(e, sizeof(*ops), true);
-        if (!ops) {
-            unlock_flag(&e->free_lock);
-            return NULL;
-        }
+        if (!ops) return false;
         for (int i = 0; i < CHUNK; i++) {
             ops[i].next = e->free_ops;
             e->free_ops = &ops[i];
         }
     }
-    engine_op *op = e->free_ops;
-    e->free_ops = op->next;
+    while (e->free_ops && l->n < LOCAL_OPS) {
+        engine_op *op = e->free_ops;
+        e->free_ops = op->next;
+        op->next = l->head;
+        l->head = op;
+        l->n++;
+    }
+    return true;
+}
+
+static engine_op *alloc_op(pardo_engine *e, int n_deps) {
+    local_ops *l = local_list(e);
+    bool locked = false;
+    if (!l->head) {
+        lock_flag(&e->free_lock);
+        locked = true;
+        if (!refill_local(e, l)) {
+            unlock_flag(&e->free_lock);
+            return NULL;
+        }
+    }
+    engine_op *op = l->head;
+    l->head = op->next;
+    l->n--;
     op->big = NULL;
     op->deps = op->inline_deps;
     if (n_deps > INLINE_DEPS) {
+        if (!locked) lock_flag(&e->free_lock);
+        locked = true;
         int c = 3;
         while ((1 << c) < n_deps) c++;
         dep_buf *b = e->free_bufs[c];
@@ -206,30 +260,43 @@ static engine_op *alloc_op(pardo_engine *e, int n_deps) {
             b->all = e->all_bufs;
             e->all_bufs = b;
         } else {
-            op->next = e->free_ops;
-            e->free_ops = op;
+            op->next = l->head;
+            l->head = op;
+            l->n++;
             unlock_flag(&e->free_lock);
             return NULL;
         }
         op->big = b;
         op->deps = b->e;
     }
-    unlock_flag(&e->free_lock);
+    if (locked) unlock_flag(&e->free_lock);
     op->next = NULL;
     op->ready_ticks = 0;
     op->woken = NULL;
     return op;
 }
 
+/* Gives op's block to this thread's list (and its buffer, if any, to the
+ * engine's); a list grown to twice LOCAL_OPS hands LOCAL_OPS back. */
 static void free_op(pardo_engine *e, engine_op *op) {
-    lock_flag(&e->free_lock);
+    local_ops *l = local_list(e);
     if (op->big) {
+        lock_flag(&e->free_lock);
         op->big->next = e->free_bufs[op->big->size_class];
         e->free_bufs[op->big->size_class] = op->big;
+        unlock_flag(&e->free_lock);
         op->big = NULL;
     }
-    op->next = e->free_ops;
-    e->free_ops = op;
+    op->next = l->head;
+    l->head = op;
+    if (++l->n < 2 * LOCAL_OPS) return;
+    engine_op *first = l->head, *last = first;
+    for (int i = 1; i < LOCAL_OPS; i++) last = last->next;
+    l->head = last->next;
+    l->n -= LOCAL_OPS;
+    lock_flag(&e->free_lock);
+    last->next = e->free_ops;
+    e->free_ops = first;
     unlock_flag(&e->free_lock);
 }
 
@@ -268,7 +335,7 @@ static void free_var(pardo_engine *e, pardo_var *v) {
 
 void pardo_engine_shutdown(void) {
     pardo_engine *e = &engine;
-    if (atomic_load(&e->pending) != 0) return; /* still in use: keep it all */
+    if (pending_now(e) != 0) return; /* still in use: keep it all */
     /* dispatchers may still spin for more work (up to 2 ms): tell them to stop, and wait until they have */
     atomic_store(&e->stopping, true);
     for (;;) {
@@ -299,6 +366,7 @@ void pardo_engine_shutdown(void) {
     e->free_slots = NULL;
     e->n_free_slots = 0;
     e->max_dispatchers = -1;
+    atomic_fetch_add(&e->generation, 1); /* the threads' own lists held blocks of the chunks just freed */
 }
 
 /* ---- the ready FIFO and its dispatchers ---- */
@@ -509,9 +577,10 @@ static void finish_op(pardo_engine *e, engine_op *op, ready_list *ready) {
     }
     atomic_bool *woken = op->kind == OP_WAIT ? op->woken : NULL;
     free_op(e, op);
-    bool last = atomic_fetch_sub_explicit(&e->pending, 1, memory_order_acq_rel) == 1;
+    atomic_fetch_add(&e->finished, 1);
     if (woken) atomic_store_explicit(woken, true, memory_order_release); /* the waiter may return now */
-    if (woken || last) notify_waiters(e);
+    /* pushed is read only when someone waits: a pusher's line stays on its core otherwise */
+    if (atomic_load(&e->n_waiting) > 0 && (woken || pending_now(e) == 0)) pardo_thread_pool_notify();
 }
 
 /* ---- errors ---- */
@@ -695,7 +764,7 @@ int pardo_engine_push(pardo_engine *e, pardo_engine_fn fn, void *arg, pardo_var 
     op->n_deps = n;
     op->n_reads = n_reads;
     atomic_store_explicit(&op->wait, n + 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&e->pending, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->pushed, 1, memory_order_relaxed);
     int granted = 0;
     for (int i = 0; i < n; i++) {
         dep_entry *d = &op->deps[i];
@@ -725,7 +794,7 @@ static int push_internal(pardo_engine *e, op_kind kind, pardo_var *v, atomic_boo
     op->n_reads = kind == OP_WAIT ? 1 : 0;
     op->woken = woken;
     atomic_store_explicit(&op->wait, 2, memory_order_relaxed);
-    atomic_fetch_add_explicit(&e->pending, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->pushed, 1, memory_order_relaxed);
     dep_entry *d = &op->deps[0];
     *d = (dep_entry){.op = op, .var = v, .write = kind == OP_DELETE};
     int granted = append_dep(d) ? 1 : 0;
@@ -749,7 +818,7 @@ static bool flag_set(pardo_engine *e, void *arg) {
 
 static bool nothing_pending(pardo_engine *e, void *arg) {
     (void)arg;
-    return atomic_load_explicit(&e->pending, memory_order_acquire) == 0;
+    return pending_now(e) == 0;
 }
 
 int pardo_engine_wait_to_read(pardo_engine *e, pardo_var *v, pardo_status *st) {
