@@ -59,6 +59,14 @@ run_pardo run "$F/reduce_axes.onnx" --feed x="$F/reduce_axes_x.npy" --feed axes=
 [ "$rc" = 0 ] && ok || bad "run-time axes: $(cat "$T/err")"
 close "run-time axes" "$T/ora/y.npy" "$F/reduce_axes_y.npy"
 
+# LpNormalization, GlobalLpPool and LpPool, composed of pardo's ops, against NumPy's loops
+# (tools/onnx_export/make_lp_ops.py); a p LpNormalization does not take is refused
+run_pardo run "$F/lp_ops.onnx" --feed x="$F/lp_x.npy" --feed x1="$F/lp_x1.npy" --out "$T/lp"
+[ "$rc" = 0 ] && ok || bad "Lp ops: $(cat "$T/err")"
+for k in norm2 norm1 glob2 glob3 pool2 pool3 pool1d; do close "Lp op $k" "$T/lp/$k.npy" "$F/lp_$k.npy"; done
+expect "LpNormalization p 3" 2 "lp_norm_p3.onnx" "LpNormalization" "attr 'p' = 3; expected 1 or 2" -- \
+    check "$F/bad/lp_norm_p3.onnx"
+
 # an intermediate value by its ONNX name
 run_pardo run "$F/transformer.onnx" --feed tokens="$F/transformer_in.npy" --fetch /emb/Gather_output_0
 [ "$rc" = 0 ] && ok || bad "fetch by ONNX name: $(cat "$T/err")"

@@ -1,7 +1,8 @@
 /* onnx_compose.c - the ONNX op types pardo runs as several of its own ops:
  * one node expanded into a short chain (Trilu as a constant mask,
  * DepthToSpace / SpaceToDepth as reshape-transpose-reshape, Tile as
- * concats), and the run-time forms of Clip and BatchNormalization that
+ * concats, LpNormalization / LpPool / GlobalLpPool as reductions and an
+ * average pool), and the run-time forms of Clip and BatchNormalization that
  * onnx_ops.c hands over. Its table is searched beside onnx_ops.c's
  * (onnx_find_mapping); the helpers are onnx_ops.c's (onnx_internal.h). */
 #include <math.h>
@@ -299,11 +300,107 @@ static int map_mean_variance_norm(onnx_ctx *c, const Onnx__NodeProto *n, pardo_s
     return normalise_over(c, n, x, t.dtype, axes, na, 1e-9, true, st) ? PARDO_OK : st->code;
 }
 
+/* ---- Lp norms and pools ---- */
+
+/* Attr p of an Lp op, checked: an integer >= 1 (LpNormalization: 1 or 2). */
+static int lp_order(onnx_ctx *c, const Onnx__NodeProto *n, bool one_or_two, int64_t *p, pardo_status *st) {
+    *p = onnx_attr_int(n, "p", 2);
+    if (*p < 1 || (one_or_two && *p > 2))
+        return onnx_bad(c, st, "attr 'p' = %lld; expected %s", (long long)*p, one_or_two ? "1 or 2" : ">= 1");
+    return PARDO_OK;
+}
+
+/* |x|^p: x * x for p = 2 (no abs needed), abs for p = 1, else pow(abs(x), p); a temp, or NULL with st set. */
+static const char *abs_pow(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, int64_t p, pardo_status *st) {
+    if (p == 2) return onnx_step(c, n, "mul", x, x, false, st);
+    const char *a = onnx_step(c, n, "abs", x, NULL, false, st);
+    if (!a || p == 1) return a;
+    const char *y = onnx_temp(c, "lp_pow", st);
+    pardo_op *op = y ? onnx_emit(c, "pow", &a, 1, &y, 1, st) : NULL;
+    return op && onnx_set_float(op, "exponent", (double)p, st) == PARDO_OK ? y : NULL;
+}
+
+/* s^(1/p) into node output 0: sqrt for p = 2, s itself for p = 1 (an identity), else pow. */
+static int root_p(onnx_ctx *c, const Onnx__NodeProto *n, const char *s, int64_t p, pardo_status *st) {
+    if (p <= 2) return onnx_step(c, n, p == 2 ? "sqrt" : "identity", s, NULL, true, st) ? PARDO_OK : st->code;
+    pardo_op *op = onnx_emit1(c, n, "pow", &s, 1, st);
+    return op && onnx_set_float(op, "exponent", 1.0 / (double)p, st) == PARDO_OK ? PARDO_OK : st->code;
+}
+
+/* LpNormalization: x / ||x||_p along attr axis (keepdims, broadcast back):
+ * reduce_l1 or reduce_l2, then div. As ONNX, no epsilon: a zero norm gives
+ * NaN or Inf. */
+static int map_lp_normalization(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"axis", "p", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t p;
+    const char *x;
+    pardo_type t;
+    if (lp_order(c, n, true, &p, st) != PARDO_OK || onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    const int64_t axis = onnx_attr_int(n, "axis", -1);
+    if (t.ndim >= 0 && (axis < -t.ndim || axis >= t.ndim))
+        return onnx_bad(c, st, "attr 'axis' = %lld out of range for a rank-%d input", (long long)axis, t.ndim);
+    const char *norm = onnx_temp(c, "lp_norm", st);
+    pardo_op *op = norm ? onnx_emit(c, p == 1 ? "reduce_l1" : "reduce_l2", &x, 1, &norm, 1, st) : NULL;
+    if (!op || onnx_set_ints(op, "axes", &axis, 1, st) != PARDO_OK || onnx_set_bool(op, "keepdims", true, st) != PARDO_OK)
+        return st->code;
+    return onnx_step(c, n, "div", x, norm, true, st) ? PARDO_OK : st->code;
+}
+
+/* GlobalLpPool: (sum over the spatial dims of |x|^p)^(1/p), kept as size-1
+ * dims: reduce_l1 / reduce_l2 for p = 1 / 2, else |x|^p, reduce_sum, pow. */
+static int map_global_lp_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"p", NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t p, axes[PARDO_MAX_DIMS];
+    const char *x;
+    pardo_type t;
+    if (lp_order(c, n, false, &p, st) != PARDO_OK || onnx_input0(c, n, &x, &t, st) != PARDO_OK) return st->code;
+    if (t.ndim < 3) return onnx_bad(c, st, "input of rank %d; expected [N, C, spatial...]", t.ndim);
+    for (int i = 2; i < t.ndim; i++) axes[i - 2] = i;
+    const bool direct = p <= 2;
+    const char *in = direct ? x : abs_pow(c, n, x, p, st), *sum = in && !direct ? onnx_temp(c, "lp_sum", st) : NULL;
+    if (!in || (!direct && !sum)) return st->code;
+    pardo_op *op = direct ? onnx_emit1(c, n, p == 1 ? "reduce_l1" : "reduce_l2", &in, 1, st)
+                          : onnx_emit(c, "reduce_sum", &in, 1, &sum, 1, st);
+    if (!op || onnx_set_ints(op, "axes", axes, t.ndim - 2, st) != PARDO_OK ||
+        onnx_set_bool(op, "keepdims", true, st) != PARDO_OK)
+        return st->code;
+    return direct ? PARDO_OK : root_p(c, n, sum, p, st);
+}
+
+/* LpPool: per window (sum of |x|^p)^(1/p). |x|^p, zero-padded by the
+ * window's pads (auto_pad and ceil_mode as MaxPool's), avg_pool_nd without
+ * pads (every window whole, so its mean is the sum over the kernel's
+ * elements), scaled by the kernel's size, then the p-th root. Pads add
+ * zeros to the sum, as ONNX's reference. */
+static int map_lp_pool(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
+    static const char *const known[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides",
+                                        NULL};
+    if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
+    int64_t p;
+    const char *x = lp_order(c, n, false, &p, st) == PARDO_OK ? onnx_in_var(c, n, 0, st) : NULL;
+    onnx_pool_geom g;
+    if (!x || onnx_pool_geometry(c, n, x, &g, st) != PARDO_OK) return st->code;
+    const char *xp = abs_pow(c, n, x, p, st), *padded = xp ? onnx_pool_zero_pad(c, xp, &g, st) : NULL;
+    const char *mean = padded ? onnx_temp(c, "lp_mean", st) : NULL;
+    if (!mean || !onnx_emit_pool_nd(c, "avg_pool_nd", padded, &mean, 1, &g, st)) return st->code;
+    double count = 1;
+    for (int i = 0; i < g.nk; i++) count *= (double)g.kernel[i];
+    const char *sum = onnx_temp(c, "lp_sum", st);
+    pardo_op *op = sum ? onnx_emit(c, "scale", &mean, 1, &sum, 1, st) : NULL;
+    if (!op || onnx_set_float(op, "scale", count, st) != PARDO_OK) return st->code;
+    return root_p(c, n, sum, p, st);
+}
+
 /* ---- the table (sorted; onnx_ops.c checks it) ---- */
 
 const onnx_mapping onnx_compose_table[] = {
     {"DepthToSpace", map_depth_to_space},
+    {"GlobalLpPool", map_global_lp_pool},
     {"InstanceNormalization", map_instance_norm},
+    {"LpNormalization", map_lp_normalization},
+    {"LpPool", map_lp_pool},
     {"MeanVarianceNormalization", map_mean_variance_norm},
     {"SoftmaxCrossEntropyLoss", map_softmax_cross_entropy_loss},
     {"SpaceToDepth", map_space_to_depth},

@@ -122,6 +122,24 @@ const char *onnx_step(onnx_ctx *c, const Onnx__NodeProto *n, const char *type, c
 /* Input 0's var into *x and its inferred type into *t; PARDO_OK or the error. */
 int onnx_input0(onnx_ctx *c, const Onnx__NodeProto *n, const char **x, pardo_type *t, pardo_status *st);
 
+/* ---- N-d pool windows (onnx_ops.c; MaxPool / AveragePool there, LpPool in onnx_compose.c) ---- */
+
+/* A pool's window over its nk spatial dims: pads begins then ends. */
+typedef struct onnx_pool_geom {
+    int nk;
+    int64_t kernel[3], strides[3], dilations[3], pads[6];
+} onnx_pool_geom;
+
+/* The window of pool node n (attrs kernel_shape, strides, dilations, pads,
+ * auto_pad, ceil_mode) over input x into *g, auto_pad SAME_* and ceil_mode
+ * folded into the pads (they need static spatial dims); PARDO_OK or the error. */
+int onnx_pool_geometry(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, onnx_pool_geom *g, pardo_status *st);
+/* x zero-padded by g's pads (emitted; g's pads become 0), or x itself without pads; NULL with st set. */
+const char *onnx_pool_zero_pad(onnx_ctx *c, const char *x, onnx_pool_geom *g, pardo_status *st);
+/* Emits max_pool_nd / avg_pool_nd (`type`) of x with g's window into out; the op or NULL with st set. */
+pardo_op *onnx_emit_pool_nd(onnx_ctx *c, const char *type, const char *x, const char *const *out, int n_out,
+                            const onnx_pool_geom *g, pardo_status *st);
+
 /* ---- subgraphs (onnx_import.c; the If, Loop and Scan mappings of onnx_control.c) ---- */
 
 /* Imports subgraph g (a GRAPH attr of node n, named attr) into a new block

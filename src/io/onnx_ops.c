@@ -1537,15 +1537,8 @@ static bool pool_needs_nd(const Onnx__NodeProto *n) {
     return nk == 3 || (n->n_output > 1 && n->output[1] && *n->output[1]);
 }
 
-/* MaxPool / AveragePool of 1 to 3 spatial dims as max_pool_nd (with its
- * Indices, storage_order) / avg_pool_nd: auto_pad SAME_* and ceil_mode as
- * pads (over static spatial dims), count_include_pad as a zero pad before
- * a pool without pads. */
-static int map_pool_nd(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_status *st) {
-    const bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0) != 0,
-               include = !max && onnx_attr_int(n, "count_include_pad", 0) != 0;
-    const int64_t order = onnx_attr_int(n, "storage_order", 0);
-    if (ceil_mode && include) return onnx_unsupported(c, st, "attrs 'ceil_mode' and 'count_include_pad' both 1");
+int onnx_pool_geometry(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, onnx_pool_geom *g, pardo_status *st) {
+    const bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0) != 0;
     int nk = 0, ns = 0, nd = 0, np = 0;
     const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk), *sa = onnx_attr_ints(n, "strides", &ns),
                   *da = onnx_attr_ints(n, "dilations", &nd), *pa = onnx_attr_ints(n, "pads", &np);
@@ -1553,12 +1546,14 @@ static int map_pool_nd(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_st
     if (nk < 1 || nk > 3) return onnx_unsupported(c, st, "a %d-D pool; pardo runs 1-D to 3-D (NC...)", nk);
     if ((sa && ns != nk) || (da && nd != nk) || (pa && np != 2 * nk))
         return onnx_bad(c, st, "attrs strides, dilations, pads of the wrong length for a %d-D pool", nk);
-    const char *x = onnx_in_var(c, n, 0, st);
     pardo_type xt;
-    if (!x || onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
+    if (onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
     if (xt.ndim >= 0 && xt.ndim != nk + 2) return onnx_bad(c, st, "a %d-D pool of a rank-%d input", nk, xt.ndim);
-    int64_t s[3], d[3], p[6];
+    g->nk = nk;
+    int64_t *s = g->strides, *d = g->dilations, *p = g->pads;
     for (int i = 0; i < nk; i++) {
+        if (ks[i] < 1) return onnx_bad(c, st, "kernel_shape[%d] = %lld; expected >= 1", i, (long long)ks[i]);
+        g->kernel[i] = ks[i];
         s[i] = sa ? sa[i] : 1;
         d[i] = da ? da[i] : 1;
         p[i] = pa ? pa[i] : 0;
@@ -1589,29 +1584,57 @@ static int map_pool_nd(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_st
             if (extra > 0) p[nk + i] += extra;
         }
     }
+    return PARDO_OK;
+}
+
+const char *onnx_pool_zero_pad(onnx_ctx *c, const char *x, onnx_pool_geom *g, pardo_status *st) {
+    const int nk = g->nk;
     bool any_pad = false;
-    for (int i = 0; i < 2 * nk; i++) any_pad = any_pad || p[i] != 0;
-    if (include && any_pad) {
-        int64_t pads[10] = {0};
-        for (int i = 0; i < nk; i++) {
-            pads[2 + i] = p[i];
-            pads[nk + 4 + i] = p[nk + i];
-        }
-        const char *xp = onnx_temp(c, "pool_padded", st);
-        pardo_op *pad = xp ? onnx_emit(c, "pad", &x, 1, &xp, 1, st) : NULL;
-        if (!pad || onnx_set_ints(pad, "pads", pads, 2 * (nk + 2), st) != PARDO_OK) return st->code;
-        x = xp;
-        for (int i = 0; i < 2 * nk; i++) p[i] = 0;
+    for (int i = 0; i < 2 * nk; i++) any_pad = any_pad || g->pads[i] != 0;
+    if (!any_pad) return x;
+    int64_t pads[10] = {0};
+    for (int i = 0; i < nk; i++) {
+        pads[2 + i] = g->pads[i];
+        pads[nk + 4 + i] = g->pads[nk + i];
     }
+    const char *xp = onnx_temp(c, "pool_padded", st);
+    pardo_op *pad = xp ? onnx_emit(c, "pad", &x, 1, &xp, 1, st) : NULL;
+    if (!pad || onnx_set_ints(pad, "pads", pads, 2 * (nk + 2), st) != PARDO_OK) return NULL;
+    for (int i = 0; i < 2 * nk; i++) g->pads[i] = 0;
+    return xp;
+}
+
+pardo_op *onnx_emit_pool_nd(onnx_ctx *c, const char *type, const char *x, const char *const *out, int n_out,
+                            const onnx_pool_geom *g, pardo_status *st) {
+    const int nk = g->nk;
+    pardo_op *op = onnx_emit(c, type, &x, 1, out, n_out, st);
+    if (!op || onnx_set_ints(op, "kernel", g->kernel, nk, st) != PARDO_OK ||
+        onnx_set_ints(op, "strides", g->strides, nk, st) != PARDO_OK ||
+        onnx_set_ints(op, "pads", g->pads, 2 * nk, st) != PARDO_OK ||
+        onnx_set_ints(op, "dilations", g->dilations, nk, st) != PARDO_OK)
+        return NULL;
+    return op;
+}
+
+/* MaxPool / AveragePool of 1 to 3 spatial dims as max_pool_nd (with its
+ * Indices, storage_order) / avg_pool_nd: auto_pad SAME_* and ceil_mode as
+ * pads (onnx_pool_geometry), count_include_pad as a zero pad before a pool
+ * without pads. */
+static int map_pool_nd(onnx_ctx *c, const Onnx__NodeProto *n, bool max, pardo_status *st) {
+    const bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0) != 0,
+               include = !max && onnx_attr_int(n, "count_include_pad", 0) != 0;
+    const int64_t order = onnx_attr_int(n, "storage_order", 0);
+    if (ceil_mode && include) return onnx_unsupported(c, st, "attrs 'ceil_mode' and 'count_include_pad' both 1");
+    const char *x = onnx_in_var(c, n, 0, st);
+    onnx_pool_geom g;
+    if (!x || onnx_pool_geometry(c, n, x, &g, st) != PARDO_OK) return st->code;
+    if (include && !(x = onnx_pool_zero_pad(c, x, &g, st))) return st->code;
     const int nout = max && n->n_output > 1 && n->output[1] && *n->output[1] ? 2 : 1;
     const char *out[2];
     for (int i = 0; i < nout; i++)
         if (!(out[i] = onnx_out_var(c, n, i, st))) return st->code;
-    pardo_op *op = onnx_emit(c, max ? "max_pool_nd" : "avg_pool_nd", &x, 1, out, nout, st);
-    if (!op || onnx_set_ints(op, "kernel", ks, nk, st) != PARDO_OK ||
-        onnx_set_ints(op, "strides", s, nk, st) != PARDO_OK ||
-        onnx_set_ints(op, "pads", p, 2 * nk, st) != PARDO_OK || onnx_set_ints(op, "dilations", d, nk, st) != PARDO_OK)
-        return st->code;
+    pardo_op *op = onnx_emit_pool_nd(c, max ? "max_pool_nd" : "avg_pool_nd", x, out, nout, &g, st);
+    if (!op) return st->code;
     if (max && order != 0 && onnx_set_int(op, "storage_order", order, st) != PARDO_OK) return st->code;
     return PARDO_OK;
 }
