@@ -90,7 +90,7 @@ struct pardo_var {
 
 typedef struct chunk {
     struct chunk *next;
-    void *blocks; // CHUNK ops or vars
+    void *blocks; // CHUNK ops or vars (the first op chunk more: first_op_chunk)
     bool ops;     // blocks are engine_op (else pardo_var)
 } chunk;
 
@@ -116,6 +116,7 @@ struct pardo_engine {
     atomic_int errors_live;       // nonzero once a var may have an error (ops then check theirs)
     _Alignas(PARDO_CACHE_LINE) atomic_flag free_lock; // over the free lists and chunks
     engine_op *free_ops;
+    bool ops_reserved;            // the first op chunk, with the threads' lists' reserve, is made
     pardo_var *free_vars;
     chunk *chunks;
     dep_buf *free_bufs[DEP_CLASSES]; // by size class
@@ -172,11 +173,11 @@ int64_t pardo_engine_pending(pardo_engine *e) { return pending_now(e); }
 
 /* ---- free lists ---- */
 
-/* CHUNK zeroed blocks of `size` bytes, kept on e->chunks until shutdown;
+/* n zeroed blocks of `size` bytes, kept on e->chunks until shutdown;
  * NULL when out of memory. Call with e->free_lock held. */
-static void *new_chunk(pardo_engine *e, size_t size, bool ops) {
+static void *new_chunk(pardo_engine *e, size_t n, size_t size, bool ops) {
     chunk *c = malloc(sizeof(*c));
-    void *blocks = calloc(CHUNK, size);
+    void *blocks = calloc(n, size);
     if (!c || !blocks) {
         free(c);
         free(blocks);
@@ -209,13 +210,26 @@ static local_ops *local_list(pardo_engine *e) {
     return &local;
 }
 
+/* Blocks of the engine's first op chunk: CHUNK, and what the threads' own
+ * lists can hold (each fewer than 2 * LOCAL_OPS), for the pool's threads and
+ * one pushing thread more. Blocks wander between the lists at random; were
+ * the first chunk only CHUNK, a steady load would still grow the heap at
+ * some late step, when the lists happen to hold more than they ever did.
+ * With the reserve only ops pending at once grow it. */
+static size_t first_op_chunk(void) {
+    return CHUNK + (size_t)2 * LOCAL_OPS * (size_t)(pardo_thread_pool_size() + 1);
+}
+
 /* Moves up to LOCAL_OPS blocks of the engine's list to l, making a chunk
- * when it is empty; false when out of memory. Call with e->free_lock held. */
+ * when it is empty (the first one with the reserve above); false when out
+ * of memory. Call with e->free_lock held. */
 static bool refill_local(pardo_engine *e, local_ops *l) {
     if (!e->free_ops) {
-        engine_op *ops = new_chunk(e, sizeof(*ops), true);
+        size_t n = e->ops_reserved ? CHUNK : first_op_chunk();
+        engine_op *ops = new_chunk(e, n, sizeof(*ops), true);
         if (!ops) return false;
-        for (int i = 0; i < CHUNK; i++) {
+        e->ops_reserved = true;
+        for (size_t i = 0; i < n; i++) {
             ops[i].next = e->free_ops;
             e->free_ops = &ops[i];
         }
@@ -303,7 +317,7 @@ static void free_op(pardo_engine *e, engine_op *op) {
 pardo_var *pardo_engine_new_var(pardo_engine *e, pardo_status *st) {
     lock_flag(&e->free_lock);
     if (!e->free_vars) {
-        pardo_var *vars = new_chunk(e, sizeof(*vars), false);
+        pardo_var *vars = new_chunk(e, CHUNK, sizeof(*vars), false);
         if (!vars) {
             unlock_flag(&e->free_lock);
             pardo_errorf(st, PARDO_ENOMEM, "engine: out of memory for a var");
@@ -359,6 +373,7 @@ void pardo_engine_shutdown(void) {
     memset(e->free_bufs, 0, sizeof(e->free_bufs));
     e->chunks = NULL;
     e->free_ops = NULL;
+    e->ops_reserved = false;
     e->free_vars = NULL;
     free(e->tasks);
     free(e->free_slots);
