@@ -3,7 +3,9 @@
  *
  * Each of block 0's vars gets an engine var. Block 0's ops are grouped into
  * units, each pushed as one engine op with the vars its ops read and write
- * (a var both read and written counts as written): one op; or a stage of
+ * (a var both read and written counts as written; a var no op of block 0
+ * writes, a param or feed, is not listed: nothing waits for it): one op,
+ * or a linear chain of them (chain_extends); or a stage of
  * merges and updates (stage_plan.h), run as the sequential executor runs it;
  * or a parallel_do with the stage after it when that stage has an early
  * stage (its chains run on the parts' threads, inside the parallel_do).
@@ -13,7 +15,9 @@
  * A temp that dies in the step (release_plan.h) is freed by the last of
  * the units that touch it to finish: each counts down the temp's count of
  * units when it ends. The engine orders its writers before its readers, so
- * the last to end is a reader no later op needs.
+ * the last to end is a reader no later op needs. A temp only one chain
+ * touches dies after the chain's op that reads it last, as in the
+ * sequential executor.
  *
  * A failing unit keeps its status; the step's error is the one of the
  * failed unit with the lowest index (the op the sequential executor would
@@ -28,7 +32,7 @@
 #include "trace/trace.h"
 
 typedef enum unit_kind {
-    UNIT_OP,       // op `first`
+    UNIT_OP,       // ops first..last: one op, or a chain of them (bulked: see chain_extends)
     UNIT_STAGE,    // the stage starting at `first`
     UNIT_PD_STAGE, // the parallel_do `first`, then the stage starting at first + 1
 } unit_kind;
@@ -38,6 +42,8 @@ typedef struct df_dying {
     const char *name;   // borrowed from the program
     int entry;          // its root scope entry, -1 until resolved
     int units;          // the units that read or write it
+    int last_op;        // the op that reads it last (the release plan's)
+    int only_unit;      // the one unit touching it, when units is 1
     atomic_int left;    // of them, not yet ended this step
 } df_dying;
 
@@ -48,8 +54,10 @@ typedef struct df_unit {
     pardo_var **reads, **writes; // owned arrays of engine vars (borrowed vars)
     int n_reads, n_writes;
     int *var_index;           // owned: reads' then writes' block 0 var indices (n_vars: the stages var)
-    int *dying;               // owned: the df_dying it touches (indices)
+    int *dying;               // owned: the df_dying it touches (indices), freed by the last such unit to end
     int n_dying;
+    int *local;               // owned: a chain's temps no other unit touches (df_dying indices), by the op reading them last
+    int n_local;
     bool has_sibling;         // a unit no var orders it against (before or after) exists: it may run beside it
     bool failed;              // this step
     pardo_status st;          // its error, when failed
@@ -65,6 +73,7 @@ struct pardo_dataflow {
     df_dying *dying;   // the temps that die in a step; owned
     int n_dying;
     int *dying_of;     // per block 0 var: its df_dying index, or -1; owned
+    bool *written;     // per block 0 var: an op of block 0 writes it (else no unit lists it: nothing orders its reads); owned
     bool pushed;       // a step is in flight
 };
 
@@ -111,6 +120,7 @@ static int unit_vars(pardo_executor *ex, df_unit *u, pardo_status *st) {
         for (int k = 0; k < blk->ops[i].n_in; k++) {
             if (!blk->ops[i].in[k][0]) continue;
             int v = index_of(ex, blk->ops[i].in[k]);
+            if (!df->written[v]) continue; /* a param or feed of the step: no write to wait for, none waits for it */
             if (!listed_index(w, u->n_writes, v) && !listed_index(r, u->n_reads, v)) r[u->n_reads++] = v;
         }
     for (int i = 0; i < u->n_reads; i++) {
@@ -145,7 +155,8 @@ static int plan_dying(pardo_executor *ex, pardo_status *st) {
             int v = (int)(pardo_block_find_var(blk, name) - blk->vars);
             if (df->dying_of[v] >= 0) continue;
             df->dying_of[v] = df->n_dying;
-            df->dying[df->n_dying++] = (df_dying){.name = name, .entry = pardo_scope_entry(ex->root, name)};
+            df->dying[df->n_dying++] =
+                (df_dying){.name = name, .entry = pardo_scope_entry(ex->root, name), .last_op = i, .only_unit = -1};
         }
     for (int u = 0; u < df->n_units; u++) {
         df_unit *x = &df->units[u];
@@ -154,12 +165,39 @@ static int plan_dying(pardo_executor *ex, pardo_status *st) {
         for (int i = 0; i < x->n_reads + x->n_writes; i++) {
             int v = x->var_index[i];
             if (v < blk->n_vars && df->dying_of[v] >= 0) {
+                df_dying *d = &df->dying[df->dying_of[v]];
                 x->dying[x->n_dying++] = df->dying_of[v];
-                df->dying[df->dying_of[v]].units++;
+                d->only_unit = d->units++ == 0 ? u : -1;
             }
         }
     }
+    /* a chain's temps that no other unit touches die after the chain's op that reads them last, as the
+     * sequential executor frees them, not at the chain's end */
+    for (int u = 0; u < df->n_units; u++) {
+        df_unit *x = &df->units[u];
+        if (x->kind != UNIT_OP || x->first == x->last) continue;
+        if (!(x->local = malloc(sizeof(int) * ((size_t)x->n_dying + 1))))
+            return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
+        int kept = 0;
+        for (int i = 0; i < x->n_dying; i++) {
+            if (df->dying[x->dying[i]].only_unit == u) x->local[x->n_local++] = x->dying[i];
+            else x->dying[kept++] = x->dying[i];
+        }
+        x->n_dying = kept;
+        for (int i = 1; i < x->n_local; i++) /* by last_op: the chain frees them in its order */
+            for (int j = i; j > 0 && df->dying[x->local[j - 1]].last_op > df->dying[x->local[j]].last_op; j--) {
+                int t = x->local[j];
+                x->local[j] = x->local[j - 1];
+                x->local[j - 1] = t;
+            }
+    }
     return PARDO_OK;
+}
+
+/* Frees the temp d into the pool (its entry resolved on first use). */
+static void free_dying(pardo_executor *ex, df_dying *d) {
+    if (d->entry < 0 && (d->entry = pardo_scope_entry(ex->root, d->name)) < 0) return;
+    pardo_tensor_pool_put(&ex->pool, pardo_scope_entry_take(ex->root, d->entry));
 }
 
 /* Counts down the temps u touched; frees those it was the last to touch. */
@@ -167,9 +205,7 @@ static void end_unit(pardo_executor *ex, df_unit *u) {
     pardo_dataflow *df = ex->df;
     for (int i = 0; i < u->n_dying; i++) {
         df_dying *d = &df->dying[u->dying[i]];
-        if (atomic_fetch_sub_explicit(&d->left, 1, memory_order_acq_rel) != 1) continue;
-        if (d->entry < 0 && (d->entry = pardo_scope_entry(ex->root, d->name)) < 0) continue;
-        pardo_tensor_pool_put(&ex->pool, pardo_scope_entry_take(ex->root, d->entry));
+        if (atomic_fetch_sub_explicit(&d->left, 1, memory_order_acq_rel) == 1) free_dying(ex, d);
     }
 }
 
@@ -253,18 +289,105 @@ void pardo_dataflow_free(pardo_dataflow *df) {
         free(df->units[u].reads);
         free(df->units[u].writes);
         free(df->units[u].dying);
+        free(df->units[u].local);
         free(df->units[u].var_index);
     }
     free(df->units);
     free(df->dying);
     free(df->dying_of);
+    free(df->written);
     free(df->vars);
     free(df);
 }
 
+/* Per block 0 var, the last op placed in a unit so far that writes it
+ * and that reads or writes it (-1: none): what chain_extends asks. */
+typedef struct df_access {
+    int *last_write, *last_touch;
+    int *readers; // per var: the ops of block 0 that read it
+} df_access;
+
+static void access_add(pardo_executor *ex, df_access *a, int op) {
+    const pardo_op *o = &ex->prog->blocks[0].ops[op];
+    for (int k = 0; k < o->n_in; k++)
+        if (o->in[k][0]) a->last_touch[index_of(ex, o->in[k])] = op;
+    for (int k = 0; k < o->n_out; k++)
+        if (o->out[k][0]) {
+            int v = index_of(ex, o->out[k]);
+            a->last_write[v] = a->last_touch[v] = op;
+        }
+}
+
+/* Whether op j may join the unit u of ops first..j-1 (bulked, as MXNet's
+ * engine bulks a segment of ops into one push): op j reads an output of op
+ * j - 1, no other op reads op j - 1's outputs (nothing else waits for the
+ * chain), and what op j reads or writes no op before the unit wrote (or,
+ * for its writes, touched) since: j waits for nothing the unit does not.
+ * The chain runs in file order on one thread, as it would op by op: its
+ * ops follow each other anyway, and each push and hand-over between
+ * threads is saved. */
+static bool chain_extends(pardo_executor *ex, const df_access *a, const df_unit *u, int j) {
+    const pardo_op *prev = &ex->prog->blocks[0].ops[j - 1], *o = &ex->prog->blocks[0].ops[j];
+    bool linked = false;
+    for (int k = 0; k < prev->n_out; k++) {
+        if (!prev->out[k][0]) continue;
+        int v = index_of(ex, prev->out[k]);
+        if (a->readers[v] != 1) return false; /* op j - 1's output read by another op, or by none */
+        for (int i = 0; i < o->n_in; i++) linked = linked || (o->in[i][0] && strcmp(o->in[i], prev->out[k]) == 0);
+    }
+    if (!linked) return false;
+    for (int k = 0; k < o->n_in; k++)
+        if (o->in[k][0] && a->last_write[index_of(ex, o->in[k])] >= 0 && a->last_write[index_of(ex, o->in[k])] < u->first)
+            return false;
+    for (int k = 0; k < o->n_out; k++)
+        if (o->out[k][0] && a->last_touch[index_of(ex, o->out[k])] >= 0 &&
+            a->last_touch[index_of(ex, o->out[k])] < u->first)
+            return false;
+    return true;
+}
+
+/* Whether op i starts a unit of its own kind: a stage, or the parallel_do
+ * an early stage follows (on 2 threads or more). */
+static bool stage_starts(const pardo_executor *ex, const pardo_stage_plan *plan, bool stages, int i) {
+    const pardo_block *blk = &ex->prog->blocks[0];
+    if (!stages) return false;
+    return plan->n_chains[i] > 1 || (plan->early_pd == i && i + 1 < blk->n_ops && plan->n_chains[i + 1] > 1);
+}
+
+/* Groups block 0's ops into ex->df's units, in file order. */
+static int plan_units(pardo_executor *ex, df_access *acc, pardo_status *st) {
+    const pardo_block *blk = &ex->prog->blocks[0];
+    pardo_dataflow *df = ex->df;
+    bool stages = ex->opt.nthreads > 1;
+    if (stages && !ex->planned[0]) {
+        if (pardo_stage_plan_build(ex->prog, 0, &ex->plans[0], st) != PARDO_OK) return st->code;
+        ex->planned[0] = true;
+    }
+    const pardo_stage_plan *plan = &ex->plans[0];
+    for (int i = 0; i < blk->n_ops; i++) {
+        df_unit *u = &df->units[df->n_units];
+        *u = (df_unit){.ex = ex, .kind = UNIT_OP, .first = i, .last = i};
+        if (stages && plan->n_chains[i] > 1) {
+            u->kind = UNIT_STAGE;
+            u->last = plan->stage_end[i] - 1;
+        } else if (stage_starts(ex, plan, stages, i)) { /* the parallel_do before an early stage */
+            u->kind = UNIT_PD_STAGE;
+            u->last = plan->stage_end[i + 1] - 1;
+        }
+        for (int k = u->first; k <= u->last; k++) access_add(ex, acc, k);
+        while (u->kind == UNIT_OP && u->last + 1 < blk->n_ops && !stage_starts(ex, plan, stages, u->last + 1) &&
+               chain_extends(ex, acc, u, u->last + 1))
+            access_add(ex, acc, ++u->last);
+        df->n_units++;
+        if (unit_vars(ex, u, st) != PARDO_OK) return st->code;
+        i = u->last;
+    }
+    return PARDO_OK;
+}
+
 /* Builds ex->df: engine vars and units. Stages (and the early stage) run
  * as units where the sequential executor would run them: on 2 threads or
- * more. */
+ * more; other ops as units of one op, or of a chain of them (chain_extends). */
 static int plan_dataflow(pardo_executor *ex, pardo_status *st) {
     const pardo_block *blk = &ex->prog->blocks[0];
     pardo_dataflow *df = calloc(1, sizeof(*df));
@@ -279,26 +402,32 @@ static int plan_dataflow(pardo_executor *ex, pardo_status *st) {
         df->n_vars = i + 1;
     }
     if (!(df->stages = pardo_engine_new_var(df->e, st))) return st->code;
-    bool stages = ex->opt.nthreads > 1;
-    if (stages && !ex->planned[0]) {
-        if (pardo_stage_plan_build(ex->prog, 0, &ex->plans[0], st) != PARDO_OK) return st->code;
-        ex->planned[0] = true;
+    const size_t nv = (size_t)blk->n_vars + 1;
+    df_access acc = {malloc(sizeof(int) * nv), malloc(sizeof(int) * nv), calloc(nv, sizeof(int))};
+    df->written = calloc(nv, sizeof(bool));
+    if (!acc.last_write || !acc.last_touch || !acc.readers || !df->written) {
+        free(acc.last_write);
+        free(acc.last_touch);
+        free(acc.readers);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of memory planning the dataflow");
     }
-    const pardo_stage_plan *plan = &ex->plans[0];
+    for (int v = 0; v < blk->n_vars; v++) acc.last_write[v] = acc.last_touch[v] = -1;
     for (int i = 0; i < blk->n_ops; i++) {
-        df_unit *u = &df->units[df->n_units];
-        *u = (df_unit){.ex = ex, .kind = UNIT_OP, .first = i, .last = i};
-        if (stages && plan->n_chains[i] > 1) {
-            u->kind = UNIT_STAGE;
-            u->last = plan->stage_end[i] - 1;
-        } else if (stages && plan->early_pd == i && i + 1 < blk->n_ops && plan->n_chains[i + 1] > 1) {
-            u->kind = UNIT_PD_STAGE;
-            u->last = plan->stage_end[i + 1] - 1;
-        }
-        df->n_units++;
-        if (unit_vars(ex, u, st) != PARDO_OK) return st->code;
-        i = u->last;
+        const pardo_op *o = &blk->ops[i];
+        for (int k = 0; k < o->n_out; k++)
+            if (o->out[k][0]) df->written[index_of(ex, o->out[k])] = true;
+        for (int k = 0; k < o->n_in; k++) /* an op reading a var twice counts once */
+            if (o->in[k][0]) {
+                bool seen = false;
+                for (int m = 0; m < k; m++) seen = seen || strcmp(o->in[m], o->in[k]) == 0;
+                if (!seen) acc.readers[index_of(ex, o->in[k])]++;
+            }
     }
+    int rc = plan_units(ex, &acc, st);
+    free(acc.last_write);
+    free(acc.last_touch);
+    free(acc.readers);
+    if (rc != PARDO_OK) return rc;
     if (plan_siblings(ex, st) != PARDO_OK) return st->code;
     return plan_dying(ex, st);
 }
@@ -317,10 +446,16 @@ static int run_unit(void *arg, pardo_status *st) {
     int rc;
     if (u->kind == UNIT_STAGE) {
         rc = pardo_exec_run_stage(ex, 0, u->first, ex->root, &r, st);
-    } else {
+    } else if (u->kind == UNIT_PD_STAGE) {
         rc = pardo_exec_run_op(ex, 0, u->first, ex->root, &r, true, &ready, st);
-        if (rc == PARDO_OK && u->kind == UNIT_PD_STAGE)
-            rc = pardo_exec_run_stage(ex, 0, u->first + 1, ex->root, &r, st);
+        if (rc == PARDO_OK) rc = pardo_exec_run_stage(ex, 0, u->first + 1, ex->root, &r, st);
+    } else {
+        rc = PARDO_OK;
+        for (int i = u->first, k = 0; rc == PARDO_OK && i <= u->last; i++) {
+            rc = pardo_exec_run_op(ex, 0, i, ex->root, &r, true, &ready, st);
+            for (; rc == PARDO_OK && k < u->n_local && ex->df->dying[u->local[k]].last_op == i; k++)
+                free_dying(ex, &ex->df->dying[u->local[k]]);
+        }
     }
     if (rc == PARDO_OK) end_unit(ex, u); /* as the sequential executor, nothing is freed after a failure */
     if (rc != PARDO_OK) {
