@@ -6,6 +6,7 @@
  * pthread_atfork reset is for). */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "check_suites.h"
 #include "op.h"
 #include "test_util.h"
+#include "exec/thread_pin.h"
 #include "exec/thread_pool.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -454,6 +456,110 @@ START_TEST(err_parallel_for_negative) {
 }
 END_TEST
 
+
+/* The CPUs in this thread's mask. */
+static int mask_count(cpu_set_t *mask) {
+    ck_assert_int_eq(pthread_getaffinity_np(pthread_self(), sizeof *mask, mask), 0);
+    return CPU_COUNT(mask);
+}
+
+typedef struct mask_arg {
+    cpu_set_t mask;
+    atomic_bool done;
+} mask_arg;
+
+static void record_mask(void *p) {
+    mask_arg *a = p;
+    pthread_getaffinity_np(pthread_self(), sizeof a->mask, &a->mask);
+    atomic_store(&a->done, true);
+}
+
+/* The mask of a worker, from a task submitted to the started pool. */
+static void worker_mask(cpu_set_t *mask) {
+    mask_arg a = {0};
+    pardo_pool_task t;
+    pardo_thread_pool_submit(&t, record_mask, &a);
+    struct timespec pause = {0, 1000000};
+    for (int i = 0; i < 5000 && !atomic_load(&a.done); i++) nanosleep(&pause, NULL);
+    ck_assert(atomic_load(&a.done));
+    *mask = a.mask;
+}
+
+START_TEST(pin_modes_parse) {
+    pardo_pin_mode m = PARDO_PIN_OFF;
+    ck_assert(pardo_pin_mode_parse(NULL, &m) && m == PARDO_PIN_AUTO);
+    ck_assert(pardo_pin_mode_parse("", &m) && m == PARDO_PIN_AUTO);
+    ck_assert(pardo_pin_mode_parse("auto", &m) && m == PARDO_PIN_AUTO);
+    ck_assert(pardo_pin_mode_parse("on", &m) && m == PARDO_PIN_ON);
+    ck_assert(pardo_pin_mode_parse("off", &m) && m == PARDO_PIN_OFF);
+    ck_assert(!pardo_pin_mode_parse("yes", &m));
+    ck_assert(!pardo_pin_mode_parse("1", &m));
+}
+END_TEST
+
+/* auto: two threads on a machine of two CPUs or more get one CPU each, the
+ * starting thread the first of its mask; shutdown gives it its mask back. */
+START_TEST(pool_pins_a_thread_per_cpu) {
+    cpu_set_t before, now, worker;
+    int cpus = mask_count(&before);
+    unsetenv("PARDO_PIN_THREADS");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    unsetenv("MPI_LOCALNRANKS");
+    int plan[2];
+    if (cpus < 2) { /* one CPU: nothing to place */
+        ck_assert(!pardo_pin_plan(2, plan));
+        return;
+    }
+    ck_assert(pardo_pin_plan(2, plan));
+    ck_assert_int_ne(plan[0], plan[1]);
+    ck_assert(CPU_ISSET(plan[0], &before) && CPU_ISSET(plan[1], &before));
+    configure(2);
+    worker_mask(&worker);
+    ck_assert_int_eq(mask_count(&now), 1);
+    ck_assert(CPU_ISSET(plan[0], &now));
+    ck_assert_int_eq(CPU_COUNT(&worker), 1);
+    ck_assert(CPU_ISSET(plan[1], &worker));
+    pardo_thread_pool_shutdown();
+    ck_assert_int_eq(mask_count(&now), cpus);
+    ck_assert(CPU_EQUAL(&now, &before));
+}
+END_TEST
+
+/* off, more threads than CPUs (auto), or several ranks on the host: nobody
+ * is pinned. on wraps threads around the CPUs. */
+START_TEST(pool_leaves_threads_unpinned) {
+    cpu_set_t before, now, worker;
+    int cpus = mask_count(&before);
+    int plan[PARDO_MAX_THREADS];
+    ck_assert(!pardo_pin_plan(1, plan)); /* one thread: nothing to keep apart */
+    if (cpus < 2) {
+        ck_assert(!pardo_pin_plan(2, plan));
+        return;
+    }
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    unsetenv("MPI_LOCALNRANKS");
+    setenv("PARDO_PIN_THREADS", "off", 1);
+    ck_assert(!pardo_pin_plan(2, plan));
+    configure(2);
+    worker_mask(&worker);
+    ck_assert(CPU_EQUAL(&worker, &before));
+    ck_assert_int_eq(mask_count(&now), cpus);
+    pardo_thread_pool_shutdown();
+    setenv("PARDO_PIN_THREADS", "auto", 1);
+    if (cpus < PARDO_MAX_THREADS) ck_assert(!pardo_pin_plan(cpus + 1, plan));
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+    ck_assert(!pardo_pin_plan(2, plan));
+    setenv("PARDO_PIN_THREADS", "on", 1);
+    ck_assert(pardo_pin_plan(2, plan));
+    if (cpus < PARDO_MAX_THREADS) {
+        ck_assert(pardo_pin_plan(cpus + 1, plan));
+        ck_assert_int_eq(plan[cpus], plan[0]); /* around again */
+    }
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    unsetenv("PARDO_PIN_THREADS");
+}
+END_TEST
+
 Suite *make_thread_pool_suite(void) {
     Suite *s = suite_create("thread_pool");
     TCase *core = tcase_create("Core");
@@ -473,6 +579,9 @@ Suite *make_thread_pool_suite(void) {
     tcase_add_test(core, shutdown_then_resize);
     tcase_add_test(core, parallel_for_splits_ggml_way);
     tcase_add_test(core, parallel_for_blocks_hands_out_whole_blocks);
+    tcase_add_test(core, pin_modes_parse);
+    tcase_add_test(core, pool_pins_a_thread_per_cpu);
+    tcase_add_test(core, pool_leaves_threads_unpinned);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, err_configure_bad_sizes);

@@ -211,5 +211,12 @@ expect "run, bad PARDO_GEMM" 2 "PARDO_GEMM is 'openblas', expected own or blas" 
 export PARDO_GEMM=own
 expect "run, PARDO_GEMM=own" 0 -- run graphs/mlp.json --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy
 unset PARDO_GEMM
+export PARDO_PIN_THREADS=yes
+expect "run, bad PARDO_PIN_THREADS" 2 "PARDO_PIN_THREADS is 'yes', expected auto, on or off" -- run graphs/mlp.json --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy
+for m in auto on off; do
+    export PARDO_PIN_THREADS=$m
+    expect "run, PARDO_PIN_THREADS=$m" 0 -- run graphs/mlp.json --feed x=graphs/data/mlp_x.npy --feed y=graphs/data/mlp_y.npy --threads 2
+done
+unset PARDO_PIN_THREADS
 
 cli_finish

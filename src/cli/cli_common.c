@@ -9,6 +9,7 @@
 #include "exec/comm.h"
 #include "gemm.h"
 #include "io/file_io.h"
+#include "exec/thread_pin.h"
 #include "exec/thread_pool.h"
 #include "trace/trace.h"
 #include "io/graph_json.h"
@@ -232,10 +233,19 @@ static bool env_gemm_ok(void) {
     return true;
 }
 
+/* False (after printing why) for a $PARDO_PIN_THREADS that names no placement. */
+static bool env_pin_ok(void) {
+    pardo_pin_mode mode;
+    const char *env = getenv("PARDO_PIN_THREADS");
+    if (pardo_pin_mode_parse(env, &mode)) return true;
+    fprintf(stderr, "pardo: $PARDO_PIN_THREADS is '%s', expected auto, on or off\n", env);
+    return false;
+}
+
 pardo_program *cli_start(long threads, const char *path) {
     pardo_status st;
     pardo_status_clear(&st);
-    if (!env_gemm_ok()) return NULL;
+    if (!env_gemm_ok() || !env_pin_ok()) return NULL;
     if (pardo_thread_pool_configure((int)threads, &st) != PARDO_OK) {
         cli_print_error(&st);
         return NULL;

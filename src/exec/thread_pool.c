@@ -13,6 +13,7 @@
 
 #include "exec/blocking_counter.h"
 #include "exec/spin.h"
+#include "exec/thread_pin.h"
 #include "trace/trace.h"
 
 /* The queue's mutex is glibc's adaptive kind: a thread that finds it held
@@ -31,6 +32,8 @@ static struct {
     int size;                     // threads, the caller included
     int n_workers;                // workers running
     pthread_t workers[PARDO_MAX_THREADS];
+    bool pinned;                  // each thread on a CPU of its own (thread_pin.h): thread k on cpus[k]
+    int cpus[PARDO_MAX_THREADS];
     _Alignas(PARDO_CACHE_LINE) atomic_int queued; // tasks in the queue, read by spinning workers
     /* threads awake with nothing to do that take a queued helper task: workers spinning for work, forks'
      * callers in a helping join; pardo_thread_pool_for_idle queues nothing while there are none */
@@ -110,6 +113,7 @@ static void *worker_main(void *index) {
     char name[32]; /* "pool-K" in traces; K from 1 (the forking thread is not a worker) */
     snprintf(name, sizeof name, "pool-%d", (int)(intptr_t)index);
     pardo_trace_set_thread_name(name);
+    if (pool.pinned) pardo_pin_self(pool.cpus[(intptr_t)index]); /* both written before the worker was made */
     uint64_t worked_ns = 0; /* the last task's time: how long to spin for the next (pardo_spin_budget) */
     pthread_mutex_lock(&pool.mu);
     for (;;) {
@@ -161,6 +165,8 @@ static void reset_in_child(void) {
     pool.stopping = false;
     pool.n_workers = 0;
     pool.size = 0;
+    pool.pinned = false;
+    pardo_pin_restore_caller(); /* the child's one thread may be the parent's pinned first thread */
     atomic_store(&pool.queued, 0);
     atomic_store(&pool.idle_awake, 0);
     atomic_store(&pool.started, false);
@@ -172,6 +178,12 @@ static void start_pool(void) {
     pool.size = configured ? configured : env_size();
     pool.stopping = false;
     pool.n_workers = 0;
+    /* a core each, the starting thread's first, so that no two share one (thread_pin.h) */
+    pool.pinned = pardo_pin_plan(pool.size, pool.cpus);
+    if (pool.pinned) {
+        pardo_pin_save_caller();
+        pardo_pin_self(pool.cpus[0]);
+    }
     for (int i = 0; i < pool.size - 1; i++) {
         if (pthread_create(&pool.workers[i], NULL, worker_main, (void *)(intptr_t)(i + 1)) != 0)
             break; /* run with fewer */
@@ -399,6 +411,8 @@ void pardo_thread_pool_shutdown(void) {
     memcpy(&start_once, &fresh_once, sizeof start_once);
     pool.n_workers = 0;
     pool.stopping = false;
+    if (pool.pinned) pardo_pin_restore_caller(); /* the starting thread's mask as it was, where this is it */
+    pool.pinned = false;
     atomic_store(&pool.started, false);
     pthread_mutex_unlock(&config_mu);
 }
