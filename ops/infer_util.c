@@ -3,8 +3,9 @@
 
 #include "op.h"
 
-/* The dtypes pardo_op_infer lets through to an op without all_dtypes. */
-static const char base_dtypes[] = "float32, float64, int32, int64 or bool";
+/* The dtypes pardo_op_infer stops before an op without all_dtypes (those
+ * after bool); the op's own inference then says which of the others it takes. */
+static const char extra_dtypes[] = "uint8, int8, int16, uint16, uint32, uint64, float16 or bfloat16";
 
 int pardo_op_infer(pardo_infer_ctx *ctx) {
     const pardo_op_def *def = ctx->op->def;
@@ -12,15 +13,15 @@ int pardo_op_infer(pardo_infer_ctx *ctx) {
         for (int k = 0; k < ctx->n_in; k++)
             if (ctx->in[k] && pardo_dtype_is_extra(ctx->in[k]->dtype))
                 return pardo_errorf(ctx->st, PARDO_ENOTSUP, "input %d has dtype %s, which %s does not take (it "
-                                    "takes %s)", k, pardo_dtype_name(ctx->in[k]->dtype), def->type,
-                                    base_dtypes);
+                                    "takes none of %s)", k, pardo_dtype_name(ctx->in[k]->dtype), def->type,
+                                    extra_dtypes);
     int rc = def->infer(ctx);
     if (rc != PARDO_OK || def->all_dtypes) return rc;
     for (int k = 0; k < ctx->n_out; k++)
         if (pardo_dtype_is_extra(ctx->out[k].dtype))
             return pardo_errorf(ctx->st, PARDO_ENOTSUP, "output %d would have dtype %s, which %s does not make "
-                                "(it makes %s)", k, pardo_dtype_name(ctx->out[k].dtype), def->type,
-                                base_dtypes);
+                                "(it makes none of %s)", k, pardo_dtype_name(ctx->out[k].dtype), def->type,
+                                extra_dtypes);
     return PARDO_OK;
 }
 

@@ -225,3 +225,9 @@ int pardo_expand_to_shape(pardo_dtype dt, const void *src, int src_nd, const int
     else expand_f64(&p, src, dst, scale);
     return PARDO_OK;
 }
+
+int pardo_expect_ordered(const pardo_type *t, const char *what, pardo_status *st) {
+    if (t->dtype >= 0 && t->dtype < PARDO_DTYPE_COUNT && t->dtype != PARDO_BOOL) return PARDO_OK;
+    return pardo_errorf(st, PARDO_ESHAPE, "%s has dtype %s, expected " PARDO_ORDERED_NAMES, what,
+                        pardo_dtype_name(t->dtype));
+}

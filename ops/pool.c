@@ -10,6 +10,8 @@
  * divided by the number of input elements inside it, not by kH * kW.
  * max_pool2d takes the first maximum of a window in row-major order (strict
  * >), and max_pool2d_grad routes each output gradient to that element.
+ * max_pool2d takes every numeric dtype (it compares and copies; float16 and
+ * bfloat16 compare as the values they encode), the rest float32 or float64.
  * The kernels work plane by plane ((n, c)), the planes split over the
  * kernel's threads for big inputs; 2x2 windows with strides 2 and no pads
  * (the usual pooling) run as vectorised row loops. Nothing is allocated
@@ -35,11 +37,14 @@ static const pardo_attr_def pool_attrs[] = {
 };
 
 /* Reads the attrs and X's type into g and Y's type into y (may be NULL).
- * Inference (dims may be -1) and kernels both use it. */
-static int pool_geometry(const pardo_op *op, const pardo_type *x, pool_geom *g, pardo_type *y, pardo_status *st) {
+ * Inference (dims may be -1) and kernels both use it. any_order: X may have
+ * any ordered dtype (max_pool2d), else float32 or float64. */
+static int pool_geometry(const pardo_op *op, const pardo_type *x, bool any_order, pool_geom *g, pardo_type *y,
+                         pardo_status *st) {
     int64_t k[PARDO_MAX_DIMS];
     int nk, rc;
-    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK ||
+    if ((rc = any_order ? pardo_expect_ordered(x, "input 0 'X'", st) : pardo_nn_expect_float(x, "input 0 'X'", st)) !=
+            PARDO_OK ||
         (rc = pardo_nn_expect_rank(x, "input 0 'X'", 4, "[N, C, H, W]", st)) != PARDO_OK)
         return rc;
     if ((rc = pardo_attr_ints(op, "kernel", k, PARDO_MAX_DIMS, &nk, st)) != PARDO_OK) return rc;
@@ -85,8 +90,54 @@ static bool pool_is_2x2(const pool_geom *g) {
            p->pad[1] == 0 && p->pad[2] == 0 && p->pad[3] == 0;
 }
 
-/* Defines the pool kernels of element type T (U: an unsigned integer of its
- * size) with suffix SUF, each on the planes (n, c) [p0, p1): maxpool_fwd_SUF,
+/* Defines max_pool2d's forward for element type T (compared as LOAD(v): the
+ * value it encodes) with suffix SUF: maxpool_argmax_SUF (the first maximum of
+ * a window in row-major order, strict >), max2x2_row_SUF and maxpool_fwd_SUF
+ * on the planes [p0, p1). It only compares and copies: every ordered dtype
+ * (PARDO_FOR_ORDERED_DTYPES) gets it, the maximum's bits as stored. */
+#define MAXPOOL_FWD(SUF, T, LOAD)                                                                                      \
+    static int64_t maxpool_argmax_##SUF(const pool_geom *g, const T *xp, int64_t oh, int64_t ow) {                     \
+        int64_t h0, h1, w0, w1;                                                                                        \
+        pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                           \
+        pardo_window2d_clip(&g->win, 1, ow, g->w, &w0, &w1);                                                           \
+        int64_t best = h0 * g->w + w0;                                                                                 \
+        for (int64_t ih = h0; ih < h1; ih++)                                                                           \
+            for (int64_t iw = w0; iw < w1; iw++)                                                                       \
+                if (LOAD(xp[ih * g->w + iw]) > LOAD(xp[best])) best = ih * g->w + iw;                                 \
+        return best;                                                                                                   \
+    }                                                                                                                  \
+    /* one output row of the 2x2 windows from input rows a and b */                                                    \
+    PARDO_WINDOW2D_LOOPS static void max2x2_row_##SUF(const T *restrict a, const T *restrict b, T *restrict y,         \
+                                                      int64_t n) {                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            T m = a[2 * i];                                                                                            \
+            m = LOAD(a[2 * i + 1]) > LOAD(m) ? a[2 * i + 1] : m;                                                       \
+            m = LOAD(b[2 * i]) > LOAD(m) ? b[2 * i] : m;                                                               \
+            y[i] = LOAD(b[2 * i + 1]) > LOAD(m) ? b[2 * i + 1] : m;                                                    \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void maxpool_fwd_##SUF(const pool_geom *g, const void *vx, const void *vdy, void *vy, int64_t p0,           \
+                                  int64_t p1) {                                                                        \
+        (void)vdy;                                                                                                     \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        const bool two = pool_is_2x2(g);                                                                               \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
+            const T *xp = x + pl * g->h * g->w;                                                                        \
+            T *yp = y + pl * g->oh * g->ow;                                                                            \
+            for (int64_t oh = 0; oh < g->oh; oh++)                                                                     \
+                if (two)                                                                                               \
+                    max2x2_row_##SUF(xp + 2 * oh * g->w, xp + (2 * oh + 1) * g->w, yp + oh * g->ow, g->ow);            \
+                else                                                                                                   \
+                    for (int64_t ow = 0; ow < g->ow; ow++)                                                             \
+                        yp[oh * g->ow + ow] = xp[maxpool_argmax_##SUF(g, xp, oh, ow)];                                 \
+        }                                                                                                              \
+    }
+
+PARDO_FOR_ORDERED_DTYPES(MAXPOOL_FWD)
+
+/* Defines the other pool kernels of float type T (U: an unsigned integer of
+ * its size) with suffix SUF, each on the planes (n, c) [p0, p1):
  * maxpool_bwd_SUF (dX = dY at the first max of each window, 0 elsewhere),
  * avgpool_fwd_SUF (sum in double / count), avgpool_bwd_SUF (dX = sum of dY
  * / count over the windows holding each element). Each writes every element
@@ -95,26 +146,6 @@ static bool pool_is_2x2(const pool_geom *g) {
  * vectorises (the same arithmetic and the same first maximum); the others
  * walk each window clipped to the input. */
 #define POOL_KERNELS(SUF, T, U)                                                                                        \
-    static int64_t maxpool_argmax_##SUF(const pool_geom *g, const T *xp, int64_t oh, int64_t ow) {                     \
-        int64_t h0, h1, w0, w1;                                                                                        \
-        pardo_window2d_clip(&g->win, 0, oh, g->h, &h0, &h1);                                                           \
-        pardo_window2d_clip(&g->win, 1, ow, g->w, &w0, &w1);                                                           \
-        int64_t best = h0 * g->w + w0;                                                                                 \
-        for (int64_t ih = h0; ih < h1; ih++)                                                                           \
-            for (int64_t iw = w0; iw < w1; iw++)                                                                       \
-                if (xp[ih * g->w + iw] > xp[best]) best = ih * g->w + iw;                                              \
-        return best;                                                                                                   \
-    }                                                                                                                  \
-    /* one output row of the 2x2 windows from input rows a and b */                                                    \
-    PARDO_WINDOW2D_LOOPS static void max2x2_row_##SUF(const T *restrict a, const T *restrict b, T *restrict y,         \
-                                                      int64_t n) {                                                     \
-        for (int64_t i = 0; i < n; i++) {                                                                              \
-            T m = a[2 * i];                                                                                            \
-            m = a[2 * i + 1] > m ? a[2 * i + 1] : m;                                                                   \
-            m = b[2 * i] > m ? b[2 * i] : m;                                                                           \
-            y[i] = b[2 * i + 1] > m ? b[2 * i + 1] : m;                                                                \
-        }                                                                                                              \
-    }                                                                                                                  \
     PARDO_WINDOW2D_LOOPS static void max2x2_grad_row_##SUF(const T *restrict a, const T *restrict b,                   \
                                                            const T *restrict dy, T *restrict da, T *restrict db,       \
                                                            int64_t n) {                                                \
@@ -149,23 +180,6 @@ static bool pool_is_2x2(const pool_geom *g) {
         for (int64_t ih = 0; ih < 2 * g->oh && 2 * g->ow < g->w; ih++)                                                 \
             memset(dxp + ih * g->w + 2 * g->ow, 0, sizeof(T) * (size_t)(g->w - 2 * g->ow));                            \
         if (2 * g->oh < g->h) memset(dxp + 2 * g->oh * g->w, 0, sizeof(T) * (size_t)((g->h - 2 * g->oh) * g->w));     \
-    }                                                                                                                  \
-    static void maxpool_fwd_##SUF(const pool_geom *g, const void *vx, const void *vdy, void *vy, int64_t p0,           \
-                                  int64_t p1) {                                                                        \
-        (void)vdy;                                                                                                     \
-        const T *x = vx;                                                                                               \
-        T *y = vy;                                                                                                     \
-        const bool two = pool_is_2x2(g);                                                                               \
-        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
-            const T *xp = x + pl * g->h * g->w;                                                                        \
-            T *yp = y + pl * g->oh * g->ow;                                                                            \
-            for (int64_t oh = 0; oh < g->oh; oh++)                                                                     \
-                if (two)                                                                                               \
-                    max2x2_row_##SUF(xp + 2 * oh * g->w, xp + (2 * oh + 1) * g->w, yp + oh * g->ow, g->ow);            \
-                else                                                                                                   \
-                    for (int64_t ow = 0; ow < g->ow; ow++)                                                             \
-                        yp[oh * g->ow + ow] = xp[maxpool_argmax_##SUF(g, xp, oh, ow)];                                 \
-        }                                                                                                              \
     }                                                                                                                  \
     static void maxpool_bwd_##SUF(const pool_geom *g, const void *vx, const void *vdy, void *vdx, int64_t p0,          \
                                   int64_t p1) {                                                                        \
@@ -279,6 +293,7 @@ static int pool_planes(pardo_kernel_ctx *ctx, const pool_geom *g, pool_fn fn, co
 }
 
 static const pardo_arg_def pool_in[] = {{"X", "input [N, C, H, W] (float32 or float64)", false, false}};
+static const pardo_arg_def maxpool_in[] = {{"X", "input [N, C, H, W] (" PARDO_ORDERED_NAMES ")", false, false}};
 static const pardo_arg_def pool_out[] = {{"Y", "output [N, C, oH, oW]", false, false}};
 static const pardo_arg_def pool_grad_in[] = {
     {"X", "the forward input", false, false},
@@ -287,31 +302,42 @@ static const pardo_arg_def pool_grad_in[] = {
 };
 static const pardo_arg_def pool_grad_out[] = {{"dX", "gradient of X", true, false}};
 
-static int pool_infer(pardo_infer_ctx *ctx) {
+static int maxpool_infer(pardo_infer_ctx *ctx) {
     pool_geom g;
-    return pool_geometry(ctx->op, ctx->in[0], &g, &ctx->out[0], ctx->st);
+    return pool_geometry(ctx->op, ctx->in[0], true, &g, &ctx->out[0], ctx->st);
 }
 
-/* Runs the forward kernel f32 or f64 (by X's dtype). */
-static int pool_run(pardo_kernel_ctx *ctx, pool_fn f32, pool_fn f64) {
+static int avgpool_infer(pardo_infer_ctx *ctx) {
+    pool_geom g;
+    return pool_geometry(ctx->op, ctx->in[0], false, &g, &ctx->out[0], ctx->st);
+}
+
+/* The forward kernels by X's dtype: max pooling has one for every ordered dtype, average pooling for the floats. */
+static const pool_fn maxpool_fwd_kernels[PARDO_DTYPE_COUNT] = PARDO_ORDERED_TABLE(maxpool_fwd);
+static const pool_fn avgpool_fwd_kernels[PARDO_DTYPE_COUNT] = {[PARDO_F32] = avgpool_fwd_f32,
+                                                               [PARDO_F64] = avgpool_fwd_f64};
+
+/* Runs the forward kernel of X's dtype (the geometry let only dtypes with one through). */
+static int pool_run(pardo_kernel_ctx *ctx, bool max) {
     pardo_tensor *x = ctx->in[0];
     pardo_type tx = pardo_tensor_type(x), ty;
     pool_geom g;
-    int rc = pool_geometry(ctx->op, &tx, &g, &ty, ctx->st);
+    int rc = pool_geometry(ctx->op, &tx, max, &g, &ty, ctx->st);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, 4, ty.shape);
     if (!y) return ctx->st->code;
-    return pool_planes(ctx, &g, x->dtype == PARDO_F32 ? f32 : f64, pardo_tensor_data(x), NULL, pardo_tensor_data(y));
+    const pool_fn fn = (max ? maxpool_fwd_kernels : avgpool_fwd_kernels)[x->dtype];
+    return pool_planes(ctx, &g, fn, pardo_tensor_data(x), NULL, pardo_tensor_data(y));
 }
 
-static int maxpool_cpu(pardo_kernel_ctx *ctx) { return pool_run(ctx, maxpool_fwd_f32, maxpool_fwd_f64); }
-static int avgpool_cpu(pardo_kernel_ctx *ctx) { return pool_run(ctx, avgpool_fwd_f32, avgpool_fwd_f64); }
+static int maxpool_cpu(pardo_kernel_ctx *ctx) { return pool_run(ctx, true); }
+static int avgpool_cpu(pardo_kernel_ctx *ctx) { return pool_run(ctx, false); }
 
 static int pool_grad_infer(pardo_infer_ctx *ctx) {
     pool_geom g;
     pardo_type ty;
     const pardo_type *dy = pardo_nn_in_type(ctx, 2);
-    int rc = pool_geometry(ctx->op, ctx->in[0], &g, &ty, ctx->st);
+    int rc = pool_geometry(ctx->op, ctx->in[0], false, &g, &ty, ctx->st);
     if (rc == PARDO_OK && dy) rc = pardo_nn_expect_same(dy, "input 2 'dY'", &ty, "the output of the pool", ctx->st);
     if (rc == PARDO_OK) ctx->out[0] = *ctx->in[0];
     return rc;
@@ -323,7 +349,7 @@ static int pool_grad_run(pardo_kernel_ctx *ctx, bool max) {
     pardo_tensor *x = ctx->in[0], *dy = pardo_nn_in(ctx, 2);
     pardo_type tx = pardo_tensor_type(x), ty;
     pool_geom g;
-    int rc = pool_geometry(ctx->op, &tx, &g, &ty, ctx->st);
+    int rc = pool_geometry(ctx->op, &tx, false, &g, &ty, ctx->st);
     if (rc == PARDO_OK && dy) {
         pardo_type tdy = pardo_tensor_type(dy);
         rc = pardo_nn_expect_same(&tdy, "input 2 'dY'", &ty, "the output of the pool", ctx->st);
@@ -343,16 +369,18 @@ static int avgpool_grad_cpu(pardo_kernel_ctx *ctx) { return pool_grad_run(ctx, f
 
 const pardo_op_def pardo_op_max_pool2d = {
     .type = "max_pool2d",
-    .doc = "2-D max pooling (ONNX MaxPool, NCHW): the maximum of each kernel window",
-    .inputs = pool_in,
+    .doc = "2-D max pooling (ONNX MaxPool, NCHW): the maximum of each kernel window (any numeric dtype; the "
+           "gradient float32 or float64)",
+    .inputs = maxpool_in,
     .n_inputs = 1,
     .outputs = pool_out,
     .n_outputs = 1,
     .attrs = pool_attrs,
     .n_attrs = 3,
-    .infer = pool_infer,
+    .infer = maxpool_infer,
     .cpu = maxpool_cpu,
     .grad = pardo_grad_standard,
+    .all_dtypes = true,
 };
 
 const pardo_op_def pardo_op_max_pool2d_grad = {
@@ -377,7 +405,7 @@ const pardo_op_def pardo_op_avg_pool2d = {
     .n_outputs = 1,
     .attrs = pool_attrs,
     .n_attrs = 3,
-    .infer = pool_infer,
+    .infer = avgpool_infer,
     .cpu = avgpool_cpu,
     .grad = pardo_grad_standard,
 };

@@ -81,13 +81,16 @@ static void taps(const pn_geom *g, int a, int64_t o, int64_t *lo, int64_t *hi) {
 
 /* Reads the attrs (storage_order when with_order) and X's type into g and
  * Y's type into y (may be NULL). Inference (dims may be -1) and kernels both
- * use it. */
-static int pn_geometry(const pardo_op *op, const pardo_type *x, bool with_order, pn_geom *g, pardo_type *y,
-                       pardo_status *st) {
+ * use it. any_order: X may have any ordered dtype (max_pool_nd's forward),
+ * else float32 or float64. */
+static int pn_geometry(const pardo_op *op, const pardo_type *x, bool with_order, bool any_order, pn_geom *g,
+                       pardo_type *y, pardo_status *st) {
     char sx[128];
     int64_t k[PARDO_MAX_DIMS];
     int nk, rc;
-    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK) return rc;
+    if ((rc = any_order ? pardo_expect_ordered(x, "input 0 'X'", st) : pardo_nn_expect_float(x, "input 0 'X'", st)) !=
+        PARDO_OK)
+        return rc;
     if ((rc = pardo_attr_ints(op, "kernel", k, PARDO_MAX_DIMS, &nk, st)) != PARDO_OK) return rc;
     if (nk < 0) return pardo_errorf(st, PARDO_EINVAL, "attr 'kernel' is required (one size per spatial axis)");
     if (nk < 1 || nk > PN_DIMS)
@@ -194,10 +197,11 @@ static int64_t order_index(const pn_geom *g, int64_t e) {
     return (i2 * g->in[1] + i1) * g->in[0] + i0;
 }
 
-/* Defines the kernels of element type T with suffix SUF over planes [p0,
- * p1): max_fwd_SUF (Y and Indices), max_bwd_SUF, avg_fwd_SUF (the sum in
- * double / count), avg_bwd_SUF. Each writes every element of its planes. */
-#define PN_KERNELS(SUF, T)                                                                                             \
+/* Defines max_pool_nd's forward for element type T (compared as LOAD(v),
+ * the value it encodes) with suffix SUF: argmax_SUF (a window's first
+ * maximum, strict >) and max_fwd_SUF (Y and Indices) over planes [p0, p1).
+ * It compares and copies only: every ordered dtype gets it. */
+#define PN_MAX_FWD(SUF, T, LOAD)                                                                                       \
     static int64_t argmax_##SUF(const pn_geom *g, const T *xp, const int64_t *u) {                                     \
         int64_t lo[3], hi[3];                                                                                          \
         window(g, u[0], u[1], u[2], lo, hi);                                                                           \
@@ -206,7 +210,7 @@ static int64_t order_index(const pn_geom *g, int64_t e) {
             for (int64_t j1 = lo[1]; j1 < hi[1]; j1++)                                                                 \
                 for (int64_t j2 = lo[2]; j2 < hi[2]; j2++) {                                                           \
                     const int64_t e = tap_at(g, u, j0, j1, j2);                                                        \
-                    if (xp[e] > xp[best]) best = e;                                                                    \
+                    if (LOAD(xp[e]) > LOAD(xp[best])) best = e;                                                                    \
                 }                                                                                                      \
         return best;                                                                                                   \
     }                                                                                                                  \
@@ -226,7 +230,14 @@ static int64_t order_index(const pn_geom *g, int64_t e) {
                         if (j->index) j->index[e] = pl * g->ip + order_index(g, best);                                 \
                     }                                                                                                  \
         }                                                                                                              \
-    }                                                                                                                  \
+    }
+
+PARDO_FOR_ORDERED_DTYPES(PN_MAX_FWD)
+
+/* Defines the other kernels of float type T with suffix SUF over planes
+ * [p0, p1): max_bwd_SUF, avg_fwd_SUF (the sum in double / count),
+ * avg_bwd_SUF. Each writes every element of its planes. */
+#define PN_KERNELS(SUF, T)                                                                                             \
     static void max_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                     \
         const pn_job *j = arg;                                                                                         \
         const pn_geom *g = j->g;                                                                                       \
@@ -293,6 +304,8 @@ typedef void (*pn_fn)(void *arg, int64_t p0, int64_t p1);
 
 static const pardo_arg_def pn_in[] = {
     {"X", "input [N, C, spatial...] of 1 to 3 spatial axes (float32 or float64)", false, false}};
+static const pardo_arg_def max_in[] = {
+    {"X", "input [N, C, spatial...] of 1 to 3 spatial axes (" PARDO_ORDERED_NAMES ")", false, false}};
 static const pardo_arg_def max_out[] = {
     {"Y", "output [N, C, out...]", false, false},
     {"Indices", "int64, Y's shape: the flat index into X of each window's maximum (attr storage_order)", true, false},
@@ -301,7 +314,7 @@ static const pardo_arg_def avg_out[] = {{"Y", "output [N, C, out...]", false, fa
 
 static int max_infer(pardo_infer_ctx *ctx) {
     pn_geom g;
-    int rc = pn_geometry(ctx->op, ctx->in[0], true, &g, &ctx->out[0], ctx->st);
+    int rc = pn_geometry(ctx->op, ctx->in[0], true, true, &g, &ctx->out[0], ctx->st);
     if (rc == PARDO_OK && ctx->n_out > 1) {
         ctx->out[1] = ctx->out[0];
         ctx->out[1].dtype = PARDO_I64;
@@ -311,15 +324,20 @@ static int max_infer(pardo_infer_ctx *ctx) {
 
 static int avg_infer(pardo_infer_ctx *ctx) {
     pn_geom g;
-    return pn_geometry(ctx->op, ctx->in[0], false, &g, &ctx->out[0], ctx->st);
+    return pn_geometry(ctx->op, ctx->in[0], false, false, &g, &ctx->out[0], ctx->st);
 }
 
-/* Runs a forward kernel (f32 or f64 by X's dtype); max: with Indices where wanted. */
-static int pn_run(pardo_kernel_ctx *ctx, bool max, pn_fn f32, pn_fn f64) {
+/* The forward kernels by X's dtype: max pooling's for every ordered dtype, average pooling's for the floats. */
+static const pn_fn max_fwd_kernels[PARDO_DTYPE_COUNT] = PARDO_ORDERED_TABLE(max_fwd);
+static const pn_fn avg_fwd_kernels[PARDO_DTYPE_COUNT] = {[PARDO_F32] = avg_fwd_f32, [PARDO_F64] = avg_fwd_f64};
+
+/* Runs the forward kernel of X's dtype (the geometry let only dtypes with one through); max: with Indices where
+ * wanted. */
+static int pn_run(pardo_kernel_ctx *ctx, bool max) {
     pardo_tensor *x = ctx->in[0];
     pardo_type tx = pardo_tensor_type(x), ty;
     pn_geom g;
-    int rc = pn_geometry(ctx->op, &tx, max, &g, &ty, ctx->st);
+    int rc = pn_geometry(ctx->op, &tx, max, max, &g, &ty, ctx->st);
     if (rc != PARDO_OK) return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, ty.ndim, ty.shape), *ix = NULL;
     if (!y) return ctx->st->code;
@@ -328,11 +346,11 @@ static int pn_run(pardo_kernel_ctx *ctx, bool max, pn_fn f32, pn_fn f64) {
         return ctx->st->code;
     pn_job j = {.g = &g, .x = pardo_tensor_data(x), .out = pardo_tensor_data(y),
                 .index = ix ? pardo_tensor_data(ix) : NULL};
-    return pardo_run_rows(ctx, g.n * g.c, g.ip, x->dtype == PARDO_F32 ? f32 : f64, &j);
+    return pardo_run_rows(ctx, g.n * g.c, g.ip, (max ? max_fwd_kernels : avg_fwd_kernels)[x->dtype], &j);
 }
 
-static int max_cpu(pardo_kernel_ctx *ctx) { return pn_run(ctx, true, max_fwd_f32, max_fwd_f64); }
-static int avg_cpu(pardo_kernel_ctx *ctx) { return pn_run(ctx, false, avg_fwd_f32, avg_fwd_f64); }
+static int max_cpu(pardo_kernel_ctx *ctx) { return pn_run(ctx, true); }
+static int avg_cpu(pardo_kernel_ctx *ctx) { return pn_run(ctx, false); }
 
 /* max_pool_nd_grad reads X and dY alone: Y and Indices are left out (""). */
 static int max_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
@@ -347,8 +365,8 @@ static int avg_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo
 const pardo_op_def pardo_op_max_pool_nd = {
     .type = "max_pool_nd",
     .doc = "max pooling of 1 to 3 spatial axes (ONNX MaxPool, NC...) with dilations: the maximum of each window, and "
-           "optionally its flat index into X (Indices)",
-    .inputs = pn_in,
+           "optionally its flat index into X (Indices); any numeric dtype (the gradient float32 or float64)",
+    .inputs = max_in,
     .n_inputs = 1,
     .outputs = max_out,
     .n_outputs = 2,
@@ -357,6 +375,7 @@ const pardo_op_def pardo_op_max_pool_nd = {
     .infer = max_infer,
     .cpu = max_cpu,
     .grad = max_grad_build,
+    .all_dtypes = true,
 };
 
 const pardo_op_def pardo_op_avg_pool_nd = {
@@ -393,7 +412,7 @@ static const pardo_arg_def pn_grad_out[] = {{"dX", "gradient of X", true, false}
 static int pn_grad_check(const pardo_op *op, const pardo_type *x, const pardo_type *dy, bool max, pn_geom *g,
                          pardo_status *st) {
     pardo_type ty;
-    int rc = pn_geometry(op, x, max, g, &ty, st);
+    int rc = pn_geometry(op, x, max, false, g, &ty, st);
     if (rc == PARDO_OK && dy)
         rc = pardo_nn_expect_same(dy, max ? "input 3 'dY'" : "input 2 'dY'", &ty, "the output of the pool", st);
     return rc;

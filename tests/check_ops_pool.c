@@ -93,6 +93,53 @@ START_TEST(test_pool_reference) {
 }
 END_TEST
 
+/* max_pool2d on every numeric dtype: each output element holds the bits of
+ * its window's first maximum (strict >, row-major, compared as the value it
+ * encodes), found here by a naive walk comparing long doubles; the 2x2 row
+ * loops and the clipped windows both. */
+START_TEST(test_maxpool_every_dtype) {
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I8,  PARDO_I16, PARDO_I32, PARDO_I64,
+                                      PARDO_U8,  PARDO_U16, PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+    static const pool_case every[] = {
+        {{2, 3, 7, 9}, {2, 2}, {2, 2}, {0, 0, 0, 0}}, /* the 2x2 rows, an odd row and column left out */
+        {{1, 2, 6, 5}, {3, 2}, {3, 1}, {2, 1, 2, 1}}, /* clipped windows */
+    };
+    for (int t = 0; t < LEN(dts); t++)
+        for (int k = 0; k < LEN(every); k++) {
+            const pool_case *c = &every[k];
+            test_rng r = {900u + (uint64_t)(t * 2 + k)};
+            pardo_tensor *x = test_tensor_spread(&r, dts[t], 4, c->xs), *y = NULL;
+            pardo_status st;
+            char attrs[160];
+            ck_assert_msg(test_run_op("max_pool2d", pool_attrs(c, attrs, sizeof attrs), 1, &x, 1, &y, &st) == PARDO_OK,
+                          "%s case %d: %s", pardo_dtype_name(dts[t]), k, st.msg);
+            ck_assert_int_eq(y->dtype, dts[t]);
+            const int64_t H = c->xs[2], W = c->xs[3], OH = y->shape[2], OW = y->shape[3];
+            const size_t es = pardo_dtype_size(dts[t]);
+            const unsigned char *xd = pardo_tensor_data(x), *yd = pardo_tensor_data(y);
+            for (int64_t p = 0; p < c->xs[0] * c->xs[1]; p++)
+                for (int64_t oh = 0; oh < OH; oh++)
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        int64_t best = -1;
+                        for (int64_t kh = 0; kh < c->k[0]; kh++)
+                            for (int64_t kw = 0; kw < c->k[1]; kw++) {
+                                const int64_t ih = oh * c->s[0] - c->pads[0] + kh, iw = ow * c->s[1] - c->pads[1] + kw;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                const int64_t e = (p * H + ih) * W + iw;
+                                if (best < 0 || test_elem_ld(xd, dts[t], e) > test_elem_ld(xd, dts[t], best)) best = e;
+                            }
+                        const int64_t o = (p * OH + oh) * OW + ow;
+                        ck_assert_msg(memcmp(yd + (size_t)o * es, xd + (size_t)best * es, es) == 0,
+                                      "%s case %d: output %lld is not input %lld's bits (%Lg vs %Lg)",
+                                      pardo_dtype_name(dts[t]), k, (long long)o, (long long)best,
+                                      test_elem_ld(yd, dts[t], o), test_elem_ld(xd, dts[t], best));
+                    }
+            pardo_tensor_release(y);
+            pardo_tensor_release(x);
+        }
+}
+END_TEST
+
 START_TEST(test_pool_default_strides) {
     /* strides default to the kernel; pads to zeros; leftover rows are dropped (floor) */
     int64_t xs[] = {1, 1, 5, 4};
@@ -360,10 +407,17 @@ START_TEST(test_pool_errors) {
         expect_pool_error(op, NULL, xs, PARDO_EINVAL, "'kernel'", "required");
         expect_pool_error(op, "{\"kernel\": [2, 2]}", (int64_t[]){1, 2, 0, 4}, PARDO_ESHAPE, "'kernel'", NULL);
     }
-    pardo_type y, x = test_type(PARDO_I64, 4, xs);
+    pardo_type y, x = test_type(PARDO_BOOL, 4, xs);
     const pardo_type *in[1] = {&x};
     pardo_status st;
     ck_assert_int_eq(test_infer_op("max_pool2d", "{\"kernel\": [2, 2]}", 1, in, 1, &y, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "bool") && strstr(st.msg, "uint8"), "%s", st.msg);
+    x = test_type(PARDO_I64, 4, xs); /* integers: max pooling only */
+    ck_assert_int_eq(test_infer_op("max_pool2d", "{\"kernel\": [2, 2]}", 1, in, 1, &y, &st), PARDO_OK);
+    ck_assert_int_eq(test_infer_op("avg_pool2d", "{\"kernel\": [2, 2]}", 1, in, 1, &y, &st), PARDO_ESHAPE);
+    const pardo_type dy = test_type(PARDO_I64, 4, (int64_t[]){1, 2, 2, 2});
+    const pardo_type *gin[3] = {&x, NULL, &dy};
+    ck_assert_int_eq(test_infer_op("max_pool2d_grad", "{\"kernel\": [2, 2]}", 3, gin, 1, &y, &st), PARDO_ESHAPE);
     x = test_type(PARDO_F32, 2, xs);
     ck_assert_int_eq(test_infer_op("avg_pool2d", "{\"kernel\": [2, 2]}", 1, in, 1, &y, &st), PARDO_ESHAPE);
 }
@@ -412,6 +466,7 @@ Suite *make_ops_pool_suite(void) {
     tcase_set_timeout(core, 60);
     tcase_add_test(core, test_pool_reference);
     tcase_add_test(core, test_pool_default_strides);
+    tcase_add_test(core, test_maxpool_every_dtype);
     tcase_add_test(core, test_maxpool_grad_first_max);
     tcase_add_test(core, test_pool_grads);
     tcase_add_test(core, test_pool_infer);

@@ -152,6 +152,41 @@ START_TEST(test_pool_nd_reference) {
 }
 END_TEST
 
+/* max_pool_nd's forward on every numeric dtype, 1 to 3 spatial axes with
+ * dilations and pads, against the naive walk above (exact: the values are
+ * small integers, or the floats float16 holds); ties are common, and the
+ * Indices name the first maximum. */
+START_TEST(test_pool_nd_max_every_dtype) {
+    static const pardo_dtype dts[] = {PARDO_I8,  PARDO_I16, PARDO_I32, PARDO_I64, PARDO_U8,
+                                      PARDO_U16, PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+    for (int t = 0; t < LEN(dts); t++)
+        for (int k = 0; k < LEN(cases); k++) {
+            const pn_case *c = &cases[k];
+            test_rng r = {700u + (uint64_t)(t * LEN(cases) + k)};
+            const bool unsigned_dt = dts[t] == PARDO_U8 || dts[t] == PARDO_U16 || dts[t] == PARDO_U32 ||
+                                     dts[t] == PARDO_U64;
+            pardo_tensor *x = test_tensor_random(&r, dts[t], c->nsp + 2, c->xs, unsigned_dt ? 0 : -20, 20),
+                         *out[2] = {NULL, NULL}, *want, *want_ix;
+            pardo_status st;
+            char attrs[512];
+            ck_assert_msg(test_run_op("max_pool_nd", pn_attrs(c, k % 2, attrs, sizeof attrs), 1, &x, 2, out, &st) ==
+                              PARDO_OK,
+                          "%s case %d: %s", pardo_dtype_name(dts[t]), k, st.msg);
+            ref_pool(c, x, true, k % 2, &want, &want_ix);
+            ck_assert_int_eq(out[0]->dtype, dts[t]);
+            test_assert_close(out[0], want, 0, 0);
+            for (int64_t e = 0; e < want_ix->numel; e++)
+                ck_assert_int_eq(((const int64_t *)pardo_tensor_data(out[1]))[e],
+                                 (int64_t)pardo_tensor_get_f64(want_ix, e));
+            pardo_tensor_release(want);
+            pardo_tensor_release(want_ix);
+            pardo_tensor_release(out[0]);
+            pardo_tensor_release(out[1]);
+            pardo_tensor_release(x);
+        }
+}
+END_TEST
+
 START_TEST(test_pool_nd_by_hand) {
     /* X [1, 1, 2, 3] = [[1, 6, 2], [5, 3, 4]], kernel [2, 2], strides [1, 1]: maxima 6 and 6 at row-major index 1,
      * column-major index 2 (w * H + h = 1 * 2 + 0); averages 15 / 4 both */
@@ -254,6 +289,10 @@ START_TEST(test_pool_nd_err) {
     const pardo_type *in[1] = {&xi};
     pardo_status st;
     ck_assert_int_eq(test_infer_op("avg_pool_nd", "{\"kernel\": [2, 2]}", 1, in, 1, out, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(test_infer_op("max_pool_nd", "{\"kernel\": [2, 2]}", 1, in, 2, out, &st), PARDO_OK);
+    xi = test_type(PARDO_BOOL, 4, xs); /* not ordered */
+    ck_assert_int_eq(test_infer_op("max_pool_nd", "{\"kernel\": [2, 2]}", 1, in, 2, out, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "bool") != NULL, "%s", st.msg);
     /* the gradient's dY must be the forward output's shape */
     pardo_type x = test_type(PARDO_F32, 4, xs), dy = test_type(PARDO_F32, 4, (int64_t[]){1, 2, 2, 2});
     const pardo_type *gin[5] = {&x, NULL, NULL, &dy, NULL};
@@ -268,6 +307,7 @@ Suite *make_ops_pool_nd_suite(void) {
     tcase_set_timeout(core, 60);
     tcase_add_test(core, test_pool_nd_reference);
     tcase_add_test(core, test_pool_nd_by_hand);
+    tcase_add_test(core, test_pool_nd_max_every_dtype);
     tcase_add_test(core, test_pool_nd_grad);
     tcase_add_test(core, test_pool_nd_grad_absent_dy);
     tcase_add_test(core, test_pool_nd_infer);

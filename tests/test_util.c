@@ -1,6 +1,7 @@
 /* test_util.c - helpers for the Check suites (see test_util.h). */
 #include "test_util.h"
 
+#include "core/half.h"
 #include "io/npy.h"
 #include "exec/thread_pool.h"
 
@@ -33,6 +34,63 @@ pardo_tensor *test_tensor_random(test_rng *r, pardo_dtype dt, int ndim, const in
     for (int64_t i = 0; i < t->numel; i++) {
         double v = test_rng_uniform(r, lo, hi);
         pardo_tensor_set_f64(t, i, pardo_dtype_is_integer(dt) ? floor(v) : v);
+    }
+    return t;
+}
+
+long double test_elem_ld(const void *data, pardo_dtype dt, int64_t i) {
+    switch (dt) {
+    case PARDO_F32: return ((const float *)data)[i];
+    case PARDO_F64: return ((const double *)data)[i];
+    case PARDO_I8: return ((const int8_t *)data)[i];
+    case PARDO_I16: return ((const int16_t *)data)[i];
+    case PARDO_I32: return ((const int32_t *)data)[i];
+    case PARDO_I64: return ((const int64_t *)data)[i];
+    case PARDO_U8:
+    case PARDO_BOOL: return ((const uint8_t *)data)[i];
+    case PARDO_U16: return ((const uint16_t *)data)[i];
+    case PARDO_U32: return ((const uint32_t *)data)[i];
+    case PARDO_U64: return ((const uint64_t *)data)[i];
+    case PARDO_F16: return pardo_f16_to_f32(((const uint16_t *)data)[i]);
+    case PARDO_BF16: return pardo_bf16_to_f32(((const uint16_t *)data)[i]);
+    default: ck_abort_msg("test_elem_ld: dtype %d", (int)dt);
+    }
+    return 0;
+}
+
+pardo_tensor *test_tensor_spread(test_rng *r, pardo_dtype dt, int ndim, const int64_t *shape) {
+    pardo_status st;
+    pardo_tensor *t = pardo_tensor_new_cpu(dt, ndim, shape, &st);
+    ck_assert_msg(t != NULL, "tensor_new: %s", st.msg);
+    unsigned char *d = pardo_tensor_data(t);
+    const size_t es = pardo_dtype_size(dt);
+    for (int64_t i = 0; i < t->numel; i++) {
+        uint64_t bits = test_rng_next(r);
+        const unsigned pick = (unsigned)(bits >> 60);
+        if (pick == 0) bits = 0; /* ties at zero */
+        else if (pick == 1) bits = ((uint64_t)1 << (8 * es - 1)) - 1; /* the largest signed integer */
+        else if (pick == 2) bits = (uint64_t)1 << (8 * es - 1); /* the smallest signed integer, or -0 */
+        else if (pick == 3) bits = ~(uint64_t)0; /* the largest unsigned integer, -1 */
+        if (dt == PARDO_F32) {
+            float f = (float)test_rng_uniform(r, -1e30, 1e30);
+            if (pick < 3) f = pick == 0 ? 0.0f : pick == 1 ? 3.4028235e38f : -0.0f;
+            memcpy(d + (size_t)i * es, &f, es);
+            continue;
+        }
+        if (dt == PARDO_F64) {
+            double f = test_rng_uniform(r, -1e300, 1e300);
+            if (pick < 3) f = pick == 0 ? 0.0 : pick == 1 ? 1.7976931348623157e308 : -0.0;
+            memcpy(d + (size_t)i * es, &f, es);
+            continue;
+        }
+        if (dt == PARDO_F16 || dt == PARDO_BF16) { /* any bits but NaN (exponent all ones): inf stays in */
+            uint16_t h = (uint16_t)bits;
+            const uint16_t exp_mask = dt == PARDO_F16 ? 0x7C00 : 0x7F80, man_mask = dt == PARDO_F16 ? 0x03FF : 0x007F;
+            if ((h & exp_mask) == exp_mask && (h & man_mask)) h &= (uint16_t)~man_mask;
+            memcpy(d + (size_t)i * es, &h, es);
+            continue;
+        }
+        memcpy(d + (size_t)i * es, &bits, es); /* little-endian: the low bytes */
     }
     return t;
 }

@@ -24,6 +24,17 @@ double test_rng_uniform(test_rng *r, double lo, double hi);
 pardo_tensor *test_tensor_random(test_rng *r, pardo_dtype dt, int ndim, const int64_t *shape, double lo,
                                  double hi);
 
+/* Element i of data (dtype dt, any numeric one) as a long double: exact for
+ * every integer dtype (x86's 64-bit significand holds int64 and uint64) and
+ * for the floats. */
+long double test_elem_ld(const void *data, pardo_dtype dt, int64_t i);
+
+/* A new CPU tensor of numeric dtype dt whose elements are random stored
+ * values spread over the dtype's range, its extremes among them (the
+ * smallest and largest integers, -0 and +0, the floats' largest finite
+ * magnitudes; no NaN), and some repeated, so that ties occur. */
+pardo_tensor *test_tensor_spread(test_rng *r, pardo_dtype dt, int ndim, const int64_t *shape);
+
 /* A pardo_type of dtype dt and shape (nd dims; nd -1: unknown rank). */
 pardo_type test_type(pardo_dtype dt, int nd, const int64_t *shape);
 
