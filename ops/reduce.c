@@ -41,6 +41,10 @@ static const pardo_attr_def reduce_attrs[] = {
     {"noop_with_empty_axes", PARDO_ATTR_BOOL, "false", "with no axes, Y = X instead of reducing them all (ONNX)"},
 };
 static const pardo_dtype sum_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+/* what reduce_max, reduce_min, argmax and argmin take: every ordered dtype (they compare and copy) */
+static const pardo_dtype ordered_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64, PARDO_U8,  PARDO_I8,
+                                             PARDO_I16, PARDO_U16, PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+#define N_ORDERED ((int)(sizeof ordered_dtypes / sizeof ordered_dtypes[0]))
 
 /* v beats the best so far: greater, or the first NaN (floats). */
 #define GT_F(v, best) ((v) > (best) || (isnan(v) && !isnan(best)))
@@ -118,7 +122,7 @@ static int reduce_infer(pardo_infer_ctx *ctx, const pardo_dtype *dtypes, int n_d
 
 static int reduce_sum_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, sum_dtypes, 4); }
 static int reduce_mean_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, sum_dtypes, 2); }
-static int reduce_max_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, sum_dtypes, 4); }
+static int reduce_max_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, ordered_dtypes, N_ORDERED); }
 
 /* The input seen as kept and reduced dims, unit dims dropped and neighbours
  * of the same kind merged, with their element strides in the input. */
@@ -238,6 +242,19 @@ REDUCE_KERNEL(max_f32, float, float, -INFINITY, COMB_MAX_F, FIN_SUM)
 REDUCE_KERNEL(max_f64, double, double, -INFINITY, COMB_MAX_F, FIN_SUM)
 REDUCE_KERNEL(max_i32, int32_t, int32_t, INT32_MIN, COMB_MAX_I, FIN_SUM)
 REDUCE_KERNEL(max_i64, int64_t, int64_t, INT64_MIN, COMB_MAX_I, FIN_SUM)
+REDUCE_KERNEL(max_i8, int8_t, int8_t, INT8_MIN, COMB_MAX_I, FIN_SUM)
+REDUCE_KERNEL(max_i16, int16_t, int16_t, INT16_MIN, COMB_MAX_I, FIN_SUM)
+REDUCE_KERNEL(max_u8, uint8_t, uint8_t, 0, COMB_MAX_I, FIN_SUM)
+REDUCE_KERNEL(max_u16, uint16_t, uint16_t, 0, COMB_MAX_I, FIN_SUM)
+REDUCE_KERNEL(max_u32, uint32_t, uint32_t, 0, COMB_MAX_I, FIN_SUM)
+REDUCE_KERNEL(max_u64, uint64_t, uint64_t, 0, COMB_MAX_I, FIN_SUM)
+/* float16 and bfloat16: compared as floats, the float of the winner (exactly one of the inputs) stored back */
+#define COMB_MAX_F16(ACC, acc, v) COMB_MAX_F(ACC, acc, pardo_f16_to_f32(v))
+#define COMB_MAX_BF16(ACC, acc, v) COMB_MAX_F(ACC, acc, pardo_bf16_to_f32(v))
+#define FIN_F16(T, acc, cnt) pardo_f16_from_f32(acc)
+#define FIN_BF16(T, acc, cnt) pardo_bf16_from_f32(acc)
+REDUCE_KERNEL(max_f16, uint16_t, float, -INFINITY, COMB_MAX_F16, FIN_F16)
+REDUCE_KERNEL(max_bf16, uint16_t, float, -INFINITY, COMB_MAX_BF16, FIN_BF16)
 
 /* The ONNX family: min, prod, l1, l2, sum_square, log_sum, log_sum_exp. */
 #define LT_F(v, best) ((v) < (best) || (isnan(v) && !isnan(best)))
@@ -273,6 +290,16 @@ REDUCE_KERNEL(min_f32, float, float, INFINITY, COMB_MIN_F, FIN_SUM)
 REDUCE_KERNEL(min_f64, double, double, HUGE_VAL, COMB_MIN_F, FIN_SUM)
 REDUCE_KERNEL(min_i32, int32_t, int32_t, INT32_MAX, COMB_MIN_I, FIN_SUM)
 REDUCE_KERNEL(min_i64, int64_t, int64_t, INT64_MAX, COMB_MIN_I, FIN_SUM)
+REDUCE_KERNEL(min_i8, int8_t, int8_t, INT8_MAX, COMB_MIN_I, FIN_SUM)
+REDUCE_KERNEL(min_i16, int16_t, int16_t, INT16_MAX, COMB_MIN_I, FIN_SUM)
+REDUCE_KERNEL(min_u8, uint8_t, uint8_t, UINT8_MAX, COMB_MIN_I, FIN_SUM)
+REDUCE_KERNEL(min_u16, uint16_t, uint16_t, UINT16_MAX, COMB_MIN_I, FIN_SUM)
+REDUCE_KERNEL(min_u32, uint32_t, uint32_t, UINT32_MAX, COMB_MIN_I, FIN_SUM)
+REDUCE_KERNEL(min_u64, uint64_t, uint64_t, UINT64_MAX, COMB_MIN_I, FIN_SUM)
+#define COMB_MIN_F16(ACC, acc, v) COMB_MIN_F(ACC, acc, pardo_f16_to_f32(v))
+#define COMB_MIN_BF16(ACC, acc, v) COMB_MIN_F(ACC, acc, pardo_bf16_to_f32(v))
+REDUCE_KERNEL(min_f16, uint16_t, float, INFINITY, COMB_MIN_F16, FIN_F16)
+REDUCE_KERNEL(min_bf16, uint16_t, float, INFINITY, COMB_MIN_BF16, FIN_BF16)
 REDUCE_KERNEL(prod_f32, float, double, 1, COMB_PROD, FIN_SUM)
 REDUCE_KERNEL(prod_f64, double, double, 1, COMB_PROD, FIN_SUM)
 REDUCE_KERNEL(prod_i32, int32_t, uint64_t, 1, COMB_PROD, FIN_SUM)
@@ -295,7 +322,7 @@ REDUCE_KERNEL(log_sum_exp_f64, double, lse_acc, LSE_INIT, COMB_LSE, FIN_LSE)
 static int reduce_cpu(pardo_kernel_ctx *ctx, const reduce_fn *kernels, int n_kernels) {
     pardo_tensor *x = ctx->in[0];
     bool reduced[PARDO_MAX_DIMS], keepdims, all;
-    if (x->dtype < 0 || (int)x->dtype >= n_kernels)
+    if (x->dtype < 0 || (int)x->dtype >= n_kernels || !kernels[x->dtype])
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, which this reduction does not take",
                             pardo_dtype_name(x->dtype));
     int rc = reduce_axes(ctx->op, ctx->n_in > 1 ? ctx->in[1] : NULL, x->ndim, reduced, &keepdims, &all, ctx->st);
@@ -313,9 +340,8 @@ static int reduce_cpu(pardo_kernel_ctx *ctx, const reduce_fn *kernels, int n_ker
 
 static const reduce_fn sum_kernels[] = {sum_f32, sum_f64, sum_i32, sum_i64};
 static const reduce_fn mean_kernels[] = {mean_f32, mean_f64};
-static const reduce_fn max_kernels[] = {max_f32, max_f64, max_i32, max_i64};
-
-static const reduce_fn min_kernels[] = {min_f32, min_f64, min_i32, min_i64};
+static const reduce_fn max_kernels[PARDO_DTYPE_COUNT] = PARDO_ORDERED_TABLE(max);
+static const reduce_fn min_kernels[PARDO_DTYPE_COUNT] = PARDO_ORDERED_TABLE(min);
 static const reduce_fn prod_kernels[] = {prod_f32, prod_f64, prod_i32, prod_i64};
 static const reduce_fn l1_kernels[] = {l1_f32, l1_f64, l1_i32, l1_i64};
 static const reduce_fn l2_kernels[] = {l2_f32, l2_f64};
@@ -325,7 +351,7 @@ static const reduce_fn log_sum_exp_kernels[] = {log_sum_exp_f32, log_sum_exp_f64
 
 static int reduce_sum_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, sum_kernels, 4); }
 static int reduce_mean_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, mean_kernels, 2); }
-static int reduce_max_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, max_kernels, 4); }
+static int reduce_max_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, max_kernels, PARDO_DTYPE_COUNT); }
 
 const pardo_op_def pardo_op_reduce_sum = {
     .type = "reduce_sum",
@@ -357,8 +383,8 @@ const pardo_op_def pardo_op_reduce_mean = {
 
 const pardo_op_def pardo_op_reduce_max = {
     .type = "reduce_max",
-    .doc = "Y = max of X over axes; -inf (least int) over none; NaN wins (float32, float64, int32, int64; gradient: "
-           "floats, to the first max)",
+    .doc = "Y = max of X over axes; -inf (least int) over none; NaN wins (every numeric dtype: float16 and bfloat16 "
+           "compare as their values; gradient: float32, float64, to the first max)",
     .inputs = reduce_in,
     .n_inputs = 2,
     .outputs = y_out,
@@ -368,11 +394,14 @@ const pardo_op_def pardo_op_reduce_max = {
     .infer = reduce_max_infer,
     .cpu = reduce_max_cpu,
     .grad = pardo_grad_standard,
+    .all_dtypes = true,
 };
 
 /* The ONNX reductions: one def each, its kernels by dtype (the first n_kernels of f32, f64, i32, i64). */
-#define REDUCE_OP(NAME, KERNELS, N, DOC)                                                                               \
-    static int NAME##_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, sum_dtypes, N); }                         \
+#define REDUCE_OP(NAME, KERNELS, N, DOC) REDUCE_OP_OF(NAME, KERNELS, sum_dtypes, N, N, false, DOC)
+/* As REDUCE_OP, taking the N_DTYPES of DTYPES (ALL: some added after bool) with KERNELS indexed by dtype up to N. */
+#define REDUCE_OP_OF(NAME, KERNELS, DTYPES, N_DTYPES, N, ALL, DOC)                                                     \
+    static int NAME##_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, DTYPES, N_DTYPES); }                      \
     static int NAME##_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, KERNELS, N); }                               \
     const pardo_op_def pardo_op_##NAME = {                                                                             \
         .type = #NAME,                                                                                                 \
@@ -386,11 +415,12 @@ const pardo_op_def pardo_op_reduce_max = {
         .infer = NAME##_infer,                                                                                         \
         .cpu = NAME##_cpu,                                                                                             \
         .grad = pardo_grad_standard,                                                                                   \
+        .all_dtypes = ALL,                                                                                             \
     };
 
-REDUCE_OP(reduce_min, min_kernels, 4,
-          "Y = min of X over axes, like ONNX ReduceMin; +inf (greatest int) over none; NaN wins (float32, float64, "
-          "int32, int64; gradient: floats, to the first min)")
+REDUCE_OP_OF(reduce_min, min_kernels, ordered_dtypes, N_ORDERED, PARDO_DTYPE_COUNT, true,
+             "Y = min of X over axes, like ONNX ReduceMin; +inf (greatest int) over none; NaN wins (every numeric "
+             "dtype: float16 and bfloat16 compare as their values; gradient: float32, float64, to the first min)")
 REDUCE_OP(reduce_prod, prod_kernels, 4,
           "Y = product of X over axes, like ONNX ReduceProd (floats in double; int32, int64 wrapping; gradient: "
           "floats)")
@@ -629,7 +659,7 @@ static int argmax_infer(pardo_infer_ctx *ctx) {
     const pardo_type *x = ctx->in[0];
     int axis;
     bool keepdims;
-    int rc = pardo_expect_dtype(x, "input 0 'X'", sum_dtypes, 4, ctx->st);
+    int rc = pardo_expect_dtype(x, "input 0 'X'", ordered_dtypes, N_ORDERED, ctx->st);
     if (rc == PARDO_OK && x->ndim == 0)
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is a scalar, expected rank >= 1");
     if (rc == PARDO_OK) rc = argmax_attrs_get(ctx->op, x->ndim, &axis, &keepdims, ctx->st);
@@ -653,40 +683,41 @@ static int argmax_infer(pardo_infer_ctx *ctx) {
 
 typedef void (*argmax_fn)(const void *x, int64_t *y, int64_t outer, int64_t n, int64_t inner, bool min, bool last);
 
-#define LT_I(v, best) ((v) < (best))
+/* v beats best: greater (LT: less), or NaN over a number (v != v only for a NaN: an integer never). */
+#define GT_ANY(v, best) ((v) > (best) || ((v) != (v) && (best) == (best)))
+#define LT_ANY(v, best) ((v) < (best) || ((v) != (v) && (best) == (best)))
 
-/* Defines NAME: for x (type T) viewed as [outer, n, inner], the index along the middle dim of the first
- * (last: the last) element found greatest (min: least) by GT (LT); NaN wins either way. */
-#define ARGMAX_KERNEL(NAME, T, GT, LT)                                                                                 \
-    static void NAME(const void *vx, int64_t *y, int64_t outer, int64_t n, int64_t inner, bool min, bool last) {       \
+/* Defines argmax_SUF: for x (stored type T, compared as LOAD(v)) viewed as [outer, n, inner], the index along
+ * the middle dim of the first (last: the last) element found greatest (min: least); NaN wins either way. */
+#define ARGMAX_KERNEL(SUF, T, LOAD)                                                                                    \
+    static void argmax_##SUF(const void *vx, int64_t *y, int64_t outer, int64_t n, int64_t inner, bool min,          \
+                             bool last) {                                                                              \
         const T *x = vx;                                                                                               \
         for (int64_t o = 0; o < outer; o++)                                                                            \
             for (int64_t i = 0; i < inner; i++) {                                                                      \
                 const T *px = x + o * n * inner + i;                                                                   \
                 int64_t best = 0;                                                                                      \
                 for (int64_t k = 1; k < n; k++) {                                                                      \
-                    const T v = px[k * inner], b = px[best * inner];                                                   \
-                    const bool wins = last ? !(min ? LT(b, v) : GT(b, v)) : (min ? LT(v, b) : GT(v, b));               \
+                    const __typeof__(LOAD(px[0])) v = LOAD(px[k * inner]), b = LOAD(px[best * inner]);                 \
+                    const bool wins =                                                                                  \
+                        last ? !(min ? LT_ANY(b, v) : GT_ANY(b, v)) : (min ? LT_ANY(v, b) : GT_ANY(v, b));             \
                     if (wins) best = k;                                                                                \
                 }                                                                                                      \
                 y[o * inner + i] = best;                                                                               \
             }                                                                                                          \
     }
 
-ARGMAX_KERNEL(argmax_f32, float, GT_F, LT_F)
-ARGMAX_KERNEL(argmax_f64, double, GT_F, LT_F)
-ARGMAX_KERNEL(argmax_i32, int32_t, GT_I, LT_I)
-ARGMAX_KERNEL(argmax_i64, int64_t, GT_I, LT_I)
+PARDO_FOR_ORDERED_DTYPES(ARGMAX_KERNEL)
 
 static int arg_extreme_cpu(pardo_kernel_ctx *ctx, bool min) {
-    static const argmax_fn kernels[] = {argmax_f32, argmax_f64, argmax_i32, argmax_i64};
+    static const argmax_fn kernels[PARDO_DTYPE_COUNT] = PARDO_ORDERED_TABLE(argmax);
     pardo_tensor *x = ctx->in[0];
     int axis;
     bool keepdims;
     char s[128];
-    if (x->dtype < PARDO_F32 || x->dtype > PARDO_I64 || x->ndim < 1)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is %s %s, expected float32, float64, int32 or int64 of "
-                            "rank >= 1", pardo_dtype_name(x->dtype), pardo_shape_str(x->ndim, x->shape, s, sizeof s));
+    if (x->dtype < 0 || x->dtype >= PARDO_DTYPE_COUNT || !kernels[x->dtype] || x->ndim < 1)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is %s %s, expected " PARDO_ORDERED_NAMES " of rank >= 1",
+                            pardo_dtype_name(x->dtype), pardo_shape_str(x->ndim, x->shape, s, sizeof s));
     bool last;
     int rc = argmax_attrs_get(ctx->op, x->ndim, &axis, &keepdims, ctx->st);
     if (rc == PARDO_OK) rc = pardo_attr_bool(ctx->op, "select_last_index", false, &last, ctx->st);
@@ -711,7 +742,7 @@ static int argmin_cpu(pardo_kernel_ctx *ctx) { return arg_extreme_cpu(ctx, true)
 const pardo_op_def pardo_op_argmax = {
     .type = "argmax",
     .doc = "Y = int64 index of the first (select_last_index: last) max of X along axis, like ONNX ArgMax; NaN wins "
-           "(float32, float64, int32, int64; not differentiable)",
+           "(every numeric dtype; not differentiable)",
     .inputs = x_in,
     .n_inputs = 1,
     .outputs = argmax_out,
@@ -720,12 +751,13 @@ const pardo_op_def pardo_op_argmax = {
     .n_attrs = 3,
     .infer = argmax_infer,
     .cpu = argmax_cpu,
+    .all_dtypes = true,
 };
 
 const pardo_op_def pardo_op_argmin = {
     .type = "argmin",
     .doc = "Y = int64 index of the first (select_last_index: last) min of X along axis, like ONNX ArgMin; NaN wins "
-           "(float32, float64, int32, int64; not differentiable)",
+           "(every numeric dtype; not differentiable)",
     .inputs = x_in,
     .n_inputs = 1,
     .outputs = argmin_out,
@@ -734,4 +766,5 @@ const pardo_op_def pardo_op_argmin = {
     .n_attrs = 3,
     .infer = argmax_infer,
     .cpu = argmin_cpu,
+    .all_dtypes = true,
 };

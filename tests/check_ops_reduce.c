@@ -455,6 +455,70 @@ START_TEST(test_err_gradients) {
 }
 END_TEST
 
+/* reduce_max, reduce_min, argmax and argmin on every numeric dtype, over the
+ * middle axis of [3, 7, 5] (and, for the reductions, over all of it):
+ * values spread over each dtype's range with its extremes and ties; the
+ * reductions give the value of an input element holding the extreme, the
+ * arg ops the first (select_last_index: last) index of it, against a naive
+ * walk comparing long doubles (exact for every dtype). */
+START_TEST(test_extremes_every_dtype) {
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I8,  PARDO_I16, PARDO_I32, PARDO_I64,
+                                      PARDO_U8,  PARDO_U16, PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+    const int64_t xs[] = {3, 7, 5};
+    for (int t = 0; t < LEN(dts); t++) {
+        test_rng r = {1300u + (uint64_t)t};
+        pardo_tensor *x = test_tensor_spread(&r, dts[t], 3, xs);
+        const unsigned char *xd = pardo_tensor_data(x);
+        for (int m = 0; m < 2; m++) /* max, min */
+            for (int all = 0; all < 2; all++) {
+                pardo_tensor *y = NULL;
+                pardo_status st;
+                const char *op = m ? "reduce_min" : "reduce_max";
+                ck_assert_msg(test_run_op(op, all ? "{\"keepdims\": false}" : "{\"axes\": [1]}", 1, &x, 1, &y, &st) ==
+                                  PARDO_OK,
+                              "%s %s: %s", op, pardo_dtype_name(dts[t]), st.msg);
+                ck_assert_int_eq(y->dtype, dts[t]);
+                const unsigned char *yd = pardo_tensor_data(y);
+                for (int64_t o = 0; o < (all ? 1 : xs[0] * xs[2]); o++) {
+                    int64_t best = -1;
+                    for (int64_t k = 0; k < (all ? 3 * 7 * 5 : xs[1]); k++) {
+                        const int64_t e = all ? k : (o / xs[2] * xs[1] + k) * xs[2] + o % xs[2];
+                        const long double v = test_elem_ld(xd, dts[t], e);
+                        if (best < 0 || (m ? v < test_elem_ld(xd, dts[t], best) : v > test_elem_ld(xd, dts[t], best)))
+                            best = e;
+                    }
+                    ck_assert_msg(test_elem_ld(yd, dts[t], o) == test_elem_ld(xd, dts[t], best), /* -0 == +0 */
+                                  "%s %s all=%d output %lld: %Lg, expected %Lg", op, pardo_dtype_name(dts[t]), all,
+                                  (long long)o, test_elem_ld(yd, dts[t], o), test_elem_ld(xd, dts[t], best));
+                }
+                pardo_tensor_release(y);
+            }
+        for (int m = 0; m < 2; m++)
+            for (int last = 0; last < 2; last++) {
+                pardo_tensor *y = NULL;
+                pardo_status st;
+                const char *op = m ? "argmin" : "argmax";
+                ck_assert_msg(test_run_op(op, last ? "{\"axis\": 1, \"select_last_index\": true}" : "{\"axis\": 1}", 1,
+                                          &x, 1, &y, &st) == PARDO_OK,
+                              "%s %s: %s", op, pardo_dtype_name(dts[t]), st.msg);
+                for (int64_t o = 0; o < xs[0] * xs[2]; o++) {
+                    int64_t best = 0;
+                    for (int64_t k = 1; k < xs[1]; k++) {
+                        const long double v = test_elem_ld(xd, dts[t], (o / xs[2] * xs[1] + k) * xs[2] + o % xs[2]),
+                                          b = test_elem_ld(xd, dts[t], (o / xs[2] * xs[1] + best) * xs[2] + o % xs[2]);
+                        if (m ? (last ? v <= b : v < b) : (last ? v >= b : v > b)) best = k;
+                    }
+                    ck_assert_msg(((const int64_t *)pardo_tensor_data(y))[o] == best, "%s %s last=%d output %lld: %lld, "
+                                  "expected %lld", op, pardo_dtype_name(dts[t]), last, (long long)o,
+                                  (long long)((const int64_t *)pardo_tensor_data(y))[o], (long long)best);
+                }
+                pardo_tensor_release(y);
+            }
+        pardo_tensor_release(x);
+    }
+}
+END_TEST
+
 START_TEST(test_err_dtypes) {
     pardo_type y;
     pardo_status st;
@@ -721,6 +785,7 @@ Suite *make_ops_reduce_suite(void) {
     tcase_add_test(core, test_reduce_float32_accumulates_in_double);
     tcase_add_test(core, test_reduce_infer);
     tcase_add_test(core, test_reduce_max);
+    tcase_add_test(core, test_extremes_every_dtype);
     tcase_add_test(core, test_onnx_reductions);
     tcase_add_test(core, test_onnx_reduction_gradients);
     tcase_add_test(core, test_argmin_select_last);
