@@ -21,8 +21,8 @@
 #define BY_TYPE(v, FN_F32, FN_F64) _Generic((v), float: FN_F32, default: FN_F64)(v)
 
 /* relu keeps NaN (v < 0 is false for NaN), like max(x, 0) in ONNX. */
-UNARY_OP_BUILT(relu, "Y = max(X, 0) (float32, float64)", NULL, 0, NULL, pardo_cuda_relu, pardo_grad_from_output,
-               r = v < 0 ? (elem_t)0 : v;)
+UNARY_OP_BUILT(relu, "Y = max(X, 0) (float32, float64, float16, bfloat16)", NULL, 0, NULL, pardo_cuda_relu,
+               pardo_grad_from_output, r = v < 0 ? (elem_t)0 : v;)
 /* Y > 0 exactly where X > 0 (NaN and -0 included), so the gradient reads Y. */
 UNARY_GRAD_OP_FROM_Y(relu, "dX = dY where X > 0 (read as Y > 0), else 0 (gradient of relu; float32, float64)", NULL,
                      0, NULL, r = w > 0 ? g : (elem_t)0;)
@@ -35,8 +35,8 @@ static int leaky_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st)
     return pardo_attr_float(op, "alpha", 0.01, &a->p, st);
 }
 
-UNARY_OP(leaky_relu, "Y = X for X >= 0, alpha * X below (float32, float64)", leaky_attrs, 1, leaky_args, NULL,
-         r = v < 0 ? p * v : v;)
+UNARY_OP(leaky_relu, "Y = X for X >= 0, alpha * X below (float32, float64, float16, bfloat16)", leaky_attrs, 1,
+         leaky_args, NULL, r = v < 0 ? p * v : v;)
 UNARY_GRAD_OP(leaky_relu, "dX = dY where X > 0, else alpha * dY (gradient of leaky_relu; float32, float64)",
               leaky_attrs, 1, leaky_args, r = v > 0 ? g : p * g;)
 
@@ -45,13 +45,13 @@ static inline double sigmoid_d(double v) {
     const double e = exp(-fabs(v));
     return v >= 0 ? 1 / (1 + e) : e / (1 + e);
 }
-UNARY_OP_BUILT(sigmoid, "Y = 1 / (1 + exp(-X)), computed stably for large |X| (float32, float64)", NULL, 0, NULL,
-               pardo_cuda_sigmoid, pardo_grad_from_output, r = BY_TYPE(v, pardo_vsigmoidf, sigmoid_d);)
+UNARY_OP_BUILT(sigmoid, "Y = 1 / (1 + exp(-X)), computed stably for large |X| (float32, float64, float16, bfloat16)",
+               NULL, 0, NULL, pardo_cuda_sigmoid, pardo_grad_from_output, r = BY_TYPE(v, pardo_vsigmoidf, sigmoid_d);)
 UNARY_GRAD_OP_FROM_Y(sigmoid, "dX = dY * Y * (1 - Y) (gradient of sigmoid; float32, float64)", NULL, 0, NULL,
               r = g * w * (1 - w);)
 
-UNARY_OP_BUILT(tanh, "Y = tanh(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_tanh, pardo_grad_from_output,
-               r = tanh(v);)
+UNARY_OP_BUILT(tanh, "Y = tanh(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, pardo_cuda_tanh,
+               pardo_grad_from_output, r = tanh(v);)
 UNARY_GRAD_OP_FROM_Y(tanh, "dX = dY * (1 - Y^2) (gradient of tanh; float32, float64)", NULL, 0, NULL,
                      r = g * (1 - w * w);)
 
@@ -63,8 +63,9 @@ UNARY_GRAD_OP_FROM_Y(tanh, "dX = dY * (1 - Y^2) (gradient of tanh; float32, floa
 
 static inline double gelu_grad_d(double v) { return 0.5 * erfc(-v * SQRT1_2) + v * (INV_SQRT_2PI * exp(-0.5 * v * v)); }
 
-UNARY_OP(gelu, "Y = X * Phi(X) = 0.5 * X * (1 + erf(X / sqrt(2))), the exact form (float32, float64)", NULL, 0, NULL,
-         NULL, r = BY_TYPE(v, pardo_vgeluf, pardo_gelu_f64);)
+UNARY_OP(gelu,
+         "Y = X * Phi(X) = 0.5 * X * (1 + erf(X / sqrt(2))), the exact form (float32, float64, float16, bfloat16)",
+         NULL, 0, NULL, NULL, r = BY_TYPE(v, pardo_vgeluf, pardo_gelu_f64);)
 UNARY_GRAD_OP(gelu, "dX = dY * (Phi(X) + X * phi(X)), phi the normal density (gradient of gelu; float32, float64)",
               NULL, 0, NULL, r = g * BY_TYPE(v, pardo_vgelu_gradf, gelu_grad_d);)
 
@@ -84,8 +85,8 @@ static int alpha1_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st
     return two_floats(op, "alpha", 1.0, NULL, 0, a, st);
 }
 
-UNARY_OP(elu, "Y = X for X > 0, alpha * (exp(X) - 1) below, like ONNX Elu (float32, float64)", alpha1_attrs, 1,
-         alpha1_args, NULL, r = v > 0 ? v : p * (exp(v) - 1);)
+UNARY_OP(elu, "Y = X for X > 0, alpha * (exp(X) - 1) below, like ONNX Elu (float32, float64, float16, bfloat16)",
+         alpha1_attrs, 1, alpha1_args, NULL, r = v > 0 ? v : p * (exp(v) - 1);)
 UNARY_GRAD_OP(elu, "dX = dY for X > 0, dY * alpha * exp(X) below (gradient of elu; float32, float64)", alpha1_attrs,
               1, alpha1_args, r = v > 0 ? g : g * p * exp(v);)
 
@@ -98,8 +99,10 @@ static int selu_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) 
     return two_floats(op, "alpha", 1.67326319217681884765625, "gamma", 1.05070102214813232421875, a, st);
 }
 
-UNARY_OP(selu, "Y = gamma * X for X > 0, gamma * alpha * (exp(X) - 1) below, like ONNX Selu (float32, float64)",
-         selu_attrs, 2, selu_args, NULL, r = v > 0 ? q * v : q * p * (exp(v) - 1);)
+UNARY_OP(
+    selu,
+    "Y = gamma * X for X > 0, gamma * alpha * (exp(X) - 1) below, like ONNX Selu (float32, float64, float16, bfloat16)",
+    selu_attrs, 2, selu_args, NULL, r = v > 0 ? q * v : q * p * (exp(v) - 1);)
 UNARY_GRAD_OP(selu, "dX = dY * gamma for X > 0, dY * gamma * alpha * exp(X) below (gradient of selu; float32, "
               "float64)", selu_attrs, 2, selu_args, r = v > 0 ? g * q : g * q * p * exp(v);)
 
@@ -109,7 +112,8 @@ static int celu_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) 
     return rc;
 }
 
-UNARY_OP(celu, "Y = max(0, X) + min(0, alpha * (exp(X / alpha) - 1)), like ONNX Celu (float32, float64)",
+UNARY_OP(celu,
+         "Y = max(0, X) + min(0, alpha * (exp(X / alpha) - 1)), like ONNX Celu (float32, float64, float16, bfloat16)",
          alpha1_attrs, 1, celu_args, NULL, r = v > 0 ? v : p * (exp(v / p) - 1);)
 UNARY_GRAD_OP(celu, "dX = dY for X > 0, dY * exp(X / alpha) below (gradient of celu; float32, float64)",
               alpha1_attrs, 1, celu_args, r = v > 0 ? g : g * exp(v / p);)
@@ -122,35 +126,43 @@ static int hard_sigmoid_args(const pardo_op *op, pardo_unary_args *a, pardo_stat
     return two_floats(op, "alpha", 0.2, "beta", 0.5, a, st);
 }
 
-UNARY_OP(hard_sigmoid, "Y = max(0, min(1, alpha * X + beta)), like ONNX HardSigmoid (float32, float64)",
-         hard_sigmoid_attrs, 2, hard_sigmoid_args, NULL, r = p * v + q; r = r < 0 ? (elem_t)0 : r > 1 ? (elem_t)1 : r;)
+UNARY_OP(hard_sigmoid,
+         "Y = max(0, min(1, alpha * X + beta)), like ONNX HardSigmoid (float32, float64, float16, bfloat16)",
+         hard_sigmoid_attrs, 2, hard_sigmoid_args, NULL, r = p * v + q;
+         r = r < 0   ? (elem_t)0
+             : r > 1 ? (elem_t)1
+                     : r;)
 UNARY_GRAD_OP(hard_sigmoid, "dX = dY * alpha where 0 < alpha * X + beta < 1, else 0 (gradient of hard_sigmoid; "
               "float32, float64)", hard_sigmoid_attrs, 2, hard_sigmoid_args,
               r = p * v + q; r = r > 0 && r < 1 ? g * p : (elem_t)0;)
 
-UNARY_OP(hard_swish, "Y = X * max(0, min(1, X / 6 + 1/2)), like ONNX HardSwish (float32, float64)", NULL, 0, NULL,
-         NULL, r = v / 6 + (elem_t)0.5; r = v * (r < 0 ? (elem_t)0 : r > 1 ? (elem_t)1 : r);)
+UNARY_OP(hard_swish, "Y = X * max(0, min(1, X / 6 + 1/2)), like ONNX HardSwish (float32, float64, float16, bfloat16)",
+         NULL, 0, NULL, NULL, r = v / 6 + (elem_t)0.5;
+         r = v * (r < 0   ? (elem_t)0
+                  : r > 1 ? (elem_t)1
+                          : r);)
 UNARY_GRAD_OP(hard_swish, "dX = 0 below -3, dY above 3, dY * (X / 3 + 1/2) between (gradient of hard_swish; float32, "
               "float64)", NULL, 0, NULL, r = v < -3 ? (elem_t)0 : v > 3 ? g : g * (v / 3 + (elem_t)0.5);)
 
 /* softplus as max(x, 0) + log1p(exp(-|x|)): no overflow for large |x|. */
-UNARY_OP(softplus, "Y = log(1 + exp(X)), computed stably, like ONNX Softplus (float32, float64)", NULL, 0, NULL, NULL,
-         r = (v > 0 ? v : (elem_t)0) + log1p(exp(-fabs(v)));)
+UNARY_OP(softplus, "Y = log(1 + exp(X)), computed stably, like ONNX Softplus (float32, float64, float16, bfloat16)",
+         NULL, 0, NULL, NULL, r = (v > 0 ? v : (elem_t)0) + log1p(exp(-fabs(v)));)
 UNARY_GRAD_OP(softplus, "dX = dY * sigmoid(X) (gradient of softplus; float32, float64)", NULL, 0, NULL,
               r = g * (elem_t)BY_TYPE(v, pardo_vsigmoidf, sigmoid_d);)
 
-UNARY_OP(softsign, "Y = X / (1 + |X|), like ONNX Softsign (float32, float64)", NULL, 0, NULL, NULL,
+UNARY_OP(softsign, "Y = X / (1 + |X|), like ONNX Softsign (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL,
          r = v / (1 + fabs(v));)
 UNARY_GRAD_OP(softsign, "dX = dY / (1 + |X|)^2 (gradient of softsign; float32, float64)", NULL, 0, NULL,
               r = g / ((1 + fabs(v)) * (1 + fabs(v)));)
 
-UNARY_OP(thresholded_relu, "Y = X for X > alpha, else 0, like ONNX ThresholdedRelu (float32, float64)", alpha1_attrs,
+UNARY_OP(thresholded_relu,
+         "Y = X for X > alpha, else 0, like ONNX ThresholdedRelu (float32, float64, float16, bfloat16)", alpha1_attrs,
          1, alpha1_args, NULL, r = v > p ? v : (elem_t)0;)
 UNARY_GRAD_OP(thresholded_relu, "dX = dY for X > alpha, else 0 (gradient of thresholded_relu; float32, float64)",
               alpha1_attrs, 1, alpha1_args, r = v > p ? g : (elem_t)0;)
 
 /* mish = x tanh(softplus(x)); its derivative tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2). */
-UNARY_OP(mish, "Y = X * tanh(softplus(X)), like ONNX Mish (float32, float64)", NULL, 0, NULL, NULL,
+UNARY_OP(mish, "Y = X * tanh(softplus(X)), like ONNX Mish (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL,
          r = v * tanh((v > 0 ? v : (elem_t)0) + log1p(exp(-fabs(v))));)
 UNARY_GRAD_OP(mish, "dX = dY * (tanh(sp) + X * sigmoid(X) * (1 - tanh(sp)^2)), sp = softplus(X) (gradient of mish; "
               "float32, float64)", NULL, 0, NULL,
@@ -166,8 +178,13 @@ static int shrink_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st
     return two_floats(op, "lambd", 0.5, "bias", 0.0, a, st);
 }
 
-UNARY_OP(shrink, "Y = X + bias below -lambd, X - bias above lambd, 0 between, like ONNX Shrink (float32, float64)",
-         shrink_attrs, 2, shrink_args, NULL, r = v < -p ? v + q : v > p ? v - q : (elem_t)0;)
+UNARY_OP(shrink,
+         "Y = X + bias below -lambd, X - bias above lambd, 0 between, like ONNX Shrink (float32, float64, float16, "
+         "bfloat16)",
+         shrink_attrs, 2, shrink_args, NULL,
+         r = v < -p  ? v + q
+             : v > p ? v - q
+                     : (elem_t)0;)
 UNARY_GRAD_OP(shrink, "dX = dY outside [-lambd, lambd], else 0 (gradient of shrink; float32, float64)", shrink_attrs,
               2, shrink_args, r = v < -p || v > p ? g : (elem_t)0;)
 

@@ -211,23 +211,24 @@ BINARY_OP(div, true,
 
 /* ---- unary float ops (float32, float64), each with its gradient op ---- */
 
-UNARY_OP_BUILT(neg, "Y = -X (float32, float64)", NULL, 0, NULL, NULL, pardo_grad_from_output, r = -v;)
+UNARY_OP_BUILT(neg, "Y = -X (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, pardo_grad_from_output,
+               r = -v;)
 UNARY_GRAD_OP_FROM_Y(neg, "dX = -dY (gradient of neg; float32, float64)", NULL, 0, NULL, r = -g;)
 
-UNARY_OP_BUILT(exp, "Y = exp(X) (float32, float64)", NULL, 0, NULL, pardo_cuda_exp, pardo_grad_from_output,
-               r = exp(v);)
+UNARY_OP_BUILT(exp, "Y = exp(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, pardo_cuda_exp,
+               pardo_grad_from_output, r = exp(v);)
 UNARY_GRAD_OP_FROM_Y(exp, "dX = dY * Y (gradient of exp; float32, float64)", NULL, 0, NULL, r = g * w;)
 
-UNARY_OP(log, "Y = log(X) (natural; -inf at 0, NaN below; float32, float64)", NULL, 0, NULL, pardo_cuda_log,
-         r = log(v);)
+UNARY_OP(log, "Y = log(X) (natural; -inf at 0, NaN below; float32, float64, float16, bfloat16)", NULL, 0, NULL,
+         pardo_cuda_log, r = log(v);)
 UNARY_GRAD_OP(log, "dX = dY / X (gradient of log; float32, float64)", NULL, 0, NULL, r = g / v;)
 
-UNARY_OP_BUILT(sqrt, "Y = sqrt(X) (NaN below 0; float32, float64)", NULL, 0, NULL, NULL, pardo_grad_from_output,
-               r = sqrt(v);)
+UNARY_OP_BUILT(sqrt, "Y = sqrt(X) (NaN below 0; float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL,
+               pardo_grad_from_output, r = sqrt(v);)
 UNARY_GRAD_OP_FROM_Y(sqrt, "dX = dY / (2 Y) (gradient of sqrt, inf at 0; float32, float64)", NULL, 0, NULL,
                      r = g / (w + w);)
 
-UNARY_OP(abs, "Y = |X| (float32, float64)", NULL, 0, NULL, NULL, r = fabs(v);)
+UNARY_OP(abs, "Y = |X| (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = fabs(v);)
 UNARY_GRAD_OP(abs, "dX = dY * sign(X), 0 where X is 0 (gradient of abs; float32, float64)", NULL, 0, NULL,
               r = v > 0 ? g : (v < 0 ? -g : (elem_t)0);)
 
@@ -473,8 +474,8 @@ static int scale_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st)
     return rc;
 }
 
-UNARY_OP_BUILT(scale, "Y = X * scale + bias (float32, float64)", scale_attrs, 2, scale_args, pardo_cuda_scale,
-               pardo_grad_from_output, r = v * p + q;)
+UNARY_OP_BUILT(scale, "Y = X * scale + bias (float32, float64, float16, bfloat16)", scale_attrs, 2, scale_args,
+               pardo_cuda_scale, pardo_grad_from_output, r = v * p + q;)
 UNARY_GRAD_OP_FROM_Y(scale, "dX = dY * scale (gradient of scale; float32, float64)", scale_attrs, 2, scale_args, r = g * p;)
 
 /* clip like ONNX Clip: y = min(max(x, min), max), so min > max gives max
@@ -490,13 +491,15 @@ static int clip_args(const pardo_op *op, pardo_unary_args *a, pardo_status *st) 
     return rc;
 }
 
-UNARY_OP(clip, "Y = min(max(X, min), max) like ONNX Clip; an absent bound is none (float32, float64)", clip_attrs, 2,
-         clip_args, NULL, r = v < p ? p : v; r = r > q ? q : r;)
+UNARY_OP(clip,
+         "Y = min(max(X, min), max) like ONNX Clip; an absent bound is none (float32, float64, float16, bfloat16)",
+         clip_attrs, 2, clip_args, NULL, r = v < p ? p : v;
+         r = r > q ? q : r;)
 UNARY_GRAD_OP(clip, "dX = dY where min <= X <= max, else 0 (gradient of clip; float32, float64)", clip_attrs, 2,
               clip_args,
               r = v >= p && v <= q ? g : (elem_t)0;)
 
 /* erf like ONNX Erf; PyTorch exports the exact GELU as x * 0.5 * (1 + erf(x / sqrt 2)). */
-UNARY_OP(erf, "Y = erf(X), the error function (float32, float64)", NULL, 0, NULL, NULL, r = erf(v);)
+UNARY_OP(erf, "Y = erf(X), the error function (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = erf(v);)
 UNARY_GRAD_OP(erf, "dX = dY * 2 / sqrt(pi) * exp(-X^2) (gradient of erf; float32, float64)", NULL, 0, NULL,
               r = g * (elem_t)1.1283791670955126 * exp(-v * v);)

@@ -37,42 +37,49 @@
 
 /* ---- unary float ops ---- */
 
-UNARY_OP_BUILT(floor, "Y = floor(X) (float32, float64; no gradient)", NULL, 0, NULL, NULL, NULL, r = floor(v);)
-UNARY_OP_BUILT(ceil, "Y = ceil(X) (float32, float64; no gradient)", NULL, 0, NULL, NULL, NULL, r = ceil(v);)
+UNARY_OP_BUILT(floor, "Y = floor(X) (float32, float64, float16, bfloat16; no gradient)", NULL, 0, NULL, NULL, NULL,
+               r = floor(v);)
+UNARY_OP_BUILT(ceil, "Y = ceil(X) (float32, float64, float16, bfloat16; no gradient)", NULL, 0, NULL, NULL, NULL,
+               r = ceil(v);)
 /* nearbyint in the default rounding mode: halves go to the even neighbour, like ONNX Round. */
-UNARY_OP_BUILT(round, "Y = X rounded to the nearest integer, halves to even (float32, float64; no gradient)", NULL, 0,
-               NULL, NULL, NULL, r = nearbyint(v);)
+UNARY_OP_BUILT(
+    round, "Y = X rounded to the nearest integer, halves to even (float32, float64, float16, bfloat16; no gradient)",
+    NULL, 0, NULL, NULL, NULL, r = nearbyint(v);)
 
-UNARY_OP(sin, "Y = sin(X) (float32, float64)", NULL, 0, NULL, NULL, r = sin(v);)
+UNARY_OP(sin, "Y = sin(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = sin(v);)
 UNARY_GRAD_OP(sin, "dX = dY * cos(X) (gradient of sin; float32, float64)", NULL, 0, NULL, r = g * cos(v);)
-UNARY_OP(cos, "Y = cos(X) (float32, float64)", NULL, 0, NULL, NULL, r = cos(v);)
+UNARY_OP(cos, "Y = cos(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = cos(v);)
 UNARY_GRAD_OP(cos, "dX = -dY * sin(X) (gradient of cos; float32, float64)", NULL, 0, NULL, r = -g * sin(v);)
-UNARY_OP_BUILT(tan, "Y = tan(X) (float32, float64)", NULL, 0, NULL, NULL, pardo_grad_from_output, r = tan(v);)
+UNARY_OP_BUILT(tan, "Y = tan(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, pardo_grad_from_output,
+               r = tan(v);)
 UNARY_GRAD_OP_FROM_Y(tan, "dX = dY * (1 + Y^2) (gradient of tan; float32, float64)", NULL, 0, NULL,
                      r = g * (1 + w * w);)
-UNARY_OP(asin, "Y = asin(X), NaN outside [-1, 1] (float32, float64)", NULL, 0, NULL, NULL, r = asin(v);)
+UNARY_OP(asin, "Y = asin(X), NaN outside [-1, 1] (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL,
+         r = asin(v);)
 UNARY_GRAD_OP(asin, "dX = dY / sqrt(1 - X^2) (gradient of asin; float32, float64)", NULL, 0, NULL,
               r = g / sqrt(1 - v * v);)
-UNARY_OP(acos, "Y = acos(X), NaN outside [-1, 1] (float32, float64)", NULL, 0, NULL, NULL, r = acos(v);)
+UNARY_OP(acos, "Y = acos(X), NaN outside [-1, 1] (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL,
+         r = acos(v);)
 UNARY_GRAD_OP(acos, "dX = -dY / sqrt(1 - X^2) (gradient of acos; float32, float64)", NULL, 0, NULL,
               r = -g / sqrt(1 - v * v);)
-UNARY_OP(atan, "Y = atan(X) (float32, float64)", NULL, 0, NULL, NULL, r = atan(v);)
+UNARY_OP(atan, "Y = atan(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = atan(v);)
 UNARY_GRAD_OP(atan, "dX = dY / (1 + X^2) (gradient of atan; float32, float64)", NULL, 0, NULL, r = g / (1 + v * v);)
-UNARY_OP(sinh, "Y = sinh(X) (float32, float64)", NULL, 0, NULL, NULL, r = sinh(v);)
+UNARY_OP(sinh, "Y = sinh(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = sinh(v);)
 UNARY_GRAD_OP(sinh, "dX = dY * cosh(X) (gradient of sinh; float32, float64)", NULL, 0, NULL, r = g * cosh(v);)
-UNARY_OP(cosh, "Y = cosh(X) (float32, float64)", NULL, 0, NULL, NULL, r = cosh(v);)
+UNARY_OP(cosh, "Y = cosh(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = cosh(v);)
 UNARY_GRAD_OP(cosh, "dX = dY * sinh(X) (gradient of cosh; float32, float64)", NULL, 0, NULL, r = g * sinh(v);)
-UNARY_OP(asinh, "Y = asinh(X) (float32, float64)", NULL, 0, NULL, NULL, r = asinh(v);)
+UNARY_OP(asinh, "Y = asinh(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = asinh(v);)
 UNARY_GRAD_OP(asinh, "dX = dY / sqrt(X^2 + 1) (gradient of asinh; float32, float64)", NULL, 0, NULL,
               r = g / sqrt(v * v + 1);)
-UNARY_OP(acosh, "Y = acosh(X), NaN below 1 (float32, float64)", NULL, 0, NULL, NULL, r = acosh(v);)
+UNARY_OP(acosh, "Y = acosh(X), NaN below 1 (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = acosh(v);)
 UNARY_GRAD_OP(acosh, "dX = dY / sqrt(X^2 - 1) (gradient of acosh; float32, float64)", NULL, 0, NULL,
               r = g / sqrt(v * v - 1);)
-UNARY_OP(atanh, "Y = atanh(X), NaN outside [-1, 1] (float32, float64)", NULL, 0, NULL, NULL, r = atanh(v);)
+UNARY_OP(atanh, "Y = atanh(X), NaN outside [-1, 1] (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL,
+         r = atanh(v);)
 UNARY_GRAD_OP(atanh, "dX = dY / (1 - X^2) (gradient of atanh; float32, float64)", NULL, 0, NULL,
               r = g / (1 - v * v);)
-UNARY_OP_BUILT(reciprocal, "Y = 1 / X (float32, float64)", NULL, 0, NULL, NULL, pardo_grad_from_output,
-               r = 1 / v;)
+UNARY_OP_BUILT(reciprocal, "Y = 1 / X (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL,
+               pardo_grad_from_output, r = 1 / v;)
 UNARY_GRAD_OP_FROM_Y(reciprocal, "dX = -dY * Y^2 (gradient of reciprocal; float32, float64)", NULL, 0, NULL,
                      r = -g * w * w;)
 

@@ -3,7 +3,9 @@
  * leaky_relu, sigmoid, tanh, gelu) and of their gradient ops T_grad (inputs
  * X, Y, dY; output dX). A family file defines one op and its gradient with
  * UNARY_OP and UNARY_GRAD_OP below; the runners live in ops/unary.c.
- * float32 and float64 only; math calls in op bodies resolve to the float or
+ * The ops take float32 and float64, and float16 and bfloat16 through the
+ * float32 kernel (widened a block at a time, rounded back); the gradient ops
+ * float32 and float64. Math calls in op bodies resolve to the float or
  * double functions through <tgmath.h>, which the family file includes. */
 #ifndef PARDO_UNARY_H
 #define PARDO_UNARY_H
@@ -38,11 +40,12 @@ extern const pardo_arg_def pardo_unary_grad_in_from_y[3]; // X optional: Y stand
 extern const pardo_arg_def pardo_unary_grad_out[1];
 
 /* Inference of a unary op: reads its attrs with args (NULL: none), checks
- * that X is float32 or float64 and gives Y X's type. */
+ * that X is float32, float64, float16 or bfloat16 and gives Y X's type. */
 int pardo_unary_infer(pardo_infer_ctx *ctx, pardo_unary_args_fn args);
 
-/* CPU kernel of a unary op: Y = f(X) with f32 or f64 by X's dtype. Returns
- * PARDO_OK or the error of args or of the output's allocation. */
+/* CPU kernel of a unary op: Y = f(X) with f32 or f64 by X's dtype (f32 for
+ * float16 and bfloat16, on their values widened). Returns PARDO_OK or the
+ * error of args or of the output's allocation. */
 int pardo_unary_run(pardo_kernel_ctx *ctx, pardo_unary_fn f32, pardo_unary_fn f64, pardo_unary_args_fn args);
 
 /* Inference of a unary gradient op (X, Y, dY -> dX): X float32 or float64,
@@ -124,6 +127,7 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
         .cuda = CUDA,                                                                                                  \
         .inplace = true,                                                                                               \
         .grad = GRAD,                                                                                                  \
+        .all_dtypes = true, /* float16 and bfloat16 too, through the float32 kernel (pardo_unary_run) */              \
     };
 
 /* Defines NAME_grad (pardo_op_NAME_grad), the gradient op of UNARY_OP NAME,

@@ -15,6 +15,7 @@
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
+#include "unary.h"
 #include "exec/thread_pool.h"
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -928,6 +929,57 @@ START_TEST(test_pow_tensor_exponent) {
 }
 END_TEST
 
+/* Every unary float op (the ops on the shared unary schema, pardo_unary_x_in)
+ * on float16 and bfloat16: Y is the op's float32 result on X's values,
+ * rounded to X's dtype, bit for bit (NaN included: both sides round the same
+ * float32), in place or not, over a length that is not a multiple of the
+ * kernel's block; and the gradient ops still refuse the half types. */
+START_TEST(test_unary_ops_take_half_types) {
+    static const pardo_dtype halves[] = {PARDO_F16, PARDO_BF16};
+    const int64_t n[] = {1000};
+    int ops = 0;
+    for (int i = 0; i < pardo_op_count(); i++) {
+        const pardo_op_def *def = pardo_op_at(i);
+        if (def->inputs != pardo_unary_x_in) continue;
+        ops++;
+        for (int h = 0; h < 2; h++) {
+            test_rng r = {4000u + (uint64_t)(i * 2 + h)};
+            pardo_tensor *x32 = test_tensor_random(&r, PARDO_F32, 1, n, -3, 3), *y32 = NULL, *yh = NULL;
+            pardo_status st;
+            pardo_tensor *xh = pardo_tensor_new_cpu(halves[h], 1, n, &st);
+            ck_assert_ptr_nonnull(xh);
+            uint16_t *hx = pardo_tensor_data(xh);
+            float *fx = pardo_tensor_data(x32);
+            for (int64_t e = 0; e < n[0]; e++) { /* X32 holds exactly X's values */
+                hx[e] = h ? pardo_bf16_from_f32(fx[e]) : pardo_f16_from_f32(fx[e]);
+                fx[e] = h ? pardo_bf16_to_f32(hx[e]) : pardo_f16_to_f32(hx[e]);
+            }
+            ck_assert_msg(test_run_op(def->type, NULL, 1, &x32, 1, &y32, &st) == PARDO_OK, "%s: %s", def->type, st.msg);
+            ck_assert_msg(test_run_op(def->type, NULL, 1, &xh, 1, &yh, &st) == PARDO_OK, "%s %s: %s", def->type,
+                          pardo_dtype_name(halves[h]), st.msg);
+            ck_assert_int_eq(yh->dtype, halves[h]);
+            const float *fy = pardo_tensor_data(y32);
+            const uint16_t *hy = pardo_tensor_data(yh);
+            for (int64_t e = 0; e < n[0]; e++) {
+                const uint16_t want = h ? pardo_bf16_from_f32(fy[e]) : pardo_f16_from_f32(fy[e]);
+                ck_assert_msg(hy[e] == want, "%s %s element %lld: 0x%04x, expected 0x%04x (x %g, float32 y %g)",
+                              def->type, pardo_dtype_name(halves[h]), (long long)e, hy[e], want, (double)fx[e],
+                              (double)fy[e]);
+            }
+            pardo_tensor_release(yh);
+            pardo_tensor_release(y32);
+            pardo_tensor_release(x32);
+            pardo_tensor_release(xh);
+        }
+    }
+    ck_assert_int_ge(ops, 30);
+    pardo_type x = test_type(PARDO_F16, 1, n), y;
+    const pardo_type *gin[3] = {&x, &x, &x};
+    pardo_status st;
+    ck_assert_int_eq(test_infer_op("exp_grad", NULL, 3, gin, 1, &y, &st), PARDO_ENOTSUP);
+}
+END_TEST
+
 Suite *make_ops_elementwise_suite(void) {
     Suite *s = suite_create("ops_elementwise");
     TCase *core = tcase_create("Core");
@@ -937,6 +989,7 @@ Suite *make_ops_elementwise_suite(void) {
     tcase_add_test(core, test_pow_narrow_exponents);
     tcase_add_test(core, test_int_semantics);
     tcase_add_test(core, test_unary);
+    tcase_add_test(core, test_unary_ops_take_half_types);
     tcase_add_test(core, test_scale_default_and_special_values);
     tcase_add_test(core, test_infer_runtime_dims);
     tcase_add_test(core, test_reused_output_is_overwritten);
