@@ -21,8 +21,9 @@
 #define BY_TYPE(v, FN_F32, FN_F64) _Generic((v), float: FN_F32, default: FN_F64)(v)
 
 /* relu keeps NaN (v < 0 is false for NaN), like max(x, 0) in ONNX. */
-UNARY_OP_BUILT(relu, "Y = max(X, 0) (float32, float64, float16, bfloat16)", NULL, 0, NULL, pardo_cuda_relu,
-               pardo_grad_from_output, r = v < 0 ? (elem_t)0 : v;)
+UNARY_INT_KERNELS(relu, v < 0 ? 0 : v, v)
+UNARY_OP_INTS(relu, "Y = max(X, 0) (float32, float64, float16, bfloat16, the integers)", NULL, 0, NULL,
+              pardo_cuda_relu, pardo_grad_from_output, relu_ints, r = v < 0 ? (elem_t)0 : v;)
 /* Y > 0 exactly where X > 0 (NaN and -0 included), so the gradient reads Y. */
 UNARY_GRAD_OP_FROM_Y(relu, "dX = dY where X > 0 (read as Y > 0), else 0 (gradient of relu; float32, float64)", NULL,
                      0, NULL, r = w > 0 ? g : (elem_t)0;)

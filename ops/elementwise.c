@@ -209,10 +209,13 @@ BINARY_OP(div, true,
           "C = A / B, broadcasting like numpy (every numeric dtype; ints truncate toward zero, a zero int divisor is "
           "an error; float16 and bfloat16 computed in float32 and rounded once; gradient: float32, float64)")
 
-/* ---- unary float ops (float32, float64), each with its gradient op ---- */
+/* ---- unary ops (float32, float64, the half types through float32; neg and abs the integers too), each with its
+ * gradient op (float32, float64) ---- */
 
-UNARY_OP_BUILT(neg, "Y = -X (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, pardo_grad_from_output,
-               r = -v;)
+/* neg and abs of the integers wrap at the type's minimum (and neg of an unsigned one), as NumPy's do */
+UNARY_INT_KERNELS(neg, (uelem_t)0 - (uelem_t)v, (uelem_t)0 - (uelem_t)v)
+UNARY_OP_INTS(neg, "Y = -X (float32, float64, float16, bfloat16; the integers wrapping)", NULL, 0, NULL, NULL,
+              pardo_grad_from_output, neg_ints, r = -v;)
 UNARY_GRAD_OP_FROM_Y(neg, "dX = -dY (gradient of neg; float32, float64)", NULL, 0, NULL, r = -g;)
 
 UNARY_OP_BUILT(exp, "Y = exp(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, pardo_cuda_exp,
@@ -228,7 +231,10 @@ UNARY_OP_BUILT(sqrt, "Y = sqrt(X) (NaN below 0; float32, float64, float16, bfloa
 UNARY_GRAD_OP_FROM_Y(sqrt, "dX = dY / (2 Y) (gradient of sqrt, inf at 0; float32, float64)", NULL, 0, NULL,
                      r = g / (w + w);)
 
-UNARY_OP(abs, "Y = |X| (float32, float64, float16, bfloat16)", NULL, 0, NULL, NULL, r = fabs(v);)
+UNARY_INT_KERNELS(abs, v < 0 ? (uelem_t)0 - (uelem_t)v : (uelem_t)v, v)
+UNARY_OP_INTS(abs, "Y = |X| (float32, float64, float16, bfloat16; the integers, the minimum of a signed one "
+                   "wrapping to itself)",
+              NULL, 0, NULL, NULL, pardo_grad_standard, abs_ints, r = fabs(v);)
 UNARY_GRAD_OP(abs, "dX = dY * sign(X), 0 where X is 0 (gradient of abs; float32, float64)", NULL, 0, NULL,
               r = v > 0 ? g : (v < 0 ? -g : (elem_t)0);)
 
@@ -265,7 +271,7 @@ UNARY_GRAD_KERNEL(pow_grad_f64, double, r = p == 0 ? (elem_t)0 : g * p * pow(v, 
 static bool pow_has_e(int n_in, pardo_tensor *const *in) { return n_in > 1 && in[1]; }
 
 static int pow_infer(pardo_infer_ctx *ctx) {
-    if (!(ctx->n_in > 1 && ctx->in[1])) return pardo_unary_infer(ctx, pow_args);
+    if (!(ctx->n_in > 1 && ctx->in[1])) return pardo_unary_infer_ints(ctx, pow_args, NULL);
     const pardo_type *x = ctx->in[0], *e = ctx->in[1];
     int rc = pardo_expect_dtype(x, "input 0 'X'", binary_dtypes, 4, ctx->st);
     if (rc == PARDO_OK) rc = pardo_expect_dtype(e, "input 1 'E'", arith_dtypes, 12, ctx->st);
@@ -307,7 +313,7 @@ static int64_t ipow(int64_t b, int64_t e) {
 }
 
 static int pow_cpu(pardo_kernel_ctx *ctx) {
-    if (!pow_has_e(ctx->n_in, ctx->in)) return pardo_unary_run(ctx, pow_f32, pow_f64, pow_args);
+    if (!pow_has_e(ctx->n_in, ctx->in)) return pardo_unary_run_ints(ctx, pow_f32, pow_f64, NULL, pow_args);
     pardo_tensor *x = ctx->in[0], *e = ctx->in[1];
     if (x->dtype < PARDO_F32 || x->dtype > PARDO_I64 || e->dtype < 0 || e->dtype >= PARDO_DTYPE_COUNT ||
         e->dtype == PARDO_BOOL)

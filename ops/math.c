@@ -97,44 +97,64 @@ static int same_type_infer(pardo_infer_ctx *ctx, const pardo_dtype *dts, int n) 
     return PARDO_OK;
 }
 
-static int sign_infer(pardo_infer_ctx *ctx) { return same_type_infer(ctx, num_dtypes, 4); }
+static int sign_infer(pardo_infer_ctx *ctx) {
+    int rc = pardo_expect_ordered(ctx->in[0], "input 0 'X'", ctx->st);
+    if (rc == PARDO_OK) ctx->out[0] = *ctx->in[0];
+    return rc;
+}
 
 /* Defines NAME: y = sign(x) over n elements of type T (NaN stays: neither comparison holds), built for each
- * vector width. */
+ * vector width; USIGN_KERNEL the unsigned types' (1 or 0); SIGN_HALF_KERNEL float16's and bfloat16's, compared as
+ * the values they encode, 1 and -1 given as bits (ONE, MINUS_ONE), zeros and NaN kept as they are. */
 #define SIGN_KERNEL(NAME, T)                                                                                           \
     PARDO_SIMD_CLONES static void NAME(const void *vx, void *vy, int64_t n) {                                          \
         const T *x = vx;                                                                                               \
         T *y = vy;                                                                                                     \
         for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? (T)1 : x[i] < 0 ? (T)-1 : x[i];                              \
     }
+#define USIGN_KERNEL(NAME, T)                                                                                          \
+    PARDO_SIMD_CLONES static void NAME(const void *vx, void *vy, int64_t n) {                                          \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? (T)1 : (T)0;                                                 \
+    }
+#define SIGN_HALF_KERNEL(NAME, LOAD, ONE, MINUS_ONE)                                                                   \
+    static void NAME(const void *vx, void *vy, int64_t n) {                                                            \
+        const uint16_t *x = vx;                                                                                        \
+        uint16_t *y = vy;                                                                                              \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            const float v = LOAD(x[i]);                                                                                \
+            y[i] = v > 0 ? (uint16_t)ONE : v < 0 ? (uint16_t)MINUS_ONE : x[i];                                         \
+        }                                                                                                              \
+    }
 
 SIGN_KERNEL(sign_f32, float)
 SIGN_KERNEL(sign_f64, double)
+SIGN_KERNEL(sign_i8, int8_t)
+SIGN_KERNEL(sign_i16, int16_t)
 SIGN_KERNEL(sign_i32, int32_t)
 SIGN_KERNEL(sign_i64, int64_t)
+USIGN_KERNEL(sign_u8, uint8_t)
+USIGN_KERNEL(sign_u16, uint16_t)
+USIGN_KERNEL(sign_u32, uint32_t)
+USIGN_KERNEL(sign_u64, uint64_t)
+SIGN_HALF_KERNEL(sign_f16, pardo_f16_to_f32, 0x3C00, 0xBC00)
+SIGN_HALF_KERNEL(sign_bf16, pardo_bf16_to_f32, 0x3F80, 0xBF80)
 
 static int sign_cpu(pardo_kernel_ctx *ctx) {
+    static void (*const kernels[PARDO_DTYPE_COUNT])(const void *, void *, int64_t) = PARDO_ORDERED_TABLE(sign);
     pardo_tensor *x = ctx->in[0];
-    if (x->dtype < PARDO_F32 || x->dtype > PARDO_I64)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE,
-                            "input 0 'X' has dtype %s, expected float32, float64, int32 or int64",
-                            pardo_dtype_name(x->dtype));
+    int rc = pardo_expect_ordered(&(pardo_type){.dtype = x->dtype}, "input 0 'X'", ctx->st);
+    if (rc != PARDO_OK) return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;
-    const void *px = pardo_tensor_data(x);
-    void *py = pardo_tensor_data(y);
-    switch (x->dtype) {
-    case PARDO_F32: sign_f32(px, py, x->numel); break;
-    case PARDO_F64: sign_f64(px, py, x->numel); break;
-    case PARDO_I32: sign_i32(px, py, x->numel); break;
-    default: sign_i64(px, py, x->numel); break;
-    }
+    kernels[x->dtype](pardo_tensor_data(x), pardo_tensor_data(y), x->numel);
     return PARDO_OK;
 }
 
 const pardo_op_def pardo_op_sign = {
     .type = "sign",
-    .doc = "Y = 1, -1 or 0 by the sign of X; NaN stays NaN (float32, float64, int32, int64; no gradient)",
+    .doc = "Y = 1, -1 or 0 by the sign of X; NaN stays NaN (every numeric dtype; no gradient)",
     .inputs = x_in,
     .n_inputs = 1,
     .outputs = y_out,
@@ -142,6 +162,7 @@ const pardo_op_def pardo_op_sign = {
     .infer = sign_infer,
     .cpu = sign_cpu,
     .inplace = true,
+    .all_dtypes = true,
 };
 
 /* ---- variadic max, min, sum, mean ---- */

@@ -64,27 +64,35 @@ static void unary_range(void *arg, int64_t e0, int64_t e1) {
     else j->g(j->x + o, j->y + o, j->dy + o, j->out + o, e1 - e0, j->args);
 }
 
-int pardo_unary_infer(pardo_infer_ctx *ctx, pardo_unary_args_fn args) {
+/* An integer kernel of ints for dtype dt, or NULL. */
+static pardo_unary_fn int_kernel(const pardo_unary_fn *ints, pardo_dtype dt) {
+    return ints && dt >= 0 && dt < PARDO_DTYPE_COUNT ? ints[dt] : NULL;
+}
+
+int pardo_unary_infer_ints(pardo_infer_ctx *ctx, pardo_unary_args_fn args, const pardo_unary_fn *ints) {
     pardo_unary_args a;
     int rc = args ? args(ctx->op, &a, ctx->st) : PARDO_OK;
-    if (rc == PARDO_OK) rc = pardo_expect_dtype(ctx->in[0], "input 0 'X'", forward_dtypes, 4, ctx->st);
+    if (rc == PARDO_OK && !int_kernel(ints, ctx->in[0]->dtype))
+        rc = pardo_expect_dtype(ctx->in[0], "input 0 'X'", forward_dtypes, 4, ctx->st);
     if (rc != PARDO_OK) return rc;
     ctx->out[0] = *ctx->in[0];
     return PARDO_OK;
 }
 
-int pardo_unary_run(pardo_kernel_ctx *ctx, pardo_unary_fn f32, pardo_unary_fn f64, pardo_unary_args_fn args) {
+int pardo_unary_run_ints(pardo_kernel_ctx *ctx, pardo_unary_fn f32, pardo_unary_fn f64, const pardo_unary_fn *ints,
+                         pardo_unary_args_fn args) {
     pardo_tensor *x = ctx->in[0];
     pardo_unary_args a = {0, 0};
     int rc = args ? args(ctx->op, &a, ctx->st) : PARDO_OK;
     if (rc != PARDO_OK) return rc;
-    if (!pardo_dtype_is_float(x->dtype) && !pardo_dtype_is_half(x->dtype))
+    const pardo_unary_fn fi = int_kernel(ints, x->dtype);
+    if (!fi && !pardo_dtype_is_float(x->dtype) && !pardo_dtype_is_half(x->dtype))
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, expected float32, float64, float16 or "
                             "bfloat16", pardo_dtype_name(x->dtype));
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;
-    unary_job j = {.f = x->dtype == PARDO_F64 ? f64 : f32, .x = pardo_tensor_data(x), .out = pardo_tensor_data(y),
-                   .es = pardo_dtype_size(x->dtype), .args = &a,
+    unary_job j = {.f = fi ? fi : x->dtype == PARDO_F64 ? f64 : f32, .x = pardo_tensor_data(x),
+                   .out = pardo_tensor_data(y), .es = pardo_dtype_size(x->dtype), .args = &a,
                    .half = pardo_dtype_is_half(x->dtype) ? x->dtype : PARDO_F32};
     return pardo_run_chunks(ctx, x->numel, unary_range, &j);
 }

@@ -40,13 +40,16 @@ extern const pardo_arg_def pardo_unary_grad_in_from_y[3]; // X optional: Y stand
 extern const pardo_arg_def pardo_unary_grad_out[1];
 
 /* Inference of a unary op: reads its attrs with args (NULL: none), checks
- * that X is float32, float64, float16 or bfloat16 and gives Y X's type. */
-int pardo_unary_infer(pardo_infer_ctx *ctx, pardo_unary_args_fn args);
+ * that X is float32, float64, float16 or bfloat16, or an integer dtype ints
+ * (NULL: none) has a kernel for, and gives Y X's type. */
+int pardo_unary_infer_ints(pardo_infer_ctx *ctx, pardo_unary_args_fn args, const pardo_unary_fn *ints);
 
 /* CPU kernel of a unary op: Y = f(X) with f32 or f64 by X's dtype (f32 for
- * float16 and bfloat16, on their values widened). Returns PARDO_OK or the
- * error of args or of the output's allocation. */
-int pardo_unary_run(pardo_kernel_ctx *ctx, pardo_unary_fn f32, pardo_unary_fn f64, pardo_unary_args_fn args);
+ * float16 and bfloat16, on their values widened), or ints[X's dtype] (ints
+ * may be NULL). Returns PARDO_OK or the error of args or of the output's
+ * allocation. */
+int pardo_unary_run_ints(pardo_kernel_ctx *ctx, pardo_unary_fn f32, pardo_unary_fn f64, const pardo_unary_fn *ints,
+                         pardo_unary_args_fn args);
 
 /* Inference of a unary gradient op (X, Y, dY -> dX): X float32 or float64,
  * Y and dY (when given) of X's dtype; dX gets X's type. */
@@ -109,10 +112,18 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
  * op whose NAME_grad reads only Y and dY (UNARY_GRAD_OP_FROM_Y), so that X
  * can be freed after its forward readers. */
 #define UNARY_OP_BUILT(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, ...)                                               \
+    UNARY_OP_INTS(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, NULL, __VA_ARGS__)
+
+/* As UNARY_OP_BUILT, with INTS (a PARDO_DTYPE_COUNT table of integer
+ * kernels, UNARY_INT_KERNELS; NULL: none): the integer dtypes it has a
+ * kernel for run it, the others are refused. */
+#define UNARY_OP_INTS(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, INTS, ...)                                          \
     UNARY_KERNEL(NAME##_f32, float, __VA_ARGS__)                                                                       \
     UNARY_KERNEL(NAME##_f64, double, __VA_ARGS__)                                                                      \
-    static int NAME##_infer(pardo_infer_ctx *ctx) { return pardo_unary_infer(ctx, ARGS); }                             \
-    static int NAME##_cpu(pardo_kernel_ctx *ctx) { return pardo_unary_run(ctx, NAME##_f32, NAME##_f64, ARGS); }        \
+    static int NAME##_infer(pardo_infer_ctx *ctx) { return pardo_unary_infer_ints(ctx, ARGS, INTS); }                  \
+    static int NAME##_cpu(pardo_kernel_ctx *ctx) {                                                                     \
+        return pardo_unary_run_ints(ctx, NAME##_f32, NAME##_f64, INTS, ARGS);                                          \
+    }                                                                                                                  \
     const pardo_op_def pardo_op_##NAME = {                                                                             \
         .type = #NAME,                                                                                                 \
         .doc = DOC,                                                                                                    \
@@ -129,6 +140,39 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
         .grad = GRAD,                                                                                                  \
         .all_dtypes = true, /* float16 and bfloat16 too, through the float32 kernel (pardo_unary_run) */              \
     };
+
+/* Defines NAME_T, y[i] = EXPR of v = x[i], for the integer type T (U its
+ * unsigned twin: arithmetic in U wraps, as NumPy's and ONNX Runtime's
+ * integer abs and neg do at the type's minimum, where T would overflow). */
+#define UNARY_INT_KERNEL(NAME, T, U, EXPR)                                                                             \
+    PARDO_SIMD_CLONES static void NAME(const void *vx, void *vy, int64_t n, const pardo_unary_args *args) {            \
+        (void)args;                                                                                                    \
+        const T *x = vx;                                                                                               \
+        T *y = vy;                                                                                                     \
+        typedef T elem_t;                                                                                              \
+        typedef U uelem_t;                                                                                             \
+        (void)sizeof(uelem_t);                                                                                         \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            const elem_t v = x[i];                                                                                     \
+            y[i] = (elem_t)(EXPR);                                                                                     \
+        }                                                                                                              \
+    }
+
+/* Defines NAME_ints, the integer kernels of a unary op by dtype: SIGNED_EXPR
+ * for int8..int64, UNSIGNED_EXPR for uint8..uint64, each an expression of v
+ * (elem_t) that may use uelem_t. */
+#define UNARY_INT_KERNELS(NAME, SIGNED_EXPR, UNSIGNED_EXPR)                                                            \
+    UNARY_INT_KERNEL(NAME##_i8, int8_t, uint8_t, SIGNED_EXPR)                                                          \
+    UNARY_INT_KERNEL(NAME##_i16, int16_t, uint16_t, SIGNED_EXPR)                                                       \
+    UNARY_INT_KERNEL(NAME##_i32, int32_t, uint32_t, SIGNED_EXPR)                                                       \
+    UNARY_INT_KERNEL(NAME##_i64, int64_t, uint64_t, SIGNED_EXPR)                                                       \
+    UNARY_INT_KERNEL(NAME##_u8, uint8_t, uint8_t, UNSIGNED_EXPR)                                                       \
+    UNARY_INT_KERNEL(NAME##_u16, uint16_t, uint16_t, UNSIGNED_EXPR)                                                    \
+    UNARY_INT_KERNEL(NAME##_u32, uint32_t, uint32_t, UNSIGNED_EXPR)                                                    \
+    UNARY_INT_KERNEL(NAME##_u64, uint64_t, uint64_t, UNSIGNED_EXPR)                                                    \
+    static const pardo_unary_fn NAME##_ints[PARDO_DTYPE_COUNT] = {                                                     \
+        [PARDO_I8] = NAME##_i8,   [PARDO_I16] = NAME##_i16, [PARDO_I32] = NAME##_i32, [PARDO_I64] = NAME##_i64,        \
+        [PARDO_U8] = NAME##_u8,   [PARDO_U16] = NAME##_u16, [PARDO_U32] = NAME##_u32, [PARDO_U64] = NAME##_u64};
 
 /* Defines NAME_grad (pardo_op_NAME_grad), the gradient op of UNARY_OP NAME,
  * taking the same ATTRS and ARGS; the variadic part as UNARY_GRAD_KERNEL. */

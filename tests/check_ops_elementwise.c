@@ -932,8 +932,8 @@ END_TEST
 /* Every unary float op (the ops on the shared unary schema, pardo_unary_x_in)
  * on float16 and bfloat16: Y is the op's float32 result on X's values,
  * rounded to X's dtype, bit for bit (NaN included: both sides round the same
- * float32), in place or not, over a length that is not a multiple of the
- * kernel's block; and the gradient ops still refuse the half types. */
+ * float32), over a length that is not a multiple of the kernel's block; and
+ * the gradient ops still refuse the half types. */
 START_TEST(test_unary_ops_take_half_types) {
     static const pardo_dtype halves[] = {PARDO_F16, PARDO_BF16};
     const int64_t n[] = {1000};
@@ -980,6 +980,70 @@ START_TEST(test_unary_ops_take_half_types) {
 }
 END_TEST
 
+/* v reduced into dtype dt's range modulo 2^bits (dt an integer dtype): what wrapping arithmetic stores. */
+static long double wrap_to(long double v, pardo_dtype dt) {
+    const int bits = (int)pardo_dtype_size(dt) * 8;
+    const long double m = ldexpl(1.0L, bits);
+    long double w = fmodl(v, m);
+    if (w < 0) w += m;
+    const bool is_signed = dt == PARDO_I8 || dt == PARDO_I16 || dt == PARDO_I32 || dt == PARDO_I64;
+    if (is_signed && w >= m / 2) w -= m;
+    return w;
+}
+
+/* abs, neg and relu on the integer dtypes (their own kernels, wrapping at the
+ * type's limits as NumPy does), and sign on every numeric dtype, against the
+ * values worked out here in long double over spread values with the
+ * extremes. */
+START_TEST(test_unary_integer_kernels) {
+    static const pardo_dtype ints[] = {PARDO_I8, PARDO_I16, PARDO_I32, PARDO_I64,
+                                       PARDO_U8, PARDO_U16, PARDO_U32, PARDO_U64};
+    static const char *const ops[] = {"abs", "neg", "relu"};
+    const int64_t n[] = {517};
+    for (int t = 0; t < LEN(ints); t++)
+        for (int o = 0; o < 3; o++) {
+            test_rng r = {5100u + (uint64_t)(t * 3 + o)};
+            pardo_tensor *x = test_tensor_spread(&r, ints[t], 1, n), *y = NULL;
+            pardo_status st;
+            ck_assert_msg(test_run_op(ops[o], NULL, 1, &x, 1, &y, &st) == PARDO_OK, "%s %s: %s", ops[o],
+                          pardo_dtype_name(ints[t]), st.msg);
+            ck_assert_int_eq(y->dtype, ints[t]);
+            for (int64_t e = 0; e < n[0]; e++) {
+                const long double v = test_elem_ld(pardo_tensor_data(x), ints[t], e);
+                const long double want = wrap_to(o == 0 ? fabsl(v) : o == 1 ? -v : (v < 0 ? 0 : v), ints[t]);
+                ck_assert_msg(test_elem_ld(pardo_tensor_data(y), ints[t], e) == want, "%s %s of %Lg: %Lg, expected %Lg",
+                              ops[o], pardo_dtype_name(ints[t]), v, test_elem_ld(pardo_tensor_data(y), ints[t], e),
+                              want);
+            }
+            pardo_tensor_release(y);
+            pardo_tensor_release(x);
+        }
+    static const pardo_dtype all[] = {PARDO_F32, PARDO_F64, PARDO_I8,  PARDO_I16, PARDO_I32, PARDO_I64,
+                                      PARDO_U8,  PARDO_U16, PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+    for (int t = 0; t < LEN(all); t++) {
+        test_rng r = {5200u + (uint64_t)t};
+        pardo_tensor *x = test_tensor_spread(&r, all[t], 1, n), *y = NULL;
+        pardo_status st;
+        ck_assert_msg(test_run_op("sign", NULL, 1, &x, 1, &y, &st) == PARDO_OK, "sign %s: %s",
+                      pardo_dtype_name(all[t]), st.msg);
+        for (int64_t e = 0; e < n[0]; e++) {
+            const long double v = test_elem_ld(pardo_tensor_data(x), all[t], e);
+            const long double want = v > 0 ? 1 : v < 0 ? -1 : v;
+            ck_assert_msg(test_elem_ld(pardo_tensor_data(y), all[t], e) == want, "sign %s of %Lg: %Lg",
+                          pardo_dtype_name(all[t]), v, test_elem_ld(pardo_tensor_data(y), all[t], e));
+        }
+        pardo_tensor_release(y);
+        pardo_tensor_release(x);
+    }
+    /* the gradient ops take the floats only */
+    pardo_status st;
+    pardo_type xt = test_type(PARDO_I32, 1, n), yt;
+    const pardo_type *gin[3] = {&xt, &xt, &xt};
+    ck_assert_int_ne(test_infer_op("abs_grad", NULL, 3, gin, 1, &yt, &st), PARDO_OK);
+    ck_assert_msg(strstr(st.msg, "int32") != NULL, "%s", st.msg);
+}
+END_TEST
+
 Suite *make_ops_elementwise_suite(void) {
     Suite *s = suite_create("ops_elementwise");
     TCase *core = tcase_create("Core");
@@ -990,6 +1054,7 @@ Suite *make_ops_elementwise_suite(void) {
     tcase_add_test(core, test_int_semantics);
     tcase_add_test(core, test_unary);
     tcase_add_test(core, test_unary_ops_take_half_types);
+    tcase_add_test(core, test_unary_integer_kernels);
     tcase_add_test(core, test_scale_default_and_special_values);
     tcase_add_test(core, test_infer_runtime_dims);
     tcase_add_test(core, test_reused_output_is_overwritten);
