@@ -293,6 +293,7 @@ const pardo_op_def pardo_op_prelu = {
     .n_outputs = 1,
     .infer = prelu_infer,
     .cpu = prelu_cpu,
+    .halves_in_f32 = true,
     .grad = prelu_grad_build,
 };
 

@@ -482,6 +482,7 @@ const pardo_op_def pardo_op_conv2d = {
     .n_attrs = 5,
     .infer = conv_infer,
     .cpu = conv_cpu,
+    .halves_in_f32 = true,
     .grad = conv_grad_build,
 };
 

@@ -375,6 +375,7 @@ const pardo_op_def pardo_op_conv_transpose = {
     .n_attrs = 5,
     .infer = ct_infer,
     .cpu = ct_cpu,
+    .halves_in_f32 = true,
     .grad = ct_grad_build,
 };
 

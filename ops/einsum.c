@@ -304,6 +304,7 @@ const pardo_op_def pardo_op_einsum = {
     .n_attrs = 1,
     .infer = einsum_infer,
     .cpu = einsum_cpu,
+    .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
 

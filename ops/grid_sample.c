@@ -174,4 +174,5 @@ const pardo_op_def pardo_op_grid_sample = {
     .n_attrs = 3,
     .infer = gs_infer,
     .cpu = gs_cpu,
+    .halves_in_f32 = true,
 };

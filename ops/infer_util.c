@@ -9,16 +9,20 @@ static const char extra_dtypes[] = "uint8, int8, int16, uint16, uint32, uint64, 
 
 int pardo_op_infer(pardo_infer_ctx *ctx) {
     const pardo_op_def *def = ctx->op->def;
+    bool halves = false; /* a half input the op takes through its float32 kernel */
+    for (int k = 0; def->halves_in_f32 && !def->all_dtypes && k < ctx->n_in; k++)
+        halves = halves || (ctx->in[k] && pardo_dtype_is_half(ctx->in[k]->dtype));
     if (!def->all_dtypes)
         for (int k = 0; k < ctx->n_in; k++)
-            if (ctx->in[k] && pardo_dtype_is_extra(ctx->in[k]->dtype))
+            if (ctx->in[k] && pardo_dtype_is_extra(ctx->in[k]->dtype) &&
+                !(halves && pardo_dtype_is_half(ctx->in[k]->dtype)))
                 return pardo_errorf(ctx->st, PARDO_ENOTSUP, "input %d has dtype %s, which %s does not take (it "
                                     "takes none of %s)", k, pardo_dtype_name(ctx->in[k]->dtype), def->type,
                                     extra_dtypes);
-    int rc = def->infer(ctx);
+    int rc = halves ? pardo_op_infer_halves(ctx) : def->infer(ctx);
     if (rc != PARDO_OK || def->all_dtypes) return rc;
     for (int k = 0; k < ctx->n_out; k++)
-        if (pardo_dtype_is_extra(ctx->out[k].dtype))
+        if (pardo_dtype_is_extra(ctx->out[k].dtype) && !(halves && pardo_dtype_is_half(ctx->out[k].dtype)))
             return pardo_errorf(ctx->st, PARDO_ENOTSUP, "output %d would have dtype %s, which %s does not make "
                                 "(it makes none of %s)", k, pardo_dtype_name(ctx->out[k].dtype), def->type,
                                 extra_dtypes);

@@ -157,6 +157,7 @@ const pardo_op_def pardo_op_lrn = {
     .n_attrs = 4,
     .infer = lrn_infer,
     .cpu = lrn_cpu,
+    .halves_in_f32 = true,
     .grad = lrn_grad_build,
 };
 

@@ -754,6 +754,7 @@ const pardo_op_def pardo_op_cumsum = {
     .n_attrs = 3,
     .infer = cumsum_infer,
     .cpu = cumsum_cpu,
+    .halves_in_f32 = true,
     .grad = cumsum_grad_build,
 };
 
@@ -870,6 +871,7 @@ const pardo_op_def pardo_op_hardmax = {
     .n_attrs = 1,
     .infer = hardmax_infer,
     .cpu = hardmax_cpu,
+    .halves_in_f32 = true,
 };
 
 /* ---- det ---- */
@@ -955,6 +957,7 @@ const pardo_op_def pardo_op_det = {
     .n_outputs = 1,
     .infer = det_infer,
     .cpu = det_cpu,
+    .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
 

@@ -409,6 +409,7 @@ const pardo_op_def pardo_op_matmul = {
     .n_attrs = 3,
     .infer = matmul_infer,
     .cpu = matmul_cpu,
+    .halves_in_f32 = true,
     .grad = matmul_grad_build,
 };
 

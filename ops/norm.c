@@ -301,6 +301,7 @@ const pardo_op_def pardo_op_layer_norm = {
     .n_attrs = 2,
     .infer = ln_infer,
     .cpu = ln_cpu,
+    .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
 

@@ -139,6 +139,8 @@ typedef struct pardo_op_def {
     pardo_sync_fn sync_parts;         // its sync form in a parallel_do part; NULL: none (see pardo_sync_fn)
     bool all_dtypes;                  // infer and kernels handle the dtypes past bool (uint8..bfloat16,
                                       // pardo_dtype_is_extra); false: pardo_op_infer refuses them
+    bool halves_in_f32;               // float16 / bfloat16 inputs run the float32 kernel: widened, and its
+                                      // float32 outputs rounded back (pardo_op_run_cpu; ops/op_halves.c)
 } pardo_op_def;
 
 /* The usual gradient builder (SPEC section 2): one op of type "<T>_grad"
@@ -239,6 +241,19 @@ int pardo_parallel_for_idle(pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *a
  * optimizer update). */
 int pardo_parallel_for_blocks(pardo_kernel_ctx *ctx, int64_t n, int64_t block,
                               void (*fn)(void *arg, int64_t begin, int64_t end), void *arg);
+
+/* Runs ctx's op on the CPU: def->cpu, or, for an op with halves_in_f32
+ * given float16 or bfloat16 inputs, def->cpu on float32 copies of them with
+ * each float32 output rounded back to the first half input's dtype into
+ * ctx's output (other outputs, an int64 index, handed over as they are).
+ * The copies are the call's own, freed before it returns. The executor and
+ * the CPU fallback of the CUDA kernels call it. */
+int pardo_op_run_cpu(pardo_kernel_ctx *ctx);
+
+/* pardo_op_infer's form for halves_in_f32 ops with a half input: def->infer
+ * on the inputs' types widened to float32, its float32 outputs given back
+ * the half dtype. */
+int pardo_op_infer_halves(pardo_infer_ctx *ctx);
 
 /* The registry. Lookup by type name; NULL when unknown. Thread-safe (read-only). */
 const pardo_op_def *pardo_op_lookup(const char *type);

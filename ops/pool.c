@@ -407,6 +407,7 @@ const pardo_op_def pardo_op_avg_pool2d = {
     .n_attrs = 3,
     .infer = avgpool_infer,
     .cpu = avgpool_cpu,
+    .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
 

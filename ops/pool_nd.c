@@ -389,6 +389,7 @@ const pardo_op_def pardo_op_avg_pool_nd = {
     .n_attrs = AVG_N_ATTRS,
     .infer = avg_infer,
     .cpu = avg_cpu,
+    .halves_in_f32 = true,
     .grad = avg_grad_build,
 };
 

@@ -364,6 +364,7 @@ const pardo_op_def pardo_op_reduce_sum = {
     .n_attrs = 3,
     .infer = reduce_sum_infer,
     .cpu = reduce_sum_cpu,
+    .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
 
@@ -378,6 +379,7 @@ const pardo_op_def pardo_op_reduce_mean = {
     .n_attrs = 3,
     .infer = reduce_mean_infer,
     .cpu = reduce_mean_cpu,
+    .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
 
@@ -416,6 +418,7 @@ const pardo_op_def pardo_op_reduce_max = {
         .cpu = NAME##_cpu,                                                                                             \
         .grad = pardo_grad_standard,                                                                                   \
         .all_dtypes = ALL,                                                                                             \
+        .halves_in_f32 = !(ALL), /* the floats' sums of float16 / bfloat16 in float32 (and double within) */            \
     };
 
 REDUCE_OP_OF(reduce_min, min_kernels, ordered_dtypes, N_ORDERED, PARDO_DTYPE_COUNT, true,

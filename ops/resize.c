@@ -297,4 +297,5 @@ const pardo_op_def pardo_op_resize = {
     .n_attrs = 6,
     .infer = rs_infer,
     .cpu = rs_cpu,
+    .halves_in_f32 = true,
 };

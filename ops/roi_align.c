@@ -260,4 +260,5 @@ const pardo_op_def pardo_op_roi_align = {
     .n_attrs = 6,
     .infer = roi_infer,
     .cpu = roi_cpu,
+    .halves_in_f32 = true,
 };

@@ -219,6 +219,7 @@ const pardo_op_def pardo_op_softmax = {
     .n_attrs = 2,
     .infer = softmax_scaled_infer,
     .cpu = softmax_cpu,
+    .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
 
@@ -235,6 +236,7 @@ const pardo_op_def pardo_op_log_softmax = {
     .n_attrs = 1,
     .infer = softmax_infer,
     .cpu = log_softmax_cpu,
+    .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
 

@@ -28,6 +28,7 @@
     X(gemm)             \
     X(gemm_pick)        \
     X(ops_reduce)       \
+    X(ops_halves)       \
     X(ops_softmax)      \
     X(ops_shape)        \
     X(ops_quantize)     \

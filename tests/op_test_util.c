@@ -76,7 +76,7 @@ static int run_op(const char *type, const char *attrs_json, int n_in, pardo_tens
                             .device = PARDO_DEVICE_CPU, .nthreads = nthreads, .training = training, .step = step};
     for (int i = 0; i < n_in; i++)
         if (in[i]) ck_assert_ptr_nonnull(pardo_tensor_cpu(in[i], st));
-    rc = op.def->cpu(&ctx);
+    rc = pardo_op_run_cpu(&ctx);
     pardo_value_free(op.attrs);
     if (rc != PARDO_OK) {
         for (int i = 0; i < n_out; i++) {

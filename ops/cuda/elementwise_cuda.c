@@ -13,7 +13,7 @@ static int cpu_fallback(pardo_kernel_ctx *ctx) {
     for (int k = 0; k < ctx->n_in; k++)
         if (ctx->in[k] && !pardo_tensor_cpu(ctx->in[k], ctx->st)) return ctx->st->code;
     ctx->device = PARDO_DEVICE_CPU;
-    return ctx->op->def->cpu(ctx);
+    return pardo_op_run_cpu(ctx);
 }
 
 static int unary(pardo_kernel_ctx *ctx, int kind, double a, double b) {

@@ -41,6 +41,7 @@ static void describe(const pardo_op_def *d) {
     else printf("gradient: yes\n");
     printf("cuda kernel: %s\n", d->cuda ? "yes" : "no (runs on the CPU)");
     printf("in place: %s\n", d->inplace ? "yes" : "no");
+    if (d->halves_in_f32) printf("float16, bfloat16: through the float32 kernel (inputs widened, outputs rounded)\n");
 }
 
 int pardo_cli_ops(int argc, char **argv) {

@@ -426,7 +426,7 @@ int pardo_exec_run_op(pardo_executor *ex, int block, int index, pardo_scope *sco
     pardo_kernel_ctx ctx = kernel_ctx(ex, block, index, scope, run, st);
     ctx.n_in = op->n_in, ctx.in = in, ctx.n_out = op->n_out, ctx.out = out;
     ctx.device = dev;
-    rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : op->def->cpu(&ctx);
+    rc = dev == PARDO_DEVICE_CUDA ? op->def->cuda(&ctx) : pardo_op_run_cpu(&ctx);
     for (int k = 0; rc == PARDO_OK && k < op->n_out; k++)
         if (op->out[k][0]) rc = check_output(pl->out_vars[k], op, k, out[k], st);
     if (tracing && rc == PARDO_OK) { /* before the outputs move into the scope */
