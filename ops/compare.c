@@ -54,11 +54,7 @@ typedef void (*compare_fn)(const pardo_bcast2 *p, const void *a, const void *b, 
 /* Defines NAME, C = OP(A, B) as 0 or 1 over output elements [e0, e1) for
  * operands of type T: the outer merged dims walked with an odometer, the
  * innermost one a plain loop. */
-#define COMPARE_KERNEL(NAME, T, OP) COMPARE_KERNEL_LOAD(NAME, T, OP, LOAD_AS_IS)
-#define LOAD_AS_IS(v) (v)
-/* float16 and bfloat16 (their bits) compare as the values they encode */
-#define LOAD_F16(v) pardo_f16_to_f32(v)
-#define LOAD_BF16(v) pardo_bf16_to_f32(v)
+#define COMPARE_KERNEL(NAME, T, OP) COMPARE_KERNEL_LOAD(NAME, T, OP, PARDO_LOAD_AS_IS)
 #define COMPARE_KERNEL_LOAD(NAME, T, OP, LOAD)                                                                         \
     static void NAME(const pardo_bcast2 *p, const void *va, const void *vb, uint8_t *y, int64_t e0, int64_t e1) {      \
         const T *a = va, *b = vb;                                                                                      \
@@ -87,13 +83,10 @@ typedef void (*compare_fn)(const pardo_bcast2 *p, const void *a, const void *b, 
     COMPARE_KERNEL(NAME##_u16, uint16_t, OP)                                                                           \
     COMPARE_KERNEL(NAME##_u32, uint32_t, OP)                                                                           \
     COMPARE_KERNEL(NAME##_u64, uint64_t, OP)                                                                           \
-    COMPARE_KERNEL_LOAD(NAME##_f16, uint16_t, OP, LOAD_F16)                                                            \
-    COMPARE_KERNEL_LOAD(NAME##_bf16, uint16_t, OP, LOAD_BF16)                                                          \
-    static const compare_fn NAME##_kernels[PARDO_DTYPE_COUNT] = {                                                      \
-        [PARDO_F32] = NAME##_f32, [PARDO_F64] = NAME##_f64, [PARDO_I32] = NAME##_i32, [PARDO_I64] = NAME##_i64,        \
-        [PARDO_BOOL] = BOOL_FN,   [PARDO_U8] = NAME##_u8,   [PARDO_I8] = NAME##_i8,   [PARDO_I16] = NAME##_i16,        \
-        [PARDO_U16] = NAME##_u16, [PARDO_U32] = NAME##_u32, [PARDO_U64] = NAME##_u64, [PARDO_F16] = NAME##_f16,        \
-        [PARDO_BF16] = NAME##_bf16};
+    /* float16 and bfloat16 (their bits) compare as the values they encode */                                          \
+    COMPARE_KERNEL_LOAD(NAME##_f16, uint16_t, OP, PARDO_LOAD_F16)                                                      \
+    COMPARE_KERNEL_LOAD(NAME##_bf16, uint16_t, OP, PARDO_LOAD_BF16)                                                    \
+    static const compare_fn NAME##_kernels[PARDO_DTYPE_COUNT] = {PARDO_ORDERED_ENTRIES(NAME), [PARDO_BOOL] = BOOL_FN};
 
 COMPARE_KERNEL(equal_b8, uint8_t, OP_EQ)
 COMPARE_KERNELS(equal, OP_EQ, equal_b8)

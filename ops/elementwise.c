@@ -112,10 +112,7 @@ typedef void (*binary_fn)(const pardo_bcast2 *p, const void *a, const void *b, v
     BINARY_KERNEL(NAME##_u64, uint64_t, uint64_t, OP_U)                                                                \
     BINARY_KERNEL(NAME##_f16, uint16_t, float, OP_H)                                                                   \
     BINARY_KERNEL(NAME##_bf16, uint16_t, float, OP_B)                                                                  \
-    static const binary_fn NAME##_kernels[PARDO_DTYPE_COUNT] = {                                                       \
-        [PARDO_F32] = NAME##_f32, [PARDO_F64] = NAME##_f64, [PARDO_I32] = NAME##_i32, [PARDO_I64] = NAME##_i64,        \
-        [PARDO_U8] = NAME##_u8,   [PARDO_I8] = NAME##_i8,   [PARDO_I16] = NAME##_i16, [PARDO_U16] = NAME##_u16,        \
-        [PARDO_U32] = NAME##_u32, [PARDO_U64] = NAME##_u64, [PARDO_F16] = NAME##_f16, [PARDO_BF16] = NAME##_bf16};
+    static const binary_fn NAME##_kernels[PARDO_DTYPE_COUNT] = PARDO_ORDERED_TABLE(NAME);
 
 BINARY_KERNELS(add, OP_ADD, OP_ADD, OP_ADD, OP_ADD_H, OP_ADD_B)
 BINARY_KERNELS(sub, OP_SUB, OP_SUB, OP_SUB, OP_SUB_H, OP_SUB_B)

@@ -130,7 +130,8 @@ int pardo_run_chunks(struct pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *a
  * that only compare and copy elements (max pooling): M(SUF, T, LOAD) is
  * expanded once per dtype, T the stored element and LOAD(v) the value it
  * compares as (float16 and bfloat16 as the float they encode; the others as
- * they are), and PARDO_ORDERED_TABLE(P) is the table of the P_SUF by dtype. */
+ * they are), and PARDO_ORDERED_TABLE(P) is the table of the P_SUF by dtype
+ * (PARDO_ORDERED_ENTRIES(P) its entries, for a table with more). */
 #define PARDO_LOAD_AS_IS(v) (v)
 #define PARDO_LOAD_F16(v) pardo_f16_to_f32(v)
 #define PARDO_LOAD_BF16(v) pardo_bf16_to_f32(v)
@@ -147,10 +148,11 @@ int pardo_run_chunks(struct pardo_kernel_ctx *ctx, int64_t n, void (*fn)(void *a
     M(u64, uint64_t, PARDO_LOAD_AS_IS)                                                                                 \
     M(f16, uint16_t, PARDO_LOAD_F16)                                                                                   \
     M(bf16, uint16_t, PARDO_LOAD_BF16)
-#define PARDO_ORDERED_TABLE(P)                                                                                         \
-    {[PARDO_F32] = P##_f32, [PARDO_F64] = P##_f64, [PARDO_I8] = P##_i8,   [PARDO_I16] = P##_i16,                       \
-     [PARDO_I32] = P##_i32, [PARDO_I64] = P##_i64, [PARDO_U8] = P##_u8,   [PARDO_U16] = P##_u16,                       \
-     [PARDO_U32] = P##_u32, [PARDO_U64] = P##_u64, [PARDO_F16] = P##_f16, [PARDO_BF16] = P##_bf16}
+#define PARDO_ORDERED_ENTRIES(P)                                                                                       \
+    [PARDO_F32] = P##_f32, [PARDO_F64] = P##_f64, [PARDO_I8] = P##_i8,   [PARDO_I16] = P##_i16,                        \
+    [PARDO_I32] = P##_i32, [PARDO_I64] = P##_i64, [PARDO_U8] = P##_u8,   [PARDO_U16] = P##_u16,                        \
+    [PARDO_U32] = P##_u32, [PARDO_U64] = P##_u64, [PARDO_F16] = P##_f16, [PARDO_BF16] = P##_bf16
+#define PARDO_ORDERED_TABLE(P) {PARDO_ORDERED_ENTRIES(P)}
 
 /* The ordered dtypes' names for an error message, and a check that t has one. */
 #define PARDO_ORDERED_NAMES "float32, float64, float16, bfloat16, int8/16/32/64 or uint8/16/32/64"

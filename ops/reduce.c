@@ -238,23 +238,29 @@ REDUCE_KERNEL(sum_i32, int32_t, uint64_t, 0, COMB_SUM, FIN_SUM)
 REDUCE_KERNEL(sum_i64, int64_t, uint64_t, 0, COMB_SUM, FIN_SUM)
 REDUCE_KERNEL(mean_f32, float, double, 0, COMB_SUM, FIN_MEAN)
 REDUCE_KERNEL(mean_f64, double, double, 0, COMB_SUM, FIN_MEAN)
-REDUCE_KERNEL(max_f32, float, float, -INFINITY, COMB_MAX_F, FIN_SUM)
-REDUCE_KERNEL(max_f64, double, double, -INFINITY, COMB_MAX_F, FIN_SUM)
-REDUCE_KERNEL(max_i32, int32_t, int32_t, INT32_MIN, COMB_MAX_I, FIN_SUM)
-REDUCE_KERNEL(max_i64, int64_t, int64_t, INT64_MIN, COMB_MAX_I, FIN_SUM)
-REDUCE_KERNEL(max_i8, int8_t, int8_t, INT8_MIN, COMB_MAX_I, FIN_SUM)
-REDUCE_KERNEL(max_i16, int16_t, int16_t, INT16_MIN, COMB_MAX_I, FIN_SUM)
-REDUCE_KERNEL(max_u8, uint8_t, uint8_t, 0, COMB_MAX_I, FIN_SUM)
-REDUCE_KERNEL(max_u16, uint16_t, uint16_t, 0, COMB_MAX_I, FIN_SUM)
-REDUCE_KERNEL(max_u32, uint32_t, uint32_t, 0, COMB_MAX_I, FIN_SUM)
-REDUCE_KERNEL(max_u64, uint64_t, uint64_t, 0, COMB_MAX_I, FIN_SUM)
-/* float16 and bfloat16: compared as floats, the float of the winner (exactly one of the inputs) stored back */
-#define COMB_MAX_F16(ACC, acc, v) COMB_MAX_F(ACC, acc, pardo_f16_to_f32(v))
-#define COMB_MAX_BF16(ACC, acc, v) COMB_MAX_F(ACC, acc, pardo_bf16_to_f32(v))
+/* The kernels of reduce_max or reduce_min (NAME max or min, COMB_F / COMB_I its float and integer step) for every
+ * ordered dtype, each starting from its type's limit (LIM(T, MIN, MAX): the one a max starts from is the least).
+ * float16 and bfloat16 compare as floats, the float of the winner (exactly one of the inputs) stored back. */
 #define FIN_F16(T, acc, cnt) pardo_f16_from_f32(acc)
 #define FIN_BF16(T, acc, cnt) pardo_bf16_from_f32(acc)
-REDUCE_KERNEL(max_f16, uint16_t, float, -INFINITY, COMB_MAX_F16, FIN_F16)
-REDUCE_KERNEL(max_bf16, uint16_t, float, -INFINITY, COMB_MAX_BF16, FIN_BF16)
+#define EXTREME_KERNELS(NAME, COMB_F, COMB_I, LIM)                                                                     \
+    REDUCE_KERNEL(NAME##_f32, float, float, LIM(float, -INFINITY, INFINITY), COMB_F, FIN_SUM)                         \
+    REDUCE_KERNEL(NAME##_f64, double, double, LIM(double, -HUGE_VAL, HUGE_VAL), COMB_F, FIN_SUM)                      \
+    REDUCE_KERNEL(NAME##_i32, int32_t, int32_t, LIM(int32_t, INT32_MIN, INT32_MAX), COMB_I, FIN_SUM)                  \
+    REDUCE_KERNEL(NAME##_i64, int64_t, int64_t, LIM(int64_t, INT64_MIN, INT64_MAX), COMB_I, FIN_SUM)                  \
+    REDUCE_KERNEL(NAME##_i8, int8_t, int8_t, LIM(int8_t, INT8_MIN, INT8_MAX), COMB_I, FIN_SUM)                        \
+    REDUCE_KERNEL(NAME##_i16, int16_t, int16_t, LIM(int16_t, INT16_MIN, INT16_MAX), COMB_I, FIN_SUM)                  \
+    REDUCE_KERNEL(NAME##_u8, uint8_t, uint8_t, LIM(uint8_t, 0, UINT8_MAX), COMB_I, FIN_SUM)                           \
+    REDUCE_KERNEL(NAME##_u16, uint16_t, uint16_t, LIM(uint16_t, 0, UINT16_MAX), COMB_I, FIN_SUM)                      \
+    REDUCE_KERNEL(NAME##_u32, uint32_t, uint32_t, LIM(uint32_t, 0, UINT32_MAX), COMB_I, FIN_SUM)                      \
+    REDUCE_KERNEL(NAME##_u64, uint64_t, uint64_t, LIM(uint64_t, 0, UINT64_MAX), COMB_I, FIN_SUM)                      \
+    REDUCE_KERNEL(NAME##_f16, uint16_t, float, LIM(float, -INFINITY, INFINITY), NAME##_F16_STEP, FIN_F16)             \
+    REDUCE_KERNEL(NAME##_bf16, uint16_t, float, LIM(float, -INFINITY, INFINITY), NAME##_BF16_STEP, FIN_BF16)
+#define LIM_LEAST(T, MIN, MAX) (T)(MIN)
+#define LIM_GREATEST(T, MIN, MAX) (T)(MAX)
+#define max_F16_STEP(ACC, acc, v) COMB_MAX_F(ACC, acc, pardo_f16_to_f32(v))
+#define max_BF16_STEP(ACC, acc, v) COMB_MAX_F(ACC, acc, pardo_bf16_to_f32(v))
+EXTREME_KERNELS(max, COMB_MAX_F, COMB_MAX_I, LIM_LEAST)
 
 /* The ONNX family: min, prod, l1, l2, sum_square, log_sum, log_sum_exp. */
 #define LT_F(v, best) ((v) < (best) || (isnan(v) && !isnan(best)))
@@ -286,20 +292,9 @@ static inline lse_acc lse_step(lse_acc a, double v) {
 #define COMB_LSE(ACC, acc, v) ((acc) = lse_step(acc, (double)(v)))
 #define FIN_LSE(T, acc, cnt) ((T)((acc).s == 0 ? -HUGE_VAL : (acc).m + log((acc).s)))
 
-REDUCE_KERNEL(min_f32, float, float, INFINITY, COMB_MIN_F, FIN_SUM)
-REDUCE_KERNEL(min_f64, double, double, HUGE_VAL, COMB_MIN_F, FIN_SUM)
-REDUCE_KERNEL(min_i32, int32_t, int32_t, INT32_MAX, COMB_MIN_I, FIN_SUM)
-REDUCE_KERNEL(min_i64, int64_t, int64_t, INT64_MAX, COMB_MIN_I, FIN_SUM)
-REDUCE_KERNEL(min_i8, int8_t, int8_t, INT8_MAX, COMB_MIN_I, FIN_SUM)
-REDUCE_KERNEL(min_i16, int16_t, int16_t, INT16_MAX, COMB_MIN_I, FIN_SUM)
-REDUCE_KERNEL(min_u8, uint8_t, uint8_t, UINT8_MAX, COMB_MIN_I, FIN_SUM)
-REDUCE_KERNEL(min_u16, uint16_t, uint16_t, UINT16_MAX, COMB_MIN_I, FIN_SUM)
-REDUCE_KERNEL(min_u32, uint32_t, uint32_t, UINT32_MAX, COMB_MIN_I, FIN_SUM)
-REDUCE_KERNEL(min_u64, uint64_t, uint64_t, UINT64_MAX, COMB_MIN_I, FIN_SUM)
-#define COMB_MIN_F16(ACC, acc, v) COMB_MIN_F(ACC, acc, pardo_f16_to_f32(v))
-#define COMB_MIN_BF16(ACC, acc, v) COMB_MIN_F(ACC, acc, pardo_bf16_to_f32(v))
-REDUCE_KERNEL(min_f16, uint16_t, float, INFINITY, COMB_MIN_F16, FIN_F16)
-REDUCE_KERNEL(min_bf16, uint16_t, float, INFINITY, COMB_MIN_BF16, FIN_BF16)
+#define min_F16_STEP(ACC, acc, v) COMB_MIN_F(ACC, acc, pardo_f16_to_f32(v))
+#define min_BF16_STEP(ACC, acc, v) COMB_MIN_F(ACC, acc, pardo_bf16_to_f32(v))
+EXTREME_KERNELS(min, COMB_MIN_F, COMB_MIN_I, LIM_GREATEST)
 REDUCE_KERNEL(prod_f32, float, double, 1, COMB_PROD, FIN_SUM)
 REDUCE_KERNEL(prod_f64, double, double, 1, COMB_PROD, FIN_SUM)
 REDUCE_KERNEL(prod_i32, int32_t, uint64_t, 1, COMB_PROD, FIN_SUM)

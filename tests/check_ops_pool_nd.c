@@ -116,6 +116,26 @@ static const pn_case cases[] = {
     {3, {2, 1, 5, 4, 6}, {2, 3, 2}, {2, 1, 3}, {1, 1, 0, 0, 1, 1}, {2, 1, 2}},
 };
 
+/* max_pool_nd of x (case c, storage_order order) gives the naive walk's Y, in X's dtype, and Indices exactly. */
+static void expect_max_as_ref(const pn_case *c, pardo_tensor *x, int order, int k) {
+    pardo_tensor *out[2] = {NULL, NULL}, *want, *want_ix;
+    pardo_status st;
+    char attrs[512];
+    ck_assert_msg(test_run_op("max_pool_nd", pn_attrs(c, order, attrs, sizeof attrs), 1, &x, 2, out, &st) == PARDO_OK,
+                  "%s case %d: %s", pardo_dtype_name(x->dtype), k, st.msg);
+    ref_pool(c, x, true, order, &want, &want_ix);
+    ck_assert(pardo_shape_equal(out[0]->ndim, out[0]->shape, want->ndim, want->shape));
+    ck_assert_int_eq(out[0]->dtype, x->dtype);
+    ck_assert_int_eq(out[1]->dtype, PARDO_I64);
+    test_assert_close(out[0], want, 0, 0);
+    for (int64_t e = 0; e < want_ix->numel; e++)
+        ck_assert_int_eq(((const int64_t *)pardo_tensor_data(out[1]))[e], (int64_t)pardo_tensor_get_f64(want_ix, e));
+    pardo_tensor_release(want);
+    pardo_tensor_release(want_ix);
+    pardo_tensor_release(out[0]);
+    pardo_tensor_release(out[1]);
+}
+
 START_TEST(test_pool_nd_reference) {
     static const pardo_dtype dts[] = {PARDO_F64, PARDO_F32};
     for (int k = 0; k < LEN(cases); k++)
@@ -123,24 +143,11 @@ START_TEST(test_pool_nd_reference) {
             for (int order = 0; order < 2; order++) {
                 const pn_case *c = &cases[k];
                 test_rng r = {500u + (uint64_t)k * 4 + (uint64_t)t * 2 + (uint64_t)order};
-                pardo_tensor *x = test_tensor_random(&r, dts[t], c->nsp + 2, c->xs, -1, 1), *out[2] = {NULL, NULL},
-                             *want, *want_ix;
+                pardo_tensor *x = test_tensor_random(&r, dts[t], c->nsp + 2, c->xs, -1, 1), *out[1] = {NULL},
+                             *want;
                 pardo_status st;
                 char attrs[512];
-                ck_assert_msg(test_run_op("max_pool_nd", pn_attrs(c, order, attrs, sizeof attrs), 1, &x, 2, out, &st) ==
-                                  PARDO_OK,
-                              "case %d: %s", k, st.msg);
-                ref_pool(c, x, true, order, &want, &want_ix);
-                ck_assert(pardo_shape_equal(out[0]->ndim, out[0]->shape, want->ndim, want->shape));
-                ck_assert_int_eq(out[1]->dtype, PARDO_I64);
-                test_assert_close(out[0], want, 0, 0);
-                for (int64_t e = 0; e < want_ix->numel; e++)
-                    ck_assert_int_eq(((const int64_t *)pardo_tensor_data(out[1]))[e],
-                                     (int64_t)pardo_tensor_get_f64(want_ix, e));
-                pardo_tensor_release(want);
-                pardo_tensor_release(want_ix);
-                pardo_tensor_release(out[0]);
-                pardo_tensor_release(out[1]);
+                expect_max_as_ref(c, x, order, k);
                 ck_assert_int_eq(test_run_op("avg_pool_nd", pn_attrs(c, -1, attrs, sizeof attrs), 1, &x, 1, out, &st),
                                  PARDO_OK);
                 ref_pool(c, x, false, 0, &want, NULL);
@@ -165,23 +172,8 @@ START_TEST(test_pool_nd_max_every_dtype) {
             test_rng r = {700u + (uint64_t)(t * LEN(cases) + k)};
             const bool unsigned_dt = dts[t] == PARDO_U8 || dts[t] == PARDO_U16 || dts[t] == PARDO_U32 ||
                                      dts[t] == PARDO_U64;
-            pardo_tensor *x = test_tensor_random(&r, dts[t], c->nsp + 2, c->xs, unsigned_dt ? 0 : -20, 20),
-                         *out[2] = {NULL, NULL}, *want, *want_ix;
-            pardo_status st;
-            char attrs[512];
-            ck_assert_msg(test_run_op("max_pool_nd", pn_attrs(c, k % 2, attrs, sizeof attrs), 1, &x, 2, out, &st) ==
-                              PARDO_OK,
-                          "%s case %d: %s", pardo_dtype_name(dts[t]), k, st.msg);
-            ref_pool(c, x, true, k % 2, &want, &want_ix);
-            ck_assert_int_eq(out[0]->dtype, dts[t]);
-            test_assert_close(out[0], want, 0, 0);
-            for (int64_t e = 0; e < want_ix->numel; e++)
-                ck_assert_int_eq(((const int64_t *)pardo_tensor_data(out[1]))[e],
-                                 (int64_t)pardo_tensor_get_f64(want_ix, e));
-            pardo_tensor_release(want);
-            pardo_tensor_release(want_ix);
-            pardo_tensor_release(out[0]);
-            pardo_tensor_release(out[1]);
+            pardo_tensor *x = test_tensor_random(&r, dts[t], c->nsp + 2, c->xs, unsigned_dt ? 0 : -20, 20);
+            expect_max_as_ref(c, x, k % 2, k);
             pardo_tensor_release(x);
         }
 }
