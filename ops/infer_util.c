@@ -10,7 +10,7 @@ static const char extra_dtypes[] = "uint8, int8, int16, uint16, uint32, uint64, 
 int pardo_op_infer(pardo_infer_ctx *ctx) {
     const pardo_op_def *def = ctx->op->def;
     bool halves = false; /* a half input the op takes through its float32 kernel */
-    for (int k = 0; def->halves_in_f32 && !def->all_dtypes && k < ctx->n_in; k++)
+    for (int k = 0; def->halves_in_f32 && k < ctx->n_in; k++)
         halves = halves || (ctx->in[k] && pardo_dtype_is_half(ctx->in[k]->dtype));
     if (!def->all_dtypes)
         for (int k = 0; k < ctx->n_in; k++)

@@ -40,6 +40,8 @@ static const pardo_attr_def matmul_attrs[] = {
                                                  "form, as the gelu op)"},
 };
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
+/* what matmul's forward takes: the floats, and the integers of ONNX MatMul (wrapping; no bias nor activation) */
+static const pardo_dtype forward_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64, PARDO_U32, PARDO_U64};
 
 /* The matrix view of the two operands: M, K, N and their batch shapes. */
 typedef struct mm_dims {
@@ -148,15 +150,27 @@ static int bias_infer(pardo_infer_ctx *ctx, const pardo_type *y) {
     return PARDO_OK;
 }
 
+/* An integer product takes no bias and no activation (ONNX MatMul has neither; they are pardo's fusion's). */
+static int int_product_plain(const pardo_op *op, bool has_bias, pardo_status *st) {
+    pardo_gemm_act act;
+    int rc = matmul_activation(op, &act, st);
+    if (rc == PARDO_OK && (act != PARDO_GEMM_ACT_NONE || has_bias))
+        rc = pardo_errorf(st, PARDO_EINVAL, "an integer matmul takes no bias and no activation");
+    return rc;
+}
+
 static int matmul_infer(pardo_infer_ctx *ctx) {
     const pardo_type *a = ctx->in[0], *b = ctx->in[1];
     bool ta, tb;
     int rc = matmul_attrs_get(ctx->op, &ta, &tb, ctx->st);
-    if (rc == PARDO_OK) rc = pardo_expect_dtype(a, "input 0 'A'", float_dtypes, 2, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(a, "input 0 'A'", forward_dtypes, 6, ctx->st);
     if (rc != PARDO_OK) return rc;
     if (b->dtype != a->dtype)
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 1 'B' has dtype %s, expected %s like input 0 'A'",
                             pardo_dtype_name(b->dtype), pardo_dtype_name(a->dtype));
+    if (!pardo_dtype_is_float(a->dtype) &&
+        (rc = int_product_plain(ctx->op, ctx->n_in > 2 && ctx->in[2], ctx->st)) != PARDO_OK)
+        return rc;
     pardo_type *y = &ctx->out[0];
     y->dtype = a->dtype;
     if (a->ndim < 0 || b->ndim < 0) {
@@ -218,9 +232,12 @@ typedef struct mm_plan {
 static int mm_plan_make(const pardo_kernel_ctx *ctx, const pardo_tensor *a, const pardo_tensor *b, mm_plan *p) {
     int rc = matmul_attrs_get(ctx->op, &p->ta, &p->tb, ctx->st);
     if (rc != PARDO_OK) return rc;
-    if (a->dtype != b->dtype || !pardo_dtype_is_float(a->dtype))
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtypes %s and %s, expected float32 or float64 for both",
-                            pardo_dtype_name(a->dtype), pardo_dtype_name(b->dtype));
+    bool taken = false;
+    for (int i = 0; i < 6; i++) taken = taken || a->dtype == forward_dtypes[i];
+    if (a->dtype != b->dtype || !taken)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtypes %s and %s, expected one of float32, float64, "
+                            "int32, int64, uint32 or uint64 for both", pardo_dtype_name(a->dtype),
+                            pardo_dtype_name(b->dtype));
     mm_dims *d = &p->d;
     if ((rc = mm_dims_get(a->ndim, a->shape, b->ndim, b->shape, p->ta, p->tb, d, ctx->st)) != PARDO_OK) return rc;
     if (d->ka != d->kb) return k_mismatch(a->ndim, a->shape, b->ndim, b->shape, p->ta, p->tb, d, ctx->st);
@@ -272,6 +289,55 @@ static pardo_gemm_packed *kept_b(pardo_kernel_ctx *ctx, const pardo_tensor *b) {
     return k->eligible ? &k->packed : NULL;
 }
 
+/* One integer product of a batch: C[m, n] = op(A) op(B), rows [r0, r1) (int_rows). */
+typedef struct int_mm {
+    const void *a, *b;
+    void *c;
+    int64_t m, n, k;
+    bool ta, tb;
+} int_mm;
+
+/* Defines int_rows_SUF: C's rows [r0, r1) of an int_mm of element type T, summed in U (its unsigned twin:
+ * wrapping modulo 2^bits, as NumPy's and ONNX Runtime's integer products do), k outermost within a row so that
+ * B is read along its rows. */
+#define INT_ROWS(SUF, T, U)                                                                                            \
+    static void int_rows_##SUF(void *arg, int64_t r0, int64_t r1) {                                                    \
+        const int_mm *j = arg;                                                                                         \
+        const T *a = j->a, *b = j->b;                                                                                  \
+        T *c = j->c;                                                                                                   \
+        for (int64_t i = r0; i < r1; i++) {                                                                            \
+            U *row = (U *)(void *)(c + i * j->n);                                                                      \
+            for (int64_t q = 0; q < j->n; q++) row[q] = 0;                                                             \
+            for (int64_t p = 0; p < j->k; p++) {                                                                       \
+                const U av = (U)(j->ta ? a[p * j->m + i] : a[i * j->k + p]);                                           \
+                for (int64_t q = 0; q < j->n; q++) row[q] += av * (U)(j->tb ? b[q * j->k + p] : b[p * j->n + q]);      \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+INT_ROWS(i32, int32_t, uint32_t)
+INT_ROWS(i64, int64_t, uint64_t)
+INT_ROWS(u32, uint32_t, uint32_t)
+INT_ROWS(u64, uint64_t, uint64_t)
+
+/* Y = op(A) op(B) for every batch of integers. */
+static int matmul_forward_int(pardo_kernel_ctx *ctx, const mm_plan *p, pardo_tensor *y) {
+    static void (*const rows[PARDO_DTYPE_COUNT])(void *, int64_t, int64_t) = {
+        [PARDO_I32] = int_rows_i32, [PARDO_I64] = int_rows_i64, [PARDO_U32] = int_rows_u32, [PARDO_U64] = int_rows_u64};
+    const pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
+    const int64_t m = p->d.m, n = p->d.n, k = p->d.ka;
+    const size_t es = pardo_dtype_size(a->dtype);
+    pardo_odo o;
+    pardo_odo_init(&o, p->batch.nd, p->batch.dims, p->batch.sa, p->batch.sb);
+    for (int64_t i = 0; i < p->batch.numel; i++, pardo_odo_next(&o)) {
+        int_mm j = {(const char *)pardo_tensor_data(a) + (size_t)(o.off[0] * m * k) * es,
+                    (const char *)pardo_tensor_data(b) + (size_t)(o.off[1] * k * n) * es,
+                    (char *)pardo_tensor_data(y) + (size_t)(i * m * n) * es, m, n, k, p->ta, p->tb};
+        int rc = pardo_parallel_for(ctx, m, rows[a->dtype], &j);
+        if (rc != PARDO_OK) return rc;
+    }
+    return PARDO_OK;
+}
+
 /* Y = op(A) op(B) for every batch, each product then given the epilogue ep
  * (NULL: none). */
 static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epilogue *ep) {
@@ -281,6 +347,7 @@ static int matmul_forward(pardo_kernel_ctx *ctx, const mm_plan *pp, const mm_epi
     pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, p.y_nd, p.y_shape);
     if (!y) return ctx->st->code;
     if (y->numel == 0) return PARDO_OK;
+    if (!pardo_dtype_is_float(a->dtype)) return matmul_forward_int(ctx, &p, y);
 
     const int64_t m = p.d.m, n = p.d.n, k = p.d.ka, a_mat = m * k, b_mat = k * n, y_mat = m * n;
     const size_t es = pardo_dtype_size(a->dtype);
@@ -345,6 +412,8 @@ static int matmul_cpu(pardo_kernel_ctx *ctx) {
     const pardo_tensor *bias = ctx->n_in > 2 ? ctx->in[2] : NULL;
     int rc = mm_plan_make(ctx, ctx->in[0], ctx->in[1], &p);
     if (rc == PARDO_OK) rc = matmul_activation(ctx->op, &act, ctx->st);
+    if (rc == PARDO_OK && !pardo_dtype_is_float(ctx->in[0]->dtype))
+        rc = int_product_plain(ctx->op, bias != NULL, ctx->st);
     if (rc != PARDO_OK) return rc;
     if (bias && (bias->is_array || bias->dtype != ctx->in[0]->dtype))
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 2 'bias' is %s %s, expected a tensor of %s like A",
@@ -400,7 +469,7 @@ static int matmul_grad_build(const pardo_grad_request *req, pardo_block *blk, pa
 const pardo_op_def pardo_op_matmul = {
     .type = "matmul",
     .doc = "Y = act(A @ B + bias) like numpy.matmul (1-D, 2-D, batched N-D with broadcast batch dims; bias and relu "
-           "optional; float32, float64)",
+           "optional; float32, float64; int32, int64, uint32, uint64 wrapping, without bias or activation)",
     .inputs = ab_in,
     .n_inputs = 3,
     .outputs = y_out,
@@ -410,6 +479,7 @@ const pardo_op_def pardo_op_matmul = {
     .infer = matmul_infer,
     .cpu = matmul_cpu,
     .halves_in_f32 = true,
+    .all_dtypes = true, /* uint32, uint64 (and the halves, through float32) */
     .grad = matmul_grad_build,
 };
 

@@ -151,6 +151,20 @@ START_TEST(pass_leaves_chains_others_can_see) {
     pardo_program_free(f);
     pardo_program_free(p);
 
+    /* an integer product has no epilogue: matmul + add + relu of int64 stay three ops */
+    p = test_program("{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                     "\"x\": {\"dtype\": \"int64\", \"shape\": [-1, 2], \"role\": \"feed\"},"
+                     "\"w\": {\"dtype\": \"int64\", \"shape\": [2, 2], \"role\": \"param\", \"value\": [1, 2, 3, 4]},"
+                     "\"b\": {\"dtype\": \"int64\", \"shape\": [2], \"role\": \"param\", \"value\": [1, 2]}},"
+                     "\"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"h\"]},"
+                     "{\"op\": \"add\", \"in\": [\"h\", \"b\"], \"out\": [\"z\"]},"
+                     "{\"op\": \"relu\", \"in\": [\"z\"], \"out\": [\"y\"]}]}]}",
+                     "int_product.json");
+    f = fused(p, NULL, 0);
+    ck_assert_int_eq(f->blocks[0].n_ops, 3);
+    pardo_program_free(f);
+    pardo_program_free(p);
+
     /* an op between matmul_grad and relu_grad that writes relu_grad's Y: relu_grad cannot move up */
     p = test_mlp_training();
     pardo_block *b0 = &p->blocks[0];

@@ -134,6 +134,56 @@ START_TEST(test_matmul_reference) {
 }
 END_TEST
 
+/* matmul on int32, int64, uint32 and uint64 against a naive product in the
+ * test (unsigned 64-bit sums reduced to the type: wrapping), with
+ * transposes, a broadcast batch and values at the types' extremes. */
+START_TEST(test_matmul_integers) {
+    static const pardo_dtype dts[] = {PARDO_I32, PARDO_I64, PARDO_U32, PARDO_U64};
+    static const char *const attrs[] = {NULL, "{\"transpose_a\": true}", "{\"transpose_b\": true}"};
+    for (int t = 0; t < 4; t++)
+        for (int at = 0; at < 3; at++) {
+            const int64_t m = 5, k = 7, n = 4;
+            const bool ta = at == 1, tb = at == 2;
+            const int64_t as[] = {2, ta ? k : m, ta ? m : k}, bs[] = {tb ? n : k, tb ? k : n};
+            test_rng r = {7100u + (uint64_t)(t * 3 + at)};
+            pardo_tensor *in[2] = {test_tensor_spread(&r, dts[t], 3, as), test_tensor_spread(&r, dts[t], 2, bs)};
+            pardo_tensor *y = NULL;
+            pardo_status st;
+            ck_assert_msg(test_run_op("matmul", attrs[at], 2, in, 1, &y, &st) == PARDO_OK, "%s: %s",
+                          pardo_dtype_name(dts[t]), st.msg);
+            ck_assert_int_eq(y->dtype, dts[t]);
+            ck_assert(y->ndim == 3 && y->shape[0] == 2 && y->shape[1] == m && y->shape[2] == n);
+            const size_t es = pardo_dtype_size(dts[t]);
+            const unsigned char *pa = pardo_tensor_data(in[0]), *pb = pardo_tensor_data(in[1]),
+                                *py = pardo_tensor_data(y);
+            for (int64_t bt = 0; bt < 2; bt++)
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < n; j++) {
+                        uint64_t sum = 0;
+                        for (int64_t p = 0; p < k; p++) {
+                            uint64_t av = 0, bv = 0; /* the stored bits, sign-extended for the signed types */
+                            memcpy(&av, pa + (size_t)(bt * m * k + (ta ? p * m + i : i * k + p)) * es, es);
+                            memcpy(&bv, pb + (size_t)(tb ? j * k + p : p * n + j) * es, es);
+                            if (es == 4 && dts[t] == PARDO_I32) {
+                                av = (uint64_t)(int64_t)(int32_t)(uint32_t)av;
+                                bv = (uint64_t)(int64_t)(int32_t)(uint32_t)bv;
+                            }
+                            sum += av * bv;
+                        }
+                        uint64_t got = 0;
+                        memcpy(&got, py + (size_t)(bt * m * n + i * n + j) * es, es);
+                        const uint64_t want = es == 4 ? (uint64_t)(uint32_t)sum : sum;
+                        ck_assert_msg(got == want, "%s %s: Y[%lld, %lld, %lld] is 0x%llx, expected 0x%llx",
+                                      pardo_dtype_name(dts[t]), attrs[at] ? attrs[at] : "plain", (long long)bt,
+                                      (long long)i, (long long)j, (unsigned long long)got, (unsigned long long)want);
+                    }
+            pardo_tensor_release(y);
+            pardo_tensor_release(in[0]);
+            pardo_tensor_release(in[1]);
+        }
+}
+END_TEST
+
 START_TEST(test_matmul_known_values) {
     /* [[1, 2], [3, 4]] @ [[5, 6], [7, 8]] = [[19, 22], [43, 50]]; with A^T: [[26, 30], [38, 44]] */
     int64_t s[] = {2, 2};
@@ -251,8 +301,15 @@ START_TEST(test_err_shapes_and_dtypes) {
     pardo_type y;
     pardo_status st;
     int64_t s2[] = {2, 2};
-    ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_I32, 2, s2), test_type(PARDO_I32, 2, s2), &y, &st), PARDO_ESHAPE);
-    ck_assert_msg(strstr(st.msg, "int32") != NULL, "message: %s", st.msg);
+    ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_BOOL, 2, s2), test_type(PARDO_BOOL, 2, s2), &y, &st), PARDO_ESHAPE);
+    ck_assert_msg(strstr(st.msg, "bool") != NULL, "message: %s", st.msg);
+    ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_I16, 2, s2), test_type(PARDO_I16, 2, s2), &y, &st), PARDO_ESHAPE);
+    ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_I32, 2, s2), test_type(PARDO_I64, 2, s2), &y, &st), PARDO_ESHAPE);
+    /* the integers take no bias nor activation */
+    ck_assert_int_eq(infer_mm("{\"activation\": \"relu\"}", test_type(PARDO_I32, 2, s2), test_type(PARDO_I32, 2, s2),
+                              &y, &st),
+                     PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "integer") != NULL, "message: %s", st.msg);
     ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_F32, 2, s2), test_type(PARDO_F64, 2, s2), &y, &st), PARDO_ESHAPE);
     ck_assert_int_eq(infer_mm(NULL, test_type(PARDO_F32, 0, NULL), test_type(PARDO_F32, 2, s2), &y, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "rank") != NULL, "message: %s", st.msg);
@@ -447,6 +504,7 @@ Suite *make_ops_matmul_suite(void) {
     TCase *core = tcase_create("Core");
     tcase_add_test(core, test_matmul_reference);
     tcase_add_test(core, test_matmul_known_values);
+    tcase_add_test(core, test_matmul_integers);
     tcase_add_test(core, test_matmul_reused_output);
     tcase_add_test(core, test_matmul_infer);
     tcase_add_test(core, test_matmul_gradients);

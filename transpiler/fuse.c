@@ -290,11 +290,14 @@ static void plan_grad_chain(const pardo_program *p, int b, int i, const fuse_ctx
 
 /* True when the add's bias is a [N] of the product's dtype, N its last dim,
  * as inferred (the GEMM epilogue's case; the rewrite keeps the add as it
- * is otherwise, whose broadcast may grow the product's shape). */
+ * is otherwise, whose broadcast may grow the product's shape), and the
+ * product is float32 or float64 (an integer matmul has no epilogue). */
 static bool bias_fits_epilogue(const pardo_program *p, int b, const pardo_op *mm, const char *bias) {
     const pardo_graph_var *vb = pardo_program_lookup_var(p, b, bias, NULL),
                     *vy = pardo_program_lookup_var(p, b, mm->out[0], NULL);
-    if (!vb || !vy || vb->kind != PARDO_VAR_TENSOR || vb->type.dtype != vy->type.dtype) return false;
+    if (!vb || !vy || vb->kind != PARDO_VAR_TENSOR || vb->type.dtype != vy->type.dtype ||
+        !pardo_dtype_is_float(vy->type.dtype))
+        return false;
     const pardo_type *tb = &vb->type, *ty = &vy->type;
     return tb->ndim == 1 && ty->ndim >= 2 && tb->shape[0] > 0 && ty->shape[ty->ndim - 1] == tb->shape[0];
 }
