@@ -87,7 +87,8 @@ UNARY_GRAD_OP_FROM_Y(reciprocal, "dX = -dY * Y^2 (gradient of reciprocal; float3
 
 static const pardo_arg_def x_in[] = {{"X", "input tensor", false, false}};
 static const pardo_arg_def y_out[] = {{"Y", "result, of X's dtype and shape", false, false}};
-static const pardo_dtype num_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+/* what cumsum takes: ONNX CumSum's float32, float64 and integers */
+static const pardo_dtype cumsum_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64, PARDO_U32, PARDO_U64};
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
 
 static int same_type_infer(pardo_infer_ctx *ctx, const pardo_dtype *dts, int n) {
@@ -646,7 +647,7 @@ static int cumsum_infer(pardo_infer_ctx *ctx) {
     int64_t a;
     int rc = cumsum_flags(ctx->op, &e, &r, ctx->st);
     if (rc == PARDO_OK) rc = pardo_attr_int(ctx->op, "axis", 0, &a, ctx->st);
-    if (rc == PARDO_OK) rc = pardo_expect_dtype(ctx->in[0], "input 0 'X'", num_dtypes, 4, ctx->st);
+    if (rc == PARDO_OK) rc = pardo_expect_dtype(ctx->in[0], "input 0 'X'", cumsum_dtypes, 6, ctx->st);
     if (rc == PARDO_OK && ctx->n_in > 1 && ctx->in[1]) {
         int len;
         rc = pardo_index_expect_list(ctx->in[1], "input 1 'axis'", &len, ctx->st);
@@ -702,6 +703,8 @@ CUMSUM_KERNEL(cumsum_f32, float, double)
 CUMSUM_KERNEL(cumsum_f64, double, double)
 CUMSUM_KERNEL(cumsum_i32, int32_t, uint32_t)
 CUMSUM_KERNEL(cumsum_i64, int64_t, uint64_t)
+CUMSUM_KERNEL(cumsum_u32, uint32_t, uint32_t)
+CUMSUM_KERNEL(cumsum_u64, uint64_t, uint64_t)
 
 /* y = cumsum(x) along input-or-attr axis; the gradient runs it with `reverse` flipped. */
 static int cumsum_apply(pardo_kernel_ctx *ctx, const pardo_tensor *x, const pardo_tensor *axis_t, pardo_tensor *y,
@@ -722,7 +725,9 @@ static int cumsum_apply(pardo_kernel_ctx *ctx, const pardo_tensor *x, const pard
     case PARDO_F32: cumsum_f32(px, py, outer, n, inner, excl, rev); break;
     case PARDO_F64: cumsum_f64(px, py, outer, n, inner, excl, rev); break;
     case PARDO_I32: cumsum_i32(px, py, outer, n, inner, excl, rev); break;
-    default: cumsum_i64(px, py, outer, n, inner, excl, rev); break;
+    case PARDO_I64: cumsum_i64(px, py, outer, n, inner, excl, rev); break;
+    case PARDO_U32: cumsum_u32(px, py, outer, n, inner, excl, rev); break;
+    default: cumsum_u64(px, py, outer, n, inner, excl, rev); break;
     }
     return PARDO_OK;
 }
@@ -730,9 +735,12 @@ static int cumsum_apply(pardo_kernel_ctx *ctx, const pardo_tensor *x, const pard
 static int cumsum_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0], *axis_t = ctx->n_in > 1 ? ctx->in[1] : NULL;
     char s[128];
-    if (x->dtype < PARDO_F32 || x->dtype > PARDO_I64 || x->ndim < 1)
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is %s %s, expected float32, float64, int32 or int64 of "
-                            "rank >= 1", pardo_dtype_name(x->dtype), pardo_shape_str(x->ndim, x->shape, s, sizeof s));
+    bool taken = false;
+    for (int i = 0; i < 6; i++) taken = taken || x->dtype == cumsum_dtypes[i];
+    if (!taken || x->ndim < 1)
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is %s %s, expected float32, float64, int32, int64, "
+                            "uint32 or uint64 of rank >= 1", pardo_dtype_name(x->dtype),
+                            pardo_shape_str(x->ndim, x->shape, s, sizeof s));
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     return y ? cumsum_apply(ctx, x, axis_t, y, false) : ctx->st->code;
 }
@@ -744,8 +752,8 @@ static int cumsum_grad_build(const pardo_grad_request *req, pardo_block *blk, pa
 
 const pardo_op_def pardo_op_cumsum = {
     .type = "cumsum",
-    .doc = "Y = cumulative sum of X along axis, like ONNX CumSum (exclusive, reverse; float32, float64, int32, int64 "
-           "wrapping; gradient: floats)",
+    .doc = "Y = cumulative sum of X along axis, like ONNX CumSum (exclusive, reverse; float32, float64, int32, int64, "
+           "uint32, uint64 wrapping; gradient: floats)",
     .inputs = cumsum_in,
     .n_inputs = 2,
     .outputs = y_out,
@@ -755,6 +763,7 @@ const pardo_op_def pardo_op_cumsum = {
     .infer = cumsum_infer,
     .cpu = cumsum_cpu,
     .halves_in_f32 = true,
+    .all_dtypes = true, /* uint32, uint64 */
     .grad = cumsum_grad_build,
 };
 

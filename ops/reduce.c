@@ -41,6 +41,8 @@ static const pardo_attr_def reduce_attrs[] = {
     {"noop_with_empty_axes", PARDO_ATTR_BOOL, "false", "with no axes, Y = X instead of reducing them all (ONNX)"},
 };
 static const pardo_dtype sum_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+/* what the sums and products take (ONNX ReduceSum's, ReduceProd's, ReduceL1's and ReduceSumSquare's integers) */
+static const pardo_dtype int_sum_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64, PARDO_U32, PARDO_U64};
 /* what reduce_max, reduce_min, argmax and argmin take: every ordered dtype (they compare and copy) */
 static const pardo_dtype ordered_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64, PARDO_U8,  PARDO_I8,
                                              PARDO_I16, PARDO_U16, PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
@@ -120,7 +122,7 @@ static int reduce_infer(pardo_infer_ctx *ctx, const pardo_dtype *dtypes, int n_d
     return PARDO_OK;
 }
 
-static int reduce_sum_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, sum_dtypes, 4); }
+static int reduce_sum_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, int_sum_dtypes, 6); }
 static int reduce_mean_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, sum_dtypes, 2); }
 static int reduce_max_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, ordered_dtypes, N_ORDERED); }
 
@@ -236,6 +238,8 @@ REDUCE_KERNEL(sum_f32, float, double, 0, COMB_SUM, FIN_SUM)
 REDUCE_KERNEL(sum_f64, double, double, 0, COMB_SUM, FIN_SUM)
 REDUCE_KERNEL(sum_i32, int32_t, uint64_t, 0, COMB_SUM, FIN_SUM)
 REDUCE_KERNEL(sum_i64, int64_t, uint64_t, 0, COMB_SUM, FIN_SUM)
+REDUCE_KERNEL(sum_u32, uint32_t, uint64_t, 0, COMB_SUM, FIN_SUM)
+REDUCE_KERNEL(sum_u64, uint64_t, uint64_t, 0, COMB_SUM, FIN_SUM)
 REDUCE_KERNEL(mean_f32, float, double, 0, COMB_SUM, FIN_MEAN)
 REDUCE_KERNEL(mean_f64, double, double, 0, COMB_SUM, FIN_MEAN)
 /* The kernels of reduce_max or reduce_min (NAME max or min, COMB_F / COMB_I its float and integer step) for every
@@ -299,16 +303,22 @@ REDUCE_KERNEL(prod_f32, float, double, 1, COMB_PROD, FIN_SUM)
 REDUCE_KERNEL(prod_f64, double, double, 1, COMB_PROD, FIN_SUM)
 REDUCE_KERNEL(prod_i32, int32_t, uint64_t, 1, COMB_PROD, FIN_SUM)
 REDUCE_KERNEL(prod_i64, int64_t, uint64_t, 1, COMB_PROD, FIN_SUM)
+REDUCE_KERNEL(prod_u32, uint32_t, uint64_t, 1, COMB_PROD, FIN_SUM)
+REDUCE_KERNEL(prod_u64, uint64_t, uint64_t, 1, COMB_PROD, FIN_SUM)
 REDUCE_KERNEL(l1_f32, float, double, 0, COMB_ABS_F, FIN_SUM)
 REDUCE_KERNEL(l1_f64, double, double, 0, COMB_ABS_F, FIN_SUM)
 REDUCE_KERNEL(l1_i32, int32_t, uint64_t, 0, COMB_ABS_I, FIN_SUM)
 REDUCE_KERNEL(l1_i64, int64_t, uint64_t, 0, COMB_ABS_I, FIN_SUM)
+REDUCE_KERNEL(l1_u32, uint32_t, uint64_t, 0, COMB_SUM, FIN_SUM) /* |v| is v */
+REDUCE_KERNEL(l1_u64, uint64_t, uint64_t, 0, COMB_SUM, FIN_SUM)
 REDUCE_KERNEL(l2_f32, float, double, 0, COMB_SQ, FIN_SQRT)
 REDUCE_KERNEL(l2_f64, double, double, 0, COMB_SQ, FIN_SQRT)
 REDUCE_KERNEL(sum_square_f32, float, double, 0, COMB_SQ, FIN_SUM)
 REDUCE_KERNEL(sum_square_f64, double, double, 0, COMB_SQ, FIN_SUM)
 REDUCE_KERNEL(sum_square_i32, int32_t, uint64_t, 0, COMB_SQ, FIN_SUM)
 REDUCE_KERNEL(sum_square_i64, int64_t, uint64_t, 0, COMB_SQ, FIN_SUM)
+REDUCE_KERNEL(sum_square_u32, uint32_t, uint64_t, 0, COMB_SQ, FIN_SUM)
+REDUCE_KERNEL(sum_square_u64, uint64_t, uint64_t, 0, COMB_SQ, FIN_SUM)
 REDUCE_KERNEL(log_sum_f32, float, double, 0, COMB_SUM, FIN_LOG)
 REDUCE_KERNEL(log_sum_f64, double, double, 0, COMB_SUM, FIN_LOG)
 REDUCE_KERNEL(log_sum_exp_f32, float, lse_acc, LSE_INIT, COMB_LSE, FIN_LSE)
@@ -333,24 +343,28 @@ static int reduce_cpu(pardo_kernel_ctx *ctx, const reduce_fn *kernels, int n_ker
     return PARDO_OK;
 }
 
-static const reduce_fn sum_kernels[] = {sum_f32, sum_f64, sum_i32, sum_i64};
+/* the sums' and products' kernels by dtype (floats in double, the integers in uint64_t, wrapping) */
+#define INT_SUM_TABLE(P)                                                                                               \
+    {[PARDO_F32] = P##_f32, [PARDO_F64] = P##_f64, [PARDO_I32] = P##_i32,                                              \
+     [PARDO_I64] = P##_i64, [PARDO_U32] = P##_u32, [PARDO_U64] = P##_u64}
+static const reduce_fn sum_kernels[PARDO_DTYPE_COUNT] = INT_SUM_TABLE(sum);
 static const reduce_fn mean_kernels[] = {mean_f32, mean_f64};
 static const reduce_fn max_kernels[PARDO_DTYPE_COUNT] = PARDO_ORDERED_TABLE(max);
 static const reduce_fn min_kernels[PARDO_DTYPE_COUNT] = PARDO_ORDERED_TABLE(min);
-static const reduce_fn prod_kernels[] = {prod_f32, prod_f64, prod_i32, prod_i64};
-static const reduce_fn l1_kernels[] = {l1_f32, l1_f64, l1_i32, l1_i64};
+static const reduce_fn prod_kernels[PARDO_DTYPE_COUNT] = INT_SUM_TABLE(prod);
+static const reduce_fn l1_kernels[PARDO_DTYPE_COUNT] = INT_SUM_TABLE(l1);
 static const reduce_fn l2_kernels[] = {l2_f32, l2_f64};
-static const reduce_fn sum_square_kernels[] = {sum_square_f32, sum_square_f64, sum_square_i32, sum_square_i64};
+static const reduce_fn sum_square_kernels[PARDO_DTYPE_COUNT] = INT_SUM_TABLE(sum_square);
 static const reduce_fn log_sum_kernels[] = {log_sum_f32, log_sum_f64};
 static const reduce_fn log_sum_exp_kernels[] = {log_sum_exp_f32, log_sum_exp_f64};
 
-static int reduce_sum_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, sum_kernels, 4); }
+static int reduce_sum_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, sum_kernels, PARDO_DTYPE_COUNT); }
 static int reduce_mean_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, mean_kernels, 2); }
 static int reduce_max_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, max_kernels, PARDO_DTYPE_COUNT); }
 
 const pardo_op_def pardo_op_reduce_sum = {
     .type = "reduce_sum",
-    .doc = "Y = sum of X over axes (float32, float64, int32, int64; gradient: floats)",
+    .doc = "Y = sum of X over axes (float32, float64, int32, int64, uint32, uint64 wrapping; gradient: floats)",
     .inputs = reduce_in,
     .n_inputs = 2,
     .outputs = y_out,
@@ -360,6 +374,7 @@ const pardo_op_def pardo_op_reduce_sum = {
     .infer = reduce_sum_infer,
     .cpu = reduce_sum_cpu,
     .halves_in_f32 = true,
+    .all_dtypes = true, /* uint32, uint64 */
     .grad = pardo_grad_standard,
 };
 
@@ -395,9 +410,10 @@ const pardo_op_def pardo_op_reduce_max = {
 };
 
 /* The ONNX reductions: one def each, its kernels by dtype (the first n_kernels of f32, f64, i32, i64). */
-#define REDUCE_OP(NAME, KERNELS, N, DOC) REDUCE_OP_OF(NAME, KERNELS, sum_dtypes, N, N, false, DOC)
-/* As REDUCE_OP, taking the N_DTYPES of DTYPES (ALL: some added after bool) with KERNELS indexed by dtype up to N. */
-#define REDUCE_OP_OF(NAME, KERNELS, DTYPES, N_DTYPES, N, ALL, DOC)                                                     \
+#define REDUCE_OP(NAME, KERNELS, N, DOC) REDUCE_OP_OF(NAME, KERNELS, sum_dtypes, N, N, false, true, DOC)
+/* As REDUCE_OP, taking the N_DTYPES of DTYPES (ALL: some added after bool) with KERNELS indexed by dtype up to N;
+ * HALVES: float16 and bfloat16 through the float32 kernel (ops without half kernels of their own). */
+#define REDUCE_OP_OF(NAME, KERNELS, DTYPES, N_DTYPES, N, ALL, HALVES, DOC)                                             \
     static int NAME##_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, DTYPES, N_DTYPES); }                      \
     static int NAME##_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, KERNELS, N); }                               \
     const pardo_op_def pardo_op_##NAME = {                                                                             \
@@ -413,20 +429,22 @@ const pardo_op_def pardo_op_reduce_max = {
         .cpu = NAME##_cpu,                                                                                             \
         .grad = pardo_grad_standard,                                                                                   \
         .all_dtypes = ALL,                                                                                             \
-        .halves_in_f32 = !(ALL), /* the floats' sums of float16 / bfloat16 in float32 (and double within) */            \
+        .halves_in_f32 = HALVES,                                                                                       \
     };
 
-REDUCE_OP_OF(reduce_min, min_kernels, ordered_dtypes, N_ORDERED, PARDO_DTYPE_COUNT, true,
+REDUCE_OP_OF(reduce_min, min_kernels, ordered_dtypes, N_ORDERED, PARDO_DTYPE_COUNT, true, false,
              "Y = min of X over axes, like ONNX ReduceMin; +inf (greatest int) over none; NaN wins (every numeric "
              "dtype: float16 and bfloat16 compare as their values; gradient: float32, float64, to the first min)")
-REDUCE_OP(reduce_prod, prod_kernels, 4,
-          "Y = product of X over axes, like ONNX ReduceProd (floats in double; int32, int64 wrapping; gradient: "
-          "floats)")
-REDUCE_OP(reduce_l1, l1_kernels, 4,
-          "Y = sum of |X| over axes, like ONNX ReduceL1 (float32, float64, int32, int64; gradient: floats)")
+REDUCE_OP_OF(reduce_prod, prod_kernels, int_sum_dtypes, 6, PARDO_DTYPE_COUNT, true, true,
+             "Y = product of X over axes, like ONNX ReduceProd (floats in double; int32, int64, uint32, uint64 "
+             "wrapping; gradient: floats)")
+REDUCE_OP_OF(reduce_l1, l1_kernels, int_sum_dtypes, 6, PARDO_DTYPE_COUNT, true, true,
+             "Y = sum of |X| over axes, like ONNX ReduceL1 (float32, float64, int32, int64, uint32, uint64; gradient: "
+             "floats)")
 REDUCE_OP(reduce_l2, l2_kernels, 2, "Y = sqrt(sum of X^2) over axes, like ONNX ReduceL2 (float32, float64)")
-REDUCE_OP(reduce_sum_square, sum_square_kernels, 4,
-          "Y = sum of X^2 over axes, like ONNX ReduceSumSquare (float32, float64, int32, int64; gradient: floats)")
+REDUCE_OP_OF(reduce_sum_square, sum_square_kernels, int_sum_dtypes, 6, PARDO_DTYPE_COUNT, true, true,
+             "Y = sum of X^2 over axes, like ONNX ReduceSumSquare (float32, float64, int32, int64, uint32, uint64; "
+             "gradient: floats)")
 REDUCE_OP(reduce_log_sum, log_sum_kernels, 2, "Y = log(sum of X) over axes, like ONNX ReduceLogSum (float32, float64)")
 REDUCE_OP(reduce_log_sum_exp, log_sum_exp_kernels, 2,
           "Y = log(sum of exp(X)) over axes, computed without overflow, like ONNX ReduceLogSumExp (float32, float64)")

@@ -326,9 +326,9 @@ END_TEST
 /* cumsum of a [3, 4] tensor against a naive loop, every axis, exclusive and reverse. */
 START_TEST(test_cumsum_forms) {
     test_rng r = {9};
-    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64};
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I32, PARDO_I64, PARDO_U32, PARDO_U64};
     for (int t = 0; t < LEN(dts); t++) {
-        pardo_tensor *x = test_tensor_random(&r, dts[t], 2, (int64_t[]){3, 4}, -5, 5);
+        pardo_tensor *x = test_tensor_random(&r, dts[t], 2, (int64_t[]){3, 4}, t >= 4 ? 0 : -5, 5);
         for (int axis = -2; axis < 2; axis++)
             for (int f = 0; f < 4; f++) {
                 const bool excl = f & 1, rev = f & 2;
@@ -354,6 +354,14 @@ START_TEST(test_cumsum_forms) {
             }
         pardo_tensor_release(x);
     }
+    /* the unsigned sums wrap */
+    pardo_tensor *u = test_tensor_from(PARDO_U32, 1, (int64_t[]){3}, (double[]){4294967295.0, 2, 1}), *uy = NULL;
+    pardo_status ust;
+    ck_assert_int_eq(test_run_op("cumsum", NULL, 1, &u, 1, &uy, &ust), PARDO_OK);
+    const uint32_t *pu = pardo_tensor_data(uy);
+    ck_assert(pu[0] == 4294967295u && pu[1] == 1 && pu[2] == 2);
+    pardo_tensor_release(uy);
+    pardo_tensor_release(u);
     /* the axis as an int32 input read at run time */
     pardo_tensor *x = test_tensor_from(PARDO_F64, 2, (int64_t[]){2, 2}, (double[]){1, 2, 3, 4});
     pardo_tensor *ax = test_tensor_from(PARDO_I32, 0, NULL, (double[]){1}), *in[2] = {x, ax}, *y = NULL;

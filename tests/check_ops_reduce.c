@@ -519,6 +519,41 @@ START_TEST(test_extremes_every_dtype) {
 }
 END_TEST
 
+/* reduce_sum, reduce_prod, reduce_l1 and reduce_sum_square of uint32 and
+ * uint64 over the middle axis of [3, 5, 4], against sums in uint64_t
+ * reduced to the type (wrapping), over values spread to the extremes. */
+START_TEST(test_sums_of_unsigned) {
+    static const pardo_dtype dts[] = {PARDO_U32, PARDO_U64};
+    static const char *const ops[] = {"reduce_sum", "reduce_prod", "reduce_l1", "reduce_sum_square"};
+    const int64_t xs[] = {3, 5, 4};
+    for (int t = 0; t < 2; t++)
+        for (int o = 0; o < 4; o++) {
+            test_rng r = {1400u + (uint64_t)(t * 4 + o)};
+            pardo_tensor *x = test_tensor_spread(&r, dts[t], 3, xs), *y = NULL;
+            pardo_status st;
+            ck_assert_msg(test_run_op(ops[o], "{\"axes\": [1]}", 1, &x, 1, &y, &st) == PARDO_OK, "%s %s: %s", ops[o],
+                          pardo_dtype_name(dts[t]), st.msg);
+            ck_assert_int_eq(y->dtype, dts[t]);
+            const size_t es = pardo_dtype_size(dts[t]);
+            for (int64_t a = 0; a < xs[0]; a++)
+                for (int64_t c = 0; c < xs[2]; c++) {
+                    uint64_t acc = o == 1 ? 1 : 0, v = 0, got = 0;
+                    for (int64_t b = 0; b < xs[1]; b++) {
+                        memcpy(&v, (const char *)pardo_tensor_data(x) + (size_t)((a * xs[1] + b) * xs[2] + c) * es, es);
+                        acc = o == 1 ? acc * v : o == 3 ? acc + v * v : acc + v;
+                    }
+                    if (es == 4) acc = (uint32_t)acc;
+                    memcpy(&got, (const char *)pardo_tensor_data(y) + (size_t)(a * xs[2] + c) * es, es);
+                    ck_assert_msg(got == acc, "%s %s [%lld, %lld]: %llu, expected %llu", ops[o],
+                                  pardo_dtype_name(dts[t]), (long long)a, (long long)c, (unsigned long long)got,
+                                  (unsigned long long)acc);
+                }
+            pardo_tensor_release(y);
+            pardo_tensor_release(x);
+        }
+}
+END_TEST
+
 START_TEST(test_err_dtypes) {
     pardo_type y;
     pardo_status st;
@@ -786,6 +821,7 @@ Suite *make_ops_reduce_suite(void) {
     tcase_add_test(core, test_reduce_infer);
     tcase_add_test(core, test_reduce_max);
     tcase_add_test(core, test_extremes_every_dtype);
+    tcase_add_test(core, test_sums_of_unsigned);
     tcase_add_test(core, test_onnx_reductions);
     tcase_add_test(core, test_onnx_reduction_gradients);
     tcase_add_test(core, test_argmin_select_last);
