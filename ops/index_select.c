@@ -48,7 +48,7 @@ static void split_at(const pardo_tensor *x, int axis, int64_t *outer, int64_t *n
 /* ---- top_k ---- */
 
 static const pardo_arg_def topk_in[] = {
-    {"X", "float32, float64, int32 or int64, rank >= 1", false, false},
+    {"X", "any numeric dtype (float16 and bfloat16 compared as their values), rank >= 1", false, false},
     {"K", "int32 or int64, a scalar or [1]: how many", false, false},
 };
 static const pardo_arg_def topk_out[] = {
@@ -124,10 +124,10 @@ static int topk_cpu(pardo_kernel_ctx *ctx) {
             const int64_t base = o * n * inner + in;
             for (int64_t j = 0; j < k; j++) {
                 int64_t best = -1;
-                double bv = 0;
+                long double bv = 0;
                 for (int64_t i = 0; i < n; i++) {
                     if (taken[i]) continue;
-                    const double v = pardo_tensor_get_f64(x, base + i * inner);
+                    const long double v = pardo_elem_get_ld(src, x->dtype, base + i * inner); /* exact: int64 too */
                     /* NaN counts as the largest, as ONNX Runtime orders it */
                     if (best < 0 || (largest ? (v > bv || (isnan(v) && !isnan(bv))) : (v < bv || (isnan(bv) && !isnan(v)))))
                         best = i, bv = v;
@@ -143,7 +143,7 @@ static int topk_cpu(pardo_kernel_ctx *ctx) {
 
 const pardo_op_def pardo_op_top_k = {
     .type = "top_k",
-    .doc = "the K largest (or smallest) elements along axis and their indices (ONNX TopK)",
+    .doc = "the K largest (or smallest) elements along axis and their indices (ONNX TopK; every numeric dtype)",
     .inputs = topk_in,
     .n_inputs = 2,
     .outputs = topk_out,
@@ -152,6 +152,7 @@ const pardo_op_def pardo_op_top_k = {
     .n_attrs = 3,
     .infer = topk_infer,
     .cpu = topk_cpu,
+    .all_dtypes = true,
 };
 
 /* ---- compress ---- */

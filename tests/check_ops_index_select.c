@@ -57,6 +57,56 @@ START_TEST(test_top_k) {
 }
 END_TEST
 
+/* top_k on every numeric dtype, largest and smallest, along the middle axis
+ * of [3, 9, 2], over values spread to the extremes with ties: the values'
+ * bits and the indices a naive selection in long double gives (the first
+ * of equals first). */
+START_TEST(test_top_k_every_dtype) {
+    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64, PARDO_I8,  PARDO_I16, PARDO_I32, PARDO_I64,
+                                      PARDO_U8,  PARDO_U16, PARDO_U32, PARDO_U64, PARDO_F16, PARDO_BF16};
+    const int64_t xs[] = {3, 9, 2}, K = 4;
+    for (int t = 0; t < (int)(sizeof dts / sizeof dts[0]); t++)
+        for (int largest = 0; largest < 2; largest++) {
+            test_rng r = {1500u + (uint64_t)(t * 2 + largest)};
+            pardo_tensor *in[2] = {test_tensor_spread(&r, dts[t], 3, xs),
+                                   test_tensor_from(PARDO_I64, 0, NULL, (double[]){(double)K})},
+                         *y[2] = {NULL, NULL};
+            pardo_status st;
+            ck_assert_msg(test_run_op("top_k", largest ? "{\"axis\": 1}" : "{\"axis\": 1, \"largest\": 0}", 2, in, 2, y,
+                                      &st) == PARDO_OK,
+                          "%s: %s", pardo_dtype_name(dts[t]), st.msg);
+            const size_t es = pardo_dtype_size(dts[t]);
+            const unsigned char *xd = pardo_tensor_data(in[0]), *vd = pardo_tensor_data(y[0]);
+            const int64_t *id = pardo_tensor_data(y[1]);
+            for (int64_t a = 0; a < xs[0]; a++)
+                for (int64_t c = 0; c < xs[2]; c++) {
+                    bool taken[9] = {false};
+                    for (int64_t j = 0; j < K; j++) {
+                        int64_t best = -1;
+                        for (int64_t i = 0; i < xs[1]; i++) {
+                            if (taken[i]) continue;
+                            const long double v = test_elem_ld(xd, dts[t], (a * xs[1] + i) * xs[2] + c);
+                            const long double b =
+                                best < 0 ? 0 : test_elem_ld(xd, dts[t], (a * xs[1] + best) * xs[2] + c);
+                            if (best < 0 || (largest ? v > b : v < b)) best = i;
+                        }
+                        taken[best] = true;
+                        const int64_t at = (a * K + j) * xs[2] + c;
+                        ck_assert_msg(id[at] == best, "%s largest=%d [%lld, %lld, %lld]: index %lld, expected %lld",
+                                      pardo_dtype_name(dts[t]), largest, (long long)a, (long long)j, (long long)c,
+                                      (long long)id[at], (long long)best);
+                        ck_assert(memcmp(vd + (size_t)at * es, xd + (size_t)((a * xs[1] + best) * xs[2] + c) * es,
+                                         es) == 0);
+                    }
+                }
+            for (int q = 0; q < 2; q++) {
+                pardo_tensor_release(y[q]);
+                pardo_tensor_release(in[q]);
+            }
+        }
+}
+END_TEST
+
 START_TEST(test_compress_eye_one_hot) {
     pardo_status st;
     pardo_tensor *x = test_tensor_from(PARDO_I64, 2, (int64_t[]){3, 2}, (double[]){1, 2, 3, 4, 5, 6});
@@ -129,6 +179,7 @@ Suite *make_ops_index_select_suite(void) {
     Suite *s = suite_create("ops_index_select");
     TCase *core = tcase_create("Core");
     tcase_add_test(core, test_top_k);
+    tcase_add_test(core, test_top_k_every_dtype);
     tcase_add_test(core, test_compress_eye_one_hot);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");

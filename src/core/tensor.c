@@ -69,6 +69,14 @@ double pardo_elem_get_f64(const void *p, pardo_dtype dt, int64_t i) {
     return 0;
 }
 
+long double pardo_elem_get_ld(const void *p, pardo_dtype dt, int64_t i) {
+    switch (dt) {
+    case PARDO_I64: return (long double)((const int64_t *)p)[i];
+    case PARDO_U64: return (long double)((const uint64_t *)p)[i];
+    default: return pardo_elem_get_f64(p, dt, i); /* every other dtype's values a double holds exactly */
+    }
+}
+
 void pardo_elem_set_f64(void *p, pardo_dtype dt, int64_t i, double v) {
     switch (dt) {
     case PARDO_F32: ((float *)p)[i] = (float)v; return;

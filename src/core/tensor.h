@@ -71,6 +71,11 @@ bool pardo_dtype_is_extra(pardo_dtype dt);
  * even; an integer dtype: v truncated, which must fit the dtype; bool:
  * v != 0). Any known dtype; no checks. */
 double pardo_elem_get_f64(const void *p, pardo_dtype dt, int64_t i);
+/* Element i as a long double: exact for every dtype, int64 and uint64
+ * included, on the targets pardo builds for (x86-64's and aarch64's long
+ * double hold 64 bits of significand or more): for ops that compare values
+ * (top_k). */
+long double pardo_elem_get_ld(const void *p, pardo_dtype dt, int64_t i);
 void pardo_elem_set_f64(void *p, pardo_dtype dt, int64_t i, double v);
 
 /* A dtype and a shape; a dim of -1 is known only at run time. ndim -1 means
