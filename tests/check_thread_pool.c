@@ -497,36 +497,40 @@ START_TEST(pin_modes_parse) {
 }
 END_TEST
 
-/* auto: two threads on a machine of two CPUs or more get one CPU each, the
- * starting thread the first of its mask; shutdown gives it its mask back. */
+/* auto: a pool of as many threads as the process's CPUs (2 or more) gets
+ * one CPU each, the starting thread the first of its mask; a worker its
+ * own; shutdown gives the starting thread its mask back. */
 START_TEST(pool_pins_a_thread_per_cpu) {
     cpu_set_t before, now, worker;
     int cpus = mask_count(&before);
     unsetenv("PARDO_PIN_THREADS");
     unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     unsetenv("MPI_LOCALNRANKS");
-    int plan[2];
-    if (cpus < 2) { /* one CPU: nothing to place */
-        ck_assert(!pardo_pin_plan(2, plan));
+    int plan[PARDO_MAX_THREADS];
+    if (cpus < 2 || cpus > PARDO_MAX_THREADS) { /* one CPU: nothing to place */
+        ck_assert(!pardo_pin_plan(cpus < 2 ? 2 : cpus, plan));
         return;
     }
-    ck_assert(pardo_pin_plan(2, plan));
-    ck_assert_int_ne(plan[0], plan[1]);
-    ck_assert(CPU_ISSET(plan[0], &before) && CPU_ISSET(plan[1], &before));
-    configure(2);
+    ck_assert(pardo_pin_plan(cpus, plan));
+    for (int k = 0; k < cpus; k++) {
+        ck_assert(CPU_ISSET(plan[k], &before));
+        for (int j = 0; j < k; j++) ck_assert_int_ne(plan[j], plan[k]);
+    }
+    configure(cpus);
     worker_mask(&worker);
     ck_assert_int_eq(mask_count(&now), 1);
     ck_assert(CPU_ISSET(plan[0], &now));
     ck_assert_int_eq(CPU_COUNT(&worker), 1);
-    ck_assert(CPU_ISSET(plan[1], &worker));
+    ck_assert(!CPU_ISSET(plan[0], &worker));
     pardo_thread_pool_shutdown();
     ck_assert_int_eq(mask_count(&now), cpus);
     ck_assert(CPU_EQUAL(&now, &before));
 }
 END_TEST
 
-/* off, more threads than CPUs (auto), or several ranks on the host: nobody
- * is pinned. on wraps threads around the CPUs. */
+/* off, fewer or more threads than CPUs (auto), or several ranks on the
+ * host: nobody is pinned. on pins any pool of 2 or more, wrapping threads
+ * around the CPUs. */
 START_TEST(pool_leaves_threads_unpinned) {
     cpu_set_t before, now, worker;
     int cpus = mask_count(&before);
@@ -547,8 +551,9 @@ START_TEST(pool_leaves_threads_unpinned) {
     pardo_thread_pool_shutdown();
     setenv("PARDO_PIN_THREADS", "auto", 1);
     if (cpus < PARDO_MAX_THREADS) ck_assert(!pardo_pin_plan(cpus + 1, plan));
+    if (cpus > 2) ck_assert(!pardo_pin_plan(cpus - 1, plan)); /* a pool smaller than the machine */
     setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
-    ck_assert(!pardo_pin_plan(2, plan));
+    if (cpus <= PARDO_MAX_THREADS) ck_assert(!pardo_pin_plan(cpus, plan));
     setenv("PARDO_PIN_THREADS", "on", 1);
     ck_assert(pardo_pin_plan(2, plan));
     if (cpus < PARDO_MAX_THREADS) {

@@ -42,7 +42,9 @@ bool pardo_pin_plan(int n, int *cpus) {
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &mask)) allowed[count++] = c;
     if (count < 2) return false;
-    if (mode == PARDO_PIN_AUTO && (n > count || ranks_share_host())) return false;
+    /* auto: only a pool that has every CPU of the mask; one with fewer would take the first CPUs, where a second
+     * process doing the same would pile onto them while the rest idle */
+    if (mode == PARDO_PIN_AUTO && (n != count || ranks_share_host())) return false;
     for (int k = 0; k < n; k++) cpus[k] = allowed[k % count];
     return true;
 }

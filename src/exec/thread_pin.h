@@ -6,10 +6,12 @@
  * towers one after the other. Pinned, each thread keeps a core of its own,
  * as OpenMP's OMP_PROC_BIND=true places a team (its first thread included).
  *
- *   PARDO_PIN_THREADS=auto (or unset): pin when the pool has 2 threads or
- *     more, no more than the CPUs the process may run on, and the process
- *     is not one of several MPI ranks on the host (they would all take the
- *     same first CPUs);
+ *   PARDO_PIN_THREADS=auto (or unset): pin when the pool has as many
+ *     threads as the CPUs the process may run on (2 or more: it has them
+ *     all; a smaller pool pinned to the first CPUs would share them with
+ *     any other process doing the same while the rest idle; `taskset -c`
+ *     makes the mask smaller) and the process is not one of several MPI
+ *     ranks on the host;
  *   on: pin whenever the pool has 2 threads or more (thread k to the
  *     process's CPU k modulo their count);
  *   off: never. */
