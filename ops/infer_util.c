@@ -4,8 +4,10 @@
 #include "op.h"
 
 /* The dtypes pardo_op_infer stops before an op without all_dtypes (those
- * after bool); the op's own inference then says which of the others it takes. */
+ * after bool; the half types pass for an op with halves_in_f32); the op's
+ * own inference then says which of the others it takes. */
 static const char extra_dtypes[] = "uint8, int8, int16, uint16, uint32, uint64, float16 or bfloat16";
+static const char extra_ints[] = "uint8, int8, int16, uint16, uint32 or uint64";
 
 int pardo_op_infer(pardo_infer_ctx *ctx) {
     const pardo_op_def *def = ctx->op->def;
@@ -18,14 +20,14 @@ int pardo_op_infer(pardo_infer_ctx *ctx) {
                 !(halves && pardo_dtype_is_half(ctx->in[k]->dtype)))
                 return pardo_errorf(ctx->st, PARDO_ENOTSUP, "input %d has dtype %s, which %s does not take (it "
                                     "takes none of %s)", k, pardo_dtype_name(ctx->in[k]->dtype), def->type,
-                                    extra_dtypes);
+                                    def->halves_in_f32 ? extra_ints : extra_dtypes);
     int rc = halves ? pardo_op_infer_halves(ctx) : def->infer(ctx);
     if (rc != PARDO_OK || def->all_dtypes) return rc;
     for (int k = 0; k < ctx->n_out; k++)
         if (pardo_dtype_is_extra(ctx->out[k].dtype) && !(halves && pardo_dtype_is_half(ctx->out[k].dtype)))
             return pardo_errorf(ctx->st, PARDO_ENOTSUP, "output %d would have dtype %s, which %s does not make "
                                 "(it makes none of %s)", k, pardo_dtype_name(ctx->out[k].dtype), def->type,
-                                extra_dtypes);
+                                def->halves_in_f32 ? extra_ints : extra_dtypes);
     return PARDO_OK;
 }
 
@@ -55,11 +57,17 @@ int pardo_broadcast_types(const pardo_type *a, const pardo_type *b, pardo_type *
     return PARDO_OK;
 }
 
+bool pardo_dtype_listed(pardo_dtype dt, const pardo_dtype *allowed, int n) {
+    for (int i = 0; i < n; i++)
+        if (dt == allowed[i]) return true;
+    return false;
+}
+
 int pardo_expect_dtype(const pardo_type *t, const char *what, const pardo_dtype *allowed, int n, pardo_status *st) {
+    if (pardo_dtype_listed(t->dtype, allowed, n)) return PARDO_OK;
     char list[128];
     size_t used = 0;
     for (int i = 0; i < n; i++) {
-        if (t->dtype == allowed[i]) return PARDO_OK;
         int w = snprintf(list + used, sizeof list - used, "%s%s", i ? " or " : "", pardo_dtype_name(allowed[i]));
         if (w > 0 && (size_t)w < sizeof list - used) used += (size_t)w;
     }

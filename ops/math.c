@@ -735,9 +735,7 @@ static int cumsum_apply(pardo_kernel_ctx *ctx, const pardo_tensor *x, const pard
 static int cumsum_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0], *axis_t = ctx->n_in > 1 ? ctx->in[1] : NULL;
     char s[128];
-    bool taken = false;
-    for (int i = 0; i < 6; i++) taken = taken || x->dtype == cumsum_dtypes[i];
-    if (!taken || x->ndim < 1)
+    if (!pardo_dtype_listed(x->dtype, cumsum_dtypes, 6) || x->ndim < 1)
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' is %s %s, expected float32, float64, int32, int64, "
                             "uint32 or uint64 of rank >= 1", pardo_dtype_name(x->dtype),
                             pardo_shape_str(x->ndim, x->shape, s, sizeof s));

@@ -232,9 +232,7 @@ typedef struct mm_plan {
 static int mm_plan_make(const pardo_kernel_ctx *ctx, const pardo_tensor *a, const pardo_tensor *b, mm_plan *p) {
     int rc = matmul_attrs_get(ctx->op, &p->ta, &p->tb, ctx->st);
     if (rc != PARDO_OK) return rc;
-    bool taken = false;
-    for (int i = 0; i < 6; i++) taken = taken || a->dtype == forward_dtypes[i];
-    if (a->dtype != b->dtype || !taken)
+    if (a->dtype != b->dtype || !pardo_dtype_listed(a->dtype, forward_dtypes, 6))
         return pardo_errorf(ctx->st, PARDO_ESHAPE, "inputs have dtypes %s and %s, expected one of float32, float64, "
                             "int32, int64, uint32 or uint64 for both", pardo_dtype_name(a->dtype),
                             pardo_dtype_name(b->dtype));

@@ -291,6 +291,9 @@ int pardo_broadcast_types(const pardo_type *a, const pardo_type *b, pardo_type *
  * input ("input 0 'X'") in the message. */
 int pardo_expect_dtype(const pardo_type *t, const char *what, const pardo_dtype *allowed, int n, pardo_status *st);
 
+/* Whether dt is one of the n dtypes of allowed (a kernel's check where its inference already said why). */
+bool pardo_dtype_listed(pardo_dtype dt, const pardo_dtype *allowed, int n);
+
 /* The inference of a broadcasting binary op on inputs 0 'A' and 1 'B': A's
  * dtype one of the `n` listed, B's the same (PARDO_ESHAPE naming both
  * otherwise); output 0 gets their broadcast shape and A's dtype. */

@@ -6,7 +6,7 @@
  * the result is the float32 op's, rounded once. */
 #include <stdlib.h>
 
-#include "core/half.h"
+#include "kernel_util.h"
 #include "op.h"
 
 /* The dtype of the first float16 / bfloat16 among n types (NULL entries
@@ -46,23 +46,11 @@ int pardo_op_infer_halves(pardo_infer_ctx *ctx) {
     return rc;
 }
 
-/* A new float32 tensor of t's values (t float16 or bfloat16). */
+/* A new float32 tensor of t's values (t float16 or bfloat16; exact). */
 static pardo_tensor *widen(const pardo_tensor *t, pardo_status *st) {
     pardo_tensor *w = pardo_tensor_new_cpu(PARDO_F32, t->ndim, t->shape, st);
-    if (!w) return NULL;
-    const uint16_t *h = pardo_tensor_data(t);
-    float *f = pardo_tensor_data(w);
-    const bool bf = t->dtype == PARDO_BF16;
-    for (int64_t i = 0; i < t->numel; i++) f[i] = bf ? pardo_bf16_to_f32(h[i]) : pardo_f16_to_f32(h[i]);
+    if (w) pardo_cast_elements(t->dtype, pardo_tensor_data(t), PARDO_F32, pardo_tensor_data(w), t->numel);
     return w;
-}
-
-/* out = w's values rounded to out's dtype (float16 or bfloat16). */
-static void narrow(const pardo_tensor *w, pardo_tensor *out) {
-    const float *f = pardo_tensor_data(w);
-    uint16_t *h = pardo_tensor_data(out);
-    const bool bf = out->dtype == PARDO_BF16;
-    for (int64_t i = 0; i < w->numel; i++) h[i] = bf ? pardo_bf16_from_f32(f[i]) : pardo_f16_from_f32(f[i]);
 }
 
 int pardo_op_run_cpu(pardo_kernel_ctx *ctx) {
@@ -92,7 +80,8 @@ int pardo_op_run_cpu(pardo_kernel_ctx *ctx) {
         if (!out[k]) continue;
         if (rc == PARDO_OK && out[k]->dtype == PARDO_F32 && !out[k]->is_array) {
             pardo_tensor *t = pardo_kernel_output(ctx, k, half, out[k]->ndim, out[k]->shape);
-            if (t) narrow(out[k], t);
+            if (t) /* rounded once, to nearest even */
+                pardo_cast_elements(PARDO_F32, pardo_tensor_data(out[k]), half, pardo_tensor_data(t), t->numel);
             else rc = ctx->st->code;
             pardo_tensor_release(out[k]);
         } else if (rc == PARDO_OK) { /* not a float32 output: as the kernel made it */

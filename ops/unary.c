@@ -1,6 +1,5 @@
 /* unary.c - inference and kernel runners shared by the unary float ops and
  * their gradient ops (see unary.h). */
-#include "core/half.h"
 #include "kernel_util.h"
 #include "unary.h"
 
@@ -20,6 +19,7 @@ const pardo_arg_def pardo_unary_grad_in_from_y[3] = {
 const pardo_arg_def pardo_unary_grad_out[1] = {{"dX", "gradient of X, X's dtype and shape", true, false}};
 
 static const pardo_dtype float_dtypes[] = {PARDO_F32, PARDO_F64};
+/* what the ops take (float16 and bfloat16 reach the kernels widened: pardo_op_run_cpu, ops/op_halves.c) */
 static const pardo_dtype forward_dtypes[] = {PARDO_F32, PARDO_F64, PARDO_F16, PARDO_BF16};
 
 /* One run of a unary kernel (f: out = f(x)) or gradient kernel (g: out =
@@ -31,34 +31,10 @@ typedef struct unary_job {
     char *out;              // f's Y or g's dX
     size_t es;              // bytes per element
     const pardo_unary_args *args;
-    pardo_dtype half;       // PARDO_F16 or PARDO_BF16: f is the float32 kernel, run on blocks of values (else F32)
 } unary_job;
-
-#define HALF_BLOCK 256 // float16 / bfloat16 elements widened at once (two float buffers on the stack)
-
-/* f over the float16 or bfloat16 elements [e0, e1): each block widened to
- * float32, run through the float32 kernel and rounded back to nearest even,
- * as ONNX Runtime's and PyTorch's CPU kernels compute the half types. In
- * place is fine: a block is read whole before it is written. */
-static void unary_half_range(const unary_job *j, int64_t e0, int64_t e1) {
-    float in[HALF_BLOCK], out[HALF_BLOCK];
-    const uint16_t *x = (const uint16_t *)(const void *)j->x;
-    uint16_t *y = (uint16_t *)(void *)j->out;
-    const bool bf = j->half == PARDO_BF16;
-    for (int64_t b = e0; b < e1; b += HALF_BLOCK) {
-        const int64_t n = e1 - b < HALF_BLOCK ? e1 - b : HALF_BLOCK;
-        for (int64_t i = 0; i < n; i++) in[i] = bf ? pardo_bf16_to_f32(x[b + i]) : pardo_f16_to_f32(x[b + i]);
-        j->f(in, out, n, j->args);
-        for (int64_t i = 0; i < n; i++) y[b + i] = bf ? pardo_bf16_from_f32(out[i]) : pardo_f16_from_f32(out[i]);
-    }
-}
 
 static void unary_range(void *arg, int64_t e0, int64_t e1) {
     const unary_job *j = arg;
-    if (j->half != PARDO_F32) {
-        unary_half_range(j, e0, e1);
-        return;
-    }
     const size_t o = (size_t)e0 * j->es;
     if (j->f) j->f(j->x + o, j->out + o, e1 - e0, j->args);
     else j->g(j->x + o, j->y + o, j->dy + o, j->out + o, e1 - e0, j->args);
@@ -86,14 +62,13 @@ int pardo_unary_run_ints(pardo_kernel_ctx *ctx, pardo_unary_fn f32, pardo_unary_
     int rc = args ? args(ctx->op, &a, ctx->st) : PARDO_OK;
     if (rc != PARDO_OK) return rc;
     const pardo_unary_fn fi = int_kernel(ints, x->dtype);
-    if (!fi && !pardo_dtype_is_float(x->dtype) && !pardo_dtype_is_half(x->dtype))
-        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, expected float32, float64, float16 or "
-                            "bfloat16", pardo_dtype_name(x->dtype));
+    if (!fi && !pardo_dtype_is_float(x->dtype))
+        return pardo_errorf(ctx->st, PARDO_ESHAPE, "input 0 'X' has dtype %s, expected float32 or float64 (float16 "
+                            "and bfloat16 come widened through pardo_op_run_cpu)", pardo_dtype_name(x->dtype));
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;
     unary_job j = {.f = fi ? fi : x->dtype == PARDO_F64 ? f64 : f32, .x = pardo_tensor_data(x),
-                   .out = pardo_tensor_data(y), .es = pardo_dtype_size(x->dtype), .args = &a,
-                   .half = pardo_dtype_is_half(x->dtype) ? x->dtype : PARDO_F32};
+                   .out = pardo_tensor_data(y), .es = pardo_dtype_size(x->dtype), .args = &a};
     return pardo_run_chunks(ctx, x->numel, unary_range, &j);
 }
 

@@ -4,9 +4,10 @@
  * X, Y, dY; output dX). A family file defines one op and its gradient with
  * UNARY_OP and UNARY_GRAD_OP below; the runners live in ops/unary.c.
  * The ops take float32 and float64, and float16 and bfloat16 through the
- * float32 kernel (widened a block at a time, rounded back); the gradient ops
- * float32 and float64. Math calls in op bodies resolve to the float or
- * double functions through <tgmath.h>, which the family file includes. */
+ * float32 kernel (pardo_op_def.halves_in_f32: widened, run, rounded back,
+ * ops/op_halves.c); the gradient ops float32 and float64. Math calls in op
+ * bodies resolve to the float or double functions through <tgmath.h>, which
+ * the family file includes. */
 #ifndef PARDO_UNARY_H
 #define PARDO_UNARY_H
 
@@ -44,9 +45,9 @@ extern const pardo_arg_def pardo_unary_grad_out[1];
  * (NULL: none) has a kernel for, and gives Y X's type. */
 int pardo_unary_infer_ints(pardo_infer_ctx *ctx, pardo_unary_args_fn args, const pardo_unary_fn *ints);
 
-/* CPU kernel of a unary op: Y = f(X) with f32 or f64 by X's dtype (f32 for
- * float16 and bfloat16, on their values widened), or ints[X's dtype] (ints
- * may be NULL). Returns PARDO_OK or the error of args or of the output's
+/* CPU kernel of a unary op: Y = f(X) with f32 or f64 by X's dtype, or
+ * ints[X's dtype] (ints may be NULL); float16 and bfloat16 arrive widened
+ * (pardo_op_run_cpu). Returns PARDO_OK or the error of args or of the output's
  * allocation. */
 int pardo_unary_run_ints(pardo_kernel_ctx *ctx, pardo_unary_fn f32, pardo_unary_fn f64, const pardo_unary_fn *ints,
                          pardo_unary_args_fn args);
@@ -112,12 +113,16 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
  * op whose NAME_grad reads only Y and dY (UNARY_GRAD_OP_FROM_Y), so that X
  * can be freed after its forward readers. */
 #define UNARY_OP_BUILT(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, ...)                                               \
-    UNARY_OP_INTS(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, NULL, __VA_ARGS__)
+    UNARY_OP_DEF(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, NULL, false, __VA_ARGS__)
 
 /* As UNARY_OP_BUILT, with INTS (a PARDO_DTYPE_COUNT table of integer
- * kernels, UNARY_INT_KERNELS; NULL: none): the integer dtypes it has a
- * kernel for run it, the others are refused. */
+ * kernels, UNARY_INT_KERNELS): the integer dtypes it has a kernel for run
+ * it, the others are refused. */
 #define UNARY_OP_INTS(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, INTS, ...)                                          \
+    UNARY_OP_DEF(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, INTS, true, __VA_ARGS__)
+
+/* The two above: INTS NULL or a table; ALL whether it takes the integer dtypes past bool. */
+#define UNARY_OP_DEF(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, GRAD, INTS, ALL, ...)                                      \
     UNARY_KERNEL(NAME##_f32, float, __VA_ARGS__)                                                                       \
     UNARY_KERNEL(NAME##_f64, double, __VA_ARGS__)                                                                      \
     static int NAME##_infer(pardo_infer_ctx *ctx) { return pardo_unary_infer_ints(ctx, ARGS, INTS); }                  \
@@ -138,7 +143,8 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
         .cuda = CUDA,                                                                                                  \
         .inplace = true,                                                                                               \
         .grad = GRAD,                                                                                                  \
-        .all_dtypes = true, /* float16 and bfloat16 too, through the float32 kernel (pardo_unary_run) */              \
+        .all_dtypes = ALL,                                                                                             \
+        .halves_in_f32 = true,                                                                                         \
     };
 
 /* Defines NAME_T, y[i] = EXPR of v = x[i], for the integer type T (U its
