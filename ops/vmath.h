@@ -31,30 +31,42 @@ static inline float pardo_vexp2i(int32_t n) {
     return f;
 }
 
-/* e^(hi + lo) in float32 without rounding hi + lo first (Cephes' expf: hi
- * + lo = n ln2 + r, |r| <= ln2 / 2, r taken as hi - n ln2 (exact) + lo, a
- * degree-6 polynomial for e^r, then 2^n applied in two halves so that
- * subnormal and near-overflow results come out right). erfc's e^(-x^2 + P)
- * passes -x^2 split in two, so that its rounding costs nothing. */
+/* e^(h + l) for h + l in [-112, 89] (NaN kept) without rounding h + l
+ * first (Cephes' expf: h + l = n ln2 + r, |r| <= ln2 / 2, r taken as h - n
+ * ln2 (exact) + l, a degree-6 polynomial for e^r in Estrin's scheme, whose
+ * dependency chain is half Horner's, then 2^n applied in two halves so that
+ * subnormal and near-overflow results come out right). */
+static inline float pardo_vexpf2_core(float h, float l) {
+    const float magic = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
+    const float nf = ((h + l) * 1.44269504088896341f + magic) - magic;
+    const float r = ((h - nf * 0.693359375f) + l) - nf * -2.12194440e-4f;
+    const float r2 = r * r, r4 = r2 * r2;
+    const float d0 = 5.0000001201e-1f + 1.6666665459e-1f * r, d1 = 4.1665795894e-2f + 8.3334519073e-3f * r;
+    const float d2 = 1.3981999507e-3f + 1.9875691500e-4f * r;
+    const float p = ((d0 + d1 * r2) + d2 * r4) * r2 + r + 1.0f;
+    const int32_t n = (int32_t)nf, n1 = n >> 1; // floor(n / 2), arithmetic shift (GCC); NaN: p is NaN
+    return p * pardo_vexp2i(n1) * pardo_vexp2i(n - n1);
+}
+
+/* e^(hi + lo) in float32 for any hi + lo, without rounding the sum first
+ * (0 below the smallest subnormal, inf above FLT_MAX, NaN kept). erfc's
+ * e^(-x^2 + P) passes -x^2 split in two, so that its rounding costs
+ * nothing. */
 static inline float pardo_vexpf2(float hi, float lo) {
     const float s = hi + lo;
     float sc = s < -104.0f ? -104.0f : s; // e^-104 rounds to 0, e^89 to inf
     sc = sc > 89.0f ? 89.0f : sc;
     sc = sc == sc ? sc : 0.0f; // NaN: compute on 0, return NaN below
-    const float h = sc == s ? hi : sc, l = sc == s ? lo : 0.0f;
-    const float magic = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
-    const float nf = (sc * 1.44269504088896341f + magic) - magic;
-    const float r = ((h - nf * 0.693359375f) + l) - nf * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
-    const int32_t n = (int32_t)nf, n1 = n >> 1; // floor(n / 2), arithmetic shift (GCC)
-    const float y = p * pardo_vexp2i(n1) * pardo_vexp2i(n - n1);
+    const float y = pardo_vexpf2_core(sc == s ? hi : sc, sc == s ? lo : 0.0f);
     return s == s ? y : s;
+}
+
+/* e^(hi + lo) where hi <= 0 and |lo| <= 2 (erfc's and the normal density's arguments,
+ * never near overflow): pardo_vexpf2's value (0 where it is below the
+ * smallest subnormal, NaN kept) with one clamp instead of its six selects,
+ * as hi below -110 gives 0 whatever lo adds. */
+static inline float pardo_vexpf2_noover(float hi, float lo) {
+    return pardo_vexpf2_core(hi < -110.0f ? -110.0f : hi, lo);
 }
 
 /* e^x in float32. */
@@ -71,22 +83,18 @@ static inline float pardo_vhigh12(float x) {
 
 /* erfc(z) for z >= 0 given z and z^2 as sq_hi + sq_lo, sq_hi exact
  * (Numerical Recipes' erfcc: t = 1 / (1 + z / 2), erfc(z) = t exp(-z^2 +
- * P(t))); the exponential takes -sq_hi and P - sq_lo apart (pardo_vexpf2),
+ * P(t))); the exponential takes -sq_hi and P - sq_lo apart (pardo_vexpf2_noover),
  * as musl's erff splits its e^-z^2, so that rounding -z^2 + P to float (an
  * error of up to 4e-6 in the argument near z = 9) costs nothing. */
 static inline float pardo_verfc_sq(float z, float sq_hi, float sq_lo) {
     const float t = 1.0f / (1.0f + 0.5f * z);
-    float p = 0.17087277f;
-    p = p * t + -0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t + -1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t + -0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t + -1.26551223f;
-    return t * pardo_vexpf2(-sq_hi, p - sq_lo);
+    // Estrin's scheme over t, t^2, t^4, t^8 (its chain is 7 operations deep, Horner's 18)
+    const float t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;
+    const float a0 = -1.26551223f + 1.00002368f * t, a1 = 0.37409196f + 0.09678418f * t;
+    const float a2 = -0.18628806f + 0.27886807f * t, a3 = -1.13520398f + 1.48851587f * t;
+    const float a4 = -0.82215223f + 0.17087277f * t;
+    const float p = ((a0 + a1 * t2) + (a2 + a3 * t2) * t4) + a4 * t8;
+    return t * pardo_vexpf2_noover(-sq_hi, p - sq_lo);
 }
 
 /* erfc(x) in float32: erfc(-|x|) = 2 - erfc(|x|). */
@@ -131,7 +139,7 @@ static inline double pardo_gelu_f64(double x) { return 0.5 * x * erfc(-x * 0.707
 static inline float pardo_vgelu_gradf(float x) {
     float hi, lo;
     pardo_vhalf_square(x, &hi, &lo);
-    return pardo_vnormal_cdf(x) + x * (0.398942280401432678f * pardo_vexpf2(-hi, -lo));
+    return pardo_vnormal_cdf(x) + x * (0.398942280401432678f * pardo_vexpf2_noover(-hi, -lo));
 }
 
 /* The logistic sigmoid 1 / (1 + e^-x) in float32, from e^-|x| (never overflows). */

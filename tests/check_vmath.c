@@ -1,4 +1,4 @@
-/* check_vmath.c - ops/vmath.h's float32 exp, erfc, gelu, gelu' and sigmoid
+/* check_vmath.c - ops/vmath.h's float32 exp (and its no-overflow form against it), erfc, gelu, gelu' and sigmoid
  * against libm in double, over dense sweeps of the float range and at the
  * special values (0, +-inf, NaN, the overflow and underflow edges). */
 #include <check.h>
@@ -59,6 +59,26 @@ START_TEST(test_exp_special) {
 }
 END_TEST
 
+/* pardo_vexpf2_noover gives pardo_vexpf2's bits wherever it is used (hi <= 0, |lo| <= 2), through the
+ * underflow edge and past the clamp at -110, and keeps NaN. */
+START_TEST(test_exp_noover_matches) {
+    int64_t differ = 0;
+    float at_hi = 0, at_lo = 0;
+    SWEEP(hi, -130.0, 0.0, 20000) {
+        for (int j = -8; j <= 8; j++) {
+            const float lo = (float)j / 4.0f + (j % 3) * 1e-7f;
+            const float a = pardo_vexpf2_noover(hi, lo), b = pardo_vexpf2(hi, lo);
+            if (memcmp(&a, &b, sizeof a) != 0) differ++, at_hi = hi, at_lo = lo;
+        }
+    }
+    ck_assert_msg(differ == 0, "%lld pairs differ, e.g. hi = %.9g, lo = %.9g", (long long)differ, (double)at_hi,
+                  (double)at_lo);
+    ck_assert(isnan((double)pardo_vexpf2_noover(NAN, 0.0f)));
+    ck_assert(isnan((double)pardo_vexpf2_noover(-1.0f, NAN)));
+    ck_assert_double_eq((double)pardo_vexpf2_noover(-INFINITY, 1.0f), 0.0);
+}
+END_TEST
+
 START_TEST(test_erfc_accuracy) {
     double worst = 0, at = 0;
     SWEEP(x, -10.0, 10.0, 400000) {
@@ -110,6 +130,7 @@ Suite *make_vmath_suite(void) {
     TCase *c = tcase_create("Core");
     tcase_add_test(c, test_exp_accuracy);
     tcase_add_test(c, test_exp_special);
+    tcase_add_test(c, test_exp_noover_matches);
     tcase_add_test(c, test_erfc_accuracy);
     tcase_add_test(c, test_gelu_and_sigmoid);
     suite_add_tcase(s, c);
