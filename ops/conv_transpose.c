@@ -11,25 +11,36 @@
  * resolved into pads and output_padding by the importer (src/io/onnx_ops.c).
  * And conv_transpose_grad (dX, dW, dB).
  *
- * The kernels are direct loops over a 3-D geometry (an input of fewer
- * spatial dims is seen with leading axes of size 1), each output plane
- * written by one item alone, so no sum depends on the thread split:
- *   forward: per output plane (n, m), Y = bias, then += each input
- *            element times its taps, in (c, i, k) order;
- *   dX:      per input plane (n, c), each element the sum in double over
- *            (m, k) of dY at its taps times W (a convolution of dY);
- *   dW:      per weight plane (c, m), each tap the sum in double over (n, i);
+ * The kernels run on the packed GEMM (ops/gemm.h), per image and group,
+ * over the columns of the convolution whose input gradient this op is
+ * (CT_KERNELS says how; 1-D and 2-D inputs are seen as 3-D with leading
+ * axes of size 1), in column blocks of a size the shapes alone fix
+ * (ct_block_rows), so every sum has one order whatever the threads:
+ *   forward and dX: the (image, group) items over the kernel's threads,
+ *            each product on one thread, or, where there is one item (or
+ *            little work), on the calling thread with each product split
+ *            over the threads (the products' bits do not depend on it);
+ *   dW:      summed over the images in order on the calling thread, its
+ *            products split over the threads (with dX taken along where dX
+ *            does not run apart);
  *   dB:      per output channel, the sum of dY in double.
- * The planes are split over the kernel's threads (pardo_run_rows) for big
- * shapes. Nothing is allocated per call beyond the outputs. */
+ * The columns live in a per-thread scratch buffer (ops/scratch.h): nothing
+ * is allocated per call in the steady state beyond the outputs. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "kernel_util.h"
 #include "nn_util.h"
 #include "op.h"
+#include "scratch.h"
+#include "window2d.h"
 
-#define CT_DIMS 3 // spatial axes of the geometry the kernels run on
+#define CT_DIMS 3                // spatial axes of the geometry the kernels run on
+#define CT_COL_BYTES (1 << 19)   // one column block's bytes at most (one input row's at least): with the product's
+                                 // packed copy of it, about a core's L2
+#define CT_PAR_MIN_MACS (1 << 18) // a conv_transpose (gradient) of fewer multiply-adds runs on the calling thread
 
 /* Sizes of one conv_transpose; -1 where unknown during inference. The
  * spatial arrays hold the op's nsp axes last, leading axes of size 1. */
@@ -182,12 +193,22 @@ static int ct_geometry_run(const pardo_op *op, const pardo_tensor *x, const pard
     return ct_geometry(op, &tx, &tw, b ? &tb : NULL, g, y, st);
 }
 
-/* One run of a kernel over planes, shared with the items. */
+/* One run of a kernel, shared with its items. */
 typedef struct ct_job {
     const ct_geom *g;
+    pardo_kernel_ctx *ctx;      // the kernel's
+    bool inline_run;            // the items run on the calling thread, their products on ctx's threads
+    int64_t rows;               // input rows (i0, i1) per column block (ct_block_rows)
     const void *x, *w, *b, *dy; // b: NULL, no bias
-    void *out;                  // Y, dX, dW or dB
+    void *out;                  // Y, dX or dB
+    void *dw;                   // conv_transpose_grad's dW, or NULL: not wanted
+    atomic_bool failed;
+    pardo_status st; // the first failure
 } ct_job;
+
+static void ct_job_fail(ct_job *j, const pardo_status *st) {
+    if (!atomic_exchange(&j->failed, true)) j->st = *st;
+}
 
 /* For tap k along axis a: the inputs i in [*lo, *hi) whose output i * s -
  * pb + k * d lies in [0, out). */
@@ -201,118 +222,153 @@ static void tap_range(const ct_geom *g, int a, int64_t k, int64_t *lo, int64_t *
     *hi = h;
 }
 
-/* Defines the kernels of element type T with suffix SUF, each over items
- * [p0, p1): fwd_SUF (output planes (n, m)), dx_SUF (input planes (n, c)),
- * dw_SUF (weight planes (c, m)) and db_SUF (output channels). */
+/* The input rows (i0, i1 pairs, in[2] columns each) of one column block:
+ * its columns [mg * kp, rows * in[2]] fit in CT_COL_BYTES (one row at
+ * least). From the shapes alone, so the order of every sum is too. */
+static int64_t ct_block_rows(const ct_geom *g, size_t es) {
+    const double per_row = (double)g->mg * (double)g->kp * (double)g->in[2] * (double)es;
+    const int64_t rows = g->in[0] * g->in[1];
+    int64_t r = per_row >= (double)CT_COL_BYTES ? 1 : (int64_t)((double)CT_COL_BYTES / (per_row > 0 ? per_row : 1));
+    return r > rows ? rows : r;
+}
+
+/* The context an item's products run with: the kernel's inline, else one thread; st its own. */
+static pardo_kernel_ctx ct_item_ctx(const ct_job *j, pardo_status *st) {
+    pardo_kernel_ctx c = *j->ctx;
+    if (!j->inline_run) {
+        c.nthreads = 1;
+        c.idle_help = false;
+    }
+    c.st = st;
+    return c;
+}
+
+/* The product C [m, n] (row stride ldc) = op(A) op(B), or += when acc. */
+static int ct_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   const void *a, int64_t lda, const void *b, int64_t ldb, void *out, int64_t ldc, bool acc) {
+    const pardo_gemm gm = {.dtype = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .lda = lda, .b = b,
+                           .ldb = ldb, .c = out, .ldc = ldc, .accumulate = acc};
+    return pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);
+}
+
+/* Defines, for element type T with suffix SUF, the column moves and the
+ * per-image work of the GEMM form. The columns of input rows [r0, r1) of
+ * one image and group are col [mg * kp, (r1 - r0) * in[2]]: row (m, k0,
+ * k1, k2), column (r - r0) * in[2] + i2 stands for output element (m, o)
+ * with o_a = i_a * s_a - pb_a + k_a * d_a (the columns of the convolution
+ * this op is the input gradient of). So
+ *   forward: col = W_g^T X_g, then added into Y_g (col2im), Y_g = B first;
+ *   dX:      dX_g = W_g col(dY_g) (im2col);
+ *   dW:      dW_g += X_g col(dY_g)^T over the images and blocks in order;
+ *   dB:      the sums of dY's planes, in double.
+ * col2im_SUF adds the columns into y (an image's mg output planes) in row
+ * order, blocks in order, so every output element's sum has one order;
+ * im2col_SUF writes every element of col (0 where o lies outside).
+ * fwd_image_SUF and grad_image_SUF do one (image, group); db_SUF sums
+ * output channels [p0, p1). */
 #define CT_KERNELS(SUF, T)                                                                                             \
-    static void fwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                         \
-        const ct_job *j = arg;                                                                                         \
-        const ct_geom *g = j->g;                                                                                       \
-        const T *x = j->x, *w = j->w, *b = j->b;                                                                       \
-        T *y = j->out;                                                                                                 \
-        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
-            const int64_t n = pl / g->m, oc = pl % g->m, grp = oc / g->mg, m = oc % g->mg;                             \
-            T *yp = y + pl * g->yp;                                                                                    \
-            const T bv = b ? b[oc] : (T)0;                                                                             \
-            for (int64_t e = 0; e < g->yp; e++) yp[e] = bv;                                                            \
-            for (int64_t c = grp * g->cg; c < (grp + 1) * g->cg; c++) {                                                \
-                const T *xp = x + (n * g->c + c) * g->ip, *wp = w + (c * g->mg + m) * g->kp;                           \
-                for (int64_t k0 = 0; k0 < g->k[0]; k0++) {                                                             \
-                    int64_t a0, b0;                                                                                    \
-                    tap_range(g, 0, k0, &a0, &b0);                                                                     \
-                    for (int64_t k1 = 0; k1 < g->k[1]; k1++) {                                                         \
-                        int64_t a1, b1;                                                                                \
-                        tap_range(g, 1, k1, &a1, &b1);                                                                 \
-                        for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                                     \
-                            int64_t a2, b2;                                                                            \
-                            tap_range(g, 2, k2, &a2, &b2);                                                             \
-                            const T wv = wp[(k0 * g->k[1] + k1) * g->k[2] + k2];                                       \
-                            const int64_t off2 = k2 * g->d[2] - g->pb[2];                                              \
-                            for (int64_t i0 = a0; i0 < b0; i0++) {                                                     \
-                                const int64_t o0 = i0 * g->s[0] - g->pb[0] + k0 * g->d[0];                             \
-                                for (int64_t i1 = a1; i1 < b1; i1++) {                                                 \
-                                    const int64_t o1 = i1 * g->s[1] - g->pb[1] + k1 * g->d[1];                         \
-                                    const T *xr = xp + (i0 * g->in[1] + i1) * g->in[2];                                \
-                                    const int64_t yb = (o0 * g->out[1] + o1) * g->out[2] + off2;                       \
-                                    for (int64_t i2 = a2; i2 < b2; i2++) yp[yb + i2 * g->s[2]] += xr[i2] * wv;         \
-                                }                                                                                      \
-                            }                                                                                          \
-                        }                                                                                              \
-                    }                                                                                                  \
-                }                                                                                                      \
-            }                                                                                                          \
-        }                                                                                                              \
-    }                                                                                                                  \
-    static void dx_##SUF(void *arg, int64_t p0, int64_t p1) {                                                          \
-        const ct_job *j = arg;                                                                                         \
-        const ct_geom *g = j->g;                                                                                       \
-        const T *dy = j->dy, *w = j->w;                                                                                \
-        T *dx = j->out;                                                                                                \
-        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
-            const int64_t n = pl / g->c, c = pl % g->c, grp = c / g->cg;                                               \
-            T *dxp = dx + pl * g->ip;                                                                                  \
-            for (int64_t i0 = 0; i0 < g->in[0]; i0++)                                                                  \
-                for (int64_t i1 = 0; i1 < g->in[1]; i1++)                                                              \
-                    for (int64_t i2 = 0; i2 < g->in[2]; i2++) {                                                        \
-                        double s = 0;                                                                                  \
-                        for (int64_t m = 0; m < g->mg; m++) {                                                          \
-                            const T *dyp = dy + (n * g->m + grp * g->mg + m) * g->yp;                                  \
-                            const T *wp = w + (c * g->mg + m) * g->kp;                                                 \
-                            for (int64_t k0 = 0; k0 < g->k[0]; k0++) {                                                 \
-                                const int64_t o0 = i0 * g->s[0] - g->pb[0] + k0 * g->d[0];                             \
-                                if (o0 < 0 || o0 >= g->out[0]) continue;                                               \
-                                for (int64_t k1 = 0; k1 < g->k[1]; k1++) {                                             \
-                                    const int64_t o1 = i1 * g->s[1] - g->pb[1] + k1 * g->d[1];                         \
-                                    if (o1 < 0 || o1 >= g->out[1]) continue;                                           \
-                                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                         \
-                                        const int64_t o2 = i2 * g->s[2] - g->pb[2] + k2 * g->d[2];                     \
-                                        if (o2 < 0 || o2 >= g->out[2]) continue;                                       \
-                                        s += (double)dyp[(o0 * g->out[1] + o1) * g->out[2] + o2] *                     \
-                                             (double)wp[(k0 * g->k[1] + k1) * g->k[2] + k2];                           \
-                                    }                                                                                  \
-                                }                                                                                      \
-                            }                                                                                          \
-                        }                                                                                              \
-                        dxp[(i0 * g->in[1] + i1) * g->in[2] + i2] = (T)s;                                              \
-                    }                                                                                                  \
-        }                                                                                                              \
-    }                                                                                                                  \
-    static void dw_##SUF(void *arg, int64_t p0, int64_t p1) {                                                          \
-        const ct_job *j = arg;                                                                                         \
-        const ct_geom *g = j->g;                                                                                       \
-        const T *x = j->x, *dy = j->dy;                                                                                \
-        T *dw = j->out;                                                                                                \
-        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
-            const int64_t c = pl / g->mg, m = pl % g->mg, oc = (c / g->cg) * g->mg + m;                                \
-            for (int64_t k0 = 0; k0 < g->k[0]; k0++) {                                                                 \
-                int64_t a0, b0;                                                                                        \
-                tap_range(g, 0, k0, &a0, &b0);                                                                         \
-                for (int64_t k1 = 0; k1 < g->k[1]; k1++) {                                                             \
-                    int64_t a1, b1;                                                                                    \
-                    tap_range(g, 1, k1, &a1, &b1);                                                                     \
+    PARDO_WINDOW2D_LOOPS static void col2im_##SUF(const ct_geom *g, const T *col, int64_t r0, int64_t r1, T *y) {    \
+        const int64_t ld = (r1 - r0) * g->in[2];                                                                       \
+        for (int64_t m = 0; m < g->mg; m++)                                                                            \
+            for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                                                   \
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                                               \
                     for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                                         \
+                        const T *cr = col + (((m * g->k[0] + k0) * g->k[1] + k1) * g->k[2] + k2) * ld;                 \
                         int64_t a2, b2;                                                                                \
                         tap_range(g, 2, k2, &a2, &b2);                                                                 \
-                        const int64_t off2 = k2 * g->d[2] - g->pb[2];                                                  \
-                        double s = 0;                                                                                  \
-                        for (int64_t n = 0; n < g->n; n++) {                                                           \
-                            const T *xp = x + (n * g->c + c) * g->ip, *dyp = dy + (n * g->m + oc) * g->yp;             \
-                            for (int64_t i0 = a0; i0 < b0; i0++) {                                                     \
-                                const int64_t o0 = i0 * g->s[0] - g->pb[0] + k0 * g->d[0];                             \
-                                for (int64_t i1 = a1; i1 < b1; i1++) {                                                 \
-                                    const int64_t o1 = i1 * g->s[1] - g->pb[1] + k1 * g->d[1];                         \
-                                    const T *xr = xp + (i0 * g->in[1] + i1) * g->in[2];                                \
-                                    const int64_t yb = (o0 * g->out[1] + o1) * g->out[2] + off2;                       \
-                                    for (int64_t i2 = a2; i2 < b2; i2++)                                               \
-                                        s += (double)xr[i2] * (double)dyp[yb + i2 * g->s[2]];                          \
-                                }                                                                                      \
-                            }                                                                                          \
+                        const int64_t off2 = k2 * g->d[2] - g->pb[2], s2 = g->s[2];                                    \
+                        for (int64_t r = r0; r < r1; r++) {                                                            \
+                            const int64_t o0 = (r / g->in[1]) * g->s[0] - g->pb[0] + k0 * g->d[0];                     \
+                            const int64_t o1 = (r % g->in[1]) * g->s[1] - g->pb[1] + k1 * g->d[1];                     \
+                            if (o0 < 0 || o0 >= g->out[0] || o1 < 0 || o1 >= g->out[1]) continue;                      \
+                            T *yr = y + ((m * g->out[0] + o0) * g->out[1] + o1) * g->out[2] + off2;                    \
+                            const T *cq = cr + (r - r0) * g->in[2];                                                    \
+                            if (s2 == 1)                                                                               \
+                                for (int64_t i2 = a2; i2 < b2; i2++) yr[i2] += cq[i2];                                 \
+                            else                                                                                       \
+                                for (int64_t i2 = a2; i2 < b2; i2++) yr[i2 * s2] += cq[i2];                            \
                         }                                                                                              \
-                        dw[pl * g->kp + (k0 * g->k[1] + k1) * g->k[2] + k2] = (T)s;                                    \
                     }                                                                                                  \
-                }                                                                                                      \
-            }                                                                                                          \
+    }                                                                                                                  \
+    PARDO_WINDOW2D_LOOPS static void im2col_##SUF(const ct_geom *g, const T *dy, int64_t r0, int64_t r1, T *col) {   \
+        const int64_t ld = (r1 - r0) * g->in[2], n2 = g->in[2];                                                        \
+        for (int64_t m = 0; m < g->mg; m++)                                                                            \
+            for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                                                   \
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                                               \
+                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                                         \
+                        T *cr = col + (((m * g->k[0] + k0) * g->k[1] + k1) * g->k[2] + k2) * ld;                       \
+                        int64_t a2, b2;                                                                                \
+                        tap_range(g, 2, k2, &a2, &b2);                                                                 \
+                        const int64_t off2 = k2 * g->d[2] - g->pb[2], s2 = g->s[2];                                    \
+                        for (int64_t r = r0; r < r1; r++) {                                                            \
+                            const int64_t o0 = (r / g->in[1]) * g->s[0] - g->pb[0] + k0 * g->d[0];                     \
+                            const int64_t o1 = (r % g->in[1]) * g->s[1] - g->pb[1] + k1 * g->d[1];                     \
+                            T *cq = cr + (r - r0) * n2;                                                                \
+                            if (o0 < 0 || o0 >= g->out[0] || o1 < 0 || o1 >= g->out[1]) {                              \
+                                for (int64_t i2 = 0; i2 < n2; i2++) cq[i2] = (T)0;                                     \
+                                continue;                                                                              \
+                            }                                                                                          \
+                            const T *yr = dy + ((m * g->out[0] + o0) * g->out[1] + o1) * g->out[2] + off2;             \
+                            for (int64_t i2 = 0; i2 < a2; i2++) cq[i2] = (T)0;                                         \
+                            if (s2 == 1)                                                                               \
+                                for (int64_t i2 = a2; i2 < b2; i2++) cq[i2] = yr[i2];                                  \
+                            else                                                                                       \
+                                for (int64_t i2 = a2; i2 < b2; i2++) cq[i2] = yr[i2 * s2];                             \
+                            for (int64_t i2 = b2; i2 < n2; i2++) cq[i2] = (T)0;                                        \
+                        }                                                                                              \
+                    }                                                                                                  \
+    }                                                                                                                  \
+    static int fwd_image_##SUF(const ct_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp) {                         \
+        const ct_geom *g = j->g;                                                                                       \
+        const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip, *b = j->b;                                    \
+        const T *w = (const T *)j->w + grp * g->cg * g->mg * g->kp;                                                    \
+        T *y = (T *)j->out + (n * g->m + grp * g->mg) * g->yp;                                                         \
+        for (int64_t m = 0; m < g->mg; m++) {                                                                          \
+            const T bv = b ? b[grp * g->mg + m] : (T)0;                                                                \
+            for (int64_t e = 0; e < g->yp; e++) y[m * g->yp + e] = bv;                                                 \
         }                                                                                                              \
+        if (g->cg == 0) return PARDO_OK;                                                                               \
+        const int64_t rows = g->in[0] * g->in[1], mk = g->mg * g->kp;                                                  \
+        const size_t bytes = (size_t)(mk * j->rows * g->in[2]) * sizeof(T);                                            \
+        T *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);                                                          \
+        if (!col) return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_transpose", bytes);    \
+        for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
+            const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->in[2];                    \
+            int rc = ct_gemm(c, j->ctx->in[0]->dtype, true, false, mk, q, g->cg, w, mk, x + r0 * g->in[2], g->ip,    \
+                             col, q, false);                                                                           \
+            if (rc != PARDO_OK) return rc;                                                                             \
+            col2im_##SUF(g, col, r0, r1, y);                                                                           \
+        }                                                                                                              \
+        return PARDO_OK;                                                                                               \
+    }                                                                                                                  \
+    static int grad_image_##SUF(const ct_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp, bool dx, bool dw) {      \
+        const ct_geom *g = j->g;                                                                                       \
+        const pardo_dtype dt = j->ctx->in[0]->dtype;                                                                   \
+        const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip;                                               \
+        const T *w = (const T *)j->w + grp * g->cg * g->mg * g->kp;                                                    \
+        const T *dy = (const T *)j->dy + (n * g->m + grp * g->mg) * g->yp;                                             \
+        T *dxp = dx ? (T *)j->out + (n * g->c + grp * g->cg) * g->ip : NULL;                                           \
+        T *dwp = dw ? (T *)j->dw + grp * g->cg * g->mg * g->kp : NULL;                                                 \
+        const int64_t rows = g->in[0] * g->in[1], mk = g->mg * g->kp;                                                  \
+        if (g->cg == 0) return PARDO_OK;                                                                               \
+        if (mk == 0) { /* no output channels: dX is 0; dW is empty */                                                  \
+            if (dxp) memset(dxp, 0, sizeof(T) * (size_t)(g->cg * g->ip));                                              \
+            return PARDO_OK;                                                                                           \
+        }                                                                                                              \
+        const size_t bytes = (size_t)(mk * j->rows * g->in[2]) * sizeof(T);                                            \
+        T *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);                                                          \
+        if (!col) return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_transpose_grad", bytes);\
+        for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
+            const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->in[2];                    \
+            im2col_##SUF(g, dy, r0, r1, col);                                                                          \
+            int rc = PARDO_OK;                                                                                         \
+            if (dxp) rc = ct_gemm(c, dt, false, false, g->cg, q, mk, w, mk, col, q, dxp + r0 * g->in[2], g->ip, false);\
+            if (rc == PARDO_OK && dwp)                                                                                 \
+                rc = ct_gemm(c, dt, false, true, g->cg, mk, q, x + r0 * g->in[2], g->ip, col, q, dwp, mk,              \
+                             n > 0 || r0 > 0);                                                                         \
+            if (rc != PARDO_OK) return rc;                                                                             \
+        }                                                                                                              \
+        return PARDO_OK;                                                                                               \
     }                                                                                                                  \
     static void db_##SUF(void *arg, int64_t p0, int64_t p1) {                                                          \
         const ct_job *j = arg;                                                                                         \
@@ -331,6 +387,49 @@ static void tap_range(const ct_geom *g, int a, int64_t k, int64_t *lo, int64_t *
 
 CT_KERNELS(f32, float)
 CT_KERNELS(f64, double)
+
+/* Items (image, group) [begin, end) of the forward. */
+static void fwd_items(void *arg, int64_t begin, int64_t end) {
+    ct_job *j = arg;
+    const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
+    pardo_status st;
+    pardo_kernel_ctx c = ct_item_ctx(j, &st);
+    for (int64_t it = begin; it < end && !atomic_load(&j->failed); it++)
+        if ((f32 ? fwd_image_f32 : fwd_image_f64)(j, &c, it / j->g->group, it % j->g->group) != PARDO_OK)
+            ct_job_fail(j, &st);
+}
+
+/* Items (image, group) [begin, end) of dX alone. */
+static void dx_items(void *arg, int64_t begin, int64_t end) {
+    ct_job *j = arg;
+    const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
+    pardo_status st;
+    pardo_kernel_ctx c = ct_item_ctx(j, &st);
+    for (int64_t it = begin; it < end && !atomic_load(&j->failed); it++)
+        if ((f32 ? grad_image_f32 : grad_image_f64)(j, &c, it / j->g->group, it % j->g->group, true, false) !=
+            PARDO_OK)
+            ct_job_fail(j, &st);
+}
+
+/* Runs fn over the (image, group) items of j: handed out over ctx's
+ * threads, one product on one thread each, where there are several items,
+ * threads and enough work (macs multiply-adds); else on the calling thread
+ * with each product split over the threads. The bits are the same either
+ * way (gemm.h). Returns the first item's failure. */
+static int ct_loop(ct_job *j, double macs, void (*fn)(void *arg, int64_t begin, int64_t end)) {
+    pardo_kernel_ctx *ctx = j->ctx;
+    const int64_t items = j->g->n * j->g->group;
+    j->inline_run = items <= 1 || ctx->nthreads <= 1 || macs < (double)CT_PAR_MIN_MACS;
+    atomic_init(&j->failed, false);
+    int rc = PARDO_OK;
+    if (j->inline_run) fn(j, 0, items);
+    else rc = pardo_parallel_for_blocks(ctx, items, 1, fn, j);
+    if (rc == PARDO_OK && atomic_load(&j->failed)) {
+        *ctx->st = j->st;
+        rc = j->st.code;
+    }
+    return rc;
+}
 
 static const pardo_arg_def ct_in[] = {
     {"X", "input [N, C, spatial...] of 1 to 3 spatial axes (float32 or float64)", false, false},
@@ -353,9 +452,9 @@ static int ct_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, ty.ndim, ty.shape);
     if (!y) return ctx->st->code;
     if (y->numel == 0) return PARDO_OK;
-    ct_job j = {.g = &g, .x = pardo_tensor_data(x), .w = pardo_tensor_data(w), .b = b ? pardo_tensor_data(b) : NULL,
-                .out = pardo_tensor_data(y)};
-    return pardo_run_rows(ctx, g.n * g.m, g.cg * g.ip * g.kp, x->dtype == PARDO_F32 ? fwd_f32 : fwd_f64, &j);
+    ct_job j = {.g = &g, .ctx = ctx, .rows = ct_block_rows(&g, pardo_dtype_size(x->dtype)), .x = pardo_tensor_data(x),
+                .w = pardo_tensor_data(w), .b = b ? pardo_tensor_data(b) : NULL, .out = pardo_tensor_data(y)};
+    return ct_loop(&j, (double)g.n * (double)g.c * (double)g.ip * (double)(g.mg * g.kp), fwd_items);
 }
 
 /* conv_transpose_grad does not read Y: it is left out (""), so Y dies after its forward readers. */
@@ -435,16 +534,34 @@ static int ct_grad_cpu(pardo_kernel_ctx *ctx) {
         if (!dy || outs[i]->numel == 0) pardo_tensor_zero(outs[i]);
     }
     if (!dy) return PARDO_OK;
-    ct_job j = {.g = &g, .x = pardo_tensor_data(x), .w = pardo_tensor_data(w), .dy = pardo_tensor_data(dy)};
-    if (outs[0] && outs[0]->numel) {
-        j.out = pardo_tensor_data(outs[0]);
-        if ((rc = pardo_run_rows(ctx, g.n * g.c, g.mg * g.ip * g.kp, f32 ? dx_f32 : dx_f64, &j)) != PARDO_OK)
-            return rc;
+    ct_job j = {.g = &g, .ctx = ctx, .rows = ct_block_rows(&g, pardo_dtype_size(x->dtype)), .x = pardo_tensor_data(x),
+                .w = pardo_tensor_data(w), .dy = pardo_tensor_data(dy)};
+    const bool want_dx = outs[0] && outs[0]->numel, want_dw = outs[1] && outs[1]->numel;
+    const double macs = (double)g.n * (double)g.c * (double)g.ip * (double)(g.mg * g.kp);
+    if (want_dx) j.out = pardo_tensor_data(outs[0]);
+    if (want_dw) j.dw = pardo_tensor_data(outs[1]);
+    /* dX image by image over the threads where that pays; dW sums over the images in order, so it runs on the
+     * calling thread with its products split over the threads (then taking dX along, one im2col for both) */
+    bool dx_done = false;
+    if (want_dx && want_dw && g.n * g.group > 1 && ctx->nthreads > 1 && macs >= (double)CT_PAR_MIN_MACS) {
+        if ((rc = ct_loop(&j, macs, dx_items)) != PARDO_OK) return rc;
+        dx_done = true;
+    } else if (want_dx && !want_dw) {
+        if ((rc = ct_loop(&j, macs, dx_items)) != PARDO_OK) return rc;
+        dx_done = true;
     }
-    if (outs[1] && outs[1]->numel) {
-        j.out = pardo_tensor_data(outs[1]);
-        if ((rc = pardo_run_rows(ctx, g.c * g.mg, g.n * g.ip * g.kp, f32 ? dw_f32 : dw_f64, &j)) != PARDO_OK)
-            return rc;
+    if (want_dw) {
+        j.inline_run = true;
+        pardo_status st;
+        pardo_kernel_ctx c = ct_item_ctx(&j, &st);
+        for (int64_t it = 0; it < g.n * g.group; it++) {
+            const int64_t n = it / g.group, grp = it % g.group;
+            if ((rc = (f32 ? grad_image_f32 : grad_image_f64)(&j, &c, n, grp, want_dx && !dx_done, true)) != PARDO_OK) {
+                *ctx->st = st;
+                return rc;
+            }
+        }
+        if (g.n == 0) pardo_tensor_zero(outs[1]);
     }
     if (outs[2] && outs[2]->numel) {
         j.out = pardo_tensor_data(outs[2]);
