@@ -20,13 +20,17 @@
  * The kernels run plane by plane ((n, c)) over a 3-D geometry (fewer
  * spatial axes seen with leading axes of size 1), the planes split over the
  * kernel's threads for big inputs (pardo_run_rows); each plane is one item's
- * alone, so no bits depend on the split. Nothing is allocated per call. */
+ * alone, so no bits depend on the split. Within a plane they go an output
+ * row at a time, tap by tap over a chunk of the row (PN_ROW_TAPS), which
+ * vectorises. Nothing is allocated per call. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "kernel_util.h"
 #include "nn_util.h"
 #include "op.h"
+#include "window2d.h"
 
 #define PN_DIMS 3 // spatial axes of the geometry the kernels run on
 
@@ -176,18 +180,16 @@ typedef struct pn_job {
     int64_t *index; // max_pool_nd's Indices; NULL: not wanted
 } pn_job;
 
-/* The windows of output (u0, u1, u2): taps ranges per axis into lo / hi. */
-static void window(const pn_geom *g, int64_t u0, int64_t u1, int64_t u2, int64_t *lo, int64_t *hi) {
-    taps(g, 0, u0, &lo[0], &hi[0]);
-    taps(g, 1, u1, &lo[1], &hi[1]);
-    taps(g, 2, u2, &lo[2], &hi[2]);
-}
-
-/* The input element of taps (j0, j1, j2) of output (u0, u1, u2), as a plane offset. */
-static int64_t tap_at(const pn_geom *g, const int64_t *u, int64_t j0, int64_t j1, int64_t j2) {
-    const int64_t i0 = u[0] * g->s[0] - g->pb[0] + j0 * g->d[0], i1 = u[1] * g->s[1] - g->pb[1] + j1 * g->d[1],
-                  i2 = u[2] * g->s[2] - g->pb[2] + j2 * g->d[2];
-    return (i0 * g->in[1] + i1) * g->in[2] + i2;
+/* The outputs [*lo, *hi) along axis 2 whose tap j reads inside the input (at u * s - pb + j * d), within
+ * [c0, c1). */
+static void outs_of_tap(const pn_geom *g, int64_t j, int64_t c0, int64_t c1, int64_t *lo, int64_t *hi) {
+    const int64_t off = j * g->d[2] - g->pb[2], s = g->s[2];
+    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s, h = g->in[2] - off <= 0 ? 0 : (g->in[2] - off - 1) / s + 1;
+    if (l < c0) l = c0;
+    if (h > c1) h = c1;
+    if (h < l) h = l;
+    *lo = l;
+    *hi = h;
 }
 
 /* A plane offset (row-major) as ONNX's Indices spatial part: itself, or with the axes column-major. */
@@ -197,37 +199,98 @@ static int64_t order_index(const pn_geom *g, int64_t e) {
     return (i2 * g->in[1] + i1) * g->in[0] + i0;
 }
 
-/* Defines max_pool_nd's forward for element type T (compared as LOAD(v),
- * the value it encodes) with suffix SUF: argmax_SUF (a window's first
- * maximum, strict >) and max_fwd_SUF (Y and Indices) over planes [p0, p1).
- * It compares and copies only: every ordered dtype gets it. */
-#define PN_MAX_FWD(SUF, T, LOAD)                                                                                       \
-    static int64_t argmax_##SUF(const pn_geom *g, const T *xp, const int64_t *u) {                                     \
-        int64_t lo[3], hi[3];                                                                                          \
-        window(g, u[0], u[1], u[2], lo, hi);                                                                           \
-        int64_t best = tap_at(g, u, lo[0], lo[1], lo[2]);                                                              \
-        for (int64_t j0 = lo[0]; j0 < hi[0]; j0++)                                                                     \
-            for (int64_t j1 = lo[1]; j1 < hi[1]; j1++)                                                                 \
-                for (int64_t j2 = lo[2]; j2 < hi[2]; j2++) {                                                           \
-                    const int64_t e = tap_at(g, u, j0, j1, j2);                                                        \
-                    if (LOAD(xp[e]) > LOAD(xp[best])) best = e;                                                                    \
+#define PN_CHUNK 256 // outputs along the last axis handled at once (their running values on the stack)
+
+/* The kernels walk an output row (u0, u1) in chunks of outputs [c0, c1)
+ * along the last axis, tap by tap in row-major tap order, each tap a loop
+ * over the chunk's outputs it reads inside the input (which vectorises):
+ * every output meets its taps in the order a window-by-window walk takes,
+ * so max pooling keeps the first maximum and average pooling's sums add in
+ * that order. PN_ROW_TAPS runs BODY for each tap with xo, the tap's plane
+ * offset for output 0 of the chunk's axis (its output u reads xo + u * s2),
+ * and [ua, ub), the chunk's outputs it reads. */
+#define PN_ROW_TAPS(g, u0, u1, c0, c1, BODY)                                                                           \
+    do {                                                                                                               \
+        int64_t lo0_, hi0_, lo1_, hi1_;                                                                                \
+        taps(g, 0, u0, &lo0_, &hi0_);                                                                                  \
+        taps(g, 1, u1, &lo1_, &hi1_);                                                                                  \
+        for (int64_t j0 = lo0_; j0 < hi0_; j0++) {                                                                     \
+            const int64_t i0 = (u0) * g->s[0] - g->pb[0] + j0 * g->d[0];                                               \
+            for (int64_t j1 = lo1_; j1 < hi1_; j1++) {                                                                 \
+                const int64_t i1 = (u1) * g->s[1] - g->pb[1] + j1 * g->d[1];                                           \
+                for (int64_t j2 = 0; j2 < g->k[2]; j2++) {                                                             \
+                    int64_t ua, ub;                                                                                    \
+                    outs_of_tap(g, j2, c0, c1, &ua, &ub);                                                              \
+                    const int64_t xo = (i0 * g->in[1] + i1) * g->in[2] + j2 * g->d[2] - g->pb[2];                      \
+                    BODY                                                                                               \
                 }                                                                                                      \
-        return best;                                                                                                   \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+
+/* n[u - c0] = the element count of the windows of outputs [c0, c1) of row (u0, u1): axes 0 and 1's taps
+ * times the last axis's taps that read inside the input (counted tap by tap: no division per output). */
+static void window_counts(const pn_geom *g, int64_t u0, int64_t u1, int64_t c0, int64_t c1, double *n) {
+    int64_t l0, h0, l1, h1;
+    taps(g, 0, u0, &l0, &h0);
+    taps(g, 1, u1, &l1, &h1);
+    for (int64_t u = 0; u < c1 - c0; u++) n[u] = 0;
+    for (int64_t j2 = 0; j2 < g->k[2]; j2++) {
+        int64_t ua, ub;
+        outs_of_tap(g, j2, c0, c1, &ua, &ub);
+        for (int64_t u = ua; u < ub; u++) n[u - c0] += 1;
+    }
+    const double n01 = (double)((h0 - l0) * (h1 - l1));
+    for (int64_t u = 0; u < c1 - c0; u++) n[u] *= n01;
+}
+
+/* One tap of max_row over outputs [ua, ub): output u reads plane offset AT. */
+#define PN_MAX_TAP(T, LOAD, AT)                                                                                        \
+    for (int64_t u = ua; u < ub; u++) {                                                                                \
+        const T v = xp[AT];                                                                                            \
+        const bool more = !seen[u - c0] || LOAD(v) > LOAD(best[u - c0]);                                               \
+        best[u - c0] = more ? v : best[u - c0];                                                                        \
+        at[u - c0] = more ? (AT) : at[u - c0];                                                                         \
+        seen[u - c0] = true;                                                                                           \
+    }
+
+/* Defines max_pool_nd's forward for element type T (compared as LOAD(v),
+ * the value it encodes) with suffix SUF: max_row_SUF (the first maximum of
+ * the windows of outputs [c0, c1) of row (u0, u1): its plane offset into
+ * at[u - c0], its value into best) and max_fwd_SUF (Y and Indices) over
+ * planes [p0, p1). It compares and copies only: every ordered dtype gets
+ * it. */
+#define PN_MAX_FWD(SUF, T, LOAD)                                                                                       \
+    PARDO_WINDOW2D_LOOPS static void max_row_##SUF(const pn_geom *g, const T *xp, int64_t u0, int64_t u1, int64_t c0, \
+                                                   int64_t c1, T *best, int64_t *at) {                                 \
+        const int64_t s2 = g->s[2];                                                                                    \
+        bool seen[PN_CHUNK]; /* a window's first tap in order is taken whatever it holds */                           \
+        for (int64_t u = 0; u < c1 - c0; u++) seen[u] = false;                                                         \
+        PN_ROW_TAPS(g, u0, u1, c0, c1, {                                                                               \
+            if (s2 == 1)                                                                                               \
+                PN_MAX_TAP(T, LOAD, xo + u)                                                                            \
+            else                                                                                                       \
+                PN_MAX_TAP(T, LOAD, xo + u * s2)                                                                       \
+        });                                                                                                            \
     }                                                                                                                  \
     static void max_fwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                     \
         const pn_job *j = arg;                                                                                         \
         const pn_geom *g = j->g;                                                                                       \
         const T *x = j->x;                                                                                             \
-        T *y = j->out;                                                                                                 \
+        T *y = j->out, best[PN_CHUNK];                                                                                 \
+        int64_t at[PN_CHUNK];                                                                                          \
         for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             const T *xp = x + pl * g->ip;                                                                              \
-            int64_t e = pl * g->yp, u[3];                                                                              \
-            for (u[0] = 0; u[0] < g->out[0]; u[0]++)                                                                   \
-                for (u[1] = 0; u[1] < g->out[1]; u[1]++)                                                               \
-                    for (u[2] = 0; u[2] < g->out[2]; u[2]++, e++) {                                                    \
-                        const int64_t best = argmax_##SUF(g, xp, u);                                                   \
-                        y[e] = xp[best];                                                                               \
-                        if (j->index) j->index[e] = pl * g->ip + order_index(g, best);                                 \
+            int64_t e = pl * g->yp;                                                                                    \
+            for (int64_t u0 = 0; u0 < g->out[0]; u0++)                                                                 \
+                for (int64_t u1 = 0; u1 < g->out[1]; u1++)                                                             \
+                    for (int64_t c0 = 0; c0 < g->out[2]; c0 += PN_CHUNK) {                                             \
+                        const int64_t c1 = c0 + PN_CHUNK < g->out[2] ? c0 + PN_CHUNK : g->out[2];                      \
+                        max_row_##SUF(g, xp, u0, u1, c0, c1, best, at);                                                \
+                        for (int64_t u = 0; u < c1 - c0; u++, e++) {                                                   \
+                            y[e] = best[u];                                                                            \
+                            if (j->index) j->index[e] = pl * g->ip + order_index(g, at[u]);                            \
+                        }                                                                                              \
                     }                                                                                                  \
         }                                                                                                              \
     }
@@ -235,64 +298,79 @@ static int64_t order_index(const pn_geom *g, int64_t e) {
 PARDO_FOR_ORDERED_DTYPES(PN_MAX_FWD)
 
 /* Defines the other kernels of float type T with suffix SUF over planes
- * [p0, p1): max_bwd_SUF, avg_fwd_SUF (the sum in double / count),
- * avg_bwd_SUF. Each writes every element of its planes. */
+ * [p0, p1): max_bwd_SUF (each dY added at its window's first maximum, in
+ * output order), avg_fwd_SUF (the sum in double / count), avg_bwd_SUF.
+ * Each writes every element of its planes. */
 #define PN_KERNELS(SUF, T)                                                                                             \
     static void max_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                     \
         const pn_job *j = arg;                                                                                         \
         const pn_geom *g = j->g;                                                                                       \
         const T *x = j->x, *dy = j->dy;                                                                                \
-        T *dx = j->out;                                                                                                \
+        T *dx = j->out, best[PN_CHUNK];                                                                                \
+        int64_t at[PN_CHUNK];                                                                                          \
         for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             const T *xp = x + pl * g->ip;                                                                              \
             T *dxp = dx + pl * g->ip;                                                                                  \
             memset(dxp, 0, sizeof(T) * (size_t)g->ip);                                                                 \
-            int64_t e = pl * g->yp, u[3];                                                                              \
-            for (u[0] = 0; u[0] < g->out[0]; u[0]++)                                                                   \
-                for (u[1] = 0; u[1] < g->out[1]; u[1]++)                                                               \
-                    for (u[2] = 0; u[2] < g->out[2]; u[2]++, e++) dxp[argmax_##SUF(g, xp, u)] += dy[e];                \
+            int64_t e = pl * g->yp;                                                                                    \
+            for (int64_t u0 = 0; u0 < g->out[0]; u0++)                                                                 \
+                for (int64_t u1 = 0; u1 < g->out[1]; u1++)                                                             \
+                    for (int64_t c0 = 0; c0 < g->out[2]; c0 += PN_CHUNK) {                                             \
+                        const int64_t c1 = c0 + PN_CHUNK < g->out[2] ? c0 + PN_CHUNK : g->out[2];                      \
+                        max_row_##SUF(g, xp, u0, u1, c0, c1, best, at);                                                \
+                        for (int64_t u = 0; u < c1 - c0; u++, e++) dxp[at[u]] += dy[e];                                \
+                    }                                                                                                  \
         }                                                                                                              \
     }                                                                                                                  \
-    static void avg_fwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                     \
+    PARDO_WINDOW2D_LOOPS static void avg_fwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                \
         const pn_job *j = arg;                                                                                         \
         const pn_geom *g = j->g;                                                                                       \
         const T *x = j->x;                                                                                             \
         T *y = j->out;                                                                                                 \
+        const int64_t s2 = g->s[2];                                                                                    \
+        double sum[PN_CHUNK], cnt[PN_CHUNK];                                                                           \
         for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             const T *xp = x + pl * g->ip;                                                                              \
-            int64_t e = pl * g->yp, u[3];                                                                              \
-            for (u[0] = 0; u[0] < g->out[0]; u[0]++)                                                                   \
-                for (u[1] = 0; u[1] < g->out[1]; u[1]++)                                                               \
-                    for (u[2] = 0; u[2] < g->out[2]; u[2]++, e++) {                                                    \
-                        int64_t lo[3], hi[3];                                                                          \
-                        window(g, u[0], u[1], u[2], lo, hi);                                                           \
-                        double s = 0;                                                                                  \
-                        for (int64_t j0 = lo[0]; j0 < hi[0]; j0++)                                                     \
-                            for (int64_t j1 = lo[1]; j1 < hi[1]; j1++)                                                 \
-                                for (int64_t j2 = lo[2]; j2 < hi[2]; j2++) s += (double)xp[tap_at(g, u, j0, j1, j2)]; \
-                        y[e] = (T)(s / (double)((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2])));                \
+            int64_t e = pl * g->yp;                                                                                    \
+            for (int64_t u0 = 0; u0 < g->out[0]; u0++)                                                                 \
+                for (int64_t u1 = 0; u1 < g->out[1]; u1++)                                                             \
+                    for (int64_t c0 = 0; c0 < g->out[2]; c0 += PN_CHUNK) {                                             \
+                        const int64_t c1 = c0 + PN_CHUNK < g->out[2] ? c0 + PN_CHUNK : g->out[2];                      \
+                        for (int64_t u = 0; u < c1 - c0; u++) sum[u] = 0;                                              \
+                        PN_ROW_TAPS(g, u0, u1, c0, c1, {                                                               \
+                            if (s2 == 1)                                                                               \
+                                for (int64_t u = ua; u < ub; u++) sum[u - c0] += (double)xp[xo + u];                   \
+                            else                                                                                       \
+                                for (int64_t u = ua; u < ub; u++) sum[u - c0] += (double)xp[xo + u * s2];              \
+                        });                                                                                            \
+                        window_counts(g, u0, u1, c0, c1, cnt);                                                         \
+                        for (int64_t u = 0; u < c1 - c0; u++, e++) y[e] = (T)(sum[u] / cnt[u]);                        \
                     }                                                                                                  \
         }                                                                                                              \
     }                                                                                                                  \
-    static void avg_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                                     \
+    PARDO_WINDOW2D_LOOPS static void avg_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                \
         const pn_job *j = arg;                                                                                         \
         const pn_geom *g = j->g;                                                                                       \
         const T *dy = j->dy;                                                                                           \
-        T *dx = j->out;                                                                                                \
+        T *dx = j->out, v[PN_CHUNK];                                                                                   \
+        double cnt[PN_CHUNK];                                                                                          \
+        const int64_t s2 = g->s[2];                                                                                    \
         for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             T *dxp = dx + pl * g->ip;                                                                                  \
             memset(dxp, 0, sizeof(T) * (size_t)g->ip);                                                                 \
-            int64_t e = pl * g->yp, u[3];                                                                              \
-            for (u[0] = 0; u[0] < g->out[0]; u[0]++)                                                                   \
-                for (u[1] = 0; u[1] < g->out[1]; u[1]++)                                                               \
-                    for (u[2] = 0; u[2] < g->out[2]; u[2]++, e++) {                                                    \
-                        int64_t lo[3], hi[3];                                                                          \
-                        window(g, u[0], u[1], u[2], lo, hi);                                                           \
-                        const T v =                                                                                    \
-                            (T)((double)dy[e] / (double)((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2])));        \
-                        for (int64_t j0 = lo[0]; j0 < hi[0]; j0++)                                                     \
-                            for (int64_t j1 = lo[1]; j1 < hi[1]; j1++)                                                 \
-                                for (int64_t j2 = lo[2]; j2 < hi[2]; j2++) dxp[tap_at(g, u, j0, j1, j2)] += v;         \
+            int64_t e = pl * g->yp;                                                                                    \
+            for (int64_t u0 = 0; u0 < g->out[0]; u0++)                                                                 \
+                for (int64_t u1 = 0; u1 < g->out[1]; u1++)                                                             \
+                    for (int64_t c0 = 0; c0 < g->out[2]; c0 += PN_CHUNK) {                                             \
+                        const int64_t c1 = c0 + PN_CHUNK < g->out[2] ? c0 + PN_CHUNK : g->out[2];                      \
+                        window_counts(g, u0, u1, c0, c1, cnt);                                                         \
+                        for (int64_t u = 0; u < c1 - c0; u++, e++) v[u] = (T)((double)dy[e] / cnt[u]);                 \
+                        PN_ROW_TAPS(g, u0, u1, c0, c1, {                                                               \
+                            if (s2 == 1)                                                                               \
+                                for (int64_t u = ua; u < ub; u++) dxp[xo + u] += v[u - c0];                            \
+                            else                                                                                       \
+                                for (int64_t u = ua; u < ub; u++) dxp[xo + u * s2] += v[u - c0];                       \
+                        });                                                                                            \
                     }                                                                                                  \
         }                                                                                                              \
     }

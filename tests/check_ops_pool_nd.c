@@ -114,6 +114,9 @@ static const pn_case cases[] = {
     {2, {1, 2, 5, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}}, /* drops the last row and column */
     {3, {1, 2, 4, 5, 3}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, {1, 1, 1}},
     {3, {2, 1, 5, 4, 6}, {2, 3, 2}, {2, 1, 3}, {1, 1, 0, 0, 1, 1}, {2, 1, 2}},
+    {1, {2, 3, 700}, {3}, {1}, {1, 1}, {1}},                       /* rows of several chunks, stride 1 */
+    {2, {1, 2, 6, 300}, {3, 4}, {2, 1}, {1, 2, 1, 1}, {1, 2}},      /* two chunks, dilated */
+    {2, {1, 1, 3, 600}, {2, 3}, {1, 2}, {0, 1, 1, 2}, {2, 1}},      /* two chunks, stride 2 */
 };
 
 /* max_pool_nd of x (case c, storage_order order) gives the naive walk's Y, in X's dtype, and Indices exactly. */
