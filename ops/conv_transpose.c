@@ -15,7 +15,7 @@
  * over the columns of the convolution whose input gradient this op is
  * (CT_KERNELS says how; 1-D and 2-D inputs are seen as 3-D with leading
  * axes of size 1), in column blocks of a size the shapes alone fix
- * (ct_block_rows), so every sum has one order whatever the threads:
+ * (pardo_cols_nd_block_rows), so every sum has one order whatever the threads:
  *   forward and dX: the (image, group) items over the kernel's threads,
  *            each product on one thread, or, where there is one item (or
  *            little work), on the calling thread with each product split
@@ -31,11 +31,11 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "im2col_nd.h"
 #include "kernel_util.h"
 #include "nn_util.h"
 #include "op.h"
 #include "scratch.h"
-#include "window2d.h"
 
 #define CT_DIMS 3                // spatial axes of the geometry the kernels run on
 #define CT_COL_BYTES (1 << 19)   // one column block's bytes at most (one input row's at least): with the product's
@@ -62,25 +62,6 @@ static const pardo_attr_def ct_attrs[] = {
     {"output_padding", PARDO_ATTR_INTS, "[]", "extra output at the end of each spatial axis, each >= 0; [] : 0s"},
     {"group", PARDO_ATTR_INT, "1", "channel groups; C and M must be divisible by it"},
 };
-
-/* Reads attr `name` as n values (per = values per axis) into out, leaving
- * the defaults where it is absent or []; each must be >= lo. */
-static int read_axis_ints(const pardo_op *op, const char *name, int n, int64_t lo, int64_t *out, pardo_status *st) {
-    int64_t v[2 * PARDO_MAX_DIMS];
-    int got, rc = pardo_attr_ints(op, name, v, 2 * PARDO_MAX_DIMS, &got, st);
-    if (rc != PARDO_OK) return rc;
-    if (got <= 0) return PARDO_OK;
-    if (got != n)
-        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, expected %d for the input's spatial axes", name,
-                            got, n);
-    for (int i = 0; i < n; i++) {
-        if (v[i] < lo)
-            return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %lld at position %d, expected >= %lld", name,
-                                (long long)v[i], i, (long long)lo);
-        out[i] = v[i];
-    }
-    return PARDO_OK;
-}
 
 /* Checks X, W and B (NULL: absent) against each other and the attrs, fills
  * g and, when y is not NULL, Y's type. The spatial rank comes from X, or
@@ -110,10 +91,10 @@ static int ct_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
         g->pb[a] = g->pe[a] = g->op[a] = 0;
     }
     int64_t pads[2 * CT_DIMS] = {0};
-    if ((rc = read_axis_ints(op, "strides", nsp, 1, g->s + o, st)) != PARDO_OK ||
-        (rc = read_axis_ints(op, "dilations", nsp, 1, g->d + o, st)) != PARDO_OK ||
-        (rc = read_axis_ints(op, "output_padding", nsp, 0, g->op + o, st)) != PARDO_OK ||
-        (rc = read_axis_ints(op, "pads", 2 * nsp, 0, pads, st)) != PARDO_OK)
+    if ((rc = pardo_nn_axis_ints(op, "strides", nsp, 1, g->s + o, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "dilations", nsp, 1, g->d + o, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "output_padding", nsp, 0, g->op + o, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "pads", 2 * nsp, 0, pads, st)) != PARDO_OK)
         return rc;
     for (int i = 0; i < nsp; i++) {
         g->pb[o + i] = pads[i];
@@ -198,7 +179,8 @@ typedef struct ct_job {
     const ct_geom *g;
     pardo_kernel_ctx *ctx;      // the kernel's
     bool inline_run;            // the items run on the calling thread, their products on ctx's threads
-    int64_t rows;               // input rows (i0, i1) per column block (ct_block_rows)
+    pardo_cols_nd cols;         // the columns of an image's group (ct_cols)
+    int64_t rows;               // input rows (i0, i1) per column block
     const void *x, *w, *b, *dy; // b: NULL, no bias
     void *out;                  // Y, dX or dB
     void *dw;                   // conv_transpose_grad's dW, or NULL: not wanted
@@ -210,26 +192,19 @@ static void ct_job_fail(ct_job *j, const pardo_status *st) {
     if (!atomic_exchange(&j->failed, true)) j->st = *st;
 }
 
-/* For tap k along axis a: the inputs i in [*lo, *hi) whose output i * s -
- * pb + k * d lies in [0, out). */
-static void tap_range(const ct_geom *g, int a, int64_t k, int64_t *lo, int64_t *hi) {
-    const int64_t off = k * g->d[a] - g->pb[a], s = g->s[a];
-    /* 0 <= i * s + off < out */
-    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s, h = g->out[a] - off <= 0 ? 0 : (g->out[a] - off - 1) / s + 1;
-    if (h > g->in[a]) h = g->in[a];
-    if (h < l) h = l;
-    *lo = l;
-    *hi = h;
-}
-
-/* The input rows (i0, i1 pairs, in[2] columns each) of one column block:
- * its columns [mg * kp, rows * in[2]] fit in CT_COL_BYTES (one row at
- * least). From the shapes alone, so the order of every sum is too. */
-static int64_t ct_block_rows(const ct_geom *g, size_t es) {
-    const double per_row = (double)g->mg * (double)g->kp * (double)g->in[2] * (double)es;
-    const int64_t rows = g->in[0] * g->in[1];
-    int64_t r = per_row >= (double)CT_COL_BYTES ? 1 : (int64_t)((double)CT_COL_BYTES / (per_row > 0 ? per_row : 1));
-    return r > rows ? rows : r;
+/* The columns of one image's group: the convolution this op is the input
+ * gradient of reads Y's mg channels (its image) at X's positions. */
+static pardo_cols_nd ct_cols(const ct_geom *g) {
+    pardo_cols_nd c = {.c = g->mg, .kp = g->kp};
+    for (int a = 0; a < CT_DIMS; a++) {
+        c.img[a] = g->out[a];
+        c.pos[a] = g->in[a];
+        c.k[a] = g->k[a];
+        c.s[a] = g->s[a];
+        c.d[a] = g->d[a];
+        c.pb[a] = g->pb[a];
+    }
+    return c;
 }
 
 /* The context an item's products run with: the kernel's inline, else one thread; st its own. */
@@ -251,73 +226,17 @@ static int ct_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_
     return pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);
 }
 
-/* Defines, for element type T with suffix SUF, the column moves and the
- * per-image work of the GEMM form. The columns of input rows [r0, r1) of
- * one image and group are col [mg * kp, (r1 - r0) * in[2]]: row (m, k0,
- * k1, k2), column (r - r0) * in[2] + i2 stands for output element (m, o)
- * with o_a = i_a * s_a - pb_a + k_a * d_a (the columns of the convolution
- * this op is the input gradient of). So
+/* Defines, for element type T with suffix SUF, the per-image work of the
+ * GEMM form over the columns of ops/im2col_nd.h (ct_cols: the image is an
+ * image's mg output planes, the positions X's): with col the columns of a
+ * block of X's positions,
  *   forward: col = W_g^T X_g, then added into Y_g (col2im), Y_g = B first;
  *   dX:      dX_g = W_g col(dY_g) (im2col);
  *   dW:      dW_g += X_g col(dY_g)^T over the images and blocks in order;
  *   dB:      the sums of dY's planes, in double.
- * col2im_SUF adds the columns into y (an image's mg output planes) in row
- * order, blocks in order, so every output element's sum has one order;
- * im2col_SUF writes every element of col (0 where o lies outside).
  * fwd_image_SUF and grad_image_SUF do one (image, group); db_SUF sums
  * output channels [p0, p1). */
 #define CT_KERNELS(SUF, T)                                                                                             \
-    PARDO_WINDOW2D_LOOPS static void col2im_##SUF(const ct_geom *g, const T *col, int64_t r0, int64_t r1, T *y) {    \
-        const int64_t ld = (r1 - r0) * g->in[2];                                                                       \
-        for (int64_t m = 0; m < g->mg; m++)                                                                            \
-            for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                                                   \
-                for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                                               \
-                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                                         \
-                        const T *cr = col + (((m * g->k[0] + k0) * g->k[1] + k1) * g->k[2] + k2) * ld;                 \
-                        int64_t a2, b2;                                                                                \
-                        tap_range(g, 2, k2, &a2, &b2);                                                                 \
-                        const int64_t off2 = k2 * g->d[2] - g->pb[2], s2 = g->s[2];                                    \
-                        for (int64_t r = r0; r < r1; r++) {                                                            \
-                            const int64_t o0 = (r / g->in[1]) * g->s[0] - g->pb[0] + k0 * g->d[0];                     \
-                            const int64_t o1 = (r % g->in[1]) * g->s[1] - g->pb[1] + k1 * g->d[1];                     \
-                            if (o0 < 0 || o0 >= g->out[0] || o1 < 0 || o1 >= g->out[1]) continue;                      \
-                            T *yr = y + ((m * g->out[0] + o0) * g->out[1] + o1) * g->out[2] + off2;                    \
-                            const T *cq = cr + (r - r0) * g->in[2];                                                    \
-                            if (s2 == 1)                                                                               \
-                                for (int64_t i2 = a2; i2 < b2; i2++) yr[i2] += cq[i2];                                 \
-                            else                                                                                       \
-                                for (int64_t i2 = a2; i2 < b2; i2++) yr[i2 * s2] += cq[i2];                            \
-                        }                                                                                              \
-                    }                                                                                                  \
-    }                                                                                                                  \
-    PARDO_WINDOW2D_LOOPS static void im2col_##SUF(const ct_geom *g, const T *dy, int64_t r0, int64_t r1, T *col) {   \
-        const int64_t ld = (r1 - r0) * g->in[2], n2 = g->in[2];                                                        \
-        for (int64_t m = 0; m < g->mg; m++)                                                                            \
-            for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                                                   \
-                for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                                               \
-                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                                         \
-                        T *cr = col + (((m * g->k[0] + k0) * g->k[1] + k1) * g->k[2] + k2) * ld;                       \
-                        int64_t a2, b2;                                                                                \
-                        tap_range(g, 2, k2, &a2, &b2);                                                                 \
-                        const int64_t off2 = k2 * g->d[2] - g->pb[2], s2 = g->s[2];                                    \
-                        for (int64_t r = r0; r < r1; r++) {                                                            \
-                            const int64_t o0 = (r / g->in[1]) * g->s[0] - g->pb[0] + k0 * g->d[0];                     \
-                            const int64_t o1 = (r % g->in[1]) * g->s[1] - g->pb[1] + k1 * g->d[1];                     \
-                            T *cq = cr + (r - r0) * n2;                                                                \
-                            if (o0 < 0 || o0 >= g->out[0] || o1 < 0 || o1 >= g->out[1]) {                              \
-                                for (int64_t i2 = 0; i2 < n2; i2++) cq[i2] = (T)0;                                     \
-                                continue;                                                                              \
-                            }                                                                                          \
-                            const T *yr = dy + ((m * g->out[0] + o0) * g->out[1] + o1) * g->out[2] + off2;             \
-                            for (int64_t i2 = 0; i2 < a2; i2++) cq[i2] = (T)0;                                         \
-                            if (s2 == 1)                                                                               \
-                                for (int64_t i2 = a2; i2 < b2; i2++) cq[i2] = yr[i2];                                  \
-                            else                                                                                       \
-                                for (int64_t i2 = a2; i2 < b2; i2++) cq[i2] = yr[i2 * s2];                             \
-                            for (int64_t i2 = b2; i2 < n2; i2++) cq[i2] = (T)0;                                        \
-                        }                                                                                              \
-                    }                                                                                                  \
-    }                                                                                                                  \
     static int fwd_image_##SUF(const ct_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp) {                         \
         const ct_geom *g = j->g;                                                                                       \
         const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip, *b = j->b;                                    \
@@ -337,7 +256,7 @@ static int ct_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_
             int rc = ct_gemm(c, j->ctx->in[0]->dtype, true, false, mk, q, g->cg, w, mk, x + r0 * g->in[2], g->ip,    \
                              col, q, false);                                                                           \
             if (rc != PARDO_OK) return rc;                                                                             \
-            col2im_##SUF(g, col, r0, r1, y);                                                                           \
+            pardo_col2im_nd_##SUF(&j->cols, col, r0, r1, y);                                                                           \
         }                                                                                                              \
         return PARDO_OK;                                                                                               \
     }                                                                                                                  \
@@ -360,7 +279,7 @@ static int ct_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_
         if (!col) return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_transpose_grad", bytes);\
         for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
             const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->in[2];                    \
-            im2col_##SUF(g, dy, r0, r1, col);                                                                          \
+            pardo_im2col_nd_##SUF(&j->cols, dy, r0, r1, col);                                                                          \
             int rc = PARDO_OK;                                                                                         \
             if (dxp) rc = ct_gemm(c, dt, false, false, g->cg, q, mk, w, mk, col, q, dxp + r0 * g->in[2], g->ip, false);\
             if (rc == PARDO_OK && dwp)                                                                                 \
@@ -452,8 +371,9 @@ static int ct_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, ty.ndim, ty.shape);
     if (!y) return ctx->st->code;
     if (y->numel == 0) return PARDO_OK;
-    ct_job j = {.g = &g, .ctx = ctx, .rows = ct_block_rows(&g, pardo_dtype_size(x->dtype)), .x = pardo_tensor_data(x),
-                .w = pardo_tensor_data(w), .b = b ? pardo_tensor_data(b) : NULL, .out = pardo_tensor_data(y)};
+    ct_job j = {.g = &g, .ctx = ctx, .cols = ct_cols(&g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w),
+                .b = b ? pardo_tensor_data(b) : NULL, .out = pardo_tensor_data(y)};
+    j.rows = pardo_cols_nd_block_rows(&j.cols, pardo_dtype_size(x->dtype), CT_COL_BYTES);
     return ct_loop(&j, (double)g.n * (double)g.c * (double)g.ip * (double)(g.mg * g.kp), fwd_items);
 }
 
@@ -534,8 +454,9 @@ static int ct_grad_cpu(pardo_kernel_ctx *ctx) {
         if (!dy || outs[i]->numel == 0) pardo_tensor_zero(outs[i]);
     }
     if (!dy) return PARDO_OK;
-    ct_job j = {.g = &g, .ctx = ctx, .rows = ct_block_rows(&g, pardo_dtype_size(x->dtype)), .x = pardo_tensor_data(x),
-                .w = pardo_tensor_data(w), .dy = pardo_tensor_data(dy)};
+    ct_job j = {.g = &g, .ctx = ctx, .cols = ct_cols(&g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w),
+                .dy = pardo_tensor_data(dy)};
+    j.rows = pardo_cols_nd_block_rows(&j.cols, pardo_dtype_size(x->dtype), CT_COL_BYTES);
     const bool want_dx = outs[0] && outs[0]->numel, want_dw = outs[1] && outs[1]->numel;
     const double macs = (double)g.n * (double)g.c * (double)g.ip * (double)(g.mg * g.kp);
     if (want_dx) j.out = pardo_tensor_data(outs[0]);

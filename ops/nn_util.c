@@ -46,3 +46,20 @@ pardo_tensor *pardo_nn_zeros(pardo_kernel_ctx *ctx, int i, pardo_dtype dtype, in
     if (t && t->nbytes) memset(pardo_tensor_data(t), 0, t->nbytes);
     return t;
 }
+
+int pardo_nn_axis_ints(const pardo_op *op, const char *name, int n, int64_t lo, int64_t *out, pardo_status *st) {
+    int64_t v[2 * PARDO_MAX_DIMS];
+    int got, rc = pardo_attr_ints(op, name, v, 2 * PARDO_MAX_DIMS, &got, st);
+    if (rc != PARDO_OK) return rc;
+    if (got <= 0) return PARDO_OK;
+    if (got != n)
+        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, expected %d for the input's spatial axes", name,
+                            got, n);
+    for (int i = 0; i < n; i++) {
+        if (v[i] < lo)
+            return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %lld at position %d, expected >= %lld", name,
+                                (long long)v[i], i, (long long)lo);
+        out[i] = v[i];
+    }
+    return PARDO_OK;
+}

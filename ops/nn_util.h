@@ -41,6 +41,12 @@ int pardo_nn_expect_same(const pardo_type *a, const char *a_what, const pardo_ty
  * `what`. */
 int pardo_nn_expect_scalar(const pardo_type *t, const char *what, const pardo_dtype *dtypes, int n, pardo_status *st);
 
+/* Reads op's attr `name` as n values, one per spatial axis (2 n for pads:
+ * begins, then ends), each >= lo, into out; absent or [] leaves out's
+ * defaults. PARDO_EINVAL naming the attr for another count or a value
+ * below lo. The convolutions' attrs (conv_nd, conv_transpose). */
+int pardo_nn_axis_ints(const pardo_op *op, const char *name, int n, int64_t lo, int64_t *out, pardo_status *st);
+
 /* Output i of the kernel with the given dtype and shape, every element zero;
  * NULL with ctx->st filled on failure. The tensor is borrowed from ctx. */
 pardo_tensor *pardo_nn_zeros(pardo_kernel_ctx *ctx, int i, pardo_dtype dtype, int ndim, const int64_t *shape);

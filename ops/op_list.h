@@ -76,6 +76,7 @@
     X(where_select) X(where_select_grad) /* "where": pardo_op_where is graph.h's locator */ \
     X(conv2d) X(conv2d_grad) \
     X(conv_transpose) X(conv_transpose_grad) \
+    X(conv_nd) X(conv_nd_grad) \
     X(max_pool2d) X(max_pool2d_grad) \
     X(avg_pool2d) X(avg_pool2d_grad) \
     X(max_pool_nd) X(max_pool_nd_grad) X(avg_pool_nd) X(avg_pool_nd_grad) \

@@ -49,6 +49,7 @@
     X(ops_fill)         \
     X(ops_conv)         \
     X(ops_conv_transpose) \
+    X(ops_conv_nd)      \
     X(ops_pool)         \
     X(ops_pool_nd)      \
     X(ops_max_unpool)   \

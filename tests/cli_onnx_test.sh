@@ -67,6 +67,16 @@ for k in norm2 norm1 glob2 glob3 pool2 pool3 pool1d; do close "Lp op $k" "$T/lp/
 expect "LpNormalization p 3" 2 "lp_norm_p3.onnx" "LpNormalization" "attr 'p' = 3; expected 1 or 2" -- \
     check "$F/bad/lp_norm_p3.onnx"
 
+# Conv of 1 and 3 spatial dims as conv_nd: PyTorch's Conv1d export, and Conv nodes with auto_pad SAME_UPPER, pads,
+# dilations, group and a bias against torch.nn.functional (tools/onnx_export/export_conv_nd.py)
+run_pardo run "$F/conv1d.onnx" --feed x="$F/conv1d_in.npy" --out "$T/c1"
+[ "$rc" = 0 ] && ok || bad "Conv1d: $(cat "$T/err")"
+close "Conv1d" "$T/c1/y.npy" "$F/conv1d_out.npy"
+run_pardo run "$F/conv_nd.onnx" --feed x1="$F/conv_nd_x1.npy" --feed x3="$F/conv_nd_x3.npy" --out "$T/cn"
+[ "$rc" = 0 ] && ok || bad "Conv 1-D and 3-D: $(cat "$T/err")"
+for k in y1 y3; do close "Conv $k" "$T/cn/$k.npy" "$F/conv_nd_$k.npy"; done
+expect "transpile conv1d --parts 2" 0 -- transpile "$F/conv1d.onnx" -o "$T/c1t.json" --parts 2
+
 # an intermediate value by its ONNX name
 run_pardo run "$F/transformer.onnx" --feed tokens="$F/transformer_in.npy" --fetch /emb/Gather_output_0
 [ "$rc" = 0 ] && ok || bad "fetch by ONNX name: $(cat "$T/err")"

@@ -1348,6 +1348,59 @@ static int window_attrs(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_type 
     return onnx_set_ints(op, "kernel", kernel, 2, st);
 }
 
+/* Conv of 1 or 3 spatial dims (weight wt of rank 3 or 5) as conv_nd: strides, dilations and pads as given,
+ * auto_pad SAME_* as pads (ONNX's total padding, the larger half at the end for SAME_UPPER), VALID as none.
+ * Needs static spatial dims of X for auto_pad SAME. */
+static int map_conv_nd(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, const char *w, const char *b,
+                       const pardo_type *wt, pardo_status *st) {
+    if (wt->ndim != 3 && wt->ndim != 5)
+        return onnx_unsupported(c, st, "a weight of rank %d; pardo runs 1 to 3 spatial dims", wt->ndim);
+    const int nsp = wt->ndim - 2;
+    pardo_type xt;
+    if (onnx_type_of(c, x, &xt, st) != PARDO_OK) return st->code;
+    if (xt.ndim >= 0 && xt.ndim != wt->ndim)
+        return onnx_bad(c, st, "input of rank %d, weight of rank %d", xt.ndim, wt->ndim);
+    int nk = 0, ns = 0, nd = 0, np = 0;
+    const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk), *sa = onnx_attr_ints(n, "strides", &ns),
+                  *da = onnx_attr_ints(n, "dilations", &nd), *pa = onnx_attr_ints(n, "pads", &np);
+    int64_t k[3], s[3], d[3], p[6];
+    for (int i = 0; i < nsp; i++) {
+        k[i] = wt->shape[2 + i];
+        s[i] = sa && ns == nsp ? sa[i] : 1;
+        d[i] = da && nd == nsp ? da[i] : 1;
+        p[i] = pa && np == 2 * nsp ? pa[i] : 0;
+        p[nsp + i] = pa && np == 2 * nsp ? pa[nsp + i] : 0;
+    }
+    if (ks && (nk != nsp || memcmp(ks, k, sizeof(int64_t) * (size_t)nsp) != 0))
+        return onnx_bad(c, st, "attr 'kernel_shape' does not match the weight's dims");
+    if ((sa && ns != nsp) || (da && nd != nsp) || (pa && np != 2 * nsp))
+        return onnx_bad(c, st, "attrs strides, dilations, pads of the wrong length for %d-D", nsp);
+    char ap[32];
+    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
+    const bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, same = upper || strcmp(auto_pad, "SAME_LOWER") == 0;
+    if (!same && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+        return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
+    if (strcmp(auto_pad, "VALID") == 0)
+        for (int i = 0; i < 2 * nsp; i++) p[i] = 0;
+    for (int i = 0; same && i < nsp; i++) {
+        const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1;
+        if (in < 0) return onnx_unsupported(c, st, "auto_pad SAME over a run-time spatial dim");
+        const int64_t out = (in + s[i] - 1) / s[i];
+        int64_t total = (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in;
+        if (total < 0) total = 0;
+        p[i] = upper ? total / 2 : total - total / 2;
+        p[nsp + i] = total - p[i];
+    }
+    const char *in[3] = {x, w, b};
+    pardo_op *op = onnx_emit1(c, n, "conv_nd", in, *b ? 3 : 2, st);
+    if (!op || onnx_set_ints(op, "strides", s, nsp, st) != PARDO_OK ||
+        onnx_set_ints(op, "pads", p, 2 * nsp, st) != PARDO_OK ||
+        onnx_set_ints(op, "dilations", d, nsp, st) != PARDO_OK ||
+        onnx_set_int(op, "group", onnx_attr_int(n, "group", 1), st) != PARDO_OK)
+        return st->code;
+    return PARDO_OK;
+}
+
 static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL};
     if (onnx_check_attrs(c, n, known, st) != PARDO_OK) return st->code;
@@ -1356,7 +1409,7 @@ static int map_conv(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
     if (!b) return st->code;
     pardo_type wt;
     if (onnx_type_of(c, w, &wt, st) != PARDO_OK) return st->code;
-    if (wt.ndim != 4) return onnx_unsupported(c, st, "a %d-D convolution; pardo runs 2-D (NCHW)", wt.ndim - 2);
+    if (wt.ndim != 4) return map_conv_nd(c, n, x, w, b, &wt, st);
     int nk = 0;
     const int64_t *ks = onnx_attr_ints(n, "kernel_shape", &nk);
     int64_t kernel[2] = {wt.shape[2], wt.shape[3]};

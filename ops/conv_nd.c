@@ -1,0 +1,555 @@
+/* conv_nd.c - conv_nd, ONNX Conv of 1 to 3 spatial axes on NC(D)(H)W
+ * input: X [N, C, S...], weight W [M, C/group, K...], optional bias B [M]
+ * -> Y [N, M, O...], per spatial axis
+ *   O = floor((S + pad_begin + pad_end - ((K - 1) * dilation + 1)) / stride) + 1,
+ * and Y[n, oc, o] = B[oc] + sum over c in oc's group and taps k of
+ * X[n, c, o * stride - pad_begin + k * dilation] * W[oc, c, k] (padding
+ * reads 0). Attrs strides, pads (begins, then ends, as ONNX), dilations
+ * (each one value per spatial axis; [] the default) and group; ONNX's
+ * auto_pad is resolved into pads by the importer (src/io/onnx_ops.c).
+ * conv2d (ops/conv.c) stays the 2-D op with its fused relu; this is the
+ * one the importer gives 1-D and 3-D convolutions. And conv_nd_grad (dX,
+ * dW, dB).
+ *
+ * The kernels run on the packed GEMM (ops/gemm.h) per image and group over
+ * the columns of ops/im2col_nd.h (an image's group of C/group channels,
+ * the positions Y's), in column blocks of a size the shapes alone fix
+ * (pardo_cols_nd_block_rows), so every sum has one order whatever the
+ * threads. With col the columns of a block of positions:
+ *   forward: Y_g = W_g col(X_g), then + B, the (image, group) items over
+ *            the kernel's threads (each product on one thread), or on the
+ *            calling thread with the products split over the threads where
+ *            there is one item or little work;
+ *   dX:      col = W_g^T dY_g, added back into dX_g (col2im), the items as
+ *            the forward's;
+ *   dW:      dW_g += dY_g col(X_g)^T over the images and blocks in order, on
+ *            the calling thread with its products split over the threads;
+ *   dB:      per output channel, the sum of dY in double.
+ * The columns live in a per-thread scratch buffer (ops/scratch.h): nothing
+ * is allocated per call in the steady state beyond the outputs. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "im2col_nd.h"
+#include "kernel_util.h"
+#include "nn_util.h"
+#include "op.h"
+#include "scratch.h"
+
+#define CN_DIMS PARDO_COLS_ND_DIMS // spatial axes of the geometry the kernels run on
+#define CN_COL_BYTES (1 << 19)     // one column block's bytes at most (one position row's at least)
+#define CN_PAR_MIN_MACS (1 << 18)  // a conv_nd (gradient) of fewer multiply-adds runs on the calling thread
+
+/* Sizes of one conv_nd; -1 where unknown during inference. The spatial
+ * arrays hold the op's nsp axes last, leading axes of size 1. */
+typedef struct cn_geom {
+    int nsp;                          // spatial axes of X: 1..3
+    int64_t n, c, m, group, cg, mg;   // batch, input and output channels, groups, channels per group in and out
+    int64_t in[CN_DIMS], k[CN_DIMS];  // input size, kernel taps
+    int64_t out[CN_DIMS];             // output size
+    int64_t s[CN_DIMS], d[CN_DIMS];   // strides, dilations
+    int64_t pb[CN_DIMS], pe[CN_DIMS]; // pads at the begin and the end of each axis
+    int64_t ip, kp, yp;               // elements of an input plane, a kernel plane, an output plane
+} cn_geom;
+
+static const pardo_attr_def cn_attrs[] = {
+    {"strides", PARDO_ATTR_INTS, "[]", "one stride per spatial axis, each >= 1; [] (default): 1s"},
+    {"pads", PARDO_ATTR_INTS, "[]", "begins then ends (2 per spatial axis), each >= 0; [] (default): 0s"},
+    {"dilations", PARDO_ATTR_INTS, "[]", "one dilation per spatial axis, each >= 1; [] (default): 1s"},
+    {"group", PARDO_ATTR_INT, "1", "channel groups; C and M must be divisible by it"},
+};
+
+/* Checks X, W and B (NULL: absent) against each other and the attrs, fills
+ * g and, when y is not NULL, Y's type. The spatial rank comes from X, or
+ * from W when X's rank is unknown. Used by inference (dims may be -1) and
+ * again by the kernels on the run-time shapes. */
+static int cn_geometry(const pardo_op *op, const pardo_type *x, const pardo_type *w, const pardo_type *b, cn_geom *g,
+                       pardo_type *y, pardo_status *st) {
+    char sx[128], sw[128];
+    int rc;
+    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK)
+        return rc;
+    if (w->dtype != x->dtype)
+        return pardo_errorf(st, PARDO_ESHAPE, "input 1 'W' is %s but input 0 'X' is %s; expected the same dtype",
+                            pardo_dtype_name(w->dtype), pardo_dtype_name(x->dtype));
+    const int rank = x->ndim >= 0 ? x->ndim : w->ndim;
+    if (rank < 0)
+        return pardo_errorf(st, PARDO_ESHAPE, "the ranks of input 0 'X' and input 1 'W' are unknown");
+    if (rank < 3 || rank > 2 + CN_DIMS)
+        return pardo_errorf(st, PARDO_ESHAPE,
+                            "input 0 'X' has rank %d, expected 3 to 5 ([N, C, spatial...] of 1 to 3 spatial axes)",
+                            rank);
+    if (w->ndim >= 0 && w->ndim != rank)
+        return pardo_errorf(st, PARDO_ESHAPE, "input 1 'W' has shape %s, expected rank %d ([M, C/group, kernel...])",
+                            pardo_shape_str(w->ndim, w->shape, sw, sizeof sw), rank);
+    const int nsp = rank - 2, o = CN_DIMS - nsp;
+    g->nsp = nsp;
+    for (int a = 0; a < CN_DIMS; a++) {
+        g->in[a] = g->k[a] = g->s[a] = g->d[a] = 1;
+        g->pb[a] = g->pe[a] = 0;
+    }
+    int64_t pads[2 * CN_DIMS] = {0};
+    if ((rc = pardo_nn_axis_ints(op, "strides", nsp, 1, g->s + o, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "dilations", nsp, 1, g->d + o, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "pads", 2 * nsp, 0, pads, st)) != PARDO_OK)
+        return rc;
+    for (int i = 0; i < nsp; i++) {
+        g->pb[o + i] = pads[i];
+        g->pe[o + i] = pads[nsp + i];
+    }
+    if ((rc = pardo_attr_int(op, "group", 1, &g->group, st)) != PARDO_OK)
+        return rc;
+    if (g->group < 1)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'group' is %lld, expected >= 1", (long long)g->group);
+    const bool xr = x->ndim >= 0, wr = w->ndim >= 0;
+    g->n = xr ? x->shape[0] : -1;
+    g->c = xr ? x->shape[1] : -1;
+    g->m = wr ? w->shape[0] : -1;
+    const int64_t wcg = wr ? w->shape[1] : -1;
+    for (int i = 0; i < nsp; i++) {
+        g->in[o + i] = xr ? x->shape[2 + i] : -1;
+        g->k[o + i] = wr ? w->shape[2 + i] : -1;
+        if (g->k[o + i] == 0)
+            return pardo_errorf(st, PARDO_ESHAPE, "input 1 'W' has shape %s, expected kernel sizes >= 1",
+                                pardo_shape_str(w->ndim, w->shape, sw, sizeof sw));
+    }
+    if (g->c >= 0 && g->c % g->group != 0)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'group' is %lld but input 0 'X' has %lld channels, not divisible",
+                            (long long)g->group, (long long)g->c);
+    if (g->m >= 0 && g->m % g->group != 0)
+        return pardo_errorf(st, PARDO_EINVAL,
+                            "attr 'group' is %lld but input 1 'W' %s has %lld output channels, not divisible",
+                            (long long)g->group, pardo_shape_str(w->ndim, w->shape, sw, sizeof sw), (long long)g->m);
+    g->cg = g->c >= 0 ? g->c / g->group : wcg;
+    if (g->c >= 0 && wcg >= 0 && wcg != g->cg)
+        return pardo_errorf(st, PARDO_ESHAPE,
+                            "input 1 'W' has shape %s, expected dim 1 = C/group = %lld (input 0 'X' %s, group %lld)",
+                            pardo_shape_str(w->ndim, w->shape, sw, sizeof sw), (long long)g->cg,
+                            pardo_shape_str(x->ndim, x->shape, sx, sizeof sx), (long long)g->group);
+    g->mg = g->m >= 0 ? g->m / g->group : -1;
+    if (b) {
+        if (b->dtype != x->dtype)
+            return pardo_errorf(st, PARDO_ESHAPE, "input 2 'B' is %s but input 0 'X' is %s; expected the same dtype",
+                                pardo_dtype_name(b->dtype), pardo_dtype_name(x->dtype));
+        if ((rc = pardo_nn_expect_rank(b, "input 2 'B'", 1, "[M]", st)) != PARDO_OK)
+            return rc;
+        if (b->ndim == 1 && b->shape[0] >= 0 && g->m >= 0 && b->shape[0] != g->m)
+            return pardo_errorf(st, PARDO_ESHAPE, "input 2 'B' has %lld values, expected M = %lld (dim 0 of 'W' %s)",
+                                (long long)b->shape[0], (long long)g->m,
+                                pardo_shape_str(w->ndim, w->shape, sw, sizeof sw));
+    }
+    g->ip = g->kp = g->yp = 1;
+    for (int a = 0; a < CN_DIMS; a++) {
+        if (g->in[a] < 0 || g->k[a] < 0) {
+            g->out[a] = -1;
+            continue;
+        }
+        const int64_t span = (g->k[a] - 1) * g->d[a] + 1, room = g->in[a] + g->pb[a] + g->pe[a] - span;
+        if (room < 0)
+            return pardo_errorf(st, PARDO_ESHAPE,
+                                "spatial axis %d: the dilated kernel spans %lld but the padded input %s has %lld "
+                                "(attr 'pads' %lld + %lld), expected at least the span",
+                                a - o, (long long)span, pardo_shape_str(x->ndim, x->shape, sx, sizeof sx),
+                                (long long)(g->in[a] + g->pb[a] + g->pe[a]), (long long)g->pb[a], (long long)g->pe[a]);
+        g->out[a] = room / g->s[a] + 1;
+        g->ip *= g->in[a];
+        g->kp *= g->k[a];
+        g->yp *= g->out[a];
+    }
+    if (y) {
+        y->dtype = x->dtype;
+        y->ndim = rank;
+        y->shape[0] = g->n;
+        y->shape[1] = g->m;
+        for (int i = 0; i < nsp; i++)
+            y->shape[2 + i] = g->out[o + i];
+    }
+    return PARDO_OK;
+}
+
+/* The geometry of a kernel's concrete X, W and B (NULL: absent). */
+static int cn_geometry_run(const pardo_op *op, const pardo_tensor *x, const pardo_tensor *w, const pardo_tensor *b,
+                           cn_geom *g, pardo_type *y, pardo_status *st) {
+    pardo_type tx = pardo_tensor_type(x), tw = pardo_tensor_type(w), tb;
+    if (b)
+        tb = pardo_tensor_type(b);
+    return cn_geometry(op, &tx, &tw, b ? &tb : NULL, g, y, st);
+}
+
+/* The columns of one image's group: its C/group channels read at Y's positions. */
+static pardo_cols_nd cn_cols(const cn_geom *g) {
+    pardo_cols_nd c = {.c = g->cg, .kp = g->kp};
+    for (int a = 0; a < CN_DIMS; a++) {
+        c.img[a] = g->in[a];
+        c.pos[a] = g->out[a];
+        c.k[a] = g->k[a];
+        c.s[a] = g->s[a];
+        c.d[a] = g->d[a];
+        c.pb[a] = g->pb[a];
+    }
+    return c;
+}
+
+/* One run of a kernel, shared with its items. */
+typedef struct cn_job {
+    const cn_geom *g;
+    pardo_kernel_ctx *ctx;      // the kernel's
+    bool inline_run;            // the items run on the calling thread, their products on ctx's threads
+    pardo_cols_nd cols;         // the columns of an image's group (cn_cols)
+    int64_t rows;               // position rows per column block
+    const void *x, *w, *b, *dy; // b: NULL, no bias
+    void *out;                  // Y, dX or dB
+    void *dw;                   // conv_nd_grad's dW, or NULL: not wanted
+    atomic_bool failed;
+    pardo_status st; // the first failure
+} cn_job;
+
+static void cn_job_fail(cn_job *j, const pardo_status *st) {
+    if (!atomic_exchange(&j->failed, true))
+        j->st = *st;
+}
+
+/* The context an item's products run with: the kernel's inline, else one thread; st its own. */
+static pardo_kernel_ctx cn_item_ctx(const cn_job *j, pardo_status *st) {
+    pardo_kernel_ctx c = *j->ctx;
+    if (!j->inline_run) {
+        c.nthreads = 1;
+        c.idle_help = false;
+    }
+    c.st = st;
+    return c;
+}
+
+/* The product C [m, n] (row stride ldc) = op(A) op(B), or += when acc. */
+static int cn_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   const void *a, int64_t lda, const void *b, int64_t ldb, void *out, int64_t ldc, bool acc) {
+    const pardo_gemm gm = {.dtype = dt,
+                           .ta = ta,
+                           .tb = tb,
+                           .m = m,
+                           .n = n,
+                           .k = k,
+                           .a = a,
+                           .lda = lda,
+                           .b = b,
+                           .ldb = ldb,
+                           .c = out,
+                           .ldc = ldc,
+                           .accumulate = acc};
+    return pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);
+}
+
+/* Defines, for element type T with suffix SUF, fwd_image_SUF (Y of one
+ * image and group), dx_image_SUF (its dX), dw_image_SUF (its terms of dW,
+ * accumulated unless first) and db_SUF (dB over output channels [p0, p1)),
+ * as the file's comment says. */
+#define CN_KERNELS(SUF, T)                                                                                             \
+    static T *cn_col_##SUF(const cn_job *j, pardo_kernel_ctx *c) {                                                     \
+        const size_t bytes = (size_t)(j->g->cg * j->g->kp * j->rows * j->g->out[2]) * sizeof(T);                       \
+        T *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);                                                          \
+        if (!col)                                                                                                      \
+            pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_nd's columns", bytes);               \
+        return col;                                                                                                    \
+    }                                                                                                                  \
+    static int fwd_image_##SUF(const cn_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp) {                         \
+        const cn_geom *g = j->g;                                                                                       \
+        const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip, *b = j->b;                                    \
+        const T *w = (const T *)j->w + grp * g->mg * g->cg * g->kp;                                                    \
+        T *y = (T *)j->out + (n * g->m + grp * g->mg) * g->yp;                                                         \
+        const int64_t rows = g->out[0] * g->out[1], ck = g->cg * g->kp;                                                \
+        if (ck == 0) {                                                                                                 \
+            memset(y, 0, sizeof(T) * (size_t)(g->mg * g->yp));                                                         \
+        } else {                                                                                                       \
+            T *col = cn_col_##SUF(j, c);                                                                               \
+            if (!col)                                                                                                  \
+                return c->st->code;                                                                                    \
+            for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                           \
+                const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->out[2];               \
+                pardo_im2col_nd_##SUF(&j->cols, x, r0, r1, col);                                                       \
+                int rc = cn_gemm(c, j->ctx->in[0]->dtype, false, false, g->mg, q, ck, w, ck, col, q,                   \
+                                 y + r0 * g->out[2], g->yp, false);                                                    \
+                if (rc != PARDO_OK)                                                                                    \
+                    return rc;                                                                                         \
+            }                                                                                                          \
+        }                                                                                                              \
+        if (b)                                                                                                         \
+            for (int64_t m = 0; m < g->mg; m++) {                                                                      \
+                const T bv = b[grp * g->mg + m];                                                                       \
+                T *yr = y + m * g->yp;                                                                                 \
+                for (int64_t e = 0; e < g->yp; e++)                                                                    \
+                    yr[e] += bv;                                                                                       \
+            }                                                                                                          \
+        return PARDO_OK;                                                                                               \
+    }                                                                                                                  \
+    static int dx_image_##SUF(const cn_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp) {                          \
+        const cn_geom *g = j->g;                                                                                       \
+        const T *w = (const T *)j->w + grp * g->mg * g->cg * g->kp;                                                    \
+        const T *dy = (const T *)j->dy + (n * g->m + grp * g->mg) * g->yp;                                             \
+        T *dx = (T *)j->out + (n * g->c + grp * g->cg) * g->ip;                                                        \
+        const int64_t rows = g->out[0] * g->out[1], ck = g->cg * g->kp;                                                \
+        memset(dx, 0, sizeof(T) * (size_t)(g->cg * g->ip));                                                            \
+        if (ck == 0 || g->mg == 0)                                                                                     \
+            return PARDO_OK;                                                                                           \
+        T *col = cn_col_##SUF(j, c);                                                                                   \
+        if (!col)                                                                                                      \
+            return c->st->code;                                                                                        \
+        for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
+            const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->out[2];                   \
+            int rc = cn_gemm(c, j->ctx->in[0]->dtype, true, false, ck, q, g->mg, w, ck, dy + r0 * g->out[2], g->yp,    \
+                             col, q, false);                                                                           \
+            if (rc != PARDO_OK)                                                                                        \
+                return rc;                                                                                             \
+            pardo_col2im_nd_##SUF(&j->cols, col, r0, r1, dx);                                                          \
+        }                                                                                                              \
+        return PARDO_OK;                                                                                               \
+    }                                                                                                                  \
+    static int dw_image_##SUF(const cn_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp, bool first) {              \
+        const cn_geom *g = j->g;                                                                                       \
+        const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip;                                               \
+        const T *dy = (const T *)j->dy + (n * g->m + grp * g->mg) * g->yp;                                             \
+        T *dw = (T *)j->dw + grp * g->mg * g->cg * g->kp;                                                              \
+        const int64_t rows = g->out[0] * g->out[1], ck = g->cg * g->kp;                                                \
+        T *col = cn_col_##SUF(j, c);                                                                                   \
+        if (!col)                                                                                                      \
+            return c->st->code;                                                                                        \
+        for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
+            const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->out[2];                   \
+            pardo_im2col_nd_##SUF(&j->cols, x, r0, r1, col);                                                           \
+            int rc = cn_gemm(c, j->ctx->in[0]->dtype, false, true, g->mg, ck, q, dy + r0 * g->out[2], g->yp, col, q,   \
+                             dw, ck, !(first && r0 == 0));                                                             \
+            if (rc != PARDO_OK)                                                                                        \
+                return rc;                                                                                             \
+        }                                                                                                              \
+        return PARDO_OK;                                                                                               \
+    }                                                                                                                  \
+    static void db_##SUF(void *arg, int64_t p0, int64_t p1) {                                                          \
+        const cn_job *j = arg;                                                                                         \
+        const cn_geom *g = j->g;                                                                                       \
+        const T *dy = j->dy;                                                                                           \
+        T *db = j->out;                                                                                                \
+        for (int64_t oc = p0; oc < p1; oc++) {                                                                         \
+            double s = 0;                                                                                              \
+            for (int64_t n = 0; n < g->n; n++) {                                                                       \
+                const T *dyp = dy + (n * g->m + oc) * g->yp;                                                           \
+                for (int64_t e = 0; e < g->yp; e++)                                                                    \
+                    s += (double)dyp[e];                                                                               \
+            }                                                                                                          \
+            db[oc] = (T)s;                                                                                             \
+        }                                                                                                              \
+    }
+
+CN_KERNELS(f32, float)
+CN_KERNELS(f64, double)
+
+/* Items (image, group) [begin, end) of the forward. */
+static void fwd_items(void *arg, int64_t begin, int64_t end) {
+    cn_job *j = arg;
+    const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
+    pardo_status st;
+    pardo_kernel_ctx c = cn_item_ctx(j, &st);
+    for (int64_t it = begin; it < end && !atomic_load(&j->failed); it++)
+        if ((f32 ? fwd_image_f32 : fwd_image_f64)(j, &c, it / j->g->group, it % j->g->group) != PARDO_OK)
+            cn_job_fail(j, &st);
+}
+
+/* Items (image, group) [begin, end) of dX. */
+static void dx_items(void *arg, int64_t begin, int64_t end) {
+    cn_job *j = arg;
+    const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
+    pardo_status st;
+    pardo_kernel_ctx c = cn_item_ctx(j, &st);
+    for (int64_t it = begin; it < end && !atomic_load(&j->failed); it++)
+        if ((f32 ? dx_image_f32 : dx_image_f64)(j, &c, it / j->g->group, it % j->g->group) != PARDO_OK)
+            cn_job_fail(j, &st);
+}
+
+/* Runs fn over the (image, group) items of j: handed out over ctx's
+ * threads, one product on one thread each, where there are several items,
+ * threads and enough work (macs multiply-adds); else on the calling thread
+ * with each product split over the threads. The bits are the same either
+ * way (gemm.h). Returns the first item's failure. */
+static int cn_loop(cn_job *j, double macs, void (*fn)(void *arg, int64_t begin, int64_t end)) {
+    pardo_kernel_ctx *ctx = j->ctx;
+    const int64_t items = j->g->n * j->g->group;
+    j->inline_run = items <= 1 || ctx->nthreads <= 1 || macs < (double)CN_PAR_MIN_MACS;
+    atomic_init(&j->failed, false);
+    int rc = PARDO_OK;
+    if (j->inline_run)
+        fn(j, 0, items);
+    else
+        rc = pardo_parallel_for_blocks(ctx, items, 1, fn, j);
+    if (rc == PARDO_OK && atomic_load(&j->failed)) {
+        *ctx->st = j->st;
+        rc = j->st.code;
+    }
+    return rc;
+}
+
+/* A job over g's columns for X, W (dY: NULL in the forward). */
+static cn_job cn_job_for(const cn_geom *g, pardo_kernel_ctx *ctx, const pardo_tensor *x, const pardo_tensor *w) {
+    cn_job j = {.g = g, .ctx = ctx, .cols = cn_cols(g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w)};
+    j.rows = pardo_cols_nd_block_rows(&j.cols, pardo_dtype_size(x->dtype), CN_COL_BYTES);
+    return j;
+}
+
+static double cn_macs(const cn_geom *g) {
+    return (double)g->n * (double)g->m * (double)g->yp * (double)(g->cg * g->kp);
+}
+
+static const pardo_arg_def cn_in[] = {
+    {"X", "input [N, C, spatial...] of 1 to 3 spatial axes (float32 or float64)", false, false},
+    {"W", "weight [M, C/group, kernel...], X's dtype", false, false},
+    {"B", "bias [M], X's dtype", true, false},
+};
+static const pardo_arg_def cn_out[] = {{"Y", "output [N, M, out...]", false, false}};
+
+static int cn_infer(pardo_infer_ctx *ctx) {
+    cn_geom g;
+    return cn_geometry(ctx->op, ctx->in[0], ctx->in[1], pardo_nn_in_type(ctx, 2), &g, &ctx->out[0], ctx->st);
+}
+
+static int cn_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *x = ctx->in[0], *w = ctx->in[1], *b = pardo_nn_in(ctx, 2);
+    cn_geom g;
+    pardo_type ty;
+    int rc = cn_geometry_run(ctx->op, x, w, b, &g, &ty, ctx->st);
+    if (rc != PARDO_OK)
+        return rc;
+    pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, ty.ndim, ty.shape);
+    if (!y)
+        return ctx->st->code;
+    if (y->numel == 0)
+        return PARDO_OK;
+    cn_job j = cn_job_for(&g, ctx, x, w);
+    j.b = b ? pardo_tensor_data(b) : NULL;
+    j.out = pardo_tensor_data(y);
+    return cn_loop(&j, cn_macs(&g), fwd_items);
+}
+
+/* conv_nd_grad does not read Y: it is left out (""), so Y dies after its forward readers. */
+static int cn_grad_build(const pardo_grad_request *req, pardo_block *blk, pardo_status *st) {
+    return pardo_grad_wired(req, blk, 0, 1, st);
+}
+
+const pardo_op_def pardo_op_conv_nd = {
+    .type = "conv_nd",
+    .doc = "convolution of 1 to 3 spatial axes (ONNX Conv, NC...): each output the sum over its window of the input "
+           "times the kernel, with pads, strides, dilations and groups, plus B (conv2d is the 2-D op)",
+    .inputs = cn_in,
+    .n_inputs = 3,
+    .outputs = cn_out,
+    .n_outputs = 1,
+    .attrs = cn_attrs,
+    .n_attrs = 4,
+    .infer = cn_infer,
+    .cpu = cn_cpu,
+    .halves_in_f32 = true,
+    .grad = cn_grad_build,
+};
+
+/* ---- conv_nd_grad ---- */
+
+static const pardo_arg_def cn_grad_in[] = {
+    {"X", "the forward input", false, false},           {"W", "the forward weight", false, false},
+    {"B", "the forward bias (not read)", true, false},  {"Y", "the forward output (not read)", true, false},
+    {"dY", "gradient of Y (\"\": zeros)", true, false},
+};
+static const pardo_arg_def cn_grad_out[] = {
+    {"dX", "gradient of X (a transposed convolution of dY by W)", true, false},
+    {"dW", "gradient of W", true, false},
+    {"dB", "gradient of B", true, false},
+};
+
+/* The forward geometry from the gradient op's inputs; checks dY (when given) against Y's type. */
+static int cn_grad_check(const pardo_op *op, const pardo_type *x, const pardo_type *w, const pardo_type *b,
+                         const pardo_type *dy, cn_geom *g, pardo_status *st) {
+    pardo_type ty;
+    int rc = cn_geometry(op, x, w, b, g, &ty, st);
+    if (rc == PARDO_OK && dy)
+        rc = pardo_nn_expect_same(dy, "input 4 'dY'", &ty, "the output of conv_nd", st);
+    return rc;
+}
+
+static int cn_grad_infer(pardo_infer_ctx *ctx) {
+    const pardo_type *x = ctx->in[0], *w = ctx->in[1];
+    cn_geom g;
+    int rc = cn_grad_check(ctx->op, x, w, pardo_nn_in_type(ctx, 2), pardo_nn_in_type(ctx, 4), &g, ctx->st);
+    if (rc != PARDO_OK)
+        return rc;
+    ctx->out[0] = *x;
+    ctx->out[1] = *w;
+    ctx->out[2].dtype = x->dtype;
+    ctx->out[2].ndim = 1;
+    ctx->out[2].shape[0] = g.m;
+    return PARDO_OK;
+}
+
+static int cn_grad_cpu(pardo_kernel_ctx *ctx) {
+    pardo_tensor *x = ctx->in[0], *w = ctx->in[1], *b = pardo_nn_in(ctx, 2), *dy = pardo_nn_in(ctx, 4);
+    pardo_type tx = pardo_tensor_type(x), tw = pardo_tensor_type(w), tb, tdy;
+    if (b)
+        tb = pardo_tensor_type(b);
+    if (dy)
+        tdy = pardo_tensor_type(dy);
+    cn_geom g;
+    int rc = cn_grad_check(ctx->op, &tx, &tw, b ? &tb : NULL, dy ? &tdy : NULL, &g, ctx->st);
+    if (rc != PARDO_OK)
+        return rc;
+    const bool f32 = x->dtype == PARDO_F32;
+    pardo_tensor *outs[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        if (!pardo_kernel_wants_output(ctx, i))
+            continue;
+        const pardo_tensor *like = i == 0 ? x : w;
+        outs[i] = i < 2 ? pardo_kernel_output(ctx, i, x->dtype, like->ndim, like->shape)
+                        : pardo_kernel_output(ctx, i, x->dtype, 1, &g.m);
+        if (!outs[i])
+            return ctx->st->code;
+        if (!dy || outs[i]->numel == 0)
+            pardo_tensor_zero(outs[i]);
+    }
+    if (!dy)
+        return PARDO_OK;
+    cn_job j = cn_job_for(&g, ctx, x, w);
+    j.dy = pardo_tensor_data(dy);
+    if (outs[0] && outs[0]->numel) {
+        j.out = pardo_tensor_data(outs[0]);
+        if ((rc = cn_loop(&j, cn_macs(&g), dx_items)) != PARDO_OK)
+            return rc;
+    }
+    if (outs[1] && outs[1]->numel) { /* summed over the images in order: the calling thread, products threaded */
+        j.dw = pardo_tensor_data(outs[1]);
+        j.inline_run = true;
+        pardo_status st;
+        pardo_kernel_ctx c = cn_item_ctx(&j, &st);
+        for (int64_t it = 0; it < g.n * g.group; it++)
+            if ((rc = (f32 ? dw_image_f32 : dw_image_f64)(&j, &c, it / g.group, it % g.group, it < g.group)) !=
+                PARDO_OK) {
+                *ctx->st = st;
+                return rc;
+            }
+        if (g.n == 0 || g.yp == 0)
+            pardo_tensor_zero(outs[1]);
+    }
+    if (outs[2] && outs[2]->numel) {
+        j.out = pardo_tensor_data(outs[2]);
+        if ((rc = pardo_run_rows(ctx, g.m, g.n * g.yp, f32 ? db_f32 : db_f64, &j)) != PARDO_OK)
+            return rc;
+    }
+    return PARDO_OK;
+}
+
+const pardo_op_def pardo_op_conv_nd_grad = {
+    .type = "conv_nd_grad",
+    .doc = "gradients of conv_nd: dX (dY transposed-convolved with W), dW (X correlated with dY), dB (sum of dY)",
+    .inputs = cn_grad_in,
+    .n_inputs = 5,
+    .outputs = cn_grad_out,
+    .n_outputs = 3,
+    .attrs = cn_attrs,
+    .n_attrs = 4,
+    .infer = cn_grad_infer,
+    .cpu = cn_grad_cpu,
+};
