@@ -38,9 +38,10 @@ static void last_axis_range(const pardo_cols_nd *g, int64_t j, int64_t *lo, int6
                     int64_t a2, b2;                                                                                    \
                     last_axis_range(g, j2, &a2, &b2);                                                                  \
                     const int64_t off2 = j2 * g->d[2] - g->pb[2], s2 = g->s[2];                                        \
-                    for (int64_t r = r0; r < r1; r++) {                                                                \
-                        const int64_t i0 = (r / g->pos[1]) * g->s[0] - g->pb[0] + j0 * g->d[0];                        \
-                        const int64_t i1 = (r % g->pos[1]) * g->s[1] - g->pb[1] + j1 * g->d[1];                        \
+                    int64_t p0 = r0 / g->pos[1], p1 = r0 % g->pos[1]; /* position row r, counted along */              \
+                    for (int64_t r = r0; r < r1; r++, p1 = p1 + 1 < g->pos[1] ? p1 + 1 : (p0++, 0)) {                  \
+                        const int64_t i0 = p0 * g->s[0] - g->pb[0] + j0 * g->d[0];                                     \
+                        const int64_t i1 = p1 * g->s[1] - g->pb[1] + j1 * g->d[1];                                     \
                         const int in = i0 >= 0 && i0 < g->img[0] && i1 >= 0 && i1 < g->img[1];                         \
                         const int64_t io = ((ci * g->img[0] + i0) * g->img[1] + i1) * g->img[2] + off2;                \
                         T *cq = crow + (r - r0) * g->pos[2];                                                           \
