@@ -21,7 +21,7 @@
  * dY is taken where Y > 0 (relu_grad's mask) as it is gathered.
  * A 1x1 kernel with strides 1 and no pads needs no columns: its X is them.
  *
- * Chunks of images run over the kernel's threads (pardo_parallel_for_blocks,
+ * Chunks of images run over the kernel's threads (ops/conv_items.h,
  * each product on one thread), or on the calling thread with the products
  * split over the threads where there is one chunk. The forward's and dX's
  * bits depend on neither (each output element is one product's, and the
@@ -32,10 +32,10 @@
  * columns, gathered rows and partial sums live in per-thread scratch
  * buffers (ops/scratch.h): nothing is allocated per call in the steady
  * state. */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_items.h"
 #include "gemm.h"
 #include "im2col.h"
 #include "kernel_util.h"
@@ -170,7 +170,6 @@ static bool conv_pointwise(const conv_geom *g) {
 typedef struct conv_job {
     const conv_geom *g;
     pardo_kernel_ctx *ctx; // the kernel's
-    bool inline_run;       // the items run on the calling thread, their products on ctx's threads
     int64_t k, p;          // K = C/group * kH * kW, P = oH * oW
     int64_t cs;            // images per chunk (its columns side by side)
     int64_t bs;            // conv2d_grad: images per block (chunks of cs inside)
@@ -183,24 +182,7 @@ typedef struct conv_job {
     void *dx, *dw;                    // NULL: not wanted; dw holds block 0's partial sum
     void *part;                       // the partial sums of dW of blocks 1.., numel(W) each
     double *dbp;                      // the partial sums of dB, [block][M]; NULL: not wanted
-    atomic_bool failed;
-    pardo_status st; // the first failure
 } conv_job;
-
-static void job_fail(conv_job *j, const pardo_status *st) {
-    if (!atomic_exchange(&j->failed, true)) j->st = *st;
-}
-
-/* The context an item's products run with: the kernel's inline, else one thread; st its own. */
-static pardo_kernel_ctx item_ctx(const conv_job *j, pardo_status *st) {
-    pardo_kernel_ctx c = *j->ctx;
-    if (!j->inline_run) {
-        c.nthreads = 1;
-        c.idle_help = false;
-    }
-    c.st = st;
-    return c;
-}
 
 static int no_scratch(pardo_kernel_ctx *c, const char *what, size_t bytes) {
     return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv2d's %s", bytes, what);
@@ -360,50 +342,24 @@ static pardo_gemm_impl conv_gemm_impl(void) {
 CONV_KERNELS(f32, float)
 CONV_KERNELS(f64, double)
 
-/* Runs fn over `items` chunks (blocks) of j: on the calling thread where
- * there is one, where ctx has one thread or where the work is small (macs
- * multiply-adds), else handed out over ctx's threads. Returns the first
- * item's failure. */
-static int conv_loop(conv_job *j, int64_t items, double macs, void (*fn)(void *arg, int64_t begin, int64_t end)) {
-    pardo_kernel_ctx *ctx = j->ctx;
-    j->inline_run = items <= 1 || ctx->nthreads <= 1 || macs < (double)PAR_MIN_MACS;
-    atomic_init(&j->failed, false);
-    int rc = PARDO_OK;
-    if (j->inline_run) fn(j, 0, items);
-    else rc = pardo_parallel_for_blocks(ctx, items, 1, fn, j);
-    if (rc == PARDO_OK && atomic_load(&j->failed)) {
-        *ctx->st = j->st;
-        rc = j->st.code;
-    }
-    return rc;
+/* Item ch of the forward: the chunk of images from ch * cs (pardo_conv_items). */
+static int fwd_item(void *job, pardo_kernel_ctx *c, int64_t ch) {
+    const conv_job *j = job;
+    const int64_t n0 = ch * j->cs, nb = n0 + j->cs < j->g->n ? j->cs : j->g->n - n0;
+    return (j->ctx->in[0]->dtype == PARDO_F32 ? fwd_chunk_f32 : fwd_chunk_f64)(j, c, n0, nb);
 }
 
-static void fwd_items(void *arg, int64_t begin, int64_t end) {
-    conv_job *j = arg;
+/* Item b of the gradient: block b of images, chunk by chunk. */
+static int grad_item(void *job, pardo_kernel_ctx *c, int64_t b) {
+    const conv_job *j = job;
     const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
-    pardo_status st;
-    pardo_kernel_ctx c = item_ctx(j, &st);
-    for (int64_t ch = begin; ch < end && !atomic_load(&j->failed); ch++) {
-        const int64_t n0 = ch * j->cs, nb = n0 + j->cs < j->g->n ? j->cs : j->g->n - n0;
-        if ((f32 ? fwd_chunk_f32 : fwd_chunk_f64)(j, &c, n0, nb) != PARDO_OK) job_fail(j, &st);
+    const int64_t b0 = b * j->bs, b1 = b0 + j->bs < j->g->n ? b0 + j->bs : j->g->n;
+    for (int64_t n0 = b0; n0 < b1; n0 += j->cs) {
+        const int64_t nb = n0 + j->cs < b1 ? j->cs : b1 - n0;
+        int rc = (f32 ? grad_chunk_f32 : grad_chunk_f64)(j, c, b, n0, nb, n0 == b0);
+        if (rc != PARDO_OK) return rc;
     }
-}
-
-static void grad_items(void *arg, int64_t begin, int64_t end) {
-    conv_job *j = arg;
-    const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
-    pardo_status st;
-    pardo_kernel_ctx c = item_ctx(j, &st);
-    for (int64_t b = begin; b < end && !atomic_load(&j->failed); b++) {
-        const int64_t b0 = b * j->bs, b1 = b0 + j->bs < j->g->n ? b0 + j->bs : j->g->n;
-        for (int64_t n0 = b0; n0 < b1; n0 += j->cs) {
-            const int64_t nb = n0 + j->cs < b1 ? j->cs : b1 - n0;
-            if ((f32 ? grad_chunk_f32 : grad_chunk_f64)(j, &c, b, n0, nb, n0 == b0) != PARDO_OK) {
-                job_fail(j, &st);
-                return;
-            }
-        }
-    }
+    return PARDO_OK;
 }
 
 /* Splits n items into chunks of at most `most` (>= 1) of about the same size: the chunk size. */
@@ -457,7 +413,8 @@ static int conv_cpu(pardo_kernel_ctx *ctx) {
     if ((g.n + most - 1) / most < few) most = (g.n + few - 1) / few;
     j.cs = even_chunks(g.n, most);
     const double macs = (double)g.n * (double)g.m * (double)j.p * (double)j.k;
-    return conv_loop(&j, (g.n + j.cs - 1) / j.cs, macs, fwd_items);
+    pardo_conv_items it = {.ctx = ctx, .n = (g.n + j.cs - 1) / j.cs, .item = fwd_item, .job = &j};
+    return pardo_conv_items_run(&it, macs, PAR_MIN_MACS);
 }
 
 /* conv2d_grad reads Y only for attr activation "relu" (dY is taken where Y
@@ -603,7 +560,8 @@ static int conv_grad_cpu(pardo_kernel_ctx *ctx) {
         memset(j.dbp, 0, db_bytes);
     }
     const double macs = (double)g.n * (double)g.m * (double)j.p * (double)j.k * ((dx != NULL) + (dw != NULL));
-    if ((rc = conv_loop(&j, nblk, macs, grad_items)) != PARDO_OK) return rc;
+    pardo_conv_items it = {.ctx = ctx, .n = nblk, .item = grad_item, .job = &j};
+    if ((rc = pardo_conv_items_run(&it, macs, PAR_MIN_MACS)) != PARDO_OK) return rc;
     if (dw && nblk > 1) {
         parts_job pj = {.dw = j.dw, .part = part, .nparts = nblk - 1, .wn = wn, .f32 = x->dtype == PARDO_F32};
         if ((rc = pardo_run_chunks(ctx, wn, parts_items, &pj)) != PARDO_OK) return rc;

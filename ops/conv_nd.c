@@ -27,11 +27,10 @@
  *   dB:      per output channel, the sum of dY in double.
  * The columns live in a per-thread scratch buffer (ops/scratch.h): nothing
  * is allocated per call in the steady state beyond the outputs. */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "gemm.h"
+#include "conv_items.h"
 #include "im2col_nd.h"
 #include "kernel_util.h"
 #include "nn_util.h"
@@ -69,14 +68,12 @@ static int cn_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
                        pardo_type *y, pardo_status *st) {
     char sx[128], sw[128];
     int rc;
-    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK)
-        return rc;
+    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK) return rc;
     if (w->dtype != x->dtype)
         return pardo_errorf(st, PARDO_ESHAPE, "input 1 'W' is %s but input 0 'X' is %s; expected the same dtype",
                             pardo_dtype_name(w->dtype), pardo_dtype_name(x->dtype));
     const int rank = x->ndim >= 0 ? x->ndim : w->ndim;
-    if (rank < 0)
-        return pardo_errorf(st, PARDO_ESHAPE, "the ranks of input 0 'X' and input 1 'W' are unknown");
+    if (rank < 0) return pardo_errorf(st, PARDO_ESHAPE, "the ranks of input 0 'X' and input 1 'W' are unknown");
     if (rank < 3 || rank > 2 + CN_DIMS)
         return pardo_errorf(st, PARDO_ESHAPE,
                             "input 0 'X' has rank %d, expected 3 to 5 ([N, C, spatial...] of 1 to 3 spatial axes)",
@@ -99,10 +96,8 @@ static int cn_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
         g->pb[o + i] = pads[i];
         g->pe[o + i] = pads[nsp + i];
     }
-    if ((rc = pardo_attr_int(op, "group", 1, &g->group, st)) != PARDO_OK)
-        return rc;
-    if (g->group < 1)
-        return pardo_errorf(st, PARDO_EINVAL, "attr 'group' is %lld, expected >= 1", (long long)g->group);
+    if ((rc = pardo_attr_int(op, "group", 1, &g->group, st)) != PARDO_OK) return rc;
+    if (g->group < 1) return pardo_errorf(st, PARDO_EINVAL, "attr 'group' is %lld, expected >= 1", (long long)g->group);
     const bool xr = x->ndim >= 0, wr = w->ndim >= 0;
     g->n = xr ? x->shape[0] : -1;
     g->c = xr ? x->shape[1] : -1;
@@ -133,8 +128,7 @@ static int cn_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
         if (b->dtype != x->dtype)
             return pardo_errorf(st, PARDO_ESHAPE, "input 2 'B' is %s but input 0 'X' is %s; expected the same dtype",
                                 pardo_dtype_name(b->dtype), pardo_dtype_name(x->dtype));
-        if ((rc = pardo_nn_expect_rank(b, "input 2 'B'", 1, "[M]", st)) != PARDO_OK)
-            return rc;
+        if ((rc = pardo_nn_expect_rank(b, "input 2 'B'", 1, "[M]", st)) != PARDO_OK) return rc;
         if (b->ndim == 1 && b->shape[0] >= 0 && g->m >= 0 && b->shape[0] != g->m)
             return pardo_errorf(st, PARDO_ESHAPE, "input 2 'B' has %lld values, expected M = %lld (dim 0 of 'W' %s)",
                                 (long long)b->shape[0], (long long)g->m,
@@ -163,8 +157,7 @@ static int cn_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
         y->ndim = rank;
         y->shape[0] = g->n;
         y->shape[1] = g->m;
-        for (int i = 0; i < nsp; i++)
-            y->shape[2 + i] = g->out[o + i];
+        for (int i = 0; i < nsp; i++) y->shape[2 + i] = g->out[o + i];
     }
     return PARDO_OK;
 }
@@ -173,8 +166,7 @@ static int cn_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
 static int cn_geometry_run(const pardo_op *op, const pardo_tensor *x, const pardo_tensor *w, const pardo_tensor *b,
                            cn_geom *g, pardo_type *y, pardo_status *st) {
     pardo_type tx = pardo_tensor_type(x), tw = pardo_tensor_type(w), tb;
-    if (b)
-        tb = pardo_tensor_type(b);
+    if (b) tb = pardo_tensor_type(b);
     return cn_geometry(op, &tx, &tw, b ? &tb : NULL, g, y, st);
 }
 
@@ -195,51 +187,13 @@ static pardo_cols_nd cn_cols(const cn_geom *g) {
 /* One run of a kernel, shared with its items. */
 typedef struct cn_job {
     const cn_geom *g;
-    pardo_kernel_ctx *ctx;      // the kernel's
-    bool inline_run;            // the items run on the calling thread, their products on ctx's threads
+    pardo_dtype dtype;          // X's: float32 or float64
     pardo_cols_nd cols;         // the columns of an image's group (cn_cols)
     int64_t rows;               // position rows per column block
     const void *x, *w, *b, *dy; // b: NULL, no bias
-    void *out;                  // Y, dX or dB
-    void *dw;                   // conv_nd_grad's dW, or NULL: not wanted
-    atomic_bool failed;
-    pardo_status st; // the first failure
+    void *out;                  // Y or dX
+    void *dw;                   // conv_nd_grad's dW
 } cn_job;
-
-static void cn_job_fail(cn_job *j, const pardo_status *st) {
-    if (!atomic_exchange(&j->failed, true))
-        j->st = *st;
-}
-
-/* The context an item's products run with: the kernel's inline, else one thread; st its own. */
-static pardo_kernel_ctx cn_item_ctx(const cn_job *j, pardo_status *st) {
-    pardo_kernel_ctx c = *j->ctx;
-    if (!j->inline_run) {
-        c.nthreads = 1;
-        c.idle_help = false;
-    }
-    c.st = st;
-    return c;
-}
-
-/* The product C [m, n] (row stride ldc) = op(A) op(B), or += when acc. */
-static int cn_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                   const void *a, int64_t lda, const void *b, int64_t ldb, void *out, int64_t ldc, bool acc) {
-    const pardo_gemm gm = {.dtype = dt,
-                           .ta = ta,
-                           .tb = tb,
-                           .m = m,
-                           .n = n,
-                           .k = k,
-                           .a = a,
-                           .lda = lda,
-                           .b = b,
-                           .ldb = ldb,
-                           .c = out,
-                           .ldc = ldc,
-                           .accumulate = acc};
-    return pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);
-}
 
 /* Defines, for element type T with suffix SUF, fwd_image_SUF (Y of one
  * image and group), dx_image_SUF (its dX), dw_image_SUF (its terms of dW,
@@ -249,8 +203,7 @@ static int cn_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_
     static T *cn_col_##SUF(const cn_job *j, pardo_kernel_ctx *c) {                                                     \
         const size_t bytes = (size_t)(j->g->cg * j->g->kp * j->rows * j->g->out[2]) * sizeof(T);                       \
         T *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);                                                          \
-        if (!col)                                                                                                      \
-            pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_nd's columns", bytes);               \
+        if (!col) pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_nd's columns", bytes);         \
         return col;                                                                                                    \
     }                                                                                                                  \
     static int fwd_image_##SUF(const cn_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp) {                         \
@@ -263,23 +216,20 @@ static int cn_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_
             memset(y, 0, sizeof(T) * (size_t)(g->mg * g->yp));                                                         \
         } else {                                                                                                       \
             T *col = cn_col_##SUF(j, c);                                                                               \
-            if (!col)                                                                                                  \
-                return c->st->code;                                                                                    \
+            if (!col) return c->st->code;                                                                              \
             for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                           \
                 const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->out[2];               \
                 pardo_im2col_nd_##SUF(&j->cols, x, r0, r1, col);                                                       \
-                int rc = cn_gemm(c, j->ctx->in[0]->dtype, false, false, g->mg, q, ck, w, ck, col, q,                   \
-                                 y + r0 * g->out[2], g->yp, false);                                                    \
-                if (rc != PARDO_OK)                                                                                    \
-                    return rc;                                                                                         \
+                int rc = pardo_conv_gemm(c, j->dtype, false, false, g->mg, q, ck, w, ck, col, q, y + r0 * g->out[2],   \
+                                         g->yp, false);                                                                \
+                if (rc != PARDO_OK) return rc;                                                                         \
             }                                                                                                          \
         }                                                                                                              \
         if (b)                                                                                                         \
             for (int64_t m = 0; m < g->mg; m++) {                                                                      \
                 const T bv = b[grp * g->mg + m];                                                                       \
                 T *yr = y + m * g->yp;                                                                                 \
-                for (int64_t e = 0; e < g->yp; e++)                                                                    \
-                    yr[e] += bv;                                                                                       \
+                for (int64_t e = 0; e < g->yp; e++) yr[e] += bv;                                                       \
             }                                                                                                          \
         return PARDO_OK;                                                                                               \
     }                                                                                                                  \
@@ -290,17 +240,14 @@ static int cn_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_
         T *dx = (T *)j->out + (n * g->c + grp * g->cg) * g->ip;                                                        \
         const int64_t rows = g->out[0] * g->out[1], ck = g->cg * g->kp;                                                \
         memset(dx, 0, sizeof(T) * (size_t)(g->cg * g->ip));                                                            \
-        if (ck == 0 || g->mg == 0)                                                                                     \
-            return PARDO_OK;                                                                                           \
+        if (ck == 0 || g->mg == 0) return PARDO_OK;                                                                    \
         T *col = cn_col_##SUF(j, c);                                                                                   \
-        if (!col)                                                                                                      \
-            return c->st->code;                                                                                        \
+        if (!col) return c->st->code;                                                                                  \
         for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
             const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->out[2];                   \
-            int rc = cn_gemm(c, j->ctx->in[0]->dtype, true, false, ck, q, g->mg, w, ck, dy + r0 * g->out[2], g->yp,    \
-                             col, q, false);                                                                           \
-            if (rc != PARDO_OK)                                                                                        \
-                return rc;                                                                                             \
+            int rc = pardo_conv_gemm(c, j->dtype, true, false, ck, q, g->mg, w, ck, dy + r0 * g->out[2], g->yp, col,   \
+                                     q, false);                                                                        \
+            if (rc != PARDO_OK) return rc;                                                                             \
             pardo_col2im_nd_##SUF(&j->cols, col, r0, r1, dx);                                                          \
         }                                                                                                              \
         return PARDO_OK;                                                                                               \
@@ -312,84 +259,40 @@ static int cn_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_
         T *dw = (T *)j->dw + grp * g->mg * g->cg * g->kp;                                                              \
         const int64_t rows = g->out[0] * g->out[1], ck = g->cg * g->kp;                                                \
         T *col = cn_col_##SUF(j, c);                                                                                   \
-        if (!col)                                                                                                      \
-            return c->st->code;                                                                                        \
+        if (!col) return c->st->code;                                                                                  \
         for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
             const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->out[2];                   \
             pardo_im2col_nd_##SUF(&j->cols, x, r0, r1, col);                                                           \
-            int rc = cn_gemm(c, j->ctx->in[0]->dtype, false, true, g->mg, ck, q, dy + r0 * g->out[2], g->yp, col, q,   \
-                             dw, ck, !(first && r0 == 0));                                                             \
-            if (rc != PARDO_OK)                                                                                        \
-                return rc;                                                                                             \
+            int rc = pardo_conv_gemm(c, j->dtype, false, true, g->mg, ck, q, dy + r0 * g->out[2], g->yp, col, q, dw,   \
+                                     ck, !(first && r0 == 0));                                                         \
+            if (rc != PARDO_OK) return rc;                                                                             \
         }                                                                                                              \
         return PARDO_OK;                                                                                               \
-    }                                                                                                                  \
-    static void db_##SUF(void *arg, int64_t p0, int64_t p1) {                                                          \
-        const cn_job *j = arg;                                                                                         \
-        const cn_geom *g = j->g;                                                                                       \
-        const T *dy = j->dy;                                                                                           \
-        T *db = j->out;                                                                                                \
-        for (int64_t oc = p0; oc < p1; oc++) {                                                                         \
-            double s = 0;                                                                                              \
-            for (int64_t n = 0; n < g->n; n++) {                                                                       \
-                const T *dyp = dy + (n * g->m + oc) * g->yp;                                                           \
-                for (int64_t e = 0; e < g->yp; e++)                                                                    \
-                    s += (double)dyp[e];                                                                               \
-            }                                                                                                          \
-            db[oc] = (T)s;                                                                                             \
-        }                                                                                                              \
     }
 
 CN_KERNELS(f32, float)
 CN_KERNELS(f64, double)
 
-/* Items (image, group) [begin, end) of the forward. */
-static void fwd_items(void *arg, int64_t begin, int64_t end) {
-    cn_job *j = arg;
-    const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
-    pardo_status st;
-    pardo_kernel_ctx c = cn_item_ctx(j, &st);
-    for (int64_t it = begin; it < end && !atomic_load(&j->failed); it++)
-        if ((f32 ? fwd_image_f32 : fwd_image_f64)(j, &c, it / j->g->group, it % j->g->group) != PARDO_OK)
-            cn_job_fail(j, &st);
+/* Item i = (image i / group, group i % group) of the forward, dX, dW (pardo_conv_items). */
+static int fwd_item(void *job, pardo_kernel_ctx *c, int64_t i) {
+    const cn_job *j = job;
+    return (j->dtype == PARDO_F32 ? fwd_image_f32 : fwd_image_f64)(j, c, i / j->g->group, i % j->g->group);
 }
 
-/* Items (image, group) [begin, end) of dX. */
-static void dx_items(void *arg, int64_t begin, int64_t end) {
-    cn_job *j = arg;
-    const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
-    pardo_status st;
-    pardo_kernel_ctx c = cn_item_ctx(j, &st);
-    for (int64_t it = begin; it < end && !atomic_load(&j->failed); it++)
-        if ((f32 ? dx_image_f32 : dx_image_f64)(j, &c, it / j->g->group, it % j->g->group) != PARDO_OK)
-            cn_job_fail(j, &st);
+static int dx_item(void *job, pardo_kernel_ctx *c, int64_t i) {
+    const cn_job *j = job;
+    return (j->dtype == PARDO_F32 ? dx_image_f32 : dx_image_f64)(j, c, i / j->g->group, i % j->g->group);
 }
 
-/* Runs fn over the (image, group) items of j: handed out over ctx's
- * threads, one product on one thread each, where there are several items,
- * threads and enough work (macs multiply-adds); else on the calling thread
- * with each product split over the threads. The bits are the same either
- * way (gemm.h). Returns the first item's failure. */
-static int cn_loop(cn_job *j, double macs, void (*fn)(void *arg, int64_t begin, int64_t end)) {
-    pardo_kernel_ctx *ctx = j->ctx;
-    const int64_t items = j->g->n * j->g->group;
-    j->inline_run = items <= 1 || ctx->nthreads <= 1 || macs < (double)CN_PAR_MIN_MACS;
-    atomic_init(&j->failed, false);
-    int rc = PARDO_OK;
-    if (j->inline_run)
-        fn(j, 0, items);
-    else
-        rc = pardo_parallel_for_blocks(ctx, items, 1, fn, j);
-    if (rc == PARDO_OK && atomic_load(&j->failed)) {
-        *ctx->st = j->st;
-        rc = j->st.code;
-    }
-    return rc;
+static int dw_item(void *job, pardo_kernel_ctx *c, int64_t i) {
+    const cn_job *j = job;
+    return (j->dtype == PARDO_F32 ? dw_image_f32 : dw_image_f64)(j, c, i / j->g->group, i % j->g->group,
+                                                                 i < j->g->group);
 }
 
 /* A job over g's columns for X, W (dY: NULL in the forward). */
-static cn_job cn_job_for(const cn_geom *g, pardo_kernel_ctx *ctx, const pardo_tensor *x, const pardo_tensor *w) {
-    cn_job j = {.g = g, .ctx = ctx, .cols = cn_cols(g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w)};
+static cn_job cn_job_for(const cn_geom *g, const pardo_tensor *x, const pardo_tensor *w) {
+    cn_job j = {.g = g, .dtype = x->dtype, .cols = cn_cols(g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w)};
     j.rows = pardo_cols_nd_block_rows(&j.cols, pardo_dtype_size(x->dtype), CN_COL_BYTES);
     return j;
 }
@@ -415,17 +318,15 @@ static int cn_cpu(pardo_kernel_ctx *ctx) {
     cn_geom g;
     pardo_type ty;
     int rc = cn_geometry_run(ctx->op, x, w, b, &g, &ty, ctx->st);
-    if (rc != PARDO_OK)
-        return rc;
+    if (rc != PARDO_OK) return rc;
     pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, ty.ndim, ty.shape);
-    if (!y)
-        return ctx->st->code;
-    if (y->numel == 0)
-        return PARDO_OK;
-    cn_job j = cn_job_for(&g, ctx, x, w);
+    if (!y) return ctx->st->code;
+    if (y->numel == 0) return PARDO_OK;
+    cn_job j = cn_job_for(&g, x, w);
     j.b = b ? pardo_tensor_data(b) : NULL;
     j.out = pardo_tensor_data(y);
-    return cn_loop(&j, cn_macs(&g), fwd_items);
+    pardo_conv_items it = {.ctx = ctx, .n = g.n * g.group, .item = fwd_item, .job = &j};
+    return pardo_conv_items_run(&it, cn_macs(&g), CN_PAR_MIN_MACS);
 }
 
 /* conv_nd_grad does not read Y: it is left out (""), so Y dies after its forward readers. */
@@ -467,8 +368,7 @@ static int cn_grad_check(const pardo_op *op, const pardo_type *x, const pardo_ty
                          const pardo_type *dy, cn_geom *g, pardo_status *st) {
     pardo_type ty;
     int rc = cn_geometry(op, x, w, b, g, &ty, st);
-    if (rc == PARDO_OK && dy)
-        rc = pardo_nn_expect_same(dy, "input 4 'dY'", &ty, "the output of conv_nd", st);
+    if (rc == PARDO_OK && dy) rc = pardo_nn_expect_same(dy, "input 4 'dY'", &ty, "the output of conv_nd", st);
     return rc;
 }
 
@@ -476,8 +376,7 @@ static int cn_grad_infer(pardo_infer_ctx *ctx) {
     const pardo_type *x = ctx->in[0], *w = ctx->in[1];
     cn_geom g;
     int rc = cn_grad_check(ctx->op, x, w, pardo_nn_in_type(ctx, 2), pardo_nn_in_type(ctx, 4), &g, ctx->st);
-    if (rc != PARDO_OK)
-        return rc;
+    if (rc != PARDO_OK) return rc;
     ctx->out[0] = *x;
     ctx->out[1] = *w;
     ctx->out[2].dtype = x->dtype;
@@ -489,55 +388,28 @@ static int cn_grad_infer(pardo_infer_ctx *ctx) {
 static int cn_grad_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0], *w = ctx->in[1], *b = pardo_nn_in(ctx, 2), *dy = pardo_nn_in(ctx, 4);
     pardo_type tx = pardo_tensor_type(x), tw = pardo_tensor_type(w), tb, tdy;
-    if (b)
-        tb = pardo_tensor_type(b);
-    if (dy)
-        tdy = pardo_tensor_type(dy);
+    if (b) tb = pardo_tensor_type(b);
+    if (dy) tdy = pardo_tensor_type(dy);
     cn_geom g;
     int rc = cn_grad_check(ctx->op, &tx, &tw, b ? &tb : NULL, dy ? &tdy : NULL, &g, ctx->st);
-    if (rc != PARDO_OK)
-        return rc;
-    const bool f32 = x->dtype == PARDO_F32;
-    pardo_tensor *outs[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < 3; i++) {
-        if (!pardo_kernel_wants_output(ctx, i))
-            continue;
-        const pardo_tensor *like = i == 0 ? x : w;
-        outs[i] = i < 2 ? pardo_kernel_output(ctx, i, x->dtype, like->ndim, like->shape)
-                        : pardo_kernel_output(ctx, i, x->dtype, 1, &g.m);
-        if (!outs[i])
-            return ctx->st->code;
-        if (!dy || outs[i]->numel == 0)
-            pardo_tensor_zero(outs[i]);
-    }
-    if (!dy)
-        return PARDO_OK;
-    cn_job j = cn_job_for(&g, ctx, x, w);
+    if (rc != PARDO_OK) return rc;
+    pardo_tensor *outs[3];
+    if ((rc = pardo_conv_grad_outputs(ctx, x, w, g.m, dy != NULL, outs)) != PARDO_OK || !dy) return rc;
+    cn_job j = cn_job_for(&g, x, w);
     j.dy = pardo_tensor_data(dy);
+    pardo_conv_items it = {.ctx = ctx, .n = g.n * g.group, .job = &j};
     if (outs[0] && outs[0]->numel) {
         j.out = pardo_tensor_data(outs[0]);
-        if ((rc = cn_loop(&j, cn_macs(&g), dx_items)) != PARDO_OK)
-            return rc;
+        it.item = dx_item;
+        if ((rc = pardo_conv_items_run(&it, cn_macs(&g), CN_PAR_MIN_MACS)) != PARDO_OK) return rc;
     }
     if (outs[1] && outs[1]->numel) { /* summed over the images in order: the calling thread, products threaded */
         j.dw = pardo_tensor_data(outs[1]);
-        j.inline_run = true;
-        pardo_status st;
-        pardo_kernel_ctx c = cn_item_ctx(&j, &st);
-        for (int64_t it = 0; it < g.n * g.group; it++)
-            if ((rc = (f32 ? dw_image_f32 : dw_image_f64)(&j, &c, it / g.group, it % g.group, it < g.group)) !=
-                PARDO_OK) {
-                *ctx->st = st;
-                return rc;
-            }
-        if (g.n == 0 || g.yp == 0)
-            pardo_tensor_zero(outs[1]);
+        it.item = dw_item;
+        if ((rc = pardo_conv_items_inline(&it)) != PARDO_OK) return rc;
+        if (g.n == 0) pardo_tensor_zero(outs[1]);
     }
-    if (outs[2] && outs[2]->numel) {
-        j.out = pardo_tensor_data(outs[2]);
-        if ((rc = pardo_run_rows(ctx, g.m, g.n * g.yp, f32 ? db_f32 : db_f64, &j)) != PARDO_OK)
-            return rc;
-    }
+    if (outs[2] && outs[2]->numel) return pardo_conv_bias_grad(ctx, dy, g.n, g.m, g.yp, outs[2]);
     return PARDO_OK;
 }
 

@@ -26,11 +26,10 @@
  *   dB:      per output channel, the sum of dY in double.
  * The columns live in a per-thread scratch buffer (ops/scratch.h): nothing
  * is allocated per call in the steady state beyond the outputs. */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "gemm.h"
+#include "conv_items.h"
 #include "im2col_nd.h"
 #include "kernel_util.h"
 #include "nn_util.h"
@@ -177,20 +176,14 @@ static int ct_geometry_run(const pardo_op *op, const pardo_tensor *x, const pard
 /* One run of a kernel, shared with its items. */
 typedef struct ct_job {
     const ct_geom *g;
-    pardo_kernel_ctx *ctx;      // the kernel's
-    bool inline_run;            // the items run on the calling thread, their products on ctx's threads
+    pardo_dtype dtype;          // X's: float32 or float64
     pardo_cols_nd cols;         // the columns of an image's group (ct_cols)
     int64_t rows;               // input rows (i0, i1) per column block
     const void *x, *w, *b, *dy; // b: NULL, no bias
-    void *out;                  // Y, dX or dB
-    void *dw;                   // conv_transpose_grad's dW, or NULL: not wanted
-    atomic_bool failed;
-    pardo_status st; // the first failure
+    void *out;                  // Y or dX
+    void *dw;                   // conv_transpose_grad's dW
+    bool dx_along;              // the dW items compute dX too (one im2col for both)
 } ct_job;
-
-static void ct_job_fail(ct_job *j, const pardo_status *st) {
-    if (!atomic_exchange(&j->failed, true)) j->st = *st;
-}
 
 /* The columns of one image's group: the convolution this op is the input
  * gradient of reads Y's mg channels (its image) at X's positions. */
@@ -205,25 +198,6 @@ static pardo_cols_nd ct_cols(const ct_geom *g) {
         c.pb[a] = g->pb[a];
     }
     return c;
-}
-
-/* The context an item's products run with: the kernel's inline, else one thread; st its own. */
-static pardo_kernel_ctx ct_item_ctx(const ct_job *j, pardo_status *st) {
-    pardo_kernel_ctx c = *j->ctx;
-    if (!j->inline_run) {
-        c.nthreads = 1;
-        c.idle_help = false;
-    }
-    c.st = st;
-    return c;
-}
-
-/* The product C [m, n] (row stride ldc) = op(A) op(B), or += when acc. */
-static int ct_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                   const void *a, int64_t lda, const void *b, int64_t ldb, void *out, int64_t ldc, bool acc) {
-    const pardo_gemm gm = {.dtype = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .lda = lda, .b = b,
-                           .ldb = ldb, .c = out, .ldc = ldc, .accumulate = acc};
-    return pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);
 }
 
 /* Defines, for element type T with suffix SUF, the per-image work of the
@@ -250,19 +224,19 @@ static int ct_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_
         const int64_t rows = g->in[0] * g->in[1], mk = g->mg * g->kp;                                                  \
         const size_t bytes = (size_t)(mk * j->rows * g->in[2]) * sizeof(T);                                            \
         T *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);                                                          \
-        if (!col) return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_transpose", bytes);    \
+        if (!col) return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_transpose", bytes);     \
         for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
             const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->in[2];                    \
-            int rc = ct_gemm(c, j->ctx->in[0]->dtype, true, false, mk, q, g->cg, w, mk, x + r0 * g->in[2], g->ip,    \
-                             col, q, false);                                                                           \
+            int rc = pardo_conv_gemm(c, j->dtype, true, false, mk, q, g->cg, w, mk, x + r0 * g->in[2], g->ip, col, q,  \
+                                     false);                                                                           \
             if (rc != PARDO_OK) return rc;                                                                             \
-            pardo_col2im_nd_##SUF(&j->cols, col, r0, r1, y);                                                                           \
+            pardo_col2im_nd_##SUF(&j->cols, col, r0, r1, y);                                                           \
         }                                                                                                              \
         return PARDO_OK;                                                                                               \
     }                                                                                                                  \
     static int grad_image_##SUF(const ct_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp, bool dx, bool dw) {      \
         const ct_geom *g = j->g;                                                                                       \
-        const pardo_dtype dt = j->ctx->in[0]->dtype;                                                                   \
+        const pardo_dtype dt = j->dtype;                                                                               \
         const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip;                                               \
         const T *w = (const T *)j->w + grp * g->cg * g->mg * g->kp;                                                    \
         const T *dy = (const T *)j->dy + (n * g->m + grp * g->mg) * g->yp;                                             \
@@ -276,78 +250,53 @@ static int ct_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_
         }                                                                                                              \
         const size_t bytes = (size_t)(mk * j->rows * g->in[2]) * sizeof(T);                                            \
         T *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);                                                          \
-        if (!col) return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_transpose_grad", bytes);\
+        if (!col)                                                                                                      \
+            return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_transpose_grad", bytes);      \
         for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
             const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->in[2];                    \
-            pardo_im2col_nd_##SUF(&j->cols, dy, r0, r1, col);                                                                          \
+            pardo_im2col_nd_##SUF(&j->cols, dy, r0, r1, col);                                                          \
             int rc = PARDO_OK;                                                                                         \
-            if (dxp) rc = ct_gemm(c, dt, false, false, g->cg, q, mk, w, mk, col, q, dxp + r0 * g->in[2], g->ip, false);\
+            if (dxp)                                                                                                   \
+                rc = pardo_conv_gemm(c, dt, false, false, g->cg, q, mk, w, mk, col, q, dxp + r0 * g->in[2], g->ip,     \
+                                     false);                                                                           \
             if (rc == PARDO_OK && dwp)                                                                                 \
-                rc = ct_gemm(c, dt, false, true, g->cg, mk, q, x + r0 * g->in[2], g->ip, col, q, dwp, mk,              \
-                             n > 0 || r0 > 0);                                                                         \
+                rc = pardo_conv_gemm(c, dt, false, true, g->cg, mk, q, x + r0 * g->in[2], g->ip, col, q, dwp, mk,      \
+                                     n > 0 || r0 > 0);                                                                 \
             if (rc != PARDO_OK) return rc;                                                                             \
         }                                                                                                              \
         return PARDO_OK;                                                                                               \
-    }                                                                                                                  \
-    static void db_##SUF(void *arg, int64_t p0, int64_t p1) {                                                          \
-        const ct_job *j = arg;                                                                                         \
-        const ct_geom *g = j->g;                                                                                       \
-        const T *dy = j->dy;                                                                                           \
-        T *db = j->out;                                                                                                \
-        for (int64_t oc = p0; oc < p1; oc++) {                                                                         \
-            double s = 0;                                                                                              \
-            for (int64_t n = 0; n < g->n; n++) {                                                                       \
-                const T *dyp = dy + (n * g->m + oc) * g->yp;                                                           \
-                for (int64_t e = 0; e < g->yp; e++) s += (double)dyp[e];                                               \
-            }                                                                                                          \
-            db[oc] = (T)s;                                                                                             \
-        }                                                                                                              \
     }
 
 CT_KERNELS(f32, float)
 CT_KERNELS(f64, double)
 
-/* Items (image, group) [begin, end) of the forward. */
-static void fwd_items(void *arg, int64_t begin, int64_t end) {
-    ct_job *j = arg;
-    const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
-    pardo_status st;
-    pardo_kernel_ctx c = ct_item_ctx(j, &st);
-    for (int64_t it = begin; it < end && !atomic_load(&j->failed); it++)
-        if ((f32 ? fwd_image_f32 : fwd_image_f64)(j, &c, it / j->g->group, it % j->g->group) != PARDO_OK)
-            ct_job_fail(j, &st);
+/* Item i = (image i / group, group i % group) of the forward, dX, dW (pardo_conv_items). */
+static int fwd_item(void *job, pardo_kernel_ctx *c, int64_t i) {
+    const ct_job *j = job;
+    return (j->dtype == PARDO_F32 ? fwd_image_f32 : fwd_image_f64)(j, c, i / j->g->group, i % j->g->group);
 }
 
-/* Items (image, group) [begin, end) of dX alone. */
-static void dx_items(void *arg, int64_t begin, int64_t end) {
-    ct_job *j = arg;
-    const bool f32 = j->ctx->in[0]->dtype == PARDO_F32;
-    pardo_status st;
-    pardo_kernel_ctx c = ct_item_ctx(j, &st);
-    for (int64_t it = begin; it < end && !atomic_load(&j->failed); it++)
-        if ((f32 ? grad_image_f32 : grad_image_f64)(j, &c, it / j->g->group, it % j->g->group, true, false) !=
-            PARDO_OK)
-            ct_job_fail(j, &st);
+static int dx_item(void *job, pardo_kernel_ctx *c, int64_t i) {
+    const ct_job *j = job;
+    return (j->dtype == PARDO_F32 ? grad_image_f32 : grad_image_f64)(j, c, i / j->g->group, i % j->g->group, true,
+                                                                     false);
 }
 
-/* Runs fn over the (image, group) items of j: handed out over ctx's
- * threads, one product on one thread each, where there are several items,
- * threads and enough work (macs multiply-adds); else on the calling thread
- * with each product split over the threads. The bits are the same either
- * way (gemm.h). Returns the first item's failure. */
-static int ct_loop(ct_job *j, double macs, void (*fn)(void *arg, int64_t begin, int64_t end)) {
-    pardo_kernel_ctx *ctx = j->ctx;
-    const int64_t items = j->g->n * j->g->group;
-    j->inline_run = items <= 1 || ctx->nthreads <= 1 || macs < (double)CT_PAR_MIN_MACS;
-    atomic_init(&j->failed, false);
-    int rc = PARDO_OK;
-    if (j->inline_run) fn(j, 0, items);
-    else rc = pardo_parallel_for_blocks(ctx, items, 1, fn, j);
-    if (rc == PARDO_OK && atomic_load(&j->failed)) {
-        *ctx->st = j->st;
-        rc = j->st.code;
-    }
-    return rc;
+static int dw_item(void *job, pardo_kernel_ctx *c, int64_t i) {
+    const ct_job *j = job;
+    return (j->dtype == PARDO_F32 ? grad_image_f32 : grad_image_f64)(j, c, i / j->g->group, i % j->g->group,
+                                                                     j->dx_along, true);
+}
+
+/* A job over g's columns for X, W. */
+static ct_job ct_job_for(const ct_geom *g, const pardo_tensor *x, const pardo_tensor *w) {
+    ct_job j = {.g = g, .dtype = x->dtype, .cols = ct_cols(g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w)};
+    j.rows = pardo_cols_nd_block_rows(&j.cols, pardo_dtype_size(x->dtype), CT_COL_BYTES);
+    return j;
+}
+
+static double ct_macs(const ct_geom *g) {
+    return (double)g->n * (double)g->c * (double)g->ip * (double)(g->mg * g->kp);
 }
 
 static const pardo_arg_def ct_in[] = {
@@ -371,10 +320,11 @@ static int ct_cpu(pardo_kernel_ctx *ctx) {
     pardo_tensor *y = pardo_kernel_output(ctx, 0, ty.dtype, ty.ndim, ty.shape);
     if (!y) return ctx->st->code;
     if (y->numel == 0) return PARDO_OK;
-    ct_job j = {.g = &g, .ctx = ctx, .cols = ct_cols(&g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w),
-                .b = b ? pardo_tensor_data(b) : NULL, .out = pardo_tensor_data(y)};
-    j.rows = pardo_cols_nd_block_rows(&j.cols, pardo_dtype_size(x->dtype), CT_COL_BYTES);
-    return ct_loop(&j, (double)g.n * (double)g.c * (double)g.ip * (double)(g.mg * g.kp), fwd_items);
+    ct_job j = ct_job_for(&g, x, w);
+    j.b = b ? pardo_tensor_data(b) : NULL;
+    j.out = pardo_tensor_data(y);
+    pardo_conv_items it = {.ctx = ctx, .n = g.n * g.group, .item = fwd_item, .job = &j};
+    return pardo_conv_items_run(&it, ct_macs(&g), CT_PAR_MIN_MACS);
 }
 
 /* conv_transpose_grad does not read Y: it is left out (""), so Y dies after its forward readers. */
@@ -443,51 +393,30 @@ static int ct_grad_cpu(pardo_kernel_ctx *ctx) {
     ct_geom g;
     int rc = ct_grad_check(ctx->op, &tx, &tw, b ? &tb : NULL, dy ? &tdy : NULL, &g, ctx->st);
     if (rc != PARDO_OK) return rc;
-    const bool f32 = x->dtype == PARDO_F32;
-    pardo_tensor *outs[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < 3; i++) {
-        if (!pardo_kernel_wants_output(ctx, i)) continue;
-        const pardo_tensor *like = i == 0 ? x : w;
-        outs[i] = i < 2 ? pardo_kernel_output(ctx, i, x->dtype, like->ndim, like->shape)
-                        : pardo_kernel_output(ctx, i, x->dtype, 1, &g.m);
-        if (!outs[i]) return ctx->st->code;
-        if (!dy || outs[i]->numel == 0) pardo_tensor_zero(outs[i]);
-    }
-    if (!dy) return PARDO_OK;
-    ct_job j = {.g = &g, .ctx = ctx, .cols = ct_cols(&g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w),
-                .dy = pardo_tensor_data(dy)};
-    j.rows = pardo_cols_nd_block_rows(&j.cols, pardo_dtype_size(x->dtype), CT_COL_BYTES);
+    pardo_tensor *outs[3];
+    if ((rc = pardo_conv_grad_outputs(ctx, x, w, g.m, dy != NULL, outs)) != PARDO_OK || !dy) return rc;
+    ct_job j = ct_job_for(&g, x, w);
+    j.dy = pardo_tensor_data(dy);
     const bool want_dx = outs[0] && outs[0]->numel, want_dw = outs[1] && outs[1]->numel;
-    const double macs = (double)g.n * (double)g.c * (double)g.ip * (double)(g.mg * g.kp);
     if (want_dx) j.out = pardo_tensor_data(outs[0]);
     if (want_dw) j.dw = pardo_tensor_data(outs[1]);
+    pardo_conv_items it = {.ctx = ctx, .n = g.n * g.group, .job = &j};
     /* dX image by image over the threads where that pays; dW sums over the images in order, so it runs on the
-     * calling thread with its products split over the threads (then taking dX along, one im2col for both) */
-    bool dx_done = false;
-    if (want_dx && want_dw && g.n * g.group > 1 && ctx->nthreads > 1 && macs >= (double)CT_PAR_MIN_MACS) {
-        if ((rc = ct_loop(&j, macs, dx_items)) != PARDO_OK) return rc;
-        dx_done = true;
-    } else if (want_dx && !want_dw) {
-        if ((rc = ct_loop(&j, macs, dx_items)) != PARDO_OK) return rc;
-        dx_done = true;
+     * calling thread with its products split over the threads (and takes dX along where dX did not run apart:
+     * one im2col for both) */
+    const bool dx_apart = want_dx && (!want_dw || (g.n * g.group > 1 && ctx->nthreads > 1 &&
+                                                   ct_macs(&g) >= (double)CT_PAR_MIN_MACS));
+    if (dx_apart) {
+        it.item = dx_item;
+        if ((rc = pardo_conv_items_run(&it, ct_macs(&g), CT_PAR_MIN_MACS)) != PARDO_OK) return rc;
     }
     if (want_dw) {
-        j.inline_run = true;
-        pardo_status st;
-        pardo_kernel_ctx c = ct_item_ctx(&j, &st);
-        for (int64_t it = 0; it < g.n * g.group; it++) {
-            const int64_t n = it / g.group, grp = it % g.group;
-            if ((rc = (f32 ? grad_image_f32 : grad_image_f64)(&j, &c, n, grp, want_dx && !dx_done, true)) != PARDO_OK) {
-                *ctx->st = st;
-                return rc;
-            }
-        }
+        j.dx_along = want_dx && !dx_apart;
+        it.item = dw_item;
+        if ((rc = pardo_conv_items_inline(&it)) != PARDO_OK) return rc;
         if (g.n == 0) pardo_tensor_zero(outs[1]);
     }
-    if (outs[2] && outs[2]->numel) {
-        j.out = pardo_tensor_data(outs[2]);
-        if ((rc = pardo_run_rows(ctx, g.m, g.n * g.yp, f32 ? db_f32 : db_f64, &j)) != PARDO_OK) return rc;
-    }
+    if (outs[2] && outs[2]->numel) return pardo_conv_bias_grad(ctx, dy, g.n, g.m, g.yp, outs[2]);
     return PARDO_OK;
 }
 

@@ -16,10 +16,8 @@ int64_t pardo_cols_nd_block_rows(const pardo_cols_nd *g, size_t es, size_t max_b
 static void last_axis_range(const pardo_cols_nd *g, int64_t j, int64_t *lo, int64_t *hi) {
     const int64_t off = j * g->d[2] - g->pb[2], s = g->s[2];
     int64_t l = off >= 0 ? 0 : (-off + s - 1) / s, h = g->img[2] - off <= 0 ? 0 : (g->img[2] - off - 1) / s + 1;
-    if (h > g->pos[2])
-        h = g->pos[2];
-    if (h < l)
-        h = l;
+    if (h > g->pos[2]) h = g->pos[2];
+    if (h < l) h = l;
     *lo = l;
     *hi = h;
 }
@@ -55,35 +53,27 @@ static void last_axis_range(const pardo_cols_nd *g, int64_t j, int64_t *lo, int6
         const int64_t n2 = g->pos[2];                                                                                  \
         COLS_ND_WALK(T, col, {                                                                                         \
             if (!in) {                                                                                                 \
-                for (int64_t p = 0; p < n2; p++)                                                                       \
-                    cq[p] = (T)0;                                                                                      \
+                for (int64_t p = 0; p < n2; p++) cq[p] = (T)0;                                                         \
                 continue;                                                                                              \
             }                                                                                                          \
             const T *ir = img + io;                                                                                    \
-            for (int64_t p = 0; p < a2; p++)                                                                           \
-                cq[p] = (T)0;                                                                                          \
+            for (int64_t p = 0; p < a2; p++) cq[p] = (T)0;                                                             \
             if (s2 == 1)                                                                                               \
-                for (int64_t p = a2; p < b2; p++)                                                                      \
-                    cq[p] = ir[p];                                                                                     \
+                for (int64_t p = a2; p < b2; p++) cq[p] = ir[p];                                                       \
             else                                                                                                       \
-                for (int64_t p = a2; p < b2; p++)                                                                      \
-                    cq[p] = ir[p * s2];                                                                                \
-            for (int64_t p = b2; p < n2; p++)                                                                          \
-                cq[p] = (T)0;                                                                                          \
+                for (int64_t p = a2; p < b2; p++) cq[p] = ir[p * s2];                                                  \
+            for (int64_t p = b2; p < n2; p++) cq[p] = (T)0;                                                            \
         })                                                                                                             \
     }                                                                                                                  \
     PARDO_WINDOW2D_LOOPS void pardo_col2im_nd_##SUF(const pardo_cols_nd *g, const T *col, int64_t r0, int64_t r1,      \
                                                     T *img) {                                                          \
         COLS_ND_WALK(const T, col, {                                                                                   \
-            if (!in)                                                                                                   \
-                continue;                                                                                              \
+            if (!in) continue;                                                                                         \
             T *ir = img + io;                                                                                          \
             if (s2 == 1)                                                                                               \
-                for (int64_t p = a2; p < b2; p++)                                                                      \
-                    ir[p] += cq[p];                                                                                    \
+                for (int64_t p = a2; p < b2; p++) ir[p] += cq[p];                                                      \
             else                                                                                                       \
-                for (int64_t p = a2; p < b2; p++)                                                                      \
-                    ir[p * s2] += cq[p];                                                                               \
+                for (int64_t p = a2; p < b2; p++) ir[p * s2] += cq[p];                                                 \
         })                                                                                                             \
     }
 

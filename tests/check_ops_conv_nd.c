@@ -3,13 +3,14 @@
  * dilations, groups and bias, and against conv2d in 2-D; the gradients by
  * finite differences (float64); shapes of several column blocks at 1 and 2
  * threads bit for bit, an image alone as in the batch, dX and dW as the
- * forward's adjoints; no dY; inference and the refusals. */
+ * forward's adjoints (tests/conv_test_util.c); no dY; inference and the refusals. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "check_suites.h"
+#include "conv_test_util.h"
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -24,19 +25,11 @@ typedef struct cn_case {
     int64_t group;
 } cn_case;
 
-static void list(char *buf, size_t n, const int64_t *v, int k) {
-    size_t at = 0;
-    at += (size_t)snprintf(buf + at, n - at, "[");
-    for (int i = 0; i < k; i++)
-        at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? ", " : "", (long long)v[i]);
-    snprintf(buf + at, n - at, "]");
-}
-
 static char *cn_attrs(const cn_case *c, char *buf, size_t n) {
     char s[64], p[64], d[64];
-    list(s, sizeof s, c->s, c->nsp);
-    list(p, sizeof p, c->p, 2 * c->nsp);
-    list(d, sizeof d, c->d, c->nsp);
+    test_json_ints(s, sizeof s, c->s, c->nsp);
+    test_json_ints(p, sizeof p, c->p, 2 * c->nsp);
+    test_json_ints(d, sizeof d, c->d, c->nsp);
     snprintf(buf, n, "{\"strides\": %s, \"pads\": %s, \"dilations\": %s, \"group\": %lld}", s, p, d,
              (long long)c->group);
     return buf;
@@ -63,8 +56,7 @@ static pardo_tensor *ref_conv(const cn_case *c, const pardo_tensor *x, const par
     }
     const int64_t N = c->xs[0], C = c->xs[1], M = c->ws[0], CG = C / c->group, MG = M / c->group;
     int64_t ys[5] = {N, M};
-    for (int a = 0; a < nsp; a++)
-        ys[2 + a] = out[o3 + a];
+    for (int a = 0; a < nsp; a++) ys[2 + a] = out[o3 + a];
     pardo_status st;
     pardo_tensor *y = pardo_tensor_new_cpu(x->dtype, nsp + 2, ys, &st);
     ck_assert_ptr_nonnull(y);
@@ -86,8 +78,7 @@ static pardo_tensor *ref_conv(const cn_case *c, const pardo_tensor *x, const par
                                     iv[a] = u[a] * s[a] - pb[a] + kv[a] * d[a];
                                     hit = iv[a] >= 0 && iv[a] < in[a];
                                 }
-                                if (!hit)
-                                    continue;
+                                if (!hit) continue;
                                 acc += pardo_tensor_get_f64(x, ((n * C + ch) * in[0] + iv[0]) * in[1] * in[2] +
                                                                    iv[1] * in[2] + iv[2]) *
                                        pardo_tensor_get_f64(w, (oc * CG + cg) * k[0] * k[1] * k[2] + kk);
@@ -129,8 +120,7 @@ START_TEST(test_cn_reference) {
             test_assert_close(y, want, t ? 1e-5 : 1e-12, t ? 1e-5 : 1e-12);
             pardo_tensor_release(want);
             pardo_tensor_release(y);
-            for (int i = 0; i < 3; i++)
-                pardo_tensor_release(in[i]);
+            for (int i = 0; i < 3; i++) pardo_tensor_release(in[i]);
         }
 }
 END_TEST
@@ -152,8 +142,7 @@ START_TEST(test_cn_as_conv2d) {
     test_assert_close(y, y2, 1e-12, 1e-12);
     pardo_tensor_release(y);
     pardo_tensor_release(y2);
-    for (int i = 0; i < 3; i++)
-        pardo_tensor_release(in[i]);
+    for (int i = 0; i < 3; i++) pardo_tensor_release(in[i]);
 }
 END_TEST
 
@@ -167,8 +156,7 @@ START_TEST(test_cn_grad) {
                                c->bias ? test_tensor_random(&r, PARDO_F64, 1, &c->ws[0], -1, 1) : NULL};
         char attrs[512];
         test_check_grad_default("conv_nd", cn_attrs(c, attrs, sizeof attrs), c->bias ? 3 : 2, in, 1, c->bias ? 7u : 3u);
-        for (int i = 0; i < 3; i++)
-            pardo_tensor_release(in[i]);
+        for (int i = 0; i < 3; i++) pardo_tensor_release(in[i]);
     }
 }
 END_TEST
@@ -185,100 +173,33 @@ START_TEST(test_cn_grad_absent_dy) {
     ck_assert_int_eq(test_run_op("conv_nd_grad", cn_attrs(c, attrs, sizeof attrs), 5, in, 3, out, &st), PARDO_OK);
     for (int i = 0; i < 3; i++) {
         ck_assert(pardo_shape_equal(out[i]->ndim, out[i]->shape, in[i]->ndim, in[i]->shape));
-        for (int64_t e = 0; e < out[i]->numel; e++)
-            ck_assert(pardo_tensor_get_f64(out[i], e) == 0);
+        for (int64_t e = 0; e < out[i]->numel; e++) ck_assert(pardo_tensor_get_f64(out[i], e) == 0);
         pardo_tensor_release(out[i]);
         pardo_tensor_release(in[i]);
     }
 }
 END_TEST
 
-/* sum of a[i] * b[i] in double (a and b of one shape) */
-static double dot(const pardo_tensor *a, const pardo_tensor *b) {
-    ck_assert_int_eq(a->numel, b->numel);
-    double s = 0;
-    for (int64_t e = 0; e < a->numel; e++)
-        s += pardo_tensor_get_f64(a, e) * pardo_tensor_get_f64(b, e);
-    return s;
+static pardo_tensor *ref_case(const void *ctx, const pardo_tensor *x, const pardo_tensor *w, const pardo_tensor *b) {
+    return ref_conv(ctx, x, w, b);
 }
 
 /* Shapes of several column blocks per image (1-D is one position row: one block) big enough for the items over
- * 2 threads: the forward against the reference, 1 and 2 threads bit for bit (forward, dX, dW, dB), the last image
- * alone as in the batch, dX and dW as the forward's adjoints, <dX, X'> = <dY, Y(X', W)>, <dW, W'> = <dY, Y(X, W')>
- * (no bias), and dB as dY's sums. */
+ * 2 threads: test_conv_blocks_threads's checks. */
 START_TEST(test_cn_blocks_threads) {
     static const cn_case big[] = {
         {2, {2, 8, 40, 70}, {8, 4, 5, 5}, true, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2},
         {1, {3, 8, 2000}, {16, 8, 5}, true, {2}, {2, 2}, {1}, 1},
         {3, {2, 6, 8, 12, 40}, {4, 6, 3, 3, 3}, true, {1, 1, 2}, {1, 1, 1, 1, 1, 1}, {1, 2, 1}, 1},
     };
-    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
-    test_pool_size(2);
     for (int k = 0; k < LEN(big); k++)
         for (int t = 0; t < 2; t++) {
-            const cn_case *c = &big[k];
-            const int rank = c->nsp + 2;
-            test_rng r = {900u + (uint64_t)k * 2 + (uint64_t)t};
-            pardo_tensor *x = test_tensor_random(&r, dts[t], rank, c->xs, -1, 1),
-                         *w = test_tensor_random(&r, dts[t], rank, c->ws, -1, 1),
-                         *b = test_tensor_random(&r, dts[t], 1, &c->ws[0], -1, 1);
-            pardo_status st;
             char attrs[512];
-            cn_attrs(c, attrs, sizeof attrs);
-            pardo_tensor *y[2] = {NULL, NULL}, *g[2][3] = {{NULL}};
-            for (int th = 0; th < 2; th++) {
-                pardo_tensor *in[3] = {x, w, b};
-                ck_assert_msg(test_run_op_threads("conv_nd", attrs, 3, in, 1, &y[th], th + 1, &st) == PARDO_OK,
-                              "case %d: %s", k, st.msg);
-            }
-            ck_assert_msg(memcmp(pardo_tensor_data(y[0]), pardo_tensor_data(y[1]), y[0]->nbytes) == 0,
-                          "case %d: the forward at 2 threads differs from 1", k);
-            pardo_tensor *want = ref_conv(c, x, w, b);
-            test_assert_close(y[0], want, t ? 1e-12 : 2e-5, t ? 1e-12 : 2e-5);
-            pardo_tensor_release(want);
-            int64_t xs1[5];
-            memcpy(xs1, c->xs, sizeof xs1);
-            xs1[0] = 1;
-            pardo_tensor *x1 = pardo_tensor_new_cpu(dts[t], rank, xs1, &st), *y1 = NULL;
-            ck_assert_ptr_nonnull(x1);
-            memcpy(pardo_tensor_data(x1), (char *)pardo_tensor_data(x) + (x->nbytes - x1->nbytes), x1->nbytes);
-            pardo_tensor *in1[3] = {x1, w, b};
-            ck_assert(test_run_op_threads("conv_nd", attrs, 3, in1, 1, &y1, 2, &st) == PARDO_OK);
-            ck_assert_msg(memcmp(pardo_tensor_data(y1), (char *)pardo_tensor_data(y[0]) + (y[0]->nbytes - y1->nbytes),
-                                 y1->nbytes) == 0,
-                          "case %d: an image alone differs from it in the batch", k);
-            pardo_tensor *dy = test_tensor_random(&r, dts[t], y[0]->ndim, y[0]->shape, -1, 1);
-            for (int th = 0; th < 2; th++) {
-                pardo_tensor *gin[5] = {x, w, b, NULL, dy};
-                ck_assert_msg(test_run_op_threads("conv_nd_grad", attrs, 5, gin, 3, g[th], th + 1, &st) == PARDO_OK,
-                              "case %d: %s", k, st.msg);
-            }
-            for (int o = 0; o < 3; o++)
-                ck_assert_msg(memcmp(pardo_tensor_data(g[0][o]), pardo_tensor_data(g[1][o]), g[0][o]->nbytes) == 0,
-                              "case %d: gradient %d at 2 threads differs from 1", k, o);
-            pardo_tensor *x2 = test_tensor_random(&r, dts[t], rank, c->xs, -1, 1),
-                         *w2 = test_tensor_random(&r, dts[t], rank, c->ws, -1, 1), *yx = NULL, *yw = NULL;
-            pardo_tensor *inx[2] = {x2, w}, *inw[2] = {x, w2};
-            ck_assert(test_run_op("conv_nd", attrs, 2, inx, 1, &yx, &st) == PARDO_OK);
-            ck_assert(test_run_op("conv_nd", attrs, 2, inw, 1, &yw, &st) == PARDO_OK);
-            const double tol = t ? 1e-9 : 2e-4;
-            const double ax = dot(g[0][0], x2), bx = dot(dy, yx), aw = dot(g[0][1], w2), bw = dot(dy, yw);
-            ck_assert_msg(fabs(ax - bx) <= tol * (fabs(bx) + 1), "case %d: <dX, X'> %.10g, <dY, Y(X')> %.10g", k, ax,
-                          bx);
-            ck_assert_msg(fabs(aw - bw) <= tol * (fabs(bw) + 1), "case %d: <dW, W'> %.10g, <dY, Y(W')> %.10g", k, aw,
-                          bw);
-            const int64_t m = c->ws[0], per = dy->numel / (dy->shape[0] * m);
-            for (int64_t oc = 0; oc < m; oc++) {
-                double s = 0;
-                for (int64_t n = 0; n < dy->shape[0]; n++)
-                    for (int64_t e = 0; e < per; e++)
-                        s += pardo_tensor_get_f64(dy, (n * m + oc) * per + e);
-                ck_assert_double_eq_tol(pardo_tensor_get_f64(g[0][2], oc), s, t ? 1e-9 : 1e-3);
-            }
-            pardo_tensor *all[] = {x,  w,  b,  y[0],    y[1],    x1,      y1,      dy,      x2,
-                                   w2, yx, yw, g[0][0], g[0][1], g[0][2], g[1][0], g[1][1], g[1][2]};
-            for (int i = 0; i < LEN(all); i++)
-                pardo_tensor_release(all[i]);
+            const test_conv_op op = {"conv_nd",      "conv_nd_grad", cn_attrs(&big[k], attrs, sizeof attrs),
+                                     big[k].nsp + 2, big[k].xs,      big[k].ws,
+                                     big[k].ws[0],   ref_case,       &big[k]};
+            test_conv_blocks_threads(&op, t ? PARDO_F64 : PARDO_F32, 900u + (uint64_t)k * 2 + (uint64_t)t,
+                                     t ? 1e-12 : 2e-5, t ? 1e-9 : 2e-4, k);
         }
 }
 END_TEST
@@ -301,8 +222,7 @@ END_TEST
 static void expect_cn_error(const char *attrs, int nd, const int64_t *xs, const int64_t *ws, const int64_t *bs,
                             int code, const char *w1, const char *w2) {
     pardo_type y, x = test_type(PARDO_F32, nd, xs), w = test_type(PARDO_F32, nd, ws), b;
-    if (bs)
-        b = test_type(PARDO_F32, 1, bs);
+    if (bs) b = test_type(PARDO_F32, 1, bs);
     const pardo_type *in[3] = {&x, &w, bs ? &b : NULL};
     pardo_status st;
     ck_assert_int_eq(test_infer_op("conv_nd", attrs, 3, in, 1, &y, &st), code);
@@ -358,8 +278,7 @@ START_TEST(test_cn_err_runtime) {
     char attrs[512];
     ck_assert_int_eq(test_run_op("conv_nd_grad", cn_attrs(c, attrs, sizeof attrs), 5, in, 3, out, &st), PARDO_ESHAPE);
     ck_assert_msg(strstr(st.msg, "'dY'"), "%s", st.msg);
-    for (int i = 0; i < 5; i++)
-        pardo_tensor_release(in[i]);
+    for (int i = 0; i < 5; i++) pardo_tensor_release(in[i]);
 }
 END_TEST
 

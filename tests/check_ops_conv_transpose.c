@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "conv_test_util.h"
 #include "grad_test_util.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -23,19 +24,12 @@ typedef struct ct_case {
     int64_t group;
 } ct_case;
 
-static void list(char *buf, size_t n, const int64_t *v, int k) {
-    size_t at = 0;
-    at += (size_t)snprintf(buf + at, n - at, "[");
-    for (int i = 0; i < k; i++) at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? ", " : "", (long long)v[i]);
-    snprintf(buf + at, n - at, "]");
-}
-
 static char *ct_attrs(const ct_case *c, char *buf, size_t n) {
     char s[64], p[64], d[64], op[64];
-    list(s, sizeof s, c->s, c->nsp);
-    list(p, sizeof p, c->p, 2 * c->nsp);
-    list(d, sizeof d, c->d, c->nsp);
-    list(op, sizeof op, c->op, c->nsp);
+    test_json_ints(s, sizeof s, c->s, c->nsp);
+    test_json_ints(p, sizeof p, c->p, 2 * c->nsp);
+    test_json_ints(d, sizeof d, c->d, c->nsp);
+    test_json_ints(op, sizeof op, c->op, c->nsp);
     snprintf(buf, n,
              "{\"strides\": %s, \"pads\": %s, \"dilations\": %s, \"output_padding\": %s, \"group\": %lld}", s, p, d,
              op, (long long)c->group);
@@ -180,98 +174,26 @@ START_TEST(test_ct_grad) {
 }
 END_TEST
 
-/* sum of a[i] * b[i] in double (a and b of one shape) */
-static double dot(const pardo_tensor *a, const pardo_tensor *b) {
-    ck_assert_int_eq(a->numel, b->numel);
-    double s = 0;
-    for (int64_t e = 0; e < a->numel; e++)
-        s += pardo_tensor_get_f64(a, e) * pardo_tensor_get_f64(b, e);
-    return s;
+static pardo_tensor *ref_case(const void *ctx, const pardo_tensor *x, const pardo_tensor *w, const pardo_tensor *b) {
+    return ref_ct(ctx, x, w, b);
 }
 
-/* Shapes big enough for several of the GEMM form's column blocks per image (2-D and 3-D) and for the items over 2
- * threads: the forward against the naive reference, the bits of 1 and 2 threads equal (forward, dX, dW, dB), an image
- * alone the bits of it in the batch, and dX and dW as the adjoints of the forward: <dX, X'> = <dY, Y(X', W)>, <dW, W'>
- * = <dY, Y(X, W')> (no bias). */
+/* Shapes big enough for several of the GEMM form's column blocks per image (2-D and 3-D) and for the items over
+ * 2 threads: test_conv_blocks_threads's checks. */
 START_TEST(test_ct_blocks_threads) {
-    static const ct_case cases2[] = {
+    static const ct_case big[] = {
         {2, {2, 4, 24, 64}, {4, 8, 5, 5}, true, {2, 2}, {1, 2, 1, 0}, {1, 1}, {1, 0}, 2},
         {1, {2, 8, 3000}, {8, 16, 5}, true, {1}, {2, 2}, {2}, {0}, 1},
         {3, {2, 4, 6, 12, 40}, {4, 8, 3, 3, 3}, true, {2, 1, 2}, {0, 1, 1, 0, 1, 1}, {1, 1, 1}, {1, 0, 1}, 1},
     };
-    static const pardo_dtype dts[] = {PARDO_F32, PARDO_F64};
-    test_pool_size(2);
-    for (int k = 0; k < LEN(cases2); k++)
+    for (int k = 0; k < LEN(big); k++)
         for (int t = 0; t < 2; t++) {
-            const ct_case *c = &cases2[k];
-            const int rank = c->nsp + 2;
-            const int64_t m = c->ws[1] * c->group;
-            test_rng r = {700u + (uint64_t)k * 2 + (uint64_t)t};
-            pardo_tensor *x = test_tensor_random(&r, dts[t], rank, c->xs, -1, 1),
-                         *w = test_tensor_random(&r, dts[t], rank, c->ws, -1, 1),
-                         *b = test_tensor_random(&r, dts[t], 1, &m, -1, 1);
-            pardo_status st;
             char attrs[512];
-            ct_attrs(c, attrs, sizeof attrs);
-            pardo_tensor *y[2] = {NULL, NULL}, *g[2][3] = {{NULL}};
-            for (int th = 0; th < 2; th++) {
-                pardo_tensor *in[3] = {x, w, b};
-                ck_assert_msg(test_run_op_threads("conv_transpose", attrs, 3, in, 1, &y[th], th + 1, &st) == PARDO_OK,
-                              "case %d: %s", k, st.msg);
-            }
-            ck_assert_msg(memcmp(pardo_tensor_data(y[0]), pardo_tensor_data(y[1]), y[0]->nbytes) == 0,
-                          "case %d: the forward at 2 threads differs from 1", k);
-            pardo_tensor *want = ref_ct(c, x, w, b);
-            test_assert_close(y[0], want, t ? 1e-12 : 1e-5, t ? 1e-12 : 1e-5);
-            pardo_tensor_release(want);
-            /* the last image alone */
-            int64_t xs1[5];
-            memcpy(xs1, c->xs, sizeof xs1);
-            xs1[0] = 1;
-            pardo_tensor *x1 = pardo_tensor_new_cpu(dts[t], rank, xs1, &st), *y1 = NULL;
-            ck_assert_ptr_nonnull(x1);
-            memcpy(pardo_tensor_data(x1), (char *)pardo_tensor_data(x) + (x->nbytes - x1->nbytes), x1->nbytes);
-            pardo_tensor *in1[3] = {x1, w, b};
-            ck_assert(test_run_op_threads("conv_transpose", attrs, 3, in1, 1, &y1, 2, &st) == PARDO_OK);
-            ck_assert_msg(memcmp(pardo_tensor_data(y1), (char *)pardo_tensor_data(y[0]) + (y[0]->nbytes - y1->nbytes),
-                                 y1->nbytes) == 0,
-                          "case %d: an image alone differs from it in the batch", k);
-            /* the gradients at 1 and 2 threads */
-            pardo_tensor *dy = test_tensor_random(&r, dts[t], y[0]->ndim, y[0]->shape, -1, 1);
-            for (int th = 0; th < 2; th++) {
-                pardo_tensor *gin[5] = {x, w, b, NULL, dy};
-                ck_assert_msg(test_run_op_threads("conv_transpose_grad", attrs, 5, gin, 3, g[th], th + 1, &st) ==
-                                  PARDO_OK,
-                              "case %d: %s", k, st.msg);
-            }
-            for (int o = 0; o < 3; o++)
-                ck_assert_msg(memcmp(pardo_tensor_data(g[0][o]), pardo_tensor_data(g[1][o]), g[0][o]->nbytes) == 0,
-                              "case %d: gradient %d at 2 threads differs from 1", k, o);
-            /* adjoints */
-            pardo_tensor *x2 = test_tensor_random(&r, dts[t], rank, c->xs, -1, 1),
-                         *w2 = test_tensor_random(&r, dts[t], rank, c->ws, -1, 1), *yx = NULL, *yw = NULL;
-            pardo_tensor *inx[2] = {x2, w}, *inw[2] = {x, w2};
-            ck_assert(test_run_op("conv_transpose", attrs, 2, inx, 1, &yx, &st) == PARDO_OK);
-            ck_assert(test_run_op("conv_transpose", attrs, 2, inw, 1, &yw, &st) == PARDO_OK);
-            const double tol = t ? 1e-9 : 2e-4;
-            const double ax = dot(g[0][0], x2), bx = dot(dy, yx), aw = dot(g[0][1], w2), bw = dot(dy, yw);
-            ck_assert_msg(fabs(ax - bx) <= tol * (fabs(bx) + 1), "case %d: <dX, X'> %.10g, <dY, Y(X')> %.10g", k, ax,
-                          bx);
-            ck_assert_msg(fabs(aw - bw) <= tol * (fabs(bw) + 1), "case %d: <dW, W'> %.10g, <dY, Y(W')> %.10g", k, aw,
-                          bw);
-            /* dB: the sums of dY's planes */
-            const int64_t per = dy->numel / (dy->shape[0] * m);
-            for (int64_t oc = 0; oc < m; oc++) {
-                double s = 0;
-                for (int64_t n = 0; n < dy->shape[0]; n++)
-                    for (int64_t e = 0; e < per; e++)
-                        s += pardo_tensor_get_f64(dy, (n * m + oc) * per + e);
-                ck_assert_double_eq_tol(pardo_tensor_get_f64(g[0][2], oc), s, t ? 1e-9 : 1e-3);
-            }
-            pardo_tensor *all[] = {x,  w,  b,  y[0],    y[1],    x1,      y1,      dy,      x2,
-                                   w2, yx, yw, g[0][0], g[0][1], g[0][2], g[1][0], g[1][1], g[1][2]};
-            for (int i = 0; i < LEN(all); i++)
-                pardo_tensor_release(all[i]);
+            const test_conv_op op = {"conv_transpose", "conv_transpose_grad", ct_attrs(&big[k], attrs, sizeof attrs),
+                                     big[k].nsp + 2, big[k].xs, big[k].ws, big[k].ws[1] * big[k].group, ref_case,
+                                     &big[k]};
+            test_conv_blocks_threads(&op, t ? PARDO_F64 : PARDO_F32, 700u + (uint64_t)k * 2 + (uint64_t)t,
+                                     t ? 1e-12 : 1e-5, t ? 1e-9 : 2e-4, k);
         }
 }
 END_TEST

@@ -1,0 +1,109 @@
+/* conv_items.c - the item runner, products and gradient outputs of the
+ * GEMM-form convolutions (see conv_items.h). */
+#include "conv_items.h"
+
+#include "gemm.h"
+#include "kernel_util.h"
+
+/* The context an item's products run with: the kernel's inline, else one thread; st its own. */
+static pardo_kernel_ctx item_ctx(const pardo_conv_items *it, pardo_status *st) {
+    pardo_kernel_ctx c = *it->ctx;
+    if (!it->inline_run) {
+        c.nthreads = 1;
+        c.idle_help = false;
+    }
+    c.st = st;
+    return c;
+}
+
+static void run_items(void *arg, int64_t begin, int64_t end) {
+    pardo_conv_items *it = arg;
+    pardo_status st;
+    pardo_kernel_ctx c = item_ctx(it, &st);
+    for (int64_t i = begin; i < end && !atomic_load(&it->failed); i++)
+        if (it->item(it->job, &c, i) != PARDO_OK && !atomic_exchange(&it->failed, true)) it->st = st;
+}
+
+/* The first failure into the kernel's status. */
+static int items_result(pardo_conv_items *it, int rc) {
+    if (rc == PARDO_OK && atomic_load(&it->failed)) {
+        *it->ctx->st = it->st;
+        rc = it->st.code;
+    }
+    return rc;
+}
+
+int pardo_conv_items_run(pardo_conv_items *it, double macs, double min_macs) {
+    it->inline_run = it->n <= 1 || it->ctx->nthreads <= 1 || macs < min_macs;
+    atomic_init(&it->failed, false);
+    if (it->inline_run) return items_result(it, (run_items(it, 0, it->n), PARDO_OK));
+    return items_result(it, pardo_parallel_for_blocks(it->ctx, it->n, 1, run_items, it));
+}
+
+int pardo_conv_items_inline(pardo_conv_items *it) {
+    it->inline_run = true;
+    atomic_init(&it->failed, false);
+    run_items(it, 0, it->n);
+    return items_result(it, PARDO_OK);
+}
+
+int pardo_conv_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                    const void *a, int64_t lda, const void *b, int64_t ldb, void *out, int64_t ldc, bool acc) {
+    const pardo_gemm gm = {.dtype = dt,
+                           .ta = ta,
+                           .tb = tb,
+                           .m = m,
+                           .n = n,
+                           .k = k,
+                           .a = a,
+                           .lda = lda,
+                           .b = b,
+                           .ldb = ldb,
+                           .c = out,
+                           .ldc = ldc,
+                           .accumulate = acc};
+    return pardo_gemm_run(c, &gm, PARDO_GEMM_AUTO);
+}
+
+int pardo_conv_grad_outputs(pardo_kernel_ctx *ctx, const pardo_tensor *x, const pardo_tensor *w, int64_t m, bool has_dy,
+                            pardo_tensor *outs[3]) {
+    for (int i = 0; i < 3; i++) {
+        outs[i] = NULL;
+        if (!pardo_kernel_wants_output(ctx, i)) continue;
+        const pardo_tensor *like = i == 0 ? x : w;
+        outs[i] = i < 2 ? pardo_kernel_output(ctx, i, x->dtype, like->ndim, like->shape)
+                        : pardo_kernel_output(ctx, i, x->dtype, 1, &m);
+        if (!outs[i]) return ctx->st->code;
+        if (!has_dy || outs[i]->numel == 0) pardo_tensor_zero(outs[i]);
+    }
+    return PARDO_OK;
+}
+
+typedef struct bias_job {
+    const void *dy;
+    void *db;
+    int64_t n, m, plane;
+} bias_job;
+
+#define BIAS_SUMS(SUF, T)                                                                                              \
+    static void bias_sums_##SUF(void *arg, int64_t p0, int64_t p1) {                                                   \
+        const bias_job *j = arg;                                                                                       \
+        const T *dy = j->dy;                                                                                           \
+        T *db = j->db;                                                                                                 \
+        for (int64_t oc = p0; oc < p1; oc++) {                                                                         \
+            double s = 0;                                                                                              \
+            for (int64_t n = 0; n < j->n; n++) {                                                                       \
+                const T *dyp = dy + (n * j->m + oc) * j->plane;                                                        \
+                for (int64_t e = 0; e < j->plane; e++) s += (double)dyp[e];                                            \
+            }                                                                                                          \
+            db[oc] = (T)s;                                                                                             \
+        }                                                                                                              \
+    }
+BIAS_SUMS(f32, float)
+BIAS_SUMS(f64, double)
+
+int pardo_conv_bias_grad(pardo_kernel_ctx *ctx, const pardo_tensor *dy, int64_t n, int64_t m, int64_t plane,
+                         pardo_tensor *db) {
+    bias_job j = {.dy = pardo_tensor_data(dy), .db = pardo_tensor_data(db), .n = n, .m = m, .plane = plane};
+    return pardo_run_rows(ctx, m, n * plane, db->dtype == PARDO_F32 ? bias_sums_f32 : bias_sums_f64, &j);
+}

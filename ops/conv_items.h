@@ -1,0 +1,59 @@
+/* conv_items.h - what the GEMM-form convolutions (conv2d in ops/conv.c,
+ * conv_nd in ops/conv_nd.c, conv_transpose in ops/conv_transpose.c) share
+ * around their per-image work: running their items (chunks of images, or
+ * (image, group) pairs) over the kernel's threads or inline; and for the
+ * two N-d ones the products and their gradients' dB and outputs. Nothing here allocates but pardo_conv_grad_outputs
+ * (the kernel's outputs). */
+#ifndef PARDO_CONV_ITEMS_H
+#define PARDO_CONV_ITEMS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "op.h"
+
+/* One run of a kernel over items [0, n). The caller fills ctx, n, item
+ * and job; pardo_conv_items_run the rest. */
+typedef struct pardo_conv_items {
+    pardo_kernel_ctx *ctx; // the kernel's
+    int64_t n;             // items
+    /* runs item i with c (its products' context; c->st its status): PARDO_OK or c->st's code */
+    int (*item)(void *job, pardo_kernel_ctx *c, int64_t i);
+    void *job;       // the op's, for item
+    bool inline_run; // the items run on the calling thread, their products on ctx's threads
+    atomic_bool failed;
+    pardo_status st; // the first failure
+} pardo_conv_items;
+
+/* Runs every item: handed out over ctx's threads, one product on one
+ * thread each, where there are several items, threads and at least
+ * min_macs multiply-adds of work (macs); else on the calling thread with
+ * each product split over the threads. The products' bits do not depend
+ * on it (gemm.h). Returns PARDO_OK or the first failing item's error,
+ * copied into ctx->st. */
+int pardo_conv_items_run(pardo_conv_items *it, double macs, double min_macs);
+
+/* Runs every item in order on the calling thread, each product split over
+ * ctx's threads (the sums over the images of dW). As pardo_conv_items_run
+ * for the result. */
+int pardo_conv_items_inline(pardo_conv_items *it);
+
+/* The product C [m, n] (row stride ldc) = op(A) op(B), or += when acc,
+ * through pardo_gemm_run on c (gemm.h gives the layouts). */
+int pardo_conv_gemm(pardo_kernel_ctx *c, pardo_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                    const void *a, int64_t lda, const void *b, int64_t ldb, void *out, int64_t ldc, bool acc);
+
+/* The wanted outputs of a convolution's gradient op into outs (NULL: not
+ * wanted): dX of x's shape, dW of w's, dB [m], each zeroed when there is no
+ * dY (has_dy false) or it is empty. PARDO_OK or ctx->st's code. */
+int pardo_conv_grad_outputs(pardo_kernel_ctx *ctx, const pardo_tensor *x, const pardo_tensor *w, int64_t m, bool has_dy,
+                            pardo_tensor *outs[3]);
+
+/* db[oc] = the sum in double of dY's planes of channel oc over the n
+ * images (dy [n, m, plane...] of db's dtype, float32 or float64), the
+ * channels over ctx's threads. PARDO_OK or pardo_run_rows's error. */
+int pardo_conv_bias_grad(pardo_kernel_ctx *ctx, const pardo_tensor *dy, int64_t n, int64_t m, int64_t plane,
+                         pardo_tensor *db);
+
+#endif
