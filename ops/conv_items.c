@@ -2,8 +2,11 @@
  * GEMM-form convolutions (see conv_items.h). */
 #include "conv_items.h"
 
+#include <string.h>
+
 #include "gemm.h"
 #include "kernel_util.h"
+#include "scratch.h"
 
 /* The context an item's products run with: the kernel's inline, else one thread; st its own. */
 static pardo_kernel_ctx item_ctx(const pardo_conv_items *it, pardo_status *st) {
@@ -106,4 +109,95 @@ int pardo_conv_bias_grad(pardo_kernel_ctx *ctx, const pardo_tensor *dy, int64_t 
                          pardo_tensor *db) {
     bias_job j = {.dy = pardo_tensor_data(dy), .db = pardo_tensor_data(db), .n = n, .m = m, .plane = plane};
     return pardo_run_rows(ctx, m, n * plane, db->dtype == PARDO_F32 ? bias_sums_f32 : bias_sums_f64, &j);
+}
+
+/* Elements of one channel plane of I (img) and of P (pos). */
+static int64_t plane(const int64_t *dims) { return dims[0] * dims[1] * dims[2]; }
+
+/* The calling thread's column buffer for one block. */
+static void *cols_buffer(const pardo_conv_cols *cc, pardo_kernel_ctx *c) {
+    const size_t bytes = (size_t)(cc->cols.c * cc->cols.kp * cc->rows * cc->cols.pos[2]) * pardo_dtype_size(cc->dtype);
+    void *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);
+    if (!col) pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for a convolution's columns", bytes);
+    return col;
+}
+
+int pardo_conv_cols_gather(const pardo_conv_cols *cc, pardo_kernel_ctx *c, int64_t n, int64_t grp, const void *i,
+                           void *p_out, const void *p_in, void *dw, bool first) {
+    const size_t es = pardo_dtype_size(cc->dtype);
+    const int64_t ck = cc->cols.c * cc->cols.kp, ip = plane(cc->cols.img), pp = plane(cc->cols.pos);
+    const int64_t rows = cc->cols.pos[0] * cc->cols.pos[1], n2 = cc->cols.pos[2], g = n * cc->group + grp;
+    const char *ig = (const char *)i + (size_t)(g * cc->cols.c * ip) * es;
+    const char *wg = (const char *)cc->w + (size_t)(grp * cc->p_ch * ck) * es;
+    char *po = p_out ? (char *)p_out + (size_t)(g * cc->p_ch * pp) * es : NULL;
+    const char *pi = p_in ? (const char *)p_in + (size_t)(g * cc->p_ch * pp) * es : NULL;
+    char *dwg = dw ? (char *)dw + (size_t)(grp * cc->p_ch * ck) * es : NULL;
+    if (cc->p_ch == 0) return PARDO_OK;
+    if (ck == 0) { /* no columns: P is 0, dW empty */
+        if (po) memset(po, 0, (size_t)(cc->p_ch * pp) * es);
+        return PARDO_OK;
+    }
+    void *col = cols_buffer(cc, c);
+    if (!col) return c->st->code;
+    for (int64_t r0 = 0; r0 < rows; r0 += cc->rows) {
+        const int64_t r1 = r0 + cc->rows < rows ? r0 + cc->rows : rows, q = (r1 - r0) * n2;
+        if (cc->dtype == PARDO_F32)
+            pardo_im2col_nd_f32(&cc->cols, (const float *)ig, r0, r1, col);
+        else
+            pardo_im2col_nd_f64(&cc->cols, (const double *)ig, r0, r1, col);
+        int rc = PARDO_OK;
+        if (po)
+            rc = pardo_conv_gemm(c, cc->dtype, false, false, cc->p_ch, q, ck, wg, ck, col, q,
+                                 po + (size_t)(r0 * n2) * es, pp, false);
+        if (rc == PARDO_OK && dwg)
+            rc = pardo_conv_gemm(c, cc->dtype, false, true, cc->p_ch, ck, q, pi + (size_t)(r0 * n2) * es, pp, col, q,
+                                 dwg, ck, !(first && r0 == 0));
+        if (rc != PARDO_OK) return rc;
+    }
+    return PARDO_OK;
+}
+
+int pardo_conv_cols_scatter(const pardo_conv_cols *cc, pardo_kernel_ctx *c, int64_t n, int64_t grp, const void *p,
+                            void *i_out) {
+    const size_t es = pardo_dtype_size(cc->dtype);
+    const int64_t ck = cc->cols.c * cc->cols.kp, ip = plane(cc->cols.img), pp = plane(cc->cols.pos);
+    const int64_t rows = cc->cols.pos[0] * cc->cols.pos[1], n2 = cc->cols.pos[2], g = n * cc->group + grp;
+    char *ig = (char *)i_out + (size_t)(g * cc->cols.c * ip) * es;
+    const char *wg = (const char *)cc->w + (size_t)(grp * cc->p_ch * ck) * es;
+    const char *pg = (const char *)p + (size_t)(g * cc->p_ch * pp) * es;
+    if (ck == 0 || cc->p_ch == 0) return PARDO_OK;
+    void *col = cols_buffer(cc, c);
+    if (!col) return c->st->code;
+    for (int64_t r0 = 0; r0 < rows; r0 += cc->rows) {
+        const int64_t r1 = r0 + cc->rows < rows ? r0 + cc->rows : rows, q = (r1 - r0) * n2;
+        int rc = pardo_conv_gemm(c, cc->dtype, true, false, ck, q, cc->p_ch, wg, ck, pg + (size_t)(r0 * n2) * es, pp,
+                                 col, q, false);
+        if (rc != PARDO_OK) return rc;
+        if (cc->dtype == PARDO_F32)
+            pardo_col2im_nd_f32(&cc->cols, col, r0, r1, (float *)ig);
+        else
+            pardo_col2im_nd_f64(&cc->cols, col, r0, r1, (double *)ig);
+    }
+    return PARDO_OK;
+}
+
+#define BIAS_PLANES(SUF, T)                                                                                            \
+    static void bias_planes_##SUF(T *out, const T *b, int64_t ch, int64_t plane, bool add) {                           \
+        for (int64_t k = 0; k < ch; k++) {                                                                             \
+            const T v = b ? b[k] : (T)0;                                                                               \
+            T *o = out + k * plane;                                                                                    \
+            if (add)                                                                                                   \
+                for (int64_t e = 0; e < plane; e++) o[e] += v;                                                         \
+            else                                                                                                       \
+                for (int64_t e = 0; e < plane; e++) o[e] = v;                                                          \
+        }                                                                                                              \
+    }
+BIAS_PLANES(f32, float)
+BIAS_PLANES(f64, double)
+
+void pardo_conv_bias_planes(pardo_dtype dtype, void *out, const void *b, int64_t ch, int64_t plane, bool add) {
+    if (dtype == PARDO_F32)
+        bias_planes_f32(out, b, ch, plane, add);
+    else
+        bias_planes_f64(out, b, ch, plane, add);
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "im2col_nd.h"
 #include "op.h"
 
 /* One run of a kernel over items [0, n). The caller fills ctx, n, item
@@ -55,5 +56,37 @@ int pardo_conv_grad_outputs(pardo_kernel_ctx *ctx, const pardo_tensor *x, const 
  * channels over ctx's threads. PARDO_OK or pardo_run_rows's error. */
 int pardo_conv_bias_grad(pardo_kernel_ctx *ctx, const pardo_tensor *dy, int64_t n, int64_t m, int64_t plane,
                          pardo_tensor *db);
+
+/* The column products of the N-d convolutions, whose three kernels serve
+ * both ops: I is the tensor the columns are read from or scattered into
+ * ([n, group * cols.c, img...]), P the tensor at the positions ([n, group *
+ * p_ch, pos...]), W [group * p_ch, cols.c * kp], row-major, a group's rows
+ * after another's. conv_nd: I = X (dX), P = Y (dY); conv_transpose: I = Y
+ * (dY), P = X (dX). */
+typedef struct pardo_conv_cols {
+    pardo_dtype dtype;   // float32 or float64
+    pardo_cols_nd cols;  // the columns of one image's group of I
+    int64_t rows;        // position rows per column block (pardo_cols_nd_block_rows)
+    int64_t group, p_ch; // groups; P's channels per group
+    const void *w;       // W (borrowed)
+} pardo_conv_cols;
+
+/* For image n and group grp, over the columns of I's (i) in blocks: the
+ * group's P in p_out (NULL: not wanted) = W_g cols(I_g), and dW (dw, NULL:
+ * not wanted) += P_g cols(I_g)^T of P in p_in, set instead where first and
+ * at the first block. The columns of a block are made once for both.
+ * PARDO_OK, or PARDO_ENOMEM (the columns' scratch) / the product's error in
+ * c->st. */
+int pardo_conv_cols_gather(const pardo_conv_cols *cc, pardo_kernel_ctx *c, int64_t n, int64_t grp, const void *i,
+                           void *p_out, const void *p_in, void *dw, bool first);
+
+/* ch channel planes of plane elements at out (dtype float32 or float64):
+ * each set to its bias b[k] (b NULL: to 0), or, when add, the bias added. */
+void pardo_conv_bias_planes(pardo_dtype dtype, void *out, const void *b, int64_t ch, int64_t plane, bool add);
+
+/* For image n and group grp: I_g (in i_out) += col2im(W_g^T P_g), P in p,
+ * block by block in order. As pardo_conv_cols_gather for the result. */
+int pardo_conv_cols_scatter(const pardo_conv_cols *cc, pardo_kernel_ctx *c, int64_t n, int64_t grp, const void *p,
+                            void *i_out);
 
 #endif

@@ -11,9 +11,10 @@
  * one the importer gives 1-D and 3-D convolutions. And conv_nd_grad (dX,
  * dW, dB).
  *
- * The kernels run on the packed GEMM (ops/gemm.h) per image and group over
- * the columns of ops/im2col_nd.h (an image's group of C/group channels,
- * the positions Y's), in column blocks of a size the shapes alone fix
+ * The kernels run on the packed GEMM (ops/gemm.h) per image and group,
+ * ops/conv_items.h's column products with I = X (dX), P = Y (dY): the
+ * columns of ops/im2col_nd.h (an image's group of C/group channels read at
+ * Y's positions), in column blocks of a size the shapes alone fix
  * (pardo_cols_nd_block_rows), so every sum has one order whatever the
  * threads. With col the columns of a block of positions:
  *   forward: Y_g = W_g col(X_g), then + B, the (image, group) items over
@@ -35,7 +36,6 @@
 #include "kernel_util.h"
 #include "nn_util.h"
 #include "op.h"
-#include "scratch.h"
 
 #define CN_DIMS PARDO_COLS_ND_DIMS // spatial axes of the geometry the kernels run on
 #define CN_COL_BYTES (1 << 19)     // one column block's bytes at most (one position row's at least)
@@ -184,116 +184,52 @@ static pardo_cols_nd cn_cols(const cn_geom *g) {
     return c;
 }
 
-/* One run of a kernel, shared with its items. */
+/* One run of a kernel, shared with its items: the column products with I = X (dX), P = Y (dY). */
 typedef struct cn_job {
     const cn_geom *g;
-    pardo_dtype dtype;          // X's: float32 or float64
-    pardo_cols_nd cols;         // the columns of an image's group (cn_cols)
-    int64_t rows;               // position rows per column block
-    const void *x, *w, *b, *dy; // b: NULL, no bias
-    void *out;                  // Y or dX
-    void *dw;                   // conv_nd_grad's dW
+    pardo_conv_cols cc;
+    const void *x, *b, *dy; // b: NULL, no bias
+    void *out;              // Y or dX
+    void *dw;               // conv_nd_grad's dW
 } cn_job;
-
-/* Defines, for element type T with suffix SUF, fwd_image_SUF (Y of one
- * image and group), dx_image_SUF (its dX), dw_image_SUF (its terms of dW,
- * accumulated unless first) and db_SUF (dB over output channels [p0, p1)),
- * as the file's comment says. */
-#define CN_KERNELS(SUF, T)                                                                                             \
-    static T *cn_col_##SUF(const cn_job *j, pardo_kernel_ctx *c) {                                                     \
-        const size_t bytes = (size_t)(j->g->cg * j->g->kp * j->rows * j->g->out[2]) * sizeof(T);                       \
-        T *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);                                                          \
-        if (!col) pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_nd's columns", bytes);         \
-        return col;                                                                                                    \
-    }                                                                                                                  \
-    static int fwd_image_##SUF(const cn_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp) {                         \
-        const cn_geom *g = j->g;                                                                                       \
-        const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip, *b = j->b;                                    \
-        const T *w = (const T *)j->w + grp * g->mg * g->cg * g->kp;                                                    \
-        T *y = (T *)j->out + (n * g->m + grp * g->mg) * g->yp;                                                         \
-        const int64_t rows = g->out[0] * g->out[1], ck = g->cg * g->kp;                                                \
-        if (ck == 0) {                                                                                                 \
-            memset(y, 0, sizeof(T) * (size_t)(g->mg * g->yp));                                                         \
-        } else {                                                                                                       \
-            T *col = cn_col_##SUF(j, c);                                                                               \
-            if (!col) return c->st->code;                                                                              \
-            for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                           \
-                const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->out[2];               \
-                pardo_im2col_nd_##SUF(&j->cols, x, r0, r1, col);                                                       \
-                int rc = pardo_conv_gemm(c, j->dtype, false, false, g->mg, q, ck, w, ck, col, q, y + r0 * g->out[2],   \
-                                         g->yp, false);                                                                \
-                if (rc != PARDO_OK) return rc;                                                                         \
-            }                                                                                                          \
-        }                                                                                                              \
-        if (b)                                                                                                         \
-            for (int64_t m = 0; m < g->mg; m++) {                                                                      \
-                const T bv = b[grp * g->mg + m];                                                                       \
-                T *yr = y + m * g->yp;                                                                                 \
-                for (int64_t e = 0; e < g->yp; e++) yr[e] += bv;                                                       \
-            }                                                                                                          \
-        return PARDO_OK;                                                                                               \
-    }                                                                                                                  \
-    static int dx_image_##SUF(const cn_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp) {                          \
-        const cn_geom *g = j->g;                                                                                       \
-        const T *w = (const T *)j->w + grp * g->mg * g->cg * g->kp;                                                    \
-        const T *dy = (const T *)j->dy + (n * g->m + grp * g->mg) * g->yp;                                             \
-        T *dx = (T *)j->out + (n * g->c + grp * g->cg) * g->ip;                                                        \
-        const int64_t rows = g->out[0] * g->out[1], ck = g->cg * g->kp;                                                \
-        memset(dx, 0, sizeof(T) * (size_t)(g->cg * g->ip));                                                            \
-        if (ck == 0 || g->mg == 0) return PARDO_OK;                                                                    \
-        T *col = cn_col_##SUF(j, c);                                                                                   \
-        if (!col) return c->st->code;                                                                                  \
-        for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
-            const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->out[2];                   \
-            int rc = pardo_conv_gemm(c, j->dtype, true, false, ck, q, g->mg, w, ck, dy + r0 * g->out[2], g->yp, col,   \
-                                     q, false);                                                                        \
-            if (rc != PARDO_OK) return rc;                                                                             \
-            pardo_col2im_nd_##SUF(&j->cols, col, r0, r1, dx);                                                          \
-        }                                                                                                              \
-        return PARDO_OK;                                                                                               \
-    }                                                                                                                  \
-    static int dw_image_##SUF(const cn_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp, bool first) {              \
-        const cn_geom *g = j->g;                                                                                       \
-        const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip;                                               \
-        const T *dy = (const T *)j->dy + (n * g->m + grp * g->mg) * g->yp;                                             \
-        T *dw = (T *)j->dw + grp * g->mg * g->cg * g->kp;                                                              \
-        const int64_t rows = g->out[0] * g->out[1], ck = g->cg * g->kp;                                                \
-        T *col = cn_col_##SUF(j, c);                                                                                   \
-        if (!col) return c->st->code;                                                                                  \
-        for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
-            const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->out[2];                   \
-            pardo_im2col_nd_##SUF(&j->cols, x, r0, r1, col);                                                           \
-            int rc = pardo_conv_gemm(c, j->dtype, false, true, g->mg, ck, q, dy + r0 * g->out[2], g->yp, col, q, dw,   \
-                                     ck, !(first && r0 == 0));                                                         \
-            if (rc != PARDO_OK) return rc;                                                                             \
-        }                                                                                                              \
-        return PARDO_OK;                                                                                               \
-    }
-
-CN_KERNELS(f32, float)
-CN_KERNELS(f64, double)
 
 /* Item i = (image i / group, group i % group) of the forward, dX, dW (pardo_conv_items). */
 static int fwd_item(void *job, pardo_kernel_ctx *c, int64_t i) {
     const cn_job *j = job;
-    return (j->dtype == PARDO_F32 ? fwd_image_f32 : fwd_image_f64)(j, c, i / j->g->group, i % j->g->group);
+    const cn_geom *g = j->g;
+    const int64_t n = i / g->group, grp = i % g->group;
+    int rc = pardo_conv_cols_gather(&j->cc, c, n, grp, j->x, j->out, NULL, NULL, false);
+    if (rc == PARDO_OK && j->b) {
+        const size_t es = pardo_dtype_size(j->cc.dtype);
+        pardo_conv_bias_planes(j->cc.dtype, (char *)j->out + (size_t)((n * g->m + grp * g->mg) * g->yp) * es,
+                               (const char *)j->b + (size_t)(grp * g->mg) * es, g->mg, g->yp, true);
+    }
+    return rc;
 }
 
 static int dx_item(void *job, pardo_kernel_ctx *c, int64_t i) {
     const cn_job *j = job;
-    return (j->dtype == PARDO_F32 ? dx_image_f32 : dx_image_f64)(j, c, i / j->g->group, i % j->g->group);
+    const cn_geom *g = j->g;
+    const int64_t n = i / g->group, grp = i % g->group;
+    const size_t es = pardo_dtype_size(j->cc.dtype);
+    pardo_conv_bias_planes(j->cc.dtype, (char *)j->out + (size_t)((n * g->c + grp * g->cg) * g->ip) * es, NULL, g->cg,
+                           g->ip, false);
+    return pardo_conv_cols_scatter(&j->cc, c, n, grp, j->dy, j->out);
 }
 
 static int dw_item(void *job, pardo_kernel_ctx *c, int64_t i) {
     const cn_job *j = job;
-    return (j->dtype == PARDO_F32 ? dw_image_f32 : dw_image_f64)(j, c, i / j->g->group, i % j->g->group,
-                                                                 i < j->g->group);
+    return pardo_conv_cols_gather(&j->cc, c, i / j->g->group, i % j->g->group, j->x, NULL, j->dy, j->dw,
+                                  i < j->g->group);
 }
 
-/* A job over g's columns for X, W (dY: NULL in the forward). */
+/* A job over g's columns for X and W. */
 static cn_job cn_job_for(const cn_geom *g, const pardo_tensor *x, const pardo_tensor *w) {
-    cn_job j = {.g = g, .dtype = x->dtype, .cols = cn_cols(g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w)};
-    j.rows = pardo_cols_nd_block_rows(&j.cols, pardo_dtype_size(x->dtype), CN_COL_BYTES);
+    cn_job j = {
+        .g = g,
+        .cc = {.dtype = x->dtype, .cols = cn_cols(g), .group = g->group, .p_ch = g->mg, .w = pardo_tensor_data(w)},
+        .x = pardo_tensor_data(x)};
+    j.cc.rows = pardo_cols_nd_block_rows(&j.cc.cols, pardo_dtype_size(x->dtype), CN_COL_BYTES);
     return j;
 }
 

@@ -12,8 +12,10 @@
  * And conv_transpose_grad (dX, dW, dB).
  *
  * The kernels run on the packed GEMM (ops/gemm.h), per image and group,
- * over the columns of the convolution whose input gradient this op is
- * (CT_KERNELS says how; 1-D and 2-D inputs are seen as 3-D with leading
+ * over the columns of the convolution whose input gradient this op is:
+ * ops/conv_items.h's column products with I = Y (dY), P = X (dX), so the
+ * forward scatters W_g^T X_g into Y_g (= B first), dX = W_g cols(dY_g) and
+ * dW += X_g cols(dY_g)^T (1-D and 2-D inputs are seen as 3-D with leading
  * axes of size 1), in column blocks of a size the shapes alone fix
  * (pardo_cols_nd_block_rows), so every sum has one order whatever the threads:
  *   forward and dX: the (image, group) items over the kernel's threads,
@@ -34,7 +36,6 @@
 #include "kernel_util.h"
 #include "nn_util.h"
 #include "op.h"
-#include "scratch.h"
 
 #define CT_DIMS 3                // spatial axes of the geometry the kernels run on
 #define CT_COL_BYTES (1 << 19)   // one column block's bytes at most (one input row's at least): with the product's
@@ -173,18 +174,6 @@ static int ct_geometry_run(const pardo_op *op, const pardo_tensor *x, const pard
     return ct_geometry(op, &tx, &tw, b ? &tb : NULL, g, y, st);
 }
 
-/* One run of a kernel, shared with its items. */
-typedef struct ct_job {
-    const ct_geom *g;
-    pardo_dtype dtype;          // X's: float32 or float64
-    pardo_cols_nd cols;         // the columns of an image's group (ct_cols)
-    int64_t rows;               // input rows (i0, i1) per column block
-    const void *x, *w, *b, *dy; // b: NULL, no bias
-    void *out;                  // Y or dX
-    void *dw;                   // conv_transpose_grad's dW
-    bool dx_along;              // the dW items compute dX too (one im2col for both)
-} ct_job;
-
 /* The columns of one image's group: the convolution this op is the input
  * gradient of reads Y's mg channels (its image) at X's positions. */
 static pardo_cols_nd ct_cols(const ct_geom *g) {
@@ -200,98 +189,45 @@ static pardo_cols_nd ct_cols(const ct_geom *g) {
     return c;
 }
 
-/* Defines, for element type T with suffix SUF, the per-image work of the
- * GEMM form over the columns of ops/im2col_nd.h (ct_cols: the image is an
- * image's mg output planes, the positions X's): with col the columns of a
- * block of X's positions,
- *   forward: col = W_g^T X_g, then added into Y_g (col2im), Y_g = B first;
- *   dX:      dX_g = W_g col(dY_g) (im2col);
- *   dW:      dW_g += X_g col(dY_g)^T over the images and blocks in order;
- *   dB:      the sums of dY's planes, in double.
- * fwd_image_SUF and grad_image_SUF do one (image, group); db_SUF sums
- * output channels [p0, p1). */
-#define CT_KERNELS(SUF, T)                                                                                             \
-    static int fwd_image_##SUF(const ct_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp) {                         \
-        const ct_geom *g = j->g;                                                                                       \
-        const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip, *b = j->b;                                    \
-        const T *w = (const T *)j->w + grp * g->cg * g->mg * g->kp;                                                    \
-        T *y = (T *)j->out + (n * g->m + grp * g->mg) * g->yp;                                                         \
-        for (int64_t m = 0; m < g->mg; m++) {                                                                          \
-            const T bv = b ? b[grp * g->mg + m] : (T)0;                                                                \
-            for (int64_t e = 0; e < g->yp; e++) y[m * g->yp + e] = bv;                                                 \
-        }                                                                                                              \
-        if (g->cg == 0) return PARDO_OK;                                                                               \
-        const int64_t rows = g->in[0] * g->in[1], mk = g->mg * g->kp;                                                  \
-        const size_t bytes = (size_t)(mk * j->rows * g->in[2]) * sizeof(T);                                            \
-        T *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);                                                          \
-        if (!col) return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_transpose", bytes);     \
-        for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
-            const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->in[2];                    \
-            int rc = pardo_conv_gemm(c, j->dtype, true, false, mk, q, g->cg, w, mk, x + r0 * g->in[2], g->ip, col, q,  \
-                                     false);                                                                           \
-            if (rc != PARDO_OK) return rc;                                                                             \
-            pardo_col2im_nd_##SUF(&j->cols, col, r0, r1, y);                                                           \
-        }                                                                                                              \
-        return PARDO_OK;                                                                                               \
-    }                                                                                                                  \
-    static int grad_image_##SUF(const ct_job *j, pardo_kernel_ctx *c, int64_t n, int64_t grp, bool dx, bool dw) {      \
-        const ct_geom *g = j->g;                                                                                       \
-        const pardo_dtype dt = j->dtype;                                                                               \
-        const T *x = (const T *)j->x + (n * g->c + grp * g->cg) * g->ip;                                               \
-        const T *w = (const T *)j->w + grp * g->cg * g->mg * g->kp;                                                    \
-        const T *dy = (const T *)j->dy + (n * g->m + grp * g->mg) * g->yp;                                             \
-        T *dxp = dx ? (T *)j->out + (n * g->c + grp * g->cg) * g->ip : NULL;                                           \
-        T *dwp = dw ? (T *)j->dw + grp * g->cg * g->mg * g->kp : NULL;                                                 \
-        const int64_t rows = g->in[0] * g->in[1], mk = g->mg * g->kp;                                                  \
-        if (g->cg == 0) return PARDO_OK;                                                                               \
-        if (mk == 0) { /* no output channels: dX is 0; dW is empty */                                                  \
-            if (dxp) memset(dxp, 0, sizeof(T) * (size_t)(g->cg * g->ip));                                              \
-            return PARDO_OK;                                                                                           \
-        }                                                                                                              \
-        const size_t bytes = (size_t)(mk * j->rows * g->in[2]) * sizeof(T);                                            \
-        T *col = pardo_scratch_get(PARDO_SCRATCH_COL, bytes);                                                          \
-        if (!col)                                                                                                      \
-            return pardo_errorf(c->st, PARDO_ENOMEM, "cannot allocate %zu bytes for conv_transpose_grad", bytes);      \
-        for (int64_t r0 = 0; r0 < rows; r0 += j->rows) {                                                               \
-            const int64_t r1 = r0 + j->rows < rows ? r0 + j->rows : rows, q = (r1 - r0) * g->in[2];                    \
-            pardo_im2col_nd_##SUF(&j->cols, dy, r0, r1, col);                                                          \
-            int rc = PARDO_OK;                                                                                         \
-            if (dxp)                                                                                                   \
-                rc = pardo_conv_gemm(c, dt, false, false, g->cg, q, mk, w, mk, col, q, dxp + r0 * g->in[2], g->ip,     \
-                                     false);                                                                           \
-            if (rc == PARDO_OK && dwp)                                                                                 \
-                rc = pardo_conv_gemm(c, dt, false, true, g->cg, mk, q, x + r0 * g->in[2], g->ip, col, q, dwp, mk,      \
-                                     n > 0 || r0 > 0);                                                                 \
-            if (rc != PARDO_OK) return rc;                                                                             \
-        }                                                                                                              \
-        return PARDO_OK;                                                                                               \
-    }
-
-CT_KERNELS(f32, float)
-CT_KERNELS(f64, double)
+/* One run of a kernel, shared with its items: the column products with I = Y (dY), P = X (dX). */
+typedef struct ct_job {
+    const ct_geom *g;
+    pardo_conv_cols cc;
+    const void *x, *b, *dy; // b: NULL, no bias
+    void *out;              // Y or dX
+    void *dw;               // conv_transpose_grad's dW
+    bool dx_along;          // the dW items compute dX too (one im2col for both)
+} ct_job;
 
 /* Item i = (image i / group, group i % group) of the forward, dX, dW (pardo_conv_items). */
 static int fwd_item(void *job, pardo_kernel_ctx *c, int64_t i) {
     const ct_job *j = job;
-    return (j->dtype == PARDO_F32 ? fwd_image_f32 : fwd_image_f64)(j, c, i / j->g->group, i % j->g->group);
+    const ct_geom *g = j->g;
+    const int64_t n = i / g->group, grp = i % g->group;
+    const size_t es = pardo_dtype_size(j->cc.dtype);
+    pardo_conv_bias_planes(j->cc.dtype, (char *)j->out + (size_t)((n * g->m + grp * g->mg) * g->yp) * es,
+                           j->b ? (const char *)j->b + (size_t)(grp * g->mg) * es : NULL, g->mg, g->yp, false);
+    return pardo_conv_cols_scatter(&j->cc, c, n, grp, j->x, j->out);
 }
 
 static int dx_item(void *job, pardo_kernel_ctx *c, int64_t i) {
     const ct_job *j = job;
-    return (j->dtype == PARDO_F32 ? grad_image_f32 : grad_image_f64)(j, c, i / j->g->group, i % j->g->group, true,
-                                                                     false);
+    return pardo_conv_cols_gather(&j->cc, c, i / j->g->group, i % j->g->group, j->dy, j->out, NULL, NULL, false);
 }
 
 static int dw_item(void *job, pardo_kernel_ctx *c, int64_t i) {
     const ct_job *j = job;
-    return (j->dtype == PARDO_F32 ? grad_image_f32 : grad_image_f64)(j, c, i / j->g->group, i % j->g->group,
-                                                                     j->dx_along, true);
+    return pardo_conv_cols_gather(&j->cc, c, i / j->g->group, i % j->g->group, j->dy, j->dx_along ? j->out : NULL, j->x,
+                                  j->dw, i < j->g->group);
 }
 
-/* A job over g's columns for X, W. */
+/* A job over g's columns for X and W. */
 static ct_job ct_job_for(const ct_geom *g, const pardo_tensor *x, const pardo_tensor *w) {
-    ct_job j = {.g = g, .dtype = x->dtype, .cols = ct_cols(g), .x = pardo_tensor_data(x), .w = pardo_tensor_data(w)};
-    j.rows = pardo_cols_nd_block_rows(&j.cols, pardo_dtype_size(x->dtype), CT_COL_BYTES);
+    ct_job j = {
+        .g = g,
+        .cc = {.dtype = x->dtype, .cols = ct_cols(g), .group = g->group, .p_ch = g->cg, .w = pardo_tensor_data(w)},
+        .x = pardo_tensor_data(x)};
+    j.cc.rows = pardo_cols_nd_block_rows(&j.cc.cols, pardo_dtype_size(x->dtype), CT_COL_BYTES);
     return j;
 }
 
