@@ -27,22 +27,6 @@ static const pardo_attr_def mu_attrs[] = {
     {"pads", PARDO_ATTR_INTS, "[]", "the pool's pads, begins then ends, each >= 0; [] (default): 0s"},
 };
 
-/* Reads attr `name` as n values into out (left alone where absent or []); each must be >= lo. */
-static int read_axis_ints(const pardo_op *op, const char *name, int n, int64_t lo, int64_t *out, pardo_status *st) {
-    int64_t v[2 * PARDO_MAX_DIMS];
-    int got, rc = pardo_attr_ints(op, name, v, 2 * PARDO_MAX_DIMS, &got, st);
-    if (rc != PARDO_OK) return rc;
-    if (got <= 0) return PARDO_OK;
-    if (got != n) return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, expected %d", name, got, n);
-    for (int i = 0; i < n; i++) {
-        if (v[i] < lo)
-            return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %lld at position %d, expected >= %lld", name,
-                                (long long)v[i], i, (long long)lo);
-        out[i] = v[i];
-    }
-    return PARDO_OK;
-}
-
 /* Checks X, I and output_shape's type (os: NULL when absent) against the
  * attrs and fills p with the pooled input's type P and y with Y's: P, or X's
  * rank of -1 dims with output_shape (the kernel reads its values). */
@@ -68,8 +52,8 @@ static int mu_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
         s[i] = 1;
         p[i] = p[nk + i] = 0;
     }
-    if ((rc = read_axis_ints(op, "strides", nk, 1, s, st)) != PARDO_OK ||
-        (rc = read_axis_ints(op, "pads", 2 * nk, 0, p, st)) != PARDO_OK)
+    if ((rc = pardo_nn_axis_ints(op, "strides", nk, 1, s, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "pads", 2 * nk, 0, p, st)) != PARDO_OK)
         return rc;
     pardo_type want = *x;
     want.dtype = PARDO_I64;

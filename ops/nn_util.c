@@ -53,8 +53,9 @@ int pardo_nn_axis_ints(const pardo_op *op, const char *name, int n, int64_t lo, 
     if (rc != PARDO_OK) return rc;
     if (got <= 0) return PARDO_OK;
     if (got != n)
-        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, expected %d for the input's spatial axes", name,
-                            got, n);
+        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, expected %d (%s per spatial axis%s)", name, got,
+                            n, strcmp(name, "pads") == 0 ? "two" : "one",
+                            strcmp(name, "pads") == 0 ? ": begins, then ends" : "");
     for (int i = 0; i < n; i++) {
         if (v[i] < lo)
             return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %lld at position %d, expected >= %lld", name,

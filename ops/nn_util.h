@@ -44,7 +44,8 @@ int pardo_nn_expect_scalar(const pardo_type *t, const char *what, const pardo_dt
 /* Reads op's attr `name` as n values, one per spatial axis (2 n for pads:
  * begins, then ends), each >= lo, into out; absent or [] leaves out's
  * defaults. PARDO_EINVAL naming the attr for another count or a value
- * below lo. The convolutions' attrs (conv_nd, conv_transpose). */
+ * below lo. The window attrs of conv_nd, conv_transpose, the N-d pools and
+ * max_unpool. */
 int pardo_nn_axis_ints(const pardo_op *op, const char *name, int n, int64_t lo, int64_t *out, pardo_status *st);
 
 /* Output i of the kernel with the given dtype and shape, every element zero;

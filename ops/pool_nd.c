@@ -55,24 +55,6 @@ static const pardo_attr_def max_attrs[] = {
 };
 #define AVG_N_ATTRS 4 // avg_pool_nd: max_attrs without storage_order
 
-/* Reads attr `name` as n values into out (left alone where absent or []); each must be >= lo. */
-static int read_axis_ints(const pardo_op *op, const char *name, int n, int64_t lo, int64_t *out, pardo_status *st) {
-    int64_t v[2 * PARDO_MAX_DIMS];
-    int got, rc = pardo_attr_ints(op, name, v, 2 * PARDO_MAX_DIMS, &got, st);
-    if (rc != PARDO_OK) return rc;
-    if (got <= 0) return PARDO_OK;
-    if (got != n)
-        return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %d values, expected %d (the kernel's axes%s)", name, got,
-                            n, strcmp(name, "pads") == 0 ? ", begins then ends" : "");
-    for (int i = 0; i < n; i++) {
-        if (v[i] < lo)
-            return pardo_errorf(st, PARDO_EINVAL, "attr '%s' has %lld at position %d, expected >= %lld", name,
-                                (long long)v[i], i, (long long)lo);
-        out[i] = v[i];
-    }
-    return PARDO_OK;
-}
-
 /* The taps [*lo, *hi) of output o's window along axis a that read inside the input. */
 static void taps(const pn_geom *g, int a, int64_t o, int64_t *lo, int64_t *hi) {
     const int64_t start = o * g->s[a] - g->pb[a], d = g->d[a];
@@ -116,9 +98,9 @@ static int pn_geometry(const pardo_op *op, const pardo_type *x, bool with_order,
         g->k[o + i] = g->s[o + i] = k[i];
     }
     int64_t pads[2 * PN_DIMS] = {0};
-    if ((rc = read_axis_ints(op, "strides", nsp, 1, g->s + o, st)) != PARDO_OK ||
-        (rc = read_axis_ints(op, "dilations", nsp, 1, g->d + o, st)) != PARDO_OK ||
-        (rc = read_axis_ints(op, "pads", 2 * nsp, 0, pads, st)) != PARDO_OK)
+    if ((rc = pardo_nn_axis_ints(op, "strides", nsp, 1, g->s + o, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "dilations", nsp, 1, g->d + o, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "pads", 2 * nsp, 0, pads, st)) != PARDO_OK)
         return rc;
     for (int i = 0; i < nsp; i++) {
         g->pb[o + i] = pads[i];

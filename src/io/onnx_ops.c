@@ -1288,6 +1288,17 @@ static int map_split(onnx_ctx *c, const Onnx__NodeProto *n, pardo_status *st) {
 
 /* ---- network ops ---- */
 
+/* ONNX's auto_pad SAME_UPPER (upper) / SAME_LOWER pads of one axis: the input of size in, stride s, the dilated
+ * kernel spanning span elements, out = ceil(in / s); the total padding with its larger half at the end (UPPER)
+ * or the begin (LOWER) into *begin and *end. */
+static void same_pads(int64_t in, int64_t s, int64_t span, bool upper, int64_t *begin, int64_t *end) {
+    const int64_t out = (in + s - 1) / s;
+    int64_t total = (out - 1) * s + span - in;
+    if (total < 0) total = 0;
+    *begin = upper ? total / 2 : total - total / 2;
+    *end = total - *begin;
+}
+
 /* The window geometry of Conv / MaxPool / AveragePool, checked, as 2-D:
  * strides s, pads p (top, left, bottom, right) and dilations d from the
  * node's attrs of nsp spatial dims (1: a 1-D window, seen as height 1).
@@ -1325,11 +1336,7 @@ static int window_geometry(onnx_ctx *c, const Onnx__NodeProto *n, const pardo_ty
         for (int i = 0; i < 2; i++) {
             int64_t in = xt->ndim == 4 ? xt->shape[2 + i] : -1;
             if (in < 0) return onnx_unsupported(c, st, "auto_pad SAME over a run-time spatial dim");
-            int64_t out = (in + s[i] - 1) / s[i], eff = (kernel[i] - 1) * d[i] + 1;
-            int64_t total = (out - 1) * s[i] + eff - in;
-            if (total < 0) total = 0;
-            p[i] = upper ? total / 2 : total - total / 2;
-            p[i + 2] = total - p[i];
+            same_pads(in, s[i], (kernel[i] - 1) * d[i] + 1, upper, &p[i], &p[i + 2]);
         }
     }
     return PARDO_OK;
@@ -1385,11 +1392,7 @@ static int map_conv_nd(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, con
     for (int i = 0; same && i < nsp; i++) {
         const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1;
         if (in < 0) return onnx_unsupported(c, st, "auto_pad SAME over a run-time spatial dim");
-        const int64_t out = (in + s[i] - 1) / s[i];
-        int64_t total = (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in;
-        if (total < 0) total = 0;
-        p[i] = upper ? total / 2 : total - total / 2;
-        p[nsp + i] = total - p[i];
+        same_pads(in, s[i], (k[i] - 1) * d[i] + 1, upper, &p[i], &p[nsp + i]);
     }
     const char *in[3] = {x, w, b};
     pardo_op *op = onnx_emit1(c, n, "conv_nd", in, *b ? 3 : 2, st);
@@ -1623,11 +1626,7 @@ int onnx_pool_geometry(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, onn
         const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1, span = (ks[i] - 1) * d[i] + 1;
         if (in < 0) return onnx_unsupported(c, st, "auto_pad SAME or ceil_mode over a run-time spatial dim");
         if (same) {
-            const int64_t out = (in + s[i] - 1) / s[i];
-            int64_t total = (out - 1) * s[i] + span - in;
-            if (total < 0) total = 0;
-            p[i] = upper ? total / 2 : total - total / 2;
-            p[nk + i] = total - p[i];
+            same_pads(in, s[i], span, upper, &p[i], &p[nk + i]);
         } else {
             const int64_t room = in + p[i] + p[nk + i] - span;
             if (room < 0) continue;
