@@ -126,6 +126,9 @@ ifeq ($(CUDA),1)
   LIB_SRC += src/core/device_cuda.c $(wildcard ops/cuda/*.c)
   CU_SRC  := $(wildcard ops/cuda/*.cu)
   CUDA_CFLAGS = -I$(CUDA_HOME)/include
+  # ops/cuda/kernels.h declares the kernels as plain functions under PARDO_CUDA (weak, so NULL, without it): the op
+  # defs' references then pull ops/cuda/*.o out of libpardo.a into every program that links it
+  CFLAGS  += -DPARDO_CUDA
   LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
   NVCCFLAGS ?= -O2 -std=c++17 -gencode arch=compute_75,code=[compute_75,sm_75] -gencode arch=compute_90,code=sm_90 -Isrc -Iops -MMD -MP --compiler-options -fPIC,-Wall
 else

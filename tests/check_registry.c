@@ -1,11 +1,15 @@
 /* check_registry.c - the op table: it passes its own check, lookup of known
  * and unknown names, every op's schema is complete (docs, attr defaults that
- * parse as JSON of the declared type), and the known-op list. */
+ * parse as JSON of the declared type), the known-op list, and the CUDA
+ * kernels of ops/cuda/kernels.h's list in the defs of a CUDA build (none in a
+ * CPU-only one). */
 #include <check.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "check_suites.h"
+#include "core/device.h"
+#include "kernels.h"
 #include "op.h"
 #include "core/value.h"
 #include "core/value_json.h"
@@ -134,6 +138,44 @@ START_TEST(test_nearest_names) {
 }
 END_TEST
 
+/* The ops ops/cuda/kernels.h lists, each with its kernel as this program linked it: the function in a CUDA build
+ * (a strong reference: libpardo.a's ops/cuda/ objects linked in), NULL in a CPU-only one (weak, never defined). */
+typedef struct cuda_entry {
+    const char *type;
+    pardo_kernel_fn fn;
+} cuda_entry;
+#define CUDA_ENTRY(name) {#name, pardo_cuda_##name},
+static const cuda_entry cuda_listed[] = {PARDO_CUDA_KERNELS(CUDA_ENTRY)};
+#undef CUDA_ENTRY
+
+/* In a CUDA build every listed op's def has its kernel, in a CPU-only build none has one; and no op outside the
+ * list has a CUDA kernel (the list is where a new kernel is added). */
+START_TEST(test_cuda_kernels_registered) {
+    const bool built = pardo_device_compiled();
+    ck_assert_int_ge(LEN(cuda_listed), 10);
+    for (int i = 0; i < LEN(cuda_listed); i++) {
+        const pardo_op_def *d = pardo_op_lookup(cuda_listed[i].type);
+        ck_assert_msg(d != NULL, "ops/cuda/kernels.h lists '%s', which is not registered", cuda_listed[i].type);
+        if (built) {
+            ck_assert_msg(cuda_listed[i].fn != NULL, "pardo_cuda_%s did not link into a CUDA build",
+                          cuda_listed[i].type);
+            ck_assert_msg(d->cuda == cuda_listed[i].fn, "op '%s' in a CUDA build: def->cuda is %s, expected "
+                          "pardo_cuda_%s", d->type, d->cuda ? "another function" : "NULL", d->type);
+        } else {
+            ck_assert_msg(cuda_listed[i].fn == NULL && d->cuda == NULL,
+                          "op '%s' has a CUDA kernel in a build without CUDA", d->type);
+        }
+    }
+    for (int i = 0; i < pardo_op_count(); i++) {
+        const pardo_op_def *d = pardo_op_at(i);
+        bool listed = false;
+        for (int k = 0; k < LEN(cuda_listed) && !listed; k++) listed = strcmp(cuda_listed[k].type, d->type) == 0;
+        ck_assert_msg(listed || d->cuda == NULL, "op '%s' has a CUDA kernel that ops/cuda/kernels.h does not list",
+                      d->type);
+    }
+}
+END_TEST
+
 START_TEST(test_err_unknown_op_is_null) {
     /* an unknown name is not an error inside the registry: lookup returns
      * NULL and the caller lists the known ones */
@@ -150,6 +192,7 @@ Suite *make_registry_suite(void) {
     tcase_add_test(core, test_schemas_complete);
     tcase_add_test(core, test_known_list);
     tcase_add_test(core, test_nearest_names);
+    tcase_add_test(core, test_cuda_kernels_registered);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_unknown_op_is_null);
