@@ -2,10 +2,12 @@
  * and unknown names, every op's schema is complete (docs, attr defaults that
  * parse as JSON of the declared type), the known-op list, and the CUDA
  * kernels of ops/cuda/kernels.h's list in the defs of a CUDA build (none in a
- * CPU-only one). */
+ * CPU-only one), and the note an op run on the CPU in a GPU run prints once. */
 #include <check.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_suites.h"
 #include "core/device.h"
@@ -176,6 +178,35 @@ START_TEST(test_cuda_kernels_registered) {
 }
 END_TEST
 
+/* An op a GPU run hands to the CPU is said once per op type, with the reason, on stderr (the test runs in its own
+ * process under Check's fork; stderr goes to a temporary file for it). */
+START_TEST(test_cpu_run_noted_once_per_op_type) {
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    fflush(stderr);
+    int saved = dup(fileno(stderr));
+    ck_assert_int_ge(saved, 0);
+    ck_assert_int_ge(dup2(fileno(f), fileno(stderr)), 0);
+    const pardo_op_def *softmax = pardo_op_lookup("softmax"), *add = pardo_op_lookup("add");
+    pardo_op_note_cpu_run(softmax, "it has no CUDA kernel");
+    pardo_op_note_cpu_run(softmax, "it has no CUDA kernel");
+    pardo_op_note_cpu_run(add, "its CUDA kernel takes float32 and float64, not int64");
+    pardo_op_note_cpu_run(add, "its CUDA kernel takes float32 and float64, not int32");
+    pardo_op_note_cpu_run(NULL, "nothing");
+    fflush(stderr);
+    dup2(saved, fileno(stderr));
+    close(saved);
+    char text[1024] = "";
+    rewind(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    ck_assert_str_eq(text, "note: op 'softmax' runs on the CPU in this GPU run (it has no CUDA kernel); its tensors are "
+                           "moved between the devices\nnote: op 'add' runs on the CPU in this GPU run (its CUDA kernel "
+                           "takes float32 and float64, not int64); its tensors are moved between the devices\n");
+}
+END_TEST
+
 START_TEST(test_err_unknown_op_is_null) {
     /* an unknown name is not an error inside the registry: lookup returns
      * NULL and the caller lists the known ones */
@@ -193,6 +224,7 @@ Suite *make_registry_suite(void) {
     tcase_add_test(core, test_known_list);
     tcase_add_test(core, test_nearest_names);
     tcase_add_test(core, test_cuda_kernels_registered);
+    tcase_add_test(core, test_cpu_run_noted_once_per_op_type);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_unknown_op_is_null);

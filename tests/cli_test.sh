@@ -93,6 +93,8 @@ expect "run fused a1" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --threa
 stdout_has "run fused a1" "a1: float32 [16, 32] = [2.04594, 0.875201, 0, 0, 0, 1.59114"
 expect "run --device cuda falls back" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --device cuda --fetch loss
 stdout_has "run --device cuda" "loss: float32 []"
+# without a GPU the whole run is on the CPU: no op says it falls back (that note is for GPU runs)
+if grep -q "in this GPU run" "$T/err"; then bad "a run without a GPU printed op notes: $(cat "$T/err")"; else ok; fi
 # a CPU run of a CUDA build (its kernels linked in) never starts the CUDA driver: libcuda is not even opened
 if [ "$cuda_word" = "cuda kernel: yes" ] && command -v strace >/dev/null 2>&1 &&
     strace -f -e trace=openat -o "$T/strace" "$PARDO" --version >/dev/null 2>&1; then
