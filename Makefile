@@ -129,7 +129,10 @@ ifeq ($(CUDA),1)
   # ops/cuda/kernels.h declares the kernels as plain functions under PARDO_CUDA (weak, so NULL, without it): the op
   # defs' references then pull ops/cuda/*.o out of libpardo.a into every program that links it
   CFLAGS  += -DPARDO_CUDA
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+  $(BUILD)/ops/cuda/matmul.cu.o: NVCCFLAGS += -DPARDO_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
+  # cuBLAS (matmul's products) is opened with dlopen on the first GPU product, not linked: loading it opens the CUDA
+  # driver, which a CPU run of a CUDA build never does (tests/cli_test.sh checks)
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -ldl
   NVCCFLAGS ?= -O2 -std=c++17 -gencode arch=compute_75,code=[compute_75,sm_75] -gencode arch=compute_90,code=sm_90 -Isrc -Iops -MMD -MP --compiler-options -fPIC,-Wall
 else
   LIB_SRC += src/core/device_none.c

@@ -3,10 +3,10 @@
 
 #include <stdio.h>
 
-bool pardo_cuda_floats_in(const pardo_kernel_ctx *ctx, int n) {
+bool pardo_cuda_floats_in(const pardo_kernel_ctx *ctx, unsigned inputs) {
     const pardo_tensor *first = NULL;
-    for (int k = 0; k < n && k < ctx->n_in; k++) {
-        const pardo_tensor *t = ctx->in[k];
+    for (int k = 0; k < ctx->n_in && k < 32; k++) {
+        const pardo_tensor *t = inputs >> k & 1u ? ctx->in[k] : NULL;
         if (!t) continue;
         if (t->is_array || !pardo_dtype_is_float(t->dtype) || (first && t->dtype != first->dtype)) return false;
         if (!first) first = t;
@@ -30,11 +30,11 @@ int pardo_cuda_run_on_cpu(pardo_kernel_ctx *ctx, const char *why) {
     return pardo_op_run_cpu(ctx);
 }
 
-int pardo_cuda_run_on_cpu_inputs(pardo_kernel_ctx *ctx, int n) {
+int pardo_cuda_run_on_cpu_inputs(pardo_kernel_ctx *ctx, unsigned inputs) {
     char why[128] = "its CUDA kernel takes float32 and float64 tensors";
     const pardo_tensor *first = NULL;
-    for (int k = 0; k < n && k < ctx->n_in; k++) {
-        const pardo_tensor *t = ctx->in[k];
+    for (int k = 0; k < ctx->n_in && k < 32; k++) {
+        const pardo_tensor *t = inputs >> k & 1u ? ctx->in[k] : NULL;
         if (!t) continue;
         if (t->is_array) {
             snprintf(why, sizeof why, "its CUDA kernel takes no tensor_array (input %d)", k);

@@ -11,7 +11,7 @@
 
 static int unary(pardo_kernel_ctx *ctx, int kind, double a, double b) {
     pardo_tensor *x = ctx->in[0];
-    if (!pardo_cuda_floats_in(ctx, 1)) return pardo_cuda_run_on_cpu_inputs(ctx, 1);
+    if (!pardo_cuda_floats_in(ctx, 0x1)) return pardo_cuda_run_on_cpu_inputs(ctx, 0x1);
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;
     char err[256];
@@ -40,7 +40,7 @@ int pardo_cuda_scale(pardo_kernel_ctx *ctx) {
 static int binary(pardo_kernel_ctx *ctx, int kind) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
     char sa[128], sb[128];
-    if (!pardo_cuda_floats_in(ctx, 2)) return pardo_cuda_run_on_cpu_inputs(ctx, 2);
+    if (!pardo_cuda_floats_in(ctx, 0x3)) return pardo_cuda_run_on_cpu_inputs(ctx, 0x3);
     pardo_type ta = pardo_tensor_type(a), tb = pardo_tensor_type(b), to;
     if (pardo_broadcast_types(&ta, &tb, &to, ctx->st) != PARDO_OK) return ctx->st->code;
     int64_t as[PARDO_MAX_DIMS], bs[PARDO_MAX_DIMS];

@@ -27,7 +27,9 @@
     X(add)                                                                                                             \
     X(sub)                                                                                                             \
     X(mul)                                                                                                             \
-    X(div)
+    X(div)                                                                                                             \
+    X(matmul)                                                                                                          \
+    X(matmul_grad)
 
 #ifdef PARDO_CUDA
 #define PARDO_CUDA_KERNEL_DECL(name) int pardo_cuda_##name(pardo_kernel_ctx *ctx);
