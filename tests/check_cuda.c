@@ -225,14 +225,14 @@ static void check_matmul(pardo_dtype dt, int na, const int64_t *sa, bool ta, int
     if (nbias >= 0) shape_json(jc, sizeof jc, nbias, sbias);
     const char *dn = pardo_dtype_name(dt);
     char bias_var[256] = "";
-    if (nbias >= 0) snprintf(bias_var, sizeof bias_var, ", \"c\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}", dn, jc);
+    if (nbias >= 0)
+        snprintf(bias_var, sizeof bias_var, ", \"c\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}", dn, jc);
     snprintf(graph, sizeof graph,
              "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"a\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"},"
              "\"b\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}%s},"
              "\"ops\": [{\"op\": \"matmul\", \"in\": [\"a\", \"b\"%s], \"out\": [\"z\"], \"attrs\": "
              "{\"transpose_a\": %s, \"transpose_b\": %s, \"activation\": \"%s\"}}]}]}",
-             dn, ja, dn, jb, bias_var, nbias >= 0 ? ", \"c\"" : "", ta ? "true" : "false", tb ? "true" : "false",
-             act);
+             dn, ja, dn, jb, bias_var, nbias >= 0 ? ", \"c\"" : "", ta ? "true" : "false", tb ? "true" : "false", act);
     test_rng r = {17};
     bool is_float = pardo_dtype_is_float(dt);
     named_tensor feeds[3] = {{"a", test_tensor_random(&r, dt, na, a_st, is_float ? -1.0 : -5.0, is_float ? 1.0 : 5.0)},
@@ -310,22 +310,27 @@ static void check_matmul_grad(pardo_dtype dt, int na, const int64_t *sa, bool ta
     shape_json(jy, sizeof jy, ny, sy);
     if (nbias >= 0) shape_json(jc, sizeof jc, nbias, sbias);
     const char *dn = pardo_dtype_name(dt);
-    int w = snprintf(vars, sizeof vars,
-                     "\"a\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}, \"b\": {\"dtype\": \"%s\", \"shape\": %s, "
-                     "\"role\": \"feed\"}", dn, ja, dn, jb);
+    int w = snprintf(
+        vars, sizeof vars,
+        "\"a\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}, \"b\": {\"dtype\": \"%s\", \"shape\": %s, "
+        "\"role\": \"feed\"}",
+        dn, ja, dn, jb);
     if (with_dy)
-        w += snprintf(vars + w, sizeof vars - (size_t)w, ", \"g\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}", dn,
-                      jy);
+        w += snprintf(vars + w, sizeof vars - (size_t)w,
+                      ", \"g\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}", dn, jy);
     if (relu)
-        w += snprintf(vars + w, sizeof vars - (size_t)w, ", \"r\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}", dn,
-                      ja);
+        w += snprintf(vars + w, sizeof vars - (size_t)w,
+                      ", \"r\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}", dn, ja);
     if (nbias >= 0)
-        snprintf(vars + w, sizeof vars - (size_t)w, ", \"c\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}", dn, jc);
-    snprintf(graph, sizeof graph,
-             "{\"pardo\": 1, \"blocks\": [{\"vars\": {%s}, \"ops\": [{\"op\": \"matmul_grad\", \"in\": [\"a\", \"b\", \"\", "
-             "\"%s\", \"%s\", \"%s\"], \"out\": [\"da\", \"db\"%s], \"attrs\": {\"transpose_a\": %s, \"transpose_b\": %s}}]}]}",
-             vars, with_dy ? "g" : "", relu ? "r" : "", nbias >= 0 ? "c" : "", nbias >= 0 ? ", \"dc\"" : "",
-             ta ? "true" : "false", tb ? "true" : "false");
+        snprintf(vars + w, sizeof vars - (size_t)w, ", \"c\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}",
+                 dn, jc);
+    snprintf(
+        graph, sizeof graph,
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {%s}, \"ops\": [{\"op\": \"matmul_grad\", \"in\": [\"a\", \"b\", \"\", "
+        "\"%s\", \"%s\", \"%s\"], \"out\": [\"da\", \"db\"%s], \"attrs\": {\"transpose_a\": %s, \"transpose_b\": "
+        "%s}}]}]}",
+        vars, with_dy ? "g" : "", relu ? "r" : "", nbias >= 0 ? "c" : "", nbias >= 0 ? ", \"dc\"" : "",
+        ta ? "true" : "false", tb ? "true" : "false");
     test_rng r = {23};
     named_tensor feeds[5];
     int n = 0;

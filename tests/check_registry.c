@@ -201,9 +201,10 @@ START_TEST(test_cpu_run_noted_once_per_op_type) {
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
     fclose(f);
-    ck_assert_str_eq(text, "note: op 'softmax' runs on the CPU in this GPU run (it has no CUDA kernel); its tensors are "
-                           "moved between the devices\nnote: op 'add' runs on the CPU in this GPU run (its CUDA kernel "
-                           "takes float32 and float64, not int64); its tensors are moved between the devices\n");
+    ck_assert_str_eq(text,
+                     "note: op 'softmax' runs on the CPU in this GPU run (it has no CUDA kernel); its tensors are "
+                     "moved between the devices\nnote: op 'add' runs on the CPU in this GPU run (its CUDA kernel "
+                     "takes float32 and float64, not int64); its tensors are moved between the devices\n");
 }
 END_TEST
 

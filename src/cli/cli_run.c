@@ -143,7 +143,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
                 !cli_parse_int("run", "--steps", v, 1, 1000000000L, &a->steps))
                 return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--device")) {
-            if (!(v = cli_flag_value("run", argc, argv, &i, "--device")) || !cli_parse_device("run", v, &a->device, &a->device_index))
+            if (!(v = cli_flag_value("run", argc, argv, &i, "--device")) ||
+                !cli_parse_device("run", v, &a->device, &a->device_index))
                 return CLI_BAD_INPUT;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             return cli_usage_error("run", "unknown flag '%s'", arg);

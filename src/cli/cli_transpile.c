@@ -143,7 +143,8 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
     if (a->opt.labels && a->opt.add_loss == PARDO_LOSS_NONE)
         return cli_usage_error("transpile", "--labels needs --add-loss");
     if (a->no_parallel && (a->parts_given || a->opt.sync_parts))
-        return cli_usage_error("transpile", "--no-parallel makes no parts: it takes neither --parts nor --sync-batch-norm");
+        return cli_usage_error("transpile",
+                               "--no-parallel makes no parts: it takes neither --parts nor --sync-batch-norm");
     if (a->opt.nesterov && a->opt.optimizer != PARDO_OPTIMIZER_MOMENTUM)
         return cli_usage_error("transpile", "--nesterov needs --optimizer momentum");
     return -1;

@@ -234,7 +234,8 @@ static int gather(pardo_loader *l, slot *s, int64_t e, int64_t b, pardo_status *
         unsigned char *dst = tail ? s->tail_data[i] : s->full_data[i];
         const void *now = pardo_tensor_mutable_cpu(tail ? s->tail[i] : s->full[i], st);
         if (!now) return st->code;
-        if (now != dst) return pardo_errorf(st, PARDO_ERUNTIME, "%s: a batch slot's host buffer moved", l->src[i]->path);
+        if (now != dst)
+            return pardo_errorf(st, PARDO_ERUNTIME, "%s: a batch slot's host buffer moved", l->src[i]->path);
         const unsigned char *src = l->src[i]->data;
         size_t rb = l->row_bytes[i];
         if (!l->opt.shuffle && nr == 1) {
