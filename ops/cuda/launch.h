@@ -45,6 +45,22 @@ int pardo_cuda_gemm(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, co
                     const void *b, int64_t stride_b, void *c, int64_t stride_c, int64_t batch, double beta, char *err,
                     size_t errlen);
 
+/* The column-major BLAS call (cuBLAS's gemm) that computes pardo_cuda_gemm's row-major C = op(A) op(B): row-major
+ * C [m, n] read column-major is C^T [n, m] (ld n), and C^T = op(B)^T op(A)^T, so B is the call's first operand. B
+ * as stored (row-major, ld tb ? k : n) read column-major is B^T when !tb: op(B)^T is it as it is (no transpose),
+ * or transposed when tb; likewise A (ld ta ? m : k). matmul.cu makes its call from this, and so does the host
+ * stand-in that checks the glue without a GPU (tests/gpu_mock/), against a naive column-major product. */
+typedef struct pardo_cuda_colmajor {
+    int trans_first, trans_second;       // whether the call transposes its first operand (B) and second (A)
+    int64_t rows, cols, inner;           // the call's m, n, k
+    int64_t ld_first, ld_second, ld_out; // leading dims of B, A and C as stored
+} pardo_cuda_colmajor;
+
+static inline pardo_cuda_colmajor pardo_cuda_colmajor_of(int ta, int tb, int64_t m, int64_t n, int64_t k) {
+    pardo_cuda_colmajor g = {tb != 0, ta != 0, n, m, k, tb ? k : n, ta ? m : k, n};
+    return g;
+}
+
 enum pardo_cuda_act { PARDO_CU_ACT_NONE, PARDO_CU_ACT_RELU, PARDO_CU_ACT_GELU };
 
 /* The product's epilogue, in place: y[i] = act(y[i] + bias[ib(i)]) over the ndim dims of shape, bias read at

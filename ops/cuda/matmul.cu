@@ -249,21 +249,21 @@ extern "C" int pardo_cuda_gemm(int f64, int ta, int tb, int64_t m, int64_t n, in
     cublasHandle_t h;
     int rc = handle_get(&h, err, errlen);
     if (rc) return rc;
-    // Row-major C [m, n] is column-major C^T [n, m] (ld n): C^T = op(B)^T op(A)^T, with B first. B as stored
-    // (row-major, ld tb ? k : n) read column-major is B^T when !tb, so op(B)^T is it as it is (N), or transposed
-    // (T) when tb; likewise A (ld ta ? m : k).
-    const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const int M = (int)n, N = (int)m, K = (int)k, ldb = tb ? (int)k : (int)n, lda = ta ? (int)m : (int)k,
-              ldc = (int)n, count = (int)batch;
+    // row-major C = op(A) op(B) as the column-major C^T = op(B)^T op(A)^T (launch.h's pardo_cuda_colmajor)
+    const pardo_cuda_colmajor g = pardo_cuda_colmajor_of(ta, tb, m, n, k);
+    const cublasOperation_t op_b = g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            op_a = g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int M = (int)g.rows, N = (int)g.cols, K = (int)g.inner, ldb = (int)g.ld_first, lda = (int)g.ld_second,
+              ldc = (int)g.ld_out, count = (int)batch;
     cublasStatus_t s;
     if (f64) {
         const double alpha = 1.0, bt = beta;
-        s = blas.dgemm(h, op_b, op_a, M, N, K, &alpha, (const double *)b, ldb, stride_b,
-                                      (const double *)a, lda, stride_a, &bt, (double *)c, ldc, stride_c, count);
+        s = blas.dgemm(h, op_b, op_a, M, N, K, &alpha, (const double *)b, ldb, stride_b, (const double *)a, lda,
+                       stride_a, &bt, (double *)c, ldc, stride_c, count);
     } else {
         const float alpha = 1.0f, bt = (float)beta;
-        s = blas.sgemm(h, op_b, op_a, M, N, K, &alpha, (const float *)b, ldb, stride_b,
-                                      (const float *)a, lda, stride_a, &bt, (float *)c, ldc, stride_c, count);
+        s = blas.sgemm(h, op_b, op_a, M, N, K, &alpha, (const float *)b, ldb, stride_b, (const float *)a, lda,
+                       stride_a, &bt, (float *)c, ldc, stride_c, count);
     }
     return s == CUBLAS_STATUS_SUCCESS ? 0 : blas_fail(s, f64 ? "DgemmStridedBatched" : "SgemmStridedBatched", err,
                                                       errlen);
