@@ -6,12 +6,13 @@
  * dA, dB summed over the batches an operand was broadcast to, dA through a
  * relu's mask (input 4) and the bias gradient summed from it (output 2).
  * Each product is a row-major cuBLAS call (ops/cuda/matmul.cu: computed as
- * C^T = op(B)^T op(A)^T), one strided batched call per run of the innermost
- * merged batch dim where the products write distinct matrices, one after
- * another where they add into one. What the GPU half does not take (integer
- * and half dtypes, a tensor_array, shapes or attrs the CPU kernel refuses,
- * sizes past cuBLAS's ints) runs the CPU kernel (pardo_cuda_run_on_cpu), which
- * also gives the errors. */
+ * C^T = op(B)^T op(A)^T): a batch of A against a B of no batch dims as one
+ * product of all the batch's rows, else one strided batched call per run of
+ * the innermost merged batch dim where the products write distinct matrices,
+ * one after another where they add into one. What the GPU half does not
+ * take (integer and half dtypes, a tensor_array, shapes or attrs the CPU
+ * kernel refuses, sizes past cuBLAS's ints) runs the CPU kernel
+ * (pardo_cuda_run_on_cpu), which also gives the errors. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +69,19 @@ static bool plan_make(pardo_kernel_ctx *ctx, const pardo_tensor *a, const pardo_
     if (!a_vec) p->y_shape[p->y_nd++] = p->m;
     if (!b_vec) p->y_shape[p->y_nd++] = p->n;
     return p->m <= INT_MAX && p->n <= INT_MAX && p->k <= INT_MAX && p->batch.dims[p->batch.nd - 1] <= INT_MAX;
+}
+
+/* A batch of A against one B of no batch dims, A not transposed: A's matrices are one [batch * M, K] matrix and
+ * Y's one [batch * M, N] (each contiguous), so the batch is one product of M rows batch times as many: one GEMM
+ * for Y and for dA, and dB = A^T dY one GEMM over all the batch's rows instead of a sum of batch GEMMs into one
+ * matrix. Leaves p alone elsewhere. */
+static void fold_batch_into_rows(gpu_plan *p) {
+    if (p->b_batch_nd != 0 || p->ta || p->a_batch_nd == 0 || p->batch.numel * p->m > INT_MAX) return;
+    p->m *= p->batch.numel;
+    p->a_batch_nd = 0;
+    p->batch.nd = 1;
+    p->batch.numel = p->batch.dims[0] = 1;
+    p->batch.sa[0] = p->batch.sb[0] = 1;
 }
 
 /* The activation attr as launch.h's enum; false for a word matmul does not know (the CPU kernel says so). */
@@ -156,6 +170,7 @@ int pardo_cuda_matmul(pardo_kernel_ctx *ctx) {
     pardo_tensor *y = pardo_kernel_output(ctx, 0, a->dtype, p.y_nd, p.y_shape);
     if (!y) return ctx->st->code;
     if (y->numel == 0) return PARDO_OK;
+    fold_batch_into_rows(&p); /* after Y's shape and the bias's strides, which stay the batch's */
     const char *pa = dev(ctx, a), *pb = dev(ctx, b), *pbias = bias ? dev(ctx, bias) : NULL;
     if (!pa || !pb || (bias && !pbias)) return ctx->st->code;
     const int f64 = a->dtype == PARDO_F64;
@@ -202,8 +217,9 @@ int pardo_cuda_matmul_grad(pardo_kernel_ctx *ctx) {
     pardo_tensor *dbias = want_bias ? pardo_kernel_output(ctx, 2, bias->dtype, bias->ndim, bias->shape) : NULL;
     if (want_bias && !dbias) return ctx->st->code;
 
-    /* with no batch dims there is one product, written with beta 0; otherwise each batch of Y adds its share
-     * into the A and B batches it came from, into zeros */
+    /* with no batch dims (or the batch folded into A's rows) there is one product, written with beta 0;
+     * otherwise each batch of Y adds its share into the A and B batches it came from, into zeros */
+    fold_batch_into_rows(&p);
     const bool one = p.batch.numel == 1 && p.a_batch_nd == 0 && p.b_batch_nd == 0;
     if (!dy || !one) {
         if (da && pardo_device_memset_zero(da->mem->gpu_ptr, da->nbytes, ctx->st) != PARDO_OK) return ctx->st->code;
