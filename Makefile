@@ -1,6 +1,8 @@
 # pardo - one non-recursive Makefile.
 #   make            build/pardo and build/libpardo.a
-#   make test       every Check suite and the CLI end-to-end tests
+#   make test       every Check suite and the CLI end-to-end tests (and, in a CUDA build, make gpu-mock-test)
+#   make gpu-mock-test  the CUDA and SyncedMemory suites and pardo train --device cuda against a host stand-in for
+#                   the GPU (CUDA=1)
 #   make asan       the same tests built with address + undefined sanitizers (build-asan/)
 #   make tsan       the same tests built with the thread sanitizer (build-tsan/)
 #   make valgrind   the normal build's pardo under valgrind's memcheck (tools/valgrind.sh: a transpiled graph run
@@ -126,7 +128,13 @@ ifeq ($(CUDA),1)
   LIB_SRC += src/core/device_cuda.c $(wildcard ops/cuda/*.c)
   CU_SRC  := $(wildcard ops/cuda/*.cu)
   CUDA_CFLAGS = -I$(CUDA_HOME)/include
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+  # ops/cuda/kernels.h declares the kernels as plain functions under PARDO_CUDA (weak, so NULL, without it): the op
+  # defs' references then pull ops/cuda/*.o out of libpardo.a into every program that links it
+  CFLAGS  += -DPARDO_CUDA
+  $(BUILD)/ops/cuda/matmul.cu.o: NVCCFLAGS += -DPARDO_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
+  # cuBLAS (matmul's products) is opened with dlopen on the first GPU product, not linked: loading it opens the CUDA
+  # driver, which a CPU run of a CUDA build never does (tests/cli_test.sh checks)
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -ldl
   NVCCFLAGS ?= -O2 -std=c++17 -gencode arch=compute_75,code=[compute_75,sm_75] -gencode arch=compute_90,code=sm_90 -Isrc -Iops -MMD -MP --compiler-options -fPIC,-Wall
 else
   LIB_SRC += src/core/device_none.c
@@ -154,7 +162,7 @@ TEST_BIN := $(BUILD)/check_pardo
 BENCH_BINS := $(BUILD)/tools/bench/bench_threads $(BUILD)/tools/bench/bench_pardo $(BUILD)/tools/bench/bench_gemm \
               $(BUILD)/tools/bench/bench_engine
 
-.PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps install uninstall onnx-test
+.PHONY: all test unit cli asan tsan valgrind demo bench fuzz clean deps install uninstall onnx-test gpu-mock-test
 all: $(BIN) $(LIB)
 
 deps:
@@ -222,6 +230,35 @@ $(BENCH_BINS): %: %.o $(LIB)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(BENCH_BLAS_LIBS) $(LDLIBS) $(if $(CU_SRC),-lstdc++)
 
+# make gpu-mock-test (part of make test in CUDA builds): the GPU half of pardo (the executor's device path,
+# SyncedMemory's heads, the ops/cuda/ glue, pardo train --device cuda) run on a machine without a GPU, against a
+# host stand-in for the device (tests/gpu_mock/: device.h over host memory, launch.h's kernels and cuBLAS calls as
+# reference loops) linked in place of src/core/device_cuda.c and the .cu objects, into $(BUILD)/gpu-mock/ only.
+# The .cu kernels and cuBLAS themselves are what tools/gpu_check.sh checks on a GPU.
+MOCK_DIR := $(BUILD)/gpu-mock
+MOCK_OBJ := $(BUILD)/tests/gpu_mock/host_device.o $(BUILD)/tests/gpu_mock/host_launch.o
+MOCK_LIB := $(MOCK_DIR)/libpardo-host-gpu.a
+ifeq ($(CUDA),1)
+$(MOCK_LIB): $(filter-out $(BUILD)/src/core/device_cuda.o $(CU_SRC:%.cu=$(BUILD)/%.cu.o),$(LIB_OBJ)) $(MOCK_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	@echo "  AR    $@"
+	$(Q)ar rcs $@ $^
+$(MOCK_DIR)/check_pardo: $(TEST_OBJ) $(MOCK_LIB)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(CHECK_LIBS) $(BLAS_LIBS) $(LDLIBS)
+$(MOCK_DIR)/pardo: $(BUILD)/src/cli/main.o $(MOCK_LIB)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(ONNX_LIBS) $(BLAS_LIBS) $(LDLIBS)
+gpu-mock-test: $(MOCK_DIR)/check_pardo $(MOCK_DIR)/pardo $(BUILD)/tests/tools/npy_close
+	$(TEST_ENV) CK_RUN_SUITE=cuda ./$(MOCK_DIR)/check_pardo
+	$(TEST_ENV) CK_RUN_SUITE=synced_mem ./$(MOCK_DIR)/check_pardo
+	$(TEST_ENV) tests/gpu_mock_train_test.sh ./$(MOCK_DIR)/pardo
+else
+gpu-mock-test:
+	@echo "gpu-mock-test: skipped (a CPU-only build has no GPU half: build with CUDA=1 where nvcc is found)"
+endif
+
 # The CLI tests' .npy comparison (tests/tools/npy_close.c), so make test needs no Python.
 NPY_CLOSE := $(BUILD)/tests/tools/npy_close
 $(NPY_CLOSE): %: %.o $(LIB)
@@ -259,6 +296,7 @@ CLI_TESTS := $(sort $(wildcard tests/cli*_test.sh))
 test: $(TEST_BIN) $(BIN) $(NPY_CLOSE)
 	$(TEST_ENV) ./$(TEST_BIN)
 	@set -e; for t in $(CLI_TESTS); do echo "$(TEST_ENV) $$t ./$(BIN)"; $(TEST_ENV) $$t ./$(BIN); done
+	@$(MAKE) --no-print-directory gpu-mock-test
 
 unit: $(TEST_BIN)
 	$(TEST_ENV) ./$(TEST_BIN)
@@ -333,4 +371,4 @@ fuzz:
 clean:
 	rm -rf build build-asan build-tsan $(foreach b,build build-asan build-tsan,$(wildcard $(b)-no*))
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/cli/main.d $(BENCH_BINS:=.d) $(ONNX_TEST_BIN).d $(NPY_CLOSE).d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(MOCK_OBJ:.o=.d) $(BUILD)/src/cli/main.d $(BENCH_BINS:=.d) $(ONNX_TEST_BIN).d $(NPY_CLOSE).d

@@ -15,7 +15,8 @@
  * matmul_grad: dA and dB, summed over the batches an operand was broadcast
  * to; optionally dA leaves through the mask of a relu whose output is
  * input 4 (relu_grad fused in) and the bias gradient of an add before that
- * relu (input 5, the bias) is output 2 (add_grad fused in). */
+ * relu (input 5, the bias) is output 2 (add_grad fused in). Both have a
+ * CUDA kernel in CUDA builds (ops/cuda/matmul_cuda.c, through cuBLAS). */
 #include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 
 #include "gemm.h"
 #include "kernel_util.h"
+#include "kernels.h"
 #include "op.h"
 #include "vmath.h"
 
@@ -476,6 +478,7 @@ const pardo_op_def pardo_op_matmul = {
     .n_attrs = 3,
     .infer = matmul_infer,
     .cpu = matmul_cpu,
+    .cuda = pardo_cuda_matmul,
     .halves_in_f32 = true,
     .all_dtypes = true, /* uint32, uint64 (and the halves, through float32) */
     .grad = matmul_grad_build,
@@ -657,4 +660,5 @@ const pardo_op_def pardo_op_matmul_grad = {
     .n_attrs = 3,
     .infer = matmul_grad_infer,
     .cpu = matmul_grad_cpu,
+    .cuda = pardo_cuda_matmul_grad,
 };

@@ -269,6 +269,13 @@ int pardo_registry_check(pardo_status *st);
 /* Writes the known op names, comma separated, into buf; returns buf. */
 char *pardo_op_known_list(char *buf, size_t n);
 
+/* Says on stderr, once per op type and process, that an op of a run on the GPU runs its CPU kernel with its tensors
+ * moved to the host and back: "note: op 'T' runs on the CPU in this GPU run (WHY); its tensors are moved between
+ * the devices". `why` (borrowed) says why: no CUDA kernel, or a dtype the CUDA kernel does not take. Called by the
+ * executor for an op whose def has no CUDA kernel and by a CUDA kernel that hands its op to the CPU; never in CPU
+ * runs. Thread-safe. */
+void pardo_op_note_cpu_run(const pardo_op_def *def, const char *why);
+
 /* Writes into buf the known op names nearest to type by edit distance (case
  * ignored, a swap of neighbours one edit), up to 3 joined by " or ", for a
  * "did you mean" hint; "" when none is within a third of type's length

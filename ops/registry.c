@@ -1,6 +1,7 @@
 /* registry.c - the op table, built from op_list.h (see op.h). */
 #include <assert.h>
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,18 @@ int pardo_registry_check(pardo_status *st) {
                 return pardo_errorf(st, PARDO_EINVAL, "op registry: op '%s' is registered twice", d->type);
     }
     return PARDO_OK;
+}
+
+/* One flag per op of the table, and one for defs outside it (a test's own), set when its note was printed. */
+static atomic_bool noted_cpu[N_OPS + 1];
+
+void pardo_op_note_cpu_run(const pardo_op_def *def, const char *why) {
+    if (!def) return;
+    int i = 0;
+    while (i < N_OPS && op_table[i] != def) i++;
+    if (atomic_exchange(&noted_cpu[i], true)) return;
+    fprintf(stderr, "note: op '%s' runs on the CPU in this GPU run (%s); its tensors are moved between the devices\n",
+            def->type ? def->type : "?", why ? why : "no CUDA kernel");
 }
 
 char *pardo_op_known_list(char *buf, size_t n) {

@@ -4,8 +4,9 @@
  * .npy reader), the last partial batch kept or dropped, a start in the
  * middle of an epoch, the queue that never holds more than its capacity,
  * errors of the producer and stops of the consumer through the
- * Coordinator, the files the mapped reader rejects, and the shards of an
- * MPI job's ranks against one process's batches. */
+ * Coordinator, the files the mapped reader rejects, the shards of an
+ * MPI job's ranks against one process's batches, and refilled batch slots
+ * whose device copies go stale. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,6 +375,33 @@ START_TEST(batch_tensors_are_reused) {
 }
 END_TEST
 
+/* A slot refilled after a GPU run read its batch (the head SYNCED: a device copy beside the host's) has its head
+ * at the CPU again, so the device copy is stale and the next GPU op copies the new rows. */
+START_TEST(refilled_slots_leave_device_copies_stale) {
+    pardo_status st;
+    pardo_loader *l = make_loader(2, false, 0, false);
+    pardo_task_group *g = pardo_task_group_new();
+    pardo_coordinator *c = pardo_coordinator_new();
+    ck_assert(pardo_loader_start(l, g, c, 0, 0, 3, &st) == PARDO_OK);
+    const pardo_batch *b;
+    int n = 0;
+    while (pardo_loader_next(l, &b, &st) == PARDO_OK) {
+        for (int i = 0; i < 2; i++) {
+            ck_assert_msg(b->tensors[i]->mem->head == PARDO_MEM_HEAD_AT_CPU, "batch %d, tensor %d: head %s", n, i,
+                          pardo_mem_head_name(b->tensors[i]->mem->head));
+            b->tensors[i]->mem->head = PARDO_MEM_SYNCED; /* what a GPU op's read of it leaves */
+        }
+        pardo_loader_release(l, b);
+        n++;
+    }
+    ck_assert_int_eq(n, 15); /* 3 epochs of 5 batches through 3 slots: each slot refilled */
+    ck_assert_int_eq(pardo_loader_join(l, &st), PARDO_OK);
+    pardo_loader_free(l);
+    pardo_coordinator_free(c);
+    pardo_task_group_free(g);
+}
+END_TEST
+
 START_TEST(mapped_file_matches_the_reader) {
     ck_assert_int_eq(x_map->info.dtype, PARDO_F32);
     ck_assert_int_eq(x_map->info.ndim, 2);
@@ -552,6 +580,7 @@ Suite *make_loader_suite(void) {
     tcase_add_test(tc, shuffled_batches_follow_the_order);
     tcase_add_test(tc, queue_stays_bounded);
     tcase_add_test(tc, batch_tensors_are_reused);
+    tcase_add_test(tc, refilled_slots_leave_device_copies_stale);
     tcase_add_test(tc, mapped_file_matches_the_reader);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("Errors");

@@ -1,11 +1,17 @@
 /* check_registry.c - the op table: it passes its own check, lookup of known
  * and unknown names, every op's schema is complete (docs, attr defaults that
- * parse as JSON of the declared type), and the known-op list. */
+ * parse as JSON of the declared type), the known-op list, and the CUDA
+ * kernels of ops/cuda/kernels.h's list in the defs of a CUDA build (none in a
+ * CPU-only one), and the note an op run on the CPU in a GPU run prints once. */
 #include <check.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_suites.h"
+#include "core/device.h"
+#include "kernels.h"
 #include "op.h"
 #include "core/value.h"
 #include "core/value_json.h"
@@ -134,6 +140,74 @@ START_TEST(test_nearest_names) {
 }
 END_TEST
 
+/* The ops ops/cuda/kernels.h lists, each with its kernel as this program linked it: the function in a CUDA build
+ * (a strong reference: libpardo.a's ops/cuda/ objects linked in), NULL in a CPU-only one (weak, never defined). */
+typedef struct cuda_entry {
+    const char *type;
+    pardo_kernel_fn fn;
+} cuda_entry;
+#define CUDA_ENTRY(name) {#name, pardo_cuda_##name},
+static const cuda_entry cuda_listed[] = {PARDO_CUDA_KERNELS(CUDA_ENTRY)};
+#undef CUDA_ENTRY
+
+/* In a CUDA build every listed op's def has its kernel, in a CPU-only build none has one; and no op outside the
+ * list has a CUDA kernel (the list is where a new kernel is added). */
+START_TEST(test_cuda_kernels_registered) {
+    const bool built = pardo_device_compiled();
+    ck_assert_int_ge(LEN(cuda_listed), 10);
+    for (int i = 0; i < LEN(cuda_listed); i++) {
+        const pardo_op_def *d = pardo_op_lookup(cuda_listed[i].type);
+        ck_assert_msg(d != NULL, "ops/cuda/kernels.h lists '%s', which is not registered", cuda_listed[i].type);
+        if (built) {
+            ck_assert_msg(cuda_listed[i].fn != NULL, "pardo_cuda_%s did not link into a CUDA build",
+                          cuda_listed[i].type);
+            ck_assert_msg(d->cuda == cuda_listed[i].fn, "op '%s' in a CUDA build: def->cuda is %s, expected "
+                          "pardo_cuda_%s", d->type, d->cuda ? "another function" : "NULL", d->type);
+        } else {
+            ck_assert_msg(cuda_listed[i].fn == NULL && d->cuda == NULL,
+                          "op '%s' has a CUDA kernel in a build without CUDA", d->type);
+        }
+    }
+    for (int i = 0; i < pardo_op_count(); i++) {
+        const pardo_op_def *d = pardo_op_at(i);
+        bool listed = false;
+        for (int k = 0; k < LEN(cuda_listed) && !listed; k++) listed = strcmp(cuda_listed[k].type, d->type) == 0;
+        ck_assert_msg(listed || d->cuda == NULL, "op '%s' has a CUDA kernel that ops/cuda/kernels.h does not list",
+                      d->type);
+    }
+}
+END_TEST
+
+/* An op a GPU run hands to the CPU is said once per op type, with the reason, on stderr (the test runs in its own
+ * process under Check's fork; stderr goes to a temporary file for it). */
+START_TEST(test_cpu_run_noted_once_per_op_type) {
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    fflush(stderr);
+    int saved = dup(fileno(stderr));
+    ck_assert_int_ge(saved, 0);
+    ck_assert_int_ge(dup2(fileno(f), fileno(stderr)), 0);
+    const pardo_op_def *softmax = pardo_op_lookup("softmax"), *add = pardo_op_lookup("add");
+    pardo_op_note_cpu_run(softmax, "it has no CUDA kernel");
+    pardo_op_note_cpu_run(softmax, "it has no CUDA kernel");
+    pardo_op_note_cpu_run(add, "its CUDA kernel takes float32 and float64, not int64");
+    pardo_op_note_cpu_run(add, "its CUDA kernel takes float32 and float64, not int32");
+    pardo_op_note_cpu_run(NULL, "nothing");
+    fflush(stderr);
+    dup2(saved, fileno(stderr));
+    close(saved);
+    char text[1024] = "";
+    rewind(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    ck_assert_str_eq(text,
+                     "note: op 'softmax' runs on the CPU in this GPU run (it has no CUDA kernel); its tensors are "
+                     "moved between the devices\nnote: op 'add' runs on the CPU in this GPU run (its CUDA kernel "
+                     "takes float32 and float64, not int64); its tensors are moved between the devices\n");
+}
+END_TEST
+
 START_TEST(test_err_unknown_op_is_null) {
     /* an unknown name is not an error inside the registry: lookup returns
      * NULL and the caller lists the known ones */
@@ -150,6 +224,8 @@ Suite *make_registry_suite(void) {
     tcase_add_test(core, test_schemas_complete);
     tcase_add_test(core, test_known_list);
     tcase_add_test(core, test_nearest_names);
+    tcase_add_test(core, test_cuda_kernels_registered);
+    tcase_add_test(core, test_cpu_run_noted_once_per_op_type);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_test(errors, test_err_unknown_op_is_null);

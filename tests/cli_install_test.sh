@@ -4,7 +4,8 @@
 # own, with every header it includes installed), and pardo.pc; nothing
 # written outside DESTDIR. A program built with pkg-config's flags loads a
 # graph file, feeds it, runs it and prints a fetched value; the installed
-# pardo runs the same graph. `make uninstall` then leaves no file in
+# pardo runs the same graph; another has relu's CUDA kernel exactly when
+# the library was built with CUDA. `make uninstall` then leaves no file in
 # DESTDIR. Then a small C program that includes only
 # <pardo/engine.h> is compiled against the installed headers and linked
 # against the installed libpardo.a with pardo.pc's flags; it pushes ops on
@@ -122,6 +123,29 @@ if $CC -std=c11 -Wall -Wextra -Werror $PC_CFLAGS "$T/app.c" -o "$T/app" $PC_LIBS
 fi
 if [ -x "$T/app" ] && [ "$(timeout 60 "$T/app" "$T/g.json" 2>&1)" = "z = 1 3 6" ]; then ok; else
     bad "the graph program printed: $("$T/app" "$T/g.json" 2>&1)"
+fi
+# the same link line gives a program the CUDA kernels exactly when the library has CUDA (ops/cuda/kernels.h)
+cat >"$T/kernels.c" <<'EOF'
+/* Prints whether this library has CUDA and whether relu's def has its CUDA kernel in this program. */
+#include <pardo/core/device.h>
+#include <pardo/op.h>
+
+#include <stdio.h>
+
+int main(void) {
+    const pardo_op_def *d = pardo_op_lookup("relu");
+    printf("%s %s\n", pardo_device_compiled() ? "cuda" : "cpu", d && d->cuda ? "kernel" : "none");
+    return 0;
+}
+EOF
+# shellcheck disable=SC2086
+if $CC -std=c11 -Wall -Wextra -Werror $PC_CFLAGS "$T/kernels.c" -o "$T/kernels" $PC_LIBS 2>"$T/cc.err"; then
+    case $(timeout 60 "$T/kernels" 2>&1) in
+    "cuda kernel" | "cpu none") ok ;;
+    *) bad "a program linking libpardo.a: $("$T/kernels" 2>&1) (a CUDA library must give relu its CUDA kernel)" ;;
+    esac
+else
+    bad "the kernels program does not build with pkg-config's flags: $(cat "$T/cc.err")"
 fi
 printf '2,3,4\n' >"$T/x.csv"
 if "$P/bin/pardo" run "$T/g.json" --feed x="$T/x.csv" --fetch z 2>&1 | grep -qF "z: float32 [1, 3] = [1, 3, 6]"; then ok; else

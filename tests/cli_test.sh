@@ -46,6 +46,15 @@ stdout_has "ops list" "softmax_cross_entropy"
 expect "ops one" 0 -- ops matmul
 stdout_has "ops one" "transpose_a"
 stdout_has "ops one" "cuda kernel:"
+# the CUDA kernels are in the binary exactly when pardo says CUDA is built in (ops/cuda/kernels.h's list)
+run_pardo --version
+if grep -q '^CUDA: built in' "$T/out"; then cuda_word="cuda kernel: yes"; else cuda_word="cuda kernel: no"; fi
+for op in relu add mul exp; do
+    expect "ops $op" 0 -- ops $op
+    stdout_has "ops $op: $cuda_word" "$cuda_word"
+done
+expect "ops softmax" 0 -- ops softmax
+stdout_has "ops softmax (no CUDA kernel)" "cuda kernel: no"
 
 expect "dot" 0 -- dot graphs/mlp.json
 stdout_has "dot" "digraph"
@@ -84,6 +93,18 @@ expect "run fused a1" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --threa
 stdout_has "run fused a1" "a1: float32 [16, 32] = [2.04594, 0.875201, 0, 0, 0, 1.59114"
 expect "run --device cuda falls back" 0 -- run graphs/mlp.json --feed x=$MX --feed y=$MY --device cuda --fetch loss
 stdout_has "run --device cuda" "loss: float32 []"
+# without a GPU the whole run is on the CPU: no op says it falls back (that note is for GPU runs)
+if grep -q "in this GPU run" "$T/err"; then bad "a run without a GPU printed op notes: $(cat "$T/err")"; else ok; fi
+# a CPU run of a CUDA build (its kernels linked in) never starts the CUDA driver: libcuda is not even opened
+if [ "$cuda_word" = "cuda kernel: yes" ] && command -v strace >/dev/null 2>&1 &&
+    strace -f -e trace=openat -o "$T/strace" "$PARDO" --version >/dev/null 2>&1; then
+    strace -f -e trace=openat -o "$T/strace" "$PARDO" run graphs/mlp.json --feed x=$MX --feed y=$MY --fetch loss \
+        >/dev/null 2>&1
+    if grep -q 'libcuda\.so' "$T/strace"; then bad "a CPU run opened libcuda: $(grep 'libcuda\.so' "$T/strace" | head -1)"
+    else ok; fi
+else
+    echo "cli: skipped the check that a CPU run leaves the CUDA driver alone (no CUDA build, or no strace)"
+fi
 
 # ---- outputs that are not regular files: written through (as cp does), never replaced ----
 # through_fifo NAME TEXT ARGS...: pardo ARGS writes to the FIFO $T/fifo, which a reader empties; the reader gets

@@ -51,6 +51,15 @@ strip_times "$T/s2.jsonl" >"$T/s2"
 strip_times "$T/s3.jsonl" >"$T/s3"
 cmp -s "$T/s1" "$T/s2" && ok || bad "seed 5 twice, losses differ: $(cat "$T/s1" "$T/s2")"
 cmp -s "$T/s1" "$T/s3" && bad "seeds 5 and 6 give the same losses" || ok
+# --device cuda: on a GPU where there is one; without one (or without CUDA) the same run on the CPU, said once
+if "$PARDO" --version | grep -q '^CUDA: built in' && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    echo "cli-train: a GPU is here: tools/gpu_check.sh compares its training with the CPU's"
+else
+    expect "seed run, --device cuda without a GPU" 0 "running on the CPU" -- train "$G" $DATA $EVAL --batch-size 50 --epochs 3 --shuffle --seed 5 --log "$T/s4.jsonl" --device cuda
+    strip_times "$T/s4.jsonl" >"$T/s4"
+    cmp -s "$T/s1" "$T/s4" && ok || bad "--device cuda without a GPU, losses differ: $(cat "$T/s1" "$T/s4")"
+fi
+expect "bad --device" 2 "--device expects cpu, cuda or cuda:K, got 'gpu'" -- train "$G" $DATA --batch-size 32 --device gpu
 # file order, and the last partial batch dropped
 expect "no shuffle" 0 -- train "$G" $DATA --batch-size 32 --epochs 2
 stdout_has "no shuffle" "trained 90 steps"

@@ -74,8 +74,17 @@ expect "missing -o" 2 "missing -o OUT" -- transpile graphs/mlp.json
 expect "bad --lr" 2 "--lr expects a number" -- transpile graphs/mlp.json -o "$T/e5.json" --backward loss --optimizer sgd --lr fast
 expect "bad --parts" 2 "--parts expects an integer" -- transpile graphs/mlp.json -o "$T/e6.json" --parts -1
 expect "--nesterov without momentum" 2 "--nesterov needs --optimizer momentum" -- transpile graphs/mlp.json -o "$T/e7.json" --backward loss --optimizer sgd --nesterov
+expect "--no-parallel with --parts" 2 "--no-parallel makes no parts" -- transpile graphs/mlp.json -o "$T/e8.json" --backward loss --optimizer sgd --no-parallel --parts 2
 expect "transpile --help" 0 -- transpile --help
 stdout_has "transpile --help" "usage: pardo transpile"
-for f in e1 e2 e3 e4 e5 e6 e7; do no_file "$f" "$T/$f.json"; done
+for f in e1 e2 e3 e4 e5 e6 e7 e8; do no_file "$f" "$T/$f.json"; done
+
+# --no-parallel: the single-thread training graph (one block, no split / parallel_do / merge), which trains the
+# digits as the data-parallel one does
+expect "transpile --no-parallel" 0 "wrote $T/single.json (" "in block 0, 0 in block 1)" -- transpile graphs/digits_mlp.json -o "$T/single.json" --backward loss --optimizer adam --lr 0.01 --no-parallel
+if grep -q '"parallel_do"\|"split"\|"merge"' "$T/single.json"; then bad "--no-parallel wrote a parallel op"; else ok; fi
+expect "train the --no-parallel graph" 0 -- train "$T/single.json" --data x=graphs/data/digits_train_x.npy --data y=graphs/data/digits_train_y.npy --eval x=graphs/data/digits_test_x.npy --eval y=graphs/data/digits_test_y.npy --batch-size 32 --epochs 5 --shuffle --seed 1 --threads 1
+acc=$(sed -n 's/^eval_accuracy: \([0-9.]*\)$/\1/p' "$T/out")
+if awk -v a="$acc" 'BEGIN { exit !(a >= 0.9) }'; then ok; else bad "the --no-parallel graph's held-out accuracy: '$acc' (at least 0.9 expected): $(tail -3 "$T/out")"; fi
 
 cli_finish

@@ -1,24 +1,17 @@
 /* elementwise_cuda.c - the CUDA kernel functions of the elementwise ops
- * (pardo_kernel_fn), built only with CUDA=1. ops/elementwise.c names them
- * through weak declarations (ops/cuda/kernels.h), so a CPU-only build leaves
- * its ops' .cuda NULL and the CPU kernel runs. */
+ * (pardo_kernel_fn), built only with CUDA=1. ops/elementwise.c and
+ * ops/activation.c name them through ops/cuda/kernels.h, which leaves their
+ * .cuda NULL in a CPU-only build. Integer and half dtypes run the op's CPU
+ * kernel (pardo_cuda_run_on_cpu). */
 #include <stdio.h>
 
+#include "cuda_util.h"
 #include "kernels.h"
 #include "launch.h"
 
-/* Integer dtypes have no CUDA kernel: bring the inputs to the host and run
- * the op's CPU kernel there. */
-static int cpu_fallback(pardo_kernel_ctx *ctx) {
-    for (int k = 0; k < ctx->n_in; k++)
-        if (ctx->in[k] && !pardo_tensor_cpu(ctx->in[k], ctx->st)) return ctx->st->code;
-    ctx->device = PARDO_DEVICE_CPU;
-    return pardo_op_run_cpu(ctx);
-}
-
 static int unary(pardo_kernel_ctx *ctx, int kind, double a, double b) {
     pardo_tensor *x = ctx->in[0];
-    if (!pardo_dtype_is_float(x->dtype)) return cpu_fallback(ctx);
+    if (!pardo_cuda_floats_in(ctx, 0x1)) return pardo_cuda_run_on_cpu_inputs(ctx, 0x1);
     pardo_tensor *y = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!y) return ctx->st->code;
     char err[256];
@@ -47,7 +40,7 @@ int pardo_cuda_scale(pardo_kernel_ctx *ctx) {
 static int binary(pardo_kernel_ctx *ctx, int kind) {
     pardo_tensor *a = ctx->in[0], *b = ctx->in[1];
     char sa[128], sb[128];
-    if (a->dtype != b->dtype || !pardo_dtype_is_float(a->dtype)) return cpu_fallback(ctx);
+    if (!pardo_cuda_floats_in(ctx, 0x3)) return pardo_cuda_run_on_cpu_inputs(ctx, 0x3);
     pardo_type ta = pardo_tensor_type(a), tb = pardo_tensor_type(b), to;
     if (pardo_broadcast_types(&ta, &tb, &to, ctx->st) != PARDO_OK) return ctx->st->code;
     int64_t as[PARDO_MAX_DIMS], bs[PARDO_MAX_DIMS];

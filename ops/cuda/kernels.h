@@ -1,23 +1,46 @@
-/* kernels.h - the CUDA kernel functions ops/cuda/ C files define (built with
- * CUDA=1 only). Declared weak: in a CPU-only build they are NULL, so an op
- * def's `.cuda = pardo_cuda_relu` stays NULL and the CPU kernel runs. This is
- * the one place the CUDA/no-CUDA choice reaches the op family files. */
+/* kernels.h - the CUDA kernel functions ops/cuda/ C files define, and the one
+ * list of the ops that have one (PARDO_CUDA_KERNELS). This is the one place the
+ * CUDA/no-CUDA choice reaches the op family files, which name the kernels as
+ * `.cuda = pardo_cuda_relu`:
+ * - a CUDA build (the Makefile's -DPARDO_CUDA) declares them as plain
+ *   functions, so each op def's reference pulls its ops/cuda/ object out of
+ *   libpardo.a into every program that links it (a kernel missing there is a
+ *   link error, not a silent CPU run);
+ * - a CPU-only build declares them weak and defines none, so every `.cuda`
+ *   is NULL and the CPU kernel runs.
+ * tests/check_registry.c checks the registry against the list. */
 #ifndef PARDO_CUDA_KERNELS_H
 #define PARDO_CUDA_KERNELS_H
 
 #include "op.h"
 
-#define PARDO_CUDA_KERNEL(name) int pardo_cuda_##name(pardo_kernel_ctx *ctx) __attribute__((weak))
-PARDO_CUDA_KERNEL(relu);
-PARDO_CUDA_KERNEL(sigmoid);
-PARDO_CUDA_KERNEL(tanh);
-PARDO_CUDA_KERNEL(exp);
-PARDO_CUDA_KERNEL(log);
-PARDO_CUDA_KERNEL(scale);
-PARDO_CUDA_KERNEL(add);
-PARDO_CUDA_KERNEL(sub);
-PARDO_CUDA_KERNEL(mul);
-PARDO_CUDA_KERNEL(div);
-#undef PARDO_CUDA_KERNEL
+/* X(op) for every op that has a CUDA kernel pardo_cuda_<op> (the op's type is
+ * #op). Adding a kernel: define it in ops/cuda/, add it here and name it in
+ * the op's def. */
+#define PARDO_CUDA_KERNELS(X)                                                                                          \
+    X(relu)                                                                                                            \
+    X(sigmoid)                                                                                                         \
+    X(tanh)                                                                                                            \
+    X(exp)                                                                                                             \
+    X(log)                                                                                                             \
+    X(scale)                                                                                                           \
+    X(add)                                                                                                             \
+    X(sub)                                                                                                             \
+    X(mul)                                                                                                             \
+    X(div)                                                                                                             \
+    X(matmul)                                                                                                          \
+    X(matmul_grad)
+
+#ifdef PARDO_CUDA
+#define PARDO_CUDA_KERNEL_DECL(name) int pardo_cuda_##name(pardo_kernel_ctx *ctx);
+#else
+#define PARDO_CUDA_KERNEL_DECL(name) int pardo_cuda_##name(pardo_kernel_ctx *ctx) __attribute__((weak));
+#endif
+/* Each runs op <name> on the GPU (ctx->device is CUDA, inputs current there; pardo_kernel_fn's contract): the
+ * float dtypes it has a kernel for on the device, any other input on the CPU kernel with its tensors moved
+ * (one note per op type). Returns PARDO_OK, or a code with ctx->st filled (PARDO_ECUDA for a CUDA failure).
+ * Called by the executor's thread that runs the op; the tensors stay the executor's. */
+PARDO_CUDA_KERNELS(PARDO_CUDA_KERNEL_DECL)
+#undef PARDO_CUDA_KERNEL_DECL
 
 #endif

@@ -103,6 +103,10 @@ int cli_write_graph_and_weights(const pardo_program *p, const char *out, const c
  * CLI_BAD_INPUT). */
 int cli_parse_exec_flag(const char *cmd, int argc, char **argv, int *i, long *threads, pardo_executor_kind *executor);
 
+/* run's and train's --device value: "cpu", "cuda" (device 0) or "cuda:K" (0..1023) into *device and *index.
+ * False after printing a usage error that names command cmd and the value (exit status CLI_BAD_INPUT). */
+bool cli_parse_device(const char *cmd, const char *text, pardo_device_kind *device, int *index);
+
 /* run's and train's thread count: *threads as --threads gave it, or, where
  * it is 0 (not given), $PARDO_NUM_THREADS, else the online CPUs. False
  * (after printing why) when $PARDO_NUM_THREADS is needed and set but is not

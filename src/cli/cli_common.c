@@ -75,6 +75,23 @@ static bool parse_executor(const char *cmd, const char *text, pardo_executor_kin
     return false;
 }
 
+bool cli_parse_device(const char *cmd, const char *text, pardo_device_kind *device, int *index) {
+    if (strcmp(text, "cpu") == 0) {
+        *device = PARDO_DEVICE_CPU;
+        *index = 0;
+        return true;
+    }
+    if (strncmp(text, "cuda", 4) == 0 && (text[4] == '\0' || text[4] == ':')) {
+        long k = 0;
+        if (text[4] == ':' && !cli_parse_int(cmd, "--device cuda:K", text + 5, 0, 1023, &k)) return false;
+        *device = PARDO_DEVICE_CUDA;
+        *index = (int)k;
+        return true;
+    }
+    cli_usage_error(cmd, "--device expects cpu, cuda or cuda:K, got '%s'", text);
+    return false;
+}
+
 int cli_parse_exec_flag(const char *cmd, int argc, char **argv, int *i, long *threads, pardo_executor_kind *executor) {
     const char *arg = argv[*i], *v;
     if (cli_flag_is(arg, "--threads"))

@@ -94,21 +94,6 @@ static void on_signal(int sig) {
     stop_requested = 1;
 }
 
-static bool parse_device(const char *text, run_args *a) {
-    if (strcmp(text, "cpu") == 0) {
-        a->device = PARDO_DEVICE_CPU;
-        return true;
-    }
-    if (strncmp(text, "cuda", 4) == 0 && (text[4] == '\0' || text[4] == ':')) {
-        long k = 0;
-        if (text[4] == ':' && !cli_parse_int("run", "--device cuda:K", text + 5, 0, 1023, &k)) return false;
-        a->device = PARDO_DEVICE_CUDA;
-        a->device_index = (int)k;
-        return true;
-    }
-    cli_usage_error("run", "--device expects cpu, cuda or cuda:K, got '%s'", text);
-    return false;
-}
 
 /* Returns -1 when the arguments are fine, else the exit status. */
 static int parse_args(int argc, char **argv, run_args *a) {
@@ -158,7 +143,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
                 !cli_parse_int("run", "--steps", v, 1, 1000000000L, &a->steps))
                 return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--device")) {
-            if (!(v = cli_flag_value("run", argc, argv, &i, "--device")) || !parse_device(v, a)) return CLI_BAD_INPUT;
+            if (!(v = cli_flag_value("run", argc, argv, &i, "--device")) ||
+                !cli_parse_device("run", v, &a->device, &a->device_index))
+                return CLI_BAD_INPUT;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             return cli_usage_error("run", "unknown flag '%s'", arg);
         } else if (!a->graph) {

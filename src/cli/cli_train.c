@@ -45,7 +45,7 @@ static const char train_help[] =
     "                   [--threads N] [--executor auto|sequential|dataflow] [--load CKPT] [--save CKPT]\n"
     "                   [--log FILE.jsonl] [--loss NAME] [--early-stop N] [--save-best CKPT]\n"
     "                   [--lr X] [--lr-schedule constant|step:EVERY:GAMMA|cosine|linear] [--warmup-steps N]\n"
-    "                   [--no-fuse] [--trace FILE] [--profile] [--bucket-mb X]\n"
+    "                   [--no-fuse] [--device cpu|cuda[:K]] [--trace FILE] [--profile] [--bucket-mb X]\n"
     "\n"
     "Trains GRAPH, a training graph (one with optimize ops, as `pardo transpile\n"
     "--backward LOSS --optimizer adam` writes), one step per batch of the data.\n"
@@ -88,6 +88,9 @@ static const char train_help_more[] =
     "  --no-fuse             run the ops as the graph has them (by default matmul -> add -> relu, the\n"
     "                        backward products' relu and bias gradients and merge -> update run fused,\n"
     "                        with the same results: pardo check --fused shows the rewritten graph)\n"
+    "  --device cpu|cuda[:K] run the ops that have a CUDA kernel on GPU K, training and evaluation\n"
+    "                        (default cpu; with no GPU it says so and runs on the CPU; a parallel_do's\n"
+    "                        parts run on the CPU: `pardo transpile --no-parallel` makes a graph without)\n"
     "  --trace FILE          write a Chrome trace of the training (ops, parts, stages, loader batches),\n"
     "                        also when the run fails or is stopped; recording stops at\n"
     "                        $PARDO_TRACE_MAX_MB MiB of events (default 16, about 150 MB of JSON)\n"
@@ -120,6 +123,8 @@ typedef struct train_args {
     pardo_lr_schedule schedule; // --lr-schedule and --warmup-steps
     bool lr_given;              // any of the three: the rate is set before every step
     bool profile, no_fuse;
+    pardo_device_kind device; // --device: the training and evaluation executors' (default the CPU)
+    int device_index;
 } train_args;
 
 /* Signals seen: the first asks for a stop, the second leaves at once; but a rank of an MPI job stops only at
@@ -261,6 +266,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
             if (!(a->trace = cli_flag_value("train", argc, argv, &i, "--trace"))) return CLI_BAD_INPUT;
         } else if (strcmp(arg, "--no-fuse") == 0) {
             a->no_fuse = true;
+        } else if (cli_flag_is(arg, "--device")) {
+            if (!(v = cli_flag_value("train", argc, argv, &i, "--device")) ||
+                !cli_parse_device("train", v, &a->device, &a->device_index))
+                return CLI_BAD_INPUT;
         } else if (strcmp(arg, "--profile") == 0) {
             a->profile = true;
         } else if (arg[0] == '-' && arg[1] != '\0') {
@@ -886,7 +895,8 @@ static int open_evaluator(trainer *t, const pardo_loader_options *train_opt) {
     /* temporaries freed after their last reader; the loss and logits stay */
     const char *keep[] = {ev->loss, ev->logits};
     pardo_exec_options eo = {.nthreads = (int)a->threads, .kind = a->executor, .training = false,
-                             .release_temps = true, .keep = keep, .n_keep = 2};
+                             .device = a->device, .device_index = a->device_index, .release_temps = true,
+                             .keep = keep, .n_keep = 2};
     if (pardo_executor_new(ev->prog, &eo, &ev->ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         return CLI_BAD_INPUT;
@@ -1166,7 +1176,8 @@ static int train_main(int argc, char **argv) {
     }
     const char *keep[] = {t.li.loss, t.li.metric};
     pardo_exec_options opt = {.nthreads = (int)a.threads, .kind = a.executor, .training = true,
-                              .release_temps = true, .keep = keep, .n_keep = t.li.metric ? 2 : 1};
+                              .device = a.device, .device_index = a.device_index, .release_temps = true,
+                              .keep = keep, .n_keep = t.li.metric ? 2 : 1};
     if (pardo_executor_new(prog, &opt, &t.ex, &st) != PARDO_OK) {
         cli_print_error(&st);
         pardo_program_free(prog);

@@ -8,7 +8,7 @@
 #include "pass.h"
 
 static const char transpile_help[] =
-    "usage: pardo transpile GRAPH -o OUT [--parts N] [--backward LOSS]\n"
+    "usage: pardo transpile GRAPH -o OUT [--parts N | --no-parallel] [--backward LOSS]\n"
     "                       [--optimizer sgd|momentum|adam|adamw] [--lr X] [--mu X] [--nesterov]\n"
     "                       [--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X]\n"
     "                       [--clip-grad-norm X] [--sync-batch-norm] [--weights FILE]\n"
@@ -22,6 +22,9 @@ static const char transpile_help[] =
     "batch dim).\n"
     "  -o OUT             the graph file to write (written whole or not at all)\n"
     "  --parts N          parts per batch (default 0: the thread count at run time)\n"
+    "  --no-parallel      no data-parallel rewrite: only the loss, gradient and optimizer ops are\n"
+    "                     appended, a single-thread training graph (what `pardo train --device cuda`\n"
+    "                     runs on the GPU: a parallel_do's parts run on the CPU)\n"
     "  --add-loss KIND:OUTPUT  first append a loss on output var OUTPUT (an inference model, such\n"
     "                     as an imported ONNX one, has none): softmax_cross_entropy (OUTPUT the\n"
     "                     logits [N, C], against int64 class labels [N]) or mse (against targets\n"
@@ -49,6 +52,8 @@ typedef struct transpile_args {
     pardo_pass_options opt;
     bool lr_given;
     bool tuning_given; // --weight-decay or --clip-grad-norm
+    bool no_parallel;  // --no-parallel: leave the multi_cpu pass out
+    bool parts_given;  // --parts
 } transpile_args;
 
 static bool number_flag(const char *arg, const char *flag, int argc, char **argv, int *i, double lo, double hi,
@@ -92,6 +97,9 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
                 !cli_parse_int("transpile", "--parts", v, 0, 4096, &n))
                 return CLI_BAD_INPUT;
             a->opt.parts = (int)n;
+            a->parts_given = true;
+        } else if (strcmp(arg, "--no-parallel") == 0) {
+            a->no_parallel = true;
         } else if (cli_flag_is(arg, "--backward")) {
             if (!(a->opt.loss = cli_flag_value("transpile", argc, argv, &i, "--backward"))) return CLI_BAD_INPUT;
         } else if (cli_flag_is(arg, "--optimizer")) {
@@ -134,6 +142,9 @@ static int parse_args(int argc, char **argv, transpile_args *a) {
         return cli_usage_error("transpile", "--weight-decay and --clip-grad-norm need --optimizer");
     if (a->opt.labels && a->opt.add_loss == PARDO_LOSS_NONE)
         return cli_usage_error("transpile", "--labels needs --add-loss");
+    if (a->no_parallel && (a->parts_given || a->opt.sync_parts))
+        return cli_usage_error("transpile",
+                               "--no-parallel makes no parts: it takes neither --parts nor --sync-batch-norm");
     if (a->opt.nesterov && a->opt.optimizer != PARDO_OPTIMIZER_MOMENTUM)
         return cli_usage_error("transpile", "--nesterov needs --optimizer momentum");
     return -1;
@@ -150,7 +161,7 @@ int pardo_cli_transpile(int argc, char **argv) {
     if ((a.opt.add_loss != PARDO_LOSS_NONE && pardo_pass_add_loss(p, &a.opt, &st) != PARDO_OK) ||
         (a.opt.loss && pardo_pass_backward(p, &a.opt, &st) != PARDO_OK) ||
         (a.opt.optimizer != PARDO_OPTIMIZER_NONE && pardo_pass_optimizer(p, &a.opt, &st) != PARDO_OK) ||
-        pardo_pass_multi_cpu(p, &a.opt, &st) != PARDO_OK) {
+        (!a.no_parallel && pardo_pass_multi_cpu(p, &a.opt, &st) != PARDO_OK)) {
         cli_print_error(&st);
         pardo_program_free(p);
         return CLI_BAD_INPUT;

@@ -384,7 +384,10 @@ int pardo_exec_run_op(pardo_executor *ex, int block, int index, pardo_scope *sco
     op_plan *pl = &ex->ops[block][index];
     /* block 0 in the root scope: names resolved to entries once (the root has no parent to fall back to) */
     int *entry = block == 0 && scope == ex->root ? pl->root_entry : NULL;
-    pardo_device_kind dev = on_gpu(ex, run) && op->def->cuda ? PARDO_DEVICE_CUDA : PARDO_DEVICE_CPU;
+    const bool gpu_run = on_gpu(ex, run);
+    pardo_device_kind dev = gpu_run && op->def->cuda ? PARDO_DEVICE_CUDA : PARDO_DEVICE_CPU;
+    /* an op without a CUDA kernel runs on the CPU, its inputs moved there by sync_inputs: said once per op type */
+    if (gpu_run && !op->def->cuda) pardo_op_note_cpu_run(op->def, "it has no CUDA kernel");
     for (int k = 0; k < op->n_in; k++) {
         if (!op->in[k][0]) continue;
         pardo_tensor *t;

@@ -219,8 +219,11 @@ pardo_tensor *const *pardo_loader_probe(pardo_loader *l, int64_t rows) {
     return NULL;
 }
 
-/* Copies the rows of batch b of epoch e (in l->order) into slot s. */
-static void gather(pardo_loader *l, slot *s, int64_t e, int64_t b) {
+/* Copies the rows of batch b of epoch e (in l->order) into slot s. The slot's tensors are written through the
+ * mutable accessor first, so a copy a GPU run made of the batch the slot held before is stale from now on (the
+ * next GPU op copies it again); it fails only where that copy's newest data is on the device and cannot come
+ * back. Returns PARDO_OK or that error. */
+static int gather(pardo_loader *l, slot *s, int64_t e, int64_t b, pardo_status *st) {
     int64_t t0 = pardo_trace_on() ? pardo_trace_now_ns() : 0;
     const int64_t nr = l->opt.ranks, first = b * l->chunk + l->opt.rank;
     const int64_t in_chunk = l->rows - b * l->chunk < l->chunk ? l->rows - b * l->chunk : l->chunk;
@@ -229,6 +232,10 @@ static void gather(pardo_loader *l, slot *s, int64_t e, int64_t b) {
     const int64_t *order = l->order ? l->order + first : NULL;
     for (int i = 0; i < l->n; i++) {
         unsigned char *dst = tail ? s->tail_data[i] : s->full_data[i];
+        const void *now = pardo_tensor_mutable_cpu(tail ? s->tail[i] : s->full[i], st);
+        if (!now) return st->code;
+        if (now != dst)
+            return pardo_errorf(st, PARDO_ERUNTIME, "%s: a batch slot's host buffer moved", l->src[i]->path);
         const unsigned char *src = l->src[i]->data;
         size_t rb = l->row_bytes[i];
         if (!l->opt.shuffle && nr == 1) {
@@ -246,6 +253,7 @@ static void gather(pardo_loader *l, slot *s, int64_t e, int64_t b) {
         pardo_trace_arg args[3] = {{"epoch", NULL, (double)e}, {"batch", NULL, (double)b}, {"rows", NULL, (double)rows}};
         pardo_trace_complete(l->opt.name ? l->opt.name : "loader", "loader", t0, pardo_trace_now_ns(), args, 3);
     }
+    return PARDO_OK;
 }
 
 /* The producer waits for a free slot while `capacity` batches are queued. */
@@ -299,7 +307,10 @@ static int produce(pardo_task *self, void *arg, pardo_status *st) {
                                   l->src[0]->path, (long long)b, (long long)e);
                 break;
             }
-            gather(l, &l->slots[s], e, b);
+            if ((rc = gather(l, &l->slots[s], e, b, st)) != PARDO_OK) {
+                give_back(l, s);
+                break;
+            }
             enqueue(l, s);
         }
     }

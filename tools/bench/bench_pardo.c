@@ -21,8 +21,12 @@
  *       --executor` sets it (default sequential: the bench names what it times)
  *   --trace FILE (any mode): also record the timed steps as a Chrome trace
  *       (`pardo trace summary FILE` shows where the time went).
+ *   --device cpu|cuda (train, infer): where the ops with a CUDA kernel run, as `pardo run --device`
+ *       (default cpu); cuda without a CUDA device is an error here (exit 1), not a CPU run; each
+ *       timed GPU step ends with the device synchronised (tools/gpu_check.sh times W1's step so).
  *
- * Output: {"bench": "pardo", "mode": ..., "executor": ..., "threads": N, "parts": P, "steps": S,
+ * Output: {"bench": "pardo", "mode": ..., "executor": ..., "device": "cpu" or "cuda", "threads": N,
+ *          "parts": P, "steps": S,
  *          "median_us": ..., "p10_us": ..., "p90_us": ..., "value": first element of
  *          loss/probs/the chain's end, "heap_delta_bytes": heap in use after the timed
  *          steps minus before (0 in the steady state), "peak_rss_kb": the process's peak
@@ -34,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/device.h"
 #include "exec/comm.h"
 #include "exec/executor.h"
 #include "gemm.h"
@@ -96,6 +101,7 @@ int main(int argc, char **argv) {
     const char *trace = NULL, *fetch_arg = NULL;
     bool fuse = true;
     pardo_executor_kind kind = PARDO_EXEC_SEQUENTIAL;
+    pardo_device_kind device = PARDO_DEVICE_CPU;
     for (; i < argc; i++) {
         int *dst = NULL;
         if (strcmp(argv[i], "--no-fuse") == 0) {
@@ -118,6 +124,13 @@ int main(int argc, char **argv) {
             else die("--executor expects auto, sequential or dataflow", NULL);
             continue;
         }
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "cpu") == 0) device = PARDO_DEVICE_CPU;
+            else if (strcmp(v, "cuda") == 0) device = PARDO_DEVICE_CUDA;
+            else die("--device expects cpu or cuda", NULL);
+            continue;
+        }
         if (strcmp(argv[i], "--threads") == 0)
             dst = &threads;
         else if (strcmp(argv[i], "--parts") == 0)
@@ -137,6 +150,9 @@ int main(int argc, char **argv) {
         *dst = atoi(argv[++i]);
     }
     if (threads < 1 || parts < 0 || batch < 1 || steps < 1 || warmup < 0 || nops < 1) die("bad numbers", NULL);
+    if (device == PARDO_DEVICE_CUDA && strcmp(mode, "chain") == 0) die("--device cuda is for train and infer", NULL);
+    if (device == PARDO_DEVICE_CUDA && pardo_device_count() == 0)
+        die("--device cuda: no CUDA device (or pardo built without CUDA)", NULL);
 
     pardo_status st;
     if (pardo_comm_init(&st) != PARDO_OK) die("MPI", &st); /* under mpirun: a rank of the job (W13) */
@@ -177,7 +193,7 @@ int main(int argc, char **argv) {
     opt.n_keep = 1;
     if (fuse && pardo_pass_fuse(p, &opt, &st) != PARDO_OK) die("fuse", &st);
     /* as `pardo run` does: temporaries freed after their last reader, the fetched var kept */
-    pardo_exec_options eo = {.nthreads = threads, .kind = kind, .training = train, .device = PARDO_DEVICE_CPU,
+    pardo_exec_options eo = {.nthreads = threads, .kind = kind, .training = train, .device = device,
                              .release_temps = true, .keep = &fetch, .n_keep = 1};
     if (pardo_executor_new(p, &eo, &ex, &st) != PARDO_OK || pardo_executor_init_vars(ex, NULL, NULL, &st) != PARDO_OK)
         die("executor", &st);
@@ -227,6 +243,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < steps; k++) {
         double t0 = now_us();
         if (pardo_executor_run(ex, &st) != PARDO_OK) die("run", &st);
+        if (device == PARDO_DEVICE_CUDA && pardo_device_sync(&st) != PARDO_OK) die("run", &st);
         t[k] = now_us() - t0;
     }
     struct mallinfo2 m1 = mallinfo2();
@@ -239,12 +256,14 @@ int main(int argc, char **argv) {
     long long heap_delta = (long long)(m1.uordblks + m1.hblkhd) - (long long)(m0.uordblks + m0.hblkhd);
     qsort(t, (size_t)steps, sizeof(double), cmp_double);
     pardo_tensor *v = pardo_executor_fetch(ex, fetch);
+    if (v && !pardo_tensor_cpu(v, &st)) die("fetch", &st); /* a GPU op's output comes back to the host */
     double value = v ? pardo_tensor_get_f64(v, 0) : 0;
     double med = t[steps / 2];
     if (pardo_comm_rank() == 0) printf(
-        "{\"bench\": \"pardo\", \"mode\": \"%s\", \"executor\": \"%s\", \"threads\": %d, \"parts\": %d, "
-        "\"steps\": %d, \"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
-        mode, kind == PARDO_EXEC_DATAFLOW ? "dataflow" : "sequential", threads, parts, steps, med, t[steps / 10],
+        "{\"bench\": \"pardo\", \"mode\": \"%s\", \"executor\": \"%s\", \"device\": \"%s\", \"threads\": %d, "
+        "\"parts\": %d, \"steps\": %d, \"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, \"value\": %.6g",
+        mode, kind == PARDO_EXEC_DATAFLOW ? "dataflow" : "sequential",
+        pardo_executor_device(ex) == PARDO_DEVICE_CUDA ? "cuda" : "cpu", threads, parts, steps, med, t[steps / 10],
         t[steps * 9 / 10], value);
     if (chain) printf(", \"us_per_op\": %.4f", med / nops);
     if (pardo_comm_rank() == 0)

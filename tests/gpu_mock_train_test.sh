@@ -1,0 +1,34 @@
+#!/bin/sh
+# gpu_mock_train_test.sh - `pardo train --device cuda` end to end on the host stand-in for the device (make
+# gpu-mock-test: PATH/TO/pardo is build/gpu-mock/pardo): the digits MLP as `pardo transpile --no-parallel`
+# writes it, trained on the "GPU" and on the CPU with one seed, ends at the same loss and held-out accuracy
+# (within 1e-3: the stand-in's products add in double, the CPU's in float32), and each op the GPU
+# run hands to the CPU is noted once. Usage: tests/gpu_mock_train_test.sh PATH/TO/pardo
+set -u
+. "$(dirname "$0")/cli_lib.sh"
+cli_setup gpu-mock-train "$@"
+
+G=$T/digits.json
+DATA="--data x=graphs/data/digits_train_x.npy --data y=graphs/data/digits_train_y.npy"
+EVAL="--eval x=graphs/data/digits_test_x.npy --eval y=graphs/data/digits_test_y.npy"
+expect "transpile --no-parallel" 0 -- transpile graphs/digits_mlp.json -o "$G" --backward loss --optimizer adam --no-parallel
+for dev in cuda cpu; do
+    # shellcheck disable=SC2086
+    expect "train --device $dev" 0 -- train "$G" $DATA $EVAL --batch-size 32 --epochs 4 --shuffle --seed 1 --threads 1 --device $dev
+    cp "$T/out" "$T/$dev.out"
+    cp "$T/err" "$T/$dev.err"
+done
+if grep -q "running on the CPU" "$T/cuda.err"; then bad "the GPU run ran on the CPU: $(cat "$T/cuda.err")"; else ok; fi
+# within 1e-3 relative: the CPU's float32 products round by the CPU's kernel (AVX2, AVX-512: other bits)
+for key in loss eval_loss eval_accuracy; do
+    g=$(sed -n "s/^$key: //p" "$T/cuda.out")
+    c=$(sed -n "s/^$key: //p" "$T/cpu.out")
+    if [ -n "$g" ] && awk -v g="$g" -v c="$c" 'BEGIN { d = g - c; if (d < 0) d = -d; exit !(d <= 1e-3 * c + 1e-6) }'
+    then ok; else bad "$key: '$g' on the GPU, '$c' on the CPU"; fi
+done
+n=$(grep -c "note: op 'softmax_cross_entropy' runs on the CPU in this GPU run" "$T/cuda.err")
+if [ "$n" = 1 ]; then ok; else bad "softmax_cross_entropy's note came $n times: $(cat "$T/cuda.err")"; fi
+if grep -q "note: op 'matmul\|note: op 'relu'" "$T/cuda.err"; then bad "an op with a CUDA kernel ran on the CPU: $(cat "$T/cuda.err")"; else ok; fi
+if grep -q "in this GPU run" "$T/cpu.err"; then bad "the CPU run printed GPU notes: $(cat "$T/cpu.err")"; else ok; fi
+
+cli_finish
