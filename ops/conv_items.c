@@ -142,9 +142,9 @@ int pardo_conv_cols_gather(const pardo_conv_cols *cc, pardo_kernel_ctx *c, int64
     for (int64_t r0 = 0; r0 < rows; r0 += cc->rows) {
         const int64_t r1 = r0 + cc->rows < rows ? r0 + cc->rows : rows, q = (r1 - r0) * n2;
         if (cc->dtype == PARDO_F32)
-            pardo_im2col_nd_f32(&cc->cols, (const float *)ig, r0, r1, col);
+            pardo_im2col_nd_f32(&cc->cols, (const void *)ig, r0, r1, col);
         else
-            pardo_im2col_nd_f64(&cc->cols, (const double *)ig, r0, r1, col);
+            pardo_im2col_nd_f64(&cc->cols, (const void *)ig, r0, r1, col);
         int rc = PARDO_OK;
         if (po)
             rc = pardo_conv_gemm(c, cc->dtype, false, false, cc->p_ch, q, ck, wg, ck, col, q,
@@ -174,9 +174,9 @@ int pardo_conv_cols_scatter(const pardo_conv_cols *cc, pardo_kernel_ctx *c, int6
                                  col, q, false);
         if (rc != PARDO_OK) return rc;
         if (cc->dtype == PARDO_F32)
-            pardo_col2im_nd_f32(&cc->cols, col, r0, r1, (float *)ig);
+            pardo_col2im_nd_f32(&cc->cols, col, r0, r1, (void *)ig);
         else
-            pardo_col2im_nd_f64(&cc->cols, col, r0, r1, (double *)ig);
+            pardo_col2im_nd_f64(&cc->cols, col, r0, r1, (void *)ig);
     }
     return PARDO_OK;
 }
