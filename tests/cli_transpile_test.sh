@@ -64,6 +64,16 @@ expect "onnx family ops ten steps" 0 -- run "$T/of.json" --feed x=tests/fixtures
 last=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
 if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'; then ok; else bad "onnx family loss did not fall: $first -> $last"; fi
 
+# the N-d convolutions and pools train too: --backward through conv_nd, conv_transpose, max_pool_nd and avg_pool_nd
+# of 1 spatial dim (tests/fixtures/conv_family_ops.json; its feed is arbitrary numbers as CSV)
+CF="tests/fixtures/conv_family_ops.json"
+expect "transpile conv family ops" 0 "wrote $T/cf.json" -- transpile "$CF" -o "$T/cf.json" --backward loss --optimizer sgd --lr 0.01 --parts 2
+expect "conv family ops one step" 0 -- run "$T/cf.json" --feed x=tests/fixtures/conv_family_x.csv --steps 1 --threads 2 --fetch loss
+first=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
+expect "conv family ops ten steps" 0 -- run "$T/cf.json" --feed x=tests/fixtures/conv_family_x.csv --steps 10 --threads 2 --fetch loss
+last=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
+if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'; then ok; else bad "conv family loss did not fall: $first -> $last"; fi
+
 no_file "already transpiled" "$T/again.json"
 expect "unknown loss" 2 "no var 'lost'" -- transpile graphs/mlp.json -o "$T/e1.json" --backward lost
 no_file "unknown loss" "$T/e1.json"
