@@ -210,6 +210,16 @@ static int64_t order_index(const pn_geom *g, int64_t e) {
         }                                                                                                              \
     } while (0)
 
+/* Runs BODY for each chunk [c0, c1) of PN_CHUNK outputs (the last shorter) of each output row (u0, u1) of g, in
+ * output order. */
+#define PN_FOR_CHUNKS(g, BODY)                                                                                         \
+    for (int64_t u0 = 0; u0 < (g)->out[0]; u0++)                                                                       \
+        for (int64_t u1 = 0; u1 < (g)->out[1]; u1++)                                                                   \
+            for (int64_t c0 = 0; c0 < (g)->out[2]; c0 += PN_CHUNK) {                                                   \
+                const int64_t c1 = c0 + PN_CHUNK < (g)->out[2] ? c0 + PN_CHUNK : (g)->out[2];                          \
+                BODY                                                                                                   \
+            }
+
 /* n[u - c0] = the element count of the windows of outputs [c0, c1) of row (u0, u1): axes 0 and 1's taps
  * times the last axis's taps that read inside the input (counted tap by tap: no division per output). */
 static void window_counts(const pn_geom *g, int64_t u0, int64_t u1, int64_t c0, int64_t c1, double *n) {
@@ -243,10 +253,10 @@ static void window_counts(const pn_geom *g, int64_t u0, int64_t u1, int64_t c0, 
  * planes [p0, p1). It compares and copies only: every ordered dtype gets
  * it. */
 #define PN_MAX_FWD(SUF, T, LOAD)                                                                                       \
-    PARDO_WINDOW2D_LOOPS static void max_row_##SUF(const pn_geom *g, const T *xp, int64_t u0, int64_t u1, int64_t c0, \
+    PARDO_WINDOW2D_LOOPS static void max_row_##SUF(const pn_geom *g, const T *xp, int64_t u0, int64_t u1, int64_t c0,  \
                                                    int64_t c1, T *best, int64_t *at) {                                 \
         const int64_t s2 = g->s[2];                                                                                    \
-        bool seen[PN_CHUNK]; /* a window's first tap in order is taken whatever it holds */                           \
+        bool seen[PN_CHUNK]; /* a window's first tap in order is taken whatever it holds */                            \
         for (int64_t u = 0; u < c1 - c0; u++) seen[u] = false;                                                         \
         PN_ROW_TAPS(g, u0, u1, c0, c1, {                                                                               \
             if (s2 == 1)                                                                                               \
@@ -264,16 +274,13 @@ static void window_counts(const pn_geom *g, int64_t u0, int64_t u1, int64_t c0, 
         for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             const T *xp = x + pl * g->ip;                                                                              \
             int64_t e = pl * g->yp;                                                                                    \
-            for (int64_t u0 = 0; u0 < g->out[0]; u0++)                                                                 \
-                for (int64_t u1 = 0; u1 < g->out[1]; u1++)                                                             \
-                    for (int64_t c0 = 0; c0 < g->out[2]; c0 += PN_CHUNK) {                                             \
-                        const int64_t c1 = c0 + PN_CHUNK < g->out[2] ? c0 + PN_CHUNK : g->out[2];                      \
-                        max_row_##SUF(g, xp, u0, u1, c0, c1, best, at);                                                \
-                        for (int64_t u = 0; u < c1 - c0; u++, e++) {                                                   \
-                            y[e] = best[u];                                                                            \
-                            if (j->index) j->index[e] = pl * g->ip + order_index(g, at[u]);                            \
-                        }                                                                                              \
-                    }                                                                                                  \
+            PN_FOR_CHUNKS(g, {                                                                                         \
+                max_row_##SUF(g, xp, u0, u1, c0, c1, best, at);                                                        \
+                for (int64_t u = 0; u < c1 - c0; u++, e++) {                                                           \
+                    y[e] = best[u];                                                                                    \
+                    if (j->index) j->index[e] = pl * g->ip + order_index(g, at[u]);                                    \
+                }                                                                                                      \
+            });                                                                                                        \
         }                                                                                                              \
     }
 
@@ -295,13 +302,10 @@ PARDO_FOR_ORDERED_DTYPES(PN_MAX_FWD)
             T *dxp = dx + pl * g->ip;                                                                                  \
             memset(dxp, 0, sizeof(T) * (size_t)g->ip);                                                                 \
             int64_t e = pl * g->yp;                                                                                    \
-            for (int64_t u0 = 0; u0 < g->out[0]; u0++)                                                                 \
-                for (int64_t u1 = 0; u1 < g->out[1]; u1++)                                                             \
-                    for (int64_t c0 = 0; c0 < g->out[2]; c0 += PN_CHUNK) {                                             \
-                        const int64_t c1 = c0 + PN_CHUNK < g->out[2] ? c0 + PN_CHUNK : g->out[2];                      \
-                        max_row_##SUF(g, xp, u0, u1, c0, c1, best, at);                                                \
-                        for (int64_t u = 0; u < c1 - c0; u++, e++) dxp[at[u]] += dy[e];                                \
-                    }                                                                                                  \
+            PN_FOR_CHUNKS(g, {                                                                                         \
+                max_row_##SUF(g, xp, u0, u1, c0, c1, best, at);                                                        \
+                for (int64_t u = 0; u < c1 - c0; u++, e++) dxp[at[u]] += dy[e];                                        \
+            });                                                                                                        \
         }                                                                                                              \
     }                                                                                                                  \
     PARDO_WINDOW2D_LOOPS static void avg_fwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                \
@@ -314,20 +318,17 @@ PARDO_FOR_ORDERED_DTYPES(PN_MAX_FWD)
         for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             const T *xp = x + pl * g->ip;                                                                              \
             int64_t e = pl * g->yp;                                                                                    \
-            for (int64_t u0 = 0; u0 < g->out[0]; u0++)                                                                 \
-                for (int64_t u1 = 0; u1 < g->out[1]; u1++)                                                             \
-                    for (int64_t c0 = 0; c0 < g->out[2]; c0 += PN_CHUNK) {                                             \
-                        const int64_t c1 = c0 + PN_CHUNK < g->out[2] ? c0 + PN_CHUNK : g->out[2];                      \
-                        for (int64_t u = 0; u < c1 - c0; u++) sum[u] = 0;                                              \
-                        PN_ROW_TAPS(g, u0, u1, c0, c1, {                                                               \
-                            if (s2 == 1)                                                                               \
-                                for (int64_t u = ua; u < ub; u++) sum[u - c0] += (double)xp[xo + u];                   \
-                            else                                                                                       \
-                                for (int64_t u = ua; u < ub; u++) sum[u - c0] += (double)xp[xo + u * s2];              \
-                        });                                                                                            \
-                        window_counts(g, u0, u1, c0, c1, cnt);                                                         \
-                        for (int64_t u = 0; u < c1 - c0; u++, e++) y[e] = (T)(sum[u] / cnt[u]);                        \
-                    }                                                                                                  \
+            PN_FOR_CHUNKS(g, {                                                                                         \
+                for (int64_t u = 0; u < c1 - c0; u++) sum[u] = 0;                                                      \
+                PN_ROW_TAPS(g, u0, u1, c0, c1, {                                                                       \
+                    if (s2 == 1)                                                                                       \
+                        for (int64_t u = ua; u < ub; u++) sum[u - c0] += (double)xp[xo + u];                           \
+                    else                                                                                               \
+                        for (int64_t u = ua; u < ub; u++) sum[u - c0] += (double)xp[xo + u * s2];                      \
+                });                                                                                                    \
+                window_counts(g, u0, u1, c0, c1, cnt);                                                                 \
+                for (int64_t u = 0; u < c1 - c0; u++, e++) y[e] = (T)(sum[u] / cnt[u]);                                \
+            });                                                                                                        \
         }                                                                                                              \
     }                                                                                                                  \
     PARDO_WINDOW2D_LOOPS static void avg_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                                \
@@ -341,19 +342,16 @@ PARDO_FOR_ORDERED_DTYPES(PN_MAX_FWD)
             T *dxp = dx + pl * g->ip;                                                                                  \
             memset(dxp, 0, sizeof(T) * (size_t)g->ip);                                                                 \
             int64_t e = pl * g->yp;                                                                                    \
-            for (int64_t u0 = 0; u0 < g->out[0]; u0++)                                                                 \
-                for (int64_t u1 = 0; u1 < g->out[1]; u1++)                                                             \
-                    for (int64_t c0 = 0; c0 < g->out[2]; c0 += PN_CHUNK) {                                             \
-                        const int64_t c1 = c0 + PN_CHUNK < g->out[2] ? c0 + PN_CHUNK : g->out[2];                      \
-                        window_counts(g, u0, u1, c0, c1, cnt);                                                         \
-                        for (int64_t u = 0; u < c1 - c0; u++, e++) v[u] = (T)((double)dy[e] / cnt[u]);                 \
-                        PN_ROW_TAPS(g, u0, u1, c0, c1, {                                                               \
-                            if (s2 == 1)                                                                               \
-                                for (int64_t u = ua; u < ub; u++) dxp[xo + u] += v[u - c0];                            \
-                            else                                                                                       \
-                                for (int64_t u = ua; u < ub; u++) dxp[xo + u * s2] += v[u - c0];                       \
-                        });                                                                                            \
-                    }                                                                                                  \
+            PN_FOR_CHUNKS(g, {                                                                                         \
+                window_counts(g, u0, u1, c0, c1, cnt);                                                                 \
+                for (int64_t u = 0; u < c1 - c0; u++, e++) v[u] = (T)((double)dy[e] / cnt[u]);                         \
+                PN_ROW_TAPS(g, u0, u1, c0, c1, {                                                                       \
+                    if (s2 == 1)                                                                                       \
+                        for (int64_t u = ua; u < ub; u++) dxp[xo + u] += v[u - c0];                                    \
+                    else                                                                                               \
+                        for (int64_t u = ua; u < ub; u++) dxp[xo + u * s2] += v[u - c0];                               \
+                });                                                                                                    \
+            });                                                                                                        \
         }                                                                                                              \
     }
 
