@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "io/onnx.h"
 #include "core/device.h"
+#include "core/device_cache.h"
 #include "engine/engine.h"
 #include "exec/thread_pool.h"
 #include "gemm.h"
@@ -104,6 +105,7 @@ int main(int argc, char **argv) {
             int rc = commands[i].fn(argc - 2, argv + 2);
             /* join the pool's workers: a clean exit (valgrind counts the stacks of threads never joined) */
             cli_model_release();
+            pardo_device_cache_trim(); /* the cached device blocks go back to the device */
             pardo_engine_shutdown(); /* its free lists; its spinning dispatchers give their workers back */
             pardo_thread_pool_shutdown();
             return rc;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device_cache.h"
+
 /* Records made so far: the high half of a record's version, so that no two
  * records (one freed, another made at its address) share a version. */
 static atomic_uint_least64_t records_made;
@@ -32,7 +34,7 @@ static void free_host(pardo_synced_mem *m) {
 void pardo_synced_mem_free(pardo_synced_mem *m) {
     if (!m) return;
     free_host(m);
-    if (m->own_gpu) pardo_device_free(m->gpu_ptr);
+    if (m->own_gpu) pardo_device_cache_free(m->gpu_ptr);
     free(m);
 }
 
@@ -56,8 +58,9 @@ static int alloc_host(pardo_synced_mem *m, pardo_status *st) {
     return PARDO_OK;
 }
 
-static int alloc_gpu(pardo_synced_mem *m, pardo_status *st) {
-    int rc = pardo_device_malloc(&m->gpu_ptr, m->nbytes, st);
+/* Device memory comes from the caching allocator (device_cache.h), for work on `stream`. */
+static int alloc_gpu(pardo_synced_mem *m, pardo_stream stream, pardo_status *st) {
+    int rc = pardo_device_cache_alloc(&m->gpu_ptr, m->nbytes, stream, st);
     if (rc != PARDO_OK) return rc;
     m->own_gpu = true;
     return PARDO_OK;
@@ -89,12 +92,12 @@ static int to_gpu(pardo_synced_mem *m, pardo_status *st) {
         return pardo_errorf(st, PARDO_ENOTSUP, "no CUDA device is available");
     switch (m->head) {
     case PARDO_MEM_UNINITIALIZED:
-        if ((rc = alloc_gpu(m, st)) != PARDO_OK) return rc;
+        if ((rc = alloc_gpu(m, NULL, st)) != PARDO_OK) return rc;
         if ((rc = pardo_device_memset_zero(m->gpu_ptr, m->nbytes, st)) != PARDO_OK) return rc;
         m->head = PARDO_MEM_HEAD_AT_GPU;
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_CPU:
-        if (!m->gpu_ptr && (rc = alloc_gpu(m, st)) != PARDO_OK) return rc;
+        if (!m->gpu_ptr && (rc = alloc_gpu(m, NULL, st)) != PARDO_OK) return rc;
         if ((rc = pardo_device_copy_h2d(m->gpu_ptr, m->cpu_ptr, m->nbytes, st)) != PARDO_OK) return rc;
         m->head = PARDO_MEM_SYNCED;
         return PARDO_OK;
@@ -143,7 +146,7 @@ int pardo_synced_mem_async_gpu_push(pardo_synced_mem *m, pardo_stream stream, pa
                             pardo_mem_head_name(m->head));
     if (pardo_device_count() == 0)
         return pardo_errorf(st, PARDO_ENOTSUP, "no CUDA device is available");
-    if (!m->gpu_ptr && (rc = alloc_gpu(m, st)) != PARDO_OK) return rc;
+    if (!m->gpu_ptr && (rc = alloc_gpu(m, stream, st)) != PARDO_OK) return rc;
     if ((rc = pardo_device_copy_h2d_async(m->gpu_ptr, m->cpu_ptr, m->nbytes, stream, st)) != PARDO_OK)
         return rc;
     m->head = PARDO_MEM_SYNCED;
