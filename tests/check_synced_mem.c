@@ -1,6 +1,7 @@
 /* check_synced_mem.c - every head transition of SyncedMemory. The GPU
  * transitions run only where a CUDA device exists; elsewhere they check that
  * GPU access fails cleanly, and say that they skipped. */
+#include <cJSON.h>
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "core/device.h"
 #include "core/device_cache.h"
 #include "core/synced_mem.h"
+#include "trace/trace.h"
 
 static bool have_gpu(const char *test) {
     if (pardo_device_count() > 0) return true;
@@ -203,7 +205,7 @@ START_TEST(cache_oom_retry) {
     pardo_device_cache_get_stats(&a);
     void *big = NULL, *small = NULL;
     ck_assert_int_eq(pardo_device_cache_alloc(&big, (size_t)2 << 20, NULL, &st), PARDO_OK);
-    pardo_device_cache_free(big); /* 2 MiB cached */
+    pardo_device_cache_free(big);                    /* 2 MiB cached */
     setenv("PARDO_MOCK_DEVICE_BYTES", "2621440", 1); /* 2.5 MiB: 2 MiB cached + 1 MiB does not fit */
     int rc = pardo_device_cache_alloc(&small, (size_t)1 << 20, NULL, &st);
     unsetenv("PARDO_MOCK_DEVICE_BYTES");
@@ -251,6 +253,50 @@ START_TEST(cache_oom_fails_cleanly) {
 }
 END_TEST
 
+/* Each copy between host and device is a trace event "copy" (cat "memory") with its direction and bytes. */
+START_TEST(copies_are_traced) {
+    pardo_status st;
+    if (!have_gpu("copies_are_traced")) return;
+    ck_assert_msg(pardo_trace_start(&st) == PARDO_OK, "%s", st.msg);
+    pardo_synced_mem *m = pardo_synced_mem_new(1000);
+    ck_assert_ptr_nonnull(pardo_synced_mem_mutable_cpu_data(m, &st));
+    ck_assert_ptr_nonnull(pardo_synced_mem_gpu_data(m, &st));         /* h2d */
+    ck_assert_ptr_nonnull(pardo_synced_mem_mutable_gpu_data(m, &st)); /* no copy: SYNCED */
+    ck_assert_ptr_nonnull(pardo_synced_mem_cpu_data(m, &st));         /* d2h */
+    ck_assert_ptr_nonnull(pardo_synced_mem_mutable_cpu_data(m, &st));
+    ck_assert_int_eq(pardo_synced_mem_async_gpu_push(m, NULL, &st), PARDO_OK); /* h2d, async */
+    pardo_trace_stop();
+    ck_assert_ptr_nonnull(pardo_synced_mem_mutable_cpu_data(m, &st));
+    ck_assert_ptr_nonnull(pardo_synced_mem_gpu_data(m, &st)); /* not recorded: the trace stopped */
+    pardo_synced_mem_free(m);
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_msg(pardo_trace_json(NULL, &text, &len, &st) == PARDO_OK, "%s", st.msg);
+    cJSON *doc = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(doc);
+    const char *want_dir[] = {"h2d", "d2h", "h2d"};
+    const int want_async[] = {0, 0, 1};
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(doc, "traceEvents")) {
+        const cJSON *name = cJSON_GetObjectItem(e, "name"), *cat = cJSON_GetObjectItem(e, "cat");
+        if (!cJSON_IsString(name) || strcmp(name->valuestring, "copy") != 0) continue;
+        ck_assert(cJSON_IsString(cat) && strcmp(cat->valuestring, "memory") == 0);
+        ck_assert_int_lt(n, 3);
+        const cJSON *args = cJSON_GetObjectItem(e, "args");
+        ck_assert_str_eq(cJSON_GetObjectItem(args, "direction")->valuestring, want_dir[n]);
+        ck_assert_double_eq(cJSON_GetObjectItem(args, "bytes")->valuedouble, 1000);
+        ck_assert_double_eq(cJSON_GetObjectItem(args, "async")->valuedouble, want_async[n]);
+        ck_assert(cJSON_GetObjectItem(e, "dur")->valuedouble >= 0);
+        n++;
+    }
+    ck_assert_int_eq(n, 3);
+    cJSON_Delete(doc);
+    free(text);
+    pardo_trace_reset();
+}
+END_TEST
+
 START_TEST(head_names) {
     ck_assert_str_eq(pardo_mem_head_name(PARDO_MEM_UNINITIALIZED), "UNINITIALIZED");
     ck_assert_str_eq(pardo_mem_head_name(PARDO_MEM_HEAD_AT_CPU), "HEAD_AT_CPU");
@@ -272,6 +318,7 @@ Suite *make_synced_mem_suite(void) {
     tcase_add_test(tc, cache_reuses_freed_block);
     tcase_add_test(tc, cache_steady_state);
     tcase_add_test(tc, cache_oom_retry);
+    tcase_add_test(tc, copies_are_traced);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("Errors");
     tcase_add_test(te, cache_oom_fails_cleanly);

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/device_cache.h"
 
@@ -66,6 +67,34 @@ static int alloc_gpu(pardo_synced_mem *m, pardo_stream stream, pardo_status *st)
     return PARDO_OK;
 }
 
+static _Atomic(pardo_copy_observer) copy_observer;
+
+void pardo_synced_mem_set_copy_observer(pardo_copy_observer fn) { atomic_store(&copy_observer, fn); }
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The copies between host and device, each told to the copy observer when there is one. */
+static int copy_h2d(pardo_synced_mem *m, pardo_stream stream, bool async, pardo_status *st) {
+    pardo_copy_observer obs = atomic_load_explicit(&copy_observer, memory_order_relaxed);
+    int64_t t0 = obs ? now_ns() : 0;
+    int rc = async ? pardo_device_copy_h2d_async(m->gpu_ptr, m->cpu_ptr, m->nbytes, stream, st)
+                   : pardo_device_copy_h2d(m->gpu_ptr, m->cpu_ptr, m->nbytes, st);
+    if (rc == PARDO_OK && obs) obs("h2d", m->nbytes, async, t0, now_ns());
+    return rc;
+}
+
+static int copy_d2h(pardo_synced_mem *m, pardo_status *st) {
+    pardo_copy_observer obs = atomic_load_explicit(&copy_observer, memory_order_relaxed);
+    int64_t t0 = obs ? now_ns() : 0;
+    int rc = pardo_device_copy_d2h(m->cpu_ptr, m->gpu_ptr, m->nbytes, st);
+    if (rc == PARDO_OK && obs) obs("d2h", m->nbytes, false, t0, now_ns());
+    return rc;
+}
+
 static int to_cpu(pardo_synced_mem *m, pardo_status *st) {
     int rc;
     switch (m->head) {
@@ -76,7 +105,7 @@ static int to_cpu(pardo_synced_mem *m, pardo_status *st) {
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_GPU:
         if (!m->cpu_ptr && (rc = alloc_host(m, st)) != PARDO_OK) return rc;
-        if ((rc = pardo_device_copy_d2h(m->cpu_ptr, m->gpu_ptr, m->nbytes, st)) != PARDO_OK) return rc;
+        if ((rc = copy_d2h(m, st)) != PARDO_OK) return rc;
         m->head = PARDO_MEM_SYNCED;
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_CPU:
@@ -98,7 +127,7 @@ static int to_gpu(pardo_synced_mem *m, pardo_status *st) {
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_CPU:
         if (!m->gpu_ptr && (rc = alloc_gpu(m, NULL, st)) != PARDO_OK) return rc;
-        if ((rc = pardo_device_copy_h2d(m->gpu_ptr, m->cpu_ptr, m->nbytes, st)) != PARDO_OK) return rc;
+        if ((rc = copy_h2d(m, NULL, false, st)) != PARDO_OK) return rc;
         m->head = PARDO_MEM_SYNCED;
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_GPU:
@@ -147,8 +176,7 @@ int pardo_synced_mem_async_gpu_push(pardo_synced_mem *m, pardo_stream stream, pa
     if (pardo_device_count() == 0)
         return pardo_errorf(st, PARDO_ENOTSUP, "no CUDA device is available");
     if (!m->gpu_ptr && (rc = alloc_gpu(m, stream, st)) != PARDO_OK) return rc;
-    if ((rc = pardo_device_copy_h2d_async(m->gpu_ptr, m->cpu_ptr, m->nbytes, stream, st)) != PARDO_OK)
-        return rc;
+    if ((rc = copy_h2d(m, stream, true, st)) != PARDO_OK) return rc;
     m->head = PARDO_MEM_SYNCED;
     return PARDO_OK;
 }
