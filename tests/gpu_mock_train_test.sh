@@ -31,4 +31,18 @@ if [ "$n" = 1 ]; then ok; else bad "softmax_cross_entropy's note came $n times: 
 if grep -q "note: op 'matmul\|note: op 'relu'" "$T/cuda.err"; then bad "an op with a CUDA kernel ran on the CPU: $(cat "$T/cuda.err")"; else ok; fi
 if grep -q "in this GPU run" "$T/cpu.err"; then bad "the CPU run printed GPU notes: $(cat "$T/cpu.err")"; else ok; fi
 
+# the device cache (src/core/device_cache.h): PARDO_DEVICE_CACHE_STATS=1 prints its counters as the command ends;
+# by then the executors are freed, which trims the cache, so every raw allocation has been freed raw. (Whether
+# more steps allocate more is not checked here: the executor keeps its tensors' buffers across steps, so this
+# loop frees no device block before the end, and the loader's timing moves its count by a block or two.)
+# shellcheck disable=SC2086
+PARDO_DEVICE_CACHE_STATS=1 "$PARDO" train "$G" $DATA --batch-size 32 --epochs 1 --threads 1 --device cuda \
+    > "$T/out" 2> "$T/err"
+line=$(sed -n 's/^pardo: device cache: \([0-9]*\) raw allocations, \([0-9]*\) raw frees, .* \([0-9]*\) bytes held, .*/\1 \2 \3/p' "$T/err")
+read -r a f h <<EOT
+$line
+EOT
+if [ -n "$line" ] && [ "$a" -gt 0 ] && [ "$f" = "$a" ] && [ "$h" = 0 ]
+then ok; else bad "device cache at exit: '$line' (raw allocations, raw frees, bytes held): $(cat "$T/err")"; fi
+
 cli_finish

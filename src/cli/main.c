@@ -1,11 +1,13 @@
 /* main.c - the pardo command line: checks the op registry, then dispatches
  * to the subcommand in src/cli/cli_<command>.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "io/onnx.h"
 #include "core/device.h"
+#include "core/device_cache.h"
 #include "engine/engine.h"
 #include "exec/thread_pool.h"
 #include "gemm.h"
@@ -69,6 +71,20 @@ static int print_version(void) {
     return CLI_OK;
 }
 
+/* PARDO_DEVICE_CACHE_STATS=1: the device cache's counters on stderr as the command ends (before the trim), so a
+ * test can see that more training steps did not allocate more device memory. */
+static void note_device_cache(void) {
+    const char *env = getenv("PARDO_DEVICE_CACHE_STATS");
+    if (!env || strcmp(env, "1") != 0) return;
+    pardo_device_cache_stats c;
+    pardo_device_cache_get_stats(&c);
+    fprintf(stderr,
+            "pardo: device cache: %llu raw allocations, %llu raw frees, %llu cache hits, %llu out-of-memory "
+            "flushes, %zu bytes held, %zu bytes cached\n",
+            (unsigned long long)c.raw_allocs, (unsigned long long)c.raw_frees, (unsigned long long)c.cache_hits,
+            (unsigned long long)c.oom_flushes, c.bytes_held, c.bytes_cached);
+}
+
 int main(int argc, char **argv) {
     pardo_status st;
     pardo_status_clear(&st);
@@ -104,6 +120,8 @@ int main(int argc, char **argv) {
             int rc = commands[i].fn(argc - 2, argv + 2);
             /* join the pool's workers: a clean exit (valgrind counts the stacks of threads never joined) */
             cli_model_release();
+            note_device_cache();
+            pardo_device_cache_trim(); /* the cached device blocks go back to the device */
             pardo_engine_shutdown(); /* its free lists; its spinning dispatchers give their workers back */
             pardo_thread_pool_shutdown();
             return rc;

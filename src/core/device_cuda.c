@@ -48,6 +48,10 @@ int pardo_device_set(int dev, pardo_status *st) {
 int pardo_device_malloc(void **out, size_t nbytes, pardo_status *st) {
     *out = NULL;
     cudaError_t e = cudaMalloc(out, nbytes ? nbytes : 1);
+    if (e == cudaErrorMemoryAllocation) { /* not sticky: cleared, and ENOMEM so the device cache can retry */
+        (void)cudaGetLastError();
+        return pardo_errorf(st, PARDO_ENOMEM, "CUDA cudaMalloc of %zu bytes failed: %s", nbytes, cudaGetErrorString(e));
+    }
     if (e != cudaSuccess) return cuda_fail(st, e, "cudaMalloc");
     atomic_store(&in_use, true);
     return PARDO_OK;

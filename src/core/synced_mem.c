@@ -4,6 +4,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "core/device_cache.h"
 
 /* Records made so far: the high half of a record's version, so that no two
  * records (one freed, another made at its address) share a version. */
@@ -32,7 +35,7 @@ static void free_host(pardo_synced_mem *m) {
 void pardo_synced_mem_free(pardo_synced_mem *m) {
     if (!m) return;
     free_host(m);
-    if (m->own_gpu) pardo_device_free(m->gpu_ptr);
+    if (m->own_gpu) pardo_device_cache_free(m->gpu_ptr);
     free(m);
 }
 
@@ -56,11 +59,40 @@ static int alloc_host(pardo_synced_mem *m, pardo_status *st) {
     return PARDO_OK;
 }
 
-static int alloc_gpu(pardo_synced_mem *m, pardo_status *st) {
-    int rc = pardo_device_malloc(&m->gpu_ptr, m->nbytes, st);
+/* Device memory comes from the caching allocator (device_cache.h), for work on `stream`. */
+static int alloc_gpu(pardo_synced_mem *m, pardo_stream stream, pardo_status *st) {
+    int rc = pardo_device_cache_alloc(&m->gpu_ptr, m->nbytes, stream, st);
     if (rc != PARDO_OK) return rc;
     m->own_gpu = true;
     return PARDO_OK;
+}
+
+static _Atomic(pardo_copy_observer) copy_observer;
+
+void pardo_synced_mem_set_copy_observer(pardo_copy_observer fn) { atomic_store(&copy_observer, fn); }
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The copies between host and device, each told to the copy observer when there is one. */
+static int copy_h2d(pardo_synced_mem *m, pardo_stream stream, bool async, pardo_status *st) {
+    pardo_copy_observer obs = atomic_load_explicit(&copy_observer, memory_order_relaxed);
+    int64_t t0 = obs ? now_ns() : 0;
+    int rc = async ? pardo_device_copy_h2d_async(m->gpu_ptr, m->cpu_ptr, m->nbytes, stream, st)
+                   : pardo_device_copy_h2d(m->gpu_ptr, m->cpu_ptr, m->nbytes, st);
+    if (rc == PARDO_OK && obs) obs("h2d", m->nbytes, async, t0, now_ns());
+    return rc;
+}
+
+static int copy_d2h(pardo_synced_mem *m, pardo_status *st) {
+    pardo_copy_observer obs = atomic_load_explicit(&copy_observer, memory_order_relaxed);
+    int64_t t0 = obs ? now_ns() : 0;
+    int rc = pardo_device_copy_d2h(m->cpu_ptr, m->gpu_ptr, m->nbytes, st);
+    if (rc == PARDO_OK && obs) obs("d2h", m->nbytes, false, t0, now_ns());
+    return rc;
 }
 
 static int to_cpu(pardo_synced_mem *m, pardo_status *st) {
@@ -73,7 +105,7 @@ static int to_cpu(pardo_synced_mem *m, pardo_status *st) {
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_GPU:
         if (!m->cpu_ptr && (rc = alloc_host(m, st)) != PARDO_OK) return rc;
-        if ((rc = pardo_device_copy_d2h(m->cpu_ptr, m->gpu_ptr, m->nbytes, st)) != PARDO_OK) return rc;
+        if ((rc = copy_d2h(m, st)) != PARDO_OK) return rc;
         m->head = PARDO_MEM_SYNCED;
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_CPU:
@@ -89,13 +121,13 @@ static int to_gpu(pardo_synced_mem *m, pardo_status *st) {
         return pardo_errorf(st, PARDO_ENOTSUP, "no CUDA device is available");
     switch (m->head) {
     case PARDO_MEM_UNINITIALIZED:
-        if ((rc = alloc_gpu(m, st)) != PARDO_OK) return rc;
+        if ((rc = alloc_gpu(m, NULL, st)) != PARDO_OK) return rc;
         if ((rc = pardo_device_memset_zero(m->gpu_ptr, m->nbytes, st)) != PARDO_OK) return rc;
         m->head = PARDO_MEM_HEAD_AT_GPU;
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_CPU:
-        if (!m->gpu_ptr && (rc = alloc_gpu(m, st)) != PARDO_OK) return rc;
-        if ((rc = pardo_device_copy_h2d(m->gpu_ptr, m->cpu_ptr, m->nbytes, st)) != PARDO_OK) return rc;
+        if (!m->gpu_ptr && (rc = alloc_gpu(m, NULL, st)) != PARDO_OK) return rc;
+        if ((rc = copy_h2d(m, NULL, false, st)) != PARDO_OK) return rc;
         m->head = PARDO_MEM_SYNCED;
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_GPU:
@@ -143,9 +175,8 @@ int pardo_synced_mem_async_gpu_push(pardo_synced_mem *m, pardo_stream stream, pa
                             pardo_mem_head_name(m->head));
     if (pardo_device_count() == 0)
         return pardo_errorf(st, PARDO_ENOTSUP, "no CUDA device is available");
-    if (!m->gpu_ptr && (rc = alloc_gpu(m, st)) != PARDO_OK) return rc;
-    if ((rc = pardo_device_copy_h2d_async(m->gpu_ptr, m->cpu_ptr, m->nbytes, stream, st)) != PARDO_OK)
-        return rc;
+    if (!m->gpu_ptr && (rc = alloc_gpu(m, stream, st)) != PARDO_OK) return rc;
+    if ((rc = copy_h2d(m, stream, true, st)) != PARDO_OK) return rc;
     m->head = PARDO_MEM_SYNCED;
     return PARDO_OK;
 }

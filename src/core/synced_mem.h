@@ -77,6 +77,16 @@ void pardo_synced_mem_set_cpu_data(pardo_synced_mem *m, void *data);
  * the stream before reading gpu data from another stream. */
 int pardo_synced_mem_async_gpu_push(pardo_synced_mem *m, pardo_stream stream, pardo_status *st);
 
+/* Told of each copy SyncedMemory makes between host and device: direction "h2d" or "d2h" (static strings),
+ * nbytes, whether it was an asynchronous push (then t1_ns is when it was queued, not when it ended), and its start
+ * and end on CLOCK_MONOTONIC in ns (pardo_trace_now_ns's clock). Called on the thread that made the copy, after
+ * it succeeded. */
+typedef void (*pardo_copy_observer)(const char *direction, size_t nbytes, bool async, int64_t t0_ns, int64_t t1_ns);
+
+/* Sets the process's copy observer (NULL: none, the default); the trace sets it while it records (a "copy" event
+ * per copy, TRACES.md). Thread-safe (an atomic pointer); a copy already under way may still call the old one. */
+void pardo_synced_mem_set_copy_observer(pardo_copy_observer fn);
+
 /* Name of a head state, for messages and tests. */
 const char *pardo_mem_head_name(pardo_mem_head h);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/device.h"
+#include "core/device_cache.h"
 #include "core/init_fill.h"
 #include "exec/release_plan.h"
 #include "exec/stage_plan.h"
@@ -137,6 +138,7 @@ void pardo_executor_free(pardo_executor *ex) {
     pardo_tensor_pool_clear(&ex->pool);
     pardo_scope_free(ex->root);
     free(ex);
+    pardo_device_cache_trim(); /* the device blocks its tensors held go back to the device, not only the cache */
 }
 
 int pardo_executor_nthreads(const pardo_executor *ex) { return ex->opt.nthreads; }

@@ -51,7 +51,8 @@ typedef struct pardo_executor pardo_executor;
 int pardo_executor_new(const pardo_program *p, const pardo_exec_options *opt, pardo_executor **out,
                        pardo_status *st);
 
-/* Frees the executor and its scopes (tensors it bound are released). */
+/* Frees the executor and its scopes (tensors it bound are released), then trims the device cache
+ * (core/device_cache.h: every cached free device block goes back to the device). */
 void pardo_executor_free(pardo_executor *ex);
 
 /* The root scope (block 0's vars); borrowed. */

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/synced_mem.h"
 #include "exec/thread_pool.h"
 
 #define STACK_MAX 32     // open pardo_trace_begin spans per thread
@@ -240,6 +241,14 @@ static int limit_from_env(size_t *bytes, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* SyncedMemory's copy observer while a trace records: a "copy" event (cat "memory") per host<->device copy. */
+static void record_copy(const char *direction, size_t nbytes, bool async, int64_t t0_ns, int64_t t1_ns) {
+    pardo_trace_arg args[3] = {{.key = "direction", .str = direction},
+                               {.key = "bytes", .num = (double)nbytes},
+                               {.key = "async", .num = async}};
+    pardo_trace_complete("copy", "memory", t0_ns, t1_ns, args, 3);
+}
+
 int pardo_trace_start(pardo_status *st) {
     if (atomic_load(&pardo_trace_enabled)) return pardo_errorf(st, PARDO_EINVAL, "trace: a trace is already recording");
     size_t limit;
@@ -268,12 +277,14 @@ int pardo_trace_start(pardo_status *st) {
         sample_mem(b, pardo_trace_clock.start_tick);
     }
     atomic_store_explicit(&pardo_trace_enabled, true, memory_order_release);
+    pardo_synced_mem_set_copy_observer(record_copy);
     return PARDO_OK;
 }
 
 void pardo_trace_stop(void) {
     if (!atomic_load(&pardo_trace_enabled)) return;
     atomic_store_explicit(&pardo_trace_enabled, false, memory_order_release);
+    pardo_synced_mem_set_copy_observer(NULL);
     pardo_trace_calibrate();
 }
 

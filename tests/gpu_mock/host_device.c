@@ -1,12 +1,14 @@
 /* host_device.c - a host stand-in for src/core/device.h, for tests only (make gpu-mock-test links it into
  * build/gpu-mock/ instead of src/core/device_cuda.c; pardo itself never has it): one "device" whose memory is
- * host memory from malloc, filled with a byte pattern as device memory holds garbage, copies as memcpy, streams
+ * host memory from malloc (its bytes in use capped by PARDO_MOCK_DEVICE_BYTES, below, for out-of-memory tests),
+ * filled with a byte pattern as device memory holds garbage, copies as memcpy, streams
  * and synchronisation as nothing. With tests/gpu_mock/host_launch.c it runs the GPU half of pardo (the
  * executor's device path, SyncedMemory's heads, the ops/cuda/ glue, pardo train --device cuda) on a machine
  * without a GPU. Not thread-safe beyond what device.h promises. */
 #include "core/device.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,16 +34,49 @@ int pardo_device_set(int dev, pardo_status *st) {
     return PARDO_OK;
 }
 
+/* Each "device" block starts with a header holding its size, so the bytes in use can be counted against the
+ * cap that PARDO_MOCK_DEVICE_BYTES sets (read at every allocation, so a test may change it): past it an
+ * allocation fails with PARDO_ENOMEM as cudaMalloc's cudaErrorMemoryAllocation does (device_cache's retry). */
+#define MOCK_HEADER 64 /* bytes: keeps the memory handed out 64-byte aligned as malloc's is 16 */
+
+static atomic_size_t mock_bytes_in_use;
+
+static size_t mock_cap(void) {
+    const char *s = getenv("PARDO_MOCK_DEVICE_BYTES");
+    if (!s || !*s) return SIZE_MAX;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    return end && *end == '\0' ? (size_t)v : SIZE_MAX;
+}
+
 int pardo_device_malloc(void **out, size_t nbytes, pardo_status *st) {
     size_t n = nbytes ? nbytes : 1;
-    if (!(*out = malloc(n)))
+    *out = NULL;
+    size_t used = atomic_fetch_add(&mock_bytes_in_use, n) + n;
+    if (used > mock_cap() || n > SIZE_MAX - MOCK_HEADER) {
+        atomic_fetch_sub(&mock_bytes_in_use, n);
+        return pardo_errorf(st, PARDO_ENOMEM, "out of device memory for %zu bytes (the stand-in's cap)", n);
+    }
+    unsigned char *p = NULL;
+    if (posix_memalign((void **)&p, MOCK_HEADER, MOCK_HEADER + n) != 0) {
+        atomic_fetch_sub(&mock_bytes_in_use, n);
         return pardo_errorf(st, PARDO_ENOMEM, "out of memory for %zu bytes of device memory", n);
+    }
+    memcpy(p, &n, sizeof n);
+    *out = p + MOCK_HEADER;
     memset(*out, 0xA5, n); /* not zeros: what a kernel does not write stays visibly wrong */
     atomic_store(&in_use, true);
     return PARDO_OK;
 }
 
-void pardo_device_free(void *p) { free(p); }
+void pardo_device_free(void *p) {
+    if (!p) return;
+    unsigned char *base = (unsigned char *)p - MOCK_HEADER;
+    size_t n;
+    memcpy(&n, base, sizeof n);
+    atomic_fetch_sub(&mock_bytes_in_use, n);
+    free(base);
+}
 
 int pardo_device_malloc_host(void **out, size_t nbytes, pardo_status *st) {
     size_t n = nbytes ? nbytes : 1;
