@@ -1299,6 +1299,20 @@ static void same_pads(int64_t in, int64_t s, int64_t span, bool upper, int64_t *
     *end = total - *begin;
 }
 
+/* Node n's attr auto_pad: *same (SAME_UPPER or SAME_LOWER), *upper (SAME_UPPER) and *valid (VALID) set;
+ * NOTSET (or absent) leaves all three false. Any other word: onnx_bad naming it. */
+static int auto_pad_mode(onnx_ctx *c, const Onnx__NodeProto *n, bool *same, bool *upper, bool *valid,
+                         pardo_status *st) {
+    char ap[32];
+    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
+    *upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+    *same = *upper || strcmp(auto_pad, "SAME_LOWER") == 0;
+    *valid = strcmp(auto_pad, "VALID") == 0;
+    if (!*same && !*valid && strcmp(auto_pad, "NOTSET") != 0)
+        return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
+    return PARDO_OK;
+}
+
 /* The window geometry of Conv / MaxPool / AveragePool, checked, as 2-D:
  * strides s, pads p (top, left, bottom, right) and dilations d from the
  * node's attrs of nsp spatial dims (1: a 1-D window, seen as height 1).
@@ -1382,12 +1396,9 @@ static int map_conv_nd(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, con
         return onnx_bad(c, st, "attr 'kernel_shape' does not match the weight's dims");
     if ((sa && ns != nsp) || (da && nd != nsp) || (pa && np != 2 * nsp))
         return onnx_bad(c, st, "attrs strides, dilations, pads of the wrong length for %d-D", nsp);
-    char ap[32];
-    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
-    const bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, same = upper || strcmp(auto_pad, "SAME_LOWER") == 0;
-    if (!same && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
-        return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
-    if (strcmp(auto_pad, "VALID") == 0)
+    bool same, upper, valid;
+    if (auto_pad_mode(c, n, &same, &upper, &valid, st) != PARDO_OK) return st->code;
+    if (valid)
         for (int i = 0; i < 2 * nsp; i++) p[i] = 0;
     for (int i = 0; same && i < nsp; i++) {
         const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1;
@@ -1551,11 +1562,8 @@ static int map_conv_transpose(onnx_ctx *c, const Onnx__NodeProto *n, pardo_statu
         if (pa) p[i] = pa[i], p[nsp + i] = pa[nsp + i];
         if (osa) os[i] = osa[nos - nsp + i];
     }
-    char ap[32];
-    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
-    const bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, same = upper || strcmp(auto_pad, "SAME_LOWER") == 0;
-    if (!same && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
-        return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
+    bool same, upper, valid;
+    if (auto_pad_mode(c, n, &same, &upper, &valid, st) != PARDO_OK) return st->code;
     if (osa || same)
         for (int i = 0; i < nsp; i++) {
             const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1;
@@ -1615,12 +1623,9 @@ int onnx_pool_geometry(onnx_ctx *c, const Onnx__NodeProto *n, const char *x, onn
         p[i] = pa ? pa[i] : 0;
         p[nk + i] = pa ? pa[nk + i] : 0;
     }
-    char ap[32];
-    const char *auto_pad = onnx_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
-    const bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, same = upper || strcmp(auto_pad, "SAME_LOWER") == 0;
-    if (!same && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
-        return onnx_bad(c, st, "attr 'auto_pad' '%s' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)", auto_pad);
-    if (strcmp(auto_pad, "VALID") == 0)
+    bool same, upper, valid;
+    if (auto_pad_mode(c, n, &same, &upper, &valid, st) != PARDO_OK) return st->code;
+    if (valid)
         for (int i = 0; i < 2 * nk; i++) p[i] = 0;
     for (int i = 0; i < nk && (same || ceil_mode); i++) {
         const int64_t in = xt.ndim >= 0 ? xt.shape[2 + i] : -1, span = (ks[i] - 1) * d[i] + 1;
