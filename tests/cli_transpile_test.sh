@@ -56,23 +56,22 @@ if cmp -s "$T/out" "$T/inf.out"; then ok; else bad "inference output differs: $(
 expect "already transpiled" 2 "already transpiled" -- transpile "$T/sgd.json" -o "$T/again.json"
 # the ONNX families' differentiable ops train too: --backward through prelu, elu, mish, max, sin, cumsum and
 # two of the new reductions (tests/fixtures/onnx_family_ops.json; its feed is arbitrary numbers as CSV)
-OF="tests/fixtures/onnx_family_ops.json"
-expect "transpile onnx family ops" 0 "wrote $T/of.json" -- transpile "$OF" -o "$T/of.json" --backward loss --optimizer sgd --lr 0.01 --parts 2
-expect "onnx family ops one step" 0 -- run "$T/of.json" --feed x=tests/fixtures/onnx_family_x.csv --steps 1 --threads 2 --fetch loss
-first=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
-expect "onnx family ops ten steps" 0 -- run "$T/of.json" --feed x=tests/fixtures/onnx_family_x.csv --steps 10 --threads 2 --fetch loss
-last=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
-if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'; then ok; else bad "onnx family loss did not fall: $first -> $last"; fi
+# trains_down NAME FAMILY: tests/fixtures/FAMILY_ops.json transpiled with --backward at 2 parts, its loss after 10
+# steps on FAMILY_x.csv under half the loss of 1 step
+trains_down() {
+    expect "transpile $1" 0 "wrote $T/$2.json" -- transpile "tests/fixtures/$2_ops.json" -o "$T/$2.json" \
+        --backward loss --optimizer sgd --lr 0.01 --parts 2
+    expect "$1 one step" 0 -- run "$T/$2.json" --feed x="tests/fixtures/$2_x.csv" --steps 1 --threads 2 --fetch loss
+    first=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
+    expect "$1 ten steps" 0 -- run "$T/$2.json" --feed x="tests/fixtures/$2_x.csv" --steps 10 --threads 2 --fetch loss
+    last=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
+    if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'; then ok; else bad "$1 loss did not fall: $first -> $last"; fi
+}
+trains_down "onnx family ops" onnx_family
 
 # the N-d convolutions and pools train too: --backward through conv_nd, conv_transpose, max_pool_nd and avg_pool_nd
 # of 1 spatial dim (tests/fixtures/conv_family_ops.json; its feed is arbitrary numbers as CSV)
-CF="tests/fixtures/conv_family_ops.json"
-expect "transpile conv family ops" 0 "wrote $T/cf.json" -- transpile "$CF" -o "$T/cf.json" --backward loss --optimizer sgd --lr 0.01 --parts 2
-expect "conv family ops one step" 0 -- run "$T/cf.json" --feed x=tests/fixtures/conv_family_x.csv --steps 1 --threads 2 --fetch loss
-first=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
-expect "conv family ops ten steps" 0 -- run "$T/cf.json" --feed x=tests/fixtures/conv_family_x.csv --steps 10 --threads 2 --fetch loss
-last=$(sed -n 's/^loss: float32 \[\] = \[\(.*\)\]$/\1/p' "$T/out")
-if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'; then ok; else bad "conv family loss did not fall: $first -> $last"; fi
+trains_down "conv family ops" conv_family
 
 no_file "already transpiled" "$T/again.json"
 expect "unknown loss" 2 "no var 'lost'" -- transpile graphs/mlp.json -o "$T/e1.json" --backward lost
