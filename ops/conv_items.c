@@ -122,6 +122,27 @@ static void *cols_buffer(const pardo_conv_cols *cc, pardo_kernel_ctx *c) {
     return col;
 }
 
+pardo_conv_cols pardo_conv_cols_make(pardo_dtype dtype, const pardo_cols_nd *cols, int64_t group, int64_t p_ch,
+                                     const void *w) {
+    pardo_conv_cols cc = {.dtype = dtype, .cols = *cols, .group = group, .p_ch = p_ch, .w = w};
+    cc.rows = pardo_cols_nd_block_rows(cols, pardo_dtype_size(dtype), PARDO_CONV_COL_BYTES);
+    return cc;
+}
+
+/* Multiply-adds of the products W_g cols(I_g) of n images. */
+static double cols_macs(const pardo_conv_cols *cc, int64_t n) {
+    return (double)n * (double)cc->group * (double)cc->p_ch * (double)plane(cc->cols.pos) * (double)cc->cols.c *
+           (double)cc->cols.kp;
+}
+
+int pardo_conv_cols_items_run(pardo_conv_items *it, const pardo_conv_cols *cc, int64_t n) {
+    return pardo_conv_items_run(it, cols_macs(cc, n), PARDO_CONV_PAR_MIN_MACS);
+}
+
+bool pardo_conv_cols_items_apart(const pardo_kernel_ctx *ctx, const pardo_conv_cols *cc, int64_t n) {
+    return n * cc->group > 1 && ctx->nthreads > 1 && cols_macs(cc, n) >= (double)PARDO_CONV_PAR_MIN_MACS;
+}
+
 int pardo_conv_cols_gather(const pardo_conv_cols *cc, pardo_kernel_ctx *c, int64_t n, int64_t grp, const void *i,
                            void *p_out, const void *p_in, void *dw, bool first) {
     const size_t es = pardo_dtype_size(cc->dtype);

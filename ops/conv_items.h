@@ -71,6 +71,24 @@ typedef struct pardo_conv_cols {
     const void *w;       // W (borrowed)
 } pardo_conv_cols;
 
+#define PARDO_CONV_COL_BYTES (1 << 19)    // one column block's bytes at most (one position row's at least): with the
+                                          // product's packed copy of it, about a core's L2
+#define PARDO_CONV_PAR_MIN_MACS (1 << 18) // a convolution (gradient) of fewer multiply-adds runs on the calling thread
+
+/* The column products of W (borrowed) over cols for elements of dtype: the
+ * blocks' position rows from the shapes alone (at most PARDO_CONV_COL_BYTES
+ * of columns a block, pardo_cols_nd_block_rows). */
+pardo_conv_cols pardo_conv_cols_make(pardo_dtype dtype, const pardo_cols_nd *cols, int64_t group, int64_t p_ch,
+                                     const void *w);
+
+/* Runs it's items (n images x cc's groups) with pardo_conv_items_run, its
+ * work the multiply-adds of one W_g cols(I_g) product per item. */
+int pardo_conv_cols_items_run(pardo_conv_items *it, const pardo_conv_cols *cc, int64_t n);
+
+/* Whether pardo_conv_cols_items_run hands n images' items out over ctx's
+ * threads (else they run inline). */
+bool pardo_conv_cols_items_apart(const pardo_kernel_ctx *ctx, const pardo_conv_cols *cc, int64_t n);
+
 /* For image n and group grp, over the columns of I's (i) in blocks: the
  * group's P in p_out (NULL: not wanted) = W_g cols(I_g), and dW (dw, NULL:
  * not wanted) += P_g cols(I_g)^T of P in p_in, set instead where first and

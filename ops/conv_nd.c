@@ -38,8 +38,6 @@
 #include "op.h"
 
 #define CN_DIMS PARDO_COLS_ND_DIMS // spatial axes of the geometry the kernels run on
-#define CN_COL_BYTES (1 << 19)     // one column block's bytes at most (one position row's at least)
-#define CN_PAR_MIN_MACS (1 << 18)  // a conv_nd (gradient) of fewer multiply-adds runs on the calling thread
 
 /* Sizes of one conv_nd; -1 where unknown during inference. The spatial
  * arrays hold the op's nsp axes last, leading axes of size 1. */
@@ -225,16 +223,10 @@ static int dw_item(void *job, pardo_kernel_ctx *c, int64_t i) {
 
 /* A job over g's columns for X and W. */
 static cn_job cn_job_for(const cn_geom *g, const pardo_tensor *x, const pardo_tensor *w) {
-    cn_job j = {
-        .g = g,
-        .cc = {.dtype = x->dtype, .cols = cn_cols(g), .group = g->group, .p_ch = g->mg, .w = pardo_tensor_data(w)},
-        .x = pardo_tensor_data(x)};
-    j.cc.rows = pardo_cols_nd_block_rows(&j.cc.cols, pardo_dtype_size(x->dtype), CN_COL_BYTES);
-    return j;
-}
-
-static double cn_macs(const cn_geom *g) {
-    return (double)g->n * (double)g->m * (double)g->yp * (double)(g->cg * g->kp);
+    const pardo_cols_nd cols = cn_cols(g);
+    return (cn_job){.g = g,
+                    .cc = pardo_conv_cols_make(x->dtype, &cols, g->group, g->mg, pardo_tensor_data(w)),
+                    .x = pardo_tensor_data(x)};
 }
 
 static const pardo_arg_def cn_in[] = {
@@ -262,7 +254,7 @@ static int cn_cpu(pardo_kernel_ctx *ctx) {
     j.b = b ? pardo_tensor_data(b) : NULL;
     j.out = pardo_tensor_data(y);
     pardo_conv_items it = {.ctx = ctx, .n = g.n * g.group, .item = fwd_item, .job = &j};
-    return pardo_conv_items_run(&it, cn_macs(&g), CN_PAR_MIN_MACS);
+    return pardo_conv_cols_items_run(&it, &j.cc, g.n);
 }
 
 /* conv_nd_grad does not read Y: it is left out (""), so Y dies after its forward readers. */
@@ -337,7 +329,7 @@ static int cn_grad_cpu(pardo_kernel_ctx *ctx) {
     if (outs[0] && outs[0]->numel) {
         j.out = pardo_tensor_data(outs[0]);
         it.item = dx_item;
-        if ((rc = pardo_conv_items_run(&it, cn_macs(&g), CN_PAR_MIN_MACS)) != PARDO_OK) return rc;
+        if ((rc = pardo_conv_cols_items_run(&it, &j.cc, g.n)) != PARDO_OK) return rc;
     }
     if (outs[1] && outs[1]->numel) { /* summed over the images in order: the calling thread, products threaded */
         j.dw = pardo_tensor_data(outs[1]);

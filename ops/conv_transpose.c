@@ -38,9 +38,6 @@
 #include "op.h"
 
 #define CT_DIMS 3                // spatial axes of the geometry the kernels run on
-#define CT_COL_BYTES (1 << 19)   // one column block's bytes at most (one input row's at least): with the product's
-                                 // packed copy of it, about a core's L2
-#define CT_PAR_MIN_MACS (1 << 18) // a conv_transpose (gradient) of fewer multiply-adds runs on the calling thread
 
 /* Sizes of one conv_transpose; -1 where unknown during inference. The
  * spatial arrays hold the op's nsp axes last, leading axes of size 1. */
@@ -223,16 +220,10 @@ static int dw_item(void *job, pardo_kernel_ctx *c, int64_t i) {
 
 /* A job over g's columns for X and W. */
 static ct_job ct_job_for(const ct_geom *g, const pardo_tensor *x, const pardo_tensor *w) {
-    ct_job j = {
-        .g = g,
-        .cc = {.dtype = x->dtype, .cols = ct_cols(g), .group = g->group, .p_ch = g->cg, .w = pardo_tensor_data(w)},
-        .x = pardo_tensor_data(x)};
-    j.cc.rows = pardo_cols_nd_block_rows(&j.cc.cols, pardo_dtype_size(x->dtype), CT_COL_BYTES);
-    return j;
-}
-
-static double ct_macs(const ct_geom *g) {
-    return (double)g->n * (double)g->c * (double)g->ip * (double)(g->mg * g->kp);
+    const pardo_cols_nd cols = ct_cols(g);
+    return (ct_job){.g = g,
+                    .cc = pardo_conv_cols_make(x->dtype, &cols, g->group, g->cg, pardo_tensor_data(w)),
+                    .x = pardo_tensor_data(x)};
 }
 
 static const pardo_arg_def ct_in[] = {
@@ -260,7 +251,7 @@ static int ct_cpu(pardo_kernel_ctx *ctx) {
     j.b = b ? pardo_tensor_data(b) : NULL;
     j.out = pardo_tensor_data(y);
     pardo_conv_items it = {.ctx = ctx, .n = g.n * g.group, .item = fwd_item, .job = &j};
-    return pardo_conv_items_run(&it, ct_macs(&g), CT_PAR_MIN_MACS);
+    return pardo_conv_cols_items_run(&it, &j.cc, g.n);
 }
 
 /* conv_transpose_grad does not read Y: it is left out (""), so Y dies after its forward readers. */
@@ -340,11 +331,10 @@ static int ct_grad_cpu(pardo_kernel_ctx *ctx) {
     /* dX image by image over the threads where that pays; dW sums over the images in order, so it runs on the
      * calling thread with its products split over the threads (and takes dX along where dX did not run apart:
      * one im2col for both) */
-    const bool dx_apart = want_dx && (!want_dw || (g.n * g.group > 1 && ctx->nthreads > 1 &&
-                                                   ct_macs(&g) >= (double)CT_PAR_MIN_MACS));
+    const bool dx_apart = want_dx && (!want_dw || pardo_conv_cols_items_apart(ctx, &j.cc, g.n));
     if (dx_apart) {
         it.item = dx_item;
-        if ((rc = pardo_conv_items_run(&it, ct_macs(&g), CT_PAR_MIN_MACS)) != PARDO_OK) return rc;
+        if ((rc = pardo_conv_cols_items_run(&it, &j.cc, g.n)) != PARDO_OK) return rc;
     }
     if (want_dw) {
         j.dx_along = want_dx && !dx_apart;
