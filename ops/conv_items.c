@@ -6,6 +6,7 @@
 
 #include "gemm.h"
 #include "kernel_util.h"
+#include "nn_util.h"
 #include "scratch.h"
 
 /* The context an item's products run with: the kernel's inline, else one thread; st its own. */
@@ -221,4 +222,42 @@ void pardo_conv_bias_planes(pardo_dtype dtype, void *out, const void *b, int64_t
         bias_planes_f32(out, b, ch, plane, add);
     else
         bias_planes_f64(out, b, ch, plane, add);
+}
+
+int pardo_conv_window_read(const pardo_op *op, const pardo_type *x, const pardo_type *w, const char *w_layout,
+                           pardo_conv_window *win, pardo_status *st) {
+    char sw[128];
+    int rc;
+    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK) return rc;
+    if (w->dtype != x->dtype)
+        return pardo_errorf(st, PARDO_ESHAPE, "input 1 'W' is %s but input 0 'X' is %s; expected the same dtype",
+                            pardo_dtype_name(w->dtype), pardo_dtype_name(x->dtype));
+    const int rank = x->ndim >= 0 ? x->ndim : w->ndim;
+    if (rank < 0) return pardo_errorf(st, PARDO_ESHAPE, "the ranks of input 0 'X' and input 1 'W' are unknown");
+    if (rank < 3 || rank > 2 + PARDO_COLS_ND_DIMS)
+        return pardo_errorf(st, PARDO_ESHAPE,
+                            "input 0 'X' has rank %d, expected 3 to 5 ([N, C, spatial...] of 1 to 3 spatial axes)",
+                            rank);
+    if (w->ndim >= 0 && w->ndim != rank)
+        return pardo_errorf(st, PARDO_ESHAPE, "input 1 'W' has shape %s, expected rank %d (%s)",
+                            pardo_shape_str(w->ndim, w->shape, sw, sizeof sw), rank, w_layout);
+    const int nsp = rank - 2, o = PARDO_COLS_ND_DIMS - nsp;
+    win->nsp = nsp;
+    for (int a = 0; a < PARDO_COLS_ND_DIMS; a++) {
+        win->s[a] = win->d[a] = 1;
+        win->pb[a] = win->pe[a] = 0;
+    }
+    int64_t pads[2 * PARDO_COLS_ND_DIMS] = {0};
+    if ((rc = pardo_nn_axis_ints(op, "strides", nsp, 1, win->s + o, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "dilations", nsp, 1, win->d + o, st)) != PARDO_OK ||
+        (rc = pardo_nn_axis_ints(op, "pads", 2 * nsp, 0, pads, st)) != PARDO_OK)
+        return rc;
+    for (int i = 0; i < nsp; i++) {
+        win->pb[o + i] = pads[i];
+        win->pe[o + i] = pads[nsp + i];
+    }
+    if ((rc = pardo_attr_int(op, "group", 1, &win->group, st)) != PARDO_OK) return rc;
+    if (win->group < 1)
+        return pardo_errorf(st, PARDO_EINVAL, "attr 'group' is %lld, expected >= 1", (long long)win->group);
+    return PARDO_OK;
 }

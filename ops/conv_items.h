@@ -57,6 +57,25 @@ int pardo_conv_grad_outputs(pardo_kernel_ctx *ctx, const pardo_tensor *x, const 
 int pardo_conv_bias_grad(pardo_kernel_ctx *ctx, const pardo_tensor *dy, int64_t n, int64_t m, int64_t plane,
                          pardo_tensor *db);
 
+/* The window attrs of a convolution of 1 to 3 spatial axes, the op's axes
+ * last and leading axes of size 1 (strides and dilations 1, pads 0). */
+typedef struct pardo_conv_window {
+    int nsp;                          // spatial axes of X: 1..3
+    int64_t s[PARDO_COLS_ND_DIMS];    // strides
+    int64_t d[PARDO_COLS_ND_DIMS];    // dilations
+    int64_t pb[PARDO_COLS_ND_DIMS];   // pads at the begin
+    int64_t pe[PARDO_COLS_ND_DIMS];   // pads at the end
+    int64_t group;                    // channel groups (>= 1)
+} pardo_conv_window;
+
+/* The checks and attrs conv_nd and conv_transpose share: X float32 or
+ * float64, W of X's dtype and rank (w_layout names W's dims in the message:
+ * "[M, C/group, kernel...]"), 1 to 3 spatial axes from X's rank (W's where
+ * X's is unknown); then attrs strides, dilations, pads and group into win.
+ * PARDO_OK, or PARDO_ESHAPE / PARDO_EINVAL naming the input or attr. */
+int pardo_conv_window_read(const pardo_op *op, const pardo_type *x, const pardo_type *w, const char *w_layout,
+                           pardo_conv_window *win, pardo_status *st);
+
 /* The column products of the N-d convolutions, whose three kernels serve
  * both ops: I is the tensor the columns are read from or scattered into
  * ([n, group * cols.c, img...]), P the tensor at the positions ([n, group *

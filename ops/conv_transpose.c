@@ -68,37 +68,20 @@ static int ct_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
                        ct_geom *g, pardo_type *y, pardo_status *st) {
     char sx[128], sw[128];
     int rc;
-    if ((rc = pardo_nn_expect_float(x, "input 0 'X'", st)) != PARDO_OK) return rc;
-    if (w->dtype != x->dtype)
-        return pardo_errorf(st, PARDO_ESHAPE, "input 1 'W' is %s but input 0 'X' is %s; expected the same dtype",
-                            pardo_dtype_name(w->dtype), pardo_dtype_name(x->dtype));
-    const int rank = x->ndim >= 0 ? x->ndim : w->ndim;
-    if (rank < 0) return pardo_errorf(st, PARDO_ESHAPE, "the ranks of input 0 'X' and input 1 'W' are unknown");
-    if (rank < 3 || rank > 2 + CT_DIMS)
-        return pardo_errorf(st, PARDO_ESHAPE,
-                            "input 0 'X' has rank %d, expected 3 to 5 ([N, C, spatial...] of 1 to 3 spatial axes)",
-                            rank);
-    if (w->ndim >= 0 && w->ndim != rank)
-        return pardo_errorf(st, PARDO_ESHAPE, "input 1 'W' has shape %s, expected rank %d ([C, M/group, kernel...])",
-                            pardo_shape_str(w->ndim, w->shape, sw, sizeof sw), rank);
-    const int nsp = rank - 2, o = CT_DIMS - nsp;
+    pardo_conv_window win;
+    if ((rc = pardo_conv_window_read(op, x, w, "[C, M/group, kernel...]", &win, st)) != PARDO_OK) return rc;
+    const int nsp = win.nsp, o = CT_DIMS - nsp;
     g->nsp = nsp;
+    g->group = win.group;
     for (int a = 0; a < CT_DIMS; a++) {
-        g->in[a] = g->k[a] = g->s[a] = g->d[a] = 1;
-        g->pb[a] = g->pe[a] = g->op[a] = 0;
+        g->in[a] = g->k[a] = 1;
+        g->s[a] = win.s[a];
+        g->d[a] = win.d[a];
+        g->pb[a] = win.pb[a];
+        g->pe[a] = win.pe[a];
+        g->op[a] = 0;
     }
-    int64_t pads[2 * CT_DIMS] = {0};
-    if ((rc = pardo_nn_axis_ints(op, "strides", nsp, 1, g->s + o, st)) != PARDO_OK ||
-        (rc = pardo_nn_axis_ints(op, "dilations", nsp, 1, g->d + o, st)) != PARDO_OK ||
-        (rc = pardo_nn_axis_ints(op, "output_padding", nsp, 0, g->op + o, st)) != PARDO_OK ||
-        (rc = pardo_nn_axis_ints(op, "pads", 2 * nsp, 0, pads, st)) != PARDO_OK)
-        return rc;
-    for (int i = 0; i < nsp; i++) {
-        g->pb[o + i] = pads[i];
-        g->pe[o + i] = pads[nsp + i];
-    }
-    if ((rc = pardo_attr_int(op, "group", 1, &g->group, st)) != PARDO_OK) return rc;
-    if (g->group < 1) return pardo_errorf(st, PARDO_EINVAL, "attr 'group' is %lld, expected >= 1", (long long)g->group);
+    if ((rc = pardo_nn_axis_ints(op, "output_padding", nsp, 0, g->op + o, st)) != PARDO_OK) return rc;
     const bool xr = x->ndim >= 0, wr = w->ndim >= 0;
     g->n = xr ? x->shape[0] : -1;
     g->c = xr ? x->shape[1] : -1;
@@ -155,7 +138,7 @@ static int ct_geometry(const pardo_op *op, const pardo_type *x, const pardo_type
     }
     if (y) {
         y->dtype = x->dtype;
-        y->ndim = rank;
+        y->ndim = nsp + 2;
         y->shape[0] = g->n;
         y->shape[1] = g->m;
         for (int i = 0; i < nsp; i++) y->shape[2 + i] = g->out[o + i];
