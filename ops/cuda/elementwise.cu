@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 
+#include "cuda_stream.cuh"
 #include "launch.h"
 
 namespace {
@@ -82,9 +83,11 @@ extern "C" int pardo_cuda_launch_unary(int kind, int f64, const void *x, void *y
                                        char *err, size_t errlen) {
     if (n == 0) return 0;
     if (f64)
-        unary_kernel<double><<<grid_for(n), kThreads>>>(kind, (const double *)x, (double *)y, n, a, b);
+        unary_kernel<double>
+            <<<grid_for(n), kThreads, 0, PARDO_CU_STREAM>>>(kind, (const double *)x, (double *)y, n, a, b);
     else
-        unary_kernel<float><<<grid_for(n), kThreads>>>(kind, (const float *)x, (float *)y, n, (float)a, (float)b);
+        unary_kernel<float>
+            <<<grid_for(n), kThreads, 0, PARDO_CU_STREAM>>>(kind, (const float *)x, (float *)y, n, (float)a, (float)b);
     return finish("unary", err, errlen);
 }
 
@@ -102,8 +105,10 @@ extern "C" int pardo_cuda_launch_binary(int kind, int f64, const void *a, const 
     }
     if (n == 0) return 0;
     if (f64)
-        binary_kernel<double><<<grid_for(n), kThreads>>>(kind, (const double *)a, (const double *)b, (double *)z, n, bc);
+        binary_kernel<double><<<grid_for(n), kThreads, 0, PARDO_CU_STREAM>>>(kind, (const double *)a, (const double *)b,
+                                                                             (double *)z, n, bc);
     else
-        binary_kernel<float><<<grid_for(n), kThreads>>>(kind, (const float *)a, (const float *)b, (float *)z, n, bc);
+        binary_kernel<float><<<grid_for(n), kThreads, 0, PARDO_CU_STREAM>>>(kind, (const float *)a, (const float *)b,
+                                                                            (float *)z, n, bc);
     return finish("binary", err, errlen);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cuda_stream.cuh"
 #include "launch.h"
 
 namespace {
@@ -108,7 +109,7 @@ int blas_fail(cublasStatus_t s, const char *what, char *err, size_t errlen) {
 }
 
 // The calling thread's handle for the current device (a thread whose device changed gets a new one), set to the
-// legacy default stream; cuBLAS is opened first. The handle is destroyed when its thread ends.
+// stream PARDO_CU_STREAM (cuda_stream.cuh); cuBLAS is opened first. The handle is destroyed when its thread ends.
 int handle_get(cublasHandle_t *out, char *err, size_t errlen) {
     pthread_once(&blas_once, blas_open);
     if (!blas_ok) {
@@ -145,7 +146,7 @@ int handle_get(cublasHandle_t *out, char *err, size_t errlen) {
         free(hd);
         return blas_fail(s, "cublasCreate", err, errlen);
     }
-    if ((s = blas.set_stream(hd->h, (cudaStream_t)0)) != CUBLAS_STATUS_SUCCESS) {
+    if ((s = blas.set_stream(hd->h, PARDO_CU_STREAM)) != CUBLAS_STATUS_SUCCESS) {
         handle_free(hd);
         return blas_fail(s, "cublasSetStream", err, errlen);
     }
@@ -285,18 +286,20 @@ extern "C" int pardo_cuda_launch_bias_act(int f64, void *y, const void *bias, in
     }
     if (n == 0 || (!bias && act == PARDO_CU_ACT_NONE)) return 0;
     if (f64)
-        bias_act_kernel<double><<<grid_for(n), kThreads>>>((double *)y, (const double *)bias, n, bs, act);
+        bias_act_kernel<double>
+            <<<grid_for(n), kThreads, 0, PARDO_CU_STREAM>>>((double *)y, (const double *)bias, n, bs, act);
     else
-        bias_act_kernel<float><<<grid_for(n), kThreads>>>((float *)y, (const float *)bias, n, bs, act);
+        bias_act_kernel<float>
+            <<<grid_for(n), kThreads, 0, PARDO_CU_STREAM>>>((float *)y, (const float *)bias, n, bs, act);
     return launched("bias and activation", err, errlen);
 }
 
 extern "C" int pardo_cuda_launch_relu_mask(int f64, void *d, const void *y, int64_t n, char *err, size_t errlen) {
     if (n <= 0) return 0;
     if (f64)
-        relu_mask_kernel<double><<<grid_for(n), kThreads>>>((double *)d, (const double *)y, n);
+        relu_mask_kernel<double><<<grid_for(n), kThreads, 0, PARDO_CU_STREAM>>>((double *)d, (const double *)y, n);
     else
-        relu_mask_kernel<float><<<grid_for(n), kThreads>>>((float *)d, (const float *)y, n);
+        relu_mask_kernel<float><<<grid_for(n), kThreads, 0, PARDO_CU_STREAM>>>((float *)d, (const float *)y, n);
     return launched("relu mask", err, errlen);
 }
 
@@ -344,9 +347,11 @@ extern "C" int pardo_cuda_launch_sum_to(int f64, const void *src, int ndim, cons
         return kEcuda;
     }
     if (f64)
-        sum_to_kernel<double><<<grid_for(n_dst), kThreads>>>((const double *)src, (double *)dst, n_dst, p);
+        sum_to_kernel<double>
+            <<<grid_for(n_dst), kThreads, 0, PARDO_CU_STREAM>>>((const double *)src, (double *)dst, n_dst, p);
     else
-        sum_to_kernel<float><<<grid_for(n_dst), kThreads>>>((const float *)src, (float *)dst, n_dst, p);
+        sum_to_kernel<float>
+            <<<grid_for(n_dst), kThreads, 0, PARDO_CU_STREAM>>>((const float *)src, (float *)dst, n_dst, p);
     return launched("sum", err, errlen);
 }
 
