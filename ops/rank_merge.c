@@ -22,7 +22,14 @@
  * parts advance the started buckets between their ops (Open MPI has no
  * asynchronous progress); rank_merge then waits for them, and packs and
  * sums the buckets that did not start early. No allocation in the steady
- * state. One process: the outputs are the inputs. */
+ * state. One process: the outputs are the inputs.
+ *
+ * A gradient that an op of block 0 writes (a graph not in parts, or not
+ * from a merge) is packed the same way by the executor's thread that ran
+ * its last writer, from the second run on (pardo_executor_watch_ops: the
+ * op's outputs as it finishes, weighted by the rows an op of the window
+ * read from input 0's var); the watched ops advance the started buckets
+ * as the parts do. On the CPU only (a GPU run packs late). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +39,7 @@
 
 #include "core/scope.h"
 #include "exec/comm.h"
+#include "exec/executor.h"
 #include "op.h"
 #include "rank_merge.h"
 #include "trace/trace.h"
@@ -76,8 +84,11 @@ typedef struct rm_slot {
     int bucket;
     int64_t offset;    // elements into its bucket
     int64_t numel;     // and how many
+    int writer;        // the op of block 0 that writes it last before rank_merge (packed as it ends), or -1
+    int writer_out;    // that op's output
+    int next_of_writer; // the next slot of the same writer, or -1
     atomic_int parts;  // parts handed on this step
-    atomic_bool early; // packed from the parts this step
+    atomic_bool early; // packed from the parts (or its writer) this step
 } rm_slot;
 
 typedef struct rm_bucket {
@@ -103,6 +114,14 @@ typedef struct rm_state {
     int next_start;       // the first bucket not started
     bool armed;           // registered: parts pack and start this step
     const struct pardo_scope *scope; // the scope its arrays are vars of (the op's, block 0's root scope)
+    /* the watched ops of block 0 (pardo_executor_watch_ops), [watch_first, watch_end): per op, its input that
+     * reads input 0's var (-1: none) and its first slot (-1: none) */
+    int watch_first, watch_end;
+    int *rows_input, *first_slot;
+    atomic_ullong armed_run; // 1 + the run the watched ops pack for (0: none)
+    atomic_ullong rows_run;  // 1 + the run whose rows `rows` holds (0: none)
+    _Atomic double rows;     // this rank's rows in that run (input 0's, read by a watched op)
+    atomic_int watch_packed; // slots the watched ops packed this run
 } rm_state;
 
 /* The armed states, for the parts' notifications (rank_merge.h). */
@@ -124,6 +143,8 @@ static void rm_state_free(void *p) {
     rm_disarm(s);
     pthread_mutex_destroy(&s->lock);
     free(s->buf);
+    free(s->rows_input);
+    free(s->first_slot);
     free(s->slots);
     free(s->buckets);
     free(s);
@@ -151,13 +172,16 @@ static int bucket_end(const pardo_kernel_ctx *ctx, int first, size_t bucket) {
     return end;
 }
 
-/* The merge (mean, weight_by) of block 0 that writes input var `name` before the op, if any: the slot then
- * watches its tensor_array. */
-static void find_merge(const pardo_kernel_ctx *ctx, const char *name, rm_slot *sl) {
+/* The last op of block 0 that writes input var `name` before the op: a merge (mean, weight_by), and the slot
+ * watches its tensor_array; any other, and the slot is packed as that op ends (writer, writer_out). */
+static void find_writer(const pardo_kernel_ctx *ctx, const char *name, rm_slot *sl) {
     const pardo_block *b0 = &ctx->prog->blocks[ctx->block];
+    sl->writer = sl->writer_out = sl->next_of_writer = -1;
     for (int i = ctx->op_index - 1; i >= 0; i--) {
         const pardo_op *op = &b0->ops[i];
         if (!pardo_op_writes(op, name)) continue;
+        for (int k = 0; k < op->n_out; k++)
+            if (strcmp(op->out[k], name) == 0) sl->writer = i, sl->writer_out = k;
         const char *mode = NULL, *weight = NULL;
         pardo_status st;
         if (op->def == &pardo_op_merge && op->n_in == 2 && op->n_out == 1 &&
@@ -166,6 +190,7 @@ static void find_merge(const pardo_kernel_ctx *ctx, const char *name, rm_slot *s
             strcmp(weight, op->in[1]) == 0) {
             sl->array_name = op->in[0];
             sl->weight_name = op->in[1];
+            sl->writer = -1;
         }
         return; /* the last writer decides */
     }
@@ -194,7 +219,7 @@ static rm_state *rm_state_new(pardo_kernel_ctx *ctx, size_t bucket) {
             sl->offset = b->numel;
             sl->numel = ctx->in[k]->numel;
             b->numel += ctx->in[k]->numel;
-            find_merge(ctx, ctx->op->in[k], sl);
+            find_writer(ctx, ctx->op->in[k], sl);
         }
         at += (size_t)b->numel * pardo_dtype_size(b->dtype);
         at = (at + 63) & ~(size_t)63;
@@ -298,9 +323,79 @@ void pardo_rank_merge_progress(void) {
     }
 }
 
+/* pardo_op_watch_fn: watched op `index` of block 0 ended in `run`. It may read input 0's var (this rank's
+ * rows, then known for the run), and write gradients (packed, n_r times, once the rows are known: else
+ * rank_merge packs them), which may complete buckets (started in order); then the started buckets advance. */
+static void rm_watch(void *arg, int index, uint64_t run, pardo_tensor *const *in, int n_in, pardo_tensor *const *out,
+                     int n_out) {
+    rm_state *s = arg;
+    if (atomic_load_explicit(&s->armed_run, memory_order_acquire) != run + 1) return;
+    const int w = index - s->watch_first;
+    const int r = s->rows_input[w];
+    if (r >= 0 && r < n_in && in[r] && atomic_load_explicit(&s->rows_run, memory_order_acquire) != run + 1) {
+        atomic_store_explicit(&s->rows, rank_rows(in[r]), memory_order_relaxed);
+        atomic_store_explicit(&s->rows_run, run + 1, memory_order_release);
+    }
+    const bool rows_known = atomic_load_explicit(&s->rows_run, memory_order_acquire) == run + 1;
+    for (int k = s->first_slot[w]; rows_known && k >= 0; k = s->slots[k].next_of_writer) {
+        rm_slot *sl = &s->slots[k];
+        rm_bucket *b = &s->buckets[sl->bucket];
+        const pardo_tensor *x = sl->writer_out < n_out ? out[sl->writer_out] : NULL;
+        if (!x || x->is_array || x->dtype != b->dtype || x->numel != sl->numel) continue; /* packed late */
+        axpy(b->dtype, slot_data(s, sl), pardo_tensor_data(x), x->numel,
+             atomic_load_explicit(&s->rows, memory_order_relaxed), true);
+        atomic_store(&sl->early, true);
+        atomic_fetch_add(&s->watch_packed, 1);
+        if (atomic_fetch_add(&b->packed, 1) + 1 == b->end - b->first) start_ready(s);
+    }
+    pardo_rank_merge_progress();
+}
+
+/* On the first run, on the CPU: the executor calls rm_watch after each op of block 0 from the first that reads
+ * input 0's var or writes a slot's gradient up to rank_merge. Without such a slot nothing is watched; a window
+ * that another watcher holds is left to rank_merge (packed late). */
+static void rm_watch_setup(pardo_kernel_ctx *ctx, rm_state *s) {
+    if (ctx->block != 0 || !ctx->exec || pardo_executor_device(ctx->exec) != PARDO_DEVICE_CPU) return;
+    const pardo_block *b0 = &ctx->prog->blocks[0];
+    int first = ctx->op_index;
+    for (int k = 0; k < s->n_slots; k++)
+        if (s->slots[k].writer >= 0 && s->slots[k].writer < first) first = s->slots[k].writer;
+    if (first == ctx->op_index) return; /* every gradient comes from the parts (or from no op) */
+    for (int i = 0; i < first; i++)
+        for (int k = 0; k < b0->ops[i].n_in; k++)
+            if (strcmp(b0->ops[i].in[k], ctx->op->in[0]) == 0) {
+                first = i;
+                goto found;
+            }
+found:;
+    const int n = ctx->op_index - first;
+    if (!(s->rows_input = malloc((size_t)n * sizeof(int))) || !(s->first_slot = malloc((size_t)n * sizeof(int))))
+        return; /* out of memory: packed late */
+    for (int i = 0; i < n; i++) {
+        const pardo_op *op = &b0->ops[first + i];
+        s->rows_input[i] = s->first_slot[i] = -1;
+        for (int k = 0; k < op->n_in && s->rows_input[i] < 0; k++)
+            if (strcmp(op->in[k], ctx->op->in[0]) == 0) s->rows_input[i] = k;
+    }
+    for (int k = s->n_slots - 1; k >= 0; k--) { /* each writer's slots in input order */
+        rm_slot *sl = &s->slots[k];
+        if (sl->writer < 0) continue;
+        sl->next_of_writer = s->first_slot[sl->writer - first];
+        s->first_slot[sl->writer - first] = k;
+    }
+    s->watch_first = first;
+    s->watch_end = ctx->op_index;
+    pardo_status st;
+    if (pardo_executor_watch_ops(ctx->exec, first, ctx->op_index, rm_watch, s, &st) != PARDO_OK)
+        s->watch_first = s->watch_end = 0;
+}
+
 /* Waits for (or packs and runs) every bucket, then unpacks sums / total rows into the outputs. */
 static int rm_finish(pardo_kernel_ctx *ctx, rm_state *s, double mine) {
     int rc = PARDO_OK;
+    if (atomic_load(&s->watch_packed) > 0 && atomic_load(&s->rows) != mine) /* the same feed all the run */
+        return pardo_errorf(ctx->st, PARDO_ERUNTIME, "the gradients packed early were weighed by %g rows, not %g",
+                            atomic_load(&s->rows), mine);
     for (int k = 0; k < s->n_slots; k++) { /* what the parts did not pack: n_r times the rank's gradient */
         rm_slot *sl = &s->slots[k];
         const pardo_tensor *x = ctx->in[k + 1];
@@ -341,6 +436,7 @@ static int rm_finish(pardo_kernel_ctx *ctx, rm_state *s, double mine) {
 
 /* For the next run: counters back to 0, armed (registered) for the parts of the op's scope. */
 static void rm_arm(pardo_kernel_ctx *ctx, rm_state *s) {
+    pthread_mutex_lock(&s->lock); /* a watched op that rank_merge does not wait for may be advancing buckets */
     for (int k = 0; k < s->n_slots; k++) {
         atomic_store(&s->slots[k].parts, 0);
         atomic_store(&s->slots[k].early, false);
@@ -355,6 +451,9 @@ static void rm_arm(pardo_kernel_ctx *ctx, rm_state *s) {
         b->t_start = b->t_done = 0;
     }
     s->next_start = 0;
+    atomic_store(&s->watch_packed, 0);
+    pthread_mutex_unlock(&s->lock);
+    if (s->watch_end > s->watch_first) atomic_store_explicit(&s->armed_run, ctx->step + 2, memory_order_release);
     if (s->armed) return;
     for (int i = 0; i < MAX_ARMED; i++) {
         rm_state *expect = NULL;
@@ -386,6 +485,7 @@ static int rm_cpu(pardo_kernel_ctx *ctx) {
         if (!(s = rm_state_new(ctx, bucket))) return pardo_errorf(ctx->st, PARDO_ENOMEM, "out of memory");
         slot->data = s;
         slot->free_fn = rm_state_free;
+        rm_watch_setup(ctx, s);
     }
     /* the inputs keep the layout's shapes (the gradients of params) */
     for (int k = 0; k < s->n_slots; k++)
@@ -394,7 +494,8 @@ static int rm_cpu(pardo_kernel_ctx *ctx) {
                                 (long long)ctx->in[k + 1]->numel, (long long)s->slots[k].numel);
     rc = rm_finish(ctx, s, rank_rows(ctx->in[0]));
     if (rc == PARDO_OK) rm_arm(ctx, s);
-    else rm_disarm(s);
+    else
+        rm_disarm(s), atomic_store(&s->armed_run, 0);
     return rc;
 }
 

@@ -27,7 +27,7 @@ static pardo_program *load_mlp(void) {
     return p;
 }
 
-/* --backward loss [--optimizer kind --lr lr] --parts parts. */
+/* --backward loss [--optimizer kind --lr lr] --parts parts (0: the default; -1: --no-parallel). */
 static pardo_program *transpiled(const char *loss, pardo_optimizer_kind kind, double lr, bool nesterov, int parts) {
     pardo_status st;
     pardo_program *p = load_mlp();
@@ -39,7 +39,7 @@ static pardo_program *transpiled(const char *loss, pardo_optimizer_kind kind, do
     opt.parts = parts;
     if (loss) ck_assert_msg(pardo_pass_backward(p, &opt, &st) == PARDO_OK, "backward: %s", st.msg);
     if (kind != PARDO_OPTIMIZER_NONE) ck_assert_msg(pardo_pass_optimizer(p, &opt, &st) == PARDO_OK, "optimizer: %s", st.msg);
-    ck_assert_msg(pardo_pass_multi_cpu(p, &opt, &st) == PARDO_OK, "multi_cpu: %s", st.msg);
+    if (parts >= 0) ck_assert_msg(pardo_pass_multi_cpu(p, &opt, &st) == PARDO_OK, "multi_cpu: %s", st.msg);
     return p;
 }
 
@@ -292,6 +292,67 @@ START_TEST(ranks_pass_puts_rank_merge_before_the_updates) {
     ck_assert_int_eq(pardo_pass_ranks(p, &opt, &st), PARDO_OK);
     ck_assert_int_eq(p->blocks[0].n_ops, n_ops);
     pardo_program_free(p);
+}
+END_TEST
+
+/* The ranks pass on a graph whose updates follow their gradients at once (no parts: --no-parallel): the updates
+ * move after the last gradient's writer, in their order, and rank_merge before them reads exactly the gradients
+ * the updates read (no activation's gradient, which is batch-sized); one process: the same bits as the graph
+ * without it. An update that cannot move past an op (one that reads what it updates) is refused, naming both. */
+START_TEST(ranks_pass_moves_interleaved_updates_after_the_backward_pass) {
+    pardo_status st;
+    pardo_program *p = transpiled("loss", PARDO_OPTIMIZER_MOMENTUM, 0.05, false, -1);
+    pardo_block *b0 = &p->blocks[0];
+    int first_update = -1, last_backward = -1;
+    for (int i = 0; i < b0->n_ops; i++) {
+        if (b0->ops[i].role == PARDO_OP_OPTIMIZE && first_update < 0) first_update = i;
+        if (b0->ops[i].role == PARDO_OP_BACKWARD) last_backward = i;
+    }
+    ck_assert_msg(first_update >= 0 && first_update < last_backward, "the graph's updates are not interleaved");
+    pardo_program *plain = pardo_program_clone(p), *refused = pardo_program_clone(p);
+    pardo_pass_options opt = pardo_pass_defaults();
+    ck_assert_msg(pardo_pass_ranks(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    b0 = &p->blocks[0];
+    int at = -1;
+    for (int i = 0; i < b0->n_ops; i++)
+        if (strcmp(b0->ops[i].type, "rank_merge") == 0) at = i;
+    ck_assert_int_ge(at, 0);
+    for (int i = 0; i < b0->n_ops; i++) /* every update after it, every other op before it */
+        ck_assert_msg((b0->ops[i].role == PARDO_OP_OPTIMIZE) == (i > at), "op %d (%s) is on the wrong side", i,
+                      b0->ops[i].type);
+    const pardo_op *rm = &b0->ops[at];
+    ck_assert_int_eq(rm->n_in, 5);
+    for (int k = 1; k < rm->n_in; k++) { /* each the gradient input of one update */
+        int readers = 0;
+        for (int i = at + 1; i < b0->n_ops; i++) readers += b0->ops[i].n_in > 1 && !strcmp(b0->ops[i].in[1], rm->in[k]);
+        ck_assert_msg(readers == 1, "rank_merge's input %d '%s' is not an update's gradient", k, rm->in[k]);
+    }
+    pardo_executor *a = start(p, 1, "97"), *b = start(plain, 1, "97");
+    steps(a, 3);
+    steps(b, 3);
+    for (int i = 0; i < 4; i++)
+        test_assert_close(pardo_executor_fetch(a, params[i]), pardo_executor_fetch(b, params[i]), 0, 0);
+    pardo_executor_free(a);
+    pardo_executor_free(b);
+    /* an op right after the first update that reads the param it updates */
+    b0 = &refused->blocks[0];
+    const pardo_op *u = &b0->ops[first_update];
+    char param[64];
+    snprintf(param, sizeof param, "%s", u->out[0]);
+    pardo_op *reader = pardo_block_add_op(b0, "identity", &st);
+    ck_assert_ptr_nonnull(reader);
+    ck_assert_int_eq(pardo_op_add_input(reader, param, &st), PARDO_OK);
+    ck_assert_int_eq(pardo_op_add_output(reader, "param_seen", &st), PARDO_OK);
+    reader->role = PARDO_OP_BACKWARD;
+    pardo_op moved = b0->ops[b0->n_ops - 1];
+    memmove(&b0->ops[first_update + 2], &b0->ops[first_update + 1],
+            sizeof(pardo_op) * (size_t)(b0->n_ops - 2 - first_update));
+    b0->ops[first_update + 1] = moved;
+    ck_assert_int_eq(pardo_pass_ranks(refused, &opt, &st), PARDO_EINVAL);
+    ck_assert_msg(strstr(st.msg, "updates") && strstr(st.msg, param) && strstr(st.msg, "identity"), "%s", st.msg);
+    pardo_program_free(p);
+    pardo_program_free(plain);
+    pardo_program_free(refused);
 }
 END_TEST
 
@@ -550,6 +611,7 @@ Suite *make_transpile_suite(void) {
     tcase_add_test(tc, optimizer_stage_runs_params_apart);
     tcase_add_test(tc, sync_batch_norm_trains_as_one_part);
     tcase_add_test(tc, ranks_pass_puts_rank_merge_before_the_updates);
+    tcase_add_test(tc, ranks_pass_moves_interleaved_updates_after_the_backward_pass);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("Errors");
     tcase_add_test(te, ops_that_cannot_be_placed);

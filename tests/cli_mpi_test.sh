@@ -38,6 +38,8 @@ DATA="--data x=$D/digits_train_x.npy --data y=$D/digits_train_y.npy"
 TEST="--feed x=$D/digits_test_x.npy --feed y=$D/digits_test_y.npy"
 G=graphs/digits_mlp.json
 expect "transpile 1 part" 0 -- transpile $G -o "$T/p1.json" --backward loss --optimizer momentum --lr 0.05 --parts 1
+expect "transpile, no parts" 0 -- transpile $G -o "$T/p0.json" --backward loss --optimizer momentum --lr 0.05 \
+    --no-parallel
 expect "transpile 2 parts" 0 -- transpile $G -o "$T/p2.json" --backward loss --optimizer momentum --lr 0.05 --parts 2
 
 # the params a checkpoint holds, as .npy files under $T/$2
@@ -67,6 +69,27 @@ two_loss=$(sed -n 's/^loss: //p' "$T/out")
 params "$T/one.safetensors" one
 params "$T/two.safetensors" two
 same_params "2 ranks x 25 against 1 x 50" one two
+# a graph not in parts overlaps its allreduce with the backward pass too: from the second step on, each bucket
+# of 1 KB (one gradient) starts as the op that writes its gradient ends, so bucket 0 (the gradient written first)
+# starts before that step's rank_merge; on the sequential executor and the dataflow one, the same params
+early_buckets() { # a rank's trace -> steps after the first whose bucket 0 started before their rank_merge began
+    grep -o '"name":"bucket","cat":"comm","ph":"X","ts":[0-9.]*[^}]*"bucket":0,' "$1" |
+        sed 's/.*"ts":\([0-9.]*\).*/\1/' | sort -n >"$T/b0"
+    grep -o '"name":"rank_merge","cat":"op","ph":"X","ts":[0-9.]*' "$1" | sed 's/.*"ts":\([0-9.]*\)/\1/' |
+        sort -n >"$T/rm"
+    [ "$(wc -l <"$T/b0")" = "$(wc -l <"$T/rm")" ] || { echo "buckets $(wc -l <"$T/b0"), merges $(wc -l <"$T/rm")"; return; }
+    paste "$T/b0" "$T/rm" | awk 'NR > 1 && $1 < $2 {n++} END {print n + 0}'
+}
+for ex in sequential dataflow; do
+    $MPIRUN -np 2 "$PARDO" train "$T/p0.json" $DATA --epochs 3 --shuffle --seed 5 --threads 1 --batch-size 25 \
+        --executor $ex --bucket-mb 0.001 --save "$T/two_$ex.safetensors" --trace "$T/e_$ex.json" >"$T/out" 2>"$T/err"
+    [ $? = 0 ] && ok || bad "mpirun -np 2, $ex, 1 KB buckets: $(cat "$T/err")"
+    params "$T/two_$ex.safetensors" "two_$ex"
+    same_params "2 ranks x 25, $ex, 1 KB buckets, against 1 x 50" one "two_$ex"
+    # 3 epochs of 29 steps: 86 after the first
+    n=$(early_buckets "$T/e_$ex.rank0.json")
+    [ "$n" = 86 ] && ok || bad "$ex: bucket 0 started before rank_merge in $n of the 86 steps after the first"
+done
 # 2 parts a rank on 2 threads, buckets of 1 KB (one per gradient, started as the parts hand them on), against
 # one process of 4 parts
 expect "transpile 4 parts" 0 -- transpile $G -o "$T/p4.json" --backward loss --optimizer momentum --lr 0.05 --parts 4

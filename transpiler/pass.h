@@ -136,9 +136,14 @@ int pardo_pass_check(pardo_program *p, const pardo_pass_options *opt, pardo_stat
 /* For the ranks of an MPI job (`mpirun -np N pardo train`, before the
  * fusion pass): one rank_merge op, role backward, right before block 0's
  * first op of effective role optimize, over every gradient the updates
- * read (the temps written before them, in the order of their writers),
- * weighted by the rows of the first feed block 0 reads; then re-checks.
- * A graph without updates is left as it is. */
+ * read (the temps an op other than an update wrote before them, in the
+ * order of their writers), weighted by the rows of the first feed block 0
+ * reads; then re-checks. Updates that come before the last gradient's
+ * writer (a graph not in parts updates each param as its gradient is
+ * ready) move after it, in their order: PARDO_EINVAL, naming both ops,
+ * when one cannot (an op before the writer reads or writes what it
+ * updates, or writes what it reads). A graph without updates is left as
+ * it is. */
 int pardo_pass_ranks(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
 
 /* Helpers the passes share about parallel_do (transpiler/parallel_blocks.c). */

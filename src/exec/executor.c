@@ -438,6 +438,9 @@ int pardo_exec_run_op(pardo_executor *ex, int block, int index, pardo_scope *sco
         trace_op(ex, block, index, ready, t0, in, out, st);
         traced = true;
     }
+    pardo_op_watch_fn watch = atomic_load_explicit(&pl->watch, memory_order_acquire);
+    if (watch && rc == PARDO_OK && block == 0 && scope == ex->root)
+        watch(pl->watch_arg, index, ex->steps, in, op->n_in, out, op->n_out);
     for (int k = 0; k < op->n_out; k++) {
         if (rc == PARDO_OK && op->out[k][0]) {
             if (entry) pardo_scope_entry_set_move(scope, entry[op->n_in + k], out[k]);
@@ -592,6 +595,25 @@ int pardo_exec_reserve_outputs(pardo_executor *ex, pardo_status *st) {
         }
     pardo_tensor_release(placeholder);
     return rc;
+}
+
+int pardo_executor_watch_ops(pardo_executor *ex, int first, int end, pardo_op_watch_fn fn, void *arg,
+                             pardo_status *st) {
+    const int n = ex->prog->n_blocks > 0 ? ex->prog->blocks[0].n_ops : 0;
+    if (first < 0 || end > n || first > end || !fn)
+        return pardo_errorf(st, PARDO_EINVAL, "cannot watch ops [%d, %d) of block 0 (it has %d)", first, end, n);
+    op_plan *pl = ex->ops[0];
+    for (int i = first; i < end; i++) {
+        pardo_op_watch_fn w = atomic_load_explicit(&pl[i].watch, memory_order_acquire);
+        if (w && (w != fn || pl[i].watch_arg != arg))
+            return pardo_errorf(st, PARDO_EINVAL, "op %d of block 0 has a watcher already", i);
+    }
+    for (int i = first; i < end; i++) {
+        if (atomic_load_explicit(&pl[i].watch, memory_order_relaxed)) continue; /* this one's already */
+        pl[i].watch_arg = arg;
+        atomic_store_explicit(&pl[i].watch, fn, memory_order_release);
+    }
+    return PARDO_OK;
 }
 
 int pardo_executor_set_steps(pardo_executor *ex, uint64_t steps, pardo_status *st) {

@@ -200,4 +200,21 @@ uint64_t pardo_executor_steps(const pardo_executor *ex);
  * init_vars and before the first run. PARDO_ENOMEM. */
 int pardo_executor_set_steps(pardo_executor *ex, uint64_t steps, pardo_status *st);
 
+/* A watcher of block 0's ops (pardo_executor_watch_ops): op `index` of block
+ * 0 has just run in the root scope, in the run that counts `run` steps
+ * before it (ctx->step); in and out are its input and output tensors
+ * (borrowed for the call; out before they move into the scope). */
+typedef void (*pardo_op_watch_fn)(void *arg, int index, uint64_t run, pardo_tensor *const *in, int n_in,
+                                  pardo_tensor *const *out, int n_out);
+
+/* From the next run on, calls fn(arg, ...) after each successful run of ops
+ * [first, end) of block 0 in the root scope, on the thread that ran the op
+ * (a pool or engine thread: fn must be thread-safe and quick), before the
+ * op counts as done (a later op that reads its outputs has not started).
+ * The ops of an MPI rank_merge's gradients tell it so, to start their
+ * allreduce early. arg is borrowed for the executor's life (an op state
+ * is). An op has one watcher: PARDO_EINVAL, and none set, when one of the
+ * ops has another (fn, arg) already. */
+int pardo_executor_watch_ops(pardo_executor *ex, int first, int end, pardo_op_watch_fn fn, void *arg, pardo_status *st);
+
 #endif

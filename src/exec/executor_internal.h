@@ -22,6 +22,10 @@ typedef struct op_plan {
                                 // -1 until resolved (a name not bound yet stays unresolved); owned
     int *release_entry;         // block 0 with release_temps: root entries of the vars dead after this op
                                 // (release.names[release.first[i]..]), -1 until resolved; owned
+    /* block 0: called after the op runs in the root scope (pardo_executor_watch_ops), NULL if none; set while
+     * other ops run (atomic: watch_arg is stored before it, with release) */
+    _Atomic(pardo_op_watch_fn) watch;
+    void *watch_arg;
 } op_plan;
 
 /* The dataflow executor's plan and state (dataflow.c). */
