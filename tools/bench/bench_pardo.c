@@ -99,6 +99,7 @@ int main(int argc, char **argv) {
         graph = argv[i++];
     }
     const char *trace = NULL, *fetch_arg = NULL;
+    double bucket_mb = 0;
     bool fuse = true;
     pardo_executor_kind kind = PARDO_EXEC_SEQUENTIAL;
     pardo_device_kind device = PARDO_DEVICE_CPU;
@@ -110,6 +111,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) {
             trace = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--bucket-mb") == 0 && i + 1 < argc) { /* under mpirun: rank_merge's buckets */
+            bucket_mb = atof(argv[++i]);
             continue;
         }
         if (strcmp(argv[i], "--fetch") == 0 && i + 1 < argc) {
@@ -181,6 +186,7 @@ int main(int argc, char **argv) {
         if (pardo_pass_multi_cpu(p, &opt, &st) != PARDO_OK) die("multi_cpu", &st);
     }
     /* as pardo train does under mpirun: the gradients averaged over the ranks before the updates */
+    opt.bucket_mb = bucket_mb;
     if (train && pardo_comm_size() > 1 && pardo_pass_ranks(p, &opt, &st) != PARDO_OK) die("ranks", &st);
 
     pardo_executor *ex = NULL;
