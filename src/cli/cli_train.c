@@ -96,7 +96,7 @@ static const char train_help_more[] =
     "                        $PARDO_TRACE_MAX_MB MiB of events (default 16, about 150 MB of JSON)\n"
     "  --profile             print the trace's summary tables on stderr at the end (no file)\n"
     "  --bucket-mb X         under mpirun: MiB of gradients summed over the ranks by one allreduce\n"
-    "                        (default 1; a bucket starts while the backward pass goes on)\n"
+    "                        (default 25, as PyTorch DDP's; buckets start during the backward pass)\n"
     "Progress goes to stderr, the final figures to stdout. SIGINT or SIGTERM stops after\n"
     "the current step and writes the --save checkpoint (exit status 130).\n";
 
