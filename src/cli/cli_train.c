@@ -1132,15 +1132,6 @@ static int find_loss_fused(pardo_program *prog, const train_args *a, pardo_loss_
     return CLI_OK;
 }
 
-/* --trace FILE of rank R of a job: FILE with ".rankR" before its extension (t.json -> t.rank0.json). */
-static const char *rank_trace_path(const char *path, char *buf, size_t n) {
-    if (!path || pardo_comm_size() == 1) return path;
-    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
-    if (!dot || (slash && dot < slash)) dot = path + strlen(path);
-    snprintf(buf, n, "%.*s.rank%d%s", (int)(dot - path), path, pardo_comm_rank(), dot);
-    return buf;
-}
-
 static int train_main(int argc, char **argv) {
     train_args a;
     int rc = parse_args(argc, argv, &a);
@@ -1187,8 +1178,9 @@ static int train_main(int argc, char **argv) {
     if (t.tracing) {
         const char *status = rc == CLI_OK ? "ok" : rc == CLI_INTERRUPTED ? "interrupted" : "failed";
         char path[4096];
-        if (cli_trace_finish(rank_trace_path(a.trace, path, sizeof path), a.profile && is_rank0(), a.graph, "train",
-                             (int)a.threads, (long)t.state.step, status) != CLI_OK &&
+        if (cli_trace_finish(pardo_trace_rank_path(a.trace, pardo_comm_rank(), pardo_comm_size(), path, sizeof path),
+                             a.profile && is_rank0(), a.graph, "train", (int)a.threads, (long)t.state.step,
+                             status) != CLI_OK &&
             rc == CLI_OK)
             rc = CLI_FAILED;
     }

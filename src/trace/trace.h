@@ -94,6 +94,10 @@ int pardo_trace_json(const pardo_trace_info *info, char **out, size_t *len, pard
  * the path in the message. Same threading rules as pardo_trace_json. */
 int pardo_trace_write(const char *path, const pardo_trace_info *info, pardo_status *st);
 
+/* The trace file of rank `rank` of an MPI job of `ranks`: path with ".rankR" before its extension (t.json ->
+ * t.rank0.json) in buf (n bytes), returned; path itself for one process (ranks 1) or no path (NULL). */
+const char *pardo_trace_rank_path(const char *path, int rank, int ranks, char *buf, size_t n);
+
 /* Buffers (one per recording thread) created since the process started:
  * a test's way to see that a run with tracing off allocated none. */
 long pardo_trace_buffers_created(void);

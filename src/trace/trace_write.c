@@ -464,3 +464,11 @@ int pardo_trace_write(const char *path, const pardo_trace_info *info, pardo_stat
     free(text);
     return rc;
 }
+
+const char *pardo_trace_rank_path(const char *path, int rank, int ranks, char *buf, size_t n) {
+    if (!path || ranks <= 1) return path;
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash)) dot = path + strlen(path);
+    snprintf(buf, n, "%.*s.rank%d%s", (int)(dot - path), path, rank, dot);
+    return buf;
+}

@@ -256,7 +256,10 @@ int main(int argc, char **argv) {
     if (trace) {
         pardo_trace_stop();
         pardo_trace_info info = {.graph = graph, .command = mode, .threads = threads, .steps = steps, .status = "ok"};
-        if (pardo_trace_write(trace, &info, &st) != PARDO_OK) die("--trace", &st);
+        char path[4096]; /* under mpirun: one file per rank */
+        if (pardo_trace_write(pardo_trace_rank_path(trace, pardo_comm_rank(), pardo_comm_size(), path, sizeof path),
+                              &info, &st) != PARDO_OK)
+            die("--trace", &st);
         pardo_trace_reset();
     }
     long long heap_delta = (long long)(m1.uordblks + m1.hblkhd) - (long long)(m0.uordblks + m0.hblkhd);
