@@ -15,6 +15,7 @@
  * is given (the K blocks depend on K alone, tiles start at multiples of mr,
  * a short last row panel overlaps the one above rather than being padded),
  * so the bits do not depend on the thread count. */
+#include "exec/comm.h"
 #include "gemm_internal.h"
 #include "kernel_util.h"
 #include "vmath.h"
@@ -271,6 +272,7 @@ static bool pack_at_f64(const double *at, int64_t lda, int64_t pn, int64_t mr, d
             const int64_t bs = j->direct ? g->ldb : nr, pstep = j->direct ? nr : kcb * nr;                             \
             for (int64_t ic = r0; ic < r1; ic += MC_ROWS) {                                                            \
                 const int64_t ie = ic + MC_ROWS < r1 ? ic + MC_ROWS : r1;                                              \
+                pardo_comm_poll(); /* an allreduce in flight moves on (MPI ranks: rank_merge's buckets) */             \
                 if (g->m < mr || (j->np > 1 && (g->ta || !own_is_avx512()))) {                                                             \
                     /* A read down its columns (or tiny): pack the block's row panels (panel q's [p][mr] at ap + q *   \
                      * mr * kcb; down columns, a stored row of A at a time, so the reads run along it), then sweep     \

@@ -469,6 +469,7 @@ static void rm_arm(pardo_kernel_ctx *ctx, rm_state *s) {
     atomic_store(&s->watch_packed, 0);
     pthread_mutex_unlock(&s->lock);
     if (s->watch_end > s->watch_first) atomic_store_explicit(&s->armed_run, ctx->step + 2, memory_order_release);
+    pardo_comm_set_poll(pardo_rank_merge_progress); /* long kernels advance the started buckets too */
     if (s->armed) return;
     for (int i = 0; i < MAX_ARMED; i++) {
         rm_state *expect = NULL;

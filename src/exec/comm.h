@@ -12,6 +12,7 @@
 #ifndef PARDO_COMM_H
 #define PARDO_COMM_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -53,6 +54,21 @@ int pardo_comm_iallreduce_sum(pardo_dtype dtype, void *buf, int64_t n, pardo_com
  * calls): MPI_Test on each of reqs[0..n) not yet done, setting done[k];
  * when another thread holds the communicator it returns at once. */
 void pardo_comm_progress(pardo_comm_request *reqs, bool *done, int n);
+
+/* A poll of the collectives in flight, for long kernels to call between
+ * their blocks (the GEMM's row blocks), so that a started allreduce moves
+ * on during the compute and not only between ops: rank_merge sets it
+ * (pardo_comm_set_poll) to what advances its buckets. One atomic load when
+ * none is set. Thread-safe. */
+typedef void (*pardo_comm_poll_fn)(void);
+extern _Atomic(pardo_comm_poll_fn) pardo_comm_poll_hook;
+static inline void pardo_comm_poll(void) {
+    pardo_comm_poll_fn f = atomic_load_explicit(&pardo_comm_poll_hook, memory_order_acquire);
+    if (f) f();
+}
+static inline void pardo_comm_set_poll(pardo_comm_poll_fn f) {
+    atomic_store_explicit(&pardo_comm_poll_hook, f, memory_order_release);
+}
 
 /* Waits for req to complete (and frees it; *req becomes 0). */
 int pardo_comm_wait(pardo_comm_request *req, pardo_status *st);

@@ -9,6 +9,8 @@
 #include "exec/comm.h"
 #include "trace/trace.h"
 
+_Atomic(pardo_comm_poll_fn) pardo_comm_poll_hook = NULL;
+
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static int comm_rank = 0, comm_size = 1;
 static bool comm_joined = false;
