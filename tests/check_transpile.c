@@ -235,6 +235,17 @@ START_TEST(inference_merges_equal_single_thread) {
 }
 END_TEST
 
+/* Three steps of p and of q on nthreads over batch `batch` (start's) end with the same params, bit for bit. */
+static void same_params_as(const pardo_program *p, const pardo_program *q, int nthreads, const char *batch) {
+    pardo_executor *a = start(p, nthreads, batch), *b = start(q, nthreads, batch);
+    steps(a, 3);
+    steps(b, 3);
+    for (int i = 0; i < 4; i++)
+        test_assert_close(pardo_executor_fetch(a, params[i]), pardo_executor_fetch(b, params[i]), 0, 0);
+    pardo_executor_free(a);
+    pardo_executor_free(b);
+}
+
 /* The ranks pass (mpirun): one rank_merge op, role backward, right before
  * the first update, reading the batch then every gradient in the order of
  * their merges and writing them in place; in one process it is a copy:
@@ -276,14 +287,7 @@ START_TEST(ranks_pass_puts_rank_merge_before_the_updates) {
         ck_assert_int_gt(writer, last);
         last = writer;
     }
-    /* one process: the same bits as the graph without it */
-    pardo_executor *a = start(p, 2, ""), *b = start(plain, 2, "");
-    steps(a, 3);
-    steps(b, 3);
-    for (int i = 0; i < 4; i++)
-        test_assert_close(pardo_executor_fetch(a, params[i]), pardo_executor_fetch(b, params[i]), 0, 0);
-    pardo_executor_free(a);
-    pardo_executor_free(b);
+    same_params_as(p, plain, 2, ""); /* one process: the same bits as the graph without it */
     pardo_program_free(p);
     pardo_program_free(plain);
     /* nothing to average in an inference graph */
@@ -327,13 +331,7 @@ START_TEST(ranks_pass_moves_interleaved_updates_after_the_backward_pass) {
         for (int i = at + 1; i < b0->n_ops; i++) readers += b0->ops[i].n_in > 1 && !strcmp(b0->ops[i].in[1], rm->in[k]);
         ck_assert_msg(readers == 1, "rank_merge's input %d '%s' is not an update's gradient", k, rm->in[k]);
     }
-    pardo_executor *a = start(p, 1, "97"), *b = start(plain, 1, "97");
-    steps(a, 3);
-    steps(b, 3);
-    for (int i = 0; i < 4; i++)
-        test_assert_close(pardo_executor_fetch(a, params[i]), pardo_executor_fetch(b, params[i]), 0, 0);
-    pardo_executor_free(a);
-    pardo_executor_free(b);
+    same_params_as(p, plain, 1, "97");
     /* an op right after the first update that reads the param it updates */
     b0 = &refused->blocks[0];
     const pardo_op *u = &b0->ops[first_update];
