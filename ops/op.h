@@ -141,6 +141,8 @@ typedef struct pardo_op_def {
                                       // pardo_dtype_is_extra); false: pardo_op_infer refuses them
     bool halves_in_f32;               // float16 / bfloat16 inputs run the float32 kernel: widened, and its
                                       // float32 outputs rounded back (pardo_op_run_cpu; ops/op_halves.c)
+    bool on_host;                     // runs on the CPU in a GPU run too, by design (to_host): not noted as
+                                      // an op without a CUDA kernel
 } pardo_op_def;
 
 /* The usual gradient builder (SPEC section 2): one op of type "<T>_grad"

@@ -8,6 +8,7 @@
 
 #define PARDO_OP_LIST(X) \
     X(identity) X(identity_grad) \
+    X(to_device) X(to_host) \
     X(add) X(add_grad) \
     X(sub) X(sub_grad) \
     X(mul) X(mul_grad) \

@@ -354,6 +354,74 @@ START_TEST(ranks_pass_moves_interleaved_updates_after_the_backward_pass) {
 }
 END_TEST
 
+/* ---- the placement pass (--device cuda) ---- */
+
+/* A GPU op (relu, add: CUDA kernels) reads feed x, CPU ops (sin, cos: none) read its output a, a GPU op reads
+ * theirs: one to_device before the first relu (x), one to_host before sin shared by cos (a), one to_device
+ * before the second relu (b) and none for add (c and a are on the GPU already), each reader renamed; an int32
+ * feed goes to relu's GPU side too (where its kernel hands it to the CPU, noted: the executor's choice, which
+ * the pass follows); on the CPU the placed graph gives the same bits as the unplaced one. In a
+ * CPU-only build no op has a CUDA kernel: nothing is placed, said so. */
+START_TEST(place_pass_makes_every_crossing_an_op) {
+    const char *graph = "{\"pardo\": 1, \"blocks\": [{\"vars\": {"
+                        "\"x\": {\"dtype\": \"float32\", \"shape\": [2, 3], \"role\": \"feed\"},"
+                        "\"n\": {\"dtype\": \"int32\", \"shape\": [2, 3], \"role\": \"feed\"}},"
+                        "\"ops\": ["
+                        "{\"op\": \"relu\", \"in\": [\"x\"], \"out\": [\"a\"]},"
+                        "{\"op\": \"sin\", \"in\": [\"a\"], \"out\": [\"b\"]},"
+                        "{\"op\": \"cos\", \"in\": [\"a\"], \"out\": [\"b2\"]},"
+                        "{\"op\": \"relu\", \"in\": [\"b\"], \"out\": [\"c\"]},"
+                        "{\"op\": \"add\", \"in\": [\"c\", \"a\"], \"out\": [\"d\"]},"
+                        "{\"op\": \"add\", \"in\": [\"d\", \"b2\"], \"out\": [\"e\"]},"
+                        "{\"op\": \"relu\", \"in\": [\"n\"], \"out\": [\"m\"]}]}]}";
+    pardo_program *p = test_program(graph, "place.json"), *plain = pardo_program_clone(p);
+    const pardo_op_def *relu = pardo_op_lookup("relu"), *sin_def = pardo_op_lookup("sin");
+    ck_assert(sin_def->cuda == NULL);
+    if (!relu->cuda) {
+        printf("transpile: place_pass_makes_every_crossing_an_op: skipped (a CPU-only build: no op has a CUDA "
+               "kernel, nothing crosses)\n");
+        pardo_program_free(p);
+        pardo_program_free(plain);
+        return;
+    }
+    pardo_status st;
+    pardo_pass_options opt = pardo_pass_defaults();
+    ck_assert_msg(pardo_pass_place(p, &opt, &st) == PARDO_OK, "%s", st.msg);
+    /* type, input, output of each op, in order */
+    const char *want[][3] = {{"to_device", "x", "x@CUDA"}, {"relu", "x@CUDA", "a"}, {"to_host", "a", "a@HOST"},
+                             {"sin", "a@HOST", "b"},       {"cos", "a@HOST", "b2"},  {"to_device", "b", "b@CUDA"},
+                             {"relu", "b@CUDA", "c"},       {"add", "c", "d"},        {"to_device", "b2", "b2@CUDA"},
+                             {"add", "d", "e"},             {"to_device", "n", "n@CUDA"}, {"relu", "n@CUDA", "m"}};
+    const pardo_block *b0 = &p->blocks[0];
+    ck_assert_int_eq(b0->n_ops, 12);
+    for (int i = 0; i < 12; i++) {
+        ck_assert_str_eq(b0->ops[i].type, want[i][0]);
+        ck_assert_str_eq(b0->ops[i].in[0], want[i][1]);
+        ck_assert_str_eq(b0->ops[i].out[0], want[i][2]);
+    }
+    ck_assert_str_eq(b0->ops[7].in[1], "a");       /* the GPU's a: no copy */
+    ck_assert_str_eq(b0->ops[9].in[1], "b2@CUDA"); /* cos ran on the CPU */
+    const pardo_graph_var *v = pardo_block_find_var(b0, "a@HOST");
+    ck_assert(v && v->role == PARDO_VAR_TEMP && v->type.dtype == PARDO_F32 && v->type.ndim == 2);
+    /* on the CPU: the same bits */
+    pardo_executor *a = test_executor(p, 1), *b = test_executor(plain, 1);
+    pardo_tensor *x = test_tensor_from(PARDO_F32, 2, (int64_t[]){2, 3}, (double[]){-1, 0.5, 2, -3, 4, 0.25});
+    pardo_tensor *n = pardo_tensor_new_cpu(PARDO_I32, 2, (int64_t[]){2, 3}, &st);
+    for (pardo_executor **ex = (pardo_executor *[]){a, b, NULL}; *ex; ex++) {
+        test_feed(*ex, "x", x);
+        test_feed(*ex, "n", n);
+        test_run(*ex);
+    }
+    test_assert_close(test_fetch(a, "e"), test_fetch(b, "e"), 0, 0);
+    pardo_tensor_release(x);
+    pardo_tensor_release(n);
+    pardo_executor_free(a);
+    pardo_executor_free(b);
+    pardo_program_free(p);
+    pardo_program_free(plain);
+}
+END_TEST
+
 /* ---- batch_norm's sync form (SyncBatchNorm) ---- */
 
 /* conv2d -> batch_norm (over N x 4 x 4 per channel) -> relu -> linear ->
@@ -610,6 +678,7 @@ Suite *make_transpile_suite(void) {
     tcase_add_test(tc, sync_batch_norm_trains_as_one_part);
     tcase_add_test(tc, ranks_pass_puts_rank_merge_before_the_updates);
     tcase_add_test(tc, ranks_pass_moves_interleaved_updates_after_the_backward_pass);
+    tcase_add_test(tc, place_pass_makes_every_crossing_an_op);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("Errors");
     tcase_add_test(te, ops_that_cannot_be_placed);

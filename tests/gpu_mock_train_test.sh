@@ -14,7 +14,8 @@ EVAL="--eval x=graphs/data/digits_test_x.npy --eval y=graphs/data/digits_test_y.
 expect "transpile --no-parallel" 0 -- transpile graphs/digits_mlp.json -o "$G" --backward loss --optimizer adam --no-parallel
 for dev in cuda cpu; do
     # shellcheck disable=SC2086
-    expect "train --device $dev" 0 -- train "$G" $DATA $EVAL --batch-size 32 --epochs 4 --shuffle --seed 1 --threads 1 --device $dev
+    expect "train --device $dev" 0 -- train "$G" $DATA $EVAL --batch-size 32 --epochs 4 --shuffle --seed 1 --threads 1 --device $dev \
+        --trace "$T/$dev.json"
     cp "$T/out" "$T/$dev.out"
     cp "$T/err" "$T/$dev.err"
 done
@@ -30,6 +31,13 @@ n=$(grep -c "note: op 'softmax_cross_entropy' runs on the CPU in this GPU run" "
 if [ "$n" = 1 ]; then ok; else bad "softmax_cross_entropy's note came $n times: $(cat "$T/cuda.err")"; fi
 if grep -q "note: op 'matmul\|note: op 'relu'" "$T/cuda.err"; then bad "an op with a CUDA kernel ran on the CPU: $(cat "$T/cuda.err")"; else ok; fi
 if grep -q "in this GPU run" "$T/cpu.err"; then bad "the CPU run printed GPU notes: $(cat "$T/cpu.err")"; else ok; fi
+# the placement pass (transpiler/place.c): the GPU run's crossings are ops of their own (x, a feed, goes to the
+# GPU each step), the CPU run has none; neither is noted as an op without a CUDA kernel
+n=$(grep -o '"op":"to_device","name":"[^"]*","block":0,"index":[0-9]*,"role":"forward","inputs":\[{"var":"x"' \
+    "$T/cuda.json" | wc -l)
+[ "$n" -ge 4 ] && ok || bad "the GPU run has $n to_device ops of x in its trace"
+if grep -q '"op":"to_' "$T/cpu.json"; then bad "the CPU run has placement ops"; else ok; fi
+if grep -q "note: op 'to_" "$T/cuda.err"; then bad "a placement op was noted: $(cat "$T/cuda.err")"; else ok; fi
 
 # the device cache (src/core/device_cache.h): PARDO_DEVICE_CACHE_STATS=1 prints its counters as the command ends;
 # by then the executors are freed, which trims the cache, so every raw allocation has been freed raw. (Whether

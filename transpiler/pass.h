@@ -146,6 +146,18 @@ int pardo_pass_check(pardo_program *p, const pardo_pass_options *opt, pardo_stat
  * it is. */
 int pardo_pass_ranks(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
 
+/* For a run on a GPU (`pardo run|train --device cuda`, after the other
+ * passes): block 0's CPU <-> GPU crossings made explicit. An op runs on
+ * the GPU when it has a CUDA kernel (as the executor runs it), else on the
+ * CPU; where an op reads a feed or temp whose value is on the
+ * other side, a to_device or to_host op (ops/placement.c) before it moves
+ * the value into a new temp ("x@CUDA", "h@HOST"), which later readers on
+ * that side share until the var is written again. Params, state and
+ * constants are left to the executor (moved once, where their ops run), as
+ * are tensor_arrays (parallel_do's parts run on the CPU) and a var an op
+ * writes in place. Checks the program first and after. */
+int pardo_pass_place(pardo_program *p, const pardo_pass_options *opt, pardo_status *st);
+
 /* Helpers the passes share about parallel_do (transpiler/parallel_blocks.c). */
 
 /* True when op is a parallel_do. */

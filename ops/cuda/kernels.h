@@ -29,7 +29,8 @@
     X(mul)                                                                                                             \
     X(div)                                                                                                             \
     X(matmul)                                                                                                          \
-    X(matmul_grad)
+    X(matmul_grad)                                                                                                     \
+    X(to_device)
 
 #ifdef PARDO_CUDA
 #define PARDO_CUDA_KERNEL_DECL(name) int pardo_cuda_##name(pardo_kernel_ctx *ctx);

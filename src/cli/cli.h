@@ -120,6 +120,12 @@ bool cli_resolve_threads(long *threads);
  * CLI_BAD_INPUT; CLI_OK otherwise. */
 int cli_fuse(pardo_program *p, const char *const *keep, int n_keep);
 
+/* The placement pass (pardo_pass_place) over p where `device` is CUDA and a
+ * GPU is present (else nothing: the run is on the CPU): what run and train
+ * do last before they make their executors. On failure prints the error
+ * and returns CLI_BAD_INPUT; CLI_OK otherwise. */
+int cli_place(pardo_program *p, pardo_device_kind device);
+
 /* What run and train do first: sizes the thread pool to `threads`, then
  * loads and checks the graph at path (cli_load_checked). On failure prints
  * the error and returns NULL; the caller frees with pardo_program_free. */

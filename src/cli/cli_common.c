@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/device.h"
 #include "exec/comm.h"
 #include "gemm.h"
 #include "io/file_io.h"
@@ -214,6 +215,16 @@ int cli_fuse(pardo_program *p, const char *const *keep, int n_keep) {
     opt.keep = keep;
     opt.n_keep = n_keep;
     if (pardo_pass_fuse(p, &opt, &st) == PARDO_OK) return CLI_OK;
+    cli_print_error(&st);
+    return CLI_BAD_INPUT;
+}
+
+int cli_place(pardo_program *p, pardo_device_kind device) {
+    if (device != PARDO_DEVICE_CUDA || pardo_device_count() == 0) return CLI_OK; /* the CPU: nothing crosses */
+    pardo_status st;
+    pardo_status_clear(&st);
+    pardo_pass_options opt = pardo_pass_defaults();
+    if (pardo_pass_place(p, &opt, &st) == PARDO_OK) return CLI_OK;
     cli_print_error(&st);
     return CLI_BAD_INPUT;
 }

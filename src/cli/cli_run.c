@@ -388,7 +388,8 @@ int pardo_cli_run(int argc, char **argv) {
         fprintf(stderr, "note: %s has optimize ops; running in eval mode (dropout off, batch_norm on running stats)%s; "
                 "--train to train\n", a.graph, pardo_program_trains(prog) ? " with its updates" : " without its updates");
     if (a.n_fetch == 0) default_fetches(prog, &a);
-    if (!a.no_fuse && a.device == PARDO_DEVICE_CPU && cli_fuse(prog, a.fetch, a.n_fetch) != CLI_OK) {
+    if ((!a.no_fuse && a.device == PARDO_DEVICE_CPU && cli_fuse(prog, a.fetch, a.n_fetch) != CLI_OK) ||
+        cli_place(prog, a.device) != CLI_OK) {
         pardo_program_free(prog);
         pardo_program_free(orig);
         return CLI_BAD_INPUT;

@@ -1161,7 +1161,7 @@ static int train_main(int argc, char **argv) {
             return CLI_BAD_INPUT;
         }
     }
-    if (find_loss_fused(prog, &a, &t.li) != CLI_OK) {
+    if (find_loss_fused(prog, &a, &t.li) != CLI_OK || cli_place(prog, a.device) != CLI_OK) {
         pardo_program_free(prog);
         return CLI_BAD_INPUT;
     }

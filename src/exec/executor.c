@@ -389,7 +389,7 @@ int pardo_exec_run_op(pardo_executor *ex, int block, int index, pardo_scope *sco
     const bool gpu_run = on_gpu(ex, run);
     pardo_device_kind dev = gpu_run && op->def->cuda ? PARDO_DEVICE_CUDA : PARDO_DEVICE_CPU;
     /* an op without a CUDA kernel runs on the CPU, its inputs moved there by sync_inputs: said once per op type */
-    if (gpu_run && !op->def->cuda) pardo_op_note_cpu_run(op->def, "it has no CUDA kernel");
+    if (gpu_run && !op->def->cuda && !op->def->on_host) pardo_op_note_cpu_run(op->def, "it has no CUDA kernel");
     for (int k = 0; k < op->n_in; k++) {
         if (!op->in[k][0]) continue;
         pardo_tensor *t;
