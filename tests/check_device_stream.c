@@ -167,16 +167,17 @@ START_TEST(host_cache_reuse_after_event) {
 }
 END_TEST
 
-/* The feed stage on device `dev` over batches of two tensors (float32 [rows, 3], int64 [rows]) whose values
- * follow the batch index: each taken set holds its batch, on the device (HEAD_AT_GPU, memory of `dev`), and after
- * the first two batches (one per set) and the first short one, no pinned allocation. */
+/* The feed stage on device `dev` over two "epochs" of batches of two tensors (float32 [rows, 3], int64 [rows])
+ * whose values follow the batch index, each epoch's last batch short: each taken set holds its batch, on the
+ * device (HEAD_AT_GPU, memory of `dev`); after the first two batches (one per set) and the first short one, no
+ * pinned allocation; in the second epoch no new feed tensor (the full and short ones take turns). */
 static void run_feed_stage(int dev) {
     pardo_status st;
-    enum { BATCHES = 9, ROWS = 5 };
+    enum { EPOCH = 6, BATCHES = 2 * EPOCH, ROWS = 5 };
     pardo_tensor *src[BATCHES][2];
     pardo_batch batch[BATCHES];
     for (int k = 0; k < BATCHES; k++) {
-        const int64_t rows = k == BATCHES - 1 ? 2 : ROWS; /* a short last batch: new tensors, another class */
+        const int64_t rows = k % EPOCH == EPOCH - 1 ? 2 : ROWS; /* a short last batch: other tensors */
         const int64_t xs[2] = {rows, 3};
         src[k][0] = pardo_tensor_new_cpu(PARDO_F32, 2, xs, &st);
         src[k][1] = pardo_tensor_new_cpu(PARDO_I64, 1, xs, &st);
@@ -186,7 +187,7 @@ static void run_feed_stage(int dev) {
         int64_t *y = pardo_tensor_mutable_cpu(src[k][1], &st);
         for (int64_t i = 0; i < rows * 3; i++) x[i] = (float)(100 * k + i);
         for (int64_t i = 0; i < rows; i++) y[i] = 1000 * k + i;
-        batch[k] = (pardo_batch){.epoch = 0, .index = k, .rows = rows, .tensors = src[k]};
+        batch[k] = (pardo_batch){.epoch = k / EPOCH, .index = k % EPOCH, .rows = rows, .tensors = src[k]};
     }
     /* this thread stays on device 0: the copy selects the stage's device itself, on whichever thread the engine
      * runs it (a pool thread, or this one when its wait helps) */
@@ -196,6 +197,8 @@ static void run_feed_stage(int dev) {
     pardo_feed_stage *s = NULL;
     ck_assert_msg(pardo_feed_stage_new(2, dev, &s, &st) == PARDO_OK, "%s", st.msg);
     pardo_host_cache_stats warm = {0}, now;
+    uint64_t first_epoch[EPOCH * 2]; /* the feed tensors' records (a version's high half is unique to its record) */
+    int n_first = 0;
     ck_assert_msg(pardo_feed_stage_push(s, &batch[0], &st) == PARDO_OK, "%s", st.msg);
     for (int k = 0; k < BATCHES; k++) {
         pardo_tensor *const *feeds = NULL;
@@ -215,6 +218,13 @@ static void run_feed_stage(int dev) {
         for (int64_t i = 0; i < batch[k].rows * 3; i++) ck_assert(x[i] == (float)(100 * k + i));
         for (int64_t i = 0; i < batch[k].rows; i++) ck_assert_int_eq(y[i], 1000 * k + i);
         if (k == 1) pardo_host_cache_get_stats(&warm);
+        for (int i = 0; i < 2; i++) {
+            bool seen = false;
+            const uint64_t record = feeds[i]->mem->version >> 32;
+            for (int j = 0; j < n_first; j++) seen |= first_epoch[j] == record;
+            if (k < EPOCH && !seen) first_epoch[n_first++] = record;
+            ck_assert_msg(k < EPOCH || seen, "batch %d: a new feed tensor in the second epoch", k);
+        }
     }
     pardo_host_cache_get_stats(&now);
     ck_assert_uint_gt(warm.raw_allocs, 0);

@@ -17,6 +17,8 @@ typedef struct feed_set {
     pardo_feed_stage *stage;
     pardo_var *var;                  // written by the copy; owned (deleted in free)
     pardo_tensor *tensors[MAX_FEEDS]; // owned, one reference each
+    pardo_tensor *spare[MAX_FEEDS];   // owned or NULL: each feed's tensor of the shape before (an epoch's short
+                                      // last batch, or the full one after it), kept to be swapped back in
     const pardo_batch *batch;        // the batch being copied (borrowed)
     pardo_event copied;              // on a GPU: recorded on the copy stream after the set's copies; owned
 } feed_set;
@@ -60,7 +62,10 @@ void pardo_feed_stage_free(pardo_feed_stage *s) {
             (void)pardo_device_event_sync(s->sets[k].copied, &ignored);
             pardo_device_event_destroy(s->sets[k].copied);
         }
-        for (int i = 0; i < s->n; i++) pardo_tensor_release(s->sets[k].tensors[i]);
+        for (int i = 0; i < s->n; i++) {
+            pardo_tensor_release(s->sets[k].tensors[i]);
+            pardo_tensor_release(s->sets[k].spare[i]);
+        }
     }
     if (s->device >= 0) pardo_host_cache_trim();
     free(s);
@@ -82,12 +87,18 @@ static int copy_to_gpu(pardo_tensor *dst, const void *from, pardo_stream cs, par
     return rc;
 }
 
-/* The engine op: each of the batch's tensors into the set's tensor of its dtype and shape (made anew only when
- * those change: an epoch's short last batch). On a GPU it runs on a pool thread, which selects the stage's
- * device first (its allocations and streams are that device's), and the bytes go to the device through the copy
- * stream (copy_to_gpu); the set's event, recorded after them, is what pardo_feed_stage_take makes the compute
- * stream wait for. The set's device memory is free to overwrite: the step that read it ended (a GPU step ends
- * with its last op's compute stream synchronised) before the set was pushed again. */
+static bool fits(const pardo_tensor *t, const pardo_tensor *src) {
+    return t && t->dtype == src->dtype && pardo_shape_equal(t->ndim, t->shape, src->ndim, src->shape);
+}
+
+/* The engine op: each of the batch's tensors into the set's tensor of its dtype and shape (swapped with the spare
+ * when that fits, else made anew, the old one becoming the spare: an epoch's short last batch and the full one
+ * after it take turns without new tensors, so without new device or pinned host memory from the second epoch).
+ * On a GPU it runs on a pool thread, which selects the stage's device first (its allocations and streams are
+ * that device's), and the bytes go to the device through the copy stream (copy_to_gpu); the set's event,
+ * recorded after them, is what pardo_feed_stage_take makes the compute stream wait for. The set's device memory
+ * is free to overwrite: the step that read it ended (a GPU step ends with its last op's compute stream
+ * synchronised) before the set was pushed again. */
 static int copy_batch(void *arg, pardo_status *st) {
     feed_set *set = arg;
     const pardo_feed_stage *s = set->stage;
@@ -101,13 +112,20 @@ static int copy_batch(void *arg, pardo_status *st) {
         return st->code;
     for (int i = 0; i < s->n; i++) {
         pardo_tensor *src = b->tensors[i], *dst = set->tensors[i];
-        if (!dst || dst->dtype != src->dtype || !pardo_shape_equal(dst->ndim, dst->shape, src->ndim, src->shape)) {
-            pardo_tensor_release(dst);
-            set->tensors[i] = NULL;
-            dst = gpu ? pardo_tensor_new(src->dtype, src->ndim, src->shape, st)
-                      : pardo_tensor_new_cpu(src->dtype, src->ndim, src->shape, st);
-            if (!dst) return st->code;
-            set->tensors[i] = dst;
+        if (!fits(dst, src)) {
+            if (dst || fits(set->spare[i], src)) { /* the current one becomes the spare */
+                pardo_tensor *t = set->spare[i];
+                set->spare[i] = dst;
+                set->tensors[i] = dst = t;
+            }
+            if (!fits(dst, src)) {
+                pardo_tensor_release(dst);
+                set->tensors[i] = NULL;
+                dst = gpu ? pardo_tensor_new(src->dtype, src->ndim, src->shape, st)
+                          : pardo_tensor_new_cpu(src->dtype, src->ndim, src->shape, st);
+                if (!dst) return st->code;
+                set->tensors[i] = dst;
+            }
         }
         const void *from = pardo_tensor_cpu(src, st);
         if (!from) return st->code;
