@@ -26,7 +26,7 @@ static bool mock(void) { return pardo_gpu_mock && pardo_gpu_mock(); }
 
 static bool have_gpu(const char *test) {
     if (pardo_device_count() > 0) return true;
-    printf("device_stream: %s: skipped (no CUDA device%s)\n", test,
+    printf("device_stream: %s: skipped the GPU part (no CUDA device%s)\n", test,
            pardo_device_compiled() ? "" : "; built without CUDA");
     return false;
 }
@@ -83,6 +83,7 @@ START_TEST(event_orders_streams) {
     ck_assert_int_eq(pardo_device_malloc_host((void **)&pin, N, &st), PARDO_OK);
     ck_assert_int_eq(pardo_device_malloc(&dev, N, &st), PARDO_OK);
     ck_assert_int_eq(pardo_device_memset_zero(dev, N, &st), PARDO_OK);
+    ck_assert_int_eq(pardo_device_stream_sync(NULL, &st), PARDO_OK); /* the zeros before the copy stream's copy */
     ck_assert_int_eq(pardo_device_copy_stream(0, &copy, &st), PARDO_OK);
     ck_assert_int_eq(pardo_device_event_create(&ev, &st), PARDO_OK);
     bool done = false;
