@@ -1,8 +1,8 @@
 # pardo - one non-recursive Makefile.
 #   make            build/pardo and build/libpardo.a
 #   make test       every Check suite and the CLI end-to-end tests (and, in a CUDA build, make gpu-mock-test)
-#   make gpu-mock-test  the CUDA and SyncedMemory suites and pardo train --device cuda against a host stand-in for
-#                   the GPU (CUDA=1)
+#   make gpu-mock-test  the CUDA, SyncedMemory and device-stream suites and pardo train --device cuda against a
+#                   host stand-in for the GPU (CUDA=1)
 #   make asan       the same tests built with address + undefined sanitizers (build-asan/)
 #   make tsan       the same tests built with the thread sanitizer (build-tsan/)
 #   make valgrind   the normal build's pardo under valgrind's memcheck (tools/valgrind.sh: a transpiled graph run
@@ -253,6 +253,7 @@ $(MOCK_DIR)/pardo: $(BUILD)/src/cli/main.o $(MOCK_LIB)
 gpu-mock-test: $(MOCK_DIR)/check_pardo $(MOCK_DIR)/pardo $(BUILD)/tests/tools/npy_close
 	$(TEST_ENV) CK_RUN_SUITE=cuda ./$(MOCK_DIR)/check_pardo
 	$(TEST_ENV) CK_RUN_SUITE=synced_mem ./$(MOCK_DIR)/check_pardo
+	$(TEST_ENV) CK_RUN_SUITE=device_stream ./$(MOCK_DIR)/check_pardo
 	$(TEST_ENV) tests/gpu_mock_train_test.sh ./$(MOCK_DIR)/pardo
 else
 gpu-mock-test:

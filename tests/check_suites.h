@@ -12,6 +12,7 @@
     X(tensor)           \
     X(half)             \
     X(synced_mem)       \
+    X(device_stream)    \
     X(file_io)          \
     X(npy)              \
     X(csv)              \

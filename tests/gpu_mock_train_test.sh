@@ -2,8 +2,9 @@
 # gpu_mock_train_test.sh - `pardo train --device cuda` end to end on the host stand-in for the device (make
 # gpu-mock-test: PATH/TO/pardo is build/gpu-mock/pardo): the digits MLP as `pardo transpile --no-parallel`
 # writes it, trained on the "GPU" and on the CPU with one seed, ends at the same loss and held-out accuracy
-# (within 1e-3: the stand-in's products add in double, the CPU's in float32), and each op the GPU
-# run hands to the CPU is noted once. Usage: tests/gpu_mock_train_test.sh PATH/TO/pardo
+# (within 1e-3: the stand-in's products add in double, the CPU's in float32), also on device 1 of two, and each
+# op the GPU run hands to the CPU is noted once; the device cache and the pinned host cache allocate nothing
+# after the first steps. Usage: tests/gpu_mock_train_test.sh PATH/TO/pardo
 set -u
 . "$(dirname "$0")/cli_lib.sh"
 cli_setup gpu-mock-train "$@"
@@ -39,6 +40,20 @@ n=$(grep -o '"op":"to_device","name":"[^"]*","block":0,"index":[0-9]*,"role":"fo
 if grep -q '"op":"to_' "$T/cpu.json"; then bad "the CPU run has placement ops"; else ok; fi
 if grep -q "note: op 'to_" "$T/cuda.err"; then bad "a placement op was noted: $(cat "$T/cuda.err")"; else ok; fi
 
+# --device cuda:1 on a stand-in with two devices: the feed copy's pool thread selects device 1 too (feed_stage.c),
+# and the run ends where the CPU's does
+export PARDO_MOCK_DEVICE_COUNT=2
+# shellcheck disable=SC2086
+expect "train --device cuda:1" 0 -- train "$G" $DATA $EVAL --batch-size 32 --epochs 4 --shuffle --seed 1 --threads 1 \
+    --device cuda:1
+unset PARDO_MOCK_DEVICE_COUNT
+for key in loss eval_loss eval_accuracy; do
+    g=$(sed -n "s/^$key: //p" "$T/out")
+    c=$(sed -n "s/^$key: //p" "$T/cpu.out")
+    if [ -n "$g" ] && awk -v g="$g" -v c="$c" 'BEGIN { d = g - c; if (d < 0) d = -d; exit !(d <= 1e-3 * c + 1e-6) }'
+    then ok; else bad "cuda:1: $key: '$g' on the GPU, '$c' on the CPU"; fi
+done
+
 # the device cache (src/core/device_cache.h): PARDO_DEVICE_CACHE_STATS=1 prints its counters as the command ends;
 # by then the executors are freed, which trims the cache, so every raw allocation has been freed raw. (Whether
 # more steps allocate more is not checked here: the executor keeps its tensors' buffers across steps, so this
@@ -52,5 +67,26 @@ $line
 EOT
 if [ -n "$line" ] && [ "$a" -gt 0 ] && [ "$f" = "$a" ] && [ "$h" = 0 ]
 then ok; else bad "device cache at exit: '$line' (raw allocations, raw frees, bytes held): $(cat "$T/err")"; fi
+
+# the pinned host cache (src/core/host_cache.h) the feed stage stages batches through: as many pinned allocations
+# for 3 epochs as for 1 (none after the first batches: each block is reused once its copy's event completed),
+# and all of them freed as the command ends (the stage's free trims the cache)
+pinned() {
+    # shellcheck disable=SC2086
+    PARDO_DEVICE_CACHE_STATS=1 "$PARDO" train "$G" $DATA --batch-size 32 --epochs "$1" --threads 1 --device cuda \
+        > "$T/out" 2> "$T/err"
+    sed -n 's/^pardo: host cache: \([0-9]*\) pinned allocations, \([0-9]*\) pinned frees, \([0-9]*\) cache hits, .*/\1 \2 \3/p' "$T/err"
+}
+one=$(pinned 1)
+three=$(pinned 3)
+read -r a1 f1 h1 <<EOT
+$one
+EOT
+read -r a3 f3 h3 <<EOT
+$three
+EOT
+if [ -n "$one" ] && [ -n "$three" ] && [ "$a1" -gt 0 ] && [ "$a3" = "$a1" ] && [ "$f1" = "$a1" ] && [ "$f3" = "$a3" ] &&
+    [ "$h3" -gt "$h1" ]
+then ok; else bad "host cache at exit, 1 epoch: '$one', 3 epochs: '$three' (pinned allocations, frees, hits): $(cat "$T/err")"; fi
 
 cli_finish

@@ -71,7 +71,7 @@ int grid_for(int64_t n) {
 
 int finish(const char *what, char *err, size_t errlen) {
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaStreamSynchronize(PARDO_CU_STREAM);
     if (e == cudaSuccess) return 0;
     snprintf(err, errlen, "CUDA %s kernel failed: %s", what, cudaGetErrorString(e));
     return -7; /* PARDO_ECUDA */

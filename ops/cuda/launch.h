@@ -1,7 +1,8 @@
 /* launch.h - the CUDA kernels' launchers, in plain C types so that both the
  * .cu files (compiled by nvcc as C++) and the C glue in ops/cuda/ C files can
  * include it. Each returns 0 or a negative pardo status code, with the CUDA
- * error text in err (errlen bytes). All launch on the default stream; the
+ * error text in err (errlen bytes). All launch on the current device's compute
+ * stream (cuda_stream.cuh's PARDO_CU_STREAM, never the legacy default); the
  * elementwise ones synchronise before returning, the matrix product's leave
  * that to pardo_cuda_sync_check at the op's end, so a kernel fault is
  * reported at its op. */
@@ -39,7 +40,7 @@ int pardo_cuda_launch_binary(int kind, int f64, const void *a, const void *b, vo
  * [n, k] (ldb k) when tb; C_i [m, n] (ldc n); A_i at a + i * stride_a elements (stride 0: the same matrix for
  * every i), likewise B_i and C_i (stride_c at least m * n when batch > 1). Computed column-major as
  * C^T = op(B)^T op(A)^T, one strided batched call on the calling thread's cuBLAS handle (created on its first
- * call, on the legacy default stream every launcher here uses). Every size and count must fit an int (the glue
+ * call, set to the compute stream every launcher here uses). Every size and count must fit an int (the glue
  * checks). Does not synchronise: pardo_cuda_sync_check after the op's last launch. */
 int pardo_cuda_gemm(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t stride_a,
                     const void *b, int64_t stride_b, void *c, int64_t stride_c, int64_t batch, double beta, char *err,
@@ -79,7 +80,8 @@ int pardo_cuda_launch_sum_to(int f64, const void *src, int ndim, const int64_t *
                              char *err, size_t errlen);
 
 /* The check that ends an op's launches: the launch error, if any, else waits for the device and returns the
- * error of what ran (PARDO_ECUDA with "CUDA WHAT failed: ..." in err), or 0. */
+ * error of what ran (PARDO_ECUDA with "CUDA WHAT failed: ..." in err), or 0. It synchronises the compute stream
+ * (PARDO_CU_STREAM), not the whole device: the feed stage's copy stream goes on meanwhile. */
 int pardo_cuda_sync_check(const char *what, char *err, size_t errlen);
 
 #ifdef __cplusplus

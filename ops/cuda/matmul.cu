@@ -2,7 +2,7 @@
 // cuBLAS (opened with dlopen on the first product, so pardo links no cuBLAS and a CPU run never loads it) on one
 // handle per thread, and the elementwise kernels around them: the forward's epilogue (bias, then
 // relu or the exact gelu), relu_grad's mask on dA and the bias gradient's sum. Float32 and float64. Launched
-// through ops/cuda/launch.h, on the legacy default stream (as ops/cuda/elementwise.cu and device.h's copies).
+// through ops/cuda/launch.h, on the compute stream PARDO_CU_STREAM (as ops/cuda/elementwise.cu and device.h's copies).
 #include <climits>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -88,6 +88,7 @@ void blas_open() {
 struct Handle {
     cublasHandle_t h;
     int device;
+    cudaStream_t stream; // the stream it is set to: PARDO_CU_STREAM when it was made or last used
 };
 
 pthread_key_t handle_key;
@@ -109,7 +110,8 @@ int blas_fail(cublasStatus_t s, const char *what, char *err, size_t errlen) {
 }
 
 // The calling thread's handle for the current device (a thread whose device changed gets a new one), set to the
-// stream PARDO_CU_STREAM (cuda_stream.cuh); cuBLAS is opened first. The handle is destroyed when its thread ends.
+// device's compute stream PARDO_CU_STREAM (cuda_stream.cuh; set again should that have changed, as when it could
+// not be made at first); cuBLAS is opened first. The handle is destroyed when its thread ends.
 int handle_get(cublasHandle_t *out, char *err, size_t errlen) {
     pthread_once(&blas_once, blas_open);
     if (!blas_ok) {
@@ -128,7 +130,13 @@ int handle_get(cublasHandle_t *out, char *err, size_t errlen) {
         return kEcuda;
     }
     Handle *hd = static_cast<Handle *>(pthread_getspecific(handle_key));
+    const cudaStream_t stream = PARDO_CU_STREAM;
     if (hd && hd->device == device) {
+        if (hd->stream != stream) {
+            cublasStatus_t s = blas.set_stream(hd->h, stream);
+            if (s != CUBLAS_STATUS_SUCCESS) return blas_fail(s, "cublasSetStream", err, errlen);
+            hd->stream = stream;
+        }
         *out = hd->h;
         return 0;
     }
@@ -146,11 +154,12 @@ int handle_get(cublasHandle_t *out, char *err, size_t errlen) {
         free(hd);
         return blas_fail(s, "cublasCreate", err, errlen);
     }
-    if ((s = blas.set_stream(hd->h, PARDO_CU_STREAM)) != CUBLAS_STATUS_SUCCESS) {
+    if ((s = blas.set_stream(hd->h, stream)) != CUBLAS_STATUS_SUCCESS) {
         handle_free(hd);
         return blas_fail(s, "cublasSetStream", err, errlen);
     }
     hd->device = device;
+    hd->stream = stream;
     if (pthread_setspecific(handle_key, hd) != 0) {
         handle_free(hd);
         snprintf(err, errlen, "cuBLAS: cannot keep the thread's handle");
@@ -239,7 +248,8 @@ extern "C" int pardo_cuda_gemm(int f64, int ta, int tb, int64_t m, int64_t n, in
     if (k <= 0) { // an empty sum: C = beta C, so beta 0 zeroes C and beta 1 leaves it
         if (beta != 0.0) return 0;
         for (int64_t i = 0; i < batch; i++) {
-            cudaError_t e = cudaMemsetAsync((char *)c + (size_t)(i * stride_c) * es, 0, (size_t)(m * n) * es, 0);
+            cudaError_t e =
+                cudaMemsetAsync((char *)c + (size_t)(i * stride_c) * es, 0, (size_t)(m * n) * es, PARDO_CU_STREAM);
             if (e != cudaSuccess) {
                 snprintf(err, errlen, "CUDA cudaMemsetAsync failed: %s", cudaGetErrorString(e));
                 return kEcuda;
@@ -341,7 +351,8 @@ extern "C" int pardo_cuda_launch_sum_to(int f64, const void *src, int ndim, cons
     }
     if (n_dst == 0) return 0;
     if (n_src == 0) { // nothing to sum: zeros
-        cudaError_t e = cudaMemsetAsync(dst, 0, (size_t)n_dst * (f64 ? sizeof(double) : sizeof(float)), 0);
+        cudaError_t e =
+            cudaMemsetAsync(dst, 0, (size_t)n_dst * (f64 ? sizeof(double) : sizeof(float)), PARDO_CU_STREAM);
         if (e == cudaSuccess) return 0;
         snprintf(err, errlen, "CUDA cudaMemsetAsync failed: %s", cudaGetErrorString(e));
         return kEcuda;
@@ -357,7 +368,7 @@ extern "C" int pardo_cuda_launch_sum_to(int f64, const void *src, int ndim, cons
 
 extern "C" int pardo_cuda_sync_check(const char *what, char *err, size_t errlen) {
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaStreamSynchronize(PARDO_CU_STREAM);
     if (e == cudaSuccess) return 0;
     snprintf(err, errlen, "CUDA %s failed: %s", what, cudaGetErrorString(e));
     return kEcuda;

@@ -816,9 +816,8 @@ static int train_epochs_staged(trainer *t, staged *sg, bool *stopped, pardo_stat
  * while a step runs pays (pardo_executor_overlaps_input). */
 static int train_epochs(trainer *t, bool *stopped, pardo_status *st) {
     staged sg = {0};
-    if (pardo_executor_overlaps_input(t->ex) &&
-        pardo_feed_stage_new(t->data.n, pardo_executor_device(t->ex) == PARDO_DEVICE_CUDA, &sg.stage, st) !=
-            PARDO_OK)
+    const int device = pardo_executor_device(t->ex) == PARDO_DEVICE_CUDA ? pardo_executor_device_index(t->ex) : -1;
+    if (pardo_executor_overlaps_input(t->ex) && pardo_feed_stage_new(t->data.n, device, &sg.stage, st) != PARDO_OK)
         return st->code;
     int rc = train_epochs_staged(t, &sg, stopped, st);
     stage_drain(&t->data, &sg);

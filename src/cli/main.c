@@ -8,6 +8,7 @@
 #include "io/onnx.h"
 #include "core/device.h"
 #include "core/device_cache.h"
+#include "core/host_cache.h"
 #include "engine/engine.h"
 #include "exec/thread_pool.h"
 #include "gemm.h"
@@ -72,7 +73,8 @@ static int print_version(void) {
 }
 
 /* PARDO_DEVICE_CACHE_STATS=1: the device cache's counters on stderr as the command ends (before the trim), so a
- * test can see that more training steps did not allocate more device memory. */
+ * test can see that more training steps did not allocate more device memory; then the pinned host cache's
+ * (core/host_cache.h: the feed stage's staging blocks), so that it can see the same of cudaMallocHost. */
 static void note_device_cache(void) {
     const char *env = getenv("PARDO_DEVICE_CACHE_STATS");
     if (!env || strcmp(env, "1") != 0) return;
@@ -83,6 +85,13 @@ static void note_device_cache(void) {
             "flushes, %zu bytes held, %zu bytes cached\n",
             (unsigned long long)c.raw_allocs, (unsigned long long)c.raw_frees, (unsigned long long)c.cache_hits,
             (unsigned long long)c.oom_flushes, c.bytes_held, c.bytes_cached);
+    pardo_host_cache_stats h;
+    pardo_host_cache_get_stats(&h);
+    fprintf(stderr,
+            "pardo: host cache: %llu pinned allocations, %llu pinned frees, %llu cache hits, %llu waits at reuse, "
+            "%llu events made, %zu bytes held\n",
+            (unsigned long long)h.raw_allocs, (unsigned long long)h.raw_frees, (unsigned long long)h.cache_hits,
+            (unsigned long long)h.reuse_waits, (unsigned long long)h.events_made, h.bytes_held);
 }
 
 int main(int argc, char **argv) {

@@ -4,8 +4,8 @@
  * neither cudaMalloc nor cudaFree. When the raw allocator (device.h's pardo_device_malloc) is out of memory,
  * every cached free block is given back to the device and the allocation is tried once more.
  * Blocks are never split or merged: a block serves requests of its own class only.
- * Streams: a block is reused only by requests on the stream it was allocated for (NULL, the default stream, for
- * everything SyncedMemory allocates outside async pushes); work queued on other streams that used the block must
+ * Streams: a block is reused only by requests on the stream it was allocated for (NULL, the compute stream, for
+ * everything SyncedMemory allocates outside async pushes of its own host copy); work queued on other streams that used the block must
  * be complete before it is freed (PyTorch's rule without record_stream). One device: blocks are not keyed by
  * device index. Every function here is thread-safe (one mutex). */
 #ifndef PARDO_DEVICE_CACHE_H
@@ -38,7 +38,7 @@ typedef struct pardo_device_cache_stats {
  * when the rounding would overflow size_t. Thread-safe (pure). */
 size_t pardo_device_cache_round(size_t nbytes);
 
-/* Device memory of at least nbytes for work on `stream` (NULL: the default stream): a cached free block of the
+/* Device memory of at least nbytes for work on `stream` (NULL: the compute stream): a cached free block of the
  * request's class and stream, else a new one from pardo_device_malloc (after emptying the cache and retrying
  * once if that is out of memory). On success *out holds it and the caller frees it with pardo_device_cache_free;
  * on failure *out is NULL, st says why and nothing is held. The memory's contents are undefined. */

@@ -61,7 +61,8 @@ static int alloc_host(pardo_synced_mem *m, pardo_status *st) {
 
 /* Device memory comes from the caching allocator (device_cache.h), for work on `stream`. */
 static int alloc_gpu(pardo_synced_mem *m, pardo_stream stream, pardo_status *st) {
-    int rc = pardo_device_cache_alloc(&m->gpu_ptr, m->nbytes, stream, st);
+    int rc = pardo_device_get(&m->device, st);
+    if (rc == PARDO_OK) rc = pardo_device_cache_alloc(&m->gpu_ptr, m->nbytes, stream, st);
     if (rc != PARDO_OK) return rc;
     m->own_gpu = true;
     return PARDO_OK;
@@ -77,12 +78,13 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The copies between host and device, each told to the copy observer when there is one. */
-static int copy_h2d(pardo_synced_mem *m, pardo_stream stream, bool async, pardo_status *st) {
+/* The copies between host and device, each told to the copy observer when there is one; h2d's from src (the host
+ * copy, or a caller's staging buffer). */
+static int copy_h2d(pardo_synced_mem *m, const void *src, pardo_stream stream, bool async, pardo_status *st) {
     pardo_copy_observer obs = atomic_load_explicit(&copy_observer, memory_order_relaxed);
     int64_t t0 = obs ? now_ns() : 0;
-    int rc = async ? pardo_device_copy_h2d_async(m->gpu_ptr, m->cpu_ptr, m->nbytes, stream, st)
-                   : pardo_device_copy_h2d(m->gpu_ptr, m->cpu_ptr, m->nbytes, st);
+    int rc = async ? pardo_device_copy_h2d_async(m->gpu_ptr, src, m->nbytes, stream, st)
+                   : pardo_device_copy_h2d(m->gpu_ptr, src, m->nbytes, st);
     if (rc == PARDO_OK && obs) obs("h2d", m->nbytes, async, t0, now_ns());
     return rc;
 }
@@ -127,7 +129,7 @@ static int to_gpu(pardo_synced_mem *m, pardo_status *st) {
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_CPU:
         if (!m->gpu_ptr && (rc = alloc_gpu(m, NULL, st)) != PARDO_OK) return rc;
-        if ((rc = copy_h2d(m, NULL, false, st)) != PARDO_OK) return rc;
+        if ((rc = copy_h2d(m, m->cpu_ptr, NULL, false, st)) != PARDO_OK) return rc;
         m->head = PARDO_MEM_SYNCED;
         return PARDO_OK;
     case PARDO_MEM_HEAD_AT_GPU:
@@ -176,8 +178,18 @@ int pardo_synced_mem_async_gpu_push(pardo_synced_mem *m, pardo_stream stream, pa
     if (pardo_device_count() == 0)
         return pardo_errorf(st, PARDO_ENOTSUP, "no CUDA device is available");
     if (!m->gpu_ptr && (rc = alloc_gpu(m, stream, st)) != PARDO_OK) return rc;
-    if ((rc = copy_h2d(m, stream, true, st)) != PARDO_OK) return rc;
+    if ((rc = copy_h2d(m, m->cpu_ptr, stream, true, st)) != PARDO_OK) return rc;
     m->head = PARDO_MEM_SYNCED;
+    return PARDO_OK;
+}
+
+int pardo_synced_mem_async_gpu_push_from(pardo_synced_mem *m, const void *src, pardo_stream stream, pardo_status *st) {
+    int rc;
+    if (pardo_device_count() == 0) return pardo_errorf(st, PARDO_ENOTSUP, "no CUDA device is available");
+    if (!m->gpu_ptr && (rc = alloc_gpu(m, NULL, st)) != PARDO_OK) return rc;
+    if ((rc = copy_h2d(m, src, stream, true, st)) != PARDO_OK) return rc;
+    m->head = PARDO_MEM_HEAD_AT_GPU;
+    m->version++;
     return PARDO_OK;
 }
 

@@ -34,7 +34,7 @@ typedef struct pardo_synced_mem {
     void *gpu_ptr;              // device copy or NULL
     pardo_host_alloc host_kind; // how cpu_ptr was obtained
     bool own_gpu;               // gpu_ptr allocated here
-    int device;                 // device index of gpu_ptr
+    int device;                 // device index of gpu_ptr: the allocating thread's current device
     pardo_mem_head head;
     uint64_t version; // changes with every mutable access (and set_cpu_data); unique to this record, so a
                       // reader that keeps something made from the data (a packed matrix) can tell it is current
@@ -76,6 +76,15 @@ void pardo_synced_mem_set_cpu_data(pardo_synced_mem *m, void *data);
  * (head must be HEAD_AT_CPU); head becomes SYNCED. The caller synchronises
  * the stream before reading gpu data from another stream. */
 int pardo_synced_mem_async_gpu_push(pardo_synced_mem *m, pardo_stream stream, pardo_status *st);
+
+/* Starts an asynchronous copy of nbytes at src (pinned host memory that is not m's: a staging block of
+ * core/host_cache.h) into m's device copy on `stream`, allocating that on the calling thread's current device
+ * (for the compute stream, whose work may reuse it once m is freed) if m has none; the head becomes HEAD_AT_GPU
+ * (a host copy, if any, is stale) whatever it was. src must stay unchanged until the copy has run, and work on
+ * other streams that reads m's device copy waits for it first (an event recorded on `stream` after this call);
+ * pardo_synced_mem_gpu_data does not wait. Told to the copy observer as an async "h2d". Fails with
+ * PARDO_ENOTSUP without a device; on failure the head is unchanged. */
+int pardo_synced_mem_async_gpu_push_from(pardo_synced_mem *m, const void *src, pardo_stream stream, pardo_status *st);
 
 /* Told of each copy SyncedMemory makes between host and device: direction "h2d" or "d2h" (static strings),
  * nbytes, whether it was an asynchronous push (then t1_ns is when it was queued, not when it ended), and its start

@@ -146,6 +146,7 @@ const pardo_program *pardo_executor_program(const pardo_executor *ex) { return e
 
 pardo_scope *pardo_executor_scope(pardo_executor *ex) { return ex->root; }
 pardo_device_kind pardo_executor_device(const pardo_executor *ex) { return ex->opt.device; }
+int pardo_executor_device_index(const pardo_executor *ex) { return ex->opt.device_index; }
 uint64_t pardo_executor_steps(const pardo_executor *ex) { return ex->steps; }
 
 static char *type_str(const pardo_type *t, char *buf, size_t n) {

@@ -61,6 +61,9 @@ pardo_scope *pardo_executor_scope(pardo_executor *ex);
 /* The device ops with a CUDA kernel actually run on (CPU after a fallback). */
 pardo_device_kind pardo_executor_device(const pardo_executor *ex);
 
+/* The CUDA device number it runs on (its options' device_index; meaningless on the CPU). */
+int pardo_executor_device_index(const pardo_executor *ex);
+
 /* Binds block 0's vars that exist before any op: constants from `value`,
  * then params and state from `ckpt` (may be NULL; entries the graph does not
  * declare are ignored; a dtype or shape mismatch is PARDO_ESHAPE naming
