@@ -391,6 +391,9 @@ int pardo_exec_run_op(pardo_executor *ex, int block, int index, pardo_scope *sco
     pardo_device_kind dev = gpu_run && op->def->cuda ? PARDO_DEVICE_CUDA : PARDO_DEVICE_CPU;
     /* an op without a CUDA kernel runs on the CPU, its inputs moved there by sync_inputs: said once per op type */
     if (gpu_run && !op->def->cuda && !op->def->on_host) pardo_op_note_cpu_run(op->def, "it has no CUDA kernel");
+    /* the executor's GPU on this thread: a stage's chains and the early stage run on pool threads that never
+     * selected one (on device 0 otherwise); the same device again is a cheap call */
+    if (dev == PARDO_DEVICE_CUDA && (rc = pardo_device_set(ex->opt.device_index, st)) != PARDO_OK) goto done;
     for (int k = 0; k < op->n_in; k++) {
         if (!op->in[k][0]) continue;
         pardo_tensor *t;
