@@ -218,6 +218,35 @@ START_TEST(test_sce_gradients) {
 }
 END_TEST
 
+/* float32 softmax_grad along the last axis (rows of 300: 18 lanes of 16 and a tail), scaled, against the formula
+ * in double: dX = scale Y (dY - sum(dY Y)) */
+START_TEST(test_gradient_float32_rows) {
+    pardo_status st;
+    const int64_t shape[2] = {37, 300};
+    test_rng r = {4711u};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F32, 2, shape, -4, 4);
+    pardo_tensor *dy = test_tensor_random(&r, PARDO_F32, 2, shape, -1, 1);
+    pardo_tensor *y = NULL, *dx = NULL;
+    const char *attrs = "{\"scale\": 0.5}";
+    ck_assert_int_eq(test_run_op("softmax", attrs, 1, &x, 1, &y, &st), PARDO_OK);
+    pardo_tensor *in[3] = {x, y, dy};
+    ck_assert_msg(test_run_op("softmax_grad", attrs, 3, in, 1, &dx, &st) == PARDO_OK, "%s", st.msg);
+    for (int64_t o = 0; o < shape[0]; o++) {
+        double dot = 0;
+        for (int64_t j = 0; j < shape[1]; j++)
+            dot += pardo_tensor_get_f64(y, o * shape[1] + j) * pardo_tensor_get_f64(dy, o * shape[1] + j);
+        for (int64_t j = 0; j < shape[1]; j++) {
+            const int64_t i = o * shape[1] + j;
+            const double want = 0.5 * pardo_tensor_get_f64(y, i) * (pardo_tensor_get_f64(dy, i) - dot);
+            ck_assert_msg(fabs(pardo_tensor_get_f64(dx, i) - want) <= 1e-6 * fabs(want) + 1e-9, "dx[%lld] %g, want %g",
+                          (long long)i, pardo_tensor_get_f64(dx, i), want);
+        }
+    }
+    pardo_tensor *all[] = {x, dy, y, dx};
+    for (int i = 0; i < 4; i++) pardo_tensor_release(all[i]);
+}
+END_TEST
+
 START_TEST(test_gradient_float32_and_absent_dy) {
     /* float32 softmax_grad against the formula in double; dY absent: zeros */
     int64_t s[] = {2, 3};
@@ -524,6 +553,7 @@ Suite *make_ops_softmax_suite(void) {
     tcase_add_test(core, test_softmax_gradients);
     tcase_add_test(core, test_sce_gradients);
     tcase_add_test(core, test_gradient_float32_and_absent_dy);
+    tcase_add_test(core, test_gradient_float32_rows);
     tcase_add_test(core, test_softmax_scale);
     tcase_add_test(core, test_split_over_threads);
     suite_add_tcase(s, core);
