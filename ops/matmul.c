@@ -542,19 +542,28 @@ static int matmul_grad_infer(pardo_infer_ctx *ctx) {
  * [m, k] and op(B) [k, n], d op(A) = dY op(B)^T and d op(B) = op(A)^T dY,
  * each stored transposed back where the operand was. */
 static int mm_grad(pardo_kernel_ctx *ctx, pardo_dtype dt, const void *a, const void *b, const void *dy, void *da,
-                   void *db, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool add_to, const void *da_relu_y) {
+                   void *db, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool add_a, bool add_b,
+                   const void *da_relu_y) {
     int rc = PARDO_OK;
     if (da) {
-        pardo_gemm g = !ta ? mm_desc(dt, dy, b, da, m, k, n, false, !tb, add_to)  /* dA [m, k] = dY op(B)^T */
-                           : mm_desc(dt, b, dy, da, k, m, n, tb, true, add_to); /* dA [k, m] = op(B) dY^T */
+        pardo_gemm g = !ta ? mm_desc(dt, dy, b, da, m, k, n, false, !tb, add_a)  /* dA [m, k] = dY op(B)^T */
+                           : mm_desc(dt, b, dy, da, k, m, n, tb, true, add_a); /* dA [k, m] = op(B) dY^T */
         g.relu_y = da_relu_y;
         rc = pardo_gemm_run(ctx, &g, PARDO_GEMM_AUTO);
     }
     if (db && rc == PARDO_OK) {
-        if (!tb) rc = mm(ctx, dt, a, dy, db, k, n, m, !ta, false, add_to); /* dB [k, n] = op(A)^T dY */
-        else rc = mm(ctx, dt, dy, a, db, n, k, m, true, ta, add_to);       /* dB [n, k] = dY^T op(A) */
+        if (!tb) rc = mm(ctx, dt, a, dy, db, k, n, m, !ta, false, add_b); /* dB [k, n] = op(A)^T dY */
+        else rc = mm(ctx, dt, dy, a, db, n, k, m, true, ta, add_b);       /* dB [n, k] = dY^T op(A) */
     }
     return rc;
+}
+
+/* Whether the batch plan visits each batch of an operand (its merged batch strides) once: no dim of more than
+ * one batch broadcasts it (stride 0). */
+static bool once_a_batch(const pardo_bcast2 *batch, const int64_t *strides) {
+    for (int d = 0; d < batch->nd; d++)
+        if (batch->dims[d] > 1 && strides[d] == 0) return false;
+    return true;
 }
 
 /* dA = relu_y > 0 ? dA : 0, relu_grad's arithmetic, for the products whose
@@ -609,8 +618,11 @@ static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
                             pardo_dtype_name(a->dtype), pardo_shape_str(p.y_nd, p.y_shape, s2, sizeof s2));
     }
     /* each batch of Y adds its share into the A and B batches it came from;
-     * with no batch dims there is one product, written without zeroing first */
+     * with no batch dims there is one product, written without zeroing first,
+     * and an operand that no batch dim broadcasts gets one product a batch
+     * (attention's), written so too; a broadcast one is zeroed and summed */
     const bool one = p.batch.numel == 1 && p.d.a_batch_nd == 0 && p.d.b_batch_nd == 0;
+    const bool a_once = one || once_a_batch(&p.batch, p.batch.sa), b_once = one || once_a_batch(&p.batch, p.batch.sb);
     if (relu_y && (relu_y->is_array || relu_y->dtype != a->dtype ||
                    !pardo_shape_equal(relu_y->ndim, relu_y->shape, a->ndim, a->shape))) {
         char s1[128], s2[128];
@@ -626,10 +638,8 @@ static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
     if (want_a && !da) return ctx->st->code;
     pardo_tensor *db = want_b ? pardo_kernel_output(ctx, 1, b->dtype, b->ndim, b->shape) : NULL;
     if (want_b && !db) return ctx->st->code;
-    if (!dy || !one) {
-        if (da) pardo_tensor_zero(da);
-        if (db) pardo_tensor_zero(db);
-    }
+    if (da && (!dy || !a_once || p.batch.numel == 0)) pardo_tensor_zero(da);
+    if (db && (!dy || !b_once || p.batch.numel == 0)) pardo_tensor_zero(db);
     if (!dy) return finish_grad(ctx, da, relu_y, bias, false);
 
     const int64_t m = p.d.m, n = p.d.n, k = p.d.ka, a_mat = m * k, b_mat = k * n, y_mat = m * n;
@@ -641,7 +651,7 @@ static int matmul_grad_cpu(pardo_kernel_ctx *ctx) {
     for (int64_t i = 0; i < p.batch.numel; i++, pardo_odo_next(&o)) {
         const size_t ao = (size_t)(o.off[0] * a_mat) * es, bo = (size_t)(o.off[1] * b_mat) * es;
         if ((rc = mm_grad(ctx, a->dtype, pa + ao, pb + bo, pg + (size_t)(i * y_mat) * es, pda ? pda + ao : NULL,
-                          pdb ? pdb + bo : NULL, m, n, k, p.ta, p.tb, !one,
+                          pdb ? pdb + bo : NULL, m, n, k, p.ta, p.tb, !a_once, !b_once,
                           masked_in_gemm ? pardo_tensor_data(relu_y) : NULL)) != PARDO_OK)
             return rc;
     }
