@@ -44,10 +44,10 @@ template <typename Op> __device__ double block_reduce(double v, double *sh, Op o
     __syncthreads(); // the previous call's readers are done with sh
     if (lane == 0) sh[warp] = v;
     __syncthreads();
-    if (warp == 0) {
+    if (threadIdx.x == 0) { // the warps' results in a fixed order: the same bits every run
         double w = sh[0];
-        for (int k = 1; k < warps; k++) w = op(w, sh[k]); // a fixed order: the same bits every run
-        if (lane == 0) sh[0] = w;
+        for (int k = 1; k < warps; k++) w = op(w, sh[k]);
+        sh[0] = w;
     }
     __syncthreads();
     return sh[0];
