@@ -67,8 +67,7 @@ static inline double gelu_grad_d(double v) { return 0.5 * erfc(-v * SQRT1_2) + v
 UNARY_OP(gelu,
          "Y = X * Phi(X) = 0.5 * X * (1 + erf(X / sqrt(2))), the exact form (float32, float64, float16, bfloat16)",
          NULL, 0, NULL, pardo_cuda_gelu, r = BY_TYPE(v, pardo_vgeluf, pardo_gelu_f64);)
-UNARY_GRAD_OP_CUDA(gelu,
-                   "dX = dY * (Phi(X) + X * phi(X)), phi the normal density (gradient of gelu; float32, float64)",
+UNARY_GRAD_OP_CUDA(gelu, "dX = dY * (Phi(X) + X * phi(X)), phi the normal density (gradient of gelu; float32, float64)",
                    NULL, 0, NULL, pardo_cuda_gelu_grad, r = g * BY_TYPE(v, pardo_vgelu_gradf, gelu_grad_d);)
 
 /* ---- the ONNX activations: elu, selu, celu, hard_sigmoid, hard_swish, softplus, softsign,

@@ -442,8 +442,8 @@ const pardo_op_def pardo_op_reduce_max = {
 
 REDUCE_OP_OF_CUDA(reduce_min, min_kernels, ordered_dtypes, N_ORDERED, PARDO_DTYPE_COUNT, true, false,
                   pardo_cuda_reduce_min,
-             "Y = min of X over axes, like ONNX ReduceMin; +inf (greatest int) over none; NaN wins (every numeric "
-             "dtype: float16 and bfloat16 compare as their values; gradient: float32, float64, to the first min)")
+                  "Y = min of X over axes, like ONNX ReduceMin; +inf (greatest int) over none; NaN wins (every numeric "
+                  "dtype: float16 and bfloat16 compare as their values; gradient: float32, float64, to the first min)")
 REDUCE_OP_OF(reduce_prod, prod_kernels, int_sum_dtypes, 6, PARDO_DTYPE_COUNT, true, true,
              "Y = product of X over axes, like ONNX ReduceProd (floats in double; int32, int64, uint32, uint64 "
              "wrapping; gradient: floats)")
@@ -639,15 +639,15 @@ static int reduce_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
     };
 
 REDUCE_GRAD_OP_CUDA(reduce_sum, G_SUM, pardo_cuda_reduce_sum_grad,
-               "dX = dY broadcast back over the reduced axes (gradient of reduce_sum; float32, float64)")
+                    "dX = dY broadcast back over the reduced axes (gradient of reduce_sum; float32, float64)")
 REDUCE_GRAD_OP_CUDA(reduce_mean, G_MEAN, pardo_cuda_reduce_mean_grad,
-               "dX = dY / count broadcast back over the reduced axes (gradient of reduce_mean; float32, float64)")
+                    "dX = dY / count broadcast back over the reduced axes (gradient of reduce_mean; float32, float64)")
 REDUCE_GRAD_OP_CUDA(reduce_max, G_MAX, pardo_cuda_reduce_max_grad,
-               "dX = dY at the first max of each reduced set, 0 elsewhere (gradient of reduce_max; float32, "
-               "float64)")
+                    "dX = dY at the first max of each reduced set, 0 elsewhere (gradient of reduce_max; float32, "
+                    "float64)")
 REDUCE_GRAD_OP_CUDA(reduce_min, G_MIN, pardo_cuda_reduce_min_grad,
-               "dX = dY at the first min of each reduced set, 0 elsewhere (gradient of reduce_min; float32, "
-               "float64)")
+                    "dX = dY at the first min of each reduced set, 0 elsewhere (gradient of reduce_min; float32, "
+                    "float64)")
 REDUCE_GRAD_OP(reduce_prod, G_PROD,
                "dX = dY times the product of the other reduced elements (gradient of reduce_prod; float32, float64)")
 REDUCE_GRAD_OP(reduce_l1, G_L1, "dX = dY * sign(X) (gradient of reduce_l1; float32, float64)")
