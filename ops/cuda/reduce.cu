@@ -39,6 +39,7 @@ __device__ int64_t kept_offset(const pardo_cuda_red_plan &p, int64_t o) {
 
 // the offset from o's first element of its r-th reduced element (row-major over the reduced dims)
 __device__ int64_t reduced_offset(const pardo_cuda_red_plan &p, int64_t r) {
+    if (p.nr == 1) return r * p.rstr[0]; // the common plan: no 64-bit division per element
     int64_t off = 0;
     for (int d = p.nr - 1; d >= 0; d--) {
         off += r % p.rdims[d] * p.rstr[d];
