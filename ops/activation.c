@@ -25,8 +25,8 @@ UNARY_INT_KERNELS(relu, v < 0 ? 0 : v, v)
 UNARY_OP_INTS(relu, "Y = max(X, 0) (float32, float64, float16, bfloat16, the integers)", NULL, 0, NULL,
               pardo_cuda_relu, pardo_grad_from_output, relu_ints, r = v < 0 ? (elem_t)0 : v;)
 /* Y > 0 exactly where X > 0 (NaN and -0 included), so the gradient reads Y. */
-UNARY_GRAD_OP_FROM_Y(relu, "dX = dY where X > 0 (read as Y > 0), else 0 (gradient of relu; float32, float64)", NULL,
-                     0, NULL, r = w > 0 ? g : (elem_t)0;)
+UNARY_GRAD_OP_FROM_Y_CUDA(relu, "dX = dY where X > 0 (read as Y > 0), else 0 (gradient of relu; float32, float64)",
+                          NULL, 0, NULL, pardo_cuda_relu_grad, r = w > 0 ? g : (elem_t)0;)
 
 /* leaky_relu: p = alpha. */
 static const pardo_attr_def leaky_attrs[] = {{"alpha", PARDO_ATTR_FLOAT, "0.01", "slope for X < 0"}};
@@ -48,13 +48,13 @@ static inline double sigmoid_d(double v) {
 }
 UNARY_OP_BUILT(sigmoid, "Y = 1 / (1 + exp(-X)), computed stably for large |X| (float32, float64, float16, bfloat16)",
                NULL, 0, NULL, pardo_cuda_sigmoid, pardo_grad_from_output, r = BY_TYPE(v, pardo_vsigmoidf, sigmoid_d);)
-UNARY_GRAD_OP_FROM_Y(sigmoid, "dX = dY * Y * (1 - Y) (gradient of sigmoid; float32, float64)", NULL, 0, NULL,
-              r = g * w * (1 - w);)
+UNARY_GRAD_OP_FROM_Y_CUDA(sigmoid, "dX = dY * Y * (1 - Y) (gradient of sigmoid; float32, float64)", NULL, 0, NULL,
+                          pardo_cuda_sigmoid_grad, r = g * w * (1 - w);)
 
 UNARY_OP_BUILT(tanh, "Y = tanh(X) (float32, float64, float16, bfloat16)", NULL, 0, NULL, pardo_cuda_tanh,
                pardo_grad_from_output, r = tanh(v);)
-UNARY_GRAD_OP_FROM_Y(tanh, "dX = dY * (1 - Y^2) (gradient of tanh; float32, float64)", NULL, 0, NULL,
-                     r = g * (1 - w * w);)
+UNARY_GRAD_OP_FROM_Y_CUDA(tanh, "dX = dY * (1 - Y^2) (gradient of tanh; float32, float64)", NULL, 0, NULL,
+                          pardo_cuda_tanh_grad, r = g * (1 - w * w);)
 
 /* gelu, the exact form with erf (not the tanh approximation), computed as
  * 0.5 * x * erfc(-x / sqrt(2)), the same function without the cancellation
@@ -66,9 +66,9 @@ static inline double gelu_grad_d(double v) { return 0.5 * erfc(-v * SQRT1_2) + v
 
 UNARY_OP(gelu,
          "Y = X * Phi(X) = 0.5 * X * (1 + erf(X / sqrt(2))), the exact form (float32, float64, float16, bfloat16)",
-         NULL, 0, NULL, NULL, r = BY_TYPE(v, pardo_vgeluf, pardo_gelu_f64);)
-UNARY_GRAD_OP(gelu, "dX = dY * (Phi(X) + X * phi(X)), phi the normal density (gradient of gelu; float32, float64)",
-              NULL, 0, NULL, r = g * BY_TYPE(v, pardo_vgelu_gradf, gelu_grad_d);)
+         NULL, 0, NULL, pardo_cuda_gelu, r = BY_TYPE(v, pardo_vgeluf, pardo_gelu_f64);)
+UNARY_GRAD_OP_CUDA(gelu, "dX = dY * (Phi(X) + X * phi(X)), phi the normal density (gradient of gelu; float32, float64)",
+                   NULL, 0, NULL, pardo_cuda_gelu_grad, r = g * BY_TYPE(v, pardo_vgelu_gradf, gelu_grad_d);)
 
 /* ---- the ONNX activations: elu, selu, celu, hard_sigmoid, hard_swish, softplus, softsign,
  * thresholded_relu, mish, shrink (unary, with gradients) and prelu (X and a slope broadcast to it) ---- */

@@ -6,8 +6,9 @@
  * uniform double in [0, 1) from a counter-based generator (splitmix64's
  * mixer applied to a key made of seed and ctx->step, then to the element
  * index): the same seed, step and shape give the same mask on every run,
- * machine and thread count, and each step gets a new mask. Kept elements are
- * scaled by 1 / (1 - ratio); ratio is in [0, 1). The optional inputs ratio
+ * machine and thread count, and each step gets a new mask (ops/dropout_mask.h,
+ * which the CUDA kernels share: a GPU run draws the very same mask). Kept
+ * elements are scaled by 1 / (1 - ratio); ratio is in [0, 1). The optional inputs ratio
  * (a float scalar) and training_mode (a bool scalar), ONNX Dropout-12's,
  * override attr ratio and the run's training when given: an ONNX model's
  * Dropout whose training_mode is an input.
@@ -22,6 +23,8 @@
  * ratio or training_mode has no gradient here (ENOTSUP). */
 #include <string.h>
 
+#include "dropout_mask.h"
+#include "kernels.h"
 #include "nn_util.h"
 #include "op.h"
 
@@ -29,24 +32,6 @@ static const pardo_attr_def dropout_attrs[] = {
     {"ratio", PARDO_ATTR_FLOAT, "0.5", "probability of dropping an element, in [0, 1)"},
     {"seed", PARDO_ATTR_INT, "0", "generator seed; the mask depends on (seed, step, element index)"},
 };
-
-/* splitmix64's output mixer. */
-static inline uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* The key of one (seed, step): the mask of element i is a function of key and i. */
-static inline uint64_t dropout_key(uint64_t seed, uint64_t step) {
-    return mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^ (step + 1) * 0xd1b54a32d192ed03ULL);
-}
-
-/* True when element i is kept: a uniform double in [0, 1) at least ratio. */
-static inline bool dropout_keep(uint64_t key, int64_t i, double ratio) {
-    const uint64_t h = mix64(key + ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ULL);
-    return (double)(h >> 11) * 0x1.0p-53 >= ratio;
-}
 
 /* Reads ratio and seed; PARDO_EINVAL naming the attr when ratio is outside [0, 1). */
 static int dropout_attrs_get(const pardo_op *op, double *ratio, uint64_t *seed, pardo_status *st) {
@@ -71,7 +56,7 @@ static int dropout_attrs_get(const pardo_op *op, double *ratio, uint64_t *seed, 
         T *out = vout;                                                                                                 \
         const T s = (T)scale;                                                                                          \
         for (int64_t i = 0; i < n; i++) {                                                                              \
-            const bool keep = mask ? mask[i] != 0 : dropout_keep(key, i, ratio);                                       \
+            const bool keep = mask ? mask[i] != 0 : pardo_dropout_keep(key, i, ratio);                                 \
             out[i] = keep ? in[i] * s : (T)0;                                                                          \
             if (mask_out) mask_out[i] = keep;                                                                          \
         }                                                                                                              \
@@ -175,7 +160,7 @@ static int dropout_cpu(pardo_kernel_ctx *ctx) {
         return PARDO_OK;
     }
     (x->dtype == PARDO_F32 ? dropout_apply_f32 : dropout_apply_f64)(
-        x->numel, pardo_tensor_data(x), NULL, dropout_key(seed, ctx->step), ratio, 1.0 / (1.0 - ratio),
+        x->numel, pardo_tensor_data(x), NULL, pardo_dropout_key(seed, ctx->step), ratio, 1.0 / (1.0 - ratio),
         pardo_tensor_data(y), mask ? pardo_tensor_data(mask) : NULL);
     return PARDO_OK;
 }
@@ -192,6 +177,7 @@ const pardo_op_def pardo_op_dropout = {
     .n_attrs = 2,
     .infer = dropout_infer,
     .cpu = dropout_cpu,
+    .cuda = pardo_cuda_dropout,
     .grad = dropout_grad_build,
 };
 
@@ -244,8 +230,8 @@ static int dropout_grad_cpu(pardo_kernel_ctx *ctx) {
         return PARDO_OK;
     }
     (x->dtype == PARDO_F32 ? dropout_apply_f32 : dropout_apply_f64)(
-        x->numel, pardo_tensor_data(dy), mask ? pardo_tensor_data(mask) : NULL, dropout_key(seed, ctx->step), ratio,
-        1.0 / (1.0 - ratio), pardo_tensor_data(dx), NULL);
+        x->numel, pardo_tensor_data(dy), mask ? pardo_tensor_data(mask) : NULL, pardo_dropout_key(seed, ctx->step),
+        ratio, 1.0 / (1.0 - ratio), pardo_tensor_data(dx), NULL);
     return PARDO_OK;
 }
 
@@ -260,4 +246,5 @@ const pardo_op_def pardo_op_dropout_grad = {
     .n_attrs = 2,
     .infer = dropout_grad_infer,
     .cpu = dropout_grad_cpu,
+    .cuda = pardo_cuda_dropout_grad,
 };

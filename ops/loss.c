@@ -14,6 +14,7 @@
 
 #include "nn_util.h"
 #include "kernel_util.h"
+#include "kernels.h"
 #include "op.h"
 
 /* ---- mse_loss ---- */
@@ -140,6 +141,7 @@ const pardo_op_def pardo_op_mse_loss = {
     .n_attrs = 1,
     .infer = mse_infer,
     .cpu = mse_cpu,
+    .cuda = pardo_cuda_mse_loss,
     .grad = pardo_grad_standard,
 };
 
@@ -197,6 +199,7 @@ const pardo_op_def pardo_op_mse_loss_grad = {
     .n_attrs = 1,
     .infer = mse_grad_infer,
     .cpu = mse_grad_cpu,
+    .cuda = pardo_cuda_mse_loss_grad,
 };
 
 /* ---- accuracy ---- */

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "kernel_util.h"
+#include "kernels.h"
 #include "nn_util.h"
 #include "op.h"
 #include "scratch.h"
@@ -301,6 +302,7 @@ const pardo_op_def pardo_op_layer_norm = {
     .n_attrs = 2,
     .infer = ln_infer,
     .cpu = ln_cpu,
+    .cuda = pardo_cuda_layer_norm,
     .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
@@ -404,4 +406,5 @@ const pardo_op_def pardo_op_layer_norm_grad = {
     .n_attrs = 2,
     .infer = ln_grad_infer,
     .cpu = ln_grad_cpu,
+    .cuda = pardo_cuda_layer_norm_grad,
 };

@@ -26,6 +26,7 @@
 
 #include "index_util.h"
 #include "kernel_util.h"
+#include "kernels.h"
 #include "op.h"
 
 static const pardo_arg_def x_in[] = {{"X", "input tensor", false, false}};
@@ -373,6 +374,7 @@ const pardo_op_def pardo_op_reduce_sum = {
     .n_attrs = 3,
     .infer = reduce_sum_infer,
     .cpu = reduce_sum_cpu,
+    .cuda = pardo_cuda_reduce_sum,
     .halves_in_f32 = true,
     .all_dtypes = true, /* uint32, uint64 */
     .grad = pardo_grad_standard,
@@ -389,6 +391,7 @@ const pardo_op_def pardo_op_reduce_mean = {
     .n_attrs = 3,
     .infer = reduce_mean_infer,
     .cpu = reduce_mean_cpu,
+    .cuda = pardo_cuda_reduce_mean,
     .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
@@ -405,6 +408,7 @@ const pardo_op_def pardo_op_reduce_max = {
     .n_attrs = 3,
     .infer = reduce_max_infer,
     .cpu = reduce_max_cpu,
+    .cuda = pardo_cuda_reduce_max,
     .grad = pardo_grad_standard,
     .all_dtypes = true,
 };
@@ -414,6 +418,9 @@ const pardo_op_def pardo_op_reduce_max = {
 /* As REDUCE_OP, taking the N_DTYPES of DTYPES (ALL: some added after bool) with KERNELS indexed by dtype up to N;
  * HALVES: float16 and bfloat16 through the float32 kernel (ops without half kernels of their own). */
 #define REDUCE_OP_OF(NAME, KERNELS, DTYPES, N_DTYPES, N, ALL, HALVES, DOC)                                             \
+    REDUCE_OP_OF_CUDA(NAME, KERNELS, DTYPES, N_DTYPES, N, ALL, HALVES, NULL, DOC)
+/* As REDUCE_OP_OF, with the CUDA kernel CUDA (ops/cuda/kernels.h). */
+#define REDUCE_OP_OF_CUDA(NAME, KERNELS, DTYPES, N_DTYPES, N, ALL, HALVES, CUDA, DOC)                                  \
     static int NAME##_infer(pardo_infer_ctx *ctx) { return reduce_infer(ctx, DTYPES, N_DTYPES); }                      \
     static int NAME##_cpu(pardo_kernel_ctx *ctx) { return reduce_cpu(ctx, KERNELS, N); }                               \
     const pardo_op_def pardo_op_##NAME = {                                                                             \
@@ -427,14 +434,16 @@ const pardo_op_def pardo_op_reduce_max = {
         .n_attrs = 3,                                                                                                  \
         .infer = NAME##_infer,                                                                                         \
         .cpu = NAME##_cpu,                                                                                             \
+        .cuda = CUDA,                                                                                                  \
         .grad = pardo_grad_standard,                                                                                   \
         .all_dtypes = ALL,                                                                                             \
         .halves_in_f32 = HALVES,                                                                                       \
     };
 
-REDUCE_OP_OF(reduce_min, min_kernels, ordered_dtypes, N_ORDERED, PARDO_DTYPE_COUNT, true, false,
-             "Y = min of X over axes, like ONNX ReduceMin; +inf (greatest int) over none; NaN wins (every numeric "
-             "dtype: float16 and bfloat16 compare as their values; gradient: float32, float64, to the first min)")
+REDUCE_OP_OF_CUDA(reduce_min, min_kernels, ordered_dtypes, N_ORDERED, PARDO_DTYPE_COUNT, true, false,
+                  pardo_cuda_reduce_min,
+                  "Y = min of X over axes, like ONNX ReduceMin; +inf (greatest int) over none; NaN wins (every numeric "
+                  "dtype: float16 and bfloat16 compare as their values; gradient: float32, float64, to the first min)")
 REDUCE_OP_OF(reduce_prod, prod_kernels, int_sum_dtypes, 6, PARDO_DTYPE_COUNT, true, true,
              "Y = product of X over axes, like ONNX ReduceProd (floats in double; int32, int64, uint32, uint64 "
              "wrapping; gradient: floats)")
@@ -611,7 +620,9 @@ static int reduce_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
                                  x->shape, scale, ctx->st);
 }
 
-#define REDUCE_GRAD_OP(NAME, KIND, DOC)                                                                                \
+#define REDUCE_GRAD_OP(NAME, KIND, DOC) REDUCE_GRAD_OP_CUDA(NAME, KIND, NULL, DOC)
+/* As REDUCE_GRAD_OP, with the CUDA kernel CUDA (ops/cuda/kernels.h). */
+#define REDUCE_GRAD_OP_CUDA(NAME, KIND, CUDA, DOC)                                                                     \
     static int NAME##_grad_cpu(pardo_kernel_ctx *ctx) { return reduce_grad_run(ctx, KIND); }                           \
     const pardo_op_def pardo_op_##NAME##_grad = {                                                                      \
         .type = #NAME "_grad",                                                                                         \
@@ -624,18 +635,19 @@ static int reduce_grad_run(pardo_kernel_ctx *ctx, grad_kind kind) {
         .n_attrs = 3,                                                                                                  \
         .infer = reduce_grad_infer,                                                                                    \
         .cpu = NAME##_grad_cpu,                                                                                        \
+        .cuda = CUDA,                                                                                                  \
     };
 
-REDUCE_GRAD_OP(reduce_sum, G_SUM,
-               "dX = dY broadcast back over the reduced axes (gradient of reduce_sum; float32, float64)")
-REDUCE_GRAD_OP(reduce_mean, G_MEAN,
-               "dX = dY / count broadcast back over the reduced axes (gradient of reduce_mean; float32, float64)")
-REDUCE_GRAD_OP(reduce_max, G_MAX,
-               "dX = dY at the first max of each reduced set, 0 elsewhere (gradient of reduce_max; float32, "
-               "float64)")
-REDUCE_GRAD_OP(reduce_min, G_MIN,
-               "dX = dY at the first min of each reduced set, 0 elsewhere (gradient of reduce_min; float32, "
-               "float64)")
+REDUCE_GRAD_OP_CUDA(reduce_sum, G_SUM, pardo_cuda_reduce_sum_grad,
+                    "dX = dY broadcast back over the reduced axes (gradient of reduce_sum; float32, float64)")
+REDUCE_GRAD_OP_CUDA(reduce_mean, G_MEAN, pardo_cuda_reduce_mean_grad,
+                    "dX = dY / count broadcast back over the reduced axes (gradient of reduce_mean; float32, float64)")
+REDUCE_GRAD_OP_CUDA(reduce_max, G_MAX, pardo_cuda_reduce_max_grad,
+                    "dX = dY at the first max of each reduced set, 0 elsewhere (gradient of reduce_max; float32, "
+                    "float64)")
+REDUCE_GRAD_OP_CUDA(reduce_min, G_MIN, pardo_cuda_reduce_min_grad,
+                    "dX = dY at the first min of each reduced set, 0 elsewhere (gradient of reduce_min; float32, "
+                    "float64)")
 REDUCE_GRAD_OP(reduce_prod, G_PROD,
                "dX = dY times the product of the other reduced elements (gradient of reduce_prod; float32, float64)")
 REDUCE_GRAD_OP(reduce_l1, G_L1, "dX = dY * sign(X) (gradient of reduce_l1; float32, float64)")
@@ -767,6 +779,7 @@ const pardo_op_def pardo_op_argmax = {
     .n_attrs = 3,
     .infer = argmax_infer,
     .cpu = argmax_cpu,
+    .cuda = pardo_cuda_argmax,
     .all_dtypes = true,
 };
 
@@ -782,5 +795,6 @@ const pardo_op_def pardo_op_argmin = {
     .n_attrs = 3,
     .infer = argmax_infer,
     .cpu = argmin_cpu,
+    .cuda = pardo_cuda_argmin,
     .all_dtypes = true,
 };

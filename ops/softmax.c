@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernel_util.h"
+#include "kernels.h"
 #include "op.h"
 #include "vmath.h"
 
@@ -219,6 +220,7 @@ const pardo_op_def pardo_op_softmax = {
     .n_attrs = 2,
     .infer = softmax_scaled_infer,
     .cpu = softmax_cpu,
+    .cuda = pardo_cuda_softmax,
     .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
@@ -236,6 +238,7 @@ const pardo_op_def pardo_op_log_softmax = {
     .n_attrs = 1,
     .infer = softmax_infer,
     .cpu = log_softmax_cpu,
+    .cuda = pardo_cuda_log_softmax,
     .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
@@ -372,6 +375,7 @@ const pardo_op_def pardo_op_softmax_grad = {
     .n_attrs = 2,
     .infer = sm_grad_scaled_infer,
     .cpu = softmax_grad_cpu,
+    .cuda = pardo_cuda_softmax_grad,
 };
 
 const pardo_op_def pardo_op_log_softmax_grad = {
@@ -385,6 +389,7 @@ const pardo_op_def pardo_op_log_softmax_grad = {
     .n_attrs = 1,
     .infer = sm_grad_infer,
     .cpu = log_softmax_grad_cpu,
+    .cuda = pardo_cuda_log_softmax_grad,
 };
 
 /* ---- softmax_cross_entropy ---- */
@@ -504,6 +509,7 @@ const pardo_op_def pardo_op_softmax_cross_entropy = {
     .n_attrs = 1,
     .infer = sce_infer,
     .cpu = sce_cpu,
+    .cuda = pardo_cuda_softmax_cross_entropy,
     .grad = pardo_grad_standard,
 };
 
@@ -615,4 +621,5 @@ const pardo_op_def pardo_op_softmax_cross_entropy_grad = {
     .n_attrs = 1,
     .infer = sce_grad_infer,
     .cpu = sce_grad_cpu,
+    .cuda = pardo_cuda_softmax_cross_entropy_grad,
 };

@@ -190,7 +190,16 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
 #define UNARY_GRAD_OP_FROM_Y(NAME, DOC, ATTRS, N_ATTRS, ARGS, ...)                                                     \
     UNARY_GRAD_OP_IN(NAME, DOC, ATTRS, N_ATTRS, ARGS, pardo_unary_grad_in_from_y, __VA_ARGS__)
 
+/* As UNARY_GRAD_OP and UNARY_GRAD_OP_FROM_Y, with the CUDA kernel CUDA (ops/cuda/kernels.h). */
+#define UNARY_GRAD_OP_CUDA(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, ...)                                                 \
+    UNARY_GRAD_OP_DEF(NAME, DOC, ATTRS, N_ATTRS, ARGS, pardo_unary_grad_in, CUDA, __VA_ARGS__)
+#define UNARY_GRAD_OP_FROM_Y_CUDA(NAME, DOC, ATTRS, N_ATTRS, ARGS, CUDA, ...)                                          \
+    UNARY_GRAD_OP_DEF(NAME, DOC, ATTRS, N_ATTRS, ARGS, pardo_unary_grad_in_from_y, CUDA, __VA_ARGS__)
+
 #define UNARY_GRAD_OP_IN(NAME, DOC, ATTRS, N_ATTRS, ARGS, INPUTS, ...)                                                 \
+    UNARY_GRAD_OP_DEF(NAME, DOC, ATTRS, N_ATTRS, ARGS, INPUTS, NULL, __VA_ARGS__)
+
+#define UNARY_GRAD_OP_DEF(NAME, DOC, ATTRS, N_ATTRS, ARGS, INPUTS, CUDA, ...)                                          \
     UNARY_GRAD_KERNEL(NAME##_grad_f32, float, __VA_ARGS__)                                                             \
     UNARY_GRAD_KERNEL(NAME##_grad_f64, double, __VA_ARGS__)                                                            \
     static int NAME##_grad_infer(pardo_infer_ctx *ctx) { return pardo_unary_grad_infer(ctx, ARGS); }                   \
@@ -208,6 +217,7 @@ int pardo_unary_grad_run(pardo_kernel_ctx *ctx, pardo_unary_grad_fn f32, pardo_u
         .n_attrs = N_ATTRS,                                                                                            \
         .infer = NAME##_grad_infer,                                                                                    \
         .cpu = NAME##_grad_cpu,                                                                                        \
+        .cuda = CUDA,                                                                                                  \
     };
 
 #endif

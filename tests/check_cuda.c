@@ -133,7 +133,7 @@ START_TEST(binary_ops_broadcast_like_cpu) {
 }
 END_TEST
 
-/* A GPU op feeding a CPU-only op (softmax) feeding a GPU op: the executor
+/* A GPU op feeding a CPU-only op (softsign) feeding a GPU op: the executor
  * must move the heads between devices, and a param updated in place on the
  * GPU must read back the same as on the CPU. */
 START_TEST(mixed_graph_moves_between_devices) {
@@ -145,7 +145,7 @@ START_TEST(mixed_graph_moves_between_devices) {
         "\"low\": -1, \"high\": 1, \"seed\": 2}}},"
         "\"ops\": ["
         "{\"op\": \"mul\", \"in\": [\"a\", \"w\"], \"out\": [\"h\"]},"
-        "{\"op\": \"softmax\", \"in\": [\"h\"], \"out\": [\"p\"]},"
+        "{\"op\": \"softsign\", \"in\": [\"h\"], \"out\": [\"p\"]},"
         "{\"op\": \"exp\", \"in\": [\"p\"], \"out\": [\"e\"]},"
         "{\"op\": \"reduce_mean\", \"in\": [\"e\"], \"out\": [\"m\"], \"attrs\": {\"axes\": [0], \"keepdims\": false}},"
         "{\"op\": \"scale\", \"in\": [\"m\"], \"out\": [\"d\"], \"attrs\": {\"scale\": -0.1}},"

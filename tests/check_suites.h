@@ -70,6 +70,7 @@
     X(scope)            \
     X(executor)         \
     X(cuda)             \
+    X(cuda_nn)          \
     X(memory)           \
     X(fuse)             \
     X(checkpoint)       \

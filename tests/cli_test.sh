@@ -53,8 +53,8 @@ for op in relu add mul exp; do
     expect "ops $op" 0 -- ops $op
     stdout_has "ops $op: $cuda_word" "$cuda_word"
 done
-expect "ops softmax" 0 -- ops softmax
-stdout_has "ops softmax (no CUDA kernel)" "cuda kernel: no"
+expect "ops softsign" 0 -- ops softsign
+stdout_has "ops softsign (no CUDA kernel)" "cuda kernel: no"
 
 expect "dot" 0 -- dot graphs/mlp.json
 stdout_has "dot" "digraph"

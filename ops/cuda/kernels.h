@@ -30,6 +30,33 @@
     X(div)                                                                                                             \
     X(matmul)                                                                                                          \
     X(matmul_grad)                                                                                                     \
+    X(softmax)                                                                                                         \
+    X(log_softmax)                                                                                                     \
+    X(softmax_grad)                                                                                                    \
+    X(log_softmax_grad)                                                                                                \
+    X(softmax_cross_entropy)                                                                                           \
+    X(softmax_cross_entropy_grad)                                                                                      \
+    X(gelu)                                                                                                            \
+    X(gelu_grad)                                                                                                       \
+    X(relu_grad)                                                                                                       \
+    X(sigmoid_grad)                                                                                                    \
+    X(tanh_grad)                                                                                                       \
+    X(layer_norm)                                                                                                      \
+    X(layer_norm_grad)                                                                                                 \
+    X(reduce_sum)                                                                                                      \
+    X(reduce_mean)                                                                                                     \
+    X(reduce_max)                                                                                                      \
+    X(reduce_min)                                                                                                      \
+    X(reduce_sum_grad)                                                                                                 \
+    X(reduce_mean_grad)                                                                                                \
+    X(reduce_max_grad)                                                                                                 \
+    X(reduce_min_grad)                                                                                                 \
+    X(argmax)                                                                                                          \
+    X(argmin)                                                                                                          \
+    X(mse_loss)                                                                                                        \
+    X(mse_loss_grad)                                                                                                   \
+    X(dropout)                                                                                                         \
+    X(dropout_grad)                                                                                                    \
     X(to_device)
 
 #ifdef PARDO_CUDA
