@@ -69,6 +69,7 @@
     X(scope)            \
     X(executor)         \
     X(cuda)             \
+    X(cuda_train)       \
     X(memory)           \
     X(fuse)             \
     X(checkpoint)       \

@@ -29,7 +29,32 @@
     X(mul)                                                                                                             \
     X(div)                                                                                                             \
     X(matmul)                                                                                                          \
-    X(matmul_grad)
+    X(matmul_grad)                                                                                                     \
+    X(sgd)                                                                                                             \
+    X(momentum)                                                                                                        \
+    X(adam)                                                                                                            \
+    X(adamw)                                                                                                           \
+    X(identity)                                                                                                        \
+    X(identity_grad)                                                                                                   \
+    X(reshape)                                                                                                         \
+    X(reshape_grad)                                                                                                    \
+    X(flatten)                                                                                                         \
+    X(flatten_grad)                                                                                                    \
+    X(transpose)                                                                                                       \
+    X(transpose_grad)                                                                                                  \
+    X(concat)                                                                                                          \
+    X(concat_grad)                                                                                                     \
+    X(cast)                                                                                                            \
+    X(cast_grad)                                                                                                       \
+    X(fill)                                                                                                            \
+    X(conv2d)                                                                                                          \
+    X(conv2d_grad)                                                                                                     \
+    X(max_pool2d)                                                                                                      \
+    X(max_pool2d_grad)                                                                                                 \
+    X(avg_pool2d)                                                                                                      \
+    X(avg_pool2d_grad)                                                                                                 \
+    X(embedding)                                                                                                       \
+    X(embedding_grad)
 
 #ifdef PARDO_CUDA
 #define PARDO_CUDA_KERNEL_DECL(name) int pardo_cuda_##name(pardo_kernel_ctx *ctx);
