@@ -1,13 +1,14 @@
 /* check_cuda_train.c - the training-side CUDA kernels (ops/cuda/optimizer_cuda.c, data_cuda.c, conv_cuda.c,
- * pool_cuda.c, embedding_cuda.c and their .cu halves), each op run by an executor on the GPU and compared with
- * the same graph on the CPU kernels (the reference; those are checked against PyTorch, NumPy and naive loops in
- * their own suites): sgd, momentum, adam and adamw over several steps (params and states updated in place, adam's
- * step counter, lr as [] and [1], the attrs); reshape, flatten, identity, transpose (any perm), concat (any axis),
- * cast and fill with their gradients; conv2d and conv2d_grad (strides, pads, dilations, groups, the bias, relu,
+ * pool_cuda.c, embedding_cuda.c, batch_norm_cuda.c and their .cu halves), each op run by an executor on the GPU and
+ * compared with the same graph on the CPU kernels (the reference; those are checked against PyTorch, NumPy and naive
+ * loops in their own suites): sgd, momentum, adam and adamw over several steps (params and states updated in place,
+ * adam's step counter, lr as [] and [1], the attrs); reshape, flatten, identity, transpose (any perm), concat (any
+ * axis), cast and fill with their gradients; conv2d and conv2d_grad (strides, pads, dilations, groups, the bias, relu,
  * pointwise kernels, several chunks of columns); the 2-D pools and their gradients (ties); embedding and
- * embedding_grad (atomicAdd: compared within a tolerance). Float32 and float64, odd sizes and sizes of many blocks,
- * every output of a gradient and some left out, no dY; what the GPU halves do not take runs the CPU kernel.
- * Without a CUDA device each test says that it ran the CPU side only. */
+ * embedding_grad (atomicAdd: compared within a tolerance); batch_norm and its gradient in training and eval mode.
+ * Float32 and float64, odd sizes and sizes of many blocks, every output of a gradient and some left out, no dY; what
+ * the GPU halves do not take runs the CPU kernel. Without a CUDA device each test says that it ran the CPU side only.
+ */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,15 +26,21 @@ static void note_gpu(const char *test) {
            pardo_device_compiled() ? "" : "; built without CUDA");
 }
 
-static pardo_executor *gpu_executor(const pardo_program *p) {
+/* Whether the executors run in training mode (batch_norm's batch statistics); a test that sets it runs in its
+ * own process (Check forks each). */
+static bool training_mode;
+
+static pardo_executor *executor_on(const pardo_program *p, pardo_device_kind dev) {
     pardo_status st;
-    pardo_exec_options opt = {.nthreads = 1, .device = PARDO_DEVICE_CUDA};
+    pardo_exec_options opt = {.nthreads = 1, .device = dev, .training = training_mode};
     pardo_executor *ex = NULL;
     ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
-    ck_assert_int_eq(pardo_executor_device(ex), PARDO_DEVICE_CUDA);
+    ck_assert_int_eq(pardo_executor_device(ex), dev);
     ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
     return ex;
 }
+
+static pardo_executor *gpu_executor(const pardo_program *p) { return executor_on(p, PARDO_DEVICE_CUDA); }
 
 static void feed(pardo_executor *ex, const char *name, pardo_tensor *t) {
     pardo_status st;
@@ -72,7 +79,7 @@ static void compare_steps(const char *graph, int steps, const named_tensor *feed
     pardo_status st;
     pardo_program *p = test_program(graph, "cuda_train.json");
     const bool gpu_here = pardo_device_count() > 0;
-    pardo_executor *gpu = gpu_here ? gpu_executor(p) : NULL, *cpu = test_executor(p, 1);
+    pardo_executor *gpu = gpu_here ? gpu_executor(p) : NULL, *cpu = executor_on(p, PARDO_DEVICE_CPU);
     for (int s = 0; s < steps; s++) {
         const named_tensor *f = feeds + s * n_feeds;
         for (int k = 0; k < n_feeds; k++)
@@ -605,6 +612,63 @@ START_TEST(embedding_bad_index_errors_like_cpu) {
 }
 END_TEST
 
+/* ---- batch_norm ---- */
+
+/* batch_norm of X (nd dims, shape xs; C = xs[1]) with its running statistics updated in place (training) or read
+ * (eval) over three steps, and batch_norm_grad from a dY with every output and with dX alone. */
+static void check_batch_norm(pardo_dtype dt, int nd, const int64_t *xs, const char *attrs) {
+    char graph[4096], sx[128], sc[64];
+    const char *dn = pardo_dtype_name(dt);
+    const int64_t cs[] = {xs[1]};
+    shape_json(sx, sizeof sx, nd, xs);
+    shape_json(sc, sizeof sc, 1, cs);
+    snprintf(
+        graph, sizeof graph,
+        "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"x\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"},"
+        "\"g\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"},"
+        "\"sc\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"},"
+        "\"bi\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"},"
+        "\"mean\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"state\", \"init\": {\"fill\": \"constant\", "
+        "\"value\": 0.5}},"
+        "\"var\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"state\", \"init\": {\"fill\": \"constant\", "
+        "\"value\": 2}}}, \"ops\": ["
+        "{\"op\": \"batch_norm\", \"in\": [\"x\", \"sc\", \"bi\", \"mean\", \"var\"], \"out\": [\"y\", \"mean\", "
+        "\"var\"], \"attrs\": %s},"
+        "{\"op\": \"batch_norm_grad\", \"in\": [\"x\", \"sc\", \"bi\", \"mean\", \"var\", \"\", \"\", \"\", \"g\"],"
+        " \"out\": [\"dx\", \"dsc\", \"dbi\"], \"attrs\": %s},"
+        "{\"op\": \"batch_norm_grad\", \"in\": [\"x\", \"sc\", \"bi\", \"mean\", \"var\", \"\", \"\", \"\", \"g\"],"
+        " \"out\": [\"dx2\"], \"attrs\": %s}]}]}",
+        dn, sx, dn, sx, dn, sc, dn, sc, dn, sc, dn, sc, attrs, attrs, attrs);
+    enum { STEPS = 3 };
+    named_tensor f[STEPS * 4];
+    for (int k = 0; k < STEPS; k++) {
+        f[4 * k] = (named_tensor){"x", rnd(dt, nd, xs)};
+        f[4 * k + 1] = (named_tensor){"g", rnd(dt, nd, xs)};
+        f[4 * k + 2] = (named_tensor){"sc", rnd(dt, 1, cs)};
+        f[4 * k + 3] = (named_tensor){"bi", rnd(dt, 1, cs)};
+    }
+    static const char *const fetch[] = {"y", "mean", "var", "dx", "dsc", "dbi", "dx2"};
+    const double tol = dt == PARDO_F64 ? 1e-10 : 1e-4;
+    compare_steps(graph, STEPS, f, 4, fetch, 7, tol, tol);
+    release_feeds(f, STEPS * 4);
+}
+
+START_TEST(batch_norm_matches_cpu) {
+    note_gpu("batch_norm_matches_cpu");
+    const int64_t x4[] = {3, 4, 5, 7}, x2[] = {9, 6}, x3[] = {2, 3, 1}, big[] = {16, 8, 33, 31};
+    for (int train = 0; train < 2; train++) {
+        training_mode = train;
+        for (int f64 = 0; f64 < 2; f64++) {
+            const pardo_dtype dt = f64 ? PARDO_F64 : PARDO_F32;
+            check_batch_norm(dt, 4, x4, "{}");
+            check_batch_norm(dt, 2, x2, "{\"epsilon\": 0.001, \"momentum\": 0.7}");
+            check_batch_norm(dt, 3, x3, "{\"momentum\": 0}");
+        }
+        check_batch_norm(PARDO_F32, 4, big, "{}");
+    }
+}
+END_TEST
+
 Suite *make_cuda_train_suite(void) {
     Suite *s = suite_create("cuda_train");
     TCase *tc = tcase_create("core");
@@ -623,6 +687,7 @@ Suite *make_cuda_train_suite(void) {
     tcase_add_test(tc, pool_integers_fall_back_to_cpu);
     tcase_add_test(tc, embedding_matches_cpu);
     tcase_add_test(tc, embedding_bad_index_errors_like_cpu);
+    tcase_add_test(tc, batch_norm_matches_cpu);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,7 +3,8 @@
 # gpu-mock-test: PATH/TO/pardo is build/gpu-mock/pardo): the digits MLP as `pardo transpile --no-parallel`
 # writes it, trained on the "GPU" and on the CPU with one seed, ends at the same loss and held-out accuracy
 # (within 1e-3: the stand-in's products add in double, the CPU's in float32), and each op the GPU
-# run hands to the CPU is noted once; the digits CNN likewise, its conv2d, pools, reshapes and adam on the GPU.
+# run hands to the CPU is noted once; the digits CNN and batch-normed MLP likewise, their conv2d, pools, reshapes,
+# batch_norm and adam on the GPU.
 # Usage: tests/gpu_mock_train_test.sh PATH/TO/pardo
 set -u
 . "$(dirname "$0")/cli_lib.sh"
@@ -32,25 +33,28 @@ if [ "$n" = 1 ]; then ok; else bad "softmax_cross_entropy's note came $n times: 
 if grep -q "note: op 'matmul\|note: op 'relu'" "$T/cuda.err"; then bad "an op with a CUDA kernel ran on the CPU: $(cat "$T/cuda.err")"; else ok; fi
 if grep -q "in this GPU run" "$T/cpu.err"; then bad "the CPU run printed GPU notes: $(cat "$T/cpu.err")"; else ok; fi
 
-# the digits CNN (graphs/digits_cnn.json): reshape, conv2d (its relu fused in), max_pool2d, flatten, adam and the
-# gradients run on the "GPU" (their ops/cuda/ glue over tests/gpu_mock/host_launch_train.c), ending at the CPU's loss and
-# held-out accuracy; none of them is handed to the CPU
-C=$T/cnn.json
-expect "transpile the CNN --no-parallel" 0 -- transpile graphs/digits_cnn.json -o "$C" --backward loss --optimizer adam --no-parallel
-for dev in cuda cpu; do
-    # shellcheck disable=SC2086
-    expect "train the CNN --device $dev" 0 -- train "$C" $DATA $EVAL --batch-size 32 --epochs 2 --shuffle --seed 1 --threads 1 --device $dev
-    cp "$T/out" "$T/cnn-$dev.out"
-    cp "$T/err" "$T/cnn-$dev.err"
-done
-for key in loss eval_loss eval_accuracy; do
-    g=$(sed -n "s/^$key: //p" "$T/cnn-cuda.out")
-    c=$(sed -n "s/^$key: //p" "$T/cnn-cpu.out")
-    if [ -n "$g" ] && awk -v g="$g" -v c="$c" 'BEGIN { d = g - c; if (d < 0) d = -d; exit !(d <= 1e-3 * c + 1e-6) }'
-    then ok; else bad "the CNN's $key: '$g' on the GPU, '$c' on the CPU"; fi
-done
-for op in reshape conv2d conv2d_grad max_pool2d max_pool2d_grad flatten flatten_grad adam; do
-    if grep -q "note: op '$op' runs on the CPU" "$T/cnn-cuda.err"; then bad "$op ran on the CPU: $(cat "$T/cnn-cuda.err")"; else ok; fi
+# the digits CNN (graphs/digits_cnn.json: reshape, conv2d, max_pool2d, flatten) and the batch-normed MLP
+# (graphs/digits_bn_mlp.json: batch_norm in training mode), each with adam and the gradients, run on the "GPU"
+# (their ops/cuda/ glue over tests/gpu_mock/host_launch_train.c), end at the CPU's loss and held-out accuracy, and
+# none of those ops is handed to the CPU
+for net in digits_cnn digits_bn_mlp; do
+    C=$T/$net.json
+    expect "transpile $net --no-parallel" 0 -- transpile graphs/$net.json -o "$C" --backward loss --optimizer adam --no-parallel
+    for dev in cuda cpu; do
+        # shellcheck disable=SC2086
+        expect "train $net --device $dev" 0 -- train "$C" $DATA $EVAL --batch-size 32 --epochs 2 --shuffle --seed 1 --threads 1 --device $dev
+        cp "$T/out" "$T/$net-$dev.out"
+        cp "$T/err" "$T/$net-$dev.err"
+    done
+    for key in loss eval_loss eval_accuracy; do
+        g=$(sed -n "s/^$key: //p" "$T/$net-cuda.out")
+        c=$(sed -n "s/^$key: //p" "$T/$net-cpu.out")
+        if [ -n "$g" ] && awk -v g="$g" -v c="$c" 'BEGIN { d = g - c; if (d < 0) d = -d; exit !(d <= 1e-3 * c + 1e-6) }'
+        then ok; else bad "$net's $key: '$g' on the GPU, '$c' on the CPU"; fi
+    done
+    for op in reshape conv2d conv2d_grad max_pool2d max_pool2d_grad flatten flatten_grad batch_norm batch_norm_grad adam; do
+        if grep -q "note: op '$op' runs on the CPU" "$T/$net-cuda.err"; then bad "$net: $op ran on the CPU: $(cat "$T/$net-cuda.err")"; else ok; fi
+    done
 done
 
 # the device cache (src/core/device_cache.h): PARDO_DEVICE_CACHE_STATS=1 prints its counters as the command ends;

@@ -54,7 +54,9 @@
     X(avg_pool2d)                                                                                                      \
     X(avg_pool2d_grad)                                                                                                 \
     X(embedding)                                                                                                       \
-    X(embedding_grad)
+    X(embedding_grad)                                                                                                  \
+    X(batch_norm)                                                                                                      \
+    X(batch_norm_grad)
 
 #ifdef PARDO_CUDA
 #define PARDO_CUDA_KERNEL_DECL(name) int pardo_cuda_##name(pardo_kernel_ctx *ctx);

@@ -1,9 +1,9 @@
 /* launch_train.h - the launchers of the training-side CUDA kernels (the optimizer updates, the data movement ops,
- * conv2d's columns, the 2-D pools), in plain C types so that both the .cu files (nvcc, as C++) and the C glue of
- * ops/cuda/ include it; launch.h has the elementwise kernels, the matrix product and pardo_cuda_sync_check, which these
- * share. Each returns 0 or a negative pardo status code with the CUDA error text in err (errlen bytes). None
- * synchronises: each launches on PARDO_CU_STREAM (cuda_stream.cuh) and the glue ends the op with
- * pardo_cuda_sync_check, so a kernel fault is reported at its op. tests/gpu_mock/host_launch_train.c has a host
+ * conv2d's columns, the 2-D pools, embedding, batch_norm), in plain C types so that both the .cu files (nvcc, as C++)
+ * and the C glue of ops/cuda/ include it; launch.h has the elementwise kernels, the matrix product and
+ * pardo_cuda_sync_check, which these share. Each returns 0 or a negative pardo status code with the CUDA error text in
+ * err (errlen bytes). None synchronises: each launches on PARDO_CU_STREAM (cuda_stream.cuh) and the glue ends the op
+ * with pardo_cuda_sync_check, so a kernel fault is reported at its op. tests/gpu_mock/host_launch_train.c has a host
  * stand-in of each. */
 #ifndef PARDO_CUDA_LAUNCH_TRAIN_H
 #define PARDO_CUDA_LAUNCH_TRAIN_H
@@ -112,6 +112,24 @@ int pardo_cuda_launch_embedding(int f64, const void *w, int idx64, const void *i
  * bits may differ from the CPU kernel's (in-order) sums and from run to run. dw is not zeroed here. */
 int pardo_cuda_launch_embedding_grad(int f64, const void *dy, int idx64, const void *idx, int64_t n, int64_t d,
                                      void *dw, char *err, size_t errlen);
+
+/* ---- batch_norm (ops/cuda/batch_norm.cu) ---- */
+
+/* batch_norm over x [n, c, s] (s: the elements per channel and row): one block per channel. training: the
+ * channel's mean and biased variance from two passes summed in double (a tree over the block's threads), the
+ * running statistics mean_out / var_out (NULL: dropped) = running * momentum + batch * (1 - momentum), the variance
+ * unbiased (times M / (M - 1), M = n s); else the running mean and var normalise. y = x a + b with a = scale /
+ * sqrt(var + eps), b = bias - mean a, in double. */
+int pardo_cuda_launch_batch_norm(int f64, int training, const void *x, const void *scale, const void *bias,
+                                 const void *mean, const void *var, int64_t n, int64_t c, int64_t s, double eps,
+                                 double momentum, void *y, void *mean_out, void *var_out, char *err, size_t errlen);
+
+/* batch_norm_grad: per channel (one block each) sum dY and sum dY xhat in double (xhat from the batch's statistics
+ * when training, the running ones else), dscale and dbias from them (NULL: not wanted), and dx (NULL: not
+ * wanted) = scale / sqrt(var + eps) (dY - [training] (sum dY + xhat sum dY xhat) / M). */
+int pardo_cuda_launch_batch_norm_grad(int f64, int training, const void *x, const void *scale, const void *mean,
+                                      const void *var, const void *dy, int64_t n, int64_t c, int64_t s, double eps,
+                                      void *dx, void *dscale, void *dbias, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

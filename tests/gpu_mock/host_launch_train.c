@@ -311,3 +311,75 @@ int pardo_cuda_launch_embedding_grad(int f64, const void *dy, int idx64, const v
         }
     return 0;
 }
+
+/* ---- batch_norm ---- */
+
+/* the batch's mean and biased variance of channel ch (two passes in double) */
+static void channel_stats(int f64, const void *x, int64_t n, int64_t c, int64_t s, int64_t ch, double *mean,
+                          double *var) {
+    const double m = (double)(n * s);
+    double a = 0, b = 0;
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t i = 0; i < s; i++) a += get(f64, x, (r * c + ch) * s + i);
+    *mean = m > 0 ? a / m : 0;
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t i = 0; i < s; i++) {
+            const double d = get(f64, x, (r * c + ch) * s + i) - *mean;
+            b += d * d;
+        }
+    *var = m > 0 ? b / m : 0;
+}
+
+int pardo_cuda_launch_batch_norm(int f64, int training, const void *x, const void *scale, const void *bias,
+                                 const void *mean, const void *var, int64_t n, int64_t c, int64_t s, double eps,
+                                 double momentum, void *y, void *mean_out, void *var_out, char *err, size_t errlen) {
+    (void)err;
+    (void)errlen;
+    const double m = (double)(n * s);
+    for (int64_t ch = 0; ch < c; ch++) {
+        double mu = get(f64, mean, ch), v = get(f64, var, ch), rm = mu, rv = v;
+        if (training) {
+            channel_stats(f64, x, n, c, s, ch, &mu, &v);
+            rm = rm * momentum + mu * (1 - momentum);
+            rv = rv * momentum + (m > 1 ? v * m / (m - 1) : v) * (1 - momentum);
+        }
+        const double sd = sqrt(v + eps);
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t i = 0; i < s; i++) {
+                const int64_t at = (r * c + ch) * s + i;
+                put(f64, y, at, (get(f64, x, at) - mu) / sd * get(f64, scale, ch) + get(f64, bias, ch));
+            }
+        if (mean_out) put(f64, mean_out, ch, rm);
+        if (var_out) put(f64, var_out, ch, rv);
+    }
+    return 0;
+}
+
+int pardo_cuda_launch_batch_norm_grad(int f64, int training, const void *x, const void *scale, const void *mean,
+                                      const void *var, const void *dy, int64_t n, int64_t c, int64_t s, double eps,
+                                      void *dx, void *dscale, void *dbias, char *err, size_t errlen) {
+    (void)err;
+    (void)errlen;
+    const double m = (double)(n * s);
+    for (int64_t ch = 0; ch < c; ch++) {
+        double mu = get(f64, mean, ch), v = get(f64, var, ch);
+        if (training) channel_stats(f64, x, n, c, s, ch, &mu, &v);
+        const double sd = sqrt(v + eps);
+        double sdy = 0, sdyx = 0;
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t i = 0; i < s; i++) {
+                const int64_t at = (r * c + ch) * s + i;
+                sdy += get(f64, dy, at);
+                sdyx += get(f64, dy, at) * (get(f64, x, at) - mu) / sd;
+            }
+        if (dscale) put(f64, dscale, ch, sdyx);
+        if (dbias) put(f64, dbias, ch, sdy);
+        for (int64_t r = 0; dx && r < n; r++)
+            for (int64_t i = 0; i < s; i++) {
+                const int64_t at = (r * c + ch) * s + i;
+                const double xh = (get(f64, x, at) - mu) / sd, d = get(f64, dy, at);
+                put(f64, dx, at, get(f64, scale, ch) / sd * (training && m > 0 ? d - sdy / m - xh * sdyx / m : d));
+            }
+    }
+    return 0;
+}
