@@ -7,11 +7,12 @@
  *            product over the chunk's images, Y_g [M/group, P] = W_g [M/group, K] col_g [K, P] (pardo_cuda_gemm,
  *            row-major through cuBLAS), then the bias and relu (launch.h's epilogue kernel);
  *   dX:      per group col_g = W_g^T dY_g (strided batched over the images), then col2im into dX;
- *   dW:      per group and image dW_g += dY_g col_g^T (the first product of the batch with beta 0);
+ *   dW:      per group the chunk's dY_g,i col_g,i^T (strided batched, image i's into partial sum i), then the
+ *            partial sums and dW so far added in double (launch.h's sum kernel): the same bits on every run;
  *   dB:      dY summed over the images and positions, in double (launch.h's sum kernel).
- * A 1x1 kernel with strides 1 and no pads needs no columns: X (dX) is them. The masked dY (relu) and the columns
- * live in device memory from the device cache kept in the op's state slot (train_util.h), so the steady state
- * allocates nothing. What the GPU half does not take (halves, a tensor_array, sizes past cuBLAS's ints) runs the
+ * A 1x1 kernel with strides 1 and no pads needs no columns: X (dX) is them. The masked dY (relu), the partial sums and
+ * the columns live in device memory from the device cache kept in the op's state slot (train_util.h), so the steady
+ * state allocates nothing. What the GPU half does not take (halves, a tensor_array, sizes past cuBLAS's ints) runs the
  * CPU kernel, which also gives the errors. */
 #include <limits.h>
 #include <string.h>
@@ -24,8 +25,9 @@
 #include "train_util.h"
 #include "window2d.h"
 
-#define COL_BYTES ((size_t)16 << 20) /* bytes: the columns of one chunk of images at most (one image's at least) */
-#define ALIGN 256                    /* bytes: the workspace's parts start at multiples of it */
+#define COL_BYTES ((size_t)16 << 20)  /* bytes: the columns of one chunk of images at most (one image's at least) */
+#define PART_BYTES ((size_t)32 << 20) /* bytes: conv2d_grad's partial sums of dW for a chunk of images at most */
+#define ALIGN 256                     /* bytes: the workspace's parts start at multiples of it */
 
 /* One conv2d's geometry on the device. */
 typedef struct plan {
@@ -170,11 +172,18 @@ int pardo_cuda_conv2d_grad(pardo_kernel_ctx *ctx) {
         return finish(ctx, NULL, 0, err);
     }
     if (!dx && !dw && !db) return PARDO_OK;
-    const int64_t cs = chunk_images(&pl), rows = g->c * g->kh * g->kw, P = pl.p, K = pl.k, mg = pl.mg;
-    const size_t es = pl.es, mask_bytes = pl.relu ? aligned(dy->nbytes) : 0,
+    const int64_t rows = g->c * g->kh * g->kw, P = pl.p, K = pl.k, mg = pl.mg, wn = g->m * K;
+    const size_t es = pl.es;
+    int64_t cs = chunk_images(&pl);
+    if (dw) { /* the chunk's partial sums of dW (and the sum so far) fit in PART_BYTES */
+        const int64_t fit = (int64_t)(PART_BYTES / ((size_t)wn * es)) - 1;
+        if (cs > fit) cs = fit > 1 ? fit : 1;
+    }
+    const size_t mask_bytes = pl.relu ? aligned(dy->nbytes) : 0,
+                 part_bytes = dw ? aligned((size_t)((cs + 1) * wn) * es) : 0,
                  col_bytes = pl.pointwise || (!dx && !dw) ? 0 : (size_t)(cs * rows * P) * es;
     void *ws = NULL;
-    if (pardo_cuda_workspace_get(ctx, mask_bytes + col_bytes, &ws) != PARDO_OK) return ctx->st->code;
+    if (pardo_cuda_workspace_get(ctx, mask_bytes + part_bytes + col_bytes, &ws) != PARDO_OK) return ctx->st->code;
     /* dY through relu's mask: a copy taken where Y > 0 */
     const char *pg = dy->mem->gpu_ptr;
     if (pl.relu) {
@@ -185,7 +194,7 @@ int pardo_cuda_conv2d_grad(pardo_kernel_ctx *ctx) {
         rc = pardo_cuda_launch_relu_mask(pl.f64, ws, y->mem->gpu_ptr, dy->numel, err, sizeof err);
         pg = ws;
     }
-    char *col = (char *)ws + mask_bytes;
+    char *part = (char *)ws + mask_bytes, *col = part + part_bytes;
     const char *px = x->mem->gpu_ptr, *pw = w->mem->gpu_ptr;
     if (!rc && db) {
         const int64_t shape[3] = {g->n, g->m, P};
@@ -201,11 +210,9 @@ int pardo_cuda_conv2d_grad(pardo_kernel_ctx *ctx) {
             const size_t col_at =
                 pl.pointwise ? (size_t)((n0 * g->c + gi * pl.cg) * P) * es : (size_t)(gi * K * P) * es;
             const int64_t col_stride = pl.pointwise ? g->c * P : rows * P;
-            for (int64_t i = 0; dw && !rc && i < nb; i++) /* dW_g += dY_g,i col_g,i^T */
-                rc = pardo_cuda_gemm(pl.f64, 0, 1, mg, K, P, dyg + (size_t)(i * g->m * P) * es, 0,
-                                     (pl.pointwise ? px : col) + col_at + (size_t)(i * col_stride) * es, 0,
-                                     (char *)dw->mem->gpu_ptr + (size_t)(gi * mg * K) * es, 0, 1,
-                                     n0 + i == 0 ? 0.0 : 1.0, err, sizeof err);
+            if (dw) /* image i's dW_g = dY_g,i col_g,i^T into partial sum i + 1, for the chunk's images at once */
+                rc = pardo_cuda_gemm(pl.f64, 0, 1, mg, K, P, dyg, g->m * P, (pl.pointwise ? px : col) + col_at,
+                                     col_stride, part + (size_t)(wn + gi * mg * K) * es, wn, nb, 0.0, err, sizeof err);
             if (!rc && dx) /* col_g = W_g^T dY_g, for the chunk's images at once; into dX itself where pointwise */
                 rc = pardo_cuda_gemm(pl.f64, 1, 0, K, P, mg, pw + (size_t)(gi * mg * K) * es, 0, dyg, g->m * P,
                                      (pl.pointwise ? (char *)dx->mem->gpu_ptr : col) + col_at, col_stride, nb, 0.0, err,
@@ -213,6 +220,16 @@ int pardo_cuda_conv2d_grad(pardo_kernel_ctx *ctx) {
         }
         if (!rc && dx && !pl.pointwise)
             rc = pardo_cuda_launch_col2im(pl.f64, col, dx->mem->gpu_ptr, g, n0, nb, err, sizeof err);
+        if (!rc && dw) { /* dW = the sum, in double, of the chunk's partial sums and (after the first) dW so far */
+            if (n0 > 0 && pardo_device_copy_d2d(part, dw->mem->gpu_ptr, dw->nbytes, ctx->st) != PARDO_OK) {
+                pardo_cuda_workspace_done(ctx, ws);
+                return ctx->st->code;
+            }
+            const int64_t shape[2] = {nb + (n0 > 0), wn};
+            const int keep[2] = {0, 1};
+            rc = pardo_cuda_launch_sum_to(pl.f64, n0 > 0 ? part : part + (size_t)wn * es, 2, shape, keep,
+                                          dw->mem->gpu_ptr, err, sizeof err);
+        }
     }
     return finish(ctx, ws, rc, err);
 }
