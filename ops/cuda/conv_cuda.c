@@ -17,7 +17,6 @@
 #include <limits.h>
 #include <string.h>
 
-#include "core/device.h"
 #include "cuda_util.h"
 #include "kernels.h"
 #include "launch.h"
@@ -100,6 +99,14 @@ static int finish(pardo_kernel_ctx *ctx, void *ws, int rc, const char *err) {
     return rc ? cuda_error(ctx, rc, err) : PARDO_OK;
 }
 
+/* The op's status after a failure ctx->st holds: the work queued so far waited for, then ws given back. */
+static int failed(pardo_kernel_ctx *ctx, void *ws) {
+    char e2[256];
+    pardo_cuda_sync_check(ctx->op->def->type, e2, sizeof e2);
+    pardo_cuda_workspace_done(ctx, ws);
+    return ctx->st->code;
+}
+
 /* conv2d's CUDA kernel. */
 int pardo_cuda_conv2d(pardo_kernel_ctx *ctx) {
     pardo_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
@@ -167,8 +174,7 @@ int pardo_cuda_conv2d_grad(pardo_kernel_ctx *ctx) {
     if (!dy || g->n == 0) { /* no gradient flows: zeros */
         pardo_tensor *const outs[3] = {dx, dw, db};
         for (int k = 0; k < 3; k++)
-            if (outs[k] && pardo_device_memset_zero(outs[k]->mem->gpu_ptr, outs[k]->nbytes, ctx->st) != PARDO_OK)
-                return ctx->st->code;
+            if (outs[k] && pardo_cuda_zero(ctx, outs[k]) != PARDO_OK) return ctx->st->code;
         return finish(ctx, NULL, 0, err);
     }
     if (!dx && !dw && !db) return PARDO_OK;
@@ -187,10 +193,7 @@ int pardo_cuda_conv2d_grad(pardo_kernel_ctx *ctx) {
     /* dY through relu's mask: a copy taken where Y > 0 */
     const char *pg = dy->mem->gpu_ptr;
     if (pl.relu) {
-        if (pardo_device_copy_d2d(ws, pg, dy->nbytes, ctx->st) != PARDO_OK) {
-            pardo_cuda_workspace_done(ctx, ws);
-            return ctx->st->code;
-        }
+        if (pardo_cuda_copy(ctx, ws, pg, dy->nbytes) != PARDO_OK) return failed(ctx, ws);
         rc = pardo_cuda_launch_relu_mask(pl.f64, ws, y->mem->gpu_ptr, dy->numel, err, sizeof err);
         pg = ws;
     }
@@ -221,10 +224,7 @@ int pardo_cuda_conv2d_grad(pardo_kernel_ctx *ctx) {
         if (!rc && dx && !pl.pointwise)
             rc = pardo_cuda_launch_col2im(pl.f64, col, dx->mem->gpu_ptr, g, n0, nb, err, sizeof err);
         if (!rc && dw) { /* dW = the sum, in double, of the chunk's partial sums and (after the first) dW so far */
-            if (n0 > 0 && pardo_device_copy_d2d(part, dw->mem->gpu_ptr, dw->nbytes, ctx->st) != PARDO_OK) {
-                pardo_cuda_workspace_done(ctx, ws);
-                return ctx->st->code;
-            }
+            if (n0 > 0 && pardo_cuda_copy(ctx, part, dw->mem->gpu_ptr, dw->nbytes) != PARDO_OK) return failed(ctx, ws);
             const int64_t shape[2] = {nb + (n0 > 0), wn};
             const int keep[2] = {0, 1};
             rc = pardo_cuda_launch_sum_to(pl.f64, n0 > 0 ? part : part + (size_t)wn * es, 2, shape, keep,

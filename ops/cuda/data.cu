@@ -1,7 +1,7 @@
 // data.cu - the device half of the data movement ops (ops/cuda/data_cuda.c): transpose's strided gather (by
-// element size, so any dtype), concat's blocks as 2-D copies, cast between float32, float64, int32 and int64 (as
-// ops/cast.c converts), and the constant fill. Launched through ops/cuda/launch_train.h on PARDO_CU_STREAM; none
-// synchronises.
+// element size, so any dtype), device copies and zeros, concat's blocks as 2-D copies, cast between float32, float64,
+// int32 and int64 (as ops/cast.c converts), and the constant fill. Launched through ops/cuda/launch_train.h on
+// PARDO_CU_STREAM; none synchronises.
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -144,6 +144,22 @@ extern "C" int pardo_cuda_launch_gather(size_t es, const void *src, void *dst, i
         return kEnotsup;
     }
     return launched("gather", err, errlen);
+}
+
+extern "C" int pardo_cuda_launch_copy(void *dst, const void *src, size_t nbytes, char *err, size_t errlen) {
+    if (nbytes == 0 || dst == src) return 0;
+    cudaError_t e = cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, PARDO_CU_STREAM);
+    if (e == cudaSuccess) return 0;
+    snprintf(err, errlen, "CUDA cudaMemcpyAsync failed: %s", cudaGetErrorString(e));
+    return kEcuda;
+}
+
+extern "C" int pardo_cuda_launch_zero(void *dst, size_t nbytes, char *err, size_t errlen) {
+    if (nbytes == 0) return 0;
+    cudaError_t e = cudaMemsetAsync(dst, 0, nbytes, PARDO_CU_STREAM);
+    if (e == cudaSuccess) return 0;
+    snprintf(err, errlen, "CUDA cudaMemsetAsync failed: %s", cudaGetErrorString(e));
+    return kEcuda;
 }
 
 extern "C" int pardo_cuda_launch_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,

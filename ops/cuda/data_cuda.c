@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/device.h"
 #include "cuda_util.h"
 #include "kernel_util.h"
 #include "kernels.h"
@@ -48,7 +47,7 @@ static int copy_bytes(pardo_kernel_ctx *ctx, pardo_tensor *src, const pardo_type
     pardo_tensor *out = pardo_kernel_output(ctx, 0, y->dtype, y->ndim, y->shape);
     if (!out) return ctx->st->code;
     if (out != src && src->nbytes &&
-        pardo_device_copy_d2d(out->mem->gpu_ptr, src->mem->gpu_ptr, src->nbytes, ctx->st) != PARDO_OK)
+        pardo_cuda_copy(ctx, out->mem->gpu_ptr, src->mem->gpu_ptr, src->nbytes) != PARDO_OK)
         return ctx->st->code;
     return finish(ctx);
 }
@@ -87,7 +86,7 @@ static int back_copy(pardo_kernel_ctx *ctx) {
     if (dy) return copy_bytes(ctx, dy, &tx);
     pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!dx) return ctx->st->code;
-    if (pardo_device_memset_zero(dx->mem->gpu_ptr, dx->nbytes, ctx->st) != PARDO_OK) return ctx->st->code;
+    if (pardo_cuda_zero(ctx, dx) != PARDO_OK) return ctx->st->code;
     return finish(ctx);
 }
 
@@ -150,7 +149,7 @@ int pardo_cuda_transpose_grad(pardo_kernel_ctx *ctx) {
     pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!dx) return ctx->st->code;
     if (dy) return permute(ctx, dy, inv, dx);
-    if (pardo_device_memset_zero(dx->mem->gpu_ptr, dx->nbytes, ctx->st) != PARDO_OK) return ctx->st->code;
+    if (pardo_cuda_zero(ctx, dx) != PARDO_OK) return ctx->st->code;
     return finish(ctx);
 }
 
@@ -228,8 +227,7 @@ int pardo_cuda_concat_grad(pardo_kernel_ctx *ctx) {
         if (!pardo_kernel_wants_output(ctx, i)) continue;
         pardo_tensor *x = ctx->in[i];
         if (!(parts[i] = pardo_kernel_output(ctx, i, x->dtype, x->ndim, x->shape))) return ctx->st->code;
-        if (!dy && pardo_device_memset_zero(parts[i]->mem->gpu_ptr, parts[i]->nbytes, ctx->st) != PARDO_OK)
-            return ctx->st->code;
+        if (!dy && pardo_cuda_zero(ctx, parts[i]) != PARDO_OK) return ctx->st->code;
     }
     if (!dy || dy->numel == 0) return finish(ctx);
     return blocks_move(ctx, true, k, parts, sizes, dy->mem->gpu_ptr, &y, axis);
@@ -291,7 +289,7 @@ int pardo_cuda_cast_grad(pardo_kernel_ctx *ctx) {
     pardo_tensor *dx = pardo_kernel_output(ctx, 0, x->dtype, x->ndim, x->shape);
     if (!dx) return ctx->st->code;
     if (dy) return cast_into(ctx, dy, from, dx, to);
-    if (pardo_device_memset_zero(dx->mem->gpu_ptr, dx->nbytes, ctx->st) != PARDO_OK) return ctx->st->code;
+    if (pardo_cuda_zero(ctx, dx) != PARDO_OK) return ctx->st->code;
     return finish(ctx);
 }
 

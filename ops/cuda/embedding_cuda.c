@@ -5,7 +5,6 @@
  * (they are a feed's, current there, as a rule), and where one is outside [0, V) the CPU kernel runs, which says
  * which. The gradient's scatter adds with atomicAdd (ops/cuda/embedding.cu): where indices repeat, the sums are
  * added in no fixed order, so their last bits differ from the CPU kernel's in-order sums (and between runs). */
-#include "core/device.h"
 #include "cuda_util.h"
 #include "kernels.h"
 #include "launch.h"
@@ -65,7 +64,7 @@ int pardo_cuda_embedding_grad(pardo_kernel_ctx *ctx) {
     if (!pardo_kernel_wants_output(ctx, 0)) return PARDO_OK;
     pardo_tensor *dw = pardo_kernel_output(ctx, 0, w->dtype, 2, w->shape);
     if (!dw) return ctx->st->code;
-    if (pardo_device_memset_zero(dw->mem->gpu_ptr, dw->nbytes, ctx->st) != PARDO_OK) return ctx->st->code;
+    if (pardo_cuda_zero(ctx, dw) != PARDO_OK) return ctx->st->code;
     char err[256] = "";
     if (dy)
         rc = pardo_cuda_launch_embedding_grad(w->dtype == PARDO_F64, dy->mem->gpu_ptr, idx->dtype == PARDO_I64,

@@ -49,6 +49,12 @@ int pardo_cuda_launch_optimizer(const pardo_cuda_opt_args *a, char *err, size_t 
 int pardo_cuda_launch_gather(size_t es, const void *src, void *dst, int nd, const int64_t *dims,
                              const int64_t *src_strides, int64_t n, char *err, size_t errlen);
 
+/* dst = src, nbytes of device memory (cudaMemcpyAsync device to device). */
+int pardo_cuda_launch_copy(void *dst, const void *src, size_t nbytes, char *err, size_t errlen);
+
+/* nbytes of device memory at dst set to zero bytes (cudaMemsetAsync). */
+int pardo_cuda_launch_zero(void *dst, size_t nbytes, char *err, size_t errlen);
+
 /* rows rows of width bytes each, from src (rows src_pitch bytes apart) to dst (dst_pitch apart):
  * cudaMemcpy2DAsync. concat's blocks and concat_grad's. */
 int pardo_cuda_launch_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width, size_t rows,

@@ -5,7 +5,6 @@
  * The op's infer function checks the run-time types (the CPU kernel's checks and messages); the kernels
  * (ops/cuda/pool.cu) add in the CPU kernel's order, so the results are its bits. What the GPU half does not take
  * (max_pool2d of integers and halves, a tensor_array) runs the CPU kernel. */
-#include "core/device.h"
 #include "cuda_util.h"
 #include "kernels.h"
 #include "launch.h"
@@ -69,7 +68,7 @@ static int pool_bwd(pardo_kernel_ctx *ctx, int max) {
     if (!dx) return ctx->st->code;
     char err[256] = "";
     if (!dy) {
-        if (pardo_device_memset_zero(dx->mem->gpu_ptr, dx->nbytes, ctx->st) != PARDO_OK) return ctx->st->code;
+        if (pardo_cuda_zero(ctx, dx) != PARDO_OK) return ctx->st->code;
         return launched(ctx, 0, err);
     }
     rc = pardo_cuda_launch_pool2d_grad(max, x->dtype == PARDO_F64, x->mem->gpu_ptr, dy->mem->gpu_ptr, dx->mem->gpu_ptr,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "core/device_cache.h"
+#include "launch_train.h"
 
 enum { MAX_IO = 64 }; /* inputs and outputs an op has at most, like the executor */
 
@@ -87,4 +88,16 @@ void pardo_cuda_workspace_done(pardo_kernel_ctx *ctx, void *p) {
     const pardo_op_state *slot = ctx->state;
     if (slot && slot->free_fn == workspace_free && slot->data && ((const workspace *)slot->data)->p == p) return;
     pardo_device_cache_free(p);
+}
+
+int pardo_cuda_zero(pardo_kernel_ctx *ctx, pardo_tensor *t) {
+    char err[256];
+    int rc = pardo_cuda_launch_zero(t->mem->gpu_ptr, t->nbytes, err, sizeof err);
+    return rc ? pardo_errorf(ctx->st, rc, "%s", err) : PARDO_OK;
+}
+
+int pardo_cuda_copy(pardo_kernel_ctx *ctx, void *dst, const void *src, size_t nbytes) {
+    char err[256];
+    int rc = pardo_cuda_launch_copy(dst, src, nbytes, err, sizeof err);
+    return rc ? pardo_errorf(ctx->st, rc, "%s", err) : PARDO_OK;
 }

@@ -1,7 +1,7 @@
 /* train_util.h - what the C glue of the training-side CUDA kernels shares (optimizer_cuda.c, data_cuda.c,
  * conv_cuda.c; built with CUDA=1 only): the op's own shape inference run on the run-time types (the checks and
  * output types of the CPU kernel, from the one place they are written), scalars read on the host, and device
- * workspace kept in the op's state slot. */
+ * workspace kept in the op's state slot, and device zeros and copies on the kernels' stream. */
 #ifndef PARDO_CUDA_TRAIN_UTIL_H
 #define PARDO_CUDA_TRAIN_UTIL_H
 
@@ -29,5 +29,12 @@ int pardo_cuda_workspace_get(pardo_kernel_ctx *ctx, size_t nbytes, void **out);
 /* Ends the op's use of a block from pardo_cuda_workspace_get: gives it back to the device cache unless the op's
  * state slot keeps it. Call after pardo_cuda_sync_check (the kernels that used it have finished). NULL: no-op. */
 void pardo_cuda_workspace_done(pardo_kernel_ctx *ctx, void *p);
+
+/* Zeros t's device data, on the stream of the kernels (launch_train.h's pardo_cuda_launch_zero, not device.h's
+ * memset, so it stays in order with them whichever stream that is). PARDO_OK or the error in ctx->st. */
+int pardo_cuda_zero(pardo_kernel_ctx *ctx, pardo_tensor *t);
+
+/* nbytes from src to dst on the device, on the kernels' stream likewise. PARDO_OK or the error in ctx->st. */
+int pardo_cuda_copy(pardo_kernel_ctx *ctx, void *dst, const void *src, size_t nbytes);
 
 #endif

@@ -72,6 +72,20 @@ int pardo_cuda_launch_gather(size_t es, const void *src, void *dst, int nd, cons
     return 0;
 }
 
+int pardo_cuda_launch_copy(void *dst, const void *src, size_t nbytes, char *err, size_t errlen) {
+    (void)err;
+    (void)errlen;
+    if (nbytes && dst != src) memmove(dst, src, nbytes);
+    return 0;
+}
+
+int pardo_cuda_launch_zero(void *dst, size_t nbytes, char *err, size_t errlen) {
+    (void)err;
+    (void)errlen;
+    if (nbytes) memset(dst, 0, nbytes);
+    return 0;
+}
+
 int pardo_cuda_launch_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width, size_t rows,
                              char *err, size_t errlen) {
     if (width > dst_pitch || width > src_pitch) {
