@@ -238,6 +238,7 @@ $(BENCH_BINS): %: %.o $(LIB)
 MOCK_DIR := $(BUILD)/gpu-mock
 MOCK_OBJ := $(BUILD)/tests/gpu_mock/host_device.o $(BUILD)/tests/gpu_mock/host_launch.o
 MOCK_OBJ += $(BUILD)/tests/gpu_mock/host_launch_nn.o
+MOCK_OBJ += $(BUILD)/tests/gpu_mock/host_launch_train.o
 MOCK_LIB := $(MOCK_DIR)/libpardo-host-gpu.a
 ifeq ($(CUDA),1)
 $(MOCK_LIB): $(filter-out $(BUILD)/src/core/device_cuda.o $(CU_SRC:%.cu=$(BUILD)/%.cu.o),$(LIB_OBJ)) $(MOCK_OBJ)
@@ -254,6 +255,7 @@ $(MOCK_DIR)/pardo: $(BUILD)/src/cli/main.o $(MOCK_LIB)
 gpu-mock-test: $(MOCK_DIR)/check_pardo $(MOCK_DIR)/pardo $(BUILD)/tests/tools/npy_close
 	$(TEST_ENV) CK_RUN_SUITE=cuda ./$(MOCK_DIR)/check_pardo
 	$(TEST_ENV) CK_RUN_SUITE=cuda_nn ./$(MOCK_DIR)/check_pardo
+	$(TEST_ENV) CK_RUN_SUITE=cuda_train ./$(MOCK_DIR)/check_pardo
 	$(TEST_ENV) CK_RUN_SUITE=synced_mem ./$(MOCK_DIR)/check_pardo
 	$(TEST_ENV) CK_RUN_SUITE=device_stream ./$(MOCK_DIR)/check_pardo
 	$(TEST_ENV) tests/gpu_mock_train_test.sh ./$(MOCK_DIR)/pardo

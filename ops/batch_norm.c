@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "kernel_util.h"
+#include "kernels.h"
 #include "nn_util.h"
 #include "op.h"
 
@@ -291,6 +292,7 @@ const pardo_op_def pardo_op_batch_norm = {
     .n_attrs = 3,
     .infer = bn_infer,
     .cpu = bn_cpu,
+    .cuda = pardo_cuda_batch_norm,
     .grad = bn_grad_build,
     .sync_parts = bn_sync_parts,
     .inplace = true,
@@ -415,6 +417,7 @@ const pardo_op_def pardo_op_batch_norm_grad = {
     .n_attrs = 3,
     .infer = bn_grad_infer,
     .cpu = bn_grad_cpu,
+    .cuda = pardo_cuda_batch_norm_grad,
     .sync_parts = bn_grad_sync_parts,
 };
 

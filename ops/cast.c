@@ -14,6 +14,7 @@
 
 #include "core/half.h"
 #include "kernel_util.h"
+#include "kernels.h"
 #include "op.h"
 
 static const pardo_arg_def x_in[] = {{"X", "input tensor (any dtype)", false, false}};
@@ -196,6 +197,7 @@ const pardo_op_def pardo_op_cast = {
     .n_attrs = 1,
     .infer = cast_infer,
     .cpu = cast_cpu,
+    .cuda = pardo_cuda_cast,
     .grad = pardo_grad_standard,
     .all_dtypes = true,
 };
@@ -259,4 +261,5 @@ const pardo_op_def pardo_op_cast_grad = {
     .n_attrs = 1,
     .infer = cast_grad_infer,
     .cpu = cast_grad_cpu,
+    .cuda = pardo_cuda_cast_grad,
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernel_util.h"
+#include "kernels.h"
 #include "op.h"
 
 static const pardo_arg_def concat_in[] = {{"X", "inputs to join (one or more, same dtype and rank)", false, true}};
@@ -146,6 +147,7 @@ const pardo_op_def pardo_op_concat = {
     .n_attrs = 1,
     .infer = concat_infer,
     .cpu = concat_cpu,
+    .cuda = pardo_cuda_concat,
     .grad = pardo_grad_standard,
     .all_dtypes = true, /* copies elements by size */
 };
@@ -228,4 +230,5 @@ const pardo_op_def pardo_op_concat_grad = {
     .n_attrs = 1,
     .infer = concat_grad_infer,
     .cpu = concat_grad_cpu,
+    .cuda = pardo_cuda_concat_grad,
 };

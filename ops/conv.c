@@ -39,6 +39,7 @@
 #include "gemm.h"
 #include "im2col.h"
 #include "kernel_util.h"
+#include "kernels.h"
 #include "nn_util.h"
 #include "op.h"
 #include "scratch.h"
@@ -439,6 +440,7 @@ const pardo_op_def pardo_op_conv2d = {
     .n_attrs = 5,
     .infer = conv_infer,
     .cpu = conv_cpu,
+    .cuda = pardo_cuda_conv2d,
     .halves_in_f32 = true,
     .grad = conv_grad_build,
 };
@@ -587,4 +589,5 @@ const pardo_op_def pardo_op_conv2d_grad = {
     .n_attrs = 5,
     .infer = conv_grad_infer,
     .cpu = conv_grad_cpu,
+    .cuda = pardo_cuda_conv2d_grad,
 };

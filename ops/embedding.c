@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "nn_util.h"
 #include "op.h"
 
@@ -115,6 +116,7 @@ const pardo_op_def pardo_op_embedding = {
     .n_outputs = 1,
     .infer = emb_infer,
     .cpu = emb_cpu,
+    .cuda = pardo_cuda_embedding,
     .grad = pardo_grad_standard,
 };
 
@@ -189,4 +191,5 @@ const pardo_op_def pardo_op_embedding_grad = {
     .n_outputs = 2,
     .infer = emb_grad_infer,
     .cpu = emb_grad_cpu,
+    .cuda = pardo_cuda_embedding_grad,
 };

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "core/init_fill.h"
+#include "kernels.h"
 #include "op.h"
 
 static const pardo_arg_def y_out[] = {{"Y", "the filled tensor", false, false}};
@@ -81,4 +82,5 @@ const pardo_op_def pardo_op_fill = {
     .n_attrs = 9,
     .infer = fill_infer,
     .cpu = fill_cpu,
+    .cuda = pardo_cuda_fill,
 };

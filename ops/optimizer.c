@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "kernel_util.h"
+#include "kernels.h"
 #include "merge_combine.h"
 #include "nn_util.h"
 #include "op.h"
@@ -469,6 +470,7 @@ const pardo_op_def pardo_op_sgd = {
     .n_attrs = 2,
     .infer = sgd_infer,
     .cpu = sgd_cpu,
+    .cuda = pardo_cuda_sgd,
     .inplace = true,
     .array_ok = 2u,
     .array_in = 1u << 3, /* weight_by */
@@ -549,6 +551,7 @@ const pardo_op_def pardo_op_momentum = {
     .n_attrs = 4,
     .infer = momentum_infer,
     .cpu = momentum_cpu,
+    .cuda = pardo_cuda_momentum,
     .inplace = true,
     .array_ok = 2u,
     .array_in = 1u << 4, /* weight_by */
@@ -653,20 +656,20 @@ static int adam_cpu(pardo_kernel_ctx *ctx) {
 }
 
 /* adam and adamw: one kernel, told apart by the type (adam_decoupled). */
-#define ADAM_DEF(TYPE, DOC, ATTRS)                                                                                     \
+#define ADAM_DEF(TYPE, DOC, ATTRS, CUDA)                                                                               \
     {                                                                                                                  \
         .type = TYPE, .doc = DOC, .inputs = adam_in, .n_inputs = 7, .outputs = adam_out, .n_outputs = 4,               \
-        .attrs = ATTRS, .n_attrs = 5, .infer = adam_infer, .cpu = adam_cpu, .inplace = true, .array_ok = 2u,           \
-        .array_in = 1u << 6, /* weight_by */                                                                           \
+        .attrs = ATTRS, .n_attrs = 5, .infer = adam_infer, .cpu = adam_cpu, .cuda = CUDA, .inplace = true,             \
+        .array_ok = 2u, .array_in = 1u << 6, /* weight_by */                                                           \
     }
 const pardo_op_def pardo_op_adam =
     ADAM_DEF("adam",
              "Adam, in place (torch.optim.Adam): g += weight_decay param; bias-corrected moments m, v; param -= lr "
              "m_hat / (sqrt(v_hat) + eps)",
-             adam_attrs);
+             adam_attrs, pardo_cuda_adam);
 const pardo_op_def pardo_op_adamw =
     ADAM_DEF("adamw", "AdamW, in place (torch.optim.AdamW): param *= 1 - lr weight_decay, then adam's step without L2",
-             adamw_attrs);
+             adamw_attrs, pardo_cuda_adamw);
 #undef ADAM_DEF
 
 /* ---- clip_grad_norm ---- */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "kernel_util.h"
+#include "kernels.h"
 #include "nn_util.h"
 #include "op.h"
 #include "window2d.h"
@@ -379,6 +380,7 @@ const pardo_op_def pardo_op_max_pool2d = {
     .n_attrs = 3,
     .infer = maxpool_infer,
     .cpu = maxpool_cpu,
+    .cuda = pardo_cuda_max_pool2d,
     .grad = pardo_grad_standard,
     .all_dtypes = true,
 };
@@ -394,6 +396,7 @@ const pardo_op_def pardo_op_max_pool2d_grad = {
     .n_attrs = 3,
     .infer = pool_grad_infer,
     .cpu = maxpool_grad_cpu,
+    .cuda = pardo_cuda_max_pool2d_grad,
 };
 
 const pardo_op_def pardo_op_avg_pool2d = {
@@ -407,6 +410,7 @@ const pardo_op_def pardo_op_avg_pool2d = {
     .n_attrs = 3,
     .infer = avgpool_infer,
     .cpu = avgpool_cpu,
+    .cuda = pardo_cuda_avg_pool2d,
     .halves_in_f32 = true,
     .grad = pardo_grad_standard,
 };
@@ -422,4 +426,5 @@ const pardo_op_def pardo_op_avg_pool2d_grad = {
     .n_attrs = 3,
     .infer = pool_grad_infer,
     .cpu = avgpool_grad_cpu,
+    .cuda = pardo_cuda_avg_pool2d_grad,
 };

@@ -9,6 +9,7 @@
 
 #include "index_util.h"
 #include "kernel_util.h"
+#include "kernels.h"
 #include "op.h"
 
 static const pardo_arg_def x_in[] = {{"X", "input tensor (any dtype)", false, false}};
@@ -61,6 +62,7 @@ const pardo_op_def pardo_op_identity = {
     .n_outputs = 1,
     .infer = identity_infer,
     .cpu = identity_cpu,
+    .cuda = pardo_cuda_identity,
     .grad = pardo_grad_standard,
     .all_dtypes = true, /* copies elements by size */
 };
@@ -74,6 +76,7 @@ const pardo_op_def pardo_op_identity_grad = {
     .n_outputs = 1,
     .infer = back_grad_infer,
     .cpu = back_grad_cpu,
+    .cuda = pardo_cuda_identity_grad,
 };
 
 /* ---- reshape ---- */
@@ -213,6 +216,7 @@ const pardo_op_def pardo_op_reshape = {
     .n_attrs = 2,
     .infer = reshape_infer,
     .cpu = reshape_cpu,
+    .cuda = pardo_cuda_reshape,
     .grad = reshape_grad_build,
     .all_dtypes = true, /* copies elements by size */
 };
@@ -228,6 +232,7 @@ const pardo_op_def pardo_op_reshape_grad = {
     .n_attrs = 2,
     .infer = reshape_grad_infer,
     .cpu = back_grad_cpu,
+    .cuda = pardo_cuda_reshape_grad,
 };
 
 /* ---- flatten ---- */
@@ -287,6 +292,7 @@ const pardo_op_def pardo_op_flatten = {
     .n_attrs = 1,
     .infer = flatten_infer,
     .cpu = flatten_cpu,
+    .cuda = pardo_cuda_flatten,
     .grad = pardo_grad_standard,
     .all_dtypes = true, /* copies elements by size */
 };
@@ -302,6 +308,7 @@ const pardo_op_def pardo_op_flatten_grad = {
     .n_attrs = 1,
     .infer = flatten_grad_infer,
     .cpu = back_grad_cpu,
+    .cuda = pardo_cuda_flatten_grad,
 };
 
 /* ---- transpose ---- */
@@ -426,6 +433,7 @@ const pardo_op_def pardo_op_transpose = {
     .n_attrs = 1,
     .infer = transpose_infer,
     .cpu = transpose_cpu,
+    .cuda = pardo_cuda_transpose,
     .grad = pardo_grad_standard,
     .all_dtypes = true, /* copies elements by size */
 };
@@ -441,4 +449,5 @@ const pardo_op_def pardo_op_transpose_grad = {
     .n_attrs = 1,
     .infer = transpose_grad_infer,
     .cpu = transpose_grad_cpu,
+    .cuda = pardo_cuda_transpose_grad,
 };

@@ -71,6 +71,7 @@
     X(executor)         \
     X(cuda)             \
     X(cuda_nn)          \
+    X(cuda_train)       \
     X(memory)           \
     X(fuse)             \
     X(checkpoint)       \

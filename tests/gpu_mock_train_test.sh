@@ -5,7 +5,8 @@
 # (within 1e-3: the stand-in's products add in double, the CPU's in float32), also on device 1 of two, each
 # op the GPU run hands to the CPU is noted once, and the ops with CUDA kernels (matmul, relu,
 # softmax_cross_entropy) are not; the device cache and the pinned host cache allocate nothing after the
-# first steps. Usage: tests/gpu_mock_train_test.sh PATH/TO/pardo
+# first steps; the digits CNN and batch-normed MLP likewise, their conv2d, pools, reshapes, batch_norm and
+# adam on the GPU. Usage: tests/gpu_mock_train_test.sh PATH/TO/pardo
 set -u
 . "$(dirname "$0")/cli_lib.sh"
 cli_setup gpu-mock-train "$@"
@@ -53,6 +54,30 @@ for key in loss eval_loss eval_accuracy; do
     c=$(sed -n "s/^$key: //p" "$T/cpu.out")
     if [ -n "$g" ] && awk -v g="$g" -v c="$c" 'BEGIN { d = g - c; if (d < 0) d = -d; exit !(d <= 1e-3 * c + 1e-6) }'
     then ok; else bad "cuda:1: $key: '$g' on the GPU, '$c' on the CPU"; fi
+done
+
+# the digits CNN (graphs/digits_cnn.json: reshape, conv2d, max_pool2d, flatten) and the batch-normed MLP
+# (graphs/digits_bn_mlp.json: batch_norm in training mode), each with adam and the gradients, run on the "GPU"
+# (their ops/cuda/ glue over tests/gpu_mock/host_launch_train.c), end at the CPU's loss and held-out accuracy, and
+# none of those ops is handed to the CPU
+for net in digits_cnn digits_bn_mlp; do
+    C=$T/$net.json
+    expect "transpile $net --no-parallel" 0 -- transpile graphs/$net.json -o "$C" --backward loss --optimizer adam --no-parallel
+    for dev in cuda cpu; do
+        # shellcheck disable=SC2086
+        expect "train $net --device $dev" 0 -- train "$C" $DATA $EVAL --batch-size 32 --epochs 2 --shuffle --seed 1 --threads 1 --device $dev
+        cp "$T/out" "$T/$net-$dev.out"
+        cp "$T/err" "$T/$net-$dev.err"
+    done
+    for key in loss eval_loss eval_accuracy; do
+        g=$(sed -n "s/^$key: //p" "$T/$net-cuda.out")
+        c=$(sed -n "s/^$key: //p" "$T/$net-cpu.out")
+        if [ -n "$g" ] && awk -v g="$g" -v c="$c" 'BEGIN { d = g - c; if (d < 0) d = -d; exit !(d <= 1e-3 * c + 1e-6) }'
+        then ok; else bad "$net's $key: '$g' on the GPU, '$c' on the CPU"; fi
+    done
+    for op in reshape conv2d conv2d_grad max_pool2d max_pool2d_grad flatten flatten_grad batch_norm batch_norm_grad adam; do
+        if grep -q "note: op '$op' runs on the CPU" "$T/$net-cuda.err"; then bad "$net: $op ran on the CPU: $(cat "$T/$net-cuda.err")"; else ok; fi
+    done
 done
 
 # the device cache (src/core/device_cache.h): PARDO_DEVICE_CACHE_STATS=1 prints its counters as the command ends;

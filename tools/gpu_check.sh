@@ -4,9 +4,9 @@
 #      "cuda kernel: yes" for matmul and relu);
 #   2. prints `nvidia-smi -L` where it exists and asks pardo whether it finds a GPU: without one it
 #      says so and exits 3 (the build was still checked);
-#   3. runs the registry and CUDA suites, cuda and cuda_nn (every CUDA kernel against the CPU kernel),
-#      the SyncedMemory suite and the device-stream one (streams, events, the pinned host cache, the
-#      feed stage's copies on the copy stream); none may skip its GPU half;
+#   3. runs the registry and CUDA suites, cuda, cuda_nn and cuda_train (every CUDA kernel against the
+#      CPU kernel), the SyncedMemory suite and the device-stream one (streams, events, the pinned
+#      host cache, the feed stage's copies on the copy stream); none may skip its GPU half;
 #   4. trains the digits MLP (pardo transpile --no-parallel, then pardo train) on the GPU and on the
 #      CPU with the same seed: both reach 95% held out, within 2 points of each other, and the GPU
 #      run names each op it hands to the CPU once (softmax_cross_entropy, a CUDA kernel, never);
@@ -118,8 +118,8 @@ fi
 pass "a GPU is here: pardo run --device cuda ran graphs/mlp.json on it"
 
 # ---- 3. the registry, CUDA, SyncedMemory and device-stream suites ----
-say "CK_RUN_SUITE=registry, cuda, cuda_nn, synced_mem and device_stream $BUILD/check_pardo"
-for suite in registry cuda cuda_nn synced_mem device_stream; do
+say "CK_RUN_SUITE=registry, cuda, cuda_nn, cuda_train, synced_mem and device_stream $BUILD/check_pardo"
+for suite in registry cuda cuda_nn cuda_train synced_mem device_stream; do
     # shellcheck disable=SC2086
     if within 150 env $TEST_ENV CK_RUN_SUITE=$suite "$BUILD/check_pardo" >"$T/$suite.out" 2>&1; then
         if grep -q "skipped the GPU" "$T/$suite.out"; then

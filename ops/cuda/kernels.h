@@ -57,6 +57,33 @@
     X(mse_loss_grad)                                                                                                   \
     X(dropout)                                                                                                         \
     X(dropout_grad)                                                                                                    \
+    X(sgd)                                                                                                             \
+    X(momentum)                                                                                                        \
+    X(adam)                                                                                                            \
+    X(adamw)                                                                                                           \
+    X(identity)                                                                                                        \
+    X(identity_grad)                                                                                                   \
+    X(reshape)                                                                                                         \
+    X(reshape_grad)                                                                                                    \
+    X(flatten)                                                                                                         \
+    X(flatten_grad)                                                                                                    \
+    X(transpose)                                                                                                       \
+    X(transpose_grad)                                                                                                  \
+    X(concat)                                                                                                          \
+    X(concat_grad)                                                                                                     \
+    X(cast)                                                                                                            \
+    X(cast_grad)                                                                                                       \
+    X(fill)                                                                                                            \
+    X(conv2d)                                                                                                          \
+    X(conv2d_grad)                                                                                                     \
+    X(max_pool2d)                                                                                                      \
+    X(max_pool2d_grad)                                                                                                 \
+    X(avg_pool2d)                                                                                                      \
+    X(avg_pool2d_grad)                                                                                                 \
+    X(embedding)                                                                                                       \
+    X(embedding_grad)                                                                                                  \
+    X(batch_norm)                                                                                                      \
+    X(batch_norm_grad)                                                                                                 \
     X(to_device)
 
 #ifdef PARDO_CUDA
