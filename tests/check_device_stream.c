@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "graph_test_util.h"
+#include "mlp_test_util.h"
+#include "test_util.h"
 #include "core/device.h"
 #include "core/host_cache.h"
 #include "core/synced_mem.h"
@@ -261,6 +264,70 @@ START_TEST(feed_stage_device1) {
 }
 END_TEST
 
+/* A thread that runs a GPU executor's ops (a stage's chains on pool threads, src/exec/stage_run.c; a caller's
+ * thread other than the one that made the executor) selects its device first: here an executor of cuda:1 at 2
+ * threads, a graph in parts, run from a new thread (on device 0 until it selects one): the params end where the
+ * CPU's do, and every tensor of block 0 with device memory has it on device 1 (the device current on the thread
+ * that allocated it; SyncedMemory records it). */
+typedef struct run_arg {
+    pardo_executor *ex;
+    int steps;
+} run_arg;
+
+static void *run_steps_thread(void *arg) {
+    run_arg *a = arg;
+    test_run_steps(a->ex, a->steps);
+    return NULL;
+}
+
+START_TEST(ops_run_on_the_executor_device) {
+    if (!have_gpu("ops_run_on_the_executor_device")) return;
+    if (mock()) setenv("PARDO_MOCK_DEVICE_COUNT", "2", 1);
+    if (pardo_device_count() < 2) {
+        printf("device_stream: ops_run_on_the_executor_device: skipped (one CUDA device)\n");
+        return;
+    }
+    pardo_program *p = test_training_program(test_mlp_text, "mlp.json", "loss", PARDO_OPTIMIZER_MOMENTUM, 0.1, 2);
+    const int64_t xs[2] = {8, 6}, ys[1] = {8};
+    test_rng r = {99u};
+    pardo_tensor *x = test_tensor_random(&r, PARDO_F64, 2, xs, -1, 1);
+    pardo_tensor *y = test_tensor_random(&r, PARDO_I64, 1, ys, 0, 3);
+    const char *names[2] = {"x", "y"};
+    pardo_tensor *feeds[2] = {x, y};
+    pardo_exec_options go = {.nthreads = 2, .device = PARDO_DEVICE_CUDA, .device_index = 1}, co = {.nthreads = 2};
+    pardo_executor *gpu = test_executor_with(p, go, 2, names, feeds), *cpu = test_executor_with(p, co, 2, names, feeds);
+    pardo_status st;
+    ck_assert_int_eq(pardo_device_set(0, &st), PARDO_OK); /* this thread too: nothing but the ops may select 1 */
+    run_arg a = {gpu, 4};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, run_steps_thread, &a), 0);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    test_run_steps(cpu, 4);
+    static const char *const params[] = {"w1", "b1", "w2"};
+    for (int i = 0; i < 3; i++) {
+        pardo_tensor *g = test_fetched_copy(gpu, params[i]), *c = test_fetched_copy(cpu, params[i]);
+        test_assert_close(g, c, 1e-9, 1e-12);
+        pardo_tensor_release(g);
+        pardo_tensor_release(c);
+    }
+    const pardo_block *b0 = &p->blocks[0];
+    int on_device = 0;
+    for (int i = 0; i < b0->n_vars; i++) {
+        const pardo_tensor *t = pardo_executor_fetch(gpu, b0->vars[i].name);
+        if (!t || t->is_array || !t->mem || !t->mem->gpu_ptr) continue;
+        ck_assert_msg(t->mem->device == 1, "'%s' is on device %d", b0->vars[i].name, t->mem->device);
+        on_device++;
+    }
+    ck_assert_int_gt(on_device, 6);
+    pardo_executor_free(gpu);
+    pardo_executor_free(cpu);
+    pardo_tensor_release(x);
+    pardo_tensor_release(y);
+    pardo_program_free(p);
+    unsetenv("PARDO_MOCK_DEVICE_COUNT");
+}
+END_TEST
+
 /* The feed copy's host-to-device copies are "copy" events (cat "memory"), async, with their bytes. */
 START_TEST(feed_copies_are_traced) {
     pardo_status st;
@@ -350,6 +417,7 @@ Suite *make_device_stream_suite(void) {
     tcase_add_test(tc, feed_stage_device0);
     tcase_add_test(tc, feed_stage_device1);
     tcase_add_test(tc, feed_copies_are_traced);
+    tcase_add_test(tc, ops_run_on_the_executor_device);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("Errors");
     tcase_add_test(te, streams_bad_device);
