@@ -6,7 +6,8 @@
 # op the GPU run hands to the CPU is noted once, and the ops with CUDA kernels (matmul, relu,
 # softmax_cross_entropy) are not; the device cache and the pinned host cache allocate nothing after the
 # first steps; the digits CNN and batch-normed MLP likewise, their conv2d, pools, reshapes, batch_norm and
-# adam on the GPU. Usage: tests/gpu_mock_train_test.sh PATH/TO/pardo
+# adam on the GPU; the crossings are to_device / to_host ops (the placement pass); PyTorch's MLP and CNN
+# exported to ONNX run on the GPU to PyTorch's outputs. Usage: tests/gpu_mock_train_test.sh PATH/TO/pardo
 set -u
 . "$(dirname "$0")/cli_lib.sh"
 cli_setup gpu-mock-train "$@"
@@ -114,5 +115,22 @@ EOT
 if [ -n "$one" ] && [ -n "$three" ] && [ "$a1" -gt 0 ] && [ "$a3" = "$a1" ] && [ "$f1" = "$a1" ] && [ "$f3" = "$a3" ] &&
     [ "$h3" -gt "$h1" ]
 then ok; else bad "host cache at exit, 1 epoch: '$one', 3 epochs: '$three' (pinned allocations, frees, hits): $(cat "$T/err")"; fi
+
+# an imported ONNX model on the GPU (PyTorch's exports, tests/fixtures/onnx): pardo run --device cuda gives
+# PyTorch's outputs as the CPU run does, with its crossings placed
+NPY_CLOSE=${NPY_CLOSE:-build/tests/tools/npy_close}
+case $NPY_CLOSE in /*) ;; *) NPY_CLOSE=$ROOT/$NPY_CLOSE ;; esac
+F=$ROOT/tests/fixtures/onnx
+if "$PARDO" --version | grep -q '^ONNX: built in'; then
+    for m in mlp cnn; do
+        rm -rf "$T/onnx_$m"
+        expect "run $m.onnx --device cuda" 0 -- run "$F/$m.onnx" --feed x="$F/${m}_in.npy" --fetch y --device cuda \
+            --out "$T/onnx_$m" --trace "$T/onnx_$m.json"
+        if "$NPY_CLOSE" "$T/onnx_$m/y.npy" "$F/${m}_out.npy" 2>"$T/close"; then ok; else bad "$m.onnx on the GPU: $(cat "$T/close")"; fi
+        grep -q '"op":"to_device"' "$T/onnx_$m.json" && ok || bad "$m.onnx on the GPU: no to_device op in its trace"
+    done
+else
+    echo "gpu-mock-train: the ONNX model on the GPU skipped (pardo is built without ONNX)"
+fi
 
 cli_finish
