@@ -6,19 +6,14 @@
 #include <stdio.h>
 
 #include "cuda_stream.cuh"
+#include "launch_util.cuh"
 #include "launch_train.h"
+
+using namespace pardo_cu;
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kEcuda = -7; // PARDO_ECUDA
 
-int launched(const char *what, char *err, size_t errlen) {
-    cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) return 0;
-    snprintf(err, errlen, "CUDA %s kernel failed to start: %s", what, cudaGetErrorString(e));
-    return kEcuda;
-}
 
 // The sum of every thread's v over the block (kThreads of them), returned to every thread; sh has kThreads slots.
 __device__ double block_sum(double v, double *sh) {

@@ -5,11 +5,13 @@
 #include <stdio.h>
 
 #include "cuda_stream.cuh"
+#include "launch_util.cuh"
 #include "launch.h"
+
+using namespace pardo_cu;
 
 namespace {
 
-constexpr int kThreads = 256;
 
 template <typename T> __device__ T apply_unary(int kind, T x, T a, T b) {
     switch (kind) {
@@ -63,11 +65,6 @@ __global__ void binary_kernel(int kind, const T *a, const T *b, T *z, int64_t n,
     }
 }
 
-int grid_for(int64_t n) {
-    int64_t blocks = (n + kThreads - 1) / kThreads;
-    if (blocks > 65535) blocks = 65535;
-    return blocks < 1 ? 1 : (int)blocks;
-}
 
 int finish(const char *what, char *err, size_t errlen) {
     cudaError_t e = cudaGetLastError();

@@ -12,27 +12,16 @@
 #include <stdlib.h>
 
 #include "cuda_stream.cuh"
+#include "launch_util.cuh"
 #include "launch.h"
+
+using namespace pardo_cu;
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kEcuda = -7;   // PARDO_ECUDA
 constexpr int kEnotsup = -5; // PARDO_ENOTSUP
 
-int grid_for(int64_t n) {
-    int64_t blocks = (n + kThreads - 1) / kThreads;
-    if (blocks > 65535) blocks = 65535;
-    return blocks < 1 ? 1 : (int)blocks;
-}
 
-// The launch error of the kernel just started, if any (the kernels here do not synchronise).
-int launched(const char *what, char *err, size_t errlen) {
-    cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) return 0;
-    snprintf(err, errlen, "CUDA %s kernel failed to start: %s", what, cudaGetErrorString(e));
-    return kEcuda;
-}
 
 // ---- cuBLAS: opened on the first product (a CPU run never loads it: its start-up opens the CUDA driver) ----
 

@@ -9,25 +9,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "launch_util.cuh"
+
 namespace pardo_nn {
 
-constexpr int kThreads = 256;    // a block's threads (a multiple of 32: the reductions go warp by warp)
-constexpr int kEcuda = -7;       // PARDO_ECUDA
+using pardo_cu::grid_for;
+using pardo_cu::kEcuda;
+using pardo_cu::kThreads;
+using pardo_cu::launched;
 constexpr int kBlockRowMin = 64; // a contiguous row at least this long gets a block
-
-inline int grid_for(int64_t n, int per_block) {
-    int64_t blocks = (n + per_block - 1) / per_block;
-    if (blocks > 65535) blocks = 65535;
-    return blocks < 1 ? 1 : (int)blocks;
-}
-
-// The launch error of the kernel just started, if any (nothing here synchronises).
-inline int launched(const char *what, char *err, size_t errlen) {
-    cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) return 0;
-    snprintf(err, errlen, "CUDA %s kernel failed to start: %s", what, cudaGetErrorString(e));
-    return kEcuda;
-}
 
 struct SumOp {
     __device__ double operator()(double a, double b) const { return a + b; }

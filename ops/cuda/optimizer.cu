@@ -6,28 +6,16 @@
 #include <stdio.h>
 
 #include "cuda_stream.cuh"
+#include "launch_util.cuh"
 #include "launch_train.h"
+
+using namespace pardo_cu;
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kEcuda = -7; // PARDO_ECUDA
 
-int grid_for(int64_t n) {
-    int64_t blocks = (n + kThreads - 1) / kThreads;
-    if (blocks > 65535) blocks = 65535;
-    return blocks < 1 ? 1 : (int)blocks;
-}
 
-int launched(const char *what, char *err, size_t errlen) {
-    cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) return 0;
-    snprintf(err, errlen, "CUDA %s kernel failed to start: %s", what, cudaGetErrorString(e));
-    return kEcuda;
-}
 
-#define GRID_LOOP(i, n)                                                                                                \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 template <typename T> __global__ void sgd_kernel(int64_t n, const T *p, const T *g, double lr, double wd, T *po) {
     GRID_LOOP(i, n) {
