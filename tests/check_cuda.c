@@ -13,36 +13,14 @@
 
 #include "check_suites.h"
 #include "core/device.h"
+#include "cuda_test_util.h"
 #include "graph_test_util.h"
 #include "test_util.h"
 
 /* Says so when the GPU half of `test` is skipped; the CPU half still runs. */
-static void note_gpu(const char *test) {
-    if (pardo_device_count() > 0) return;
-    printf("cuda: %s: ran the CPU side only, skipped the GPU (no CUDA device%s)\n", test,
-           pardo_device_compiled() ? "" : "; built without CUDA");
-}
+static void note_gpu(const char *test) { test_cuda_note_gpu("cuda", test); }
 
-static pardo_executor *gpu_executor(const pardo_program *p) {
-    pardo_status st;
-    pardo_exec_options opt = {.nthreads = 1, .device = PARDO_DEVICE_CUDA};
-    pardo_executor *ex = NULL;
-    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
-    ck_assert_int_eq(pardo_executor_device(ex), PARDO_DEVICE_CUDA);
-    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
-    return ex;
-}
-
-static void feed(pardo_executor *ex, const char *name, pardo_tensor *t) {
-    pardo_status st;
-    ck_assert_msg(pardo_executor_feed(ex, name, t, "test", &st) == PARDO_OK, "feed %s: %s", name, st.msg);
-}
-
-static void shape_json(char *buf, size_t n, int nd, const int64_t *shape) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int d = 0; d < nd; d++) k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    snprintf(buf + k, n - k, "]");
-}
+static pardo_executor *gpu_executor(const pardo_program *p) { return test_cuda_executor(p, PARDO_DEVICE_CUDA, false); }
 
 /* Runs `graph` (feeds a and, if b, b; output z) on both devices for two steps
  * and compares z. The second step reuses the outputs the first allocated.
@@ -53,12 +31,12 @@ static void compare_devices(const char *graph, pardo_tensor *a, pardo_tensor *b,
     bool gpu_here = pardo_device_count() > 0;
     pardo_executor *gpu = gpu_here ? gpu_executor(p) : NULL, *cpu = test_executor(p, 1);
     for (int step = 0; step < 2; step++) {
-        feed(cpu, "a", a);
-        if (b) feed(cpu, "b", b);
+        test_feed(cpu, "a", a);
+        if (b) test_feed(cpu, "b", b);
         ck_assert_msg(pardo_executor_run(cpu, &st) == PARDO_OK, "cpu: %s", st.msg);
         if (!gpu) continue;
-        feed(gpu, "a", a);
-        if (b) feed(gpu, "b", b);
+        test_feed(gpu, "a", a);
+        if (b) test_feed(gpu, "b", b);
         ck_assert_msg(pardo_executor_run(gpu, &st) == PARDO_OK, "gpu: %s", st.msg);
         pardo_tensor *zg = pardo_executor_fetch(gpu, "z"), *zc = pardo_executor_fetch(cpu, "z");
         ck_assert_ptr_nonnull(zg);
@@ -74,7 +52,7 @@ static const char *const unary_ops[] = {"relu", "sigmoid", "tanh", "exp", "log",
 
 static void check_unary(const char *op, pardo_dtype dt, int nd, const int64_t *shape) {
     char graph[1024], sh[128];
-    shape_json(sh, sizeof sh, nd, shape);
+    test_shape_json(sh, sizeof sh, nd, shape);
     snprintf(graph, sizeof graph,
              "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"a\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}},"
              "\"ops\": [{\"op\": \"%s\", \"in\": [\"a\"], \"out\": [\"z\"]%s}]}]}",
@@ -99,8 +77,8 @@ END_TEST
 
 static void check_binary(const char *op, pardo_dtype dt, int na, const int64_t *sa, int nb, const int64_t *sb) {
     char graph[1024], ja[128], jb[128];
-    shape_json(ja, sizeof ja, na, sa);
-    shape_json(jb, sizeof jb, nb, sb);
+    test_shape_json(ja, sizeof ja, na, sa);
+    test_shape_json(jb, sizeof jb, nb, sb);
     snprintf(graph, sizeof graph,
              "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"a\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"},"
              "\"b\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}},"
@@ -171,25 +149,20 @@ END_TEST
 
 /* ---- matmul and matmul_grad (cuBLAS) ---- */
 
-/* A named feed of a graph. */
-typedef struct named_tensor {
-    const char *name;
-    pardo_tensor *t;
-} named_tensor;
 
 /* As compare_devices, with any feeds and the fetched vars `fetch` (n_fetch of them) compared. */
-static void compare_devices_named(const char *graph, const named_tensor *feeds, int n_feeds, const char *const *fetch,
-                                  int n_fetch, double rtol, double atol) {
+static void compare_devices_named(const char *graph, const test_named_tensor *feeds, int n_feeds,
+                                  const char *const *fetch, int n_fetch, double rtol, double atol) {
     pardo_status st;
     pardo_program *p = test_program(graph, "cuda_matmul.json");
     bool gpu_here = pardo_device_count() > 0;
     pardo_executor *gpu = gpu_here ? gpu_executor(p) : NULL, *cpu = test_executor(p, 1);
     for (int step = 0; step < 2; step++) {
-        for (int f = 0; f < n_feeds; f++) feed(cpu, feeds[f].name, feeds[f].t);
+        for (int f = 0; f < n_feeds; f++) test_feed(cpu, feeds[f].name, feeds[f].t);
         ck_assert_msg(pardo_executor_run(cpu, &st) == PARDO_OK, "cpu: %s\n%s", st.msg, graph);
         for (int k = 0; k < n_fetch; k++) ck_assert_ptr_nonnull(pardo_executor_fetch(cpu, fetch[k]));
         if (!gpu) continue;
-        for (int f = 0; f < n_feeds; f++) feed(gpu, feeds[f].name, feeds[f].t);
+        for (int f = 0; f < n_feeds; f++) test_feed(gpu, feeds[f].name, feeds[f].t);
         ck_assert_msg(pardo_executor_run(gpu, &st) == PARDO_OK, "gpu: %s\n%s", st.msg, graph);
         for (int k = 0; k < n_fetch; k++) {
             pardo_tensor *zg = pardo_executor_fetch(gpu, fetch[k]), *zc = pardo_executor_fetch(cpu, fetch[k]);
@@ -220,9 +193,9 @@ static void check_matmul(pardo_dtype dt, int na, const int64_t *sa, bool ta, int
     int64_t a_st[PARDO_MAX_DIMS], b_st[PARDO_MAX_DIMS];
     stored_shape(na, sa, ta, a_st);
     stored_shape(nb, sb, tb, b_st);
-    shape_json(ja, sizeof ja, na, a_st);
-    shape_json(jb, sizeof jb, nb, b_st);
-    if (nbias >= 0) shape_json(jc, sizeof jc, nbias, sbias);
+    test_shape_json(ja, sizeof ja, na, a_st);
+    test_shape_json(jb, sizeof jb, nb, b_st);
+    if (nbias >= 0) test_shape_json(jc, sizeof jc, nbias, sbias);
     const char *dn = pardo_dtype_name(dt);
     char bias_var[256] = "";
     if (nbias >= 0)
@@ -235,9 +208,10 @@ static void check_matmul(pardo_dtype dt, int na, const int64_t *sa, bool ta, int
              dn, ja, dn, jb, bias_var, nbias >= 0 ? ", \"c\"" : "", ta ? "true" : "false", tb ? "true" : "false", act);
     test_rng r = {17};
     bool is_float = pardo_dtype_is_float(dt);
-    named_tensor feeds[3] = {{"a", test_tensor_random(&r, dt, na, a_st, is_float ? -1.0 : -5.0, is_float ? 1.0 : 5.0)},
-                             {"b", test_tensor_random(&r, dt, nb, b_st, is_float ? -1.0 : -5.0, is_float ? 1.0 : 5.0)},
-                             {"c", nbias >= 0 ? test_tensor_random(&r, dt, nbias, sbias, -1.0, 1.0) : NULL}};
+    test_named_tensor feeds[3] = {
+        {"a", test_tensor_random(&r, dt, na, a_st, is_float ? -1.0 : -5.0, is_float ? 1.0 : 5.0)},
+        {"b", test_tensor_random(&r, dt, nb, b_st, is_float ? -1.0 : -5.0, is_float ? 1.0 : 5.0)},
+        {"c", nbias >= 0 ? test_tensor_random(&r, dt, nbias, sbias, -1.0, 1.0) : NULL}};
     const char *const fetch[] = {"z"};
     /* float32 sums of a few hundred products: cuBLAS adds in another order than the CPU's packed kernel */
     compare_devices_named(graph, feeds, nbias >= 0 ? 3 : 2, fetch, 1, dt == PARDO_F64 ? 1e-12 : 1e-4,
@@ -305,10 +279,10 @@ static void check_matmul_grad(pardo_dtype dt, int na, const int64_t *sa, bool ta
     int64_t a_st[PARDO_MAX_DIMS], b_st[PARDO_MAX_DIMS];
     stored_shape(na, sa, ta, a_st);
     stored_shape(nb, sb, tb, b_st);
-    shape_json(ja, sizeof ja, na, a_st);
-    shape_json(jb, sizeof jb, nb, b_st);
-    shape_json(jy, sizeof jy, ny, sy);
-    if (nbias >= 0) shape_json(jc, sizeof jc, nbias, sbias);
+    test_shape_json(ja, sizeof ja, na, a_st);
+    test_shape_json(jb, sizeof jb, nb, b_st);
+    test_shape_json(jy, sizeof jy, ny, sy);
+    if (nbias >= 0) test_shape_json(jc, sizeof jc, nbias, sbias);
     const char *dn = pardo_dtype_name(dt);
     int w = snprintf(
         vars, sizeof vars,
@@ -332,13 +306,13 @@ static void check_matmul_grad(pardo_dtype dt, int na, const int64_t *sa, bool ta
         vars, with_dy ? "g" : "", relu ? "r" : "", nbias >= 0 ? "c" : "", nbias >= 0 ? ", \"dc\"" : "",
         ta ? "true" : "false", tb ? "true" : "false");
     test_rng r = {23};
-    named_tensor feeds[5];
+    test_named_tensor feeds[5];
     int n = 0;
-    feeds[n++] = (named_tensor){"a", test_tensor_random(&r, dt, na, a_st, -1.0, 1.0)};
-    feeds[n++] = (named_tensor){"b", test_tensor_random(&r, dt, nb, b_st, -1.0, 1.0)};
-    if (with_dy) feeds[n++] = (named_tensor){"g", test_tensor_random(&r, dt, ny, sy, -1.0, 1.0)};
-    if (relu) feeds[n++] = (named_tensor){"r", test_tensor_random(&r, dt, na, a_st, -1.0, 1.0)}; /* half masked */
-    if (nbias >= 0) feeds[n++] = (named_tensor){"c", test_tensor_random(&r, dt, nbias, sbias, -1.0, 1.0)};
+    feeds[n++] = (test_named_tensor){"a", test_tensor_random(&r, dt, na, a_st, -1.0, 1.0)};
+    feeds[n++] = (test_named_tensor){"b", test_tensor_random(&r, dt, nb, b_st, -1.0, 1.0)};
+    if (with_dy) feeds[n++] = (test_named_tensor){"g", test_tensor_random(&r, dt, ny, sy, -1.0, 1.0)};
+    if (relu) feeds[n++] = (test_named_tensor){"r", test_tensor_random(&r, dt, na, a_st, -1.0, 1.0)}; /* half masked */
+    if (nbias >= 0) feeds[n++] = (test_named_tensor){"c", test_tensor_random(&r, dt, nbias, sbias, -1.0, 1.0)};
     const char *const fetch[] = {"da", "db", "dc"};
     compare_devices_named(graph, feeds, n, fetch, nbias >= 0 ? 3 : 2, dt == PARDO_F64 ? 1e-12 : 1e-4,
                           dt == PARDO_F64 ? 1e-12 : 1e-4);

@@ -12,53 +12,22 @@
 
 #include "check_suites.h"
 #include "core/device.h"
+#include "cuda_test_util.h"
 #include "graph_test_util.h"
 #include "test_util.h"
 
 /* Says so when the GPU half of `test` is skipped; the CPU half still runs. */
-static void note_gpu(const char *test) {
-    if (pardo_device_count() > 0) return;
-    printf("cuda_nn: %s: ran the CPU side only, skipped the GPU (no CUDA device%s)\n", test,
-           pardo_device_compiled() ? "" : "; built without CUDA");
-}
+static void note_gpu(const char *test) { test_cuda_note_gpu("cuda_nn", test); }
 
-/* An executor of p on one thread on `device`, training or not. */
-static pardo_executor *executor_on(const pardo_program *p, pardo_device_kind device, bool training) {
-    pardo_status st;
-    pardo_exec_options opt = {.nthreads = 1, .device = device, .training = training};
-    pardo_executor *ex = NULL;
-    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
-    ck_assert_int_eq(pardo_executor_device(ex), device);
-    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
-    return ex;
-}
-
-static pardo_executor *gpu_executor(const pardo_program *p) { return executor_on(p, PARDO_DEVICE_CUDA, false); }
-
-static void feed(pardo_executor *ex, const char *name, pardo_tensor *t) {
-    pardo_status st;
-    ck_assert_msg(pardo_executor_feed(ex, name, t, "test", &st) == PARDO_OK, "feed %s: %s", name, st.msg);
-}
-
-static void shape_json(char *buf, size_t n, int nd, const int64_t *shape) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int d = 0; d < nd; d++) k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    snprintf(buf + k, n - k, "]");
-}
-
-/* A named feed of a graph. */
-typedef struct named_tensor {
-    const char *name;
-    pardo_tensor *t;
-} named_tensor;
+static pardo_executor *gpu_executor(const pardo_program *p) { return test_cuda_executor(p, PARDO_DEVICE_CUDA, false); }
 
 /* The graph of one block: vars "NAME": feeds of the feeds' dtypes and shapes, then the ops (a JSON list's
  * items). */
-static void graph_of(char *buf, size_t n, const named_tensor *feeds, int n_feeds, const char *ops) {
+static void graph_of(char *buf, size_t n, const test_named_tensor *feeds, int n_feeds, const char *ops) {
     size_t k = (size_t)snprintf(buf, n, "{\"pardo\": 1, \"blocks\": [{\"vars\": {");
     for (int f = 0; f < n_feeds; f++) {
         char sh[128];
-        shape_json(sh, sizeof sh, feeds[f].t->ndim, feeds[f].t->shape);
+        test_shape_json(sh, sizeof sh, feeds[f].t->ndim, feeds[f].t->shape);
         k += (size_t)snprintf(buf + k, n - k, "%s\"%s\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"}",
                               f ? ", " : "", feeds[f].name, pardo_dtype_name(feeds[f].t->dtype), sh);
     }
@@ -70,21 +39,21 @@ static void graph_of(char *buf, size_t n, const named_tensor *feeds, int n_feeds
 /* Runs the graph of feeds and ops on both devices (training or not) for two steps (the second reuses the outputs
  * the first allocated, and draws other dropout masks) and compares the fetched vars. Without a GPU only the CPU
  * side runs. */
-static void compare_devices_ex(const named_tensor *feeds, int n_feeds, const char *ops, const char *const *fetch,
+static void compare_devices_ex(const test_named_tensor *feeds, int n_feeds, const char *ops, const char *const *fetch,
                                int n_fetch, double tol, bool training) {
     pardo_status st;
     char graph[4096];
     graph_of(graph, sizeof graph, feeds, n_feeds, ops);
     pardo_program *p = test_program(graph, "cuda_nn.json");
     bool gpu_here = pardo_device_count() > 0;
-    pardo_executor *gpu = gpu_here ? executor_on(p, PARDO_DEVICE_CUDA, training) : NULL,
-                   *cpu = executor_on(p, PARDO_DEVICE_CPU, training);
+    pardo_executor *gpu = gpu_here ? test_cuda_executor(p, PARDO_DEVICE_CUDA, training) : NULL,
+                   *cpu = test_cuda_executor(p, PARDO_DEVICE_CPU, training);
     for (int step = 0; step < 2; step++) {
-        for (int f = 0; f < n_feeds; f++) feed(cpu, feeds[f].name, feeds[f].t);
+        for (int f = 0; f < n_feeds; f++) test_feed(cpu, feeds[f].name, feeds[f].t);
         ck_assert_msg(pardo_executor_run(cpu, &st) == PARDO_OK, "cpu: %s\n%s", st.msg, graph);
         for (int k = 0; k < n_fetch; k++) ck_assert_ptr_nonnull(pardo_executor_fetch(cpu, fetch[k]));
         if (!gpu) continue;
-        for (int f = 0; f < n_feeds; f++) feed(gpu, feeds[f].name, feeds[f].t);
+        for (int f = 0; f < n_feeds; f++) test_feed(gpu, feeds[f].name, feeds[f].t);
         ck_assert_msg(pardo_executor_run(gpu, &st) == PARDO_OK, "gpu: %s\n%s", st.msg, graph);
         for (int k = 0; k < n_fetch; k++) {
             pardo_tensor *zg = pardo_executor_fetch(gpu, fetch[k]), *zc = pardo_executor_fetch(cpu, fetch[k]);
@@ -98,23 +67,23 @@ static void compare_devices_ex(const named_tensor *feeds, int n_feeds, const cha
     pardo_program_free(p);
 }
 
-static void compare_devices(const named_tensor *feeds, int n_feeds, const char *ops, const char *const *fetch,
+static void compare_devices(const test_named_tensor *feeds, int n_feeds, const char *ops, const char *const *fetch,
                             int n_fetch, double tol) {
     compare_devices_ex(feeds, n_feeds, ops, fetch, n_fetch, tol, false);
 }
 
 /* Runs the graph on both devices, expecting each run to fail with the same code and message. */
-static void compare_errors(const named_tensor *feeds, int n_feeds, const char *ops) {
+static void compare_errors(const test_named_tensor *feeds, int n_feeds, const char *ops) {
     pardo_status sc, sg;
     char graph[4096];
     graph_of(graph, sizeof graph, feeds, n_feeds, ops);
     pardo_program *p = test_program(graph, "cuda_nn.json");
     pardo_executor *cpu = test_executor(p, 1), *gpu = pardo_device_count() > 0 ? gpu_executor(p) : NULL;
-    for (int f = 0; f < n_feeds; f++) feed(cpu, feeds[f].name, feeds[f].t);
+    for (int f = 0; f < n_feeds; f++) test_feed(cpu, feeds[f].name, feeds[f].t);
     const int rc = pardo_executor_run(cpu, &sc);
     ck_assert_msg(rc != PARDO_OK, "cpu: ran\n%s", graph);
     if (gpu) {
-        for (int f = 0; f < n_feeds; f++) feed(gpu, feeds[f].name, feeds[f].t);
+        for (int f = 0; f < n_feeds; f++) test_feed(gpu, feeds[f].name, feeds[f].t);
         ck_assert_int_eq(pardo_executor_run(gpu, &sg), rc);
         ck_assert_str_eq(sg.msg, sc.msg);
     }
@@ -123,7 +92,7 @@ static void compare_errors(const named_tensor *feeds, int n_feeds, const char *o
     pardo_program_free(p);
 }
 
-static void release_all(named_tensor *feeds, int n) {
+static void release_all(test_named_tensor *feeds, int n) {
     for (int f = 0; f < n; f++) pardo_tensor_release(feeds[f].t);
 }
 
@@ -136,8 +105,8 @@ static double tol_of(pardo_dtype dt) { return dt == PARDO_F64 ? 1e-11 : 2e-5; }
 static void check_softmax(const char *op, pardo_dtype dt, int nd, const int64_t *shape, int axis, double scale,
                           bool with_dy) {
     test_rng r = {7};
-    named_tensor feeds[2] = {{"x", test_tensor_random(&r, dt, nd, shape, -6.0, 6.0)},
-                             {"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)}};
+    test_named_tensor feeds[2] = {{"x", test_tensor_random(&r, dt, nd, shape, -6.0, 6.0)},
+                                  {"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)}};
     char attrs[128], ops[1024];
     if (strcmp(op, "softmax") == 0)
         snprintf(attrs, sizeof attrs, "{\"axis\": %d, \"scale\": %.17g}", axis, scale);
@@ -180,7 +149,7 @@ START_TEST(softmax_halves_fall_back_to_cpu) {
     note_gpu("softmax_halves_fall_back_to_cpu");
     const int64_t shape[] = {4, 9};
     test_rng r = {3};
-    named_tensor feeds[1] = {{"x", test_tensor_random(&r, PARDO_F16, 2, shape, -3.0, 3.0)}};
+    test_named_tensor feeds[1] = {{"x", test_tensor_random(&r, PARDO_F16, 2, shape, -3.0, 3.0)}};
     const char *const fetch[] = {"y"};
     compare_devices(feeds, 1, "{\"op\": \"softmax\", \"in\": [\"x\"], \"out\": [\"y\"]}", fetch, 1, 0.0);
     release_all(feeds, 1);
@@ -195,9 +164,9 @@ static void check_sce(pardo_dtype dt, pardo_dtype ldt, int64_t n, int64_t c, con
     test_rng r = {19};
     const int64_t xs[] = {n, c}, ls[] = {n}, none_shape[] = {n};
     const bool per_row = strcmp(red, "none") == 0;
-    named_tensor feeds[3] = {{"x", test_tensor_random(&r, dt, 2, xs, -8.0, 8.0)},
-                             {"l", test_tensor_random(&r, ldt, 1, ls, 0.0, (double)c)},
-                             {"g", test_tensor_random(&r, dt, per_row ? 1 : 0, none_shape, 0.5, 2.0)}};
+    test_named_tensor feeds[3] = {{"x", test_tensor_random(&r, dt, 2, xs, -8.0, 8.0)},
+                                  {"l", test_tensor_random(&r, ldt, 1, ls, 0.0, (double)c)},
+                                  {"g", test_tensor_random(&r, dt, per_row ? 1 : 0, none_shape, 0.5, 2.0)}};
     char ops[1024];
     snprintf(ops, sizeof ops,
              "{\"op\": \"softmax_cross_entropy\", \"in\": [\"x\", \"l\"], \"out\": [\"loss\"], \"attrs\": "
@@ -236,9 +205,9 @@ START_TEST(softmax_cross_entropy_bad_label_fails_like_cpu) {
         for (int l64 = 0; l64 < 2; l64++) {
             const int64_t c = cs[k], xs[] = {6, c}, ls[] = {6}, none_shape[] = {6};
             test_rng r = {29};
-            named_tensor feeds[3] = {{"x", test_tensor_random(&r, PARDO_F32, 2, xs, -1.0, 1.0)},
-                                     {"l", test_tensor_random(&r, l64 ? PARDO_I64 : PARDO_I32, 1, ls, 0.0, 3.0)},
-                                     {"g", test_tensor_random(&r, PARDO_F32, 1, none_shape, -1.0, 1.0)}};
+            test_named_tensor feeds[3] = {{"x", test_tensor_random(&r, PARDO_F32, 2, xs, -1.0, 1.0)},
+                                          {"l", test_tensor_random(&r, l64 ? PARDO_I64 : PARDO_I32, 1, ls, 0.0, 3.0)},
+                                          {"g", test_tensor_random(&r, PARDO_F32, 1, none_shape, -1.0, 1.0)}};
             pardo_tensor_set_f64(feeds[1].t, 2, (double)c); /* rows 2 and 4 bad: row 2 is named */
             pardo_tensor_set_f64(feeds[1].t, 4, -1.0);
             compare_errors(feeds, 2,
@@ -257,8 +226,8 @@ END_TEST
  * and Y with a fed dY (with_dy) or none; Y and dX compared. */
 static void check_act(const char *op, pardo_dtype dt, int nd, const int64_t *shape, bool x_out, bool with_dy) {
     test_rng r = {13};
-    named_tensor feeds[2] = {{"x", test_tensor_random(&r, dt, nd, shape, -5.0, 5.0)},
-                             {"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)}};
+    test_named_tensor feeds[2] = {{"x", test_tensor_random(&r, dt, nd, shape, -5.0, 5.0)},
+                                  {"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)}};
     char ops[1024];
     snprintf(ops, sizeof ops,
              "{\"op\": \"%s\", \"in\": [\"x\"], \"out\": [\"y\"]},"
@@ -293,7 +262,7 @@ START_TEST(gelu_halves_fall_back_to_cpu) {
     note_gpu("gelu_halves_fall_back_to_cpu");
     const int64_t shape[] = {5, 6};
     test_rng r = {3};
-    named_tensor feeds[1] = {{"x", test_tensor_random(&r, PARDO_BF16, 2, shape, -3.0, 3.0)}};
+    test_named_tensor feeds[1] = {{"x", test_tensor_random(&r, PARDO_BF16, 2, shape, -3.0, 3.0)}};
     const char *const fetch[] = {"y"};
     compare_devices(feeds, 1, "{\"op\": \"gelu\", \"in\": [\"x\"], \"out\": [\"y\"]}", fetch, 1, 0.0);
     release_all(feeds, 1);
@@ -312,14 +281,14 @@ static void check_ln(pardo_dtype dt, int nd, const int64_t *shape, int axis, dou
     const int a = axis < 0 ? axis + nd : axis;
     int64_t sshape[PARDO_MAX_DIMS];
     for (int d = 0; d < nd; d++) sshape[d] = d < a ? shape[d] : 1;
-    named_tensor feeds[6];
+    test_named_tensor feeds[6];
     int n = 0;
-    feeds[n++] = (named_tensor){"x", test_tensor_random(&r, dt, nd, shape, -3.0, 5.0)};
-    if (with & LN_SCALE) feeds[n++] = (named_tensor){"s", test_tensor_random(&r, dt, nd - a, shape + a, 0.5, 2.0)};
-    if (with & LN_BIAS) feeds[n++] = (named_tensor){"b", test_tensor_random(&r, dt, nd - a, shape + a, -1.0, 1.0)};
-    if (with & LN_DY) feeds[n++] = (named_tensor){"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)};
-    if (with & LN_DMEAN) feeds[n++] = (named_tensor){"gm", test_tensor_random(&r, dt, nd, sshape, -1.0, 1.0)};
-    if (with & LN_DINV) feeds[n++] = (named_tensor){"gi", test_tensor_random(&r, dt, nd, sshape, -1.0, 1.0)};
+    feeds[n++] = (test_named_tensor){"x", test_tensor_random(&r, dt, nd, shape, -3.0, 5.0)};
+    if (with & LN_SCALE) feeds[n++] = (test_named_tensor){"s", test_tensor_random(&r, dt, nd - a, shape + a, 0.5, 2.0)};
+    if (with & LN_BIAS) feeds[n++] = (test_named_tensor){"b", test_tensor_random(&r, dt, nd - a, shape + a, -1.0, 1.0)};
+    if (with & LN_DY) feeds[n++] = (test_named_tensor){"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)};
+    if (with & LN_DMEAN) feeds[n++] = (test_named_tensor){"gm", test_tensor_random(&r, dt, nd, sshape, -1.0, 1.0)};
+    if (with & LN_DINV) feeds[n++] = (test_named_tensor){"gi", test_tensor_random(&r, dt, nd, sshape, -1.0, 1.0)};
     const bool stats = with & LN_STATS_OUT;
     char attrs[96], ops[1536];
     snprintf(attrs, sizeof attrs, "{\"axis\": %d, \"epsilon\": %.17g}", axis, eps);
@@ -382,15 +351,15 @@ static void coarsen(pardo_tensor *t, bool nan) {
 static void check_reduce(const char *op, pardo_dtype dt, int nd, const int64_t *shape, const char *attrs,
                          const int64_t *axes_in, int n_axes, bool with_dy, bool old_form, bool coarse, bool nan) {
     test_rng r = {37};
-    named_tensor feeds[3];
+    test_named_tensor feeds[3];
     int n = 0;
-    feeds[n++] = (named_tensor){"x", test_tensor_random(&r, dt, nd, shape, -4.0, 4.0)};
+    feeds[n++] = (test_named_tensor){"x", test_tensor_random(&r, dt, nd, shape, -4.0, 4.0)};
     if (coarse) coarsen(feeds[0].t, nan);
     if (axes_in) {
         double v[PARDO_MAX_DIMS];
         const int64_t as[] = {n_axes};
         for (int k = 0; k < n_axes; k++) v[k] = (double)axes_in[k];
-        feeds[n++] = (named_tensor){"ax", test_tensor_from(PARDO_I64, 1, as, v)};
+        feeds[n++] = (test_named_tensor){"ax", test_tensor_from(PARDO_I64, 1, as, v)};
     }
     /* dY takes Y's shape, known only from a CPU run: run the forward once on the CPU */
     char ops[1024], fwd[512];
@@ -401,10 +370,10 @@ static void check_reduce(const char *op, pardo_dtype dt, int nd, const int64_t *
         graph_of(graph, sizeof graph, feeds, n, fwd);
         pardo_program *p = test_program(graph, "cuda_nn_shape.json");
         pardo_executor *cpu = test_executor(p, 1);
-        for (int f = 0; f < n; f++) feed(cpu, feeds[f].name, feeds[f].t);
+        for (int f = 0; f < n; f++) test_feed(cpu, feeds[f].name, feeds[f].t);
         test_run(cpu);
         pardo_tensor *y = test_fetch(cpu, "y");
-        feeds[n++] = (named_tensor){"g", test_tensor_random(&r, dt, y->ndim, y->shape, -1.0, 1.0)};
+        feeds[n++] = (test_named_tensor){"g", test_tensor_random(&r, dt, y->ndim, y->shape, -1.0, 1.0)};
         pardo_executor_free(cpu);
         pardo_program_free(p);
     }
@@ -460,7 +429,7 @@ START_TEST(reduce_integers_fall_back_to_cpu) {
     note_gpu("reduce_integers_fall_back_to_cpu");
     const int64_t shape[] = {4, 6};
     test_rng r = {5};
-    named_tensor feeds[1] = {{"x", test_tensor_random(&r, PARDO_I32, 2, shape, -50.0, 50.0)}};
+    test_named_tensor feeds[1] = {{"x", test_tensor_random(&r, PARDO_I32, 2, shape, -50.0, 50.0)}};
     const char *const fetch[] = {"y"};
     compare_devices(feeds, 1, "{\"op\": \"reduce_sum\", \"in\": [\"x\"], \"out\": [\"y\"], \"attrs\": {\"axes\": [0]}}",
                     fetch, 1, 0.0);
@@ -471,7 +440,7 @@ END_TEST
 /* argmax or argmin (op) of X [shape] with attrs; coarse values (ties) and, with nan, NaNs. */
 static void check_argmax(const char *op, pardo_dtype dt, int nd, const int64_t *shape, const char *attrs, bool nan) {
     test_rng r = {41};
-    named_tensor feeds[1] = {{"x", test_tensor_random(&r, dt, nd, shape, -3.0, 3.0)}};
+    test_named_tensor feeds[1] = {{"x", test_tensor_random(&r, dt, nd, shape, -3.0, 3.0)}};
     coarsen(feeds[0].t, nan);
     char ops[512];
     snprintf(ops, sizeof ops, "{\"op\": \"%s\", \"in\": [\"x\"], \"out\": [\"y\"], \"attrs\": {%s}}", op, attrs);
@@ -504,9 +473,9 @@ END_TEST
 static void check_mse(pardo_dtype dt, int nd, const int64_t *shape, const char *red, bool with_dl, int want) {
     test_rng r = {43};
     const bool per_elem = strcmp(red, "none") == 0;
-    named_tensor feeds[3] = {{"p", test_tensor_random(&r, dt, nd, shape, -2.0, 2.0)},
-                             {"t", test_tensor_random(&r, dt, nd, shape, -2.0, 2.0)},
-                             {"g", test_tensor_random(&r, dt, per_elem ? nd : 0, shape, 0.5, 1.5)}};
+    test_named_tensor feeds[3] = {{"p", test_tensor_random(&r, dt, nd, shape, -2.0, 2.0)},
+                                  {"t", test_tensor_random(&r, dt, nd, shape, -2.0, 2.0)},
+                                  {"g", test_tensor_random(&r, dt, per_elem ? nd : 0, shape, 0.5, 1.5)}};
     char ops[1024];
     snprintf(ops, sizeof ops,
              "{\"op\": \"mse_loss\", \"in\": [\"p\", \"t\"], \"out\": [\"loss\"], \"attrs\": {\"reduction\": \"%s\"}},"
@@ -546,8 +515,8 @@ END_TEST
 static void check_dropout(pardo_dtype dt, int nd, const int64_t *shape, const char *attrs, bool training,
                           bool with_mask, bool grad_reads_mask, bool with_dy) {
     test_rng r = {47};
-    named_tensor feeds[2] = {{"x", test_tensor_random(&r, dt, nd, shape, -2.0, 2.0)},
-                             {"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)}};
+    test_named_tensor feeds[2] = {{"x", test_tensor_random(&r, dt, nd, shape, -2.0, 2.0)},
+                                  {"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)}};
     char ops[1024];
     snprintf(ops, sizeof ops,
              "{\"op\": \"dropout\", \"in\": [\"x\"], \"out\": [\"y\", \"%s\"], \"attrs\": {%s}},"
@@ -588,9 +557,9 @@ START_TEST(dropout_inputs_match_cpu) {
     const double ratio = 0.25;
     for (int on = 0; on < 2; on++) {
         const double mode = on;
-        named_tensor feeds[3] = {{"x", test_tensor_random(&r, PARDO_F32, 2, shape, -1.0, 1.0)},
-                                 {"r", test_tensor_from(PARDO_F32, 0, none, &ratio)},
-                                 {"tm", test_tensor_from(PARDO_BOOL, 0, none, &mode)}};
+        test_named_tensor feeds[3] = {{"x", test_tensor_random(&r, PARDO_F32, 2, shape, -1.0, 1.0)},
+                                      {"r", test_tensor_from(PARDO_F32, 0, none, &ratio)},
+                                      {"tm", test_tensor_from(PARDO_BOOL, 0, none, &mode)}};
         const char *const fetch[] = {"y", "m"};
         compare_devices_ex(feeds, 3,
                            "{\"op\": \"dropout\", \"in\": [\"x\", \"r\", \"tm\"], \"out\": [\"y\", \"m\"], "

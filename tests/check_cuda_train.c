@@ -16,48 +16,25 @@
 
 #include "check_suites.h"
 #include "core/device.h"
+#include "cuda_test_util.h"
 #include "graph_test_util.h"
 #include "test_util.h"
 
 /* Says so when the GPU half of `test` is skipped; the CPU half still runs. */
-static void note_gpu(const char *test) {
-    if (pardo_device_count() > 0) return;
-    printf("cuda_train: %s: ran the CPU side only, skipped the GPU (no CUDA device%s)\n", test,
-           pardo_device_compiled() ? "" : "; built without CUDA");
-}
+static void note_gpu(const char *test) { test_cuda_note_gpu("cuda_train", test); }
 
 /* Whether the executors run in training mode (batch_norm's batch statistics); a test that sets it runs in its
  * own process (Check forks each). */
 static bool training_mode;
 
 static pardo_executor *executor_on(const pardo_program *p, pardo_device_kind dev) {
-    pardo_status st;
-    pardo_exec_options opt = {.nthreads = 1, .device = dev, .training = training_mode};
-    pardo_executor *ex = NULL;
-    ck_assert_msg(pardo_executor_new(p, &opt, &ex, &st) == PARDO_OK, "%s", st.msg);
-    ck_assert_int_eq(pardo_executor_device(ex), dev);
-    ck_assert_msg(pardo_executor_init_vars(ex, NULL, NULL, &st) == PARDO_OK, "%s", st.msg);
-    return ex;
+    return test_cuda_executor(p, dev, training_mode);
 }
 
 static pardo_executor *gpu_executor(const pardo_program *p) { return executor_on(p, PARDO_DEVICE_CUDA); }
 
-static void feed(pardo_executor *ex, const char *name, pardo_tensor *t) {
-    pardo_status st;
-    ck_assert_msg(pardo_executor_feed(ex, name, t, "test", &st) == PARDO_OK, "feed %s: %s", name, st.msg);
-}
 
-static void shape_json(char *buf, size_t n, int nd, const int64_t *shape) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int d = 0; d < nd; d++) k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    snprintf(buf + k, n - k, "]");
-}
 
-/* A named feed of a graph. */
-typedef struct named_tensor {
-    const char *name;
-    pardo_tensor *t;
-} named_tensor;
 
 /* test_assert_close, the message naming the var and the step. */
 static void assert_close_named(const char *name, int step, const pardo_tensor *a, const pardo_tensor *b, double rtol,
@@ -74,21 +51,21 @@ static void assert_close_named(const char *name, int step, const pardo_tensor *a
 
 /* Runs `graph` on both devices for `steps` steps, step s fed feeds[s * n_feeds ..] (NULL tensors: not fed that
  * step), and compares the fetched vars `fetch` after every step. Without a GPU only the CPU side runs. */
-static void compare_steps(const char *graph, int steps, const named_tensor *feeds, int n_feeds,
+static void compare_steps(const char *graph, int steps, const test_named_tensor *feeds, int n_feeds,
                           const char *const *fetch, int n_fetch, double rtol, double atol) {
     pardo_status st;
     pardo_program *p = test_program(graph, "cuda_train.json");
     const bool gpu_here = pardo_device_count() > 0;
     pardo_executor *gpu = gpu_here ? gpu_executor(p) : NULL, *cpu = executor_on(p, PARDO_DEVICE_CPU);
     for (int s = 0; s < steps; s++) {
-        const named_tensor *f = feeds + s * n_feeds;
+        const test_named_tensor *f = feeds + s * n_feeds;
         for (int k = 0; k < n_feeds; k++)
-            if (f[k].t) feed(cpu, f[k].name, f[k].t);
+            if (f[k].t) test_feed(cpu, f[k].name, f[k].t);
         ck_assert_msg(pardo_executor_run(cpu, &st) == PARDO_OK, "cpu: %s\n%s", st.msg, graph);
         for (int k = 0; k < n_fetch; k++) ck_assert_msg(pardo_executor_fetch(cpu, fetch[k]), "cpu: no %s", fetch[k]);
         if (!gpu) continue;
         for (int k = 0; k < n_feeds; k++)
-            if (f[k].t) feed(gpu, f[k].name, f[k].t);
+            if (f[k].t) test_feed(gpu, f[k].name, f[k].t);
         ck_assert_msg(pardo_executor_run(gpu, &st) == PARDO_OK, "gpu: %s\n%s", st.msg, graph);
         for (int k = 0; k < n_fetch; k++) {
             pardo_tensor *zg = pardo_executor_fetch(gpu, fetch[k]), *zc = pardo_executor_fetch(cpu, fetch[k]);
@@ -104,9 +81,9 @@ static void compare_steps(const char *graph, int steps, const named_tensor *feed
 }
 
 /* As compare_steps for one step of the same feeds run twice (the second reuses the first's outputs). */
-static void compare_twice(const char *graph, const named_tensor *feeds, int n_feeds, const char *const *fetch,
+static void compare_twice(const char *graph, const test_named_tensor *feeds, int n_feeds, const char *const *fetch,
                           int n_fetch, double rtol, double atol) {
-    named_tensor f[2 * 8];
+    test_named_tensor f[2 * 8];
     ck_assert_int_le(n_feeds, 8);
     for (int s = 0; s < 2; s++)
         for (int k = 0; k < n_feeds; k++) f[s * n_feeds + k] = feeds[k];
@@ -125,7 +102,7 @@ enum { OPT_STEPS = 4 };
 static void check_optimizer(const char *op, const char *attrs, pardo_dtype dt, int nd, const int64_t *shape,
                             bool lr_vec, pardo_dtype lr_dt, pardo_dtype step_dt) {
     char graph[4096], sh[128];
-    shape_json(sh, sizeof sh, nd, shape);
+    test_shape_json(sh, sizeof sh, nd, shape);
     const char *dn = pardo_dtype_name(dt);
     const bool adam = strncmp(op, "adam", 4) == 0, mom = strcmp(op, "momentum") == 0;
     char states[1024] = "", ins[256], outs[256];
@@ -159,13 +136,13 @@ static void check_optimizer(const char *op, const char *attrs, pardo_dtype dt, i
              dn, sh, dn, sh, pardo_dtype_name(lr_dt), lr_vec ? "[1]" : "[]", states, op, ins, outs,
              attrs ? attrs : "{}");
     test_rng r = {29};
-    named_tensor feeds[OPT_STEPS * 2];
+    test_named_tensor feeds[OPT_STEPS * 2];
     const int64_t one = 1;
     const double lr = adam ? 0.01 : 0.1;
     pardo_tensor *lrt = test_tensor_from(lr_dt, lr_vec ? 1 : 0, &one, &lr);
     for (int s = 0; s < OPT_STEPS; s++) {
-        feeds[2 * s] = (named_tensor){"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)};
-        feeds[2 * s + 1] = (named_tensor){"lr", lrt};
+        feeds[2 * s] = (test_named_tensor){"g", test_tensor_random(&r, dt, nd, shape, -1.0, 1.0)};
+        feeds[2 * s + 1] = (test_named_tensor){"lr", lrt};
     }
     static const char *const fetch_sgd[] = {"p"}, *const fetch_mom[] = {"p", "v"},
                              *const fetch_adam[] = {"p", "m", "v", "step"};
@@ -201,13 +178,13 @@ END_TEST
 
 /* A graph of one op `op` (attrs: JSON object text or NULL) reading ins and writing outs (JSON list text), with a
  * feed var of each tensor's dtype and shape; run twice on both devices and the vars fetch compared. */
-static void check_op(const char *op, const char *attrs, const char *ins, const char *outs, const named_tensor *feeds,
-                     int n_feeds, const char *const *fetch, int n_fetch, double tol) {
+static void check_op(const char *op, const char *attrs, const char *ins, const char *outs,
+                     const test_named_tensor *feeds, int n_feeds, const char *const *fetch, int n_fetch, double tol) {
     char graph[8192], vars[4096] = "", sh[128];
     size_t w = 0;
     for (int k = 0; k < n_feeds; k++) {
         const pardo_tensor *t = feeds[k].t;
-        shape_json(sh, sizeof sh, t->ndim, t->shape);
+        test_shape_json(sh, sizeof sh, t->ndim, t->shape);
         w += (size_t)snprintf(vars + w, sizeof vars - w,
                               "%s\"%s\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": "
                               "\"feed\"}",
@@ -226,7 +203,7 @@ static pardo_tensor *rnd(pardo_dtype dt, int nd, const int64_t *shape) {
     return test_tensor_random(&r, dt, nd, shape, f ? -3.0 : u ? 0.0 : -1000.0, f ? 3.0 : u ? 2.0 : 1000.0);
 }
 
-static void release_feeds(named_tensor *f, int n) {
+static void release_feeds(test_named_tensor *f, int n) {
     for (int k = 0; k < n; k++) pardo_tensor_release(f[k].t);
 }
 
@@ -236,13 +213,13 @@ static void release_feeds(named_tensor *f, int n) {
 static void check_reshape(const char *op, const char *attrs, pardo_dtype dt, int nd, const int64_t *shape, int ynd,
                           const int64_t *yshape) {
     static const char *const fy[] = {"y"}, *const fdx[] = {"dx"};
-    named_tensor f[3] = {{"x", rnd(dt, nd, shape)}};
+    test_named_tensor f[3] = {{"x", rnd(dt, nd, shape)}};
     check_op(op, attrs, "\"x\"", "\"y\"", f, 1, fy, 1, 0);
     if (pardo_dtype_is_float(dt)) {
         char grad[64];
         snprintf(grad, sizeof grad, "%s_grad", op);
-        f[1] = (named_tensor){"y", rnd(dt, ynd, yshape)};
-        f[2] = (named_tensor){"g", rnd(dt, ynd, yshape)};
+        f[1] = (test_named_tensor){"y", rnd(dt, ynd, yshape)};
+        f[2] = (test_named_tensor){"g", rnd(dt, ynd, yshape)};
         check_op(grad, attrs, "\"x\", \"y\", \"g\"", "\"dx\"", f, 3, fdx, 1, 0);
         check_op(grad, attrs, "\"x\", \"y\", \"\"", "\"dx\"", f, 2, fdx, 1, 0);
     }
@@ -274,7 +251,8 @@ START_TEST(reshape_runtime_shape_falls_back_to_cpu) {
     note_gpu("reshape_runtime_shape_falls_back_to_cpu");
     const int64_t x3[] = {2, 3, 5}, two[] = {2};
     static const char *const fy[] = {"y"};
-    named_tensor f[2] = {{"x", rnd(PARDO_F32, 3, x3)}, {"s", test_tensor_from(PARDO_I64, 1, two, (double[]){3, -1})}};
+    test_named_tensor f[2] = {{"x", rnd(PARDO_F32, 3, x3)},
+                              {"s", test_tensor_from(PARDO_I64, 1, two, (double[]){3, -1})}};
     check_op("reshape", NULL, "\"x\", \"s\"", "\"y\"", f, 2, fy, 1, 0);
     release_feeds(f, 2);
 }
@@ -285,12 +263,12 @@ static void check_transpose(const char *attrs, pardo_dtype dt, int nd, const int
     static const char *const fy[] = {"y"}, *const fdx[] = {"dx"};
     int64_t ys[PARDO_MAX_DIMS];
     for (int i = 0; i < nd; i++) ys[i] = shape[perm[i]];
-    named_tensor f[3] = {{"x", rnd(dt, nd, shape)}};
+    test_named_tensor f[3] = {{"x", rnd(dt, nd, shape)}};
     check_op("transpose", attrs, "\"x\"", "\"y\"", f, 1, fy, 1, 0);
     const bool fl = pardo_dtype_is_float(dt);
     if (fl) {
-        f[1] = (named_tensor){"y", rnd(dt, nd, ys)};
-        f[2] = (named_tensor){"g", rnd(dt, nd, ys)};
+        f[1] = (test_named_tensor){"y", rnd(dt, nd, ys)};
+        f[2] = (test_named_tensor){"g", rnd(dt, nd, ys)};
         check_op("transpose_grad", attrs, "\"x\", \"y\", \"g\"", "\"dx\"", f, 3, fdx, 1, 0);
         check_op("transpose_grad", attrs, "\"x\", \"y\", \"\"", "\"dx\"", f, 2, fdx, 1, 0);
     }
@@ -324,12 +302,12 @@ static void check_concat(const char *attrs, pardo_dtype dt, int nd, const int64_
     int64_t ys[PARDO_MAX_DIMS];
     memcpy(ys, s0, sizeof(int64_t) * (size_t)nd);
     ys[axis] = s0[axis] + s1[axis] + s2[axis];
-    named_tensor f[5] = {{"a", rnd(dt, nd, s0)}, {"b", rnd(dt, nd, s1)}, {"c", rnd(dt, nd, s2)}};
+    test_named_tensor f[5] = {{"a", rnd(dt, nd, s0)}, {"b", rnd(dt, nd, s1)}, {"c", rnd(dt, nd, s2)}};
     check_op("concat", attrs, "\"a\", \"b\", \"c\"", "\"y\"", f, 3, fy, 1, 0);
     const bool fl = pardo_dtype_is_float(dt);
     if (fl) {
-        f[3] = (named_tensor){"y", rnd(dt, nd, ys)};
-        f[4] = (named_tensor){"g", rnd(dt, nd, ys)};
+        f[3] = (test_named_tensor){"y", rnd(dt, nd, ys)};
+        f[4] = (test_named_tensor){"g", rnd(dt, nd, ys)};
         check_op("concat_grad", attrs, "\"a\", \"b\", \"c\", \"y\", \"g\"", "\"d0\", \"d1\", \"d2\"", f, 5, fdx, 3, 0);
         check_op("concat_grad", attrs, "\"a\", \"b\", \"c\", \"y\", \"g\"", "\"d0\", \"\", \"d2\"", f, 5, fdx02, 2, 0);
         check_op("concat_grad", attrs, "\"a\", \"b\", \"c\", \"y\", \"\"", "\"d0\", \"d1\", \"d2\"", f, 4, fdx, 3, 0);
@@ -361,12 +339,12 @@ static void check_cast(pardo_dtype from, pardo_dtype to, pardo_tensor *x) {
     static const char *const fy[] = {"y"}, *const fdx[] = {"dx"};
     char attrs[64];
     snprintf(attrs, sizeof attrs, "{\"dtype\": \"%s\"}", pardo_dtype_name(to));
-    named_tensor f[3] = {{"x", x}};
+    test_named_tensor f[3] = {{"x", x}};
     ck_assert_int_eq(x->dtype, from);
     check_op("cast", attrs, "\"x\"", "\"y\"", f, 1, fy, 1, 0);
     if (pardo_dtype_is_float(from) && (to == PARDO_F32 || to == PARDO_F64)) {
-        f[1] = (named_tensor){"y", rnd(to, x->ndim, x->shape)};
-        f[2] = (named_tensor){"g", rnd(to, x->ndim, x->shape)};
+        f[1] = (test_named_tensor){"y", rnd(to, x->ndim, x->shape)};
+        f[2] = (test_named_tensor){"g", rnd(to, x->ndim, x->shape)};
         check_op("cast_grad", attrs, "\"x\", \"y\", \"g\"", "\"dx\"", f, 3, fdx, 1, 0);
         check_op("cast_grad", attrs, "\"x\", \"y\", \"\"", "\"dx\"", f, 2, fdx, 1, 0);
         pardo_tensor_release(f[1].t);
@@ -441,9 +419,9 @@ static void check_conv_tol(pardo_dtype dt, const char *attrs, const int64_t *xs,
     static const char *const fy[] = {"y"}, *const fall[] = {"dx", "dw", "db"}, *const fdx[] = {"dx"},
                              *const fwb[] = {"dw", "db"};
     const int64_t bs[] = {ws[0]};
-    named_tensor f[5] = {{"x", rnd(dt, 4, xs)}, {"w", rnd(dt, 4, ws)}, {"b", bias ? rnd(dt, 1, bs) : NULL}};
+    test_named_tensor f[5] = {{"x", rnd(dt, 4, xs)}, {"w", rnd(dt, 4, ws)}, {"b", bias ? rnd(dt, 1, bs) : NULL}};
     check_op("conv2d", attrs, bias ? "\"x\", \"w\", \"b\"" : "\"x\", \"w\"", "\"y\"", f, bias ? 3 : 2, fy, 1, tol);
-    named_tensor gf[5] = {f[0], f[1], {"y", rnd(dt, 4, ys)}, {"g", rnd(dt, 4, ys)}, f[2]};
+    test_named_tensor gf[5] = {f[0], f[1], {"y", rnd(dt, 4, ys)}, {"g", rnd(dt, 4, ys)}, f[2]};
     const int ng = bias ? 5 : 4;
     const char *ins = bias ? "\"x\", \"w\", \"b\", \"y\", \"g\"" : "\"x\", \"w\", \"\", \"y\", \"g\"";
     check_op("conv2d_grad", attrs, ins, bias ? "\"dx\", \"dw\", \"db\"" : "\"dx\", \"dw\"", gf, ng, fall, bias ? 3 : 2,
@@ -507,7 +485,7 @@ static void check_pool(pardo_dtype dt, const char *attrs, const int64_t *xs, con
     static test_rng r = {53};
     pardo_tensor *x = test_tensor_random(&r, dt, 4, xs, 0.0, 4.0);
     for (int64_t i = 0; i < x->numel; i++) pardo_tensor_set_f64(x, i, floor(pardo_tensor_get_f64(x, i)));
-    named_tensor f[3] = {{"x", x}, {"y", rnd(dt, 4, ys)}, {"g", rnd(dt, 4, ys)}};
+    test_named_tensor f[3] = {{"x", x}, {"y", rnd(dt, 4, ys)}, {"g", rnd(dt, 4, ys)}};
     const double tol = tol_of(dt);
     for (int max = 0; max < 2; max++) {
         char op[32], grad[48];
@@ -515,7 +493,7 @@ static void check_pool(pardo_dtype dt, const char *attrs, const int64_t *xs, con
         snprintf(grad, sizeof grad, "%s_grad", op);
         check_op(op, attrs, "\"x\"", "\"y\"", f, 1, fy, 1, tol);
         check_op(grad, attrs, "\"x\", \"y\", \"g\"", "\"dx\"", f, 3, fdx, 1, tol);
-        check_op(grad, attrs, "\"x\", \"\", \"g\"", "\"dx\"", (named_tensor[]){f[0], f[2]}, 2, fdx, 1, tol);
+        check_op(grad, attrs, "\"x\", \"\", \"g\"", "\"dx\"", (test_named_tensor[]){f[0], f[2]}, 2, fdx, 1, tol);
         check_op(grad, attrs, "\"x\", \"y\", \"\"", "\"dx\"", f, 2, fdx, 1, tol);
     }
     release_feeds(f, 3);
@@ -548,7 +526,7 @@ START_TEST(pool_integers_fall_back_to_cpu) {
     note_gpu("pool_integers_fall_back_to_cpu");
     const int64_t xs[] = {1, 2, 5, 5};
     static const char *const fy[] = {"y"};
-    named_tensor f[1] = {{"x", rnd(PARDO_I32, 4, xs)}};
+    test_named_tensor f[1] = {{"x", rnd(PARDO_I32, 4, xs)}};
     check_op("max_pool2d", "{\"kernel\": [2, 2]}", "\"x\"", "\"y\"", f, 1, fy, 1, 0);
     release_feeds(f, 1);
 }
@@ -566,10 +544,10 @@ static void check_embedding(pardo_dtype dt, pardo_dtype it, int64_t v, int64_t d
     int64_t ys[PARDO_MAX_DIMS];
     memcpy(ys, is, sizeof(int64_t) * (size_t)ni);
     ys[ni] = d;
-    named_tensor f[4] = {{"w", rnd(dt, 2, ws)},
-                         {"i", test_tensor_random(&r, it, ni, is, 0.0, (double)v)},
-                         {"y", rnd(dt, ni + 1, ys)},
-                         {"g", rnd(dt, ni + 1, ys)}};
+    test_named_tensor f[4] = {{"w", rnd(dt, 2, ws)},
+                              {"i", test_tensor_random(&r, it, ni, is, 0.0, (double)v)},
+                              {"y", rnd(dt, ni + 1, ys)},
+                              {"g", rnd(dt, ni + 1, ys)}};
     const double tol = dt == PARDO_F64 ? 1e-12 : 1e-5;
     check_op("embedding", NULL, "\"w\", \"i\"", "\"y\"", f, 2, fy, 1, 0);
     check_op("embedding_grad", NULL, "\"w\", \"i\", \"y\", \"g\"", "\"dw\"", f, 4, fdw, 1, tol);
@@ -601,8 +579,8 @@ START_TEST(embedding_bad_index_errors_like_cpu) {
     pardo_program *p = test_program(graph, "cuda_train.json");
     pardo_executor *ex = pardo_device_count() > 0 ? gpu_executor(p) : test_executor(p, 1);
     pardo_status st;
-    feed(ex, "w", w);
-    feed(ex, "i", i);
+    test_feed(ex, "w", w);
+    test_feed(ex, "i", i);
     ck_assert_int_eq(pardo_executor_run(ex, &st), PARDO_ERUNTIME);
     ck_assert_msg(strstr(st.msg, "input 1 'indices' [1] (element 1) is 4"), "%s", st.msg);
     pardo_executor_free(ex);
@@ -620,8 +598,8 @@ static void check_batch_norm(pardo_dtype dt, int nd, const int64_t *xs, const ch
     char graph[4096], sx[128], sc[64];
     const char *dn = pardo_dtype_name(dt);
     const int64_t cs[] = {xs[1]};
-    shape_json(sx, sizeof sx, nd, xs);
-    shape_json(sc, sizeof sc, 1, cs);
+    test_shape_json(sx, sizeof sx, nd, xs);
+    test_shape_json(sc, sizeof sc, 1, cs);
     snprintf(
         graph, sizeof graph,
         "{\"pardo\": 1, \"blocks\": [{\"vars\": {\"x\": {\"dtype\": \"%s\", \"shape\": %s, \"role\": \"feed\"},"
@@ -640,12 +618,12 @@ static void check_batch_norm(pardo_dtype dt, int nd, const int64_t *xs, const ch
         " \"out\": [\"dx2\"], \"attrs\": %s}]}]}",
         dn, sx, dn, sx, dn, sc, dn, sc, dn, sc, dn, sc, attrs, attrs, attrs);
     enum { STEPS = 3 };
-    named_tensor f[STEPS * 4];
+    test_named_tensor f[STEPS * 4];
     for (int k = 0; k < STEPS; k++) {
-        f[4 * k] = (named_tensor){"x", rnd(dt, nd, xs)};
-        f[4 * k + 1] = (named_tensor){"g", rnd(dt, nd, xs)};
-        f[4 * k + 2] = (named_tensor){"sc", rnd(dt, 1, cs)};
-        f[4 * k + 3] = (named_tensor){"bi", rnd(dt, 1, cs)};
+        f[4 * k] = (test_named_tensor){"x", rnd(dt, nd, xs)};
+        f[4 * k + 1] = (test_named_tensor){"g", rnd(dt, nd, xs)};
+        f[4 * k + 2] = (test_named_tensor){"sc", rnd(dt, 1, cs)};
+        f[4 * k + 3] = (test_named_tensor){"bi", rnd(dt, 1, cs)};
     }
     static const char *const fetch[] = {"y", "mean", "var", "dx", "dsc", "dbi", "dx2"};
     const double tol = dt == PARDO_F64 ? 1e-10 : 1e-4;
