@@ -81,7 +81,9 @@ static int mse_check(const pardo_op *op, const pardo_type *p, const pardo_type *
                                                 const void *vdl, void *vdp, void *vdt) {                               \
         const T *restrict p = vp, *restrict t = vt, *restrict dl = vdl;                                                \
         T *restrict dp = vdp, *restrict dt = vdt;                                                                      \
-        const double k = red == MSE_MEAN ? (n > 0 ? 2.0 * (double)dl[0] / (double)n : 0.0) : 2.0 * (double)dl[0];      \
+        const double k = red == MSE_NONE   ? 0.0 /* dL is per element (and empty with the inputs) */                 \
+                         : red == MSE_MEAN ? (n > 0 ? 2.0 * (double)dl[0] / (double)n : 0.0)                           \
+                                           : 2.0 * (double)dl[0];                                                      \
         /* one loop per case, so that each vectorises */                                                               \
         if (red == MSE_NONE)                                                                                           \
             for (int64_t i = 0; i < n; i++) {                                                                          \
